@@ -1,0 +1,74 @@
+import Fastify, { LogController, type FastifyInstance } from 'fastify';
+import type { Config } from './config.js';
+import { EmbeddedStore } from './store/embedded.js';
+import type { Store } from './store/store.js';
+import { PolicySnapshots } from './snapshot/policy-snapshots.js';
+import { CheckService } from './checks.js';
+import { PolicyService } from './policies.js';
+import { RegistryService } from './registry/registry-service.js';
+import { attributeMapOf } from './registry/entities.js';
+import type { RegisteredAttributes } from './registry/resolve.js';
+import type { AppContext } from './http/context.js';
+import { installValidators } from './http/validation.js';
+import { installErrorHandling } from './http/errors.js';
+import { installJsonBodyParser } from './http/json-body.js';
+import { adminAuthHook, API_KEY_HEADER } from './http/admin-auth.js';
+import { registerDocs } from './http/docs.js';
+import { healthRoutes } from './http/health.js';
+import { checkRoutes } from './http/check.js';
+import { policyRoutes } from './http/policies.js';
+import { registryRoutes } from './http/registry.js';
+import { legacyRoutes } from './http/legacy.js';
+
+/** Entity URIs arrive as path parameters; find-my-way's default cap of 100 characters is too short. */
+const MAX_PATH_PARAMETER_LENGTH = 8192;
+
+function registeredAttributesFrom(store: Store, config: Config): RegisteredAttributes {
+  if (!config.registryEnabled) return async () => undefined;
+  return async (uri) => {
+    const entity = await store.getEntity(uri);
+    return entity === undefined ? undefined : attributeMapOf(entity);
+  };
+}
+
+/** Wires the store, the policy snapshot and the routes into a Fastify instance that is ready to listen. */
+export async function buildApp(config: Config): Promise<FastifyInstance> {
+  const store = new EmbeddedStore(config.dataDir);
+  const snapshots = await PolicySnapshots.load(store);
+  const context: AppContext = {
+    config,
+    checks: new CheckService(snapshots, registeredAttributesFrom(store, config)),
+    policies: new PolicyService(store, snapshots),
+    registry: new RegistryService(store),
+  };
+
+  const app = Fastify({
+    logger: {
+      level: config.logLevel,
+      redact: { paths: [`req.headers["${API_KEY_HEADER}"]`, 'req.headers.authorization'], censor: '[redacted]' },
+    },
+    // Per-request log lines only when asked for: the hot path stays free of logging by default.
+    logController: new LogController({ disableRequestLogging: !['debug', 'trace'].includes(config.logLevel) }),
+    onProtoPoisoning: 'ignore',
+    onConstructorPoisoning: 'ignore',
+    routerOptions: { maxParamLength: MAX_PATH_PARAMETER_LENGTH },
+  });
+  app.addHook('onClose', () => store.close());
+
+  installValidators(app);
+  installErrorHandling(app);
+  installJsonBodyParser(app);
+  await registerDocs(app);
+
+  await app.register(healthRoutes);
+  await app.register(checkRoutes, { context });
+  await app.register(legacyRoutes, { context });
+  await app.register(async (admin) => {
+    const checkKey = adminAuthHook(config);
+    if (checkKey !== undefined) admin.addHook('onRequest', checkKey);
+    await admin.register(policyRoutes, { context });
+    if (config.registryEnabled) await admin.register(registryRoutes, { context });
+  });
+  await app.ready();
+  return app;
+}

@@ -1,0 +1,116 @@
+import { parseArgs } from 'node:util';
+
+export interface Config {
+  host: string;
+  port: number;
+  dataDir: string;
+  adminAuthRequired: boolean;
+  /** Only read when adminAuthRequired; never logged. */
+  adminApiKey: string;
+  bulkCheckMaxRequests: number;
+  registryEnabled: boolean;
+  logLevel: string;
+}
+
+export const DEFAULT_CONFIG: Config = {
+  host: '127.0.0.1',
+  port: 8421,
+  dataDir: './data',
+  adminAuthRequired: false,
+  adminApiKey: '',
+  bulkCheckMaxRequests: 1000,
+  registryEnabled: true,
+  logLevel: 'info',
+};
+
+/** Bad configuration: the start stops with this one line. */
+export class ConfigError extends Error {}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+/** Flags of `verdict start`, their variables, and what they mean: the source of `--help` too. */
+export const START_OPTIONS = {
+  host: { type: 'string', env: 'HOST', help: 'address to listen on', default: DEFAULT_CONFIG.host },
+  port: { type: 'string', env: 'PORT', help: 'TCP port (0 picks a free one)', default: String(DEFAULT_CONFIG.port) },
+  'data-dir': { type: 'string', env: 'DATA_DIR', help: 'directory of the embedded store', default: DEFAULT_CONFIG.dataDir },
+  'admin-authn-required': {
+    type: 'string',
+    env: 'ADMIN_AUTHN_REQUIRED',
+    help: 'require the WAY-API-KEY header (value of ADMIN_API_KEY) on admin routes: true|false',
+    default: 'false',
+  },
+  'bulk-check-max-requests': {
+    type: 'string',
+    env: 'BULK_CHECK_MAX_REQUESTS',
+    help: 'most checks accepted in one POST /check/bulk',
+    default: String(DEFAULT_CONFIG.bulkCheckMaxRequests),
+  },
+  registry: { type: 'string', env: 'REGISTRY_ENABLED', help: 'serve the entity registry: true|false', default: 'true' },
+  'log-level': { type: 'string', env: 'LOG_LEVEL', help: LOG_LEVELS.join('|'), default: DEFAULT_CONFIG.logLevel },
+} as const;
+type OptionName = keyof typeof START_OPTIONS;
+
+function parseInteger(name: string, text: string, min: number, max: number): number {
+  if (!/^\d+$/.test(text.trim()) || Number(text) < min || Number(text) > max) {
+    throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got '${text}'`);
+  }
+  return Number(text);
+}
+
+function parseBoolean(name: string, text: string): boolean {
+  const normalized = text.trim().toLowerCase();
+  if (['true', '1', 'yes', 'on'].includes(normalized)) return true;
+  if (['false', '0', 'no', 'off', ''].includes(normalized)) return false;
+  throw new ConfigError(`${name} must be true or false, got '${text}'`);
+}
+
+/**
+ * The configuration of `verdict start` from its flags and the environment; flags win over variables.
+ * Throws ConfigError, naming the flag or variable to fix, when anything is unusable.
+ */
+export function loadConfig(args: string[], env: NodeJS.ProcessEnv): Config {
+  let values: Partial<Record<OptionName, string>>;
+  try {
+    const options = Object.fromEntries(
+      Object.keys(START_OPTIONS).map((name) => [name, { type: 'string' as const }]),
+    ) as Record<OptionName, { type: 'string' }>;
+    values = parseArgs({ args, options, strict: true, allowPositionals: false }).values;
+  } catch (error) {
+    throw new ConfigError((error as Error).message);
+  }
+  const read = (name: OptionName): { label: string; text: string } => {
+    const option = START_OPTIONS[name];
+    const fromFlag = values[name];
+    if (fromFlag !== undefined) return { label: `--${name}`, text: fromFlag };
+    const fromEnv = env[option.env];
+    if (fromEnv !== undefined) return { label: option.env, text: fromEnv };
+    return { label: `--${name}`, text: option.default };
+  };
+
+  const port = read('port');
+  const authRequired = read('admin-authn-required');
+  const bulk = read('bulk-check-max-requests');
+  const registry = read('registry');
+  const logLevel = read('log-level');
+  const host = read('host').text.trim();
+  const dataDir = read('data-dir').text.trim();
+  if (host === '') throw new ConfigError('--host (HOST) must not be empty');
+  if (dataDir === '') throw new ConfigError('--data-dir (DATA_DIR) must not be empty');
+  if (!LOG_LEVELS.includes(logLevel.text)) {
+    throw new ConfigError(`${logLevel.label} must be one of ${LOG_LEVELS.join(', ')}, got '${logLevel.text}'`);
+  }
+  const config: Config = {
+    host,
+    port: parseInteger(port.label, port.text, 0, 65535),
+    dataDir,
+    adminAuthRequired: parseBoolean(authRequired.label, authRequired.text),
+    adminApiKey: env.ADMIN_API_KEY ?? '',
+    bulkCheckMaxRequests: parseInteger(bulk.label, bulk.text, 1, 1_000_000),
+    registryEnabled: parseBoolean(registry.label, registry.text),
+    logLevel: logLevel.text,
+  };
+  if (config.adminAuthRequired && config.adminApiKey.trim() === '') {
+    throw new ConfigError('admin authentication is required (ADMIN_AUTHN_REQUIRED) but ADMIN_API_KEY is empty; set a key');
+  }
+  return config;
+}

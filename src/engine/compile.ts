@@ -1,0 +1,74 @@
+import type { Condition, Policy } from '../schemas/policy.js';
+import type { Decision, DecisionRequest, ResolvedEntity } from './entity.js';
+import { ALLOWED_BY_DEFAULT, DENIED_BY_DEFAULT, DENIED_WITHOUT_POLICIES, ruleDecision } from './decisions.js';
+import { OPERATOR_DEFINITIONS, type Predicate } from './operators.js';
+import { compileLookup, MISSING, type Lookup } from './paths.js';
+
+export interface CompiledCondition {
+  lookup: Lookup;
+  test: Predicate;
+}
+
+export interface CompiledRule {
+  /** Position of the rule's policy in creation order. */
+  policyIndex: number;
+  denies: boolean;
+  principal: readonly CompiledCondition[];
+  resource: readonly CompiledCondition[];
+  /** The decision this rule gives when it is the one that counts, built once. */
+  decision: Decision;
+}
+
+/** Every policy compiled for evaluation, under the store revision it was built from. */
+export interface Snapshot {
+  revision: number;
+  policyCount: number;
+  /** Rules covering each action, in (policy creation order, rule order). */
+  rulesByAction: ReadonlyMap<string, readonly CompiledRule[]>;
+  /** The decision when no rule matches: from the policies' default effects. */
+  fallback: Decision;
+}
+
+function compileCondition(condition: Condition): CompiledCondition {
+  return { lookup: compileLookup(condition.path), test: OPERATOR_DEFINITIONS[condition.operator].build(condition.value) };
+}
+
+export function conditionsHold(conditions: readonly CompiledCondition[], entity: ResolvedEntity): boolean {
+  for (const { lookup, test } of conditions) {
+    const value = lookup(entity);
+    if (value === MISSING || !test(value)) return false;
+  }
+  return true;
+}
+
+export function ruleMatches(rule: CompiledRule, request: DecisionRequest): boolean {
+  return conditionsHold(rule.principal, request.principal) && conditionsHold(rule.resource, request.resource);
+}
+
+function fallbackDecision(policies: readonly Policy[]): Decision {
+  if (policies.length === 0) return DENIED_WITHOUT_POLICIES;
+  if (policies.some((policy) => policy.default_effect === 'deny')) return DENIED_BY_DEFAULT;
+  return ALLOWED_BY_DEFAULT;
+}
+
+/** Compiles validated, normalized policies (in creation order). Run once per change, never per request. */
+export function compile(policies: readonly Policy[], revision: number): Snapshot {
+  const rulesByAction = new Map<string, CompiledRule[]>();
+  policies.forEach((policy, policyIndex) => {
+    for (const rule of policy.rules) {
+      const compiled: CompiledRule = {
+        policyIndex,
+        denies: rule.effect === 'deny',
+        principal: rule.principal_conditions.map(compileCondition),
+        resource: rule.resource_conditions.map(compileCondition),
+        decision: ruleDecision(rule.effect, rule.name, policy.name),
+      };
+      for (const action of new Set(rule.actions)) {
+        const rules = rulesByAction.get(action);
+        if (rules === undefined) rulesByAction.set(action, [compiled]);
+        else rules.push(compiled);
+      }
+    }
+  });
+  return { revision, policyCount: policies.length, rulesByAction, fallback: fallbackDecision(policies) };
+}

@@ -1,0 +1,22 @@
+import type { Decision, DecisionRequest } from './entity.js';
+import { ruleMatches, type Snapshot } from './compile.js';
+
+/**
+ * Decides one request. Each policy contributes its first matching rule; a policy whose first match
+ * denies wins over everything (the earliest such policy is named), then the earliest policy whose
+ * first match allows, then the policies' default effects.
+ */
+export function evaluate(snapshot: Snapshot, request: DecisionRequest): Decision {
+  const rules = snapshot.rulesByAction.get(request.action);
+  if (rules === undefined) return snapshot.fallback;
+  let allowing: Decision | undefined;
+  let settledPolicy = -1;
+  for (const rule of rules) {
+    if (rule.policyIndex === settledPolicy) continue;
+    if (!ruleMatches(rule, request)) continue;
+    if (rule.denies) return rule.decision;
+    settledPolicy = rule.policyIndex;
+    allowing ??= rule.decision;
+  }
+  return allowing ?? snapshot.fallback;
+}

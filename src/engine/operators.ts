@@ -1,0 +1,104 @@
+import type { Operator } from '../schemas/policy.js';
+import { jsonEqual } from './json-equal.js';
+
+/** Tests an attribute's value (never MISSING: the caller handles absence) against a condition. */
+export type Predicate = (attribute: unknown) => boolean;
+
+interface OperatorDefinition {
+  /** Why a condition value is unusable with this operator, or undefined when it is fine. */
+  checkValue(value: unknown): string | undefined;
+  build(value: unknown): Predicate;
+}
+
+const isNumber = (value: unknown): value is number => typeof value === 'number';
+const isString = (value: unknown): value is string => typeof value === 'string';
+
+const anyValue = (): undefined => undefined;
+const needsNumber = (value: unknown) => (isNumber(value) ? undefined : 'needs a number value');
+const needsString = (value: unknown) => (isString(value) ? undefined : 'needs a string value');
+const needsList = (value: unknown) => (Array.isArray(value) ? undefined : 'needs a list value');
+
+function equalTo(value: unknown): Predicate {
+  if (typeof value !== 'object' || value === null) return (attribute) => attribute === value;
+  return (attribute) => jsonEqual(attribute, value);
+}
+
+function memberOf(list: readonly unknown[]): Predicate {
+  if (list.every((item) => typeof item !== 'object' || item === null)) {
+    const members = new Set(list);
+    return (attribute) => members.has(attribute);
+  }
+  return (attribute) => list.some((item) => jsonEqual(attribute, item));
+}
+
+/** `contains` on a string is a substring test; on a list it is membership. Other types never match. */
+function contains(value: unknown): Predicate {
+  const isMember = equalTo(value);
+  return (attribute) => {
+    if (isString(attribute)) return isString(value) && attribute.includes(value);
+    if (Array.isArray(attribute)) return attribute.some(isMember);
+    return false;
+  };
+}
+
+function notContains(value: unknown): Predicate {
+  const holds = contains(value);
+  return (attribute) => (isString(attribute) || Array.isArray(attribute)) && !holds(attribute);
+}
+
+function compareNumbers(test: (attribute: number, value: number) => boolean) {
+  return (value: unknown): Predicate => {
+    const bound = value as number;
+    return (attribute) => isNumber(attribute) && test(attribute, bound);
+  };
+}
+
+const equals: OperatorDefinition = { checkValue: anyValue, build: equalTo };
+const notEquals: OperatorDefinition = {
+  checkValue: anyValue,
+  build(value) {
+    const isEqual = equalTo(value);
+    return (attribute) => !isEqual(attribute);
+  },
+};
+const greater: OperatorDefinition = { checkValue: needsNumber, build: compareNumbers((a, v) => a > v) };
+const greaterOrEqual: OperatorDefinition = { checkValue: needsNumber, build: compareNumbers((a, v) => a >= v) };
+const less: OperatorDefinition = { checkValue: needsNumber, build: compareNumbers((a, v) => a < v) };
+const lessOrEqual: OperatorDefinition = { checkValue: needsNumber, build: compareNumbers((a, v) => a <= v) };
+
+/**
+ * Every wire operator, synonyms included. Comparisons read naturally: `gt` with value 18 holds
+ * when the attribute is greater than 18.
+ */
+export const OPERATOR_DEFINITIONS: Readonly<Record<Operator, OperatorDefinition>> = {
+  '==': equals,
+  equals,
+  '!=': notEquals,
+  not_equals: notEquals,
+  contains: { checkValue: anyValue, build: contains },
+  not_contains: { checkValue: anyValue, build: notContains },
+  startswith: {
+    checkValue: needsString,
+    build: (value) => (attribute) => isString(attribute) && attribute.startsWith(value as string),
+  },
+  endswith: {
+    checkValue: needsString,
+    build: (value) => (attribute) => isString(attribute) && attribute.endsWith(value as string),
+  },
+  gt: greater,
+  '>': greater,
+  gte: greaterOrEqual,
+  '>=': greaterOrEqual,
+  lt: less,
+  '<': less,
+  lte: lessOrEqual,
+  '<=': lessOrEqual,
+  in: { checkValue: needsList, build: (value) => memberOf(value as unknown[]) },
+  not_in: {
+    checkValue: needsList,
+    build(value) {
+      const isMember = memberOf(value as unknown[]);
+      return (attribute) => !isMember(attribute);
+    },
+  },
+};

@@ -1,0 +1,55 @@
+import type { ResolvedEntity } from './entity.js';
+
+/** What a path yields when the entity has no value there; it satisfies no condition. */
+export const MISSING: unique symbol = Symbol('missing');
+export type Lookup = (entity: ResolvedEntity) => unknown;
+
+const ARRAY_INDEX = /^(0|[1-9][0-9]*)$/;
+
+/**
+ * Splits a dotted condition path. Valid paths are `uri` and `attributes.<key>` followed by any
+ * number of `.<key>` or `.<index>` steps into nested objects and lists.
+ * Returns the steps after `attributes`, `[]` for `uri`, or a message saying what is wrong.
+ */
+export function parsePath(path: string): { kind: 'uri' } | { kind: 'attribute'; steps: string[] } | { error: string } {
+  if (path === 'uri') return { kind: 'uri' };
+  const parts = path.split('.');
+  if (parts[0] !== 'attributes' || parts.length < 2) {
+    return { error: "path must be 'uri' or 'attributes.<key>' (dotted, e.g. 'attributes.address.city')" };
+  }
+  const steps = parts.slice(1);
+  if (steps.some((step) => step === '')) return { error: 'path has an empty segment' };
+  return { kind: 'attribute', steps };
+}
+
+function step(container: unknown, key: string): unknown {
+  if (Array.isArray(container)) {
+    if (!ARRAY_INDEX.test(key)) return MISSING;
+    const index = Number(key);
+    return index < container.length ? container[index] : MISSING;
+  }
+  if (typeof container === 'object' && container !== null && Object.hasOwn(container, key)) {
+    return (container as Record<string, unknown>)[key];
+  }
+  return MISSING;
+}
+
+/** Compiles a valid path into a lookup that never consults a prototype chain. */
+export function compileLookup(path: string): Lookup {
+  const parsed = parsePath(path);
+  if ('error' in parsed) throw new Error(`invalid path '${path}': ${parsed.error}`);
+  if (parsed.kind === 'uri') return (entity) => entity.uri ?? MISSING;
+  const [first, ...rest] = parsed.steps as [string, ...string[]];
+  if (rest.length === 0) {
+    return (entity) => (entity.attributes.has(first) ? entity.attributes.get(first) : MISSING);
+  }
+  return (entity) => {
+    if (!entity.attributes.has(first)) return MISSING;
+    let value: unknown = entity.attributes.get(first);
+    for (const key of rest) {
+      value = step(value, key);
+      if (value === MISSING) return MISSING;
+    }
+    return value;
+  };
+}

@@ -1,0 +1,59 @@
+import type { Condition, Policy } from '../schemas/policy.js';
+import type { ValidationIssue } from '../schemas/errors.js';
+import { OPERATOR_DEFINITIONS } from './operators.js';
+import { parsePath } from './paths.js';
+import { slugify } from './slug.js';
+
+type Location = (string | number)[];
+
+function conditionIssues(condition: Condition, at: Location): ValidationIssue[] {
+  const issues: ValidationIssue[] = [];
+  const path = parsePath(condition.path);
+  if ('error' in path) issues.push({ loc: [...at, 'path'], msg: path.error, type: 'value_error' });
+  const valueProblem = OPERATOR_DEFINITIONS[condition.operator].checkValue(condition.value);
+  if (valueProblem !== undefined) {
+    issues.push({ loc: [...at, 'value'], msg: `operator '${condition.operator}' ${valueProblem}`, type: 'value_error' });
+  }
+  return issues;
+}
+
+function slugIssue(name: string, at: Location): ValidationIssue[] {
+  return slugify(name) === ''
+    ? [{ loc: at, msg: `name '${name}' has no letters or digits to make a slug from`, type: 'value_error' }]
+    : [];
+}
+
+/**
+ * Checks what JSON Schema cannot: paths, operator/value pairs and names that slugify to nothing.
+ * `at` is where the policy sits in the request (e.g. `['body']`).
+ */
+export function policyIssues(policy: Policy, at: Location): ValidationIssue[] {
+  const issues = slugIssue(policy.name, [...at, 'name']);
+  policy.rules.forEach((rule, ruleIndex) => {
+    const ruleAt = [...at, 'rules', ruleIndex];
+    issues.push(...slugIssue(rule.name, [...ruleAt, 'name']));
+    for (const side of ['principal_conditions', 'resource_conditions'] as const) {
+      rule[side].forEach((condition, conditionIndex) => {
+        issues.push(...conditionIssues(condition, [...ruleAt, side, conditionIndex]));
+      });
+    }
+  });
+  return issues;
+}
+
+/** The policy as stored: names slugified, everything else exactly as sent. */
+export function normalizePolicy(policy: Policy): Policy {
+  return {
+    version: policy.version,
+    name: slugify(policy.name),
+    description: policy.description,
+    rules: policy.rules.map((rule) => ({
+      name: slugify(rule.name),
+      effect: rule.effect,
+      principal_conditions: rule.principal_conditions,
+      resource_conditions: rule.resource_conditions,
+      actions: rule.actions,
+    })),
+    default_effect: policy.default_effect,
+  };
+}

@@ -1,0 +1,57 @@
+import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
+import FindMyWay from 'find-my-way';
+import { ClientError, RequestValidationError } from '../errors.js';
+import { validationIssues } from './validation.js';
+
+const CONTENT_TYPE_ERRORS = new Set(['FST_ERR_CTP_INVALID_MEDIA_TYPE', 'FST_ERR_CTP_INVALID_CONTENT_LENGTH']);
+
+function sendValidationIssues(reply: FastifyReply, issues: unknown[]) {
+  return reply.code(422).send({ detail: issues });
+}
+
+/**
+ * Every error becomes `{detail}`: 422 lists the offending fields, other client errors say what to
+ * fix, and anything else is a 500 that is logged and reveals nothing.
+ */
+export function installErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    if (error instanceof RequestValidationError) return sendValidationIssues(reply, error.issues);
+    if (error instanceof ClientError) return reply.code(error.statusCode).send({ detail: error.detail });
+    if (error.validation) return sendValidationIssues(reply, validationIssues(error.validation, error.validationContext));
+    if (CONTENT_TYPE_ERRORS.has(error.code)) {
+      return reply.code(400).send({ detail: `Unsupported Content-Type '${request.headers['content-type'] ?? ''}': send application/json` });
+    }
+    if (error instanceof SyntaxError || error.code === 'FST_ERR_CTP_INVALID_JSON_BODY') {
+      return reply.code(400).send({ detail: `Malformed JSON body: ${error.message}` });
+    }
+    const status = error.statusCode ?? 500;
+    if (status >= 400 && status < 500) return reply.code(status).send({ detail: error.message });
+    request.log.error({ err: error }, 'request failed');
+    return reply.code(500).send({ detail: 'Internal server error' });
+  });
+  installNotFound(app);
+}
+
+/**
+ * Unknown paths get 404; known paths asked with another method get 405 and an Allow header.
+ * A mirror of the route table (find-my-way, Fastify's own router) tells which methods a URL has.
+ */
+function installNotFound(app: FastifyInstance): void {
+  const routes = FindMyWay({ maxParamLength: app.initialConfig.maxParamLength ?? 100 });
+  const methods = new Set<string>();
+  app.addHook('onRoute', (route) => {
+    for (const method of [route.method].flat()) {
+      if (routes.hasRoute(method as FindMyWay.HTTPMethod, route.url)) continue;
+      routes.on(method as FindMyWay.HTTPMethod, route.url, () => undefined);
+      methods.add(method);
+    }
+  });
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?', 1)[0]!;
+    const allowed = [...methods].filter((method) => routes.find(method as FindMyWay.HTTPMethod, path) !== null);
+    if (allowed.length > 0) {
+      return reply.code(405).header('allow', allowed.join(', ')).send({ detail: 'Method Not Allowed' });
+    }
+    return reply.code(404).send({ detail: 'Not Found' });
+  });
+}

@@ -1,0 +1,93 @@
+import type { FastifyPluginAsync } from 'fastify';
+import type { JsonSchemaToTsProvider } from '@fastify/type-provider-json-schema-to-ts';
+import { checkRequestSchema } from '../schemas/check.js';
+import { policySchema, storedPolicySchema } from '../schemas/policy.js';
+import { entityCreateSchema, entitySchema, entityUpdateSchema, overrideQuerySchema } from '../schemas/entity.js';
+import { ClientError, RequestValidationError } from '../errors.js';
+import { adminAuthHook, API_KEY_SECURITY } from './admin-auth.js';
+import type { RoutesOptions } from './context.js';
+import { ERROR_RESPONSES } from './responses.js';
+
+const tags = ['earlier endpoints'];
+
+const deleteEntityQuery = { type: 'object', properties: { uri: { type: 'string', minLength: 1 } } } as const;
+const deleteEntityBody = { type: ['object', 'null'], properties: { uri: { type: 'string', minLength: 1 } } } as const;
+const deletedEntitySchema = {
+  type: 'object',
+  properties: { uri: { type: 'string' }, message: { type: 'string' } },
+  required: ['uri', 'message'],
+  additionalProperties: false,
+} as const;
+
+/**
+ * The earlier endpoint family, kept for clients written against it. `/check-access` is public like
+ * `/check`; the writes take the admin key exactly like `/admin`, or they would be a way around it.
+ */
+export const legacyRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { context }) => {
+  const app = fastify.withTypeProvider<JsonSchemaToTsProvider>();
+  const { checks, policies, registry, config } = context;
+  const onRequest = adminAuthHook(config) ?? [];
+  const security = API_KEY_SECURITY;
+
+  app.post('/check-access', {
+    schema: {
+      tags,
+      summary: 'Decide one check; answers a bare true or false',
+      body: checkRequestSchema,
+      response: { 200: { type: 'boolean' }, ...ERROR_RESPONSES },
+    },
+    handler: async (request) => (await checks.check(request.body)).allowed,
+  });
+
+  app.post('/create-policy', {
+    onRequest,
+    schema: { tags, security, summary: 'As POST /admin/policies', body: policySchema, response: { 200: storedPolicySchema, ...ERROR_RESPONSES } },
+    handler: (request) => policies.create(request.body),
+  });
+
+  if (!config.registryEnabled) return;
+
+  app.post('/register-entity', {
+    onRequest,
+    schema: { tags, security, summary: 'As POST /admin/fetchers/registry/entities', body: entityCreateSchema, response: { 200: entitySchema, ...ERROR_RESPONSES } },
+    handler: (request) => registry.register(request.body),
+  });
+
+  app.post('/update-entity', {
+    onRequest,
+    schema: {
+      tags,
+      security,
+      summary: 'As PUT /admin/fetchers/registry/entities/{uri}',
+      querystring: overrideQuerySchema,
+      body: entityUpdateSchema,
+      response: { 200: entitySchema, ...ERROR_RESPONSES },
+    },
+    handler: (request) => registry.update(request.body.uri, { ...request.body, override: request.query.override }),
+  });
+
+  app.post('/delete-entity', {
+    onRequest,
+    schema: {
+      tags,
+      security,
+      summary: 'Delete an entity named by `uri` in the query string or the JSON body',
+      querystring: deleteEntityQuery,
+      body: deleteEntityBody,
+      response: { 200: deletedEntitySchema, ...ERROR_RESPONSES },
+    },
+    handler: async (request) => {
+      const fromQuery = request.query.uri;
+      const fromBody = request.body?.uri;
+      if (fromQuery !== undefined && fromBody !== undefined && fromQuery !== fromBody) {
+        throw new ClientError(400, 'URI mismatch');
+      }
+      const uri = fromQuery ?? fromBody;
+      if (uri === undefined) {
+        throw new RequestValidationError([{ loc: ['query', 'uri'], msg: 'Field required (in the query string or the body)', type: 'missing' }]);
+      }
+      await registry.delete(uri);
+      return { uri, message: 'Entity deleted successfully' };
+    },
+  });
+};

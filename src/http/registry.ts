@@ -1,0 +1,80 @@
+import type { FastifyPluginAsync } from 'fastify';
+import type { JsonSchemaToTsProvider } from '@fastify/type-provider-json-schema-to-ts';
+import {
+  entityCreateSchema,
+  entityListSchema,
+  entityPageQuerySchema,
+  entitySchema,
+  entityUpdateSchema,
+  entityUriParamsSchema,
+  overrideQuerySchema,
+} from '../schemas/entity.js';
+import { ClientError } from '../errors.js';
+import { API_KEY_SECURITY } from './admin-auth.js';
+import type { RoutesOptions } from './context.js';
+import { ERROR_RESPONSES } from './responses.js';
+
+const tags = ['registry'];
+const security = API_KEY_SECURITY;
+const prefix = '/admin/fetchers/registry/entities';
+
+/** The entity registry; the caller registers it behind the admin key check, and only when enabled. */
+export const registryRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { context }) => {
+  const app = fastify.withTypeProvider<JsonSchemaToTsProvider>();
+  const { registry } = context;
+
+  app.get(prefix, {
+    schema: {
+      tags,
+      security,
+      summary: 'List entities in registration order',
+      querystring: entityPageQuerySchema,
+      response: { 200: entityListSchema, ...ERROR_RESPONSES },
+    },
+    handler: (request) => registry.list(request.query.offset, request.query.limit),
+  });
+
+  app.get(`${prefix}/$count`, {
+    schema: { tags, security, summary: 'Number of entities', response: { 200: { type: 'integer' }, ...ERROR_RESPONSES } },
+    handler: () => registry.count(),
+  });
+
+  app.post(prefix, {
+    schema: {
+      tags,
+      security,
+      summary: 'Register an entity',
+      description: 'The uri is generated (a UUID) when absent; 409 when it is taken.',
+      body: entityCreateSchema,
+      response: { 200: entitySchema, ...ERROR_RESPONSES },
+    },
+    handler: (request) => registry.register(request.body),
+  });
+
+  app.get(`${prefix}/:uri`, {
+    schema: { tags, security, summary: 'One entity', params: entityUriParamsSchema, response: { 200: entitySchema, ...ERROR_RESPONSES } },
+    handler: (request) => registry.get(request.params.uri),
+  });
+
+  app.put(`${prefix}/:uri`, {
+    schema: {
+      tags,
+      security,
+      summary: "Update an entity's attributes",
+      description: "The body's uri must equal the path's.",
+      params: entityUriParamsSchema,
+      querystring: overrideQuerySchema,
+      body: entityUpdateSchema,
+      response: { 200: entitySchema, ...ERROR_RESPONSES },
+    },
+    handler: (request) => {
+      if (request.body.uri !== request.params.uri) throw new ClientError(400, 'URI mismatch');
+      return registry.update(request.params.uri, { ...request.body, override: request.query.override });
+    },
+  });
+
+  app.delete(`${prefix}/:uri`, {
+    schema: { tags, security, summary: 'Delete an entity', params: entityUriParamsSchema, response: { 200: { type: 'boolean' }, ...ERROR_RESPONSES } },
+    handler: (request) => registry.delete(request.params.uri),
+  });
+};

@@ -1,0 +1,72 @@
+import type { Entity, EntityType } from '../schemas/entity.js';
+import type { SuppliedAttributes } from '../schemas/check.js';
+import { DuplicateKeyError, type Store } from '../store/store.js';
+import { ClientError, notFound, RequestValidationError } from '../errors.js';
+import { toAttributeMap } from './attributes.js';
+import { newEntity, updatedEntity } from './entities.js';
+
+export interface EntityRegistration {
+  uri?: string | null;
+  type?: EntityType | null;
+  attributes: SuppliedAttributes;
+}
+
+export interface EntityChange {
+  type?: EntityType | null;
+  attributes: SuppliedAttributes;
+  override: boolean;
+}
+
+function attributesOf(sent: SuppliedAttributes): Map<string, unknown> {
+  const converted = toAttributeMap(sent, ['body', 'attributes']);
+  if ('issue' in converted) throw new RequestValidationError([converted.issue]);
+  return converted.attributes;
+}
+
+/** The entity registry's operations, shared by the registry routes and the earlier endpoint family. */
+export class RegistryService {
+  constructor(
+    private readonly store: Store,
+    private readonly clock: () => Date = () => new Date(),
+  ) {}
+
+  async get(uri: string): Promise<Entity> {
+    const entity = await this.store.getEntity(uri);
+    if (entity === undefined) throw notFound('Entity');
+    return entity;
+  }
+
+  list(offset: number, limit: number): Promise<Entity[]> {
+    return this.store.listEntities(offset, limit);
+  }
+
+  count(): Promise<number> {
+    return this.store.countEntities();
+  }
+
+  async register(sent: EntityRegistration): Promise<Entity> {
+    const entity = newEntity(sent, attributesOf(sent.attributes), this.clock().toISOString());
+    try {
+      await this.store.createEntity(entity);
+    } catch (error) {
+      if (error instanceof DuplicateKeyError) throw new ClientError(409, error.message);
+      throw error;
+    }
+    return entity;
+  }
+
+  async update(uri: string, change: EntityChange): Promise<Entity> {
+    const attributes = attributesOf(change.attributes);
+    const now = this.clock().toISOString();
+    const entity = await this.store.updateEntity(uri, (stored) =>
+      updatedEntity(stored, { type: change.type, attributes, override: change.override }, now),
+    );
+    if (entity === undefined) throw notFound('Entity');
+    return entity;
+  }
+
+  async delete(uri: string): Promise<true> {
+    if (!(await this.store.deleteEntity(uri))) throw notFound('Entity');
+    return true;
+  }
+}

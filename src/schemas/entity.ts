@@ -1,0 +1,80 @@
+import type { FromSchema } from 'json-schema-to-ts';
+import { anyJsonValueSchema } from './json.js';
+import { suppliedAttributesSchema } from './check.js';
+
+export const ENTITY_TYPES = ['principal', 'resource'] as const;
+export type EntityType = (typeof ENTITY_TYPES)[number];
+
+const nonEmptyAttributesSchema = { ...suppliedAttributesSchema, minProperties: 1, minItems: 1 } as const;
+
+export const entityCreateSchema = {
+  type: 'object',
+  properties: {
+    uri: { type: ['string', 'null'], minLength: 1, description: 'Generated (a UUID) when absent.' },
+    type: { enum: [...ENTITY_TYPES, null] },
+    attributes: nonEmptyAttributesSchema,
+  },
+  required: ['attributes'],
+} as const;
+export type EntityCreate = FromSchema<typeof entityCreateSchema>;
+
+export const entityUpdateSchema = {
+  type: 'object',
+  properties: {
+    uri: { type: 'string', minLength: 1 },
+    type: { enum: [...ENTITY_TYPES, null] },
+    attributes: nonEmptyAttributesSchema,
+  },
+  required: ['uri', 'attributes'],
+} as const;
+export type EntityUpdate = FromSchema<typeof entityUpdateSchema>;
+
+export const overrideQuerySchema = {
+  type: 'object',
+  properties: {
+    override: { type: 'boolean', default: false, description: 'true: replace all attributes; false: upsert the keys sent, keep the others.' },
+  },
+} as const;
+
+export const registeredAttributeSchema = {
+  type: 'object',
+  properties: {
+    key: { type: 'string' },
+    value: anyJsonValueSchema,
+    updated_at: { type: 'string', format: 'date-time' },
+    registered_at: { type: 'string', format: 'date-time' },
+  },
+  required: ['key', 'value', 'updated_at', 'registered_at'],
+  additionalProperties: false,
+} as const;
+
+export const entitySchema = {
+  type: 'object',
+  properties: {
+    uri: { type: 'string' },
+    type: { type: ['string', 'null'], enum: [...ENTITY_TYPES, null] },
+    attributes: { type: 'array', items: registeredAttributeSchema },
+    registered_at: { type: 'string', format: 'date-time' },
+  },
+  required: ['uri', 'type', 'attributes', 'registered_at'],
+  additionalProperties: false,
+} as const;
+export type Entity = FromSchema<typeof entitySchema>;
+export type RegisteredAttribute = Entity['attributes'][number];
+
+export const entityListSchema = { type: 'array', items: entitySchema } as const;
+
+export const entityPageQuerySchema = {
+  type: 'object',
+  properties: {
+    offset: { type: 'integer', minimum: 0, default: 0 },
+    limit: { type: 'integer', minimum: 0, maximum: 1000, default: 10 },
+  },
+} as const;
+export type EntityPageQuery = FromSchema<typeof entityPageQuerySchema>;
+
+export const entityUriParamsSchema = {
+  type: 'object',
+  properties: { uri: { type: 'string', description: 'Percent-encoded; `%2F` for `/`.' } },
+  required: ['uri'],
+} as const;

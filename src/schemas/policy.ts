@@ -1,0 +1,70 @@
+import type { FromSchema } from 'json-schema-to-ts';
+import { anyJsonValueSchema } from './json.js';
+
+/** Operators as they travel on the wire; synonyms are kept as sent and mean the same thing. */
+export const OPERATORS = [
+  '==', 'equals',
+  '!=', 'not_equals',
+  'contains', 'not_contains', 'startswith', 'endswith',
+  'gt', '>', 'gte', '>=', 'lt', '<', 'lte', '<=',
+  'in', 'not_in',
+] as const;
+export type Operator = (typeof OPERATORS)[number];
+
+export const EFFECTS = ['allow', 'deny'] as const;
+export type Effect = (typeof EFFECTS)[number];
+
+const nameSchema = { type: 'string', minLength: 1, maxLength: 256 } as const;
+
+export const conditionSchema = {
+  type: 'object',
+  description:
+    "A test of one attribute. `path` is dotted: `uri` or `attributes.<key>[.<key>|.<index>]...`; a missing attribute satisfies no condition.",
+  properties: {
+    path: { type: 'string', minLength: 1, maxLength: 1024, examples: ['attributes.department'] },
+    operator: { type: 'string', enum: OPERATORS },
+    value: anyJsonValueSchema,
+  },
+  required: ['path', 'operator', 'value'],
+  additionalProperties: false,
+} as const;
+
+export const ruleSchema = {
+  type: 'object',
+  properties: {
+    name: nameSchema,
+    effect: { type: 'string', enum: EFFECTS },
+    principal_conditions: { type: 'array', items: conditionSchema, default: [] },
+    resource_conditions: { type: 'array', items: conditionSchema, default: [] },
+    actions: { type: 'array', items: { type: 'string', minLength: 1 }, minItems: 1 },
+  },
+  required: ['name', 'effect', 'actions'],
+  additionalProperties: false,
+} as const;
+
+/** A policy as clients send it: defaults fill `version`, `description` and `default_effect`. */
+export const policySchema = {
+  type: 'object',
+  properties: {
+    version: { type: 'string', default: '1.0' },
+    name: nameSchema,
+    description: { type: ['string', 'null'], default: null },
+    rules: { type: 'array', items: ruleSchema },
+    default_effect: { type: 'string', enum: EFFECTS, default: 'deny' },
+  },
+  required: ['name', 'rules'],
+  additionalProperties: false,
+} as const;
+
+/** The stored and returned policy: every field present. */
+export const storedPolicySchema = {
+  ...policySchema,
+  required: ['version', 'name', 'description', 'rules', 'default_effect'],
+} as const;
+
+export const policyListSchema = { type: 'array', items: storedPolicySchema } as const;
+
+/** A policy after validation: defaults are filled, so every field is present. */
+export type Policy = FromSchema<typeof policySchema>;
+export type Rule = Policy['rules'][number];
+export type Condition = Rule['principal_conditions'][number];

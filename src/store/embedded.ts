@@ -1,0 +1,164 @@
+import Database from 'better-sqlite3';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Policy } from '../schemas/policy.js';
+import type { Entity } from '../schemas/entity.js';
+import { DuplicateKeyError, type PolicySet, type Store } from './store.js';
+
+export const DATABASE_FILE = 'verdict.db';
+
+/**
+ * Schema migrations, in order; `PRAGMA user_version` records how many have run. A release that
+ * changes the layout appends one and never edits an earlier one.
+ */
+const MIGRATIONS: readonly string[] = [
+  `CREATE TABLE policies (
+     position INTEGER PRIMARY KEY AUTOINCREMENT,
+     name TEXT NOT NULL UNIQUE,
+     document TEXT NOT NULL
+   );
+   CREATE TABLE entities (
+     position INTEGER PRIMARY KEY AUTOINCREMENT,
+     uri TEXT NOT NULL UNIQUE,
+     document TEXT NOT NULL
+   );
+   CREATE TABLE revisions (
+     collection TEXT PRIMARY KEY,
+     revision INTEGER NOT NULL
+   );
+   INSERT INTO revisions (collection, revision) VALUES ('policies', 0), ('entities', 0);`,
+];
+
+function migrate(db: Database.Database): void {
+  const applied = db.pragma('user_version', { simple: true }) as number;
+  if (applied > MIGRATIONS.length) {
+    throw new Error(
+      `the data directory was written by a newer Verdict (schema ${applied}, this release knows ${MIGRATIONS.length}); upgrade Verdict`,
+    );
+  }
+  db.transaction(() => {
+    for (let version = applied; version < MIGRATIONS.length; version++) db.exec(MIGRATIONS[version]!);
+    db.pragma(`user_version = ${MIGRATIONS.length}`);
+  }).immediate();
+}
+
+const isUniqueViolation = (error: unknown) =>
+  error instanceof Database.SqliteError && error.code === 'SQLITE_CONSTRAINT_UNIQUE';
+
+/**
+ * The default store: one SQLite file in the data directory, in WAL mode with `synchronous=FULL`,
+ * so a write has reached the disk when its call returns. Documents are kept as JSON text, so every
+ * value keeps its JSON type.
+ */
+export class EmbeddedStore implements Store {
+  private readonly db: Database.Database;
+  private readonly statements;
+
+  constructor(dataDirectory: string) {
+    mkdirSync(dataDirectory, { recursive: true });
+    this.db = new Database(join(dataDirectory, DATABASE_FILE));
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma('synchronous = FULL');
+    this.db.pragma('busy_timeout = 5000');
+    migrate(this.db);
+    const db = this.db;
+    this.statements = {
+      policyRevision: db.prepare(`SELECT revision FROM revisions WHERE collection = 'policies'`).pluck(),
+      bumpRevision: db.prepare(`UPDATE revisions SET revision = revision + 1 WHERE collection = ?`),
+      allPolicies: db.prepare('SELECT document FROM policies ORDER BY position').pluck(),
+      policy: db.prepare('SELECT document FROM policies WHERE name = ?').pluck(),
+      insertPolicy: db.prepare('INSERT INTO policies (name, document) VALUES (?, ?)'),
+      updatePolicy: db.prepare('UPDATE policies SET document = ? WHERE name = ?'),
+      deletePolicy: db.prepare('DELETE FROM policies WHERE name = ?'),
+      entity: db.prepare('SELECT document FROM entities WHERE uri = ?').pluck(),
+      entityPage: db.prepare('SELECT document FROM entities ORDER BY position LIMIT ? OFFSET ?').pluck(),
+      entityCount: db.prepare('SELECT count(*) FROM entities').pluck(),
+      insertEntity: db.prepare('INSERT INTO entities (uri, document) VALUES (?, ?)'),
+      updateEntity: db.prepare('UPDATE entities SET document = ? WHERE uri = ?'),
+      deleteEntity: db.prepare('DELETE FROM entities WHERE uri = ?'),
+    };
+  }
+
+  async loadPolicies(): Promise<PolicySet> {
+    return this.db.transaction(() => ({
+      revision: this.statements.policyRevision.get() as number,
+      policies: (this.statements.allPolicies.all() as string[]).map((document) => JSON.parse(document) as Policy),
+    }))();
+  }
+
+  async getPolicy(name: string): Promise<Policy | undefined> {
+    const document = this.statements.policy.get(name) as string | undefined;
+    return document === undefined ? undefined : (JSON.parse(document) as Policy);
+  }
+
+  async createPolicy(policy: Policy): Promise<void> {
+    try {
+      this.writeRows('policies', () => this.statements.insertPolicy.run(policy.name, JSON.stringify(policy)).changes);
+    } catch (error) {
+      if (isUniqueViolation(error)) throw new DuplicateKeyError(`Policy '${policy.name}' already exists`);
+      throw error;
+    }
+  }
+
+  async replacePolicy(policy: Policy): Promise<boolean> {
+    return this.writeRows('policies', () => this.statements.updatePolicy.run(JSON.stringify(policy), policy.name).changes);
+  }
+
+  async deletePolicy(name: string): Promise<boolean> {
+    return this.writeRows('policies', () => this.statements.deletePolicy.run(name).changes);
+  }
+
+  async getEntity(uri: string): Promise<Entity | undefined> {
+    const document = this.statements.entity.get(uri) as string | undefined;
+    return document === undefined ? undefined : (JSON.parse(document) as Entity);
+  }
+
+  async listEntities(offset: number, limit: number): Promise<Entity[]> {
+    return (this.statements.entityPage.all(limit, offset) as string[]).map((document) => JSON.parse(document) as Entity);
+  }
+
+  async countEntities(): Promise<number> {
+    return this.statements.entityCount.get() as number;
+  }
+
+  async createEntity(entity: Entity): Promise<void> {
+    try {
+      this.writeRows('entities', () => this.statements.insertEntity.run(entity.uri, JSON.stringify(entity)).changes);
+    } catch (error) {
+      if (isUniqueViolation(error)) throw new DuplicateKeyError(`Entity '${entity.uri}' already exists`);
+      throw error;
+    }
+  }
+
+  async updateEntity(uri: string, change: (entity: Entity) => Entity): Promise<Entity | undefined> {
+    return this.db
+      .transaction(() => {
+        const document = this.statements.entity.get(uri) as string | undefined;
+        if (document === undefined) return undefined;
+        const updated = change(JSON.parse(document) as Entity);
+        this.statements.updateEntity.run(JSON.stringify(updated), uri);
+        this.statements.bumpRevision.run('entities');
+        return updated;
+      })
+      .immediate();
+  }
+
+  async deleteEntity(uri: string): Promise<boolean> {
+    return this.writeRows('entities', () => this.statements.deleteEntity.run(uri).changes);
+  }
+
+  async close(): Promise<void> {
+    this.db.close();
+  }
+
+  /** Runs a write in one transaction that also advances the collection's revision when a row changed. */
+  private writeRows(collection: 'policies' | 'entities', write: () => number): boolean {
+    return this.db
+      .transaction(() => {
+        const changes = write();
+        if (changes > 0) this.statements.bumpRevision.run(collection);
+        return changes > 0;
+      })
+      .immediate();
+  }
+}

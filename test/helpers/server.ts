@@ -1,0 +1,68 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { request } from 'undici';
+import { buildApp } from '../../src/app.js';
+import { DEFAULT_CONFIG, type Config } from '../../src/config.js';
+
+export interface JsonResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: any;
+}
+
+export interface TestServer {
+  url: string;
+  dataDir: string;
+  config: Config;
+  /** Sends `body` as JSON (when given) and parses the JSON answer. */
+  call(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<JsonResponse>;
+  /** Sends `text` as it is, for malformed bodies and odd content types. */
+  send(method: string, path: string, text: string, headers?: Record<string, string>): Promise<JsonResponse>;
+  close(): Promise<void>;
+}
+
+export function temporaryDataDir(): string {
+  return mkdtempSync(join(tmpdir(), 'verdict-test-'));
+}
+
+/**
+ * A real Verdict listening on a free loopback port, on its own embedded store. `dataDir` reuses a
+ * directory (to test restarts); otherwise a fresh one is made and removed on close.
+ */
+export async function startServer(overrides: Partial<Config> = {}): Promise<TestServer> {
+  const ownsDataDir = overrides.dataDir === undefined;
+  const config: Config = { ...DEFAULT_CONFIG, logLevel: 'silent', port: 0, dataDir: temporaryDataDir(), ...overrides };
+  const app = await buildApp(config);
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const address = app.server.address();
+  if (address === null || typeof address === 'string') throw new Error('server has no TCP address');
+  const url = `http://127.0.0.1:${address.port}`;
+
+  const send = async (method: string, path: string, text: string | undefined, headers: Record<string, string> = {}) => {
+    const response = await request(url + path, { method: method as 'GET', body: text, headers });
+    const raw = await response.body.text();
+    let body: unknown = raw;
+    try {
+      body = raw === '' ? undefined : JSON.parse(raw);
+    } catch {
+      // not JSON: the raw text is the body
+    }
+    return { status: response.statusCode, headers: response.headers, body };
+  };
+
+  return {
+    url,
+    dataDir: config.dataDir,
+    config,
+    call: (method, path, body, headers = {}) =>
+      body === undefined
+        ? send(method, path, undefined, headers)
+        : send(method, path, JSON.stringify(body), { 'content-type': 'application/json', ...headers }),
+    send: (method, path, text, headers = {}) => send(method, path, text, headers),
+    close: async () => {
+      await app.close();
+      if (ownsDataDir) rmSync(config.dataDir, { recursive: true, force: true });
+    },
+  };
+}
