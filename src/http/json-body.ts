@@ -6,7 +6,8 @@ import type { FastifyInstance } from 'fastify';
  * clients send `Content-Type: application/json` on every request, DELETE included.
  */
 export function installJsonBodyParser(app: FastifyInstance): void {
-  app.removeContentTypeParser('application/json');
+  // JSON only: any other content type is refused (Fastify would otherwise accept text/plain).
+  app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, text, done) => {
     if (text === '') {
       done(null, undefined);

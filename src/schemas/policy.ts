@@ -56,9 +56,15 @@ export const policySchema = {
   additionalProperties: false,
 } as const;
 
-/** The stored and returned policy: every field present. */
+/** The stored and returned policy: every field present (which also keeps the serialized field order). */
+const storedRuleSchema = {
+  ...ruleSchema,
+  required: ['name', 'effect', 'principal_conditions', 'resource_conditions', 'actions'],
+} as const;
+
 export const storedPolicySchema = {
   ...policySchema,
+  properties: { ...policySchema.properties, rules: { type: 'array', items: storedRuleSchema } },
   required: ['version', 'name', 'description', 'rules', 'default_effect'],
 } as const;
 
