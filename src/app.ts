@@ -1,4 +1,4 @@
-import Fastify, { LogController, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Config } from './config.js';
 import { EmbeddedStore } from './store/embedded.js';
 import type { Store } from './store/store.js';
@@ -20,7 +20,7 @@ import { policyRoutes } from './http/policies.js';
 import { registryRoutes } from './http/registry.js';
 import { legacyRoutes } from './http/legacy.js';
 
-/** Entity URIs arrive as path parameters; find-my-way's default cap of 100 characters is too short. */
+/** Entity URIs arrive percent-encoded as path parameters (see MAX_ENTITY_URI_LENGTH); find-my-way's default of 100 is too short. */
 const MAX_PATH_PARAMETER_LENGTH = 8192;
 
 function registeredAttributesFrom(store: Store, config: Config): RegisteredAttributes {
@@ -52,6 +52,11 @@ export async function buildApp(config: Config): Promise<FastifyInstance> {
     onProtoPoisoning: 'ignore',
     onConstructorPoisoning: 'ignore',
     routerOptions: { maxParamLength: MAX_PATH_PARAMETER_LENGTH },
+    // Errors raised before routing (a bad percent-escape, an over-long parameter) keep the {detail} shape.
+    frameworkErrors: (error, _request, reply) => {
+      const status = (error as { statusCode?: number }).statusCode ?? 400;
+      void (reply as FastifyReply).code(status).send({ detail: error.message });
+    },
   });
   app.addHook('onClose', () => store.close());
 

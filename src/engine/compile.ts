@@ -3,6 +3,7 @@ import type { Decision, DecisionRequest, ResolvedEntity } from './entity.js';
 import { ALLOWED_BY_DEFAULT, DENIED_BY_DEFAULT, DENIED_WITHOUT_POLICIES, ruleDecision } from './decisions.js';
 import { OPERATOR_DEFINITIONS, type Predicate } from './operators.js';
 import { compileLookup, MISSING, type Lookup } from './paths.js';
+import { ActionRules, type IndexableRule } from './rule-index.js';
 
 export interface CompiledCondition {
   lookup: Lookup;
@@ -10,6 +11,8 @@ export interface CompiledCondition {
 }
 
 export interface CompiledRule {
+  /** Position of the rule among all rules, in (policy creation order, rule order). */
+  order: number;
   /** Position of the rule's policy in creation order. */
   policyIndex: number;
   denies: boolean;
@@ -23,8 +26,8 @@ export interface CompiledRule {
 export interface Snapshot {
   revision: number;
   policyCount: number;
-  /** Rules covering each action, in (policy creation order, rule order). */
-  rulesByAction: ReadonlyMap<string, readonly CompiledRule[]>;
+  /** Rules covering each action, indexed by the values they demand. */
+  rulesByAction: ReadonlyMap<string, ActionRules>;
   /** The decision when no rule matches: from the policies' default effects. */
   fallback: Decision;
 }
@@ -53,22 +56,26 @@ function fallbackDecision(policies: readonly Policy[]): Decision {
 
 /** Compiles validated, normalized policies (in creation order). Run once per change, never per request. */
 export function compile(policies: readonly Policy[], revision: number): Snapshot {
-  const rulesByAction = new Map<string, CompiledRule[]>();
+  const rulesOfAction = new Map<string, IndexableRule[]>();
+  let order = 0;
   policies.forEach((policy, policyIndex) => {
     for (const rule of policy.rules) {
       const compiled: CompiledRule = {
+        order: order++,
         policyIndex,
         denies: rule.effect === 'deny',
         principal: rule.principal_conditions.map(compileCondition),
         resource: rule.resource_conditions.map(compileCondition),
         decision: ruleDecision(rule.effect, rule.name, policy.name),
       };
+      const indexable = { compiled, principal: rule.principal_conditions, resource: rule.resource_conditions };
       for (const action of new Set(rule.actions)) {
-        const rules = rulesByAction.get(action);
-        if (rules === undefined) rulesByAction.set(action, [compiled]);
-        else rules.push(compiled);
+        const rules = rulesOfAction.get(action);
+        if (rules === undefined) rulesOfAction.set(action, [indexable]);
+        else rules.push(indexable);
       }
     }
   });
+  const rulesByAction = new Map([...rulesOfAction].map(([action, rules]) => [action, new ActionRules(rules)]));
   return { revision, policyCount: policies.length, rulesByAction, fallback: fallbackDecision(policies) };
 }

@@ -9,9 +9,10 @@ import { ruleMatches, type Snapshot } from './compile.js';
 export function evaluate(snapshot: Snapshot, request: DecisionRequest): Decision {
   const rules = snapshot.rulesByAction.get(request.action);
   if (rules === undefined) return snapshot.fallback;
+  const candidates = rules.candidates(request);
   let allowing: Decision | undefined;
   let settledPolicy = -1;
-  for (const rule of rules) {
+  for (let rule = candidates.next(); rule !== undefined; rule = candidates.next()) {
     if (rule.policyIndex === settledPolicy) continue;
     if (!ruleMatches(rule, request)) continue;
     if (rule.denies) return rule.decision;

@@ -3,6 +3,7 @@ import type { ValidationIssue } from '../schemas/errors.js';
 import { OPERATOR_DEFINITIONS } from './operators.js';
 import { parsePath } from './paths.js';
 import { slugify } from './slug.js';
+import { storableValueIssues } from './value-limits.js';
 
 type Location = (string | number)[];
 
@@ -10,6 +11,7 @@ function conditionIssues(condition: Condition, at: Location): ValidationIssue[] 
   const issues: ValidationIssue[] = [];
   const path = parsePath(condition.path);
   if ('error' in path) issues.push({ loc: [...at, 'path'], msg: path.error, type: 'value_error' });
+  issues.push(...storableValueIssues(condition.value, [...at, 'value']));
   const valueProblem = OPERATOR_DEFINITIONS[condition.operator].checkValue(condition.value);
   if (valueProblem !== undefined) {
     issues.push({ loc: [...at, 'value'], msg: `operator '${condition.operator}' ${valueProblem}`, type: 'value_error' });

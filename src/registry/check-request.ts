@@ -19,7 +19,7 @@ export const DEFAULT_ACTION = 'access';
 type Side = 'principal' | 'resource';
 
 /** The nested object wins over the flat fields for its side. */
-function referenceFor(request: CheckRequest, side: Side): EntityReference {
+function referenceFor(request: CheckRequest, side: Side): NonNullable<EntityReference> {
   const nested = request[side];
   if (nested !== undefined && nested !== null) return nested;
   return { uri: request[`${side}_uri`], attributes: request[`${side}_attributes`] };

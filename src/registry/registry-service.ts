@@ -4,6 +4,7 @@ import { DuplicateKeyError, type Store } from '../store/store.js';
 import { ClientError, notFound, RequestValidationError } from '../errors.js';
 import { toAttributeMap } from './attributes.js';
 import { newEntity, updatedEntity } from './entities.js';
+import { storableValueIssues } from '../engine/value-limits.js';
 
 export interface EntityRegistration {
   uri?: string | null;
@@ -20,6 +21,8 @@ export interface EntityChange {
 function attributesOf(sent: SuppliedAttributes): Map<string, unknown> {
   const converted = toAttributeMap(sent, ['body', 'attributes']);
   if ('issue' in converted) throw new RequestValidationError([converted.issue]);
+  const issues = [...converted.attributes].flatMap(([key, value]) => storableValueIssues(value, ['body', 'attributes', key]));
+  if (issues.length > 0) throw new RequestValidationError(issues);
   return converted.attributes;
 }
 

@@ -24,7 +24,7 @@ const nullableAttributesSchema = {
 
 function entityReferenceSchema<Side extends 'principal' | 'resource'>(side: Side) {
   return {
-    type: 'object',
+    type: ['object', 'null'],
     description: `The ${side}: a registered \`uri\`, supplied \`attributes\`, or both (merged).`,
     properties: {
       uri: { type: ['string', 'null'] },

@@ -5,12 +5,18 @@ import { suppliedAttributesSchema } from './check.js';
 export const ENTITY_TYPES = ['principal', 'resource'] as const;
 export type EntityType = (typeof ENTITY_TYPES)[number];
 
+/**
+ * Longest entity uri, in UTF-16 code units. A uri travels percent-encoded in request paths, at
+ * most nine characters per unit, and must stay within the router's limit for a path parameter.
+ */
+export const MAX_ENTITY_URI_LENGTH = 900;
+
 const nonEmptyAttributesSchema = { ...suppliedAttributesSchema, minProperties: 1, minItems: 1 } as const;
 
 export const entityCreateSchema = {
   type: 'object',
   properties: {
-    uri: { type: ['string', 'null'], minLength: 1, description: 'Generated (a UUID) when absent.' },
+    uri: { type: ['string', 'null'], minLength: 1, maxLength: MAX_ENTITY_URI_LENGTH, description: 'Generated (a UUID) when absent.' },
     type: { enum: [...ENTITY_TYPES, null] },
     attributes: nonEmptyAttributesSchema,
   },
@@ -21,7 +27,7 @@ export type EntityCreate = FromSchema<typeof entityCreateSchema>;
 export const entityUpdateSchema = {
   type: 'object',
   properties: {
-    uri: { type: 'string', minLength: 1 },
+    uri: { type: 'string', minLength: 1, maxLength: MAX_ENTITY_URI_LENGTH },
     type: { enum: [...ENTITY_TYPES, null] },
     attributes: nonEmptyAttributesSchema,
   },

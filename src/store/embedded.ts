@@ -114,7 +114,9 @@ export class EmbeddedStore implements Store {
   }
 
   async listEntities(offset: number, limit: number): Promise<Entity[]> {
-    return (this.statements.entityPage.all(limit, offset) as string[]).map((document) => JSON.parse(document) as Entity);
+    // SQLite takes only 64-bit integers here; a larger offset (say 1e20) means "past the end" all the same.
+    const page = [limit, offset].map((n) => Math.min(n, Number.MAX_SAFE_INTEGER));
+    return (this.statements.entityPage.all(...page) as string[]).map((document) => JSON.parse(document) as Entity);
   }
 
   async countEntities(): Promise<number> {

@@ -1,0 +1,214 @@
+import t from 'tap';
+import { startServer, type TestServer } from '../helpers/server.js';
+
+const KEY = 'k3y';
+const INVALID = { detail: 'Invalid API key. Please provide a valid API key.' };
+const GOOD = { 'WAY-API-KEY': KEY };
+const ENTITIES = '/admin/fetchers/registry/entities';
+
+/** Every protected route, with a body that would be valid (so that only the key decides). */
+const PROTECTED: { method: string; path: string; body?: unknown }[] = [
+  { method: 'GET', path: '/admin/policies' },
+  { method: 'POST', path: '/admin/policies', body: { name: 'p', rules: [] } },
+  {
+    method: 'POST',
+    path: '/admin/policies/simple?name=s',
+    body: { principal: { attributes: { a: 1 } }, resource: { attributes: { b: 2 } }, action: 'read' },
+  },
+  { method: 'GET', path: '/admin/policies/p' },
+  { method: 'PUT', path: '/admin/policies/p', body: { name: 'p', rules: [] } },
+  { method: 'DELETE', path: '/admin/policies/p' },
+  { method: 'GET', path: ENTITIES },
+  { method: 'GET', path: `${ENTITIES}?offset=0&limit=5` },
+  { method: 'GET', path: `${ENTITIES}/$count` },
+  { method: 'POST', path: ENTITIES, body: { uri: 'e', attributes: { a: 1 } } },
+  { method: 'GET', path: `${ENTITIES}/e` },
+  { method: 'PUT', path: `${ENTITIES}/e`, body: { uri: 'e', attributes: { a: 2 } } },
+  { method: 'DELETE', path: `${ENTITIES}/e` },
+  { method: 'POST', path: '/register-entity', body: { uri: 'e', attributes: { a: 1 } } },
+  { method: 'POST', path: '/update-entity', body: { uri: 'e', attributes: { a: 2 } } },
+  { method: 'POST', path: '/delete-entity?uri=e' },
+  { method: 'POST', path: '/delete-entity', body: { uri: 'e' } },
+  { method: 'POST', path: '/create-policy', body: { name: 'p', rules: [] } },
+];
+
+const WRONG_KEYS: [string, Record<string, string>][] = [
+  ['no header', {}],
+  ['a wrong key of the same length', { 'WAY-API-KEY': 'k3z' }],
+  ['a wrong key of another length', { 'WAY-API-KEY': 'k3y-but-longer' }],
+  ['a prefix of the key', { 'WAY-API-KEY': 'k3' }],
+  ['the key in another case', { 'WAY-API-KEY': 'K3Y' }],
+  ['an empty key', { 'WAY-API-KEY': '' }],
+  ['the key under another header', { authorization: `Bearer ${KEY}`, 'x-api-key': KEY }],
+];
+
+async function protectedServer(t: { teardown(fn: () => unknown): void }): Promise<TestServer> {
+  const server = await startServer({ adminAuthRequired: true, adminApiKey: KEY });
+  t.teardown(server.close);
+  return server;
+}
+
+t.test('with auth on, every admin route and earlier-family write refuses a missing or wrong key', async (t) => {
+  const server = await protectedServer(t);
+  for (const route of PROTECTED) {
+    for (const [label, headers] of WRONG_KEYS) {
+      const response = await server.call(route.method, route.path, route.body, headers);
+      t.equal(response.status, 401, `${route.method} ${route.path} with ${label}`);
+      t.strictSame(response.body, INVALID, `${route.method} ${route.path} with ${label}`);
+      t.match(response.headers['content-type'], /^application\/json/);
+    }
+  }
+  // Nothing was written by the refused calls.
+  const policies = await server.call('GET', '/admin/policies', undefined, GOOD);
+  t.equal(policies.status, 200);
+  t.same(policies.body, []);
+  const count = await server.call('GET', `${ENTITIES}/$count`, undefined, GOOD);
+  t.equal(count.status, 200);
+  t.equal(count.body, 0);
+});
+
+t.test('with auth on, the right key opens every protected route', async (t) => {
+  const server = await protectedServer(t);
+  const call = (method: string, path: string, body?: unknown) => server.call(method, path, body, GOOD);
+
+  const created = await call('POST', '/admin/policies', { name: 'p', rules: [] });
+  t.equal(created.status, 200);
+  t.equal(created.body.name, 'p');
+  t.equal((await call('GET', '/admin/policies')).status, 200);
+  t.equal((await call('GET', '/admin/policies/p')).status, 200);
+  t.equal((await call('PUT', '/admin/policies/p', { name: 'p', rules: [], description: 'd' })).body.description, 'd');
+  const simple = await call('POST', '/admin/policies/simple?name=s', {
+    principal: { attributes: { a: 1 } },
+    resource: { attributes: { b: 2 } },
+    action: 'read',
+  });
+  t.equal(simple.status, 200);
+  t.equal(simple.body.name, 's');
+  const deleted = await call('DELETE', '/admin/policies/p');
+  t.equal(deleted.status, 200);
+  t.equal(deleted.body, true);
+
+  t.equal((await call('POST', ENTITIES, { uri: 'e', attributes: { a: 1 } })).status, 200);
+  t.equal((await call('GET', ENTITIES)).status, 200);
+  t.equal((await call('GET', `${ENTITIES}/$count`)).body, 1);
+  t.equal((await call('GET', `${ENTITIES}/e`)).status, 200);
+  t.equal((await call('PUT', `${ENTITIES}/e`, { uri: 'e', attributes: { a: 2 } })).status, 200);
+  const deletedEntity = await call('DELETE', `${ENTITIES}/e`);
+  t.equal(deletedEntity.status, 200);
+  t.equal(deletedEntity.body, true);
+
+  const registered = await call('POST', '/register-entity', { uri: 'e2', attributes: { a: 1 } });
+  t.equal(registered.status, 200);
+  t.equal(registered.body.uri, 'e2');
+  const updated = await call('POST', '/update-entity', { uri: 'e2', attributes: { a: 2 } });
+  t.equal(updated.status, 200);
+  t.same(updated.body.attributes.map((attribute: { key: string; value: unknown }) => [attribute.key, attribute.value]), [['a', 2]]);
+  const legacyDelete = await call('POST', '/delete-entity?uri=e2');
+  t.equal(legacyDelete.status, 200);
+  t.same(legacyDelete.body, { uri: 'e2', message: 'Entity deleted successfully' });
+  const legacyPolicy = await call('POST', '/create-policy', { name: 'legacy', rules: [] });
+  t.equal(legacyPolicy.status, 200);
+  t.equal(legacyPolicy.body.name, 'legacy');
+
+  // The header name is case-insensitive, as HTTP header names are.
+  const lower = await server.call('GET', '/admin/policies', undefined, { 'way-api-key': KEY });
+  t.equal(lower.status, 200);
+  t.same(lower.body.map((policy: { name: string }) => policy.name), ['s', 'legacy']);
+});
+
+t.test('with auth on, the check interface and /health stay public', async (t) => {
+  const server = await protectedServer(t);
+  await server.call('POST', '/admin/policies/simple?name=pub', {
+    principal: { attributes: { a: 1 } },
+    resource: { attributes: { b: 2 } },
+    action: 'read',
+  }, GOOD);
+  const request = { principal: { attributes: { a: 1 } }, resource: { attributes: { b: 2 } }, action: 'read' };
+  for (const headers of [{}, { 'WAY-API-KEY': 'wrong' }, GOOD]) {
+    const check = await server.call('POST', '/check', request, headers);
+    t.equal(check.status, 200);
+    t.same(check.body, { allowed: true, reason: 'Rule pub allowed the action in policy pub' });
+    const bulk = await server.call('POST', '/check/bulk', [request, { ...request, action: 'write' }], headers);
+    t.equal(bulk.status, 200);
+    t.same(bulk.body, [
+      { allowed: true, reason: 'Rule pub allowed the action in policy pub' },
+      { allowed: false, reason: 'Action denied by default effect' },
+    ]);
+    const access = await server.call('POST', '/check-access', request, headers);
+    t.equal(access.status, 200);
+    t.equal(access.body, true);
+    const health = await server.call('GET', '/health', undefined, headers);
+    t.equal(health.status, 200);
+    t.same(health.body, { status: 'ok' });
+  }
+  // Public routes keep their own errors: a bad check is 422, not 401.
+  const invalid = await server.call('POST', '/check', { principal: {} });
+  t.equal(invalid.status, 422);
+  const docs = await server.call('GET', '/docs/json');
+  t.equal(docs.status, 200);
+});
+
+t.test('with auth on, the key is checked before the body is read or validated', async (t) => {
+  const server = await protectedServer(t);
+  const json = { 'content-type': 'application/json' };
+  const bodies: [string, string, Record<string, string>][] = [
+    ['malformed JSON', '{"name": ', json],
+    ['a schema violation', '{"colour": "red"}', json],
+    ['a JSON array', '[1, 2, 3]', json],
+    ['text/plain', 'hello', { 'content-type': 'text/plain' }],
+    ['no content type', 'hello', {}],
+  ];
+  const writes: [string, string][] = [
+    ['POST', '/admin/policies'],
+    ['PUT', '/admin/policies/p'],
+    ['POST', '/admin/policies/simple'],
+    ['POST', ENTITIES],
+    ['PUT', `${ENTITIES}/e`],
+    ['POST', '/register-entity'],
+    ['POST', '/update-entity'],
+    ['POST', '/delete-entity'],
+    ['POST', '/create-policy'],
+  ];
+  for (const [method, path] of writes) {
+    for (const [label, text, headers] of bodies) {
+      const response = await server.send(method, path, text, headers);
+      t.equal(response.status, 401, `${method} ${path} with ${label}`);
+      t.strictSame(response.body, INVALID, `${method} ${path} with ${label}`);
+      const wrongKey = await server.send(method, path, text, { ...headers, 'WAY-API-KEY': 'nope' });
+      t.equal(wrongKey.status, 401, `${method} ${path} with ${label} and a wrong key`);
+    }
+  }
+  // Invalid query parameters are not looked at either.
+  const badQuery = await server.call('GET', `${ENTITIES}?limit=-1`);
+  t.equal(badQuery.status, 401);
+  t.strictSame(badQuery.body, INVALID);
+
+  // With the key, the same bodies get their ordinary errors.
+  const malformed = await server.send('POST', '/admin/policies', '{"name": ', { ...json, ...GOOD });
+  t.equal(malformed.status, 400);
+  const violation = await server.send('POST', '/admin/policies', '{"colour": "red"}', { ...json, ...GOOD });
+  t.equal(violation.status, 422);
+});
+
+t.test('with auth off, admin routes work without the header', async (t) => {
+  const server = await startServer({ adminAuthRequired: false, adminApiKey: KEY });
+  t.teardown(server.close);
+  for (const headers of [{}, { 'WAY-API-KEY': 'whatever' }] as Record<string, string>[]) {
+    const created = await server.call('POST', '/admin/policies', { name: 'open', rules: [] }, headers);
+    t.equal(created.status, 200);
+    t.equal((await server.call('GET', '/admin/policies', undefined, headers)).status, 200);
+    t.equal((await server.call('DELETE', '/admin/policies/open', undefined, headers)).body, true);
+    t.equal((await server.call('POST', '/register-entity', { uri: 'e', attributes: { a: 1 } }, headers)).status, 200);
+    t.equal((await server.call('POST', '/update-entity', { uri: 'e', attributes: { a: 2 } }, headers)).status, 200);
+    t.equal((await server.call('GET', `${ENTITIES}/e`, undefined, headers)).status, 200);
+    t.equal((await server.call('POST', '/delete-entity', { uri: 'e' }, headers)).status, 200);
+    t.equal((await server.call('POST', '/create-policy', { name: 'legacy', rules: [] }, headers)).status, 200);
+    t.equal((await server.call('DELETE', '/admin/policies/legacy', undefined, headers)).status, 200);
+  }
+
+  const defaults = await startServer();
+  t.teardown(defaults.close);
+  const open = await defaults.call('GET', '/admin/policies');
+  t.equal(open.status, 200);
+  t.same(open.body, []);
+});
