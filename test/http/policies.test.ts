@@ -1,5 +1,6 @@
 import t from 'tap';
 import { startServer, type TestServer } from '../helpers/server.js';
+import { MAX_STORED_VALUE_DEPTH } from '../../src/engine/value-limits.js';
 
 const NO_POLICIES = { allowed: false, reason: 'Action denied by default because there are no policies' };
 const DEFAULT_DENY = { allowed: false, reason: 'Action denied by default effect' };
@@ -517,4 +518,19 @@ t.test('evaluation through HTTP: within a policy the first matching rule counts'
     await check(server, { principal: { attributes: { department: 'it', role: 'admin' } }, resource: { uri: 'x' }, action: 'use' }),
     allows('both', 'and'),
   );
+});
+
+t.test('a condition value nested deeper than the stored-value limit is refused with 422, never a 5xx', async (t) => {
+  const server = await fresh(t);
+  const nested = (depth: number) => '['.repeat(depth) + ']'.repeat(depth);
+  const policy = (depth: number) =>
+    `{"name":"deep","rules":[{"name":"r","effect":"allow","actions":["a"],"principal_conditions":[{"path":"attributes.x","operator":"==","value":${nested(depth)}}]}]}`;
+  for (const path of ['/admin/policies', '/create-policy']) {
+    const refused = await server.send('POST', path, policy(5000), { 'content-type': 'application/json' });
+    t.equal(refused.status, 422, path);
+    t.same(refused.body.detail[0].loc, ['body', 'rules', 0, 'principal_conditions', 0, 'value']);
+  }
+  const accepted = await server.send('POST', '/admin/policies', policy(MAX_STORED_VALUE_DEPTH), { 'content-type': 'application/json' });
+  t.equal(accepted.status, 200);
+  t.equal(JSON.stringify(accepted.body.rules[0].principal_conditions[0].value), nested(MAX_STORED_VALUE_DEPTH));
 });

@@ -2,6 +2,7 @@ import t, { type Test } from 'tap';
 import http from 'node:http';
 import { startServer, type TestServer } from '../helpers/server.js';
 import { MAX_ENTITY_URI_LENGTH } from '../../src/schemas/entity.js';
+import { MAX_STORED_VALUE_DEPTH } from '../../src/engine/value-limits.js';
 
 const BASE = '/admin/fetchers/registry/entities';
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
@@ -558,11 +559,11 @@ t.test('extreme inputs get client errors, never a 5xx', async (t) => {
 
   const nested = (depth: number) => '['.repeat(depth) + ']'.repeat(depth);
   const json = { 'content-type': 'application/json' };
-  const ok = await s.send('POST', BASE, `{"uri":"deep-ok","attributes":{"a":${nested(256)}}}`, json);
-  t.equal(ok.status, 200, '256 levels of nesting are stored');
+  const ok = await s.send('POST', BASE, `{"uri":"deep-ok","attributes":{"a":${nested(MAX_STORED_VALUE_DEPTH)}}}`, json);
+  t.equal(ok.status, 200, `${MAX_STORED_VALUE_DEPTH} levels of nesting are stored`);
   const fetched = await s.send('GET', path('deep-ok'), '');
-  t.equal(JSON.stringify(fetched.body.attributes[0].value), nested(256), 'and read back');
-  for (const depth of [257, 5000, 100000]) {
+  t.equal(JSON.stringify(fetched.body.attributes[0].value), nested(MAX_STORED_VALUE_DEPTH), 'and read back');
+  for (const depth of [MAX_STORED_VALUE_DEPTH + 1, 5000, 100000]) {
     const text = `{"uri":"deep-${depth}","attributes":{"a":${nested(depth)}}}`;
     for (const [method, p, body] of [
       ['POST', BASE, text],
