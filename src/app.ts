@@ -1,12 +1,11 @@
 import Fastify, { LogController, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Config } from './config.js';
 import { EmbeddedStore } from './store/embedded.js';
-import type { Store } from './store/store.js';
 import { PolicySnapshots } from './snapshot/policy-snapshots.js';
 import { CheckService } from './checks.js';
 import { PolicyService } from './policies.js';
 import { RegistryService } from './registry/registry-service.js';
-import { attributeMapOf } from './registry/entities.js';
+import { EntityAttributeCache } from './registry/entity-cache.js';
 import type { RegisteredAttributes } from './registry/resolve.js';
 import type { AppContext } from './http/context.js';
 import { installValidators } from './http/validation.js';
@@ -23,23 +22,17 @@ import { legacyRoutes } from './http/legacy.js';
 /** Entity URIs arrive percent-encoded as path parameters (see MAX_ENTITY_URI_LENGTH); find-my-way's default of 100 is too short. */
 const MAX_PATH_PARAMETER_LENGTH = 8192;
 
-function registeredAttributesFrom(store: Store, config: Config): RegisteredAttributes {
-  if (!config.registryEnabled) return async () => undefined;
-  return async (uri) => {
-    const entity = await store.getEntity(uri);
-    return entity === undefined ? undefined : attributeMapOf(entity);
-  };
-}
-
 /** Wires the store, the policy snapshot and the routes into a Fastify instance that is ready to listen. */
 export async function buildApp(config: Config): Promise<FastifyInstance> {
   const store = new EmbeddedStore(config.dataDir);
   const snapshots = await PolicySnapshots.load(store);
+  const entities = new EntityAttributeCache(store, config.entityCacheSize);
+  const registered: RegisteredAttributes = config.registryEnabled ? entities.lookup : () => undefined;
   const context: AppContext = {
     config,
-    checks: new CheckService(snapshots, registeredAttributesFrom(store, config)),
+    checks: new CheckService(snapshots, registered),
     policies: new PolicyService(store, snapshots),
-    registry: new RegistryService(store),
+    registry: new RegistryService(store, (uri) => entities.invalidate(uri)),
   };
 
   const app = Fastify({

@@ -1,12 +1,25 @@
 import type { CheckRequest } from './schemas/check.js';
 import type { ValidationIssue } from './schemas/errors.js';
-import { evaluate, type Decision } from './engine/index.js';
+import { evaluate, type Decision, type DecisionRequest } from './engine/index.js';
 import { readCheckRequest, type CheckInput } from './registry/check-request.js';
 import { AttributeConflict, resolveCheck, type RegisteredAttributes } from './registry/resolve.js';
 import type { PolicySnapshots } from './snapshot/policy-snapshots.js';
 import { ClientError, RequestValidationError } from './errors.js';
 
-/** Answers checks: reads the request, resolves attributes, evaluates against the current snapshot. */
+const conflictAsClientError = (error: unknown): never => {
+  if (error instanceof AttributeConflict) throw new ClientError(400, error.message);
+  throw error;
+};
+
+const conflictAsDenial = (error: unknown): Decision => {
+  if (error instanceof AttributeConflict) return { allowed: false, reason: error.message };
+  throw error;
+};
+
+/**
+ * Answers checks: reads the request, resolves attributes, evaluates against the current snapshot.
+ * Stays synchronous whenever the registry answers from its cache, so a check costs no promise.
+ */
 export class CheckService {
   constructor(
     private readonly snapshots: PolicySnapshots,
@@ -14,19 +27,19 @@ export class CheckService {
   ) {}
 
   /** Throws RequestValidationError (422) for an unusable request and ClientError (400) for an attribute conflict. */
-  async check(request: CheckRequest): Promise<Decision> {
+  check(request: CheckRequest): Decision | Promise<Decision> {
     const input = readCheckRequest(request, ['body']);
     if (Array.isArray(input)) throw new RequestValidationError(input);
     try {
-      return await this.decide(input);
+      const decision = this.decide(input);
+      return decision instanceof Promise ? decision.catch(conflictAsClientError) : decision;
     } catch (error) {
-      if (error instanceof AttributeConflict) throw new ClientError(400, error.message);
-      throw error;
+      return conflictAsClientError(error);
     }
   }
 
   /** A schema error in any item rejects the whole batch; a conflict only denies its own item. */
-  async checkMany(requests: CheckRequest[]): Promise<Decision[]> {
+  checkMany(requests: CheckRequest[]): Decision[] | Promise<Decision[]> {
     const inputs: CheckInput[] = [];
     const issues: ValidationIssue[] = [];
     requests.forEach((request, index) => {
@@ -35,18 +48,30 @@ export class CheckService {
       else inputs.push(input);
     });
     if (issues.length > 0) throw new RequestValidationError(issues);
-    return Promise.all(
-      inputs.map((input) =>
-        this.decide(input).catch((error: unknown): Decision => {
-          if (error instanceof AttributeConflict) return { allowed: false, reason: error.message };
-          throw error;
-        }),
-      ),
-    );
+    let waiting = false;
+    const decisions = inputs.map((input) => {
+      let decision: Decision | Promise<Decision>;
+      try {
+        decision = this.decide(input);
+      } catch (error) {
+        return conflictAsDenial(error);
+      }
+      if (decision instanceof Promise) {
+        waiting = true;
+        return decision.catch(conflictAsDenial);
+      }
+      return decision;
+    });
+    return waiting ? Promise.all(decisions) : (decisions as Decision[]);
   }
 
-  private async decide(input: CheckInput): Promise<Decision> {
-    const request = await resolveCheck(input, this.registered);
-    return evaluate(this.snapshots.current, request);
+  /** Throws (or rejects with) AttributeConflict. */
+  private decide(input: CheckInput): Decision | Promise<Decision> {
+    const request = resolveCheck(input, this.registered);
+    if (request instanceof Promise) return request.then(this.evaluateNow);
+    return this.evaluateNow(request);
   }
+
+  /** Evaluates against the snapshot current at this moment, which includes every acknowledged policy write. */
+  private readonly evaluateNow = (request: DecisionRequest): Decision => evaluate(this.snapshots.current, request);
 }

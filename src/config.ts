@@ -9,6 +9,8 @@ export interface Config {
   adminApiKey: string;
   bulkCheckMaxRequests: number;
   registryEnabled: boolean;
+  /** Most registry entities whose attributes the front process keeps in memory. */
+  entityCacheSize: number;
   logLevel: string;
 }
 
@@ -20,6 +22,7 @@ export const DEFAULT_CONFIG: Config = {
   adminApiKey: '',
   bulkCheckMaxRequests: 1000,
   registryEnabled: true,
+  entityCacheSize: 100_000,
   logLevel: 'info',
 };
 
@@ -46,6 +49,12 @@ export const START_OPTIONS = {
     default: String(DEFAULT_CONFIG.bulkCheckMaxRequests),
   },
   registry: { type: 'string', env: 'REGISTRY_ENABLED', help: 'serve the entity registry: true|false', default: 'true' },
+  'entity-cache-size': {
+    type: 'string',
+    env: 'ENTITY_CACHE_SIZE',
+    help: 'registry entities kept in memory for checks (least recently used go first)',
+    default: String(DEFAULT_CONFIG.entityCacheSize),
+  },
   'log-level': { type: 'string', env: 'LOG_LEVEL', help: LOG_LEVELS.join('|'), default: DEFAULT_CONFIG.logLevel },
 } as const;
 type OptionName = keyof typeof START_OPTIONS;
@@ -91,6 +100,7 @@ export function loadConfig(args: string[], env: NodeJS.ProcessEnv): Config {
   const authRequired = read('admin-authn-required');
   const bulk = read('bulk-check-max-requests');
   const registry = read('registry');
+  const entityCacheSize = read('entity-cache-size');
   const logLevel = read('log-level');
   const host = read('host').text.trim();
   const dataDir = read('data-dir').text.trim();
@@ -107,6 +117,7 @@ export function loadConfig(args: string[], env: NodeJS.ProcessEnv): Config {
     adminApiKey: env.ADMIN_API_KEY ?? '',
     bulkCheckMaxRequests: parseInteger(bulk.label, bulk.text, 1, 1_000_000),
     registryEnabled: parseBoolean(registry.label, registry.text),
+    entityCacheSize: parseInteger(entityCacheSize.label, entityCacheSize.text, 1, 100_000_000),
     logLevel: logLevel.text,
   };
   if (config.adminAuthRequired && config.adminApiKey.trim() === '') {

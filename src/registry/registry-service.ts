@@ -28,8 +28,10 @@ function attributesOf(sent: SuppliedAttributes): Map<string, unknown> {
 
 /** The entity registry's operations, shared by the registry routes and the earlier endpoint family. */
 export class RegistryService {
+  /** `changed` hears of every uri written, once the write is durable (the entity cache listens). */
   constructor(
     private readonly store: Store,
+    private readonly changed: (uri: string) => void,
     private readonly clock: () => Date = () => new Date(),
   ) {}
 
@@ -55,6 +57,7 @@ export class RegistryService {
       if (error instanceof DuplicateKeyError) throw new ClientError(409, error.message);
       throw error;
     }
+    this.changed(entity.uri);
     return entity;
   }
 
@@ -65,11 +68,13 @@ export class RegistryService {
       updatedEntity(stored, { type: change.type, attributes, override: change.override }, now),
     );
     if (entity === undefined) throw notFound('Entity');
+    this.changed(uri);
     return entity;
   }
 
   async delete(uri: string): Promise<true> {
     if (!(await this.store.deleteEntity(uri))) throw notFound('Entity');
+    this.changed(uri);
     return true;
   }
 }

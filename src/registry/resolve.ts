@@ -2,8 +2,13 @@ import type { DecisionRequest, ResolvedEntity } from '../engine/index.js';
 import { jsonEqual } from '../engine/json-equal.js';
 import type { CheckInput, EntityInput } from './check-request.js';
 
-/** Registered attributes of a uri, or undefined when nothing is registered under it. */
-export type RegisteredAttributes = (uri: string) => Promise<ReadonlyMap<string, unknown> | undefined>;
+type Attributes = ReadonlyMap<string, unknown> | undefined;
+
+/**
+ * Registered attributes of a uri, or undefined when nothing is registered under it. Answers
+ * synchronously when it can (a cache hit), so the common check never waits on a promise.
+ */
+export type RegisteredAttributes = (uri: string) => Attributes | Promise<Attributes>;
 
 /** A supplied attribute that contradicts the registry: the check cannot be decided as asked. */
 export class AttributeConflict extends Error {}
@@ -12,9 +17,7 @@ export class AttributeConflict extends Error {}
  * Registered attributes of the uri, plus supplied ones. A supplied key that is registered with a
  * different value is a conflict; supplied attributes never override registered ones.
  */
-async function resolveEntity(input: EntityInput, registered: RegisteredAttributes): Promise<ResolvedEntity> {
-  if (input.uri === undefined) return input;
-  const stored = await registered(input.uri);
+function merge(input: EntityInput, stored: Attributes): ResolvedEntity {
   if (stored === undefined || stored.size === 0) return input;
   if (input.attributes.size === 0) return { uri: input.uri, attributes: stored };
   const merged = new Map(stored);
@@ -27,10 +30,20 @@ async function resolveEntity(input: EntityInput, registered: RegisteredAttribute
   return { uri: input.uri, attributes: merged };
 }
 
-export async function resolveCheck(input: CheckInput, registered: RegisteredAttributes): Promise<DecisionRequest> {
-  const [principal, resource] = await Promise.all([
-    resolveEntity(input.principal, registered),
-    resolveEntity(input.resource, registered),
-  ]);
-  return { principal, resource, action: input.action };
+const isPromise = <T>(value: T | Promise<T>): value is Promise<T> => value instanceof Promise;
+
+/** The decision request for a check: synchronous unless a registry lookup has to wait on the store. */
+export function resolveCheck(input: CheckInput, registered: RegisteredAttributes): DecisionRequest | Promise<DecisionRequest> {
+  const principal = input.principal.uri === undefined ? undefined : registered(input.principal.uri);
+  const resource = input.resource.uri === undefined ? undefined : registered(input.resource.uri);
+  if (isPromise(principal) || isPromise(resource)) {
+    return Promise.all([principal, resource]).then(([principalAttributes, resourceAttributes]) =>
+      decisionRequest(input, principalAttributes, resourceAttributes),
+    );
+  }
+  return decisionRequest(input, principal, resource);
+}
+
+function decisionRequest(input: CheckInput, principal: Attributes, resource: Attributes): DecisionRequest {
+  return { principal: merge(input.principal, principal), resource: merge(input.resource, resource), action: input.action };
 }

@@ -1,0 +1,45 @@
+import { LRUCache } from 'lru-cache';
+import type { Store } from '../store/store.js';
+import { attributeMapOf } from './entities.js';
+import type { RegisteredAttributes } from './resolve.js';
+
+/** What an unregistered uri contributes: nothing. Cached like any entry so misses stay off the store too. */
+const UNREGISTERED: ReadonlyMap<string, unknown> = new Map();
+
+/**
+ * Registered attributes by uri, kept in the front process so that checks naming a uri do not
+ * touch the store. Bounded (least recently used entries go first) for registries larger than
+ * memory; a miss falls back to the store. Every registry write invalidates its uri.
+ */
+export class EntityAttributeCache {
+  private readonly entries: LRUCache<string, ReadonlyMap<string, unknown>>;
+  /** Advances on every invalidation, so a store read that raced with a write is not cached. */
+  private generation = 0;
+
+  constructor(
+    private readonly store: Store,
+    maxEntries: number,
+  ) {
+    this.entries = new LRUCache({ max: maxEntries });
+  }
+
+  /** Synchronous on a hit; a promise only when the store must be read. */
+  readonly lookup: RegisteredAttributes = (uri) => {
+    const cached = this.entries.get(uri);
+    if (cached !== undefined) return cached === UNREGISTERED ? undefined : cached;
+    return this.load(uri);
+  };
+
+  invalidate(uri: string): void {
+    this.generation++;
+    this.entries.delete(uri);
+  }
+
+  private async load(uri: string): Promise<ReadonlyMap<string, unknown> | undefined> {
+    const generation = this.generation;
+    const entity = await this.store.getEntity(uri);
+    const attributes = entity === undefined ? UNREGISTERED : attributeMapOf(entity);
+    if (generation === this.generation) this.entries.set(uri, attributes);
+    return attributes === UNREGISTERED ? undefined : attributes;
+  }
+}
