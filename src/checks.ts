@@ -1,5 +1,4 @@
 import type { CheckRequest } from './schemas/check.js';
-import type { ValidationIssue } from './schemas/errors.js';
 import { evaluate, type Decision, type DecisionRequest } from './engine/index.js';
 import { readCheckRequest, type CheckInput } from './registry/check-request.js';
 import { AttributeConflict, resolveCheck, type RegisteredAttributes } from './registry/resolve.js';
@@ -38,16 +37,8 @@ export class CheckService {
     }
   }
 
-  /** A schema error in any item rejects the whole batch; a conflict only denies its own item. */
-  checkMany(requests: CheckRequest[]): Decision[] | Promise<Decision[]> {
-    const inputs: CheckInput[] = [];
-    const issues: ValidationIssue[] = [];
-    requests.forEach((request, index) => {
-      const input = readCheckRequest(request, ['body', index]);
-      if (Array.isArray(input)) issues.push(...input);
-      else inputs.push(input);
-    });
-    if (issues.length > 0) throw new RequestValidationError(issues);
+  /** Decides checks already read (see readBulkBody); a conflict only denies its own item. */
+  checkMany(inputs: CheckInput[]): Decision[] | Promise<Decision[]> {
     let waiting = false;
     const decisions = inputs.map((input) => {
       let decision: Decision | Promise<Decision>;

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 
 export interface Config {
@@ -11,8 +12,15 @@ export interface Config {
   registryEnabled: boolean;
   /** Most registry entities whose attributes the front process keeps in memory. */
   entityCacheSize: number;
+  /** Worker threads for bulk checks. */
+  workers: number;
+  /** inline: every check on the front thread; pool: every bulk in a worker; auto: big bulks in a worker. */
+  evaluation: Evaluation;
   logLevel: string;
 }
+
+export const EVALUATION_MODES = ['inline', 'pool', 'auto'] as const;
+export type Evaluation = (typeof EVALUATION_MODES)[number];
 
 export const DEFAULT_CONFIG: Config = {
   host: '127.0.0.1',
@@ -23,6 +31,8 @@ export const DEFAULT_CONFIG: Config = {
   bulkCheckMaxRequests: 1000,
   registryEnabled: true,
   entityCacheSize: 100_000,
+  workers: availableParallelism(),
+  evaluation: 'auto',
   logLevel: 'info',
 };
 
@@ -54,6 +64,13 @@ export const START_OPTIONS = {
     env: 'ENTITY_CACHE_SIZE',
     help: 'registry entities kept in memory for checks (least recently used go first)',
     default: String(DEFAULT_CONFIG.entityCacheSize),
+  },
+  workers: { type: 'string', env: 'WORKERS', help: 'worker threads for bulk checks', default: String(DEFAULT_CONFIG.workers) },
+  evaluation: {
+    type: 'string',
+    env: 'EVALUATION',
+    help: 'inline|pool|auto: where bulk checks are read and decided (auto: big bodies in the worker pool)',
+    default: DEFAULT_CONFIG.evaluation,
   },
   'log-level': { type: 'string', env: 'LOG_LEVEL', help: LOG_LEVELS.join('|'), default: DEFAULT_CONFIG.logLevel },
 } as const;
@@ -101,6 +118,11 @@ export function loadConfig(args: string[], env: NodeJS.ProcessEnv): Config {
   const bulk = read('bulk-check-max-requests');
   const registry = read('registry');
   const entityCacheSize = read('entity-cache-size');
+  const workers = read('workers');
+  const evaluation = read('evaluation');
+  if (!(EVALUATION_MODES as readonly string[]).includes(evaluation.text)) {
+    throw new ConfigError(`${evaluation.label} must be one of ${EVALUATION_MODES.join(', ')}, got '${evaluation.text}'`);
+  }
   const logLevel = read('log-level');
   const host = read('host').text.trim();
   const dataDir = read('data-dir').text.trim();
@@ -118,6 +140,8 @@ export function loadConfig(args: string[], env: NodeJS.ProcessEnv): Config {
     bulkCheckMaxRequests: parseInteger(bulk.label, bulk.text, 1, 1_000_000),
     registryEnabled: parseBoolean(registry.label, registry.text),
     entityCacheSize: parseInteger(entityCacheSize.label, entityCacheSize.text, 1, 100_000_000),
+    workers: parseInteger(workers.label, workers.text, 1, 256),
+    evaluation: evaluation.text as Evaluation,
     logLevel: logLevel.text,
   };
   if (config.adminAuthRequired && config.adminApiKey.trim() === '') {

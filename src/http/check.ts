@@ -6,7 +6,7 @@ import {
   checkResponseListSchema,
   checkResponseSchema,
 } from '../schemas/check.js';
-import { ClientError } from '../errors.js';
+import { compileBulkValidator, readBulkBody } from '../bulk.js';
 import type { RoutesOptions } from './context.js';
 import { ERROR_RESPONSES } from './responses.js';
 
@@ -27,22 +27,31 @@ export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { 
     handler: (request) => checks.check(request.body),
   });
 
-  app.post('/check/bulk', {
-    schema: {
-      tags: ['checks'],
-      summary: 'Decide many checks in one call',
-      description: `A list of check requests; the answers come back in the same order. At most ${config.bulkCheckMaxRequests} per call.`,
-      body: checkRequestListSchema,
-      response: { 200: checkResponseListSchema, ...ERROR_RESPONSES },
-    },
-    // Counted before validation, so an oversized batch is refused without validating every item.
-    preValidation: async (request) => {
-      if (!Array.isArray(request.body)) return;
-      if (request.body.length === 0) throw new ClientError(400, 'Empty request list');
-      if (request.body.length > config.bulkCheckMaxRequests) {
-        throw new ClientError(400, `Too many requests. Maximum allowed: ${config.bulkCheckMaxRequests}`);
-      }
-    },
-    handler: (request) => checks.checkMany(request.body),
+  await app.register(async (bulkScope) => {
+    // The bulk body stays text here: readBulkBody parses it on the front or in a worker.
+    bulkScope.removeAllContentTypeParsers();
+    bulkScope.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, text, done) => done(null, text));
+    const validate = compileBulkValidator();
+    const { pool } = context;
+
+    bulkScope.post('/check/bulk', {
+      schema: {
+        tags: ['checks'],
+        summary: 'Decide many checks in one call',
+        description: `A list of check requests (either form); the answers come back in the same order. At most ${config.bulkCheckMaxRequests} per call.`,
+        body: checkRequestListSchema,
+        response: { 200: checkResponseListSchema, ...ERROR_RESPONSES },
+      },
+      // The schema documents the body; readBulkBody validates it, wherever it is read.
+      validatorCompiler: () => () => true,
+      handler: async (request, reply) => {
+        const text = request.body as string;
+        if (pool !== undefined && text.length >= pool.minimumBodyLength) {
+          const decided = await pool.bulk.decide(text);
+          if (decided !== undefined) return reply.type('application/json').send(decided);
+        }
+        return checks.checkMany(readBulkBody(text, validate, config.bulkCheckMaxRequests));
+      },
+    });
   });
 };

@@ -2,6 +2,7 @@ import type { Config } from '../config.js';
 import type { CheckService } from '../checks.js';
 import type { PolicyService } from '../policies.js';
 import type { RegistryService } from '../registry/registry-service.js';
+import type { BulkPool } from '../pool/bulk-pool.js';
 
 /** What the route plugins work with; built once by buildApp. */
 export interface AppContext {
@@ -9,6 +10,8 @@ export interface AppContext {
   checks: CheckService;
   policies: PolicyService;
   registry: RegistryService;
+  /** Present unless evaluation is inline only: bulk bodies of at least `minimumBodyLength` characters go to it. */
+  pool?: { bulk: BulkPool; minimumBodyLength: number };
 }
 
 export interface RoutesOptions {

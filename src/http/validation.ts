@@ -5,7 +5,7 @@ import type { ValidationIssue } from '../schemas/errors.js';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 
-function createAjv(coerceTypes: boolean): Ajv {
+export function createAjv(coerceTypes: boolean): Ajv {
   // Bodies keep their JSON types ("1" is not 1); query strings and paths are text and are coerced.
   const ajv = new Ajv({
     coerceTypes,

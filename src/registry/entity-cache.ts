@@ -30,6 +30,21 @@ export class EntityAttributeCache {
     return this.load(uri);
   };
 
+  /**
+   * Loads registered entities, in registration order, until the cache is full, so that checks
+   * find them in memory from the first request on. Run once at start.
+   */
+  async warm(pageSize = 1000): Promise<void> {
+    const capacity = this.entries.max;
+    for (let offset = 0; offset < capacity; offset += pageSize) {
+      const page = await this.store.listEntities(offset, Math.min(pageSize, capacity - offset));
+      for (const entity of page) {
+        if (!this.entries.has(entity.uri)) this.entries.set(entity.uri, attributeMapOf(entity));
+      }
+      if (page.length < pageSize) return;
+    }
+  }
+
   invalidate(uri: string): void {
     this.generation++;
     this.entries.delete(uri);

@@ -32,7 +32,7 @@ export function temporaryDataDir(): string {
  */
 export async function startServer(overrides: Partial<Config> = {}): Promise<TestServer> {
   const ownsDataDir = overrides.dataDir === undefined;
-  const config: Config = { ...DEFAULT_CONFIG, logLevel: 'silent', port: 0, dataDir: temporaryDataDir(), ...overrides };
+  const config: Config = { ...DEFAULT_CONFIG, logLevel: 'silent', port: 0, workers: 1, dataDir: temporaryDataDir(), ...overrides };
   const app = await buildApp(config);
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();

@@ -1,0 +1,196 @@
+/**
+ * `npm run bench`: Verdict against a bare Fastify baseline, in one run, on loopback, with wrk.
+ * Every figure is printed with its ratio to the baseline measured in the same run; each is the
+ * median of BENCH_RUNS runs (default 3) of BENCH_SECONDS seconds (default 5). Results are saved
+ * under bench/results/.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { request } from 'undici';
+import { EmbeddedStore } from '../src/store/embedded.js';
+import { engineDecisionsPerSecond, keyedPolicies } from './engine.js';
+import { loadWithWrk, wrkAvailable, type LoadResult } from './wrk.js';
+
+const RUNS = Number(process.env.BENCH_RUNS ?? 3);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const CONNECTIONS = 64;
+const POLICIES = 10;
+const REGISTRY_SIZE = 100_000;
+const VERDICT_ARGS = (process.env.BENCH_VERDICT_ARGS ?? '').split(' ').filter(Boolean);
+
+const compiledRoot = fileURLToPath(new URL('..', import.meta.url));
+const repositoryRoot = join(compiledRoot, '..');
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitForHealth(url: string): Promise<void> {
+  for (let attempt = 0; attempt < 200; attempt++) {
+    try {
+      const response = await request(`${url}/health`);
+      await response.body.dump();
+      if (response.statusCode === 200) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`${url} did not become healthy`);
+}
+
+function seed(dataDir: string): void {
+  const store = new EmbeddedStore(dataDir);
+  for (const policy of keyedPolicies(POLICIES)) void store.createPolicy(policy);
+  const now = new Date().toISOString();
+  for (let index = 0; index < REGISTRY_SIZE; index++) {
+    void store.createEntity({
+      uri: `user:${index}`,
+      type: 'principal',
+      attributes: [
+        { key: 'role', value: 'reader', updated_at: now, registered_at: now },
+        { key: 'department', value: 'it', updated_at: now, registered_at: now },
+      ],
+      registered_at: now,
+    });
+  }
+  void store.close();
+}
+
+async function startVerdict(): Promise<{ url: string; child: ChildProcess; dataDir: string }> {
+  // tmpfs when there is one: seeding 100k entities should not wait on 100k disk flushes.
+  const dataDir = mkdtempSync(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'verdict-bench-'));
+  seed(dataDir);
+  const port = await freePort();
+  const child = spawn(
+    process.execPath,
+    [join(compiledRoot, 'src/cli.js'), 'start', '--port', String(port), '--data-dir', dataDir, '--log-level', 'silent', ...VERDICT_ARGS],
+    { stdio: ['ignore', 'ignore', 'inherit'] },
+  );
+  const url = `http://127.0.0.1:${port}`;
+  await waitForHealth(url);
+  return { url, child, dataDir };
+}
+
+async function startBaseline(): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn(process.execPath, [join(compiledRoot, 'bench/baseline-server.js')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<string>((resolve) => child.stdout!.once('data', (chunk: Buffer) => resolve(chunk.toString().trim())));
+  return { url: `http://127.0.0.1:${port}`, child };
+}
+
+const attributeCheck = (index: number) =>
+  JSON.stringify({
+    principal: { attributes: { role: 'reader', department: 'it' } },
+    resource: { attributes: { id: `doc-${index % POLICIES}`, kind: 'report' } },
+    action: 'read',
+  });
+const uriCheck = (index: number) =>
+  JSON.stringify({ principal: { uri: `user:${index}` }, resource: { attributes: { id: `doc-${index % POLICIES}` } }, action: 'read' });
+const bulk = (size: number, offset: number) => `[${Array.from({ length: size }, (_, i) => attributeCheck(offset + i)).join(',')}]`;
+
+interface Scenario {
+  name: string;
+  path: string;
+  bodies: string[];
+  /** Decisions per request. */
+  items: number;
+}
+
+const scenarios: Scenario[] = [
+  { name: 'check, attributes', path: '/check', bodies: Array.from({ length: 100 }, (_, i) => attributeCheck(i)), items: 1 },
+  {
+    name: `check, principal uri from ${REGISTRY_SIZE / 1000}k registry`,
+    path: '/check',
+    bodies: Array.from({ length: REGISTRY_SIZE }, (_, i) => uriCheck((i * 7919) % REGISTRY_SIZE)),
+    items: 1,
+  },
+  { name: 'bulk, 100 items', path: '/check/bulk', bodies: Array.from({ length: 20 }, (_, i) => bulk(100, i)), items: 100 },
+  { name: 'bulk, 1000 items', path: '/check/bulk', bodies: Array.from({ length: 5 }, (_, i) => bulk(1000, i)), items: 1000 },
+];
+
+async function expectAllowed(url: string, scenario: Scenario): Promise<void> {
+  const response = await request(url + scenario.path, {
+    method: 'POST',
+    body: scenario.bodies[0],
+    headers: { 'content-type': 'application/json' },
+  });
+  const answer = (await response.body.json()) as { allowed: boolean } | { allowed: boolean }[];
+  const allowed = [answer].flat().every((decision) => decision.allowed);
+  if (response.statusCode !== 200 || !allowed) throw new Error(`${scenario.name}: Verdict answered ${JSON.stringify(answer).slice(0, 200)}`);
+}
+
+function rssMegabytes(pid: number): number {
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((text) => text.startsWith('VmRSS:'))!;
+  return Number(line.replace(/\D+/g, '')) / 1024;
+}
+
+const ratio = (value: number, base: number) => `${(value / base).toFixed(2)}×`;
+const thousands = (value: number) => `${(value / 1000).toFixed(1)}k`;
+
+async function main(): Promise<void> {
+  if (!(await wrkAvailable())) {
+    console.error('bench: wrk is not installed; install Debian\'s package: apt-get install wrk');
+    process.exit(2);
+  }
+  console.log(`Verdict benchmark: ${RUNS} runs × ${SECONDS}s per figure, ${CONNECTIONS} connections, medians; Verdict args: ${VERDICT_ARGS.join(' ') || '(defaults)'}`);
+  const baseline = await startBaseline();
+  const verdict = await startVerdict();
+  const results: Record<string, unknown>[] = [];
+  try {
+    for (const scenario of scenarios) await expectAllowed(verdict.url, scenario);
+    for (const scenario of scenarios) {
+      const base: LoadResult[] = [];
+      const ours: LoadResult[] = [];
+      for (let run = 0; run < RUNS; run++) {
+        base.push(await loadWithWrk(baseline.url + scenario.path, scenario.bodies, SECONDS, CONNECTIONS));
+        ours.push(await loadWithWrk(verdict.url + scenario.path, scenario.bodies, SECONDS, CONNECTIONS));
+      }
+      const figure = (runs: LoadResult[]) => ({
+        requestsPerSecond: median(runs.map((r) => r.requestsPerSecond)),
+        decisionsPerSecond: median(runs.map((r) => r.requestsPerSecond)) * scenario.items,
+        p99Millis: median(runs.map((r) => r.p99Millis)),
+        errors: runs.reduce((sum, r) => sum + r.errors, 0),
+      });
+      const baseFigure = figure(base);
+      const ourFigure = figure(ours);
+      results.push({ scenario: scenario.name, baseline: baseFigure, verdict: ourFigure });
+      console.log(
+        `${scenario.name.padEnd(44)} baseline ${thousands(baseFigure.decisionsPerSecond).padStart(8)} dec/s p99 ${baseFigure.p99Millis.toFixed(1)}ms | ` +
+          `Verdict ${thousands(ourFigure.decisionsPerSecond).padStart(8)} dec/s (${ratio(ourFigure.decisionsPerSecond, baseFigure.decisionsPerSecond)}) ` +
+          `p99 ${ourFigure.p99Millis.toFixed(1)}ms (${ratio(ourFigure.p99Millis, baseFigure.p99Millis)}) errors ${ourFigure.errors}`,
+      );
+    }
+    const rss = rssMegabytes(verdict.child.pid!);
+    console.log(`Verdict RSS after the run: ${rss.toFixed(0)} MB`);
+    const engine: Record<string, number> = {};
+    const tenPolicies = engineDecisionsPerSecond(10);
+    for (const count of [10, 1_000, 10_000, 100_000]) {
+      engine[count] = count === 10 ? tenPolicies : engineDecisionsPerSecond(count);
+      console.log(
+        `engine alone, ${String(count).padStart(6)} policies: ${(engine[count]! / 1e6).toFixed(2)}M decisions/s (${ratio(engine[count]!, tenPolicies)} of 10 policies)`,
+      );
+    }
+    const resultsDir = join(repositoryRoot, 'bench/results');
+    mkdirSync(resultsDir, { recursive: true });
+    const file = join(resultsDir, `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+    writeFileSync(file, JSON.stringify({ runs: RUNS, seconds: SECONDS, connections: CONNECTIONS, args: VERDICT_ARGS, http: results, engine, rssMegabytes: rss }, null, 2));
+    console.log(`saved ${file}`);
+  } finally {
+    baseline.child.kill();
+    verdict.child.kill();
+    rmSync(verdict.dataDir, { recursive: true, force: true });
+  }
+}
+
+await main();

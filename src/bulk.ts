@@ -1,0 +1,45 @@
+import type { ValidateFunction } from 'ajv';
+import type { FastifySchemaValidationError } from 'fastify';
+import { checkRequestListSchema, type CheckRequest } from './schemas/check.js';
+import { createAjv, validationIssues } from './http/validation.js';
+import { readCheckRequest, type CheckInput } from './registry/check-request.js';
+import { ClientError, RequestValidationError } from './errors.js';
+import type { ValidationIssue } from './schemas/errors.js';
+
+export type BulkValidator = ValidateFunction<CheckRequest[]>;
+
+export function compileBulkValidator(): BulkValidator {
+  return createAjv(false).compile<CheckRequest[]>(checkRequestListSchema);
+}
+
+/**
+ * The body of `POST /check/bulk`, from its JSON text to checks ready to resolve, with the errors
+ * of the contract in its order: malformed JSON 400, not a list 422, `[]` 400, over the limit 400,
+ * any item invalid 422 (the whole call). The front and the pool's workers both read bodies here.
+ */
+export function readBulkBody(text: string, validate: BulkValidator, maxRequests: number): CheckInput[] {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch (error) {
+    throw new ClientError(400, `Malformed JSON body: ${(error as Error).message}`);
+  }
+  if (Array.isArray(body)) {
+    if (body.length === 0) throw new ClientError(400, 'Empty request list');
+    if (body.length > maxRequests) throw new ClientError(400, `Too many requests. Maximum allowed: ${maxRequests}`);
+  }
+  if (!validate(body)) {
+    throw new RequestValidationError(validationIssues(validate.errors as FastifySchemaValidationError[], 'body'));
+  }
+  const inputs: CheckInput[] = [];
+  const issues: ValidationIssue[] = [];
+  body.forEach((request, index) => {
+    const input = readCheckRequest(request, ['body', index]);
+    if (Array.isArray(input)) issues.push(...input);
+    else inputs.push(input);
+  });
+  if (issues.length > 0) throw new RequestValidationError(issues);
+  return inputs;
+}
+
+export const namesRegisteredEntity = (input: CheckInput) => input.principal.uri !== undefined || input.resource.uri !== undefined;

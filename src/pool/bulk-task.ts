@@ -1,0 +1,20 @@
+import type { Policy } from '../schemas/policy.js';
+import type { ValidationIssue } from '../schemas/errors.js';
+
+/** A bulk body for a worker, with the snapshot revision it must be decided at (or later). */
+export interface BulkTask {
+  text: string;
+  revision: number;
+  maxRequests: number;
+  /** The policies of `revision`: sent only to a worker that answered `stale`. */
+  policies?: Policy[];
+}
+
+export type BulkOutcome =
+  /** The decisions, serialized, in request order. */
+  | { kind: 'decided'; json: string }
+  /** The worker's snapshot is older than the task's revision: send the policies along. */
+  | { kind: 'stale' }
+  /** An item names a registered entity: the front, which holds the entity cache, decides. */
+  | { kind: 'needs-registry' }
+  | { kind: 'refused'; statusCode: number; detail: string | ValidationIssue[] };

@@ -1,0 +1,105 @@
+import t, { type Test } from 'tap';
+import { startServer, type TestServer } from '../helpers/server.js';
+
+// Every bulk of these servers is read and decided in a real worker thread (evaluation: 'pool'),
+// and compared with a server that decides everything on the front thread.
+
+const policy = (name: string, effect: 'allow' | 'deny', department: string) => ({
+  name,
+  rules: [
+    {
+      name: `${name}-rule`,
+      effect,
+      principal_conditions: [{ path: 'attributes.department', operator: '==', value: department }],
+      resource_conditions: [{ path: 'attributes.level', operator: 'lte', value: 3 }],
+      actions: ['read'],
+    },
+  ],
+});
+
+const item = (index: number) => ({
+  principal: { attributes: { department: ['it', 'hr', 'ops'][index % 3] } },
+  resource: { attributes: { level: index % 5 } },
+  action: index % 7 === 0 ? 'write' : 'read',
+});
+
+async function servers(t: Test): Promise<{ pooled: TestServer; inline: TestServer }> {
+  const pooled = await startServer({ evaluation: 'pool', workers: 2 });
+  const inline = await startServer({ evaluation: 'inline' });
+  t.teardown(async () => {
+    await pooled.close();
+    await inline.close();
+  });
+  for (const server of [pooled, inline]) {
+    for (const body of [policy('it-reads', 'allow', 'it'), policy('hr-blocked', 'deny', 'hr'), policy('hr-reads', 'allow', 'hr')]) {
+      t.equal((await server.call('POST', '/admin/policies', body)).status, 200);
+    }
+  }
+  return { pooled, inline };
+}
+
+t.test('the pool decides exactly as the front does', async (t) => {
+  const { pooled, inline } = await servers(t);
+  const body = Array.from({ length: 500 }, (_, index) => item(index));
+  const fromPool = await pooled.call('POST', '/check/bulk', body);
+  const fromFront = await inline.call('POST', '/check/bulk', body);
+  t.equal(fromPool.status, 200);
+  t.match(fromPool.headers['content-type'], /^application\/json/);
+  t.same(fromPool.body, fromFront.body);
+  const reasons = new Set(fromPool.body.map((decision: { reason: string }) => decision.reason));
+  t.ok(reasons.has('Rule it-reads-rule allowed the action in policy it-reads'));
+  t.ok(reasons.has('Rule hr-blocked-rule denied the action in policy hr-blocked'));
+  t.ok(reasons.has('Action denied by default effect'));
+});
+
+t.test('a policy write is enforced by the next bulk decided in a worker, and so is its deletion', async (t) => {
+  const { pooled } = await servers(t);
+  const opsItem = { principal: { attributes: { department: 'ops' } }, resource: { attributes: { level: 1 } }, action: 'read' };
+  const body = Array.from({ length: 50 }, () => opsItem);
+  t.same((await pooled.call('POST', '/check/bulk', body)).body[0], { allowed: false, reason: 'Action denied by default effect' });
+  t.equal((await pooled.call('POST', '/admin/policies', policy('ops-reads', 'allow', 'ops'))).status, 200);
+  const after = await pooled.call('POST', '/check/bulk', body);
+  t.same(after.body[49], { allowed: true, reason: 'Rule ops-reads-rule allowed the action in policy ops-reads' });
+  t.equal((await pooled.call('DELETE', '/admin/policies/ops-reads')).status, 200);
+  t.same((await pooled.call('POST', '/check/bulk', body)).body[0], { allowed: false, reason: 'Action denied by default effect' });
+});
+
+t.test('items naming registered entities are resolved on the front, conflicts deny only their item', async (t) => {
+  const { pooled } = await servers(t);
+  const registered = await pooled.call('POST', '/admin/fetchers/registry/entities', { uri: 'user:ann', attributes: { department: 'it' } });
+  t.equal(registered.status, 200);
+  const body = [
+    { principal: { uri: 'user:ann' }, resource: { attributes: { level: 2 } }, action: 'read' },
+    { principal: { uri: 'user:ann', attributes: { department: 'hr' } }, resource: { attributes: { level: 2 } }, action: 'read' },
+    item(1),
+  ];
+  const answer = await pooled.call('POST', '/check/bulk', body);
+  t.equal(answer.status, 200);
+  t.same(answer.body, [
+    { allowed: true, reason: 'Rule it-reads-rule allowed the action in policy it-reads' },
+    { allowed: false, reason: "For entity 'user:ann', attribute 'department' has more than one value" },
+    { allowed: false, reason: 'Rule hr-blocked-rule denied the action in policy hr-blocked' },
+  ]);
+});
+
+t.test('client errors from a worker are the same as from the front', async (t) => {
+  const { pooled, inline } = await servers(t);
+  const json = { 'content-type': 'application/json' };
+  const bodies = [
+    '[',
+    '{}',
+    '[]',
+    JSON.stringify(Array.from({ length: 1001 }, () => item(0))),
+    JSON.stringify([item(0), { principal: {}, resource: { attributes: { a: 1 } } }]),
+    JSON.stringify([item(0), item(1), { principal: { attributes: { a: 1 } }, resource: { attributes: { a: 1 } }, action: 5 }]),
+  ];
+  for (const text of bodies) {
+    const fromPool = await pooled.send('POST', '/check/bulk', text, json);
+    const fromFront = await inline.send('POST', '/check/bulk', text, json);
+    t.equal(fromPool.status, fromFront.status, text.slice(0, 40));
+    t.same(fromPool.body, fromFront.body, text.slice(0, 40));
+    t.ok(fromPool.status >= 400 && fromPool.status < 500);
+  }
+  const indexed = await pooled.send('POST', '/check/bulk', bodies[5]!, json);
+  t.same(indexed.body.detail[0].loc, ['body', 2, 'action']);
+});

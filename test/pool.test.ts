@@ -1,0 +1,47 @@
+import t from 'tap';
+import { rmSync } from 'node:fs';
+import { EmbeddedStore } from '../src/store/embedded.js';
+import { PolicySnapshots } from '../src/snapshot/policy-snapshots.js';
+import { BulkPool } from '../src/pool/bulk-pool.js';
+import { ClientError } from '../src/errors.js';
+import { temporaryDataDir } from './helpers/server.js';
+
+// The pool on its own, with real worker threads: proves bulks are decided in a worker (the HTTP
+// tests in test/http/bulk-pool.test.ts could not tell a worker's answer from the front's fallback).
+
+t.test('a worker decides a bulk at the revision the front holds, and hands back what it cannot decide', async (t) => {
+  const dataDir = temporaryDataDir();
+  const store = new EmbeddedStore(dataDir);
+  const snapshots = await PolicySnapshots.load(store);
+  const pool = new BulkPool(1, snapshots, 10);
+  t.teardown(async () => {
+    await pool.close();
+    await store.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+  const item = JSON.stringify({ principal: { attributes: { a: 1 } }, resource: { attributes: { b: 2 } }, action: 'go' });
+  const body = `[${item},${item}]`;
+  t.equal(
+    await pool.decide(body),
+    JSON.stringify([
+      { allowed: false, reason: 'Action denied by default because there are no policies' },
+      { allowed: false, reason: 'Action denied by default because there are no policies' },
+    ]),
+  );
+
+  await store.createPolicy({
+    version: '1.0',
+    name: 'p',
+    description: null,
+    default_effect: 'deny',
+    rules: [{ name: 'r', effect: 'allow', principal_conditions: [{ path: 'attributes.a', operator: '==', value: 1 }], resource_conditions: [], actions: ['go'] }],
+  });
+  await snapshots.refresh();
+  // The worker still holds the empty snapshot: it must ask for the new one, never answer from the old.
+  t.equal(JSON.parse((await pool.decide(body))!)[1].reason, 'Rule r allowed the action in policy p');
+
+  const naming = JSON.stringify({ principal: { uri: 'user:x' }, resource: { attributes: { b: 2 } } });
+  t.equal(await pool.decide(`[${naming}]`), undefined, 'an item naming a uri goes back to the front');
+  await t.rejects(pool.decide('[]'), new ClientError(400, 'Empty request list'));
+  await t.rejects(pool.decide(`[${Array(11).fill(item).join(',')}]`), new ClientError(400, 'Too many requests. Maximum allowed: 10'));
+});

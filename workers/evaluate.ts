@@ -1,0 +1,30 @@
+/**
+ * The pool's worker: reads a bulk body (parse, validate) and decides it against the snapshot it
+ * holds, off the front thread. The snapshot arrives with a task only when this worker's copy is
+ * older than the revision the front held when it queued the task (see src/pool/bulk-pool.ts).
+ */
+import { compile, evaluate, type Snapshot } from '../src/engine/index.js';
+import { compileBulkValidator, namesRegisteredEntity, readBulkBody } from '../src/bulk.js';
+import { ClientError, RequestValidationError } from '../src/errors.js';
+import type { BulkOutcome, BulkTask } from '../src/pool/bulk-task.js';
+
+let snapshot: Snapshot | undefined;
+const validate = compileBulkValidator();
+
+export default function decideBulk(task: BulkTask): BulkOutcome {
+  if (task.policies !== undefined && (snapshot === undefined || task.revision > snapshot.revision)) {
+    snapshot = compile(task.policies, task.revision);
+  }
+  if (snapshot === undefined || snapshot.revision < task.revision) return { kind: 'stale' };
+  let inputs;
+  try {
+    inputs = readBulkBody(task.text, validate, task.maxRequests);
+  } catch (error) {
+    if (error instanceof ClientError) return { kind: 'refused', statusCode: error.statusCode, detail: error.detail };
+    if (error instanceof RequestValidationError) return { kind: 'refused', statusCode: 422, detail: error.issues };
+    throw error;
+  }
+  if (inputs.some(namesRegisteredEntity)) return { kind: 'needs-registry' };
+  const current = snapshot;
+  return { kind: 'decided', json: JSON.stringify(inputs.map((input) => evaluate(current, input))) };
+}
