@@ -32,8 +32,33 @@ export interface Snapshot {
   fallback: Decision;
 }
 
-function compileCondition(condition: Condition): CompiledCondition {
-  return { lookup: compileLookup(condition.path), test: OPERATOR_DEFINITIONS[condition.operator].build(condition.value) };
+/**
+ * Compiles conditions once per distinct condition and per distinct list: thousands of rules that
+ * share `attributes.role == "reader"` share one compiled condition, which stays in the CPU cache.
+ */
+export class ConditionCompiler {
+  private readonly conditions = new Map<string, CompiledCondition>();
+  private readonly lists = new Map<string, readonly CompiledCondition[]>();
+
+  list(conditions: readonly Condition[]): readonly CompiledCondition[] {
+    const keys = conditions.map((condition) => `${condition.path}\u0000${condition.operator}\u0000${JSON.stringify(condition.value)}`);
+    const listKey = keys.join('\u0001');
+    let list = this.lists.get(listKey);
+    if (list === undefined) {
+      list = conditions.map((condition, index) => this.one(keys[index]!, condition));
+      this.lists.set(listKey, list);
+    }
+    return list;
+  }
+
+  private one(key: string, condition: Condition): CompiledCondition {
+    let compiled = this.conditions.get(key);
+    if (compiled === undefined) {
+      compiled = { lookup: compileLookup(condition.path), test: OPERATOR_DEFINITIONS[condition.operator].build(condition.value) };
+      this.conditions.set(key, compiled);
+    }
+    return compiled;
+  }
 }
 
 export function conditionsHold(conditions: readonly CompiledCondition[], entity: ResolvedEntity): boolean {
@@ -57,6 +82,7 @@ function fallbackDecision(policies: readonly Policy[]): Decision {
 /** Compiles validated, normalized policies (in creation order). Run once per change, never per request. */
 export function compile(policies: readonly Policy[], revision: number): Snapshot {
   const rulesOfAction = new Map<string, IndexableRule[]>();
+  const conditions = new ConditionCompiler();
   let order = 0;
   policies.forEach((policy, policyIndex) => {
     for (const rule of policy.rules) {
@@ -64,8 +90,8 @@ export function compile(policies: readonly Policy[], revision: number): Snapshot
         order: order++,
         policyIndex,
         denies: rule.effect === 'deny',
-        principal: rule.principal_conditions.map(compileCondition),
-        resource: rule.resource_conditions.map(compileCondition),
+        principal: conditions.list(rule.principal_conditions),
+        resource: conditions.list(rule.resource_conditions),
         decision: ruleDecision(rule.effect, rule.name, policy.name),
       };
       const indexable = { compiled, principal: rule.principal_conditions, resource: rule.resource_conditions };
@@ -76,6 +102,6 @@ export function compile(policies: readonly Policy[], revision: number): Snapshot
       }
     }
   });
-  const rulesByAction = new Map([...rulesOfAction].map(([action, rules]) => [action, new ActionRules(rules)]));
+  const rulesByAction = new Map([...rulesOfAction].map(([action, rules]) => [action, new ActionRules(rules, conditions)]));
   return { revision, policyCount: policies.length, rulesByAction, fallback: fallbackDecision(policies) };
 }

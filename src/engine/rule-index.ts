@@ -1,6 +1,6 @@
 import type { Condition } from '../schemas/policy.js';
 import type { DecisionRequest, ResolvedEntity } from './entity.js';
-import type { CompiledRule } from './compile.js';
+import type { CompiledRule, ConditionCompiler } from './compile.js';
 import { compileLookup, MISSING, type Lookup } from './paths.js';
 
 /** A JSON value that a Map can key on with the meaning of JSON equality (1 and "1" stay distinct). */
@@ -48,7 +48,7 @@ export class ActionRules {
   private readonly cursors: number[] = [];
   private listCount = 0;
 
-  constructor(rules: readonly IndexableRule[]) {
+  constructor(rules: readonly IndexableRule[], conditions: ConditionCompiler) {
     // File each rule under its most selective demanded path: the one whose values split the
     // rules into the most buckets, so a request's candidates are few.
     const distinctValues = new Map<string, Set<Primitive>>();
@@ -67,14 +67,14 @@ export class ActionRules {
     }
     const keyedByPath = new Map<string, KeyedRules>();
     for (const rule of rules) {
-      let best: { side: Side; condition: Condition; values: Primitive[]; score: number } | undefined;
+      let best: { side: Side; position: number; condition: Condition; values: Primitive[]; score: number } | undefined;
       for (const side of ['principal', 'resource'] as const) {
-        for (const condition of rule[side]) {
+        rule[side].forEach((condition, position) => {
           const values = demandedValues(condition);
-          if (values === undefined) continue;
+          if (values === undefined) return;
           const score = distinctValues.get(keyOf(side, condition))!.size;
-          if (best === undefined || score > best.score) best = { side, condition, values, score };
-        }
+          if (best === undefined || score > best.score) best = { side, position, condition, values, score };
+        });
       }
       if (best === undefined) {
         this.unkeyed.push(rule.compiled);
@@ -87,10 +87,14 @@ export class ActionRules {
         keyedByPath.set(key, keyed);
         this.keyed.push(keyed);
       }
+      // Filed under a value, the rule need not test that condition again.
+      const { side, position } = best;
+      const rest = conditions.list(rule[side].filter((_, index) => index !== position));
+      const filedRule: CompiledRule = { ...rule.compiled, [side]: rest };
       for (const value of new Set(best.values)) {
         const filed = keyed.rulesByValue.get(value);
-        if (filed === undefined) keyed.rulesByValue.set(value, [rule.compiled]);
-        else filed.push(rule.compiled);
+        if (filed === undefined) keyed.rulesByValue.set(value, [filedRule]);
+        else filed.push(filedRule);
       }
     }
   }
