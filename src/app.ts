@@ -2,6 +2,7 @@ import Fastify, { LogController, type FastifyInstance, type FastifyReply } from 
 import type { Config } from './config.js';
 import { EmbeddedStore } from './store/embedded.js';
 import { PolicySnapshots } from './snapshot/policy-snapshots.js';
+import { followChanges } from './snapshot/follow-changes.js';
 import { CheckService } from './checks.js';
 import { PolicyService } from './policies.js';
 import { RegistryService } from './registry/registry-service.js';
@@ -29,6 +30,8 @@ const MAX_PATH_PARAMETER_LENGTH = 8192;
  */
 const POOL_MINIMUM_BODY_LENGTH = 8192;
 
+export const REVISION_HEADER = 'verdict-revision';
+
 /** Wires the store, the policy snapshot and the routes into a Fastify instance that is ready to listen. */
 export async function buildApp(config: Config): Promise<FastifyInstance> {
   const store = new EmbeddedStore(config.dataDir);
@@ -45,6 +48,7 @@ export async function buildApp(config: Config): Promise<FastifyInstance> {
         };
   const context: AppContext = {
     config,
+    snapshots,
     pool,
     checks: new CheckService(snapshots, registered),
     policies: new PolicyService(store, snapshots),
@@ -67,7 +71,9 @@ export async function buildApp(config: Config): Promise<FastifyInstance> {
       void (reply as FastifyReply).code(status).send({ detail: error.message });
     },
   });
+  const stopFollowing = followChanges(store, snapshots, entities, app.log);
   app.addHook('onClose', async () => {
+    stopFollowing();
     await pool?.bulk.close();
     await store.close();
   });
@@ -77,7 +83,11 @@ export async function buildApp(config: Config): Promise<FastifyInstance> {
   installJsonBodyParser(app);
   await registerDocs(app);
 
-  await app.register(healthRoutes);
+  // Which policy snapshot answered: after an admin write, the revision that includes it.
+  app.addHook('onSend', async (_request, reply) => {
+    reply.header(REVISION_HEADER, snapshots.current.revision);
+  });
+  await app.register(healthRoutes, { context });
   await app.register(checkRoutes, { context });
   await app.register(legacyRoutes, { context });
   await app.register(async (admin) => {

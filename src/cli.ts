@@ -2,6 +2,7 @@
 import { buildApp } from './app.js';
 import { ConfigError, loadConfig, START_OPTIONS } from './config.js';
 import { VERSION } from './version.js';
+import { isSupervisor, superviseProcesses } from './cluster.js';
 
 const USAGE = `Usage: verdict <command> [flags]
 
@@ -19,6 +20,10 @@ ${Object.entries(START_OPTIONS)
 
 async function start(args: string[]): Promise<void> {
   const config = loadConfig(args, process.env);
+  if (isSupervisor(config.processes)) {
+    superviseProcesses(config.processes);
+    return;
+  }
   const app = await buildApp(config);
   let closing = false;
   const shutdown = (signal: string) => {

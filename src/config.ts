@@ -12,6 +12,8 @@ export interface Config {
   registryEnabled: boolean;
   /** Most registry entities whose attributes the front process keeps in memory. */
   entityCacheSize: number;
+  /** Front processes sharing the port (Node's cluster module); each follows the store's change feed. */
+  processes: number;
   /** Worker threads for bulk checks. */
   workers: number;
   /** inline: every check on the front thread; pool: every bulk in a worker; auto: big bulks in a worker. */
@@ -31,6 +33,7 @@ export const DEFAULT_CONFIG: Config = {
   bulkCheckMaxRequests: 1000,
   registryEnabled: true,
   entityCacheSize: 100_000,
+  processes: 1,
   workers: availableParallelism(),
   evaluation: 'auto',
   logLevel: 'info',
@@ -64,6 +67,12 @@ export const START_OPTIONS = {
     env: 'ENTITY_CACHE_SIZE',
     help: 'registry entities kept in memory for checks (least recently used go first)',
     default: String(DEFAULT_CONFIG.entityCacheSize),
+  },
+  processes: {
+    type: 'string',
+    env: 'PROCESSES',
+    help: 'front processes serving one port, all on the same store',
+    default: String(DEFAULT_CONFIG.processes),
   },
   workers: { type: 'string', env: 'WORKERS', help: 'worker threads for bulk checks', default: String(DEFAULT_CONFIG.workers) },
   evaluation: {
@@ -119,6 +128,7 @@ export function loadConfig(args: string[], env: NodeJS.ProcessEnv): Config {
   const registry = read('registry');
   const entityCacheSize = read('entity-cache-size');
   const workers = read('workers');
+  const processes = read('processes');
   const evaluation = read('evaluation');
   if (!(EVALUATION_MODES as readonly string[]).includes(evaluation.text)) {
     throw new ConfigError(`${evaluation.label} must be one of ${EVALUATION_MODES.join(', ')}, got '${evaluation.text}'`);
@@ -140,6 +150,7 @@ export function loadConfig(args: string[], env: NodeJS.ProcessEnv): Config {
     bulkCheckMaxRequests: parseInteger(bulk.label, bulk.text, 1, 1_000_000),
     registryEnabled: parseBoolean(registry.label, registry.text),
     entityCacheSize: parseInteger(entityCacheSize.label, entityCacheSize.text, 1, 100_000_000),
+    processes: parseInteger(processes.label, processes.text, 1, 256),
     workers: parseInteger(workers.label, workers.text, 1, 256),
     evaluation: evaluation.text as Evaluation,
     logLevel: logLevel.text,

@@ -3,10 +3,12 @@ import type { CheckService } from '../checks.js';
 import type { PolicyService } from '../policies.js';
 import type { RegistryService } from '../registry/registry-service.js';
 import type { BulkPool } from '../pool/bulk-pool.js';
+import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
 
 /** What the route plugins work with; built once by buildApp. */
 export interface AppContext {
   config: Config;
+  snapshots: PolicySnapshots;
   checks: CheckService;
   policies: PolicyService;
   registry: RegistryService;

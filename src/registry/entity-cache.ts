@@ -50,6 +50,12 @@ export class EntityAttributeCache {
     this.entries.delete(uri);
   }
 
+  /** Forgets everything (the change feed lost track); entries are read again from the store. */
+  clear(): void {
+    this.generation++;
+    this.entries.clear();
+  }
+
   private async load(uri: string): Promise<ReadonlyMap<string, unknown> | undefined> {
     const generation = this.generation;
     const entity = await this.store.getEntity(uri);

@@ -26,6 +26,7 @@ export class PolicySnapshots {
   /** Resolves once the current snapshot includes every policy write that had completed when it was called. */
   refresh(): Promise<Snapshot> {
     this.rebuilding = this.rebuilding.then(async () => {
+      if ((await this.store.policyRevision()) <= this.current.revision) return this.current;
       const { policies, revision } = await this.store.loadPolicies();
       if (revision > this.current.revision) {
         this.current = compile(policies, revision);

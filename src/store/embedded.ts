@@ -3,7 +3,9 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Policy } from '../schemas/policy.js';
 import type { Entity } from '../schemas/entity.js';
-import { DuplicateKeyError, type PolicySet, type Store } from './store.js';
+import { DuplicateKeyError, type PolicySet, type Store, type StoreChangeListener } from './store.js';
+
+type Collection = 'policies' | 'entities';
 
 export const DATABASE_FILE = 'verdict.db';
 
@@ -27,16 +29,28 @@ const MIGRATIONS: readonly string[] = [
      revision INTEGER NOT NULL
    );
    INSERT INTO revisions (collection, revision) VALUES ('policies', 0), ('entities', 0);`,
+  // 2: the change log other processes follow (see watch()).
+  `CREATE TABLE changes (
+     sequence INTEGER PRIMARY KEY AUTOINCREMENT,
+     collection TEXT NOT NULL,
+     key TEXT NOT NULL
+   );`,
 ];
 
+/** Changes kept for followers by default; one that falls further behind reloads everything. */
+const DEFAULT_CHANGES_KEPT = 10_000;
+/** How often followers look for other processes' commits (a cheap pragma when nothing changed). */
+export const CHANGE_POLL_MILLIS = 25;
+
+/** Runs the migrations not yet applied; inside one write transaction, so processes starting together agree. */
 function migrate(db: Database.Database): void {
-  const applied = db.pragma('user_version', { simple: true }) as number;
-  if (applied > MIGRATIONS.length) {
-    throw new Error(
-      `the data directory was written by a newer Verdict (schema ${applied}, this release knows ${MIGRATIONS.length}); upgrade Verdict`,
-    );
-  }
   db.transaction(() => {
+    const applied = db.pragma('user_version', { simple: true }) as number;
+    if (applied > MIGRATIONS.length) {
+      throw new Error(
+        `the data directory was written by a newer Verdict (schema ${applied}, this release knows ${MIGRATIONS.length}); upgrade Verdict`,
+      );
+    }
     for (let version = applied; version < MIGRATIONS.length; version++) db.exec(MIGRATIONS[version]!);
     db.pragma(`user_version = ${MIGRATIONS.length}`);
   }).immediate();
@@ -53,8 +67,12 @@ const isUniqueViolation = (error: unknown) =>
 export class EmbeddedStore implements Store {
   private readonly db: Database.Database;
   private readonly statements;
+  private readonly stopWatching = new Set<NodeJS.Timeout>();
 
-  constructor(dataDirectory: string) {
+  constructor(
+    dataDirectory: string,
+    private readonly changesKept = DEFAULT_CHANGES_KEPT,
+  ) {
     mkdirSync(dataDirectory, { recursive: true });
     this.db = new Database(join(dataDirectory, DATABASE_FILE));
     this.db.pragma('journal_mode = WAL');
@@ -76,6 +94,11 @@ export class EmbeddedStore implements Store {
       insertEntity: db.prepare('INSERT INTO entities (uri, document) VALUES (?, ?)'),
       updateEntity: db.prepare('UPDATE entities SET document = ? WHERE uri = ?'),
       deleteEntity: db.prepare('DELETE FROM entities WHERE uri = ?'),
+      logChange: db.prepare('INSERT INTO changes (collection, key) VALUES (?, ?)'),
+      trimChanges: db.prepare('DELETE FROM changes WHERE sequence <= last_insert_rowid() - ?'),
+      changesAfter: db.prepare('SELECT sequence, collection, key FROM changes WHERE sequence > ? ORDER BY sequence'),
+      lastChange: db.prepare('SELECT coalesce(max(sequence), 0) FROM changes').pluck(),
+      dataVersion: db.prepare('PRAGMA data_version').pluck(),
     };
   }
 
@@ -86,6 +109,10 @@ export class EmbeddedStore implements Store {
     }))();
   }
 
+  async policyRevision(): Promise<number> {
+    return this.statements.policyRevision.get() as number;
+  }
+
   async getPolicy(name: string): Promise<Policy | undefined> {
     const document = this.statements.policy.get(name) as string | undefined;
     return document === undefined ? undefined : (JSON.parse(document) as Policy);
@@ -93,7 +120,7 @@ export class EmbeddedStore implements Store {
 
   async createPolicy(policy: Policy): Promise<void> {
     try {
-      this.writeRows('policies', () => this.statements.insertPolicy.run(policy.name, JSON.stringify(policy)).changes);
+      this.writeRows('policies', policy.name, () => this.statements.insertPolicy.run(policy.name, JSON.stringify(policy)).changes);
     } catch (error) {
       if (isUniqueViolation(error)) throw new DuplicateKeyError(`Policy '${policy.name}' already exists`);
       throw error;
@@ -101,11 +128,11 @@ export class EmbeddedStore implements Store {
   }
 
   async replacePolicy(policy: Policy): Promise<boolean> {
-    return this.writeRows('policies', () => this.statements.updatePolicy.run(JSON.stringify(policy), policy.name).changes);
+    return this.writeRows('policies', policy.name, () => this.statements.updatePolicy.run(JSON.stringify(policy), policy.name).changes);
   }
 
   async deletePolicy(name: string): Promise<boolean> {
-    return this.writeRows('policies', () => this.statements.deletePolicy.run(name).changes);
+    return this.writeRows('policies', name, () => this.statements.deletePolicy.run(name).changes);
   }
 
   async getEntity(uri: string): Promise<Entity | undefined> {
@@ -125,7 +152,7 @@ export class EmbeddedStore implements Store {
 
   async createEntity(entity: Entity): Promise<void> {
     try {
-      this.writeRows('entities', () => this.statements.insertEntity.run(entity.uri, JSON.stringify(entity)).changes);
+      this.writeRows('entities', entity.uri, () => this.statements.insertEntity.run(entity.uri, JSON.stringify(entity)).changes);
     } catch (error) {
       if (isUniqueViolation(error)) throw new DuplicateKeyError(`Entity '${entity.uri}' already exists`);
       throw error;
@@ -139,28 +166,66 @@ export class EmbeddedStore implements Store {
         if (document === undefined) return undefined;
         const updated = change(JSON.parse(document) as Entity);
         this.statements.updateEntity.run(JSON.stringify(updated), uri);
-        this.statements.bumpRevision.run('entities');
+        this.recordChange('entities', uri);
         return updated;
       })
       .immediate();
   }
 
   async deleteEntity(uri: string): Promise<boolean> {
-    return this.writeRows('entities', () => this.statements.deleteEntity.run(uri).changes);
+    return this.writeRows('entities', uri, () => this.statements.deleteEntity.run(uri).changes);
   }
 
   async close(): Promise<void> {
+    for (const timer of this.stopWatching) clearInterval(timer);
     this.db.close();
   }
 
-  /** Runs a write in one transaction that also advances the collection's revision when a row changed. */
-  private writeRows(collection: 'policies' | 'entities', write: () => number): boolean {
+  /** Runs a write in one transaction that, when a row changed, also advances the revision and logs the change. */
+  private writeRows(collection: Collection, key: string, write: () => number): boolean {
     return this.db
       .transaction(() => {
-        const changes = write();
-        if (changes > 0) this.statements.bumpRevision.run(collection);
-        return changes > 0;
+        const changed = write() > 0;
+        if (changed) this.recordChange(collection, key);
+        return changed;
       })
       .immediate();
+  }
+
+  private recordChange(collection: Collection, key: string): void {
+    this.statements.bumpRevision.run(collection);
+    this.statements.logChange.run(collection, key);
+    this.statements.trimChanges.run(this.changesKept);
+  }
+
+  watch(listener: StoreChangeListener): () => void {
+    let lastSequence = this.statements.lastChange.get() as number;
+    let lastDataVersion = this.statements.dataVersion.get() as number;
+    const poll = () => {
+      // data_version moves only when another connection commits: the usual poll reads one pragma.
+      const dataVersion = this.statements.dataVersion.get() as number;
+      if (dataVersion === lastDataVersion) return;
+      lastDataVersion = dataVersion;
+      const rows = this.statements.changesAfter.all(lastSequence) as { sequence: number; collection: Collection; key: string }[];
+      if (rows.length === 0) return;
+      if (rows[0]!.sequence > lastSequence + 1) {
+        listener({ kind: 'everything' });
+      } else {
+        let policiesChanged = false;
+        for (const row of rows) {
+          if (row.collection === 'policies') policiesChanged = true;
+          else listener({ kind: 'entity', uri: row.key });
+        }
+        if (policiesChanged) listener({ kind: 'policies' });
+      }
+      lastSequence = rows[rows.length - 1]!.sequence;
+    };
+    const timer = setInterval(poll, CHANGE_POLL_MILLIS);
+    timer.unref();
+    this.stopWatching.add(timer);
+    return () => {
+      clearInterval(timer);
+      this.stopWatching.delete(timer);
+    };
   }
 }

@@ -11,12 +11,23 @@ export interface PolicySet {
   policies: Policy[];
 }
 
+/** What changed in the store, as every process hears it. */
+export type StoreChange =
+  | { kind: 'policies' }
+  | { kind: 'entity'; uri: string }
+  /** The feed lost track (history trimmed, stream invalidated): reload everything. */
+  | { kind: 'everything' };
+
+export type StoreChangeListener = (change: StoreChange) => void;
+
 /**
  * Where policies and entities live. Every write resolves only once it is durable. Implementations:
  * `embedded.ts` (SQLite, the default).
  */
 export interface Store {
   loadPolicies(): Promise<PolicySet>;
+  /** The revision loadPolicies would return now, without loading anything. */
+  policyRevision(): Promise<number>;
   getPolicy(name: string): Promise<Policy | undefined>;
   /** Rejects with DuplicateKeyError when the name is taken. */
   createPolicy(policy: Policy): Promise<void>;
@@ -33,6 +44,13 @@ export interface Store {
   /** Applies `change` to the stored entity atomically; undefined when there is no such entity. */
   updateEntity(uri: string, change: (entity: Entity) => Entity): Promise<Entity | undefined>;
   deleteEntity(uri: string): Promise<boolean>;
+
+  /**
+   * Calls `listener` for every change committed by other processes (and other connections),
+   * in commit order, until the returned function is called. A process's own writes are applied
+   * by the code that makes them, before they are acknowledged.
+   */
+  watch(listener: StoreChangeListener): () => void;
 
   close(): Promise<void>;
 }

@@ -301,7 +301,20 @@ t.test('GET /health', async (t) => {
   const server = await fresh(t);
   const health = await server.call('GET', '/health');
   t.equal(health.status, 200);
-  t.strictSame(health.body, { status: 'ok' });
+  t.strictSame(health.body, { status: 'ok', revision: 0 });
+  t.equal(health.headers['verdict-revision'], '0');
+});
+
+t.test('the snapshot revision is visible on checks and admin writes, and moves with every policy write', async (t) => {
+  const server = await fresh(t);
+  const policy = { name: 'p', rules: [{ name: 'r', effect: 'allow', actions: ['a'] }] };
+  const created = await server.call('POST', '/admin/policies', policy);
+  t.equal(created.headers['verdict-revision'], '1');
+  const checked = await server.call('POST', '/check', { principal: { attributes: { a: 1 } }, resource: { attributes: { b: 1 } }, action: 'a' });
+  t.equal(checked.headers['verdict-revision'], '1');
+  t.equal((await server.call('PUT', '/admin/policies/p', policy)).headers['verdict-revision'], '2');
+  t.equal((await server.call('DELETE', '/admin/policies/p')).headers['verdict-revision'], '3');
+  t.same((await server.call('GET', '/health')).body, { status: 'ok', revision: 3 });
 });
 
 t.test('GET /docs serves HTML and /docs/json the OpenAPI document', async (t) => {
