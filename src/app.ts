@@ -1,6 +1,6 @@
 import Fastify, { LogController, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Config } from './config.js';
-import { EmbeddedStore } from './store/embedded.js';
+import { openStore } from './store/open.js';
 import { PolicySnapshots } from './snapshot/policy-snapshots.js';
 import { followChanges } from './snapshot/follow-changes.js';
 import { CheckService } from './checks.js';
@@ -34,7 +34,7 @@ export const REVISION_HEADER = 'verdict-revision';
 
 /** Wires the store, the policy snapshot and the routes into a Fastify instance that is ready to listen. */
 export async function buildApp(config: Config): Promise<FastifyInstance> {
-  const store = new EmbeddedStore(config.dataDir);
+  const store = await openStore(config);
   const snapshots = await PolicySnapshots.load(store);
   const entities = new EntityAttributeCache(store, config.entityCacheSize);
   if (config.registryEnabled) await entities.warm();

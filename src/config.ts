@@ -1,10 +1,18 @@
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 
+export const STORES = ['embedded', 'mongodb', 'mongodb-memory'] as const;
+export type StoreKind = (typeof STORES)[number];
+
 export interface Config {
   host: string;
   port: number;
+  /** Where policies and entities live; `mongodb` when a MongoDB URI is given, else `embedded`. */
+  store: StoreKind;
   dataDir: string;
+  /** Never logged: it may hold credentials. */
+  mongodbUri: string;
+  mongodbDatabase: string;
   adminAuthRequired: boolean;
   /** Only read when adminAuthRequired; never logged. */
   adminApiKey: string;
@@ -27,7 +35,10 @@ export type Evaluation = (typeof EVALUATION_MODES)[number];
 export const DEFAULT_CONFIG: Config = {
   host: '127.0.0.1',
   port: 8421,
+  store: 'embedded',
   dataDir: './data',
+  mongodbUri: '',
+  mongodbDatabase: 'verdict',
   adminAuthRequired: false,
   adminApiKey: '',
   bulkCheckMaxRequests: 1000,
@@ -48,7 +59,15 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
 export const START_OPTIONS = {
   host: { type: 'string', env: 'HOST', help: 'address to listen on', default: DEFAULT_CONFIG.host },
   port: { type: 'string', env: 'PORT', help: 'TCP port (0 picks a free one)', default: String(DEFAULT_CONFIG.port) },
+  store: {
+    type: 'string',
+    env: 'STORE',
+    help: 'embedded|mongodb|mongodb-memory (default: mongodb when a MongoDB URI is set, else embedded)',
+    default: '',
+  },
   'data-dir': { type: 'string', env: 'DATA_DIR', help: 'directory of the embedded store', default: DEFAULT_CONFIG.dataDir },
+  'mongodb-uri': { type: 'string', env: 'MONGODB_URI', help: 'MongoDB connection string (a replica set)', default: '' },
+  'mongodb-db': { type: 'string', env: 'MONGODB_DB', help: 'MongoDB database name', default: DEFAULT_CONFIG.mongodbDatabase },
   'admin-authn-required': {
     type: 'string',
     env: 'ADMIN_AUTHN_REQUIRED',
@@ -141,8 +160,24 @@ export function loadConfig(args: string[], env: NodeJS.ProcessEnv): Config {
   if (!LOG_LEVELS.includes(logLevel.text)) {
     throw new ConfigError(`${logLevel.label} must be one of ${LOG_LEVELS.join(', ')}, got '${logLevel.text}'`);
   }
+  const mongodbUri = read('mongodb-uri').text.trim();
+  const storeOption = read('store');
+  const store = storeOption.text.trim() === '' ? (mongodbUri === '' ? 'embedded' : 'mongodb') : storeOption.text.trim();
+  if (!(STORES as readonly string[]).includes(store)) {
+    throw new ConfigError(`${storeOption.label} must be one of ${STORES.join(', ')}, got '${storeOption.text}'`);
+  }
+  if (store === 'mongodb' && mongodbUri === '') {
+    throw new ConfigError('the mongodb store needs a connection string: set --mongodb-uri or MONGODB_URI');
+  }
+  const mongodbDatabase = read('mongodb-db').text.trim();
+  if (!/^[^/\\. "$*<>:|?]{1,63}$/.test(mongodbDatabase)) {
+    throw new ConfigError(`--mongodb-db (MONGODB_DB) is not a valid MongoDB database name: '${mongodbDatabase}'`);
+  }
   const config: Config = {
     host,
+    store: store as StoreKind,
+    mongodbUri,
+    mongodbDatabase,
     port: parseInteger(port.label, port.text, 0, 65535),
     dataDir,
     adminAuthRequired: parseBoolean(authRequired.label, authRequired.text),

@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import FindMyWay from 'find-my-way';
 import { ClientError, RequestValidationError } from '../errors.js';
+import { StoreUnavailableError } from '../store/store.js';
 import { validationIssues } from './validation.js';
 
 const CONTENT_TYPE_ERRORS = new Set(['FST_ERR_CTP_INVALID_MEDIA_TYPE', 'FST_ERR_CTP_INVALID_CONTENT_LENGTH']);
@@ -17,6 +18,10 @@ export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (error instanceof RequestValidationError) return sendValidationIssues(reply, error.issues);
     if (error instanceof ClientError) return reply.code(error.statusCode).send({ detail: error.detail });
+    if (error instanceof StoreUnavailableError) {
+      request.log.warn({ err: error }, 'store unavailable');
+      return reply.code(503).send({ detail: `${error.message}; retry shortly` });
+    }
     if (error.validation) return sendValidationIssues(reply, validationIssues(error.validation, error.validationContext));
     if (CONTENT_TYPE_ERRORS.has(error.code)) {
       return reply.code(400).send({ detail: `Unsupported Content-Type '${request.headers['content-type'] ?? ''}': send application/json` });

@@ -4,6 +4,9 @@ import type { Entity } from '../schemas/entity.js';
 /** A policy or entity that already exists under the same name or uri. */
 export class DuplicateKeyError extends Error {}
 
+/** The store cannot be reached: the request is answered 503, decisions go on from the last snapshot. */
+export class StoreUnavailableError extends Error {}
+
 export interface PolicySet {
   /** Increases with every policy write; the snapshot built from this set carries it. */
   revision: number;
@@ -22,7 +25,7 @@ export type StoreChangeListener = (change: StoreChange) => void;
 
 /**
  * Where policies and entities live. Every write resolves only once it is durable. Implementations:
- * `embedded.ts` (SQLite, the default).
+ * `embedded.ts` (SQLite, the default) and `mongodb.ts` (shared by many processes).
  */
 export interface Store {
   loadPolicies(): Promise<PolicySet>;
