@@ -10,7 +10,7 @@ import { ConfigError, DEFAULT_CONFIG, loadConfig } from '../src/config.js';
 
 const CLI = fileURLToPath(new URL('../src/cli.js', import.meta.url));
 const PACKAGE_JSON = new URL('../../package.json', import.meta.url);
-const CONFIG_VARIABLES = ['HOST', 'PORT', 'DATA_DIR', 'ADMIN_AUTHN_REQUIRED', 'ADMIN_API_KEY', 'BULK_CHECK_MAX_REQUESTS', 'REGISTRY_ENABLED', 'LOG_LEVEL'];
+const CONFIG_VARIABLES = ['HOST', 'PORT', 'DATA_DIR', 'ADMIN_AUTHN_REQUIRED', 'ADMIN_API_KEY', 'BULK_CHECK_MAX_REQUESTS', 'REGISTRY_ENABLED', 'LOG_LEVEL', 'STORE', 'MONGODB_URI', 'MONGODB_DB', 'PROCESSES', 'WORKERS', 'EVALUATION', 'ENTITY_CACHE_SIZE'];
 
 /** The parent's environment without any of Verdict's variables, plus `extra`. */
 function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
@@ -340,4 +340,63 @@ t.test('loadConfig', async (t) => {
   } catch (error) {
     t.notMatch((error as Error).message, /topsecret/);
   }
+});
+
+t.test('an unreachable MongoDB stops the start with one clear line, within the connection timeout', async (t) => {
+  const cwd = scratchDir(t);
+  const port = await freePort();
+  // Nothing listens on this port: server selection gives up after its timeout (10 s).
+  const closedPort = await freePort();
+  const run = await runCli(['start', '--port', String(port)], cleanEnv({ MONGODB_URI: `mongodb://127.0.0.1:${closedPort}/?directConnection=true` }), cwd, 30_000);
+  t.equal(run.code, 1);
+  t.equal(run.signal, null, 'it stopped by itself, before the test gave up on it');
+  const lines = run.stderr.trim().split('\n');
+  t.equal(lines.length, 1, 'one line');
+  t.match(lines[0], /^verdict: cannot use MongoDB \(/);
+});
+
+t.test('the mongodb store needs a connection string', async (t) => {
+  const run = await runCli(['start', '--store', 'mongodb'], cleanEnv(), scratchDir(t));
+  t.equal(run.code, 2);
+  t.equal(run.stderr.trim(), 'verdict: the mongodb store needs a connection string: set --mongodb-uri or MONGODB_URI');
+});
+
+t.test('--processes 2 serves one port from two processes that stay in step', async (t) => {
+  const cwd = scratchDir(t);
+  const port = await freePort();
+  const child = spawn(process.execPath, [CLI, 'start', '--port', String(port), '--processes', '2', '--workers', '1'], {
+    env: cleanEnv({ LOG_LEVEL: 'warn' }),
+    cwd,
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  t.teardown(() => child.kill('SIGKILL'));
+  const url = `http://127.0.0.1:${port}`;
+  for (let attempt = 0; attempt < 100; attempt++) {
+    try {
+      if ((await request(`${url}/health`)).statusCode === 200) break;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  const created = await request(`${url}/admin/policies`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'p', rules: [] }),
+  });
+  t.equal(created.statusCode, 200);
+  await created.body.dump();
+  // The cluster hands new connections to its processes in turn: twenty answers in a row at the new
+  // revision, each on a fresh connection, come from both processes.
+  let inARow = 0;
+  for (let attempt = 0; attempt < 500 && inARow < 20; attempt++) {
+    const health = await request(`${url}/health`, { reset: true });
+    const { revision } = (await health.body.json()) as { revision: number };
+    inARow = revision === 1 ? inARow + 1 : 0;
+    if (inARow === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  t.equal(inARow, 20, 'every process serves the new revision');
+  child.kill('SIGTERM');
+  t.equal(await exited, 0, 'SIGTERM stops the supervisor and its processes cleanly');
 });

@@ -1,12 +1,12 @@
 import t, { type Test } from 'tap';
 import { rmSync } from 'node:fs';
-import { randomUUID } from 'node:crypto';
 import { EmbeddedStore } from '../src/store/embedded.js';
 import { MongoStore } from '../src/store/mongodb.js';
 import { DuplicateKeyError, type Store, type StoreChange } from '../src/store/store.js';
 import type { Policy } from '../src/schemas/policy.js';
 import type { Entity } from '../src/schemas/entity.js';
 import { temporaryDataDir } from './helpers/server.js';
+import { reachableMongo } from './helpers/mongo.js';
 
 /** Two handles on one backing store (two processes' view of it), and how to drop it afterwards. */
 interface Backing {
@@ -107,18 +107,6 @@ contract(t, 'embedded', async () => {
   return { open: async () => new EmbeddedStore(dataDir), drop: async () => rmSync(dataDir, { recursive: true, force: true }) };
 });
 
-/** A MongoDB to test against: MONGODB_URI, or a throw-away one from mongodb-memory-server; else why not. */
-async function reachableMongo(): Promise<{ uri: string; stop: () => Promise<unknown> } | { skipped: string }> {
-  if (process.env.MONGODB_URI) return { uri: process.env.MONGODB_URI, stop: async () => undefined };
-  try {
-    const { MongoMemoryReplSet } = await import('mongodb-memory-server');
-    const replicaSet = await MongoMemoryReplSet.create({ replSet: { count: 1, storageEngine: 'wiredTiger' } });
-    return { uri: replicaSet.getUri(), stop: () => replicaSet.stop() };
-  } catch (error) {
-    return { skipped: `MONGODB_URI is not set and mongodb-memory-server could not start mongod (${(error as Error).message.split('\n')[0]})` };
-  }
-}
-
 const mongo = await reachableMongo();
 if ('skipped' in mongo) {
   console.log(`# MongoDB store contract SKIPPED: ${mongo.skipped}`);
@@ -126,15 +114,7 @@ if ('skipped' in mongo) {
 } else {
   t.teardown(mongo.stop);
   contract(t, 'mongodb', async () => {
-    const database = `verdict-test-${randomUUID().slice(0, 8)}`;
-    return {
-      open: () => MongoStore.open({ uri: mongo.uri, database }),
-      drop: async () => {
-        const { MongoClient } = await import('mongodb');
-        const client = await MongoClient.connect(mongo.uri);
-        await client.db(database).dropDatabase();
-        await client.close();
-      },
-    };
+    const database = mongo.freshDatabase();
+    return { open: () => MongoStore.open({ uri: mongo.uri, database }), drop: () => mongo.dropDatabase(database) };
   });
 }

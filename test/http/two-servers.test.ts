@@ -1,6 +1,8 @@
 import t, { type Test } from 'tap';
 import { rmSync } from 'node:fs';
 import { startServer, temporaryDataDir, type TestServer } from '../helpers/server.js';
+import { reachableMongo } from '../helpers/mongo.js';
+import type { Config } from '../../src/config.js';
 
 // Two Verdict servers on one data directory (two connections, as two processes would have): what
 // is written through one is enforced by the other once its change feed has delivered it.
@@ -15,46 +17,70 @@ async function eventually(t: Test, probe: () => Promise<unknown>, expected: unkn
   t.same(last, expected, what);
 }
 
-t.test('policies and entities written through one server are enforced by the other', async (t) => {
-  const dataDir = temporaryDataDir();
-  const first = await startServer({ dataDir });
-  const second = await startServer({ dataDir });
-  t.teardown(async () => {
-    await first.close();
-    await second.close();
-    rmSync(dataDir, { recursive: true, force: true });
+interface SharedStore {
+  config: Partial<Config>;
+  drop(): Promise<unknown>;
+}
+
+function twoServersOn(name: string, sharedStore: () => Promise<SharedStore>): void {
+  t.test(`${name}: policies and entities written through one server are enforced by the other`, async (t) => {
+    const shared = await sharedStore();
+    const first = await startServer(shared.config);
+    const second = await startServer(shared.config);
+    t.teardown(async () => {
+      await first.close();
+      await second.close();
+      await shared.drop();
+    });
+    const check = (server: TestServer) => async () =>
+      (await server.call('POST', '/check', { principal: { uri: 'user:kim' }, resource: { attributes: { kind: 'laptop' } }, action: 'use' })).body;
+
+    t.equal((await first.call('POST', '/admin/fetchers/registry/entities', { uri: 'user:kim', attributes: { team: 'it' } })).status, 200);
+    t.same(await check(second)(), { allowed: false, reason: 'Action denied by default because there are no policies' });
+
+    const policy = {
+      name: 'laptops',
+      rules: [
+        {
+          name: 'it-uses-laptops',
+          effect: 'allow',
+          principal_conditions: [{ path: 'attributes.team', operator: '==', value: 'it' }],
+          resource_conditions: [{ path: 'attributes.kind', operator: '==', value: 'laptop' }],
+          actions: ['use'],
+        },
+      ],
+    };
+    t.equal((await first.call('POST', '/admin/policies', policy)).status, 200);
+    const allowed = { allowed: true, reason: 'Rule it-uses-laptops allowed the action in policy laptops' };
+    await eventually(t, check(second), allowed, 'the new policy is enforced by the other server');
+
+    // The second server has Kim's attributes cached by now; an update through the first must reach it.
+    t.equal((await first.call('PUT', '/admin/fetchers/registry/entities/user%3Akim', { uri: 'user:kim', attributes: { team: 'hr' } })).status, 200);
+    await eventually(t, check(second), { allowed: false, reason: 'Action denied by default effect' }, 'the entity update reaches it');
+
+    t.equal((await first.call('DELETE', '/admin/fetchers/registry/entities/user%3Akim')).status, 200);
+    const withSupplied = async () =>
+      (await second.call('POST', '/check', { principal: { uri: 'user:kim', attributes: { team: 'it' } }, resource: { attributes: { kind: 'laptop' } }, action: 'use' })).body;
+    await eventually(t, withSupplied, allowed, 'the deletion reaches it (the supplied team no longer conflicts)');
+
+    t.equal((await second.call('DELETE', '/admin/policies/laptops')).status, 200);
+    await eventually(t, withSupplied, { allowed: false, reason: 'Action denied by default because there are no policies' }, 'and back the other way');
   });
-  const check = (server: TestServer) => async () =>
-    (await server.call('POST', '/check', { principal: { uri: 'user:kim' }, resource: { attributes: { kind: 'laptop' } }, action: 'use' })).body;
+}
 
-  t.equal((await first.call('POST', '/admin/fetchers/registry/entities', { uri: 'user:kim', attributes: { team: 'it' } })).status, 200);
-  t.same(await check(second)(), { allowed: false, reason: 'Action denied by default because there are no policies' });
-
-  const policy = {
-    name: 'laptops',
-    rules: [
-      {
-        name: 'it-uses-laptops',
-        effect: 'allow',
-        principal_conditions: [{ path: 'attributes.team', operator: '==', value: 'it' }],
-        resource_conditions: [{ path: 'attributes.kind', operator: '==', value: 'laptop' }],
-        actions: ['use'],
-      },
-    ],
-  };
-  t.equal((await first.call('POST', '/admin/policies', policy)).status, 200);
-  const allowed = { allowed: true, reason: 'Rule it-uses-laptops allowed the action in policy laptops' };
-  await eventually(t, check(second), allowed, 'the new policy is enforced by the other server');
-
-  // The second server has Kim's attributes cached by now; an update through the first must reach it.
-  t.equal((await first.call('PUT', '/admin/fetchers/registry/entities/user%3Akim', { uri: 'user:kim', attributes: { team: 'hr' } })).status, 200);
-  await eventually(t, check(second), { allowed: false, reason: 'Action denied by default effect' }, 'the entity update reaches it');
-
-  t.equal((await first.call('DELETE', '/admin/fetchers/registry/entities/user%3Akim')).status, 200);
-  const withSupplied = async () =>
-    (await second.call('POST', '/check', { principal: { uri: 'user:kim', attributes: { team: 'it' } }, resource: { attributes: { kind: 'laptop' } }, action: 'use' })).body;
-  await eventually(t, withSupplied, allowed, 'the deletion reaches it (the supplied team no longer conflicts)');
-
-  t.equal((await second.call('DELETE', '/admin/policies/laptops')).status, 200);
-  await eventually(t, withSupplied, { allowed: false, reason: 'Action denied by default because there are no policies' }, 'and back the other way');
+twoServersOn('embedded', async () => {
+  const dataDir = temporaryDataDir();
+  return { config: { dataDir }, drop: async () => rmSync(dataDir, { recursive: true, force: true }) };
 });
+
+const mongo = await reachableMongo();
+if ('skipped' in mongo) {
+  console.log(`# two servers on MongoDB SKIPPED: ${mongo.skipped}`);
+  t.test('mongodb: two servers on one store', { skip: mongo.skipped }, () => undefined);
+} else {
+  t.teardown(mongo.stop);
+  twoServersOn('mongodb', async () => {
+    const database = mongo.freshDatabase();
+    return { config: { store: 'mongodb', mongodbUri: mongo.uri, mongodbDatabase: database }, drop: () => mongo.dropDatabase(database) };
+  });
+}
