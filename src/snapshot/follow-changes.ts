@@ -23,6 +23,12 @@ export function followChanges(store: Store, snapshots: PolicySnapshots, entities
         entities.clear();
         void rebuild();
         return;
+      case 'interrupted':
+        log.warn({ reason: change.reason }, 'lost the store change feed; serving the last snapshot and cached entities while it retries');
+        return;
+      case 'resumed':
+        log.info('the store change feed is back');
+        return;
     }
   });
 }

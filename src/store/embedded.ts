@@ -220,7 +220,18 @@ export class EmbeddedStore implements Store {
       }
       lastSequence = rows[rows.length - 1]!.sequence;
     };
-    const timer = setInterval(poll, CHANGE_POLL_MILLIS);
+    let interrupted = false;
+    const pollSafely = () => {
+      try {
+        poll();
+        if (interrupted) listener({ kind: 'resumed' });
+        interrupted = false;
+      } catch (error) {
+        if (!interrupted) listener({ kind: 'interrupted', reason: (error as Error).message });
+        interrupted = true;
+      }
+    };
+    const timer = setInterval(pollSafely, CHANGE_POLL_MILLIS);
     timer.unref();
     this.stopWatching.add(timer);
     return () => {

@@ -219,12 +219,19 @@ export class MongoStore implements Store {
    */
   watch(listener: StoreChangeListener): () => void {
     let stopped = false;
+    let interrupted = false;
     let resumeAfter: ResumeToken | undefined;
     let backoff = RETRY_BACKOFF_MILLIS.first;
     const follow = async (): Promise<void> => {
       while (!stopped && !this.closed) {
         const stream = this.db.watch([{ $match: { 'ns.coll': { $in: ['policies', 'entities'] } } }], resumeAfter ? { resumeAfter } : {});
         this.streams.add(stream);
+        // The server moves the resume token on every round trip, events or not: proof the stream is live again.
+        stream.on('resumeTokenChanged', () => {
+          if (!interrupted) return;
+          interrupted = false;
+          listener({ kind: 'resumed' });
+        });
         try {
           for await (const event of stream) {
             backoff = RETRY_BACKOFF_MILLIS.first;
@@ -239,6 +246,8 @@ export class MongoStore implements Store {
           }
         } catch (error) {
           if (stopped || this.closed) return;
+          if (!interrupted) listener({ kind: 'interrupted', reason: (error as Error).message });
+          interrupted = true;
           if (error instanceof MongoServerError && HISTORY_LOST.has(Number(error.code))) {
             resumeAfter = undefined;
             listener({ kind: 'everything' });

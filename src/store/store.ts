@@ -19,7 +19,10 @@ export type StoreChange =
   | { kind: 'policies' }
   | { kind: 'entity'; uri: string }
   /** The feed lost track (history trimmed, stream invalidated): reload everything. */
-  | { kind: 'everything' };
+  | { kind: 'everything' }
+  /** The feed cannot reach the store for now; it keeps retrying and announces `resumed`. */
+  | { kind: 'interrupted'; reason: string }
+  | { kind: 'resumed' };
 
 export type StoreChangeListener = (change: StoreChange) => void;
 
