@@ -10,7 +10,7 @@ import { EntityAttributeCache } from './registry/entity-cache.js';
 import { BulkPool } from './pool/bulk-pool.js';
 import type { RegisteredAttributes } from './registry/resolve.js';
 import type { AppContext } from './http/context.js';
-import { installValidators } from './http/validation.js';
+import { installValidators } from './http/validators.js';
 import { installErrorHandling } from './http/errors.js';
 import { installJsonBodyParser } from './http/json-body.js';
 import { adminAuthHook, API_KEY_HEADER } from './http/admin-auth.js';

@@ -4,7 +4,7 @@
  * older than the revision the front held when it queued the task (see src/pool/bulk-pool.ts).
  */
 import { compile, evaluate, type Snapshot } from '../src/engine/index.js';
-import { compileBulkValidator, namesRegisteredEntity, readBulkBody } from '../src/bulk.js';
+import { compileBulkValidator, namesRegisteredEntity, readBulkBody } from '../src/registry/bulk-request.js';
 import { ClientError, RequestValidationError } from '../src/errors.js';
 import type { BulkOutcome, BulkTask } from '../src/pool/bulk-task.js';
 

@@ -6,7 +6,7 @@ import {
   checkResponseListSchema,
   checkResponseSchema,
 } from '../schemas/check.js';
-import { compileBulkValidator, readBulkBody } from '../bulk.js';
+import { compileBulkValidator, readBulkBody } from '../registry/bulk-request.js';
 import type { RoutesOptions } from './context.js';
 import { ERROR_RESPONSES } from './responses.js';
 

@@ -2,7 +2,7 @@ import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import FindMyWay from 'find-my-way';
 import { ClientError, RequestValidationError } from '../errors.js';
 import { StoreUnavailableError } from '../store/store.js';
-import { validationIssues } from './validation.js';
+import { validationIssues } from '../schemas/validation.js';
 
 const CONTENT_TYPE_ERRORS = new Set(['FST_ERR_CTP_INVALID_MEDIA_TYPE', 'FST_ERR_CTP_INVALID_CONTENT_LENGTH']);
 

@@ -1,10 +1,10 @@
 import type { ValidateFunction } from 'ajv';
 import type { FastifySchemaValidationError } from 'fastify';
-import { checkRequestListSchema, type CheckRequest } from './schemas/check.js';
-import { createAjv, validationIssues } from './http/validation.js';
-import { readCheckRequest, type CheckInput } from './registry/check-request.js';
-import { ClientError, RequestValidationError } from './errors.js';
-import type { ValidationIssue } from './schemas/errors.js';
+import { checkRequestListSchema, type CheckRequest } from '../schemas/check.js';
+import { createAjv, validationIssues } from '../schemas/validation.js';
+import { readCheckRequest, type CheckInput } from './check-request.js';
+import { ClientError, RequestValidationError } from '../errors.js';
+import type { ValidationIssue } from '../schemas/errors.js';
 
 export type BulkValidator = ValidateFunction<CheckRequest[]>;
 

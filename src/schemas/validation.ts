@@ -1,7 +1,7 @@
 import { Ajv, type ErrorObject } from 'ajv';
 import addFormatsModule from 'ajv-formats';
-import type { FastifyInstance, FastifySchemaValidationError } from 'fastify';
-import type { ValidationIssue } from '../schemas/errors.js';
+import type { FastifySchemaValidationError } from 'fastify';
+import type { ValidationIssue } from './errors.js';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 
@@ -16,15 +16,6 @@ export function createAjv(coerceTypes: boolean): Ajv {
     strict: false,
   });
   return addFormats(ajv);
-}
-
-/** Validates bodies strictly and coerces query strings and path parameters. */
-export function installValidators(app: FastifyInstance): void {
-  const bodies = createAjv(false);
-  const textParts = createAjv(true);
-  app.setValidatorCompiler(({ schema, httpPart }) =>
-    (httpPart === 'body' ? bodies : textParts).compile(schema) as ReturnType<Ajv['compile']>,
-  );
 }
 
 const LOCATION_OF_PART: Record<string, string> = { body: 'body', querystring: 'query', params: 'path', headers: 'header' };
