@@ -1,3 +1,4 @@
+import type { RequestListener } from 'node:http';
 import type { FastifyInstance, FastifyPluginAsync, onResponseHookHandler } from 'fastify';
 import type { Histogram } from 'prom-client';
 import type { Metrics } from '../metrics.js';
@@ -32,3 +33,18 @@ export const metricsRoutes: FastifyPluginAsync<{ metrics: Metrics }> = async (ap
     handler: async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()),
   });
 };
+
+/** The handler of a port of its own for /metrics (--metrics-port): GET /metrics, nothing else. */
+export function metricsListener(metrics: Metrics): RequestListener {
+  return (request, response) => {
+    if (request.method !== 'GET' || (request.url ?? '').split('?')[0] !== '/metrics') {
+      response.writeHead(404, { 'content-type': 'application/json; charset=utf-8' });
+      response.end(JSON.stringify({ detail: 'Not Found' }));
+      return;
+    }
+    void metrics.registry.metrics().then((text) => {
+      response.writeHead(200, { 'content-type': metrics.registry.contentType });
+      response.end(text);
+    });
+  };
+}
