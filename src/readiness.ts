@@ -22,10 +22,6 @@ export class Readiness {
     this.shuttingDown = true;
   }
 
-  get isShuttingDown(): boolean {
-    return this.shuttingDown;
-  }
-
   async report(): Promise<ReadinessReport> {
     const names = Object.keys(this.conditions);
     const outcomes = await Promise.all(
