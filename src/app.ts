@@ -20,6 +20,19 @@ import { checkRoutes } from './http/check.js';
 import { policyRoutes } from './http/policies.js';
 import { registryRoutes } from './http/registry.js';
 import { legacyRoutes } from './http/legacy.js';
+import { instrumentRoutes, metricsRoutes } from './http/metrics.js';
+import { Metrics } from './metrics.js';
+import { Readiness, within } from './readiness.js';
+import { DecisionLog } from './decision-log/decision-log.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Flipped by a shutdown before the listeners close. */
+    readiness: Readiness;
+    /** Served at GET /metrics, or on its own port (see Config.metricsPort). */
+    metrics: Metrics;
+  }
+}
 
 /** Entity URIs arrive percent-encoded as path parameters (see MAX_ENTITY_URI_LENGTH); find-my-way's default of 100 is too short. */
 const MAX_PATH_PARAMETER_LENGTH = 8192;
@@ -32,6 +45,9 @@ const POOL_MINIMUM_BODY_LENGTH = 8192;
 
 export const REVISION_HEADER = 'verdict-revision';
 
+/** A store that takes longer than this to answer a readiness probe is reported as not ready. */
+const STORE_PROBE_TIMEOUT_MS = 2000;
+
 /** Wires the store, the policy snapshot and the routes into a Fastify instance that is ready to listen. */
 export async function buildApp(config: Config): Promise<FastifyInstance> {
   const store = await openStore(config);
@@ -39,18 +55,48 @@ export async function buildApp(config: Config): Promise<FastifyInstance> {
   const entities = new EntityAttributeCache(store, config.entityCacheSize);
   if (config.registryEnabled) await entities.warm();
   const registered: RegisteredAttributes = config.registryEnabled ? entities.lookup : () => undefined;
-  const pool =
+  const metrics = new Metrics(snapshots);
+  const { allowed, denied, bulkSize } = metrics;
+  const decisionLog =
+    config.decisionLog === '' ? undefined : DecisionLog.open(config.decisionLog, (lines) => metrics.decisionLogDropped.inc(lines));
+  const bulk =
     config.evaluation === 'inline'
       ? undefined
-      : {
-          bulk: new BulkPool(config.workers, snapshots, config.bulkCheckMaxRequests),
-          minimumBodyLength: config.evaluation === 'pool' ? 0 : POOL_MINIMUM_BODY_LENGTH,
-        };
+      : new BulkPool(
+          config.workers,
+          snapshots,
+          config.bulkCheckMaxRequests,
+          ({ allowed, denied, logLines }) => {
+            metrics.allowed.inc(allowed);
+            metrics.denied.inc(denied);
+            bulkSize.observe(allowed + denied);
+            if (logLines !== undefined) decisionLog?.recordLines(logLines);
+          },
+          decisionLog !== undefined,
+        );
+  const pool = bulk && { bulk, minimumBodyLength: config.evaluation === 'pool' ? 0 : POOL_MINIMUM_BODY_LENGTH };
+  if (bulk !== undefined) metrics.observePool(bulk);
+  const readiness = new Readiness({
+    snapshot: () => undefined,
+    store: async () => {
+      await within(store.policyRevision(), STORE_PROBE_TIMEOUT_MS, `no answer within ${STORE_PROBE_TIMEOUT_MS} ms`);
+      return undefined;
+    },
+    workers: () => (bulk === undefined || bulk.threads > 0 ? undefined : 'no worker thread is running'),
+  });
+  const checks = new CheckService(snapshots, registered, {
+    decision: (input, request, decision, revision, startedAt) => {
+      (decision.allowed ? allowed : denied).inc();
+      decisionLog?.record({ time: Date.now(), input, request, decision, revision, latencyMs: performance.now() - startedAt });
+    },
+    bulk: (size) => bulkSize.observe(size),
+  });
   const context: AppContext = {
     config,
     snapshots,
     pool,
-    checks: new CheckService(snapshots, registered),
+    readiness,
+    checks,
     policies: new PolicyService(store, snapshots),
     registry: new RegistryService(store, (uri) => entities.invalidate(uri)),
   };
@@ -71,12 +117,17 @@ export async function buildApp(config: Config): Promise<FastifyInstance> {
       void (reply as FastifyReply).code(status).send({ detail: error.message });
     },
   });
-  const stopFollowing = followChanges(store, snapshots, entities, app.log);
+  app.decorate('readiness', readiness);
+  app.decorate('metrics', metrics);
+  const stopFollowing = followChanges(store, snapshots, entities, app.log, () => metrics.changeFeedErrors.inc());
   app.addHook('onClose', async () => {
+    readiness.beginShutdown();
     stopFollowing();
-    await pool?.bulk.close();
+    await bulk?.close();
     await store.close();
+    await decisionLog?.close();
   });
+  instrumentRoutes(app, metrics);
 
   installValidators(app);
   installErrorHandling(app);
@@ -88,6 +139,7 @@ export async function buildApp(config: Config): Promise<FastifyInstance> {
     reply.header(REVISION_HEADER, snapshots.current.revision);
   });
   await app.register(healthRoutes, { context });
+  if (config.metricsPort === undefined) await app.register(metricsRoutes, { metrics });
   await app.register(checkRoutes, { context });
   await app.register(legacyRoutes, { context });
   await app.register(async (admin) => {

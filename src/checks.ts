@@ -15,6 +15,13 @@ const conflictAsDenial = (error: unknown): Decision => {
   throw error;
 };
 
+export interface CheckObservers {
+  /** Told of every decision made on this thread: what was asked, what it was decided on, at which revision, since when. */
+  decision?: (input: CheckInput, request: DecisionRequest, decision: Decision, revision: number, startedAt: number) => void;
+  /** Told of the size of every bulk decided on this thread. */
+  bulk?: (size: number) => void;
+}
+
 /**
  * Answers checks: reads the request, resolves attributes, evaluates against the current snapshot.
  * Stays synchronous whenever the registry answers from its cache, so a check costs no promise.
@@ -23,6 +30,7 @@ export class CheckService {
   constructor(
     private readonly snapshots: PolicySnapshots,
     private readonly registered: RegisteredAttributes,
+    private readonly observers: CheckObservers = {},
   ) {}
 
   /** Throws RequestValidationError (422) for an unusable request and ClientError (400) for an attribute conflict. */
@@ -39,6 +47,7 @@ export class CheckService {
 
   /** Decides checks already read (see readBulkBody); a conflict only denies its own item. */
   checkMany(inputs: CheckInput[]): Decision[] | Promise<Decision[]> {
+    this.observers.bulk?.(inputs.length);
     let waiting = false;
     const decisions = inputs.map((input) => {
       let decision: Decision | Promise<Decision>;
@@ -58,11 +67,17 @@ export class CheckService {
 
   /** Throws (or rejects with) AttributeConflict. */
   private decide(input: CheckInput): Decision | Promise<Decision> {
+    const startedAt = performance.now();
     const request = resolveCheck(input, this.registered);
-    if (request instanceof Promise) return request.then(this.evaluateNow);
-    return this.evaluateNow(request);
+    if (request instanceof Promise) return request.then((resolved) => this.evaluateNow(input, resolved, startedAt));
+    return this.evaluateNow(input, request, startedAt);
   }
 
   /** Evaluates against the snapshot current at this moment, which includes every acknowledged policy write. */
-  private readonly evaluateNow = (request: DecisionRequest): Decision => evaluate(this.snapshots.current, request);
+  private evaluateNow(input: CheckInput, request: DecisionRequest, startedAt: number): Decision {
+    const snapshot = this.snapshots.current;
+    const decision = evaluate(snapshot, request);
+    this.observers.decision?.(input, request, decision, snapshot.revision, startedAt);
+    return decision;
+  }
 }

@@ -3,15 +3,23 @@ import { buildApp } from './app.js';
 import { ConfigError, loadConfig, START_OPTIONS } from './config.js';
 import { VERSION } from './version.js';
 import { isSupervisor, superviseProcesses } from './cluster.js';
+import type { FastifyInstance } from 'fastify';
+import { Listeners } from './listeners.js';
+import { answerWhileStarting } from './http/starting.js';
+import { metricsListener } from './http/metrics.js';
+import { closeOnSignals } from './shutdown.js';
+import { probe } from './healthcheck.js';
 
 const USAGE = `Usage: verdict <command> [flags]
 
 Commands:
-  start      serve the decision API
-  version    print the version
-  help       print this help
+  start        serve the decision API
+  healthcheck  exit 0 when the server these flags describe is ready (GET /ready), else 1;
+               with --live, when it is alive (GET /health). For container health checks without curl.
+  version      print the version
+  help         print this help
 
-Flags of start (each also read from the variable named; a flag wins over its variable):
+Flags of start and healthcheck (each also read from the variable named; a flag wins over its variable):
 ${Object.entries(START_OPTIONS)
   .map(([name, option]) => `  --${name.padEnd(26)}${option.env.padEnd(26)}${option.help} (default: ${option.default})`)
   .join('\n')}
@@ -24,24 +32,27 @@ async function start(args: string[]): Promise<void> {
     superviseProcesses(config.processes);
     return;
   }
-  const app = await buildApp(config);
-  let closing = false;
-  const shutdown = (signal: string) => {
-    if (closing) return;
-    closing = true;
-    app.log.info({ signal }, 'shutting down');
-    app.close().then(
-      () => process.exit(0),
-      (error: unknown) => {
-        app.log.error({ err: error }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
-  };
-  process.once('SIGTERM', shutdown);
-  process.once('SIGINT', shutdown);
-  await app.listen({ host: config.host, port: config.port });
-  app.log.info({ dataDir: config.dataDir, adminAuthRequired: config.adminAuthRequired }, 'Verdict is ready');
+  const listeners = await Listeners.open(config, answerWhileStarting);
+  let app: FastifyInstance | undefined;
+  closeOnSignals(config, listeners, () => app);
+  app = await buildApp(config);
+  listeners.serve(app.routing, metricsListener(app.metrics));
+  app.log.info(
+    { ...listeners.addresses, store: config.store, dataDir: config.dataDir, adminAuthRequired: config.adminAuthRequired },
+    'Verdict is ready',
+  );
+}
+
+async function healthcheck(args: string[]): Promise<void> {
+  const live = args.includes('--live');
+  const config = loadConfig(
+    args.filter((arg) => arg !== '--live'),
+    process.env,
+  );
+  const { healthy, message } = await probe(config, live ? '/health' : '/ready');
+  if (healthy) console.log(message);
+  else console.error(`verdict: not ${live ? 'alive' : 'ready'}: ${message}`);
+  process.exitCode = healthy ? 0 : 1;
 }
 
 async function main(argv: string[]): Promise<void> {
@@ -49,6 +60,8 @@ async function main(argv: string[]): Promise<void> {
   switch (command) {
     case 'start':
       return start(args);
+    case 'healthcheck':
+      return healthcheck(args);
     case 'version':
     case '--version':
       console.log(VERSION);

@@ -27,6 +27,16 @@ export interface Config {
   /** inline: every check on the front thread; pool: every bulk in a worker; auto: big bulks in a worker. */
   evaluation: Evaluation;
   logLevel: string;
+  /** A Unix domain socket to listen on as well as TCP; empty for none. */
+  socket: string;
+  /** Serve GET /metrics on this port alone (and not on the API's); undefined: on the API's port. */
+  metricsPort: number | undefined;
+  /** Where each decision is logged as one JSON line: a file path, `stdout`, or empty for no decision log. */
+  decisionLog: string;
+  /** After SIGTERM/SIGINT, how long the listeners keep accepting (readiness already 503) before they close. */
+  shutdownDelayMs: number;
+  /** After SIGTERM/SIGINT, the longest the process takes to exit, delay included. */
+  shutdownGraceMs: number;
 }
 
 export const EVALUATION_MODES = ['inline', 'pool', 'auto'] as const;
@@ -48,6 +58,11 @@ export const DEFAULT_CONFIG: Config = {
   workers: availableParallelism(),
   evaluation: 'auto',
   logLevel: 'info',
+  socket: '',
+  metricsPort: undefined,
+  decisionLog: '',
+  shutdownDelayMs: 0,
+  shutdownGraceMs: 10_000,
 };
 
 /** Bad configuration: the start stops with this one line. */
@@ -101,6 +116,31 @@ export const START_OPTIONS = {
     default: DEFAULT_CONFIG.evaluation,
   },
   'log-level': { type: 'string', env: 'LOG_LEVEL', help: LOG_LEVELS.join('|'), default: DEFAULT_CONFIG.logLevel },
+  socket: { type: 'string', env: 'SOCKET', help: 'also listen on this Unix domain socket (path)', default: '' },
+  'metrics-port': {
+    type: 'string',
+    env: 'METRICS_PORT',
+    help: 'serve GET /metrics on this port only (default: on the API port)',
+    default: '',
+  },
+  'decision-log': {
+    type: 'string',
+    env: 'DECISION_LOG',
+    help: 'log every decision as a JSON line to this file or to stdout (default: off)',
+    default: '',
+  },
+  'shutdown-delay-ms': {
+    type: 'string',
+    env: 'SHUTDOWN_DELAY_MS',
+    help: 'after SIGTERM, keep serving this long with /ready at 503 before closing the listeners',
+    default: String(DEFAULT_CONFIG.shutdownDelayMs),
+  },
+  'shutdown-grace-ms': {
+    type: 'string',
+    env: 'SHUTDOWN_GRACE_MS',
+    help: 'after SIGTERM, exit within this long even if requests are still running',
+    default: String(DEFAULT_CONFIG.shutdownGraceMs),
+  },
 } as const;
 type OptionName = keyof typeof START_OPTIONS;
 
@@ -173,6 +213,9 @@ export function loadConfig(args: string[], env: NodeJS.ProcessEnv): Config {
   if (!/^[^/\\. "$*<>:|?]{1,63}$/.test(mongodbDatabase)) {
     throw new ConfigError(`--mongodb-db (MONGODB_DB) is not a valid MongoDB database name: '${mongodbDatabase}'`);
   }
+  const metricsPort = read('metrics-port');
+  const shutdownDelay = read('shutdown-delay-ms');
+  const shutdownGrace = read('shutdown-grace-ms');
   const config: Config = {
     host,
     store: store as StoreKind,
@@ -189,7 +232,17 @@ export function loadConfig(args: string[], env: NodeJS.ProcessEnv): Config {
     workers: parseInteger(workers.label, workers.text, 1, 256),
     evaluation: evaluation.text as Evaluation,
     logLevel: logLevel.text,
+    socket: read('socket').text.trim(),
+    metricsPort: metricsPort.text.trim() === '' ? undefined : parseInteger(metricsPort.label, metricsPort.text, 0, 65535),
+    decisionLog: read('decision-log').text.trim(),
+    shutdownDelayMs: parseInteger(shutdownDelay.label, shutdownDelay.text, 0, 3_600_000),
+    shutdownGraceMs: parseInteger(shutdownGrace.label, shutdownGrace.text, 1, 3_600_000),
   };
+  if (config.shutdownDelayMs >= config.shutdownGraceMs) {
+    throw new ConfigError(
+      `${shutdownDelay.label} (${config.shutdownDelayMs}) must be shorter than ${shutdownGrace.label} (${config.shutdownGraceMs})`,
+    );
+  }
   if (config.adminAuthRequired && config.adminApiKey.trim() === '') {
     throw new ConfigError('admin authentication is required (ADMIN_AUTHN_REQUIRED) but ADMIN_API_KEY is empty; set a key');
   }

@@ -182,3 +182,10 @@ t.test("README's First example, replayed exactly", async (t) => {
   t.equal(refused.status, Number(status), `refused with ${status}`);
   t.strictSame(refused.body, { detail }, 'with the message the README quotes');
 });
+
+t.test('the configuration reference lists every flag and variable of start', async (t) => {
+  const { START_OPTIONS } = await import('../src/config.js');
+  for (const [name, option] of Object.entries(START_OPTIONS)) {
+    t.ok(README.includes(`| \`--${name}\` | \`${option.env}\` |`), `--${name} and ${option.env} have a row`);
+  }
+});

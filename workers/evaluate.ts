@@ -7,6 +7,7 @@ import { compile, evaluate, type Snapshot } from '../src/engine/index.js';
 import { compileBulkValidator, namesRegisteredEntity, readBulkBody } from '../src/registry/bulk-request.js';
 import { ClientError, RequestValidationError } from '../src/errors.js';
 import type { BulkOutcome, BulkTask } from '../src/pool/bulk-task.js';
+import { decisionLine } from '../src/decision-log/line.js';
 
 let snapshot: Snapshot | undefined;
 const validate = compileBulkValidator();
@@ -26,5 +27,15 @@ export default function decideBulk(task: BulkTask): BulkOutcome {
   }
   if (inputs.some(namesRegisteredEntity)) return { kind: 'needs-registry' };
   const current = snapshot;
-  return { kind: 'decided', json: JSON.stringify(inputs.map((input) => evaluate(current, input))) };
+  const logLines: string[] | undefined = task.logDecisions ? [] : undefined;
+  let allowed = 0;
+  const decisions = inputs.map((input) => {
+    const startedAt = performance.now();
+    const decision = evaluate(current, input);
+    if (decision.allowed) allowed++;
+    const latencyMs = performance.now() - startedAt;
+    logLines?.push(decisionLine({ time: Date.now(), input, request: input, decision, revision: current.revision, latencyMs }));
+    return decision;
+  });
+  return { kind: 'decided', json: JSON.stringify(decisions), allowed, denied: decisions.length - allowed, logLines };
 }

@@ -3,6 +3,9 @@ import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
 import { ClientError, RequestValidationError } from '../errors.js';
 import type { BulkOutcome, BulkTask } from './bulk-task.js';
 
+/** Told of every bulk a worker decided: how many allowed and denied, and the decision log lines when asked for. */
+export type BulkObserver = (outcome: { allowed: number; denied: number; logLines?: string[] }) => void;
+
 const WORKER_FILE = new URL('../../workers/evaluate.js', import.meta.url).href;
 
 /**
@@ -17,6 +20,8 @@ export class BulkPool {
     workers: number,
     private readonly snapshots: PolicySnapshots,
     private readonly maxRequests: number,
+    private readonly observe: BulkObserver = () => {},
+    private readonly logDecisions = false,
   ) {
     this.pool = new Piscina({ filename: WORKER_FILE, minThreads: workers, maxThreads: workers, idleTimeout: Infinity });
   }
@@ -28,7 +33,7 @@ export class BulkPool {
    */
   async decide(text: string): Promise<string | undefined> {
     const { current, policies } = this.snapshots;
-    const task: BulkTask = { text, revision: current.revision, maxRequests: this.maxRequests };
+    const task: BulkTask = { text, revision: current.revision, maxRequests: this.maxRequests, logDecisions: this.logDecisions };
     let outcome: BulkOutcome;
     try {
       outcome = await this.pool.run(task);
@@ -38,6 +43,7 @@ export class BulkPool {
     }
     switch (outcome.kind) {
       case 'decided':
+        this.observe(outcome);
         return outcome.json;
       case 'refused':
         if (typeof outcome.detail === 'string') throw new ClientError(outcome.statusCode, outcome.detail);
@@ -45,6 +51,18 @@ export class BulkPool {
       default:
         return undefined;
     }
+  }
+
+  get threads(): number {
+    return this.pool.threads.length;
+  }
+
+  get queueSize(): number {
+    return this.pool.queueSize;
+  }
+
+  get utilization(): number {
+    return this.pool.utilization;
   }
 
   close(): Promise<void> {

@@ -8,9 +8,18 @@ import type { PolicySnapshots } from './policy-snapshots.js';
  * rebuilds the snapshot, an entity change drops its cache entry, a lost feed reloads both. When a
  * rebuild fails, checks go on against the last good snapshot and the failure is logged.
  */
-export function followChanges(store: Store, snapshots: PolicySnapshots, entities: EntityAttributeCache, log: FastifyBaseLogger): () => void {
+export function followChanges(
+  store: Store,
+  snapshots: PolicySnapshots,
+  entities: EntityAttributeCache,
+  log: FastifyBaseLogger,
+  onError: () => void = () => {},
+): () => void {
   const rebuild = () =>
-    snapshots.refresh().catch((error: unknown) => log.error({ err: error }, 'could not rebuild the policy snapshot; serving the last one'));
+    snapshots.refresh().catch((error: unknown) => {
+      onError();
+      log.error({ err: error }, 'could not rebuild the policy snapshot; serving the last one');
+    });
   return store.watch((change) => {
     switch (change.kind) {
       case 'policies':

@@ -8,6 +8,8 @@ import type { Policy } from '../schemas/policy.js';
  */
 export class PolicySnapshots {
   private rebuilding: Promise<Snapshot>;
+  /** When `current` was built (epoch milliseconds). */
+  builtAt = Date.now();
 
   private constructor(
     private readonly store: Store,
@@ -31,6 +33,7 @@ export class PolicySnapshots {
       if (revision > this.current.revision) {
         this.current = compile(policies, revision);
         this.policies = policies;
+        this.builtAt = Date.now();
       }
       return this.current;
     });

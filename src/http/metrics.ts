@@ -1,0 +1,50 @@
+import type { RequestListener } from 'node:http';
+import type { FastifyInstance, FastifyPluginAsync, onResponseHookHandler } from 'fastify';
+import type { Histogram } from 'prom-client';
+import type { Metrics } from '../metrics.js';
+
+type LatencyChild = ReturnType<Histogram<'method' | 'route' | 'status_code'>['labels']>;
+
+/**
+ * Times every route's responses into the request histogram. Each route gets its own hook holding
+ * its labelled children, so a request costs one map lookup and one observation.
+ */
+export function instrumentRoutes(app: FastifyInstance, metrics: Metrics): void {
+  app.addHook('onRoute', (route) => {
+    const method = [route.method].flat().join(',');
+    const byStatus = new Map<number, LatencyChild>();
+    const observe: onResponseHookHandler = (_request, reply, done) => {
+      let child = byStatus.get(reply.statusCode);
+      if (child === undefined) {
+        child = metrics.requestDuration.labels(method, route.url, String(reply.statusCode));
+        byStatus.set(reply.statusCode, child);
+      }
+      child.observe(reply.elapsedTime / 1000);
+      done();
+    };
+    route.onResponse = route.onResponse === undefined ? [observe] : [route.onResponse].flat().concat(observe);
+  });
+}
+
+/** GET /metrics: Prometheus text exposition. */
+export const metricsRoutes: FastifyPluginAsync<{ metrics: Metrics }> = async (app, { metrics }) => {
+  app.get('/metrics', {
+    schema: { tags: ['operations'], summary: 'Prometheus metrics', produces: [metrics.registry.contentType] },
+    handler: async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()),
+  });
+};
+
+/** The handler of a port of its own for /metrics (--metrics-port): GET /metrics, nothing else. */
+export function metricsListener(metrics: Metrics): RequestListener {
+  return (request, response) => {
+    if (request.method !== 'GET' || (request.url ?? '').split('?')[0] !== '/metrics') {
+      response.writeHead(404, { 'content-type': 'application/json; charset=utf-8' });
+      response.end(JSON.stringify({ detail: 'Not Found' }));
+      return;
+    }
+    void metrics.registry.metrics().then((text) => {
+      response.writeHead(200, { 'content-type': metrics.registry.contentType });
+      response.end(text);
+    });
+  };
+}

@@ -1,0 +1,72 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { PolicySnapshots } from './snapshot/policy-snapshots.js';
+import type { BulkPool } from './pool/bulk-pool.js';
+
+/** Request latencies are mostly tens of microseconds; the upper buckets catch stalls. */
+const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
+const BULK_SIZE_BUCKETS = [1, 10, 50, 100, 250, 500, 1000, 5000, 10000];
+
+/**
+ * Everything GET /metrics reports, in a registry of this server's own (so servers in one process
+ * do not share counters). Gauges are read at scrape time; counters are moved by the code that counts.
+ */
+export class Metrics {
+  readonly registry = new Registry();
+  readonly requestDuration = new Histogram({
+    name: 'verdict_http_request_duration_seconds',
+    help: 'HTTP requests by method, route and status code, and how long they took',
+    labelNames: ['method', 'route', 'status_code'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+  private readonly decisions = new Counter({
+    name: 'verdict_decisions_total',
+    help: 'Decisions made, by outcome',
+    labelNames: ['allowed'] as const,
+    registers: [this.registry],
+  });
+  readonly allowed = this.decisions.labels('true');
+  readonly denied = this.decisions.labels('false');
+  readonly bulkSize = new Histogram({
+    name: 'verdict_bulk_checks',
+    help: 'Checks per POST /check/bulk call',
+    buckets: BULK_SIZE_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly changeFeedErrors = new Counter({
+    name: 'verdict_change_feed_errors_total',
+    help: 'Changes from the store that could not be applied (the last good snapshot kept serving)',
+    registers: [this.registry],
+  });
+  readonly decisionLogDropped = new Counter({
+    name: 'verdict_decision_log_dropped_total',
+    help: 'Decision log lines dropped because the buffer was full (the sink could not keep up)',
+    registers: [this.registry],
+  });
+
+  constructor(snapshots: PolicySnapshots) {
+    collectDefaultMetrics({ register: this.registry });
+    this.gauge('verdict_snapshot_revision', 'Revision of the policy snapshot that decisions use', () => snapshots.current.revision);
+    this.gauge('verdict_snapshot_age_seconds', 'Seconds since the policy snapshot in use was built', () => (Date.now() - snapshots.builtAt) / 1000);
+    this.gauge('verdict_policies', 'Policies in the snapshot in use', () => snapshots.policies.length);
+  }
+
+  /** Adds the gauges of the bulk worker pool. */
+  observePool(pool: BulkPool): void {
+    this.gauge('verdict_worker_pool_threads', 'Worker threads of the bulk pool', () => pool.threads);
+    this.gauge('verdict_worker_pool_queue_size', 'Bulk tasks waiting for a worker thread', () => pool.queueSize);
+    this.gauge('verdict_worker_pool_utilization', 'Share of the pool capacity in use since start (0 to 1)', () => pool.utilization);
+  }
+
+  /** A gauge read when /metrics is scraped. */
+  private gauge(name: string, help: string, read: () => number): void {
+    new Gauge({
+      name,
+      help,
+      registers: [this.registry],
+      collect() {
+        this.set(read());
+      },
+    });
+  }
+}

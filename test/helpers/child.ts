@@ -1,0 +1,94 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { request as httpRequest } from 'node:http';
+import { createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import type { Test } from 'tap';
+
+export const CLI = fileURLToPath(new URL('../../src/cli.js', import.meta.url));
+
+export interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+export interface Child {
+  process: ChildProcess;
+  output(): { stdout: string; stderr: string };
+  exited: Promise<Exit>;
+}
+
+/** Runs the CLI with `args`; killed at the end of the test if still running. */
+export function runVerdict(t: Test, args: string[], env: NodeJS.ProcessEnv = {}): Child {
+  const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  const exited = new Promise<Exit>((resolve) => child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr })));
+  t.teardown(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  });
+  return { process: child, output: () => ({ stdout, stderr }), exited };
+}
+
+export interface Answer {
+  status: number;
+  body: any;
+}
+
+/** One request on a fresh connection (closed after it), over TCP (`http://host:port`) or a Unix socket (`unix:/path`). */
+export function ask(address: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> {
+  const target = address.startsWith('unix:')
+    ? { socketPath: address.slice('unix:'.length) }
+    : { host: new URL(address).hostname, port: Number(new URL(address).port) };
+  const text = body === undefined ? undefined : JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const outgoing = httpRequest(
+      { ...target, method, path, agent: false, headers: text === undefined ? headers : { 'content-type': 'application/json', ...headers } },
+      (response) => {
+        let raw = '';
+        response.setEncoding('utf8').on('data', (chunk: string) => (raw += chunk));
+        response.on('end', () => {
+          let parsed: unknown = raw;
+          try {
+            parsed = JSON.parse(raw);
+          } catch {
+            // not JSON
+          }
+          resolve({ status: response.statusCode ?? 0, body: parsed });
+        });
+        response.on('error', reject);
+      },
+    );
+    outgoing.on('error', reject);
+    outgoing.end(text);
+  });
+}
+
+/** Polls GET `path` until it answers `status` (connection errors count as not yet). */
+export async function waitFor(address: string, path: string, status: number, timeoutMs = 15000): Promise<Answer> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      const answer = await ask(address, 'GET', path);
+      if (answer.status === status) return answer;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error(`${address}${path} did not answer ${status} within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.on('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+  });
+}
