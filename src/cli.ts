@@ -1,5 +1,4 @@
 #!/usr/bin/env node
-import { buildApp } from './app.js';
 import { ConfigError, loadConfig, START_OPTIONS } from './config.js';
 import { VERSION } from './version.js';
 import { isSupervisor, superviseProcesses } from './cluster.js';
@@ -35,6 +34,8 @@ async function start(args: string[]): Promise<void> {
   const listeners = await Listeners.open(config, answerWhileStarting);
   let app: FastifyInstance | undefined;
   closeOnSignals(config, listeners, () => app);
+  // Loaded only here: `healthcheck`, `--help` and configuration errors answer without loading the server.
+  const { buildApp } = await import('./app.js');
   app = await buildApp(config);
   listeners.serve(app.routing, metricsListener(app.metrics));
   app.log.info(
