@@ -20,6 +20,7 @@ import { checkRoutes } from './http/check.js';
 import { policyRoutes } from './http/policies.js';
 import { registryRoutes } from './http/registry.js';
 import { legacyRoutes } from './http/legacy.js';
+import { dashboardRoutes } from './http/dashboard.js';
 
 /** Entity URIs arrive percent-encoded as path parameters (see MAX_ENTITY_URI_LENGTH); find-my-way's default of 100 is too short. */
 const MAX_PATH_PARAMETER_LENGTH = 8192;
@@ -90,6 +91,7 @@ export async function buildApp(config: Config): Promise<FastifyInstance> {
   await app.register(healthRoutes, { context });
   await app.register(checkRoutes, { context });
   await app.register(legacyRoutes, { context });
+  await app.register(dashboardRoutes);
   await app.register(async (admin) => {
     const checkKey = adminAuthHook(config);
     if (checkKey !== undefined) admin.addHook('onRequest', checkKey);
