@@ -25,6 +25,7 @@ function useRoute(): Route {
   useEffect(() => {
     const follow = () => setRoute(parseRoute(location.hash));
     addEventListener('hashchange', follow);
+    follow(); // the fragment may have changed between the first render and this effect
     return () => removeEventListener('hashchange', follow);
   }, []);
   return route;

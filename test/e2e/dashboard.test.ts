@@ -251,4 +251,33 @@ async function run() {
     await heading(page, 'Admin key').waitFor();
     t.equal(await page.getByRole('alert').count(), 0, 'forgetting is not an error');
   });
+
+  t.test('the live view reads decisions and latency from Prometheus metrics when the server serves them', async (t) => {
+    server = await startServer();
+    t.teardown(() => server.close());
+    const { page, context } = await openDashboard(chromium, server.url);
+    t.teardown(() => context.close());
+    // GET /metrics is another branch's work; until it lands, the page is given what it will serve.
+    await context.route(`${server.url}/metrics`, (route) =>
+      route.fulfill({
+        contentType: 'text/plain; version=0.0.4',
+        body: [
+          'verdict_decisions_total{allowed="true"} 30',
+          'verdict_decisions_total{allowed="false"} 10',
+          'verdict_decision_duration_seconds_bucket{le="0.001"} 20',
+          'verdict_decision_duration_seconds_bucket{le="0.01"} 40',
+          'verdict_decision_duration_seconds_bucket{le="+Inf"} 40',
+        ].join('\n'),
+      }),
+    );
+    await page.goto(`${server.url}/dashboard/#/live`);
+    await heading(page, 'Live').waitFor();
+    const tile = (label: string) => page.locator('.tile', { has: page.getByText(label, { exact: true }) }).locator('dd');
+    await tile('Allowed').waitFor();
+    t.equal(await tile('Allowed').textContent(), '30 (75%)');
+    t.equal(await tile('Denied').textContent(), '10 (25%)');
+    t.equal(await tile('Latency p50').textContent(), '1.00 ms');
+    t.equal(await page.getByText('Metrics unavailable').count(), 0);
+    await screenshot(page, 'live-metrics');
+  });
 }
