@@ -1,5 +1,5 @@
 /** The shell: asks for the admin key when the server wants one, then the navigation and the current screen. */
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { adminKey, ApiError, call, whenUnauthorized } from './api.js';
 import { links, parseRoute, type Route } from './routes.js';
 import { KeyPrompt } from './views/key-prompt.js';
@@ -74,9 +74,12 @@ export function App() {
     void probeAccess().then(setAccess);
   }, []);
 
-  // A new screen starts at its heading, for keyboard and screen reader users.
+  // A new screen starts at its heading, for keyboard and screen reader users; the first one starts at the top.
+  const arrived = useRef(false);
   useEffect(() => {
-    document.querySelector<HTMLElement>('main h1')?.focus();
+    if (access.state === 'checking') return;
+    if (arrived.current) document.querySelector<HTMLElement>('main h1')?.focus();
+    arrived.current = true;
   }, [route, access.state]);
 
   const submitKey = async (key: string) => {

@@ -280,4 +280,27 @@ async function run() {
     t.equal(await page.getByText('Metrics unavailable').count(), 0);
     await screenshot(page, 'live-metrics');
   });
+
+  t.test('the keyboard reaches every section, with a visible focus ring', async (t) => {
+    server = await startServer();
+    t.teardown(() => server.close());
+    const { page, context } = await openDashboard(chromium, server.url);
+    t.teardown(() => context.close());
+    await heading(page, 'Policies').waitFor();
+    const focused = () =>
+      page.evaluate(() => {
+        const element = document.activeElement as HTMLElement;
+        return { text: element.textContent, outline: getComputedStyle(element).outlineStyle };
+      });
+
+    await page.keyboard.press('Tab');
+    t.same(await focused(), { text: 'Skip to content', outline: 'solid' });
+    for (const section of ['Policies', 'Registry', 'Playground', 'Live']) {
+      await page.keyboard.press('Tab');
+      t.same(await focused(), { text: section, outline: 'solid' }, `${section} is next in the navigation, focus visible`);
+    }
+    await page.keyboard.press('Enter');
+    await heading(page, 'Live').waitFor();
+    t.equal(await page.evaluate(() => document.activeElement?.tagName), 'H1', 'a new screen starts at its heading');
+  });
 }
