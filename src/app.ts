@@ -24,6 +24,7 @@ import { instrumentRoutes, metricsRoutes } from './http/metrics.js';
 import { Metrics } from './metrics.js';
 import { Readiness, within } from './readiness.js';
 import { DecisionLog } from './decision-log/decision-log.js';
+import { dashboardRoutes } from './http/dashboard.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -142,6 +143,7 @@ export async function buildApp(config: Config): Promise<FastifyInstance> {
   if (config.metricsPort === undefined) await app.register(metricsRoutes, { metrics });
   await app.register(checkRoutes, { context });
   await app.register(legacyRoutes, { context });
+  await app.register(dashboardRoutes);
   await app.register(async (admin) => {
     const checkKey = adminAuthHook(config);
     if (checkKey !== undefined) admin.addHook('onRequest', checkKey);

@@ -54,7 +54,8 @@ function installNotFound(app: FastifyInstance): void {
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?', 1)[0]!;
     const allowed = [...methods].filter((method) => routes.find(method as FindMyWay.HTTPMethod, path) !== null);
-    if (allowed.length > 0) {
+    // A route that answers this method and still finds nothing (a missing static file) is a 404.
+    if (allowed.length > 0 && !allowed.includes(request.method)) {
       return reply.code(405).header('allow', allowed.join(', ')).send({ detail: 'Method Not Allowed' });
     }
     return reply.code(404).send({ detail: 'Not Found' });

@@ -1,0 +1,57 @@
+/** The admin and check API, from the page that Verdict serves (same origin). */
+import type { ValidationIssue } from './issues.js';
+import { isValidationIssueList } from './issues.js';
+
+const KEY_STORAGE = 'verdict.adminKey';
+const KEY_HEADER = 'WAY-API-KEY';
+
+/** The admin key lives in sessionStorage: this tab only, gone when it closes. */
+export const adminKey = {
+  get: (): string | null => sessionStorage.getItem(KEY_STORAGE),
+  set: (key: string) => sessionStorage.setItem(KEY_STORAGE, key),
+  forget: () => sessionStorage.removeItem(KEY_STORAGE),
+};
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly detail: unknown,
+  ) {
+    super(typeof detail === 'string' ? detail : `The server answered ${status}`);
+  }
+
+  /** The 422 items naming each offending field, when there are any. */
+  get issues(): ValidationIssue[] {
+    return isValidationIssueList(this.detail) ? this.detail : [];
+  }
+}
+
+/** Called when the server refuses the admin key, so the app can ask for it again. */
+let onUnauthorized: (error: ApiError) => void = () => {};
+export function whenUnauthorized(handler: (error: ApiError) => void): void {
+  onUnauthorized = handler;
+}
+
+export async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const headers: Record<string, string> = {};
+  const key = adminKey.get();
+  if (key !== null) headers[KEY_HEADER] = key;
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  const response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await response.text();
+  let parsed: unknown = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    // not JSON: keep the text
+  }
+  if (response.ok) return parsed as T;
+  const detail = typeof parsed === 'object' && parsed !== null && 'detail' in parsed ? parsed.detail : parsed;
+  const error = new ApiError(response.status, detail);
+  if (response.status === 401) onUnauthorized(error);
+  throw error;
+}
+
+export const policyPath = (name: string) => `/admin/policies/${encodeURIComponent(name)}`;
+export const ENTITIES = '/admin/fetchers/registry/entities';
+export const entityPath = (uri: string) => `${ENTITIES}/${encodeURIComponent(uri)}`;

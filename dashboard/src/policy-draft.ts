@@ -1,0 +1,143 @@
+/**
+ * A policy as the editor holds it: condition values and actions as the operator types them. Converts
+ * to and from the policy JSON of the admin API, with a message per field that cannot be converted.
+ */
+import { parseJsonValue, type JsonValue } from './json-text.js';
+
+/** Every operator of decisions.md, as sent on the wire; synonyms listed after the primary spelling. */
+export const OPERATORS = [
+  '==', '!=', 'contains', 'not_contains', 'startswith', 'endswith',
+  'gt', 'gte', 'lt', 'lte', 'in', 'not_in',
+  'equals', 'not_equals', '>', '>=', '<', '<=',
+] as const;
+
+export const EFFECTS = ['allow', 'deny'] as const;
+export const SIDES = ['principal_conditions', 'resource_conditions'] as const;
+export type Side = (typeof SIDES)[number];
+
+export interface Condition {
+  path: string;
+  operator: string;
+  value: JsonValue;
+}
+
+export interface Rule {
+  name: string;
+  effect: string;
+  principal_conditions: Condition[];
+  resource_conditions: Condition[];
+  actions: string[];
+}
+
+export interface Policy {
+  version?: string;
+  name: string;
+  description: string | null;
+  rules: Rule[];
+  default_effect: string;
+}
+
+export interface ConditionDraft {
+  path: string;
+  operator: string;
+  /** JSON text. */
+  value: string;
+}
+
+export interface RuleDraft {
+  name: string;
+  effect: string;
+  principal_conditions: ConditionDraft[];
+  resource_conditions: ConditionDraft[];
+  /** Comma-separated. */
+  actions: string;
+}
+
+export interface PolicyDraft {
+  name: string;
+  description: string;
+  default_effect: string;
+  rules: RuleDraft[];
+}
+
+export const emptyCondition = (): ConditionDraft => ({ path: 'attributes.', operator: '==', value: '' });
+export const emptyRule = (): RuleDraft => ({
+  name: '',
+  effect: 'allow',
+  principal_conditions: [emptyCondition()],
+  resource_conditions: [emptyCondition()],
+  actions: '',
+});
+export const emptyPolicy = (): PolicyDraft => ({ name: '', description: '', default_effect: 'deny', rules: [emptyRule()] });
+
+export function draftFromPolicy(policy: Policy): PolicyDraft {
+  const conditions = (list: Condition[] | undefined) =>
+    (list ?? []).map((condition) => ({ path: condition.path, operator: condition.operator, value: JSON.stringify(condition.value) }));
+  return {
+    name: policy.name,
+    description: policy.description ?? '',
+    default_effect: policy.default_effect ?? 'deny',
+    rules: (policy.rules ?? []).map((rule) => ({
+      name: rule.name,
+      effect: rule.effect,
+      principal_conditions: conditions(rule.principal_conditions),
+      resource_conditions: conditions(rule.resource_conditions),
+      actions: (rule.actions ?? []).join(', '),
+    })),
+  };
+}
+
+export type Converted = { ok: true; policy: Policy } | { ok: false; errors: Record<string, string> };
+
+export function policyFromDraft(draft: PolicyDraft): Converted {
+  const errors: Record<string, string> = {};
+  const rules = draft.rules.map((rule, ruleIndex) => {
+    const conditions = (side: Side) =>
+      rule[side].map((condition, index) => {
+        const parsed = parseJsonValue(condition.value);
+        if (!parsed.ok) errors[`rules.${ruleIndex}.${side}.${index}.value`] = parsed.message;
+        return { path: condition.path, operator: condition.operator, value: parsed.ok ? parsed.value : null };
+      });
+    return {
+      name: rule.name,
+      effect: rule.effect,
+      principal_conditions: conditions('principal_conditions'),
+      resource_conditions: conditions('resource_conditions'),
+      actions: rule.actions.split(',').map((action) => action.trim()).filter((action) => action !== ''),
+    };
+  });
+  if (Object.keys(errors).length > 0) return { ok: false, errors };
+  const description = draft.description.trim() === '' ? null : draft.description;
+  return { ok: true, policy: { name: draft.name, description, rules, default_effect: draft.default_effect } };
+}
+
+/** The keys of every field the editor shows for `draft`, for placing server messages. */
+export function draftFieldKeys(draft: PolicyDraft): string[] {
+  return [
+    'name',
+    'description',
+    'default_effect',
+    'rules',
+    ...draft.rules.flatMap((rule, ruleIndex) => {
+      const at = `rules.${ruleIndex}`;
+      return [
+        at,
+        `${at}.name`,
+        `${at}.effect`,
+        `${at}.actions`,
+        ...SIDES.flatMap((side) => [
+          `${at}.${side}`,
+          ...rule[side].flatMap((_, index) => [`${at}.${side}.${index}`, ...['path', 'operator', 'value'].map((field) => `${at}.${side}.${index}.${field}`)]),
+        ]),
+      ];
+    }),
+  ];
+}
+
+/** Case-insensitive search over a policy's name, description, rule names and actions. */
+export function policyMatches(policy: Policy, search: string): boolean {
+  const needle = search.trim().toLowerCase();
+  if (needle === '') return true;
+  const haystack = [policy.name, policy.description ?? '', ...policy.rules.flatMap((rule) => [rule.name, ...rule.actions])];
+  return haystack.some((text) => text.toLowerCase().includes(needle));
+}

@@ -1,0 +1,48 @@
+/** Screens addressed by the URL fragment, so that every screen has a link and the server serves one page. */
+export type Route =
+  | { screen: 'policies' }
+  | { screen: 'new-policy' }
+  | { screen: 'simple-policy' }
+  | { screen: 'policy'; name: string }
+  | { screen: 'registry' }
+  | { screen: 'new-entity' }
+  | { screen: 'entity'; uri: string }
+  | { screen: 'playground' }
+  | { screen: 'live' };
+
+export function parseRoute(hash: string): Route {
+  const [first = '', ...rest] = hash.replace(/^#\/?/, '').split('/');
+  const argument = decodeURIComponent(rest.join('/'));
+  switch (first) {
+    case 'policies':
+      return argument === 'new' ? { screen: 'new-policy' } : argument === 'simple' ? { screen: 'simple-policy' } : { screen: 'policies' };
+    case 'policy':
+      return argument === '' ? { screen: 'policies' } : { screen: 'policy', name: argument };
+    case 'registry':
+      return argument === 'new' ? { screen: 'new-entity' } : { screen: 'registry' };
+    case 'entity':
+      return argument === '' ? { screen: 'registry' } : { screen: 'entity', uri: argument };
+    case 'playground':
+      return { screen: 'playground' };
+    case 'live':
+      return { screen: 'live' };
+    default:
+      return { screen: 'policies' };
+  }
+}
+
+export const links = {
+  policies: '#/policies',
+  newPolicy: '#/policies/new',
+  simplePolicy: '#/policies/simple',
+  policy: (name: string) => `#/policy/${encodeURIComponent(name)}`,
+  registry: '#/registry',
+  newEntity: '#/registry/new',
+  entity: (uri: string) => `#/entity/${encodeURIComponent(uri)}`,
+  playground: '#/playground',
+  live: '#/live',
+};
+
+export function go(link: string): void {
+  location.hash = link;
+}

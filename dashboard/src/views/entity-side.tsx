@@ -1,0 +1,58 @@
+/** A principal or a resource of a check request: a registered uri, attributes typed as JSON, or both. */
+import { TextArea, TextField } from '../components.js';
+import { parseAttributes, type JsonValue } from '../json-text.js';
+
+export interface SideDraft {
+  uri: string;
+  attributes: string;
+}
+
+export const emptySide = (): SideDraft => ({ uri: '', attributes: '' });
+
+export interface SideReference {
+  uri?: string;
+  attributes?: Record<string, JsonValue>;
+}
+
+/** The side as the API takes it, or the message for its attributes field. */
+export function sideReference(side: SideDraft): { ok: true; reference: SideReference } | { ok: false; message: string } {
+  const attributes = parseAttributes(side.attributes);
+  if (!attributes.ok) return { ok: false, message: attributes.message };
+  const reference: SideReference = {};
+  if (side.uri.trim() !== '') reference.uri = side.uri.trim();
+  if (attributes.value !== undefined) reference.attributes = attributes.value;
+  return { ok: true, reference };
+}
+
+interface EntitySideProps {
+  legend: 'Principal' | 'Resource';
+  side: SideDraft;
+  onChange: (side: SideDraft) => void;
+  errors: { uri?: string; attributes?: string; side?: string };
+  example: string;
+}
+
+export function EntitySide({ legend, side, onChange, errors, example }: EntitySideProps) {
+  return (
+    <fieldset>
+      <legend>{legend}</legend>
+      {errors.side !== undefined && <p class="field-error">{errors.side}</p>}
+      <TextField
+        label={`${legend} URI`}
+        value={side.uri}
+        onValue={(uri) => onChange({ ...side, uri })}
+        error={errors.uri}
+        hint="Optional: a registered entity's uri."
+        placeholder={legend === 'Principal' ? 'user:alice' : 'laptop:42'}
+      />
+      <TextArea
+        label={`${legend} attributes (JSON object)`}
+        rows={3}
+        value={side.attributes}
+        onValue={(attributes) => onChange({ ...side, attributes })}
+        error={errors.attributes}
+        placeholder={example}
+      />
+    </fieldset>
+  );
+}

@@ -1,0 +1,170 @@
+/** Try decisions: one check composed in a form, or a bulk of checks pasted as JSON. */
+import { useState } from 'preact/hooks';
+import { ApiError, call } from '../api.js';
+import { Alerts, TextArea, TextField } from '../components.js';
+import { actionOf, sideSummary } from '../check-summary.js';
+import { placeIssues } from '../issues.js';
+import { EntitySide, emptySide, sideReference } from './entity-side.js';
+
+interface Decision {
+  allowed: boolean;
+  reason: string;
+}
+
+const FIELDS = ['principal', 'principal.uri', 'principal.attributes', 'resource', 'resource.uri', 'resource.attributes', 'action'];
+
+const BULK_EXAMPLE = `[
+  {"principal": {"uri": "user:alice"}, "resource": {"attributes": {"kind": "laptop"}}, "action": "administer"},
+  {"principal": {"attributes": {"department": "hr"}}, "resource": {"attributes": {"kind": "hr-record"}}, "action": "read"}
+]`;
+
+function DecisionBadge({ allowed }: { allowed: boolean }) {
+  return <strong class={allowed ? 'badge allowed' : 'badge denied'}>{allowed ? 'Allowed' : 'Denied'}</strong>;
+}
+
+function SingleCheck() {
+  const [principal, setPrincipal] = useState(emptySide());
+  const [resource, setResource] = useState(emptySide());
+  const [action, setAction] = useState('');
+  const [errors, setErrors] = useState<Record<string, string>>({});
+  const [alerts, setAlerts] = useState<string[]>([]);
+  const [decision, setDecision] = useState<Decision | undefined>(undefined);
+
+  const run = async (event: Event) => {
+    event.preventDefault();
+    setAlerts([]);
+    setDecision(undefined);
+    const principalReference = sideReference(principal);
+    const resourceReference = sideReference(resource);
+    const local: Record<string, string> = {};
+    if (!principalReference.ok) local['principal.attributes'] = principalReference.message;
+    if (!resourceReference.ok) local['resource.attributes'] = resourceReference.message;
+    setErrors(local);
+    if (!principalReference.ok || !resourceReference.ok) return;
+    const body = { principal: principalReference.reference, resource: resourceReference.reference, action: action.trim() === '' ? undefined : action.trim() };
+    try {
+      setDecision(await call<Decision>('POST', '/check', body));
+    } catch (error) {
+      if (error instanceof ApiError && error.issues.length > 0) {
+        const placed = placeIssues(error.issues, FIELDS);
+        setErrors(placed.byField);
+        setAlerts(placed.unplaced);
+      } else setAlerts([(error as Error).message]);
+    }
+  };
+
+  return (
+    <form onSubmit={run} noValidate aria-labelledby="single-check">
+      <h2 id="single-check">Check</h2>
+      <div class="two-columns">
+        <EntitySide
+          legend="Principal"
+          side={principal}
+          onChange={setPrincipal}
+          errors={{ side: errors.principal, uri: errors['principal.uri'], attributes: errors['principal.attributes'] }}
+          example='{"department": "it"}'
+        />
+        <EntitySide
+          legend="Resource"
+          side={resource}
+          onChange={setResource}
+          errors={{ side: errors.resource, uri: errors['resource.uri'], attributes: errors['resource.attributes'] }}
+          example='{"kind": "laptop"}'
+        />
+      </div>
+      <div class="row">
+        <TextField label="Action" value={action} onValue={setAction} error={errors.action} hint="Defaults to access." placeholder="administer" />
+      </div>
+      <div class="actions">
+        <button type="submit" class="primary">
+          Run check
+        </button>
+      </div>
+      <Alerts messages={alerts} />
+      <div aria-live="polite">
+        {decision !== undefined && (
+          <p class="decision">
+            <DecisionBadge allowed={decision.allowed} /> <span class="reason">{decision.reason}</span>
+          </p>
+        )}
+      </div>
+    </form>
+  );
+}
+
+function BulkCheck() {
+  const [text, setText] = useState(BULK_EXAMPLE);
+  const [error, setError] = useState<string | undefined>(undefined);
+  const [results, setResults] = useState<{ requests: unknown[]; decisions: Decision[] } | undefined>(undefined);
+
+  const run = async (event: Event) => {
+    event.preventDefault();
+    setError(undefined);
+    setResults(undefined);
+    let requests: unknown;
+    try {
+      requests = JSON.parse(text);
+    } catch (problem) {
+      return setError(`The JSON does not parse: ${(problem as Error).message}`);
+    }
+    if (!Array.isArray(requests)) return setError('A bulk is a JSON list of check requests: [ {...}, {...} ]');
+    try {
+      setResults({ requests, decisions: await call<Decision[]>('POST', '/check/bulk', requests) });
+    } catch (problem) {
+      const issues = problem instanceof ApiError ? problem.issues : [];
+      setError(issues.length > 0 ? issues.map((issue) => `${issue.loc.slice(1).join('.')}: ${issue.msg}`).join('; ') : (problem as Error).message);
+    }
+  };
+
+  return (
+    <form onSubmit={run} noValidate aria-labelledby="bulk-check">
+      <h2 id="bulk-check">Bulk check</h2>
+      <TextArea label="Check requests (JSON list)" rows={6} value={text} onValue={setText} error={error} />
+      <div class="actions">
+        <button type="submit" class="primary">
+          Run bulk
+        </button>
+      </div>
+      {results !== undefined && (
+        <table>
+          <caption>{results.decisions.length} decisions</caption>
+          <thead>
+            <tr>
+              <th scope="col">#</th>
+              <th scope="col">Principal</th>
+              <th scope="col">Resource</th>
+              <th scope="col">Action</th>
+              <th scope="col">Decision</th>
+              <th scope="col">Reason</th>
+            </tr>
+          </thead>
+          <tbody>
+            {results.decisions.map((decision, index) => (
+              <tr key={index}>
+                <td>{index + 1}</td>
+                <td class="mono">{sideSummary(results.requests[index], 'principal')}</td>
+                <td class="mono">{sideSummary(results.requests[index], 'resource')}</td>
+                <td>{actionOf(results.requests[index])}</td>
+                <td>
+                  <DecisionBadge allowed={decision.allowed} />
+                </td>
+                <td>{decision.reason}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </form>
+  );
+}
+
+export function Playground() {
+  return (
+    <section>
+      <h1 tabIndex={-1}>Playground</h1>
+      <p>Decisions here are real checks against the current policies and registry; they change nothing.</p>
+      <SingleCheck />
+      <BulkCheck />
+    </section>
+  );
+}

@@ -1,0 +1,79 @@
+/** The quick form: a one-rule allow policy from a principal, a resource and an action. */
+import { useState } from 'preact/hooks';
+import { ApiError, call } from '../api.js';
+import { Alerts, TextField } from '../components.js';
+import { placeIssues } from '../issues.js';
+import type { Policy } from '../policy-draft.js';
+import { go, links } from '../routes.js';
+import { EntitySide, emptySide, sideReference } from './entity-side.js';
+
+const FIELDS = ['name', 'action', 'principal', 'principal.uri', 'principal.attributes', 'resource', 'resource.uri', 'resource.attributes'];
+
+export function SimplePolicy() {
+  const [name, setName] = useState('');
+  const [principal, setPrincipal] = useState(emptySide());
+  const [resource, setResource] = useState(emptySide());
+  const [action, setAction] = useState('');
+  const [errors, setErrors] = useState<Record<string, string>>({});
+  const [alerts, setAlerts] = useState<string[]>([]);
+
+  const create = async (event: Event) => {
+    event.preventDefault();
+    setAlerts([]);
+    const principalReference = sideReference(principal);
+    const resourceReference = sideReference(resource);
+    const local: Record<string, string> = {};
+    if (!principalReference.ok) local['principal.attributes'] = principalReference.message;
+    if (!resourceReference.ok) local['resource.attributes'] = resourceReference.message;
+    setErrors(local);
+    if (!principalReference.ok || !resourceReference.ok) return;
+    const body = { principal: principalReference.reference, resource: resourceReference.reference, action: action.trim() === '' ? undefined : action.trim() };
+    try {
+      const policy = await call<Policy>('POST', `/admin/policies/simple?name=${encodeURIComponent(name)}`, body);
+      go(links.policy(policy.name));
+    } catch (error) {
+      if (error instanceof ApiError && error.issues.length > 0) {
+        const placed = placeIssues(error.issues, FIELDS);
+        setErrors(placed.byField);
+        setAlerts(placed.unplaced);
+      } else setAlerts([(error as Error).message]);
+    }
+  };
+
+  return (
+    <section class="narrow">
+      <div class="heading-row">
+        <h1 tabIndex={-1}>Simple policy</h1>
+        <a href={links.policies}>All policies</a>
+      </div>
+      <p>
+        One rule that allows an action when the principal and the resource have these attributes (each one becomes an
+        <code>==</code> condition). Everything else is denied by default.
+      </p>
+      <Alerts messages={alerts} />
+      <form onSubmit={create} noValidate>
+        <TextField label="Policy name" value={name} onValue={setName} error={errors.name} placeholder="hr-records" />
+        <EntitySide
+          legend="Principal"
+          side={principal}
+          onChange={setPrincipal}
+          errors={{ side: errors.principal, uri: errors['principal.uri'], attributes: errors['principal.attributes'] }}
+          example='{"department": "hr"}'
+        />
+        <EntitySide
+          legend="Resource"
+          side={resource}
+          onChange={setResource}
+          errors={{ side: errors.resource, uri: errors['resource.uri'], attributes: errors['resource.attributes'] }}
+          example='{"kind": "hr-record"}'
+        />
+        <TextField label="Action" value={action} onValue={setAction} error={errors.action} hint="Defaults to access." placeholder="read" />
+        <div class="actions">
+          <button type="submit" class="primary">
+            Create simple policy
+          </button>
+        </div>
+      </form>
+    </section>
+  );
+}

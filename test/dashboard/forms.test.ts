@@ -1,0 +1,72 @@
+import t from 'tap';
+import { placeIssues } from '../../dashboard/src/issues.js';
+import { draftFieldKeys, draftFromPolicy, emptyPolicy, policyFromDraft, policyMatches } from '../../dashboard/src/policy-draft.js';
+import { parseAttributes } from '../../dashboard/src/json-text.js';
+
+const POLICY = {
+  version: '1.0',
+  name: 'it-desk',
+  description: 'IT staff administer laptops',
+  rules: [
+    {
+      name: 'it-admins',
+      effect: 'allow',
+      principal_conditions: [{ path: 'attributes.department', operator: '==', value: 'it' }],
+      resource_conditions: [{ path: 'attributes.level', operator: 'gte', value: 3 }],
+      actions: ['administer', 'read'],
+    },
+  ],
+  default_effect: 'deny',
+};
+
+t.test('a policy survives the editor: values shown as JSON text come back with their JSON types', async (t) => {
+  const draft = draftFromPolicy(POLICY);
+  t.equal(draft.rules[0]!.principal_conditions[0]!.value, '"it"');
+  t.equal(draft.rules[0]!.resource_conditions[0]!.value, '3');
+  t.equal(draft.rules[0]!.actions, 'administer, read');
+  const { version: _, ...sent } = POLICY;
+  t.same(policyFromDraft(draft), { ok: true, policy: sent });
+});
+
+t.test('a value that is not JSON is reported on its own field', async (t) => {
+  const draft = emptyPolicy();
+  draft.rules[0]!.principal_conditions[0]!.value = 'it';
+  draft.rules[0]!.resource_conditions[0]!.value = '"laptop"';
+  const converted = policyFromDraft(draft);
+  t.equal(converted.ok, false);
+  if (!converted.ok) t.same(Object.keys(converted.errors), ['rules.0.principal_conditions.0.value']);
+});
+
+t.test('server messages go to the field their loc names, or to the nearest shown field holding it', async (t) => {
+  const fields = draftFieldKeys(draftFromPolicy(POLICY));
+  const placed = placeIssues(
+    [
+      { loc: ['body', 'rules', 0, 'principal_conditions', 0, 'operator'], msg: 'must be one of: "=="' },
+      { loc: ['body', 'rules', 0, 'actions'], msg: 'must NOT have fewer than 1 items' },
+      { loc: ['body', 'rules', 0, 'resource_conditions', 0, 'value', 'deep'], msg: 'odd' },
+      { loc: ['query', 'name'], msg: 'no letters' },
+      { loc: ['body', 'surprise'], msg: 'Extra inputs are not permitted' },
+    ],
+    fields,
+  );
+  t.same(placed.byField, {
+    'rules.0.principal_conditions.0.operator': 'must be one of: "=="',
+    'rules.0.actions': 'must NOT have fewer than 1 items',
+    'rules.0.resource_conditions.0.value': 'odd',
+    name: 'no letters',
+  });
+  t.same(placed.unplaced, ['surprise: Extra inputs are not permitted']);
+});
+
+t.test('search matches names, descriptions, rule names and actions, ignoring case', async (t) => {
+  t.ok(policyMatches(POLICY, 'LAPTOPS'));
+  t.ok(policyMatches(POLICY, 'administer'));
+  t.notOk(policyMatches(POLICY, 'hr'));
+});
+
+t.test('attributes are a JSON object; empty text is none', async (t) => {
+  t.same(parseAttributes('{"department": "it"}'), { ok: true, value: { department: 'it' } });
+  t.same(parseAttributes('  '), { ok: true, value: undefined });
+  t.equal(parseAttributes('["it"]').ok, false);
+  t.equal(parseAttributes('{department: it}').ok, false);
+});

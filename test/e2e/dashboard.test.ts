@@ -1,0 +1,311 @@
+import t from 'tap';
+import type { Browser, Page } from 'playwright-core';
+import { startServer, type TestServer } from '../helpers/server.js';
+import { chromiumMissing, launchChromium, openDashboard, screenshot} from '../helpers/browser.js';
+
+/**
+ * The dashboard in a real headless Chromium against a real Verdict: README's first example done
+ * from the dashboard alone (policy by form and by the simple form, an entity, allowed and denied
+ * checks), then editing and deleting, and the admin key prompt.
+ */
+
+const missing = chromiumMissing();
+if (missing !== undefined) {
+  t.plan(0, `dashboard end-to-end tests skipped: ${missing}`);
+} else {
+  await run();
+}
+
+const heading = (page: Page, name: string) => page.getByRole('heading', { level: 1, name, exact: true });
+const field = (page: Page, label: string) => page.getByLabel(label, { exact: true });
+
+async function conditionFields(page: Page, side: 'Principal conditions' | 'Resource conditions', path: string, value: string) {
+  const group = page.getByRole('group', { name: 'Rule 1' }).getByRole('group', { name: side });
+  await group.getByLabel('Path', { exact: true }).fill(path);
+  await group.getByLabel('Operator', { exact: true }).selectOption('==');
+  await group.getByLabel('Value (JSON)', { exact: true }).fill(value);
+}
+
+async function runCheck(page: Page, check: { principalUri?: string; principalAttributes?: string; resourceAttributes: string; action: string }) {
+  await field(page, 'Principal URI').fill(check.principalUri ?? '');
+  await field(page, 'Principal attributes (JSON object)').fill(check.principalAttributes ?? '');
+  await field(page, 'Resource attributes (JSON object)').fill(check.resourceAttributes);
+  await field(page, 'Action').fill(check.action);
+  await page.getByRole('button', { name: 'Run check' }).click();
+}
+
+async function run() {
+  let chromium: Browser;
+  let server: TestServer;
+  t.before(async () => {
+    chromium = await launchChromium();
+  });
+  t.teardown(async () => {
+    await chromium.close();
+  });
+
+  t.test('a new operator reproduces the first example from the dashboard alone', async (t) => {
+    server = await startServer();
+    t.teardown(() => server.close());
+    const { page, context, foreignRequests } = await openDashboard(chromium, server.url);
+    t.teardown(() => context.close());
+
+    await t.test('create a policy through the form', async (t) => {
+      await heading(page, 'Policies').waitFor();
+      await page.getByRole('link', { name: 'New policy' }).click();
+      await heading(page, 'New policy').waitFor();
+      await field(page, 'Policy name').fill('IT desk');
+      await field(page, 'Description').fill('IT staff administer laptops');
+      await field(page, 'Rule name').fill('IT admins');
+      await field(page, 'Actions').fill('administer');
+      await conditionFields(page, 'Principal conditions', 'attributes.department', '"it"');
+      await conditionFields(page, 'Resource conditions', 'attributes.kind', '"laptop"');
+      await page.getByRole('button', { name: 'Create policy' }).click();
+      await heading(page, 'Policy it-desk').waitFor();
+      await screenshot(page, 'policy-editor');
+      const stored = await server.call('GET', '/admin/policies/it-desk');
+      t.same(stored.body.rules, [
+        {
+          name: 'it-admins',
+          effect: 'allow',
+          principal_conditions: [{ path: 'attributes.department', operator: '==', value: 'it' }],
+          resource_conditions: [{ path: 'attributes.kind', operator: '==', value: 'laptop' }],
+          actions: ['administer'],
+        },
+      ]);
+    });
+
+    await t.test('server validation messages appear by the field they concern', async (t) => {
+      await page.getByRole('link', { name: 'Policies', exact: true }).click();
+      await page.getByRole('link', { name: 'New policy' }).click();
+      await field(page, 'Policy name').fill('broken');
+      await field(page, 'Rule name').fill('no actions');
+      await conditionFields(page, 'Principal conditions', 'attributes.department', 'it');
+      await conditionFields(page, 'Resource conditions', 'attributes.kind', '"laptop"');
+      await page.getByRole('button', { name: 'Create policy' }).click();
+      const value = page.getByRole('group', { name: 'Principal conditions' }).getByLabel('Value (JSON)', { exact: true });
+      t.equal(await value.getAttribute('aria-invalid'), 'true', 'a value that is not JSON is marked');
+      await page.getByText('Not valid JSON: put text in double quotes').waitFor();
+
+      await value.fill('"it"');
+      await page.getByRole('button', { name: 'Create policy' }).click();
+      await page.getByText('must NOT have fewer than 1 items').waitFor();
+      t.equal(await field(page, 'Actions').getAttribute('aria-invalid'), 'true', 'the empty action list is marked');
+      t.equal(await value.getAttribute('aria-invalid'), 'false');
+      await screenshot(page, 'policy-validation');
+      t.equal((await server.call('GET', '/admin/policies/broken')).status, 404, 'nothing was stored');
+    });
+
+    await t.test('create the HR policy with the simple form, then find it by search', async (t) => {
+      await page.getByRole('link', { name: 'Policies', exact: true }).click();
+      await page.getByRole('link', { name: 'Simple policy' }).click();
+      await field(page, 'Policy name').fill('hr-records');
+      await field(page, 'Principal attributes (JSON object)').fill('{"department": "hr"}');
+      await field(page, 'Resource attributes (JSON object)').fill('{"kind": "hr-record"}');
+      await field(page, 'Action').fill('read');
+      await page.getByRole('button', { name: 'Create simple policy' }).click();
+      await heading(page, 'Policy hr-records').waitFor();
+
+      await page.getByRole('link', { name: 'Policies', exact: true }).click();
+      await page.getByRole('link', { name: 'hr-records' }).waitFor();
+      t.equal(await page.getByRole('row').count(), 3, 'a header and two policies');
+      await field(page, 'Search policies').fill('laptops');
+      await page.getByText('1 of 2 shown.').waitFor();
+      t.equal(await page.getByRole('link', { name: 'it-desk' }).count(), 1);
+      t.equal(await page.getByRole('link', { name: 'hr-records' }).count(), 0);
+      await screenshot(page, 'policies');
+    });
+
+    await t.test('register an entity', async (t) => {
+      await page.getByRole('link', { name: 'Registry' }).click();
+      await page.getByRole('link', { name: 'Register entity' }).click();
+      await field(page, 'URI').fill('user:alice');
+      await field(page, 'Type').selectOption('principal');
+      await field(page, 'Attributes (JSON object)').fill('{"department": "it"}');
+      await page.getByRole('button', { name: 'Register entity' }).click();
+      await heading(page, 'Entity user:alice').waitFor();
+      t.same((await server.call('GET', '/admin/fetchers/registry/entities/user%3Aalice')).body.attributes.map((a: { key: string; value: unknown }) => [a.key, a.value]), [['department', 'it']]);
+
+      await page.getByRole('link', { name: 'Registry', exact: true }).first().click();
+      await page.getByText('Showing 1–1 of 1 entities').waitFor();
+      await field(page, 'Find by uri').fill('user:bob');
+      await page.getByRole('button', { name: 'Find' }).click();
+      await page.getByText('No entity has the uri user:bob.').waitFor();
+      await field(page, 'Find by uri').fill('user:alice');
+      await page.getByRole('button', { name: 'Find' }).click();
+      await heading(page, 'Entity user:alice').waitFor();
+      await page.getByRole('link', { name: 'Registry', exact: true }).first().click();
+      await page.getByText('Showing 1–1 of 1 entities').waitFor();
+      await screenshot(page, 'registry');
+    });
+
+    await t.test('allowed and denied checks in the playground, and a bulk as a table', async (t) => {
+      await page.getByRole('link', { name: 'Playground' }).click();
+      await runCheck(page, { principalUri: 'user:alice', resourceAttributes: '{"kind": "laptop"}', action: 'administer' });
+      await page.getByText('Rule it-admins allowed the action in policy it-desk').waitFor();
+      t.equal(await page.locator('.decision .badge').textContent(), 'Allowed');
+
+      await runCheck(page, { principalUri: 'user:alice', resourceAttributes: '{"kind": "hr-record"}', action: 'read' });
+      await page.getByText('Action denied by default effect').waitFor();
+      t.equal(await page.locator('.decision .badge').textContent(), 'Denied');
+
+      await runCheck(page, { principalAttributes: '{"department": "hr"}', resourceAttributes: '{"kind": "hr-record"}', action: 'read' });
+      await page.getByText('Rule hr-records allowed the action in policy hr-records').waitFor();
+
+      await runCheck(page, { principalUri: 'user:alice', principalAttributes: '{"department": "hr"}', resourceAttributes: '{"kind": "hr-record"}', action: 'read' });
+      await page.getByRole('alert').getByText("For entity 'user:alice', attribute 'department' has more than one value").waitFor();
+
+      await page.getByRole('button', { name: 'Run bulk' }).click();
+      await page.getByRole('table').getByText('Rule it-admins allowed the action in policy it-desk').waitFor();
+      const rows = page.getByRole('table').getByRole('row');
+      t.equal(await rows.count(), 3, 'a header and one row per check');
+      t.match(await rows.nth(2).textContent(), /Allowed.*Rule hr-records allowed the action in policy hr-records/);
+      await screenshot(page, 'playground');
+    });
+
+    await t.test('edit an entity and a policy', async (t) => {
+      await page.goto(`${server.url}/dashboard/#/entity/user%3Aalice`);
+      await field(page, 'Edit attributes (JSON object)').fill('{"level": 3}');
+      await page.getByRole('button', { name: 'Save attributes' }).click();
+      await page.getByText('Attributes merged.').waitFor();
+      const merged = await server.call('GET', '/admin/fetchers/registry/entities/user%3Aalice');
+      t.same(Object.fromEntries(merged.body.attributes.map((a: { key: string; value: unknown }) => [a.key, a.value])), { department: 'it', level: 3 });
+
+      await field(page, 'Edit attributes (JSON object)').fill('{"department": "hr"}');
+      await page.getByLabel('Replace: these become all the attributes').check();
+      await page.getByRole('button', { name: 'Save attributes' }).click();
+      await page.getByText('Attributes replaced.').waitFor();
+      const replaced = await server.call('GET', '/admin/fetchers/registry/entities/user%3Aalice');
+      t.same(replaced.body.attributes.map((a: { key: string }) => a.key), ['department']);
+
+      await page.goto(`${server.url}/dashboard/#/policy/it-desk`);
+      await heading(page, 'Policy it-desk').waitFor();
+      await field(page, 'Actions').fill('administer, reboot');
+      await page.getByRole('button', { name: 'Save policy' }).click();
+      await page.getByText('Saved policy it-desk.').waitFor();
+      t.same((await server.call('GET', '/admin/policies/it-desk')).body.rules[0].actions, ['administer', 'reboot']);
+
+      await page.getByRole('button', { name: 'JSON', exact: true }).click();
+      const json = JSON.parse(await field(page, 'Policy JSON').inputValue());
+      t.equal(json.default_effect, 'deny', 'the JSON view shows the policy');
+      await field(page, 'Policy JSON').fill(JSON.stringify({ ...json, default_effect: 'allow' }));
+      await page.getByRole('button', { name: 'Save policy' }).click();
+      await page.getByText('Saved policy it-desk.').waitFor();
+      t.equal((await server.call('GET', '/admin/policies/it-desk')).body.default_effect, 'allow', 'saved from the JSON view');
+    });
+
+    await t.test('delete a policy and an entity, after confirming', async (t) => {
+      await page.goto(`${server.url}/dashboard/#/policy/hr-records`);
+      await heading(page, 'Policy hr-records').waitFor();
+      await page.getByRole('button', { name: 'Delete' }).click();
+      await page.getByRole('button', { name: 'Cancel' }).click();
+      t.equal((await server.call('GET', '/admin/policies/hr-records')).status, 200, 'cancel keeps it');
+      await page.getByRole('button', { name: 'Delete' }).click();
+      await page.getByRole('button', { name: 'Yes, delete' }).click();
+      await heading(page, 'Policies').waitFor();
+      t.equal((await server.call('GET', '/admin/policies/hr-records')).status, 404);
+
+      await page.goto(`${server.url}/dashboard/#/entity/user%3Aalice`);
+      await heading(page, 'Entity user:alice').waitFor();
+      await page.getByRole('button', { name: 'Delete' }).click();
+      await page.getByRole('button', { name: 'Yes, delete' }).click();
+      await heading(page, 'Registry').waitFor();
+      await page.getByText('Showing none of 0 entities').waitFor();
+      t.equal((await server.call('GET', '/admin/fetchers/registry/entities/user%3Aalice')).status, 404);
+    });
+
+    await t.test("the live view shows the snapshot revision and the server's decision counters", async (t) => {
+      await page.getByRole('link', { name: 'Live' }).click();
+      await heading(page, 'Live').waitFor();
+      const decisions = (label: string) => page.locator('.tile', { has: page.getByText(label, { exact: true }) }).locator('dd');
+      await decisions('Allowed').waitFor();
+      // The flow above made allowed and denied checks: the server's /metrics counted them.
+      t.match(await decisions('Allowed').textContent(), /^[1-9]\d* \(\d+%\)$/);
+      t.match(await decisions('Denied').textContent(), /^[1-9]\d* \(\d+%\)$/);
+      t.equal(await page.getByText('Metrics unavailable').count(), 0);
+      const revision = String((await server.call('GET', '/health')).body.revision);
+      const tile = page.locator('.tile', { hasText: 'Snapshot revision' }).locator('dd');
+      await page.waitForFunction(([expected]) => document.querySelector('.tile dd')?.textContent === expected, [revision]);
+      t.equal(await tile.textContent(), revision);
+      await screenshot(page, 'live');
+    });
+
+    t.same(foreignRequests, [], 'the dashboard asked nothing of any other host');
+  });
+
+  t.test('with authentication on, the key is asked for once and a wrong one is refused clearly', async (t) => {
+    server = await startServer({ adminAuthRequired: true, adminApiKey: 'open sesame' });
+    t.teardown(() => server.close());
+    const { page, context } = await openDashboard(chromium, server.url);
+    t.teardown(() => context.close());
+
+    await heading(page, 'Admin key').waitFor();
+    await field(page, 'Admin API key').fill('wrong key');
+    await page.getByRole('button', { name: 'Continue' }).click();
+    await page.getByRole('alert').getByText('Wrong admin key').waitFor();
+    await screenshot(page, 'key-refused');
+
+    await field(page, 'Admin API key').fill('open sesame');
+    await page.getByRole('button', { name: 'Continue' }).click();
+    await heading(page, 'Policies').waitFor();
+    await page.reload();
+    await heading(page, 'Policies').waitFor();
+    t.pass('the key is kept for the tab across a reload');
+
+    await page.getByRole('button', { name: 'Forget key' }).click();
+    await heading(page, 'Admin key').waitFor();
+    t.equal(await page.getByRole('alert').count(), 0, 'forgetting is not an error');
+  });
+
+  t.test('the live view reads decisions and latency from Prometheus metrics when the server serves them', async (t) => {
+    server = await startServer();
+    t.teardown(() => server.close());
+    const { page, context } = await openDashboard(chromium, server.url);
+    t.teardown(() => context.close());
+    // GET /metrics is another branch's work; until it lands, the page is given what it will serve.
+    await context.route(`${server.url}/metrics`, (route) =>
+      route.fulfill({
+        contentType: 'text/plain; version=0.0.4',
+        body: [
+          'verdict_decisions_total{allowed="true"} 30',
+          'verdict_decisions_total{allowed="false"} 10',
+          'verdict_decision_duration_seconds_bucket{le="0.001"} 20',
+          'verdict_decision_duration_seconds_bucket{le="0.01"} 40',
+          'verdict_decision_duration_seconds_bucket{le="+Inf"} 40',
+        ].join('\n'),
+      }),
+    );
+    await page.goto(`${server.url}/dashboard/#/live`);
+    await heading(page, 'Live').waitFor();
+    const tile = (label: string) => page.locator('.tile', { has: page.getByText(label, { exact: true }) }).locator('dd');
+    await tile('Allowed').waitFor();
+    t.equal(await tile('Allowed').textContent(), '30 (75%)');
+    t.equal(await tile('Denied').textContent(), '10 (25%)');
+    t.equal(await tile('Latency p50').textContent(), '1.00 ms');
+    t.equal(await page.getByText('Metrics unavailable').count(), 0);
+    await screenshot(page, 'live-metrics');
+  });
+
+  t.test('the keyboard reaches every section, with a visible focus ring', async (t) => {
+    server = await startServer();
+    t.teardown(() => server.close());
+    const { page, context } = await openDashboard(chromium, server.url);
+    t.teardown(() => context.close());
+    await heading(page, 'Policies').waitFor();
+    const focused = () =>
+      page.evaluate(() => {
+        const element = document.activeElement as HTMLElement;
+        return { text: element.textContent, outline: getComputedStyle(element).outlineStyle };
+      });
+
+    await page.keyboard.press('Tab');
+    t.same(await focused(), { text: 'Skip to content', outline: 'solid' });
+    for (const section of ['Policies', 'Registry', 'Playground', 'Live']) {
+      await page.keyboard.press('Tab');
+      t.same(await focused(), { text: section, outline: 'solid' }, `${section} is next in the navigation, focus visible`);
+    }
+    await page.keyboard.press('Enter');
+    await heading(page, 'Live').waitFor();
+    t.equal(await page.evaluate(() => document.activeElement?.tagName), 'H1', 'a new screen starts at its heading');
+  });
+}

@@ -1,0 +1,62 @@
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+
+/** Debian's chromium package; CHROMIUM_PATH names another build. */
+export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+
+// Compiled to dist/test/helpers/; screenshots go to the source tree's test/artifacts/ (not committed).
+const ARTIFACTS = fileURLToPath(new URL('../../../test/artifacts/', import.meta.url));
+
+export function chromiumMissing(): string | undefined {
+  return existsSync(CHROMIUM_PATH) ? undefined : `no Chromium at ${CHROMIUM_PATH} (apt-get install chromium, or set CHROMIUM_PATH)`;
+}
+
+/**
+ * A real headless Chromium with no background traffic. Playwright gives each launch a fresh
+ * temporary profile (its own --user-data-dir) and removes it on close.
+ */
+export function launchChromium(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: CHROMIUM_PATH,
+    headless: true,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
+}
+
+export interface DashboardPage {
+  page: Page;
+  context: BrowserContext;
+  /** Every request the page tried to send anywhere but `origin` (they are refused). */
+  foreignRequests: string[];
+}
+
+/** A new tab (own sessionStorage) at 1280×800 that may talk to `origin` only. */
+export async function openDashboard(browser: Browser, origin: string): Promise<DashboardPage> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const foreignRequests: string[] = [];
+  await context.route('**/*', (route) => {
+    const url = route.request().url();
+    if (url.startsWith(`${origin}/`) || url.startsWith('data:')) return route.continue();
+    foreignRequests.push(url);
+    return route.abort();
+  });
+  const page = await context.newPage();
+  await page.goto(`${origin}/dashboard`);
+  return { page, context, foreignRequests };
+}
+
+export async function screenshot(page: Page, name: string): Promise<void> {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
+}
