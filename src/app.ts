@@ -43,7 +43,11 @@ export async function buildApp(config: Config): Promise<FastifyInstance> {
     config.evaluation === 'inline'
       ? undefined
       : {
-          bulk: new BulkPool(config.workers, snapshots, config.bulkCheckMaxRequests),
+          bulk: new BulkPool(config.workers, snapshots, {
+            bulkCheckMaxRequests: config.bulkCheckMaxRequests,
+            maxJsonDepth: config.maxJsonDepth,
+            maxStringLength: config.maxStringLength,
+          }),
           minimumBodyLength: config.evaluation === 'pool' ? 0 : POOL_MINIMUM_BODY_LENGTH,
         };
   const context: AppContext = {
@@ -51,7 +55,7 @@ export async function buildApp(config: Config): Promise<FastifyInstance> {
     snapshots,
     pool,
     checks: new CheckService(snapshots, registered),
-    policies: new PolicyService(store, snapshots),
+    policies: new PolicyService(store, snapshots, config),
     registry: new RegistryService(store, (uri) => entities.invalidate(uri)),
   };
 
@@ -62,6 +66,7 @@ export async function buildApp(config: Config): Promise<FastifyInstance> {
     },
     // Per-request log lines only when asked for: the hot path stays free of logging by default.
     logController: new LogController({ disableRequestLogging: !['debug', 'trace'].includes(config.logLevel) }),
+    bodyLimit: config.bodyLimit,
     onProtoPoisoning: 'ignore',
     onConstructorPoisoning: 'ignore',
     routerOptions: { maxParamLength: MAX_PATH_PARAMETER_LENGTH },
@@ -80,7 +85,7 @@ export async function buildApp(config: Config): Promise<FastifyInstance> {
 
   installValidators(app);
   installErrorHandling(app);
-  installJsonBodyParser(app);
+  installJsonBodyParser(app, config);
   await registerDocs(app);
 
   // Which policy snapshot answered: after an admin write, the revision that includes it.

@@ -17,6 +17,17 @@ export interface Config {
   /** Only read when adminAuthRequired; never logged. */
   adminApiKey: string;
   bulkCheckMaxRequests: number;
+  /** Largest request body in bytes; a bigger one is answered 413. */
+  bodyLimit: number;
+  /** Deepest nesting of lists and objects in a request body. */
+  maxJsonDepth: number;
+  /** Longest string in a request body, keys included, in UTF-16 code units. */
+  maxStringLength: number;
+  maxRulesPerPolicy: number;
+  /** Principal and resource conditions of one rule together. */
+  maxConditionsPerRule: number;
+  /** Largest `limit` of a registry list. */
+  maxPageSize: number;
   registryEnabled: boolean;
   /** Most registry entities whose attributes the front process keeps in memory. */
   entityCacheSize: number;
@@ -42,6 +53,12 @@ export const DEFAULT_CONFIG: Config = {
   adminAuthRequired: false,
   adminApiKey: '',
   bulkCheckMaxRequests: 1000,
+  bodyLimit: 1024 * 1024,
+  maxJsonDepth: 100,
+  maxStringLength: 65_536,
+  maxRulesPerPolicy: 1000,
+  maxConditionsPerRule: 256,
+  maxPageSize: 1000,
   registryEnabled: true,
   entityCacheSize: 100_000,
   processes: 1,
@@ -79,6 +96,42 @@ export const START_OPTIONS = {
     env: 'BULK_CHECK_MAX_REQUESTS',
     help: 'most checks accepted in one POST /check/bulk',
     default: String(DEFAULT_CONFIG.bulkCheckMaxRequests),
+  },
+  'body-limit': {
+    type: 'string',
+    env: 'BODY_LIMIT',
+    help: 'largest request body in bytes (413 beyond it)',
+    default: String(DEFAULT_CONFIG.bodyLimit),
+  },
+  'max-json-depth': {
+    type: 'string',
+    env: 'MAX_JSON_DEPTH',
+    help: 'deepest nesting of lists and objects in a request body',
+    default: String(DEFAULT_CONFIG.maxJsonDepth),
+  },
+  'max-string-length': {
+    type: 'string',
+    env: 'MAX_STRING_LENGTH',
+    help: 'longest string (keys included) in a request body, in characters',
+    default: String(DEFAULT_CONFIG.maxStringLength),
+  },
+  'max-rules-per-policy': {
+    type: 'string',
+    env: 'MAX_RULES_PER_POLICY',
+    help: 'most rules in one policy',
+    default: String(DEFAULT_CONFIG.maxRulesPerPolicy),
+  },
+  'max-conditions-per-rule': {
+    type: 'string',
+    env: 'MAX_CONDITIONS_PER_RULE',
+    help: 'most conditions (principal and resource together) in one rule',
+    default: String(DEFAULT_CONFIG.maxConditionsPerRule),
+  },
+  'max-page-size': {
+    type: 'string',
+    env: 'MAX_PAGE_SIZE',
+    help: 'largest limit of one registry list request',
+    default: String(DEFAULT_CONFIG.maxPageSize),
   },
   registry: { type: 'string', env: 'REGISTRY_ENABLED', help: 'serve the entity registry: true|false', default: 'true' },
   'entity-cache-size': {
@@ -144,6 +197,10 @@ export function loadConfig(args: string[], env: NodeJS.ProcessEnv): Config {
   const port = read('port');
   const authRequired = read('admin-authn-required');
   const bulk = read('bulk-check-max-requests');
+  const integer = (name: OptionName, min: number, max: number) => {
+    const { label, text } = read(name);
+    return parseInteger(label, text, min, max);
+  };
   const registry = read('registry');
   const entityCacheSize = read('entity-cache-size');
   const workers = read('workers');
@@ -183,6 +240,13 @@ export function loadConfig(args: string[], env: NodeJS.ProcessEnv): Config {
     adminAuthRequired: parseBoolean(authRequired.label, authRequired.text),
     adminApiKey: env.ADMIN_API_KEY ?? '',
     bulkCheckMaxRequests: parseInteger(bulk.label, bulk.text, 1, 1_000_000),
+    bodyLimit: integer('body-limit', 256, 1024 * 1024 * 1024),
+    // Deeper than this, recursive JSON handling (serialization, comparison) would risk the stack.
+    maxJsonDepth: integer('max-json-depth', 4, 1000),
+    maxStringLength: integer('max-string-length', 16, 1024 * 1024 * 1024),
+    maxRulesPerPolicy: integer('max-rules-per-policy', 1, 1_000_000),
+    maxConditionsPerRule: integer('max-conditions-per-rule', 1, 1_000_000),
+    maxPageSize: integer('max-page-size', 1, 1_000_000),
     registryEnabled: parseBoolean(registry.label, registry.text),
     entityCacheSize: parseInteger(entityCacheSize.label, entityCacheSize.text, 1, 100_000_000),
     processes: parseInteger(processes.label, processes.text, 1, 256),

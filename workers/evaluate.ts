@@ -18,7 +18,7 @@ export default function decideBulk(task: BulkTask): BulkOutcome {
   if (snapshot === undefined || snapshot.revision < task.revision) return { kind: 'stale' };
   let inputs;
   try {
-    inputs = readBulkBody(task.text, validate, task.maxRequests);
+    inputs = readBulkBody(task.text, validate, task.limits);
   } catch (error) {
     if (error instanceof ClientError) return { kind: 'refused', statusCode: error.statusCode, detail: error.detail };
     if (error instanceof RequestValidationError) return { kind: 'refused', statusCode: 422, detail: error.issues };

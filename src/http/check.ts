@@ -50,7 +50,7 @@ export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { 
           const decided = await pool.bulk.decide(text);
           if (decided !== undefined) return reply.type('application/json').send(decided);
         }
-        return checks.checkMany(readBulkBody(text, validate, config.bulkCheckMaxRequests));
+        return checks.checkMany(readBulkBody(text, validate, config));
       },
     });
   });

@@ -29,6 +29,9 @@ export function installErrorHandling(app: FastifyInstance): void {
     if (error instanceof SyntaxError || error.code === 'FST_ERR_CTP_INVALID_JSON_BODY') {
       return reply.code(400).send({ detail: `Malformed JSON body: ${error.message}` });
     }
+    if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+      return reply.code(413).send({ detail: `Request body is larger than the limit of ${app.initialConfig.bodyLimit} bytes` });
+    }
     const status = error.statusCode ?? 500;
     if (status >= 400 && status < 500) return reply.code(status).send({ detail: error.message });
     request.log.error({ err: error }, 'request failed');

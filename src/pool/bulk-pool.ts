@@ -2,6 +2,7 @@ import { Piscina } from 'piscina';
 import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
 import { ClientError, RequestValidationError } from '../errors.js';
 import type { BulkOutcome, BulkTask } from './bulk-task.js';
+import type { BulkLimits } from '../bulk.js';
 
 const WORKER_FILE = new URL('../../workers/evaluate.js', import.meta.url).href;
 
@@ -16,7 +17,7 @@ export class BulkPool {
   constructor(
     workers: number,
     private readonly snapshots: PolicySnapshots,
-    private readonly maxRequests: number,
+    private readonly limits: BulkLimits,
   ) {
     this.pool = new Piscina({ filename: WORKER_FILE, minThreads: workers, maxThreads: workers, idleTimeout: Infinity });
   }
@@ -28,7 +29,7 @@ export class BulkPool {
    */
   async decide(text: string): Promise<string | undefined> {
     const { current, policies } = this.snapshots;
-    const task: BulkTask = { text, revision: current.revision, maxRequests: this.maxRequests };
+    const task: BulkTask = { text, revision: current.revision, limits: this.limits };
     let outcome: BulkOutcome;
     try {
       outcome = await this.pool.run(task);
