@@ -13,7 +13,7 @@ import type { AppContext } from './http/context.js';
 import { installValidators } from './http/validation.js';
 import { installErrorHandling } from './http/errors.js';
 import { installJsonBodyParser } from './http/json-body.js';
-import { adminAuthHook, API_KEY_HEADER } from './http/admin-auth.js';
+import { adminKeyCheck, API_KEY_HEADER } from './http/admin-auth.js';
 import { registerDocs } from './http/docs.js';
 import { healthRoutes } from './http/health.js';
 import { checkRoutes } from './http/check.js';
@@ -50,14 +50,6 @@ export async function buildApp(config: Config): Promise<FastifyInstance> {
           }),
           minimumBodyLength: config.evaluation === 'pool' ? 0 : POOL_MINIMUM_BODY_LENGTH,
         };
-  const context: AppContext = {
-    config,
-    snapshots,
-    pool,
-    checks: new CheckService(snapshots, registered),
-    policies: new PolicyService(store, snapshots, config),
-    registry: new RegistryService(store, (uri) => entities.invalidate(uri)),
-  };
 
   const app = Fastify({
     logger: {
@@ -92,12 +84,20 @@ export async function buildApp(config: Config): Promise<FastifyInstance> {
   app.addHook('onSend', async (_request, reply) => {
     reply.header(REVISION_HEADER, snapshots.current.revision);
   });
+  const context: AppContext = {
+    config,
+    snapshots,
+    pool,
+    checks: new CheckService(snapshots, registered),
+    policies: new PolicyService(store, snapshots, config),
+    registry: new RegistryService(store, (uri) => entities.invalidate(uri)),
+    adminKeyCheck: await adminKeyCheck(app, config),
+  };
   await app.register(healthRoutes, { context });
   await app.register(checkRoutes, { context });
   await app.register(legacyRoutes, { context });
   await app.register(async (admin) => {
-    const checkKey = adminAuthHook(config);
-    if (checkKey !== undefined) admin.addHook('onRequest', checkKey);
+    if (context.adminKeyCheck !== undefined) admin.addHook('onRequest', context.adminKeyCheck);
     await admin.register(policyRoutes, { context });
     if (config.registryEnabled) await admin.register(registryRoutes, { context });
   });

@@ -16,6 +16,8 @@ export interface Config {
   adminAuthRequired: boolean;
   /** Only read when adminAuthRequired; never logged. */
   adminApiKey: string;
+  /** Failed admin authentications one client may make per minute before it is answered 429. */
+  adminAuthFailuresPerMinute: number;
   bulkCheckMaxRequests: number;
   /** Largest request body in bytes; a bigger one is answered 413. */
   bodyLimit: number;
@@ -52,6 +54,7 @@ export const DEFAULT_CONFIG: Config = {
   mongodbDatabase: 'verdict',
   adminAuthRequired: false,
   adminApiKey: '',
+  adminAuthFailuresPerMinute: 10,
   bulkCheckMaxRequests: 1000,
   bodyLimit: 1024 * 1024,
   maxJsonDepth: 100,
@@ -90,6 +93,12 @@ export const START_OPTIONS = {
     env: 'ADMIN_AUTHN_REQUIRED',
     help: 'require the WAY-API-KEY header (value of ADMIN_API_KEY) on admin routes: true|false',
     default: 'false',
+  },
+  'admin-auth-failures-per-minute': {
+    type: 'string',
+    env: 'ADMIN_AUTH_FAILURES_PER_MINUTE',
+    help: 'failed admin authentications a client may make per minute; then 429 until the minute is over',
+    default: String(DEFAULT_CONFIG.adminAuthFailuresPerMinute),
   },
   'bulk-check-max-requests': {
     type: 'string',
@@ -239,6 +248,7 @@ export function loadConfig(args: string[], env: NodeJS.ProcessEnv): Config {
     dataDir,
     adminAuthRequired: parseBoolean(authRequired.label, authRequired.text),
     adminApiKey: env.ADMIN_API_KEY ?? '',
+    adminAuthFailuresPerMinute: integer('admin-auth-failures-per-minute', 1, 1_000_000),
     bulkCheckMaxRequests: parseInteger(bulk.label, bulk.text, 1, 1_000_000),
     bodyLimit: integer('body-limit', 256, 1024 * 1024 * 1024),
     // Deeper than this, recursive JSON handling (serialization, comparison) would risk the stack.
