@@ -47,7 +47,7 @@ export async function buildApp(config: Config): Promise<FastifyInstance> {
             bulkCheckMaxRequests: config.bulkCheckMaxRequests,
             maxJsonDepth: config.maxJsonDepth,
             maxStringLength: config.maxStringLength,
-          }),
+          }, config.workerTimeoutMs),
           minimumBodyLength: config.evaluation === 'pool' ? 0 : POOL_MINIMUM_BODY_LENGTH,
         };
 

@@ -37,6 +37,8 @@ export interface Config {
   processes: number;
   /** Worker threads for bulk checks. */
   workers: number;
+  /** Longest a worker may spend on one bulk before it is replaced and the bulk answered 503. */
+  workerTimeoutMs: number;
   /** inline: every check on the front thread; pool: every bulk in a worker; auto: big bulks in a worker. */
   evaluation: Evaluation;
   logLevel: string;
@@ -66,6 +68,7 @@ export const DEFAULT_CONFIG: Config = {
   entityCacheSize: 100_000,
   processes: 1,
   workers: availableParallelism(),
+  workerTimeoutMs: 10_000,
   evaluation: 'auto',
   logLevel: 'info',
 };
@@ -156,6 +159,12 @@ export const START_OPTIONS = {
     default: String(DEFAULT_CONFIG.processes),
   },
   workers: { type: 'string', env: 'WORKERS', help: 'worker threads for bulk checks', default: String(DEFAULT_CONFIG.workers) },
+  'worker-timeout-ms': {
+    type: 'string',
+    env: 'WORKER_TIMEOUT_MS',
+    help: 'longest a worker may spend on one bulk; then it is replaced and the bulk answered 503',
+    default: String(DEFAULT_CONFIG.workerTimeoutMs),
+  },
   evaluation: {
     type: 'string',
     env: 'EVALUATION',
@@ -261,6 +270,7 @@ export function loadConfig(args: string[], env: NodeJS.ProcessEnv): Config {
     entityCacheSize: parseInteger(entityCacheSize.label, entityCacheSize.text, 1, 100_000_000),
     processes: parseInteger(processes.label, processes.text, 1, 256),
     workers: parseInteger(workers.label, workers.text, 1, 256),
+    workerTimeoutMs: integer('worker-timeout-ms', 10, 3_600_000),
     evaluation: evaluation.text as Evaluation,
     logLevel: logLevel.text,
   };

@@ -14,7 +14,7 @@ t.test('a worker decides a bulk at the revision the front holds, and hands back 
   const dataDir = temporaryDataDir();
   const store = new EmbeddedStore(dataDir);
   const snapshots = await PolicySnapshots.load(store);
-  const pool = new BulkPool(1, snapshots, { ...DEFAULT_CONFIG, bulkCheckMaxRequests: 10 });
+  const pool = new BulkPool(1, snapshots, { ...DEFAULT_CONFIG, bulkCheckMaxRequests: 10 }, 10_000);
   t.teardown(async () => {
     await pool.close();
     await store.close();

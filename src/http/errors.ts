@@ -2,6 +2,7 @@ import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import FindMyWay from 'find-my-way';
 import { ClientError, RequestValidationError } from '../errors.js';
 import { StoreUnavailableError } from '../store/store.js';
+import { WorkerTimeoutError } from '../pool/bulk-pool.js';
 import { validationIssues } from './validation.js';
 
 const CONTENT_TYPE_ERRORS = new Set(['FST_ERR_CTP_INVALID_MEDIA_TYPE', 'FST_ERR_CTP_INVALID_CONTENT_LENGTH']);
@@ -18,8 +19,8 @@ export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (error instanceof RequestValidationError) return sendValidationIssues(reply, error.issues);
     if (error instanceof ClientError) return reply.code(error.statusCode).send({ detail: error.detail });
-    if (error instanceof StoreUnavailableError) {
-      request.log.warn({ err: error }, 'store unavailable');
+    if (error instanceof StoreUnavailableError || error instanceof WorkerTimeoutError) {
+      request.log.warn({ err: error }, 'service unavailable');
       return reply.code(503).send({ detail: `${error.message}; retry shortly` });
     }
     if (error.validation) return sendValidationIssues(reply, validationIssues(error.validation, error.validationContext));

@@ -4,6 +4,9 @@ import { ClientError, RequestValidationError } from '../errors.js';
 import type { BulkOutcome, BulkTask } from './bulk-task.js';
 import type { BulkLimits } from '../bulk.js';
 
+/** A worker did not finish a bulk in time: answered 503, the client may retry. */
+export class WorkerTimeoutError extends Error {}
+
 const WORKER_FILE = new URL('../../workers/evaluate.js', import.meta.url).href;
 
 /**
@@ -18,23 +21,28 @@ export class BulkPool {
     workers: number,
     private readonly snapshots: PolicySnapshots,
     private readonly limits: BulkLimits,
+    private readonly timeoutMillis: number,
   ) {
     this.pool = new Piscina({ filename: WORKER_FILE, minThreads: workers, maxThreads: workers, idleTimeout: Infinity });
   }
 
   /**
    * The decisions as JSON text, or undefined when the front must decide (an item names a
-   * registered entity, or a worker failed: the caller decides inline, never a guess).
-   * Throws the client errors the body deserves.
+   * registered entity, or the worker died: Piscina replaces it and the caller decides inline,
+   * never a guess). Throws the client errors the body deserves, and WorkerTimeoutError when a
+   * worker took longer than the timeout (it is terminated and replaced).
    */
   async decide(text: string): Promise<string | undefined> {
     const { current, policies } = this.snapshots;
     const task: BulkTask = { text, revision: current.revision, limits: this.limits };
+    const signal = AbortSignal.timeout(this.timeoutMillis);
     let outcome: BulkOutcome;
     try {
-      outcome = await this.pool.run(task);
-      if (outcome.kind === 'stale') outcome = await this.pool.run({ ...task, policies });
+      outcome = await this.pool.run(task, { signal });
+      if (outcome.kind === 'stale') outcome = await this.pool.run({ ...task, policies }, { signal });
     } catch {
+      // Deciding inline what a worker could not finish in time would stall the front as well.
+      if (signal.aborted) throw new WorkerTimeoutError(`A bulk check took longer than ${this.timeoutMillis} ms`);
       return undefined;
     }
     switch (outcome.kind) {
