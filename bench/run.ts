@@ -6,7 +6,6 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,6 +13,7 @@ import { request } from 'undici';
 import { EmbeddedStore } from '../src/store/embedded.js';
 import { engineDecisionsPerSecond, keyedPolicies } from './engine.js';
 import { loadWithWrk, wrkAvailable, type LoadResult } from './wrk.js';
+import { freePort, waitForHealth } from './server.js';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
@@ -26,29 +26,6 @@ const compiledRoot = fileURLToPath(new URL('..', import.meta.url));
 const repositoryRoot = join(compiledRoot, '..');
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-async function waitForHealth(url: string): Promise<void> {
-  for (let attempt = 0; attempt < 200; attempt++) {
-    try {
-      const response = await request(`${url}/health`);
-      await response.body.dump();
-      if (response.statusCode === 200) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`${url} did not become healthy`);
-}
 
 function seed(dataDir: string): void {
   const store = new EmbeddedStore(dataDir);

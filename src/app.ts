@@ -13,7 +13,7 @@ import type { AppContext } from './http/context.js';
 import { installValidators } from './http/validators.js';
 import { installErrorHandling } from './http/errors.js';
 import { installJsonBodyParser } from './http/json-body.js';
-import { adminAuthHook, API_KEY_HEADER } from './http/admin-auth.js';
+import { adminKeyCheck, API_KEY_HEADER } from './http/admin-auth.js';
 import { registerDocs } from './http/docs.js';
 import { healthRoutes } from './http/health.js';
 import { checkRoutes } from './http/check.js';
@@ -66,7 +66,8 @@ export async function buildApp(config: Config): Promise<FastifyInstance> {
       : new BulkPool(
           config.workers,
           snapshots,
-          config.bulkCheckMaxRequests,
+          { bulkCheckMaxRequests: config.bulkCheckMaxRequests, maxJsonDepth: config.maxJsonDepth, maxStringLength: config.maxStringLength },
+          config.workerTimeoutMs,
           ({ allowed, denied, logLines }) => {
             metrics.allowed.inc(allowed);
             metrics.denied.inc(denied);
@@ -92,15 +93,6 @@ export async function buildApp(config: Config): Promise<FastifyInstance> {
     },
     bulk: (size) => bulkSize.observe(size),
   });
-  const context: AppContext = {
-    config,
-    snapshots,
-    pool,
-    readiness,
-    checks,
-    policies: new PolicyService(store, snapshots),
-    registry: new RegistryService(store, (uri) => entities.invalidate(uri)),
-  };
 
   const app = Fastify({
     logger: {
@@ -109,6 +101,7 @@ export async function buildApp(config: Config): Promise<FastifyInstance> {
     },
     // Per-request log lines only when asked for: the hot path stays free of logging by default.
     logController: new LogController({ disableRequestLogging: !['debug', 'trace'].includes(config.logLevel) }),
+    bodyLimit: config.bodyLimit,
     onProtoPoisoning: 'ignore',
     onConstructorPoisoning: 'ignore',
     routerOptions: { maxParamLength: MAX_PATH_PARAMETER_LENGTH },
@@ -132,21 +125,30 @@ export async function buildApp(config: Config): Promise<FastifyInstance> {
 
   installValidators(app);
   installErrorHandling(app);
-  installJsonBodyParser(app);
+  installJsonBodyParser(app, config);
   await registerDocs(app);
 
   // Which policy snapshot answered: after an admin write, the revision that includes it.
   app.addHook('onSend', async (_request, reply) => {
     reply.header(REVISION_HEADER, snapshots.current.revision);
   });
+  const context: AppContext = {
+    config,
+    snapshots,
+    pool,
+    readiness,
+    checks,
+    policies: new PolicyService(store, snapshots, config),
+    registry: new RegistryService(store, (uri) => entities.invalidate(uri)),
+    adminKeyCheck: await adminKeyCheck(app, config),
+  };
   await app.register(healthRoutes, { context });
   if (config.metricsPort === undefined) await app.register(metricsRoutes, { metrics });
   await app.register(checkRoutes, { context });
   await app.register(legacyRoutes, { context });
   await app.register(dashboardRoutes);
   await app.register(async (admin) => {
-    const checkKey = adminAuthHook(config);
-    if (checkKey !== undefined) admin.addHook('onRequest', checkKey);
+    if (context.adminKeyCheck !== undefined) admin.addHook('onRequest', context.adminKeyCheck);
     await admin.register(policyRoutes, { context });
     if (config.registryEnabled) await admin.register(registryRoutes, { context });
   });

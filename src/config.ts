@@ -16,7 +16,20 @@ export interface Config {
   adminAuthRequired: boolean;
   /** Only read when adminAuthRequired; never logged. */
   adminApiKey: string;
+  /** Failed admin authentications one client may make per minute before it is answered 429. */
+  adminAuthFailuresPerMinute: number;
   bulkCheckMaxRequests: number;
+  /** Largest request body in bytes; a bigger one is answered 413. */
+  bodyLimit: number;
+  /** Deepest nesting of lists and objects in a request body. */
+  maxJsonDepth: number;
+  /** Longest string in a request body, keys included, in UTF-16 code units. */
+  maxStringLength: number;
+  maxRulesPerPolicy: number;
+  /** Principal and resource conditions of one rule together. */
+  maxConditionsPerRule: number;
+  /** Largest `limit` of a registry list. */
+  maxPageSize: number;
   registryEnabled: boolean;
   /** Most registry entities whose attributes the front process keeps in memory. */
   entityCacheSize: number;
@@ -24,6 +37,8 @@ export interface Config {
   processes: number;
   /** Worker threads for bulk checks. */
   workers: number;
+  /** Longest a worker may spend on one bulk before it is replaced and the bulk answered 503. */
+  workerTimeoutMs: number;
   /** inline: every check on the front thread; pool: every bulk in a worker; auto: big bulks in a worker. */
   evaluation: Evaluation;
   logLevel: string;
@@ -51,11 +66,19 @@ export const DEFAULT_CONFIG: Config = {
   mongodbDatabase: 'verdict',
   adminAuthRequired: false,
   adminApiKey: '',
+  adminAuthFailuresPerMinute: 10,
   bulkCheckMaxRequests: 1000,
+  bodyLimit: 1024 * 1024,
+  maxJsonDepth: 100,
+  maxStringLength: 65_536,
+  maxRulesPerPolicy: 1000,
+  maxConditionsPerRule: 256,
+  maxPageSize: 1000,
   registryEnabled: true,
   entityCacheSize: 100_000,
   processes: 1,
   workers: availableParallelism(),
+  workerTimeoutMs: 10_000,
   evaluation: 'auto',
   logLevel: 'info',
   socket: '',
@@ -89,11 +112,53 @@ export const START_OPTIONS = {
     help: 'require the WAY-API-KEY header (value of ADMIN_API_KEY) on admin routes: true|false',
     default: 'false',
   },
+  'admin-auth-failures-per-minute': {
+    type: 'string',
+    env: 'ADMIN_AUTH_FAILURES_PER_MINUTE',
+    help: 'failed admin authentications a client may make per minute; then 429 until the minute is over',
+    default: String(DEFAULT_CONFIG.adminAuthFailuresPerMinute),
+  },
   'bulk-check-max-requests': {
     type: 'string',
     env: 'BULK_CHECK_MAX_REQUESTS',
     help: 'most checks accepted in one POST /check/bulk',
     default: String(DEFAULT_CONFIG.bulkCheckMaxRequests),
+  },
+  'body-limit': {
+    type: 'string',
+    env: 'BODY_LIMIT',
+    help: 'largest request body in bytes (413 beyond it)',
+    default: String(DEFAULT_CONFIG.bodyLimit),
+  },
+  'max-json-depth': {
+    type: 'string',
+    env: 'MAX_JSON_DEPTH',
+    help: 'deepest nesting of lists and objects in a request body',
+    default: String(DEFAULT_CONFIG.maxJsonDepth),
+  },
+  'max-string-length': {
+    type: 'string',
+    env: 'MAX_STRING_LENGTH',
+    help: 'longest string (keys included) in a request body, in characters',
+    default: String(DEFAULT_CONFIG.maxStringLength),
+  },
+  'max-rules-per-policy': {
+    type: 'string',
+    env: 'MAX_RULES_PER_POLICY',
+    help: 'most rules in one policy',
+    default: String(DEFAULT_CONFIG.maxRulesPerPolicy),
+  },
+  'max-conditions-per-rule': {
+    type: 'string',
+    env: 'MAX_CONDITIONS_PER_RULE',
+    help: 'most conditions (principal and resource together) in one rule',
+    default: String(DEFAULT_CONFIG.maxConditionsPerRule),
+  },
+  'max-page-size': {
+    type: 'string',
+    env: 'MAX_PAGE_SIZE',
+    help: 'largest limit of one registry list request',
+    default: String(DEFAULT_CONFIG.maxPageSize),
   },
   registry: { type: 'string', env: 'REGISTRY_ENABLED', help: 'serve the entity registry: true|false', default: 'true' },
   'entity-cache-size': {
@@ -109,6 +174,12 @@ export const START_OPTIONS = {
     default: String(DEFAULT_CONFIG.processes),
   },
   workers: { type: 'string', env: 'WORKERS', help: 'worker threads for bulk checks', default: String(DEFAULT_CONFIG.workers) },
+  'worker-timeout-ms': {
+    type: 'string',
+    env: 'WORKER_TIMEOUT_MS',
+    help: 'longest a worker may spend on one bulk; then it is replaced and the bulk answered 503',
+    default: String(DEFAULT_CONFIG.workerTimeoutMs),
+  },
   evaluation: {
     type: 'string',
     env: 'EVALUATION',
@@ -184,6 +255,10 @@ export function loadConfig(args: string[], env: NodeJS.ProcessEnv): Config {
   const port = read('port');
   const authRequired = read('admin-authn-required');
   const bulk = read('bulk-check-max-requests');
+  const integer = (name: OptionName, min: number, max: number) => {
+    const { label, text } = read(name);
+    return parseInteger(label, text, min, max);
+  };
   const registry = read('registry');
   const entityCacheSize = read('entity-cache-size');
   const workers = read('workers');
@@ -225,11 +300,20 @@ export function loadConfig(args: string[], env: NodeJS.ProcessEnv): Config {
     dataDir,
     adminAuthRequired: parseBoolean(authRequired.label, authRequired.text),
     adminApiKey: env.ADMIN_API_KEY ?? '',
+    adminAuthFailuresPerMinute: integer('admin-auth-failures-per-minute', 1, 1_000_000),
     bulkCheckMaxRequests: parseInteger(bulk.label, bulk.text, 1, 1_000_000),
+    bodyLimit: integer('body-limit', 256, 1024 * 1024 * 1024),
+    // Deeper than this, recursive JSON handling (serialization, comparison) would risk the stack.
+    maxJsonDepth: integer('max-json-depth', 4, 1000),
+    maxStringLength: integer('max-string-length', 16, 1024 * 1024 * 1024),
+    maxRulesPerPolicy: integer('max-rules-per-policy', 1, 1_000_000),
+    maxConditionsPerRule: integer('max-conditions-per-rule', 1, 1_000_000),
+    maxPageSize: integer('max-page-size', 1, 1_000_000),
     registryEnabled: parseBoolean(registry.label, registry.text),
     entityCacheSize: parseInteger(entityCacheSize.label, entityCacheSize.text, 1, 100_000_000),
     processes: parseInteger(processes.label, processes.text, 1, 256),
     workers: parseInteger(workers.label, workers.text, 1, 256),
+    workerTimeoutMs: integer('worker-timeout-ms', 10, 3_600_000),
     evaluation: evaluation.text as Evaluation,
     logLevel: logLevel.text,
     socket: read('socket').text.trim(),

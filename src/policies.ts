@@ -1,5 +1,5 @@
 import type { Policy } from './schemas/policy.js';
-import { buildSimplePolicy, normalizePolicy, policyIssues, slugify } from './engine/index.js';
+import { buildSimplePolicy, normalizePolicy, policyIssues, slugify, type PolicyLimits } from './engine/index.js';
 import type { CheckInput } from './registry/check-request.js';
 import { DuplicateKeyError, type Store } from './store/store.js';
 import type { PolicySnapshots } from './snapshot/policy-snapshots.js';
@@ -13,6 +13,7 @@ export class PolicyService {
   constructor(
     private readonly store: Store,
     private readonly snapshots: PolicySnapshots,
+    private readonly limits: PolicyLimits,
   ) {}
 
   async list(): Promise<Policy[]> {
@@ -73,7 +74,7 @@ export class PolicyService {
   }
 
   private accept(sent: Policy): Policy {
-    const issues = policyIssues(sent, ['body']);
+    const issues = policyIssues(sent, ['body'], this.limits);
     if (issues.length > 0) throw new RequestValidationError(issues);
     return normalizePolicy(sent);
   }

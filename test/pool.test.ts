@@ -4,6 +4,7 @@ import { EmbeddedStore } from '../src/store/embedded.js';
 import { PolicySnapshots } from '../src/snapshot/policy-snapshots.js';
 import { BulkPool } from '../src/pool/bulk-pool.js';
 import { ClientError } from '../src/errors.js';
+import { DEFAULT_CONFIG } from '../src/config.js';
 import { temporaryDataDir } from './helpers/server.js';
 
 // The pool on its own, with real worker threads: proves bulks are decided in a worker (the HTTP
@@ -13,7 +14,7 @@ t.test('a worker decides a bulk at the revision the front holds, and hands back 
   const dataDir = temporaryDataDir();
   const store = new EmbeddedStore(dataDir);
   const snapshots = await PolicySnapshots.load(store);
-  const pool = new BulkPool(1, snapshots, 10);
+  const pool = new BulkPool(1, snapshots, { ...DEFAULT_CONFIG, bulkCheckMaxRequests: 10 }, 10_000);
   t.teardown(async () => {
     await pool.close();
     await store.close();

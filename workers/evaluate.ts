@@ -9,6 +9,18 @@ import { ClientError, RequestValidationError } from '../src/errors.js';
 import type { BulkOutcome, BulkTask } from '../src/pool/bulk-task.js';
 import { decisionLine } from '../src/decision-log/line.js';
 
+/**
+ * Test only (test/worker-faults.test.ts): with VERDICT_TEST_WORKER_FAULT=crash or hang, a bulk
+ * holding the action FAULT_ACTION makes this worker exit or spin forever, as a real fault would.
+ */
+const FAULT = process.env.VERDICT_TEST_WORKER_FAULT;
+export const FAULT_ACTION = 'verdict-test-worker-fault';
+
+function injectFault(): void {
+  if (FAULT === 'crash') process.exit(1);
+  if (FAULT === 'hang') for (;;);
+}
+
 let snapshot: Snapshot | undefined;
 const validate = compileBulkValidator();
 
@@ -17,9 +29,10 @@ export default function decideBulk(task: BulkTask): BulkOutcome {
     snapshot = compile(task.policies, task.revision);
   }
   if (snapshot === undefined || snapshot.revision < task.revision) return { kind: 'stale' };
+  if (FAULT !== undefined && task.text.includes(FAULT_ACTION)) injectFault();
   let inputs;
   try {
-    inputs = readBulkBody(task.text, validate, task.maxRequests);
+    inputs = readBulkBody(task.text, validate, task.limits);
   } catch (error) {
     if (error instanceof ClientError) return { kind: 'refused', statusCode: error.statusCode, detail: error.detail };
     if (error instanceof RequestValidationError) return { kind: 'refused', statusCode: 422, detail: error.issues };

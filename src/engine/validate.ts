@@ -7,6 +7,12 @@ import { storableValueIssues } from './value-limits.js';
 
 type Location = (string | number)[];
 
+/** How big one policy may be. */
+export interface PolicyLimits {
+  maxRulesPerPolicy: number;
+  maxConditionsPerRule: number;
+}
+
 function conditionIssues(condition: Condition, at: Location): ValidationIssue[] {
   const issues: ValidationIssue[] = [];
   const path = parsePath(condition.path);
@@ -26,14 +32,22 @@ function slugIssue(name: string, at: Location): ValidationIssue[] {
 }
 
 /**
- * Checks what JSON Schema cannot: paths, operator/value pairs and names that slugify to nothing.
- * `at` is where the policy sits in the request (e.g. `['body']`).
+ * Checks what JSON Schema cannot: paths, operator/value pairs, names that slugify to nothing, and
+ * the size limits. `at` is where the policy sits in the request (e.g. `['body']`).
  */
-export function policyIssues(policy: Policy, at: Location): ValidationIssue[] {
+export function policyIssues(policy: Policy, at: Location, limits: PolicyLimits): ValidationIssue[] {
+  if (policy.rules.length > limits.maxRulesPerPolicy) {
+    return [{ loc: [...at, 'rules'], msg: `List should have at most ${limits.maxRulesPerPolicy} rules`, type: 'too_long' }];
+  }
   const issues = slugIssue(policy.name, [...at, 'name']);
   policy.rules.forEach((rule, ruleIndex) => {
     const ruleAt = [...at, 'rules', ruleIndex];
     issues.push(...slugIssue(rule.name, [...ruleAt, 'name']));
+    if (rule.principal_conditions.length + rule.resource_conditions.length > limits.maxConditionsPerRule) {
+      const msg = `a rule may have at most ${limits.maxConditionsPerRule} conditions, principal and resource together`;
+      issues.push({ loc: ruleAt, msg, type: 'too_long' });
+      return;
+    }
     for (const side of ['principal_conditions', 'resource_conditions'] as const) {
       rule[side].forEach((condition, conditionIndex) => {
         issues.push(...conditionIssues(condition, [...ruleAt, side, conditionIndex]));

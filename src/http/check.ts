@@ -9,6 +9,7 @@ import {
 import { compileBulkValidator, readBulkBody } from '../registry/bulk-request.js';
 import type { RoutesOptions } from './context.js';
 import { ERROR_RESPONSES } from './responses.js';
+import { RequestValidationError } from '../errors.js';
 
 /** The public check interface: `POST /check` and `POST /check/bulk`. No authentication. */
 export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { context }) => {
@@ -45,12 +46,14 @@ export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { 
       // The schema documents the body; readBulkBody validates it, wherever it is read.
       validatorCompiler: () => () => true,
       handler: async (request, reply) => {
-        const text = request.body as string;
+        const text = request.body as string | undefined;
+        // No body at all (no content type either): as /check answers it.
+        if (text === undefined) throw new RequestValidationError([{ loc: ['body'], msg: 'must be of type array', type: 'type_error' }]);
         if (pool !== undefined && text.length >= pool.minimumBodyLength) {
           const decided = await pool.bulk.decide(text);
           if (decided !== undefined) return reply.type('application/json').send(decided);
         }
-        return checks.checkMany(readBulkBody(text, validate, config.bulkCheckMaxRequests));
+        return checks.checkMany(readBulkBody(text, validate, config));
       },
     });
   });

@@ -1,3 +1,4 @@
+import type { onRequestHookHandler } from 'fastify';
 import type { Config } from '../config.js';
 import type { CheckService } from '../checks.js';
 import type { PolicyService } from '../policies.js';
@@ -16,6 +17,8 @@ export interface AppContext {
   readiness: Readiness;
   /** Present unless evaluation is inline only: bulk bodies of at least `minimumBodyLength` characters go to it. */
   pool?: { bulk: BulkPool; minimumBodyLength: number };
+  /** The admin key check (see admin-auth.ts), when authentication is on. */
+  adminKeyCheck?: onRequestHookHandler;
 }
 
 export interface RoutesOptions {

@@ -2,6 +2,7 @@ import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import FindMyWay from 'find-my-way';
 import { ClientError, RequestValidationError } from '../errors.js';
 import { StoreUnavailableError } from '../store/store.js';
+import { WorkerTimeoutError } from '../pool/bulk-pool.js';
 import { validationIssues } from '../schemas/validation.js';
 
 const CONTENT_TYPE_ERRORS = new Set(['FST_ERR_CTP_INVALID_MEDIA_TYPE', 'FST_ERR_CTP_INVALID_CONTENT_LENGTH']);
@@ -18,8 +19,8 @@ export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (error instanceof RequestValidationError) return sendValidationIssues(reply, error.issues);
     if (error instanceof ClientError) return reply.code(error.statusCode).send({ detail: error.detail });
-    if (error instanceof StoreUnavailableError) {
-      request.log.warn({ err: error }, 'store unavailable');
+    if (error instanceof StoreUnavailableError || error instanceof WorkerTimeoutError) {
+      request.log.warn({ err: error }, 'service unavailable');
       return reply.code(503).send({ detail: `${error.message}; retry shortly` });
     }
     if (error.validation) return sendValidationIssues(reply, validationIssues(error.validation, error.validationContext));
@@ -28,6 +29,9 @@ export function installErrorHandling(app: FastifyInstance): void {
     }
     if (error instanceof SyntaxError || error.code === 'FST_ERR_CTP_INVALID_JSON_BODY') {
       return reply.code(400).send({ detail: `Malformed JSON body: ${error.message}` });
+    }
+    if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+      return reply.code(413).send({ detail: `Request body is larger than the limit of ${app.initialConfig.bodyLimit} bytes` });
     }
     const status = error.statusCode ?? 500;
     if (status >= 400 && status < 500) return reply.code(status).send({ detail: error.message });

@@ -4,7 +4,7 @@ import { checkRequestSchema } from '../schemas/check.js';
 import { policySchema, storedPolicySchema } from '../schemas/policy.js';
 import { entityCreateSchema, entitySchema, entityUpdateSchema, overrideQuerySchema } from '../schemas/entity.js';
 import { ClientError, RequestValidationError } from '../errors.js';
-import { adminAuthHook, API_KEY_SECURITY } from './admin-auth.js';
+import { API_KEY_SECURITY } from './admin-auth.js';
 import type { RoutesOptions } from './context.js';
 import { ERROR_RESPONSES } from './responses.js';
 
@@ -26,7 +26,7 @@ const deletedEntitySchema = {
 export const legacyRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { context }) => {
   const app = fastify.withTypeProvider<JsonSchemaToTsProvider>();
   const { checks, policies, registry, config } = context;
-  const onRequest = adminAuthHook(config) ?? [];
+  const onRequest = context.adminKeyCheck ?? [];
   const security = API_KEY_SECURITY;
 
   app.post('/check-access', {

@@ -1,11 +1,12 @@
 import type { Policy } from '../schemas/policy.js';
 import type { ValidationIssue } from '../schemas/errors.js';
+import type { BulkLimits } from '../registry/bulk-request.js';
 
 /** A bulk body for a worker, with the snapshot revision it must be decided at (or later). */
 export interface BulkTask {
   text: string;
   revision: number;
-  maxRequests: number;
+  limits: BulkLimits;
   /** Also return each decision as a decision log line. */
   logDecisions: boolean;
   /** The policies of `revision`: sent only to a worker that answered `stale`. */

@@ -5,6 +5,11 @@ import { createAjv, validationIssues } from '../schemas/validation.js';
 import { readCheckRequest, type CheckInput } from './check-request.js';
 import { ClientError, RequestValidationError } from '../errors.js';
 import type { ValidationIssue } from '../schemas/errors.js';
+import { requestLimitIssues } from '../request-limits.js';
+import type { Config } from '../config.js';
+
+/** What bounds a bulk body; plain data, so that it travels to the pool's workers. */
+export type BulkLimits = Pick<Config, 'bulkCheckMaxRequests' | 'maxJsonDepth' | 'maxStringLength'>;
 
 export type BulkValidator = ValidateFunction<CheckRequest[]>;
 
@@ -15,9 +20,10 @@ export function compileBulkValidator(): BulkValidator {
 /**
  * The body of `POST /check/bulk`, from its JSON text to checks ready to resolve, with the errors
  * of the contract in its order: malformed JSON 400, not a list 422, `[]` 400, over the limit 400,
- * any item invalid 422 (the whole call). The front and the pool's workers both read bodies here.
+ * nested too deep or too long a string 422, any item invalid 422 (the whole call). The front and the pool's workers both read bodies here.
  */
-export function readBulkBody(text: string, validate: BulkValidator, maxRequests: number): CheckInput[] {
+export function readBulkBody(text: string, validate: BulkValidator, limits: BulkLimits): CheckInput[] {
+  const maxRequests = limits.bulkCheckMaxRequests;
   let body: unknown;
   try {
     body = JSON.parse(text);
@@ -28,6 +34,8 @@ export function readBulkBody(text: string, validate: BulkValidator, maxRequests:
     if (body.length === 0) throw new ClientError(400, 'Empty request list');
     if (body.length > maxRequests) throw new ClientError(400, `Too many requests. Maximum allowed: ${maxRequests}`);
   }
+  const tooBig = requestLimitIssues(body, limits);
+  if (tooBig.length > 0) throw new RequestValidationError(tooBig);
   if (!validate(body)) {
     throw new RequestValidationError(validationIssues(validate.errors as FastifySchemaValidationError[], 'body'));
   }

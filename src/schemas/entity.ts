@@ -70,14 +70,16 @@ export type RegisteredAttribute = Entity['attributes'][number];
 
 export const entityListSchema = { type: 'array', items: entitySchema } as const;
 
-export const entityPageQuerySchema = {
-  type: 'object',
-  properties: {
-    offset: { type: 'integer', minimum: 0, default: 0 },
-    limit: { type: 'integer', minimum: 0, maximum: 1000, default: 10 },
-  },
-} as const;
-export type EntityPageQuery = FromSchema<typeof entityPageQuerySchema>;
+/** The query of a registry list; `limit` at most `maxPageSize` (configurable). */
+export const entityPageQuerySchema = (maxPageSize: number) =>
+  ({
+    type: 'object',
+    properties: {
+      offset: { type: 'integer', minimum: 0, default: 0 },
+      limit: { type: 'integer', minimum: 0, maximum: maxPageSize, default: 10 },
+    },
+  }) as const;
+export type EntityPageQuery = FromSchema<ReturnType<typeof entityPageQuerySchema>>;
 
 export const entityUriParamsSchema = {
   type: 'object',

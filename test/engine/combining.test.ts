@@ -3,6 +3,7 @@
  * decisions.md, over many random policy sets and requests (seeded, so failures reproduce).
  */
 import t from 'tap';
+import { DEFAULT_CONFIG as LIMITS } from '../../src/config.js';
 import { compile, evaluate, policyIssues, type Decision, type DecisionRequest, type ResolvedEntity } from '../../src/engine/index.js';
 import { OPERATOR_DEFINITIONS } from '../../src/engine/operators.js';
 import { compileLookup, MISSING } from '../../src/engine/paths.js';
@@ -131,7 +132,7 @@ t.test('the engine agrees with a literal reading of decisions.md', async (t) => 
   const seen = new Map<string, number>();
   for (let set = 0; set < 600; set++) {
     const policies = randomPolicies();
-    const issues = policies.flatMap((policy) => policyIssues(policy, []));
+    const issues = policies.flatMap((policy) => policyIssues(policy, [], LIMITS));
     if (!t.same(issues, [], `policy set ${set} is valid`)) break;
     const snapshot = compile(policies, set);
     const requests: DecisionRequest[] = Array.from({ length: 40 }, () => ({

@@ -1,4 +1,5 @@
 import t from 'tap';
+import { DEFAULT_CONFIG as LIMITS } from '../../src/config.js';
 import { buildSimplePolicy, compile, evaluate, policyIssues } from '../../src/engine/index.js';
 import { entity, request } from './helpers.js';
 
@@ -34,7 +35,7 @@ t.test('attributes become == conditions with their values as sent', async (t) =>
     default_effect: 'deny',
   });
   t.same(Object.keys(policy), ['version', 'name', 'description', 'rules', 'default_effect']);
-  t.same(policyIssues(policy, ['body']), []);
+  t.same(policyIssues(policy, ['body'], LIMITS), []);
 });
 
 t.test('a uri pins the entity with a uri condition first', async (t) => {

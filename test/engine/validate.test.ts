@@ -1,4 +1,5 @@
 import t from 'tap';
+import { DEFAULT_CONFIG as LIMITS } from '../../src/config.js';
 import { normalizePolicy, policyIssues } from '../../src/engine/index.js';
 import type { Policy } from '../../src/schemas/policy.js';
 import { cond, policy, rule } from './helpers.js';
@@ -12,9 +13,9 @@ const valid = (): Policy =>
   ]);
 
 t.test('a valid policy has no issues', async (t) => {
-  t.same(policyIssues(valid(), ['body']), []);
-  t.same(policyIssues(policy('p', []), ['body']), []);
-  t.same(policyIssues(policy('p', [rule('r')]), []), []);
+  t.same(policyIssues(valid(), ['body'], LIMITS), []);
+  t.same(policyIssues(policy('p', []), ['body'], LIMITS), []);
+  t.same(policyIssues(policy('p', [rule('r')]), [], LIMITS), []);
 });
 
 t.test('bad paths are reported at the condition path', async (t) => {
@@ -23,20 +24,20 @@ t.test('bad paths are reported at the condition path', async (t) => {
     rule('r0', { principal: [cond('==', 1, 'attributes.ok'), cond('==', 1, 'role')] }),
     rule('r1', { resource: [cond('==', 1, 'attributes..x')] }),
   ]);
-  t.same(policyIssues(p, ['body']), [
+  t.same(policyIssues(p, ['body'], LIMITS), [
     { loc: ['body', 'rules', 0, 'principal_conditions', 1, 'path'], msg: wrongRoot, type: 'value_error' },
     { loc: ['body', 'rules', 1, 'resource_conditions', 0, 'path'], msg: 'path has an empty segment', type: 'value_error' },
   ]);
   for (const path of ['attributes', 'uri.x', 'Attributes.x', 'resource.attributes.x', '']) {
-    const issues = policyIssues(policy('p', [rule('r', { principal: [cond('==', 1, path)] })]), []);
+    const issues = policyIssues(policy('p', [rule('r', { principal: [cond('==', 1, path)] })]), [], LIMITS);
     t.same(issues, [{ loc: ['rules', 0, 'principal_conditions', 0, 'path'], msg: wrongRoot, type: 'value_error' }], JSON.stringify(path));
   }
   for (const path of ['attributes.', 'attributes.a.', 'attributes.a..b']) {
-    const issues = policyIssues(policy('p', [rule('r', { resource: [cond('==', 1, path)] })]), []);
+    const issues = policyIssues(policy('p', [rule('r', { resource: [cond('==', 1, path)] })]), [], LIMITS);
     t.same(issues, [{ loc: ['rules', 0, 'resource_conditions', 0, 'path'], msg: 'path has an empty segment', type: 'value_error' }], path);
   }
   for (const path of ['uri', 'attributes.a', 'attributes.a.b.0', 'attributes.__proto__', 'attributes.constructor.prototype']) {
-    t.same(policyIssues(policy('p', [rule('r', { principal: [cond('==', 1, path)] })]), []), [], path);
+    t.same(policyIssues(policy('p', [rule('r', { principal: [cond('==', 1, path)] })]), [], LIMITS), [], path);
   }
 });
 
@@ -48,7 +49,7 @@ t.test('operator/value mismatches are reported at the condition value', async (t
       resource: [cond('gt', '18'), cond('startswith', 5), cond('endswith', null), cond('>=', 1)],
     }),
   ]);
-  t.same(policyIssues(p, ['body']), [
+  t.same(policyIssues(p, ['body'], LIMITS), [
     { loc: at('principal_conditions', 0), msg: "operator 'in' needs a list value", type: 'value_error' },
     { loc: at('principal_conditions', 2), msg: "operator 'not_in' needs a list value", type: 'value_error' },
     { loc: at('resource_conditions', 0), msg: "operator 'gt' needs a number value", type: 'value_error' },
@@ -57,20 +58,20 @@ t.test('operator/value mismatches are reported at the condition value', async (t
   ]);
   // The message names the operator as sent.
   for (const operator of ['>', 'gte', '>=', 'lt', '<', 'lte', '<='] as const) {
-    t.same(policyIssues(policy('p', [rule('r', { principal: [cond(operator, 'x')] })]), []), [
+    t.same(policyIssues(policy('p', [rule('r', { principal: [cond(operator, 'x')] })]), [], LIMITS), [
       { loc: ['rules', 0, 'principal_conditions', 0, 'value'], msg: `operator '${operator}' needs a number value`, type: 'value_error' },
     ]);
   }
   // Operators that take any value.
   for (const operator of ['==', 'equals', '!=', 'not_equals', 'contains', 'not_contains'] as const) {
     for (const value of ['s', 1, true, null, [1], { a: 1 }]) {
-      t.same(policyIssues(policy('p', [rule('r', { principal: [cond(operator, value)] })]), []), [], `${operator} ${JSON.stringify(value)}`);
+      t.same(policyIssues(policy('p', [rule('r', { principal: [cond(operator, value)] })]), [], LIMITS), [], `${operator} ${JSON.stringify(value)}`);
     }
   }
 });
 
 t.test('a condition with both a bad path and a bad value gets two issues, path first', async (t) => {
-  t.same(policyIssues(policy('p', [rule('r', { principal: [cond('gt', 'x', 'nope')] })]), ['body']), [
+  t.same(policyIssues(policy('p', [rule('r', { principal: [cond('gt', 'x', 'nope')] })]), ['body'], LIMITS), [
     {
       loc: ['body', 'rules', 0, 'principal_conditions', 0, 'path'],
       msg: "path must be 'uri' or 'attributes.<key>' (dotted, e.g. 'attributes.address.city')",
@@ -81,23 +82,23 @@ t.test('a condition with both a bad path and a bad value gets two issues, path f
 });
 
 t.test('names that slugify to nothing', async (t) => {
-  t.same(policyIssues(policy('!!!', []), ['body']), [
+  t.same(policyIssues(policy('!!!', []), ['body'], LIMITS), [
     { loc: ['body', 'name'], msg: "name '!!!' has no letters or digits to make a slug from", type: 'value_error' },
   ]);
-  t.same(policyIssues(policy('ok', [rule('fine'), rule('日本')]), ['body']), [
+  t.same(policyIssues(policy('ok', [rule('fine'), rule('日本')]), ['body'], LIMITS), [
     { loc: ['body', 'rules', 1, 'name'], msg: "name '日本' has no letters or digits to make a slug from", type: 'value_error' },
   ]);
-  t.same(policyIssues(policy('---', [rule('  ', { principal: [cond('in', 1)] })]), [0]), [
+  t.same(policyIssues(policy('---', [rule('  ', { principal: [cond('in', 1)] })]), [0], LIMITS), [
     { loc: [0, 'name'], msg: "name '---' has no letters or digits to make a slug from", type: 'value_error' },
     { loc: [0, 'rules', 0, 'name'], msg: "name '  ' has no letters or digits to make a slug from", type: 'value_error' },
     { loc: [0, 'rules', 0, 'principal_conditions', 0, 'value'], msg: "operator 'in' needs a list value", type: 'value_error' },
   ]);
-  t.same(policyIssues(policy('___', [rule('Café')]), []), [], 'underscores and accents slugify to something');
+  t.same(policyIssues(policy('___', [rule('Café')]), [], LIMITS), [], 'underscores and accents slugify to something');
 });
 
 t.test('the location prefix is used as given and not modified', async (t) => {
   const at = ['body', 3];
-  const issues = policyIssues(policy('!', [rule('r', { principal: [cond('in', 1)] })]), at);
+  const issues = policyIssues(policy('!', [rule('r', { principal: [cond('in', 1)] })]), at, LIMITS);
   t.same(at, ['body', 3]);
   t.same(issues.map((issue) => issue.loc), [['body', 3, 'name'], ['body', 3, 'rules', 0, 'principal_conditions', 0, 'value']]);
 });

@@ -43,7 +43,8 @@ const WRONG_KEYS: [string, Record<string, string>][] = [
 ];
 
 async function protectedServer(t: { teardown(fn: () => unknown): void }): Promise<TestServer> {
-  const server = await startServer({ adminAuthRequired: true, adminApiKey: KEY });
+  // These tests make hundreds of refused calls from one address; the failure limit has its own tests below.
+  const server = await startServer({ adminAuthRequired: true, adminApiKey: KEY, adminAuthFailuresPerMinute: 100_000 });
   t.teardown(server.close);
   return server;
 }
@@ -211,4 +212,41 @@ t.test('with auth off, admin routes work without the header', async (t) => {
   const open = await defaults.call('GET', '/admin/policies');
   t.equal(open.status, 200);
   t.same(open.body, []);
+});
+
+t.test('repeated failed authentications are answered 429 with a detail; the right key is never limited', async (t) => {
+  const server = await startServer({ adminAuthRequired: true, adminApiKey: KEY, adminAuthFailuresPerMinute: 3 });
+  t.teardown(server.close);
+  // Successes do not count: far more than three of them in a row.
+  for (let index = 0; index < 20; index++) {
+    t.equal((await server.call('GET', '/admin/policies', undefined, GOOD)).status, 200);
+  }
+  const protectedPaths: [string, string][] = [['GET', '/admin/policies'], ['POST', '/create-policy'], ['GET', ENTITIES]];
+  for (const [method, path] of protectedPaths) {
+    const refused = await server.call(method, path, undefined, { 'WAY-API-KEY': 'guess' });
+    t.equal(refused.status, 401, `failure on ${path}: still 401 below the limit`);
+    t.strictSame(refused.body, INVALID);
+  }
+  // The limit covers every protected route and, once reached, every key, so guessing gains nothing.
+  for (const [method, path, headers] of [
+    ['GET', '/admin/policies', { 'WAY-API-KEY': 'guess' }],
+    ['POST', '/register-entity', {}],
+    ['GET', '/admin/policies', GOOD],
+  ] as const) {
+    const limited = await server.call(method, path, undefined, headers);
+    t.equal(limited.status, 429, `${method} ${path} after three failures`);
+    t.match(limited.body, { detail: /^Too many failed authentication attempts; retry in \d+ seconds$/ });
+    t.ok(Number(limited.headers['retry-after']) > 0, 'a Retry-After header');
+  }
+  // The public interface is not behind the admin key, so not behind its limit either.
+  const check = await server.call('POST', '/check', { principal: { attributes: { a: 1 } }, resource: { attributes: { b: 1 } } });
+  t.equal(check.status, 200);
+});
+
+t.test('with auth off there is no failure limit', async (t) => {
+  const server = await startServer({ adminAuthFailuresPerMinute: 1 });
+  t.teardown(server.close);
+  for (let index = 0; index < 5; index++) {
+    t.equal((await server.call('GET', '/admin/policies', undefined, { 'WAY-API-KEY': 'anything' })).status, 200);
+  }
 });

@@ -132,6 +132,9 @@ t.test('a schema violation is 422 with a list of {loc, msg, type}', async (t) =>
   const noBodyCheck = await server.send('POST', '/check', '', {});
   t.equal(noBodyCheck.status, 422);
   t.ok(Array.isArray(noBodyCheck.body.detail));
+  // Found by test/fuzz.test.ts: a bulk without any body was a 500.
+  const noBodyBulk = await server.send('POST', '/check/bulk', '', {});
+  t.same(noBodyBulk, { ...noBodyBulk, status: 422, body: { detail: [{ loc: ['body'], msg: 'must be of type array', type: 'type_error' }] } });
 });
 
 t.test('a body over the size limit is 413 with a detail', async (t) => {
@@ -153,8 +156,9 @@ t.test('a body over the size limit is 413 with a detail', async (t) => {
   t.equal(policyResponse.status, 413);
   assertStringDetail(t, policyResponse.body);
 
-  // Just under the limit is fine.
-  const fits = JSON.stringify({ principal: { attributes: { blob: 'x'.repeat(900_000) } }, resource: { uri: 'r' } });
+  // Just under the limit is fine (each string within the string-length limit).
+  const blobs = Object.fromEntries(Array.from({ length: 15 }, (_, index) => [`blob${index}`, 'x'.repeat(60_000)]));
+  const fits = JSON.stringify({ principal: { attributes: blobs }, resource: { uri: 'r' } });
   const ok = await server.send('POST', '/check', fits, JSON_TYPE);
   t.equal(ok.status, 200);
 

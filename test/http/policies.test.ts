@@ -528,7 +528,8 @@ t.test('a condition value nested deeper than the stored-value limit is refused w
   for (const path of ['/admin/policies', '/create-policy']) {
     const refused = await server.send('POST', path, policy(5000), { 'content-type': 'application/json' });
     t.equal(refused.status, 422, path);
-    t.same(refused.body.detail[0].loc, ['body', 'rules', 0, 'principal_conditions', 0, 'value']);
+    // So deep that the request-wide nesting limit refuses it, at the condition's value.
+    t.same(refused.body.detail[0].loc.slice(0, 6), ['body', 'rules', 0, 'principal_conditions', 0, 'value']);
   }
   const accepted = await server.send('POST', '/admin/policies', policy(MAX_STORED_VALUE_DEPTH), { 'content-type': 'application/json' });
   t.equal(accepted.status, 200);

@@ -1,0 +1,53 @@
+import type { Config } from './config.js';
+import type { ValidationIssue } from './schemas/errors.js';
+
+export type RequestLimits = Pick<Config, 'maxJsonDepth' | 'maxStringLength'>;
+
+type Location = (string | number)[];
+
+/**
+ * The first place where a parsed body breaks a limit: a list or object nested deeper than
+ * `maxJsonDepth`, or a string or key longer than `maxStringLength`. Walks without recursion;
+ * locations are only built when `at` is given, so a body within its limits costs no allocation per node.
+ */
+function firstViolation(body: unknown, limits: RequestLimits, at: Location | undefined): ValidationIssue | true | undefined {
+  const values: unknown[] = [body];
+  const depths: number[] = [0];
+  const locations: (Location | undefined)[] = [at];
+  const tooLong = (loc: Location | undefined) =>
+    loc === undefined ? true : { loc, msg: `String should have at most ${limits.maxStringLength} characters`, type: 'string_too_long' };
+  while (values.length > 0) {
+    const value = values.pop();
+    const depth = depths.pop()!;
+    const loc = locations.pop();
+    if (typeof value === 'string') {
+      if (value.length > limits.maxStringLength) return tooLong(loc);
+      continue;
+    }
+    if (value === null || typeof value !== 'object') continue;
+    if (depth >= limits.maxJsonDepth) {
+      return loc === undefined ? true : { loc, msg: `is nested more than ${limits.maxJsonDepth} levels deep`, type: 'value_error' };
+    }
+    if (Array.isArray(value)) {
+      for (let index = 0; index < value.length; index++) {
+        values.push(value[index]);
+        depths.push(depth + 1);
+        locations.push(loc && [...loc, index]);
+      }
+      continue;
+    }
+    for (const key of Object.keys(value)) {
+      if (key.length > limits.maxStringLength) return tooLong(loc && [...loc, key]);
+      values.push((value as Record<string, unknown>)[key]);
+      depths.push(depth + 1);
+      locations.push(loc && [...loc, key]);
+    }
+  }
+  return undefined;
+}
+
+/** The issue (at most one) that makes a parsed request body exceed the limits; `at` locates the body. */
+export function requestLimitIssues(body: unknown, limits: RequestLimits, at: Location = ['body']): ValidationIssue[] {
+  if (firstViolation(body, limits, undefined) === undefined) return [];
+  return [firstViolation(body, limits, at) as ValidationIssue];
+}

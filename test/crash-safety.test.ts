@@ -1,0 +1,126 @@
+import t from 'tap';
+import Database from 'better-sqlite3';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { request } from 'undici';
+import { DATABASE_FILE } from '../src/store/embedded.js';
+import { startCli } from './helpers/cli.js';
+
+// The real CLI in a child process takes a stream of policy and entity writes and is killed with
+// SIGKILL at a random moment, several times, on one data directory. After every kill the store
+// must pass SQLite's integrity check, every acknowledged write must be there, and every write that
+// was in flight must be there in full or not at all.
+
+const KILLS = 4;
+const WRITERS = 6;
+const REGISTRY = '/admin/fetchers/registry/entities';
+
+interface Write {
+  kind: 'policy' | 'entity';
+  key: string;
+  body: Record<string, unknown>;
+}
+
+function write(sequence: number): Write {
+  if (sequence % 2 === 0) {
+    const key = `policy-${sequence}`;
+    const rules = [1, 2, 3].map((rule) => ({
+      name: `rule-${rule}`,
+      effect: rule === 2 ? 'deny' : 'allow',
+      principal_conditions: [{ path: 'attributes.level', operator: 'gte', value: sequence + rule }],
+      resource_conditions: [{ path: 'attributes.tags', operator: 'contains', value: `tag-${sequence}` }],
+      actions: ['read', `act-${sequence}`],
+    }));
+    return { kind: 'policy', key, body: { version: '1.0', name: key, description: `written ${sequence}`, rules, default_effect: 'deny' } };
+  }
+  const key = `entity:${sequence}`;
+  return { kind: 'entity', key, body: { uri: key, type: 'principal', attributes: { sequence, tags: [`tag-${sequence}`], nested: { deep: [sequence] } } } };
+}
+
+async function post(url: string, { kind, body }: Write): Promise<number> {
+  const response = await request(url + (kind === 'policy' ? '/admin/policies' : REGISTRY), {
+    method: 'POST',
+    body: JSON.stringify(body),
+    headers: { 'content-type': 'application/json' },
+  });
+  await response.body.dump();
+  return response.statusCode;
+}
+
+/** What the store holds for a write, as the API returns it (undefined: absent). */
+async function stored(url: string, { kind, key }: Write): Promise<unknown> {
+  const path = kind === 'policy' ? `/admin/policies/${key}` : `${REGISTRY}/${encodeURIComponent(key)}`;
+  const response = await request(url + path);
+  const body = await response.body.json();
+  if (response.statusCode === 404) return undefined;
+  if (response.statusCode !== 200) throw new Error(`GET ${path}: ${response.statusCode}`);
+  if (kind === 'policy') return body;
+  const entity = body as { uri: string; type: string; attributes: { key: string; value: unknown }[] };
+  return { uri: entity.uri, type: entity.type, attributes: Object.fromEntries(entity.attributes.map(({ key, value }) => [key, value])) };
+}
+
+function integrity(dataDir: string): string {
+  const db = new Database(join(dataDir, DATABASE_FILE));
+  try {
+    return db.pragma('integrity_check', { simple: true }) as string;
+  } finally {
+    db.close();
+  }
+}
+
+t.test('acknowledged writes survive SIGKILL; writes in flight are all there or not at all', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'verdict-crash-'));
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
+  const acknowledged: Write[] = [];
+  const inFlight: Write[] = [];
+  let sequence = 0;
+
+  for (let kill = 0; kill < KILLS; kill++) {
+    const server = await startCli(['--data-dir', dataDir]);
+    t.teardown(() => {
+      if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL');
+    });
+    let killed = false;
+    const writer = async () => {
+      while (!killed) {
+        const next = write(sequence++);
+        try {
+          const status = await post(server.url, next);
+          if (status !== 200) throw new Error(`${next.key}: ${status}`);
+          acknowledged.push(next);
+        } catch (error) {
+          if (!killed) throw error;
+          inFlight.push(next);
+        }
+      }
+    };
+    const writers = Array.from({ length: WRITERS }, writer);
+    await new Promise((resolve) => setTimeout(resolve, 150 + Math.random() * 600));
+    killed = true;
+    server.child.kill('SIGKILL');
+    await Promise.all([...writers, server.exited]);
+    t.equal(integrity(dataDir), 'ok', `after kill ${kill + 1}: the store passes the integrity check`);
+  }
+
+  const server = await startCli(['--data-dir', dataDir]);
+  t.teardown(() => server.child.kill('SIGKILL'));
+  t.ok(acknowledged.length > KILLS, `${acknowledged.length} writes acknowledged, ${inFlight.length} in flight at a kill`);
+  let missing = 0;
+  for (const sent of acknowledged) {
+    const found = await stored(server.url, sent);
+    if (JSON.stringify(found) !== JSON.stringify(sent.body)) {
+      missing++;
+      t.fail(`acknowledged ${sent.key} is intact`, { found, wanted: sent.body });
+    }
+  }
+  t.equal(missing, 0, 'every acknowledged write is there, intact');
+  for (const sent of inFlight) {
+    const found = await stored(server.url, sent);
+    t.ok(found === undefined || JSON.stringify(found) === JSON.stringify(sent.body), `in-flight ${sent.key}: all or nothing`);
+  }
+  const policies = (await (await request(`${server.url}/admin/policies`)).body.json()) as unknown[];
+  const count = (await (await request(`${server.url}${REGISTRY}/$count`)).body.json()) as number;
+  t.ok(policies.length + count >= acknowledged.length, 'no acknowledged write was lost from the lists either');
+  t.ok(policies.length + count <= acknowledged.length + inFlight.length, 'and nothing appeared that was never sent');
+});

@@ -1,0 +1,199 @@
+import t from 'tap';
+import fc from 'fast-check';
+import { request } from 'undici';
+import { compile, evaluate } from '../src/engine/index.js';
+import { OPERATORS, type Policy } from '../src/schemas/policy.js';
+import { startServer } from './helpers/server.js';
+
+// Thousands of generated and mutated requests (bodies, queries, headers, paths, methods) to every
+// endpoint of a real server: none may get a 5xx, hang or take the server down, and afterwards its
+// decisions must equal the engine's over the policies it then holds. FUZZ_RUNS sets the count.
+
+const RUNS = Number(process.env.FUZZ_RUNS ?? 2500);
+const KEY = 'fuzz-key';
+const REGISTRY = '/admin/fetchers/registry/entities';
+const TIMEOUT_MS = 10_000;
+
+const ROUTES: [string, string][] = [
+  ['POST', '/check'],
+  ['POST', '/check/bulk'],
+  ['POST', '/check-access'],
+  ['GET', '/admin/policies'],
+  ['POST', '/admin/policies'],
+  ['POST', '/admin/policies/simple'],
+  ['GET', '/admin/policies/{}'],
+  ['PUT', '/admin/policies/{}'],
+  ['DELETE', '/admin/policies/{}'],
+  ['GET', REGISTRY],
+  ['GET', `${REGISTRY}/$count`],
+  ['POST', REGISTRY],
+  ['GET', `${REGISTRY}/{}`],
+  ['PUT', `${REGISTRY}/{}`],
+  ['DELETE', `${REGISTRY}/{}`],
+  ['POST', '/register-entity'],
+  ['POST', '/update-entity'],
+  ['POST', '/delete-entity'],
+  ['POST', '/create-policy'],
+  ['GET', '/health'],
+  ['GET', '/docs/json'],
+];
+const HOSTILE = ['__proto__', 'constructor', 'prototype', 'hasOwnProperty', 'toString', '', ' ', '.', '..', '%', '%00', '\u0000', '\ud800', 'a.b'];
+
+const percentEncoded = (text: string) => [...Buffer.from(text)].map((byte) => `%${byte.toString(16).padStart(2, '0')}`).join('');
+
+const word = fc.oneof(fc.constantFrom('a', 'b', 'p', 'r', 'read', 'write', 'it', 'hr'), fc.constantFrom(...HOSTILE), fc.string({ maxLength: 12 }));
+const anyText = fc.oneof(word, fc.string({ unit: 'binary', maxLength: 20 }));
+const value = fc.oneof(fc.constantFrom(1, 2, 'it', 'hr', true, null), fc.jsonValue({ maxDepth: 3 }));
+const attributes = fc.oneof(
+  fc.dictionary(word, value, { maxKeys: 4 }),
+  fc.array(fc.record({ key: word, value }), { maxLength: 3 }),
+  fc.jsonValue({ maxDepth: 2 }),
+);
+const entity = fc.record({ uri: fc.option(anyText), attributes: fc.option(attributes), type: fc.option(fc.constantFrom('principal', 'resource', 'x')) }, { requiredKeys: [] });
+const action = fc.option(fc.oneof(fc.constantFrom('read', 'write', 'access'), anyText));
+const check = fc.oneof(
+  fc.record({ principal: fc.option(entity), resource: fc.option(entity), action }, { requiredKeys: [] }),
+  fc.record(
+    { principal_uri: fc.option(anyText), principal_attributes: fc.option(attributes), resource_uri: fc.option(anyText), resource_attributes: fc.option(attributes), action },
+    { requiredKeys: [] },
+  ),
+);
+const condition = fc.record(
+  {
+    path: fc.oneof(fc.constantFrom('uri', 'attributes.a', 'attributes.b', 'attributes.a.0', 'attributes.__proto__', 'attributes.constructor.name', 'attributes..a'), anyText),
+    operator: fc.oneof(fc.constantFrom(...OPERATORS), anyText),
+    value,
+  },
+  { requiredKeys: ['path', 'operator'] },
+);
+const rule = fc.record(
+  {
+    name: word,
+    effect: fc.constantFrom('allow', 'deny', 'maybe'),
+    principal_conditions: fc.array(condition, { maxLength: 3 }),
+    resource_conditions: fc.array(condition, { maxLength: 3 }),
+    actions: fc.array(fc.constantFrom('read', 'write', 'access', ''), { maxLength: 3 }),
+  },
+  { requiredKeys: ['name', 'effect', 'actions'] },
+);
+const policy = fc.record(
+  { name: word, rules: fc.array(rule, { maxLength: 3 }), default_effect: fc.constantFrom('allow', 'deny', 'none'), description: fc.option(anyText), version: fc.option(word) },
+  { requiredKeys: ['name', 'rules'] },
+);
+const registration = fc.record({ uri: fc.option(anyText), type: fc.option(fc.constantFrom('principal', 'resource')), attributes }, { requiredKeys: ['attributes'] });
+
+/** A JSON text, sometimes broken: truncated, or with a character replaced or inserted. */
+const bodyText = fc
+  .tuple(
+    fc.oneof(check, fc.array(check, { maxLength: 12 }), policy, registration, fc.jsonValue({ maxDepth: 4 })).map((body) => JSON.stringify(body) ?? ''),
+    fc.option(fc.tuple(fc.constantFrom('truncate', 'replace', 'insert'), fc.nat(), fc.constantFrom('{', '}', '[', ']', '"', ',', ':', '\\', '\u0000', 'x', '9'))),
+  )
+  .map(([text, mutation]) => {
+    if (mutation === null || text.length === 0) return text;
+    const [kind, at, character] = mutation;
+    const index = at % text.length;
+    if (kind === 'truncate') return text.slice(0, index);
+    return text.slice(0, index) + character + text.slice(kind === 'replace' ? index + 1 : index);
+  });
+
+const query = fc.dictionary(
+  fc.oneof(fc.constantFrom('offset', 'limit', 'name', 'uri', 'override', '__proto__[limit]', 'constructor[prototype]'), word),
+  fc.oneof(fc.constantFrom('0', '5', '-1', '1e400', 'true', 'false', 'abc'), anyText),
+  { maxKeys: 3 },
+);
+
+const fuzzedRequest = fc.record({
+  route: fc.constantFrom(...ROUTES),
+  otherMethod: fc.oneof(
+    { arbitrary: fc.constant(null), weight: 6 },
+    { arbitrary: fc.constantFrom('GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD'), weight: 1 },
+  ),
+  parameter: fc.oneof(fc.constantFrom(...HOSTILE).map(percentEncoded), anyText.map(percentEncoded), fc.constantFrom('%zz', 'a%2Fb', '$count')),
+  query,
+  body: fc.option(bodyText, { freq: 10 }),
+  contentType: fc.constantFrom('application/json', 'application/json', 'application/json; charset=utf-8', 'text/plain', 'application/x-www-form-urlencoded', 'APPLICATION/JSON', 'application/json; charset=latin1', undefined),
+  key: fc.constantFrom(KEY, KEY, KEY, 'wrong', undefined),
+  extraHeader: fc.option(fc.tuple(fc.constantFrom('x-fuzz', 'accept', 'origin', '__proto__', 'constructor'), fc.string({ maxLength: 20 }).map((text) => text.replace(/[^\x20-\x7e]/g, '')))),
+});
+
+/** Errors that mean the server hung, crashed or dropped the connection, rather than the client refusing to send. */
+const SERVER_FAULTS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_SOCKET', 'ECONNRESET', 'ECONNREFUSED', 'UND_ERR_CLOSED']);
+
+t.test('fuzzed requests to every endpoint: never a 5xx, a hang or a crash; decisions stay correct', async (t) => {
+  const server = await startServer({
+    adminAuthRequired: true,
+    adminApiKey: KEY,
+    adminAuthFailuresPerMinute: 1_000_000,
+    bulkCheckMaxRequests: 10,
+    workers: 1,
+    maxJsonDepth: 12,
+  });
+  t.teardown(server.close);
+  const prototypeKeys = Object.getOwnPropertyNames(Object.prototype).sort();
+  let sent = 0;
+  let refusedByClient = 0;
+  const statuses = new Map<number, number>();
+
+  await fc.assert(
+    fc.asyncProperty(fuzzedRequest, async (fuzzed) => {
+      const [routeMethod, template] = fuzzed.route;
+      const method = fuzzed.otherMethod ?? routeMethod;
+      const search = Object.entries(fuzzed.query)
+        .map(([name, text]) => `${percentEncoded(name)}=${percentEncoded(text)}`)
+        .join('&');
+      const path = template.replace('{}', fuzzed.parameter) + (search === '' ? '' : `?${search}`);
+      const headers: Record<string, string> = {};
+      if (fuzzed.contentType !== undefined) headers['content-type'] = fuzzed.contentType;
+      if (fuzzed.key !== undefined) headers['way-api-key'] = fuzzed.key;
+      if (fuzzed.extraHeader !== null) headers[fuzzed.extraHeader[0]] = fuzzed.extraHeader[1];
+      let response;
+      try {
+        response = await request(server.url + path, {
+          method: method as 'GET',
+          headers,
+          body: fuzzed.body ?? undefined,
+          headersTimeout: TIMEOUT_MS,
+          bodyTimeout: TIMEOUT_MS,
+        });
+      } catch (error) {
+        const code = (error as { code?: string }).code ?? '';
+        if (SERVER_FAULTS.has(code)) throw new Error(`${method} ${path}: ${code}`);
+        refusedByClient++;
+        return;
+      }
+      sent++;
+      const text = await response.body.text();
+      statuses.set(response.statusCode, (statuses.get(response.statusCode) ?? 0) + 1);
+      if (response.statusCode >= 500) throw new Error(`${method} ${path} ${fuzzed.body?.slice(0, 200)} → ${response.statusCode} ${text}`);
+      if (response.statusCode >= 400 && method !== 'HEAD') {
+        const body = JSON.parse(text) as { detail?: unknown };
+        if (body.detail === undefined) throw new Error(`${method} ${path} → ${response.statusCode} without a detail: ${text}`);
+      }
+    }),
+    { numRuns: RUNS, seed: process.env.FUZZ_SEED === undefined ? undefined : Number(process.env.FUZZ_SEED) },
+  );
+  t.comment(`${sent} requests answered (${refusedByClient} refused by the client itself); statuses ${JSON.stringify([...statuses].sort())}`);
+  t.ok(sent > RUNS * 0.9, 'nearly every request reached the server');
+  t.ok([...statuses.keys()].some((status) => status === 200), 'some requests succeeded');
+  t.strictSame(Object.getOwnPropertyNames(Object.prototype).sort(), prototypeKeys, 'Object.prototype is untouched');
+
+  // The decisions afterwards are the engine's over the policies the server now holds.
+  const admin = { 'way-api-key': KEY };
+  const policies = (await server.call('GET', '/admin/policies', undefined, admin)).body as Policy[];
+  const snapshot = compile(policies, 0);
+  const attributeSet = fc.dictionary(fc.constantFrom('a', 'b', '__proto__'), fc.constantFrom(1, 2, 'it', 'hr', true), { minKeys: 1, maxKeys: 2 });
+  const checks = fc.sample(
+    fc.record({ principal: fc.record({ attributes: attributeSet }), resource: fc.record({ attributes: attributeSet }), action: fc.constantFrom('read', 'write', 'access') }),
+    { numRuns: 50, seed: 7 },
+  );
+  const expected = checks.map((one) =>
+    evaluate(snapshot, {
+      principal: { uri: undefined, attributes: new Map(Object.entries(one.principal.attributes)) },
+      resource: { uri: undefined, attributes: new Map(Object.entries(one.resource.attributes)) },
+      action: one.action,
+    }),
+  );
+  t.same(await Promise.all(checks.map(async (one) => (await server.call('POST', '/check', one)).body)), expected, 'single checks');
+  t.same((await server.call('POST', '/check/bulk', checks.slice(0, 10))).body, expected.slice(0, 10), 'a bulk');
+  t.equal((await server.call('GET', '/health')).status, 200, 'still serving');
+});
