@@ -129,8 +129,9 @@ export async function buildApp(config: Config): Promise<FastifyInstance> {
   await registerDocs(app);
 
   // Which policy snapshot answered: after an admin write, the revision that includes it.
-  app.addHook('onSend', async (_request, reply) => {
+  app.addHook('onSend', (_request, reply, payload, done) => {
     reply.header(REVISION_HEADER, snapshots.current.revision);
+    done(null, payload);
   });
   const context: AppContext = {
     config,

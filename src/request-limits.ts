@@ -46,8 +46,19 @@ function firstViolation(body: unknown, limits: RequestLimits, at: Location | und
   return undefined;
 }
 
-/** The issue (at most one) that makes a parsed request body exceed the limits; `at` locates the body. */
-export function requestLimitIssues(body: unknown, limits: RequestLimits, at: Location = ['body']): ValidationIssue[] {
+/**
+ * Whether JSON text this short cannot break the limits: a string is never longer than the text,
+ * and each level of nesting takes two characters of it. Most single checks end here.
+ */
+const withinLimitsByLength = (textLength: number, limits: RequestLimits) =>
+  textLength <= limits.maxStringLength && textLength < 2 * (limits.maxJsonDepth + 1);
+
+/**
+ * The issue (at most one) that makes a parsed request body exceed the limits; `at` locates the body.
+ * `textLength`, the length of the JSON text it was parsed from, lets short bodies skip the walk.
+ */
+export function requestLimitIssues(body: unknown, limits: RequestLimits, textLength: number, at: Location = ['body']): ValidationIssue[] {
+  if (withinLimitsByLength(textLength, limits)) return [];
   if (firstViolation(body, limits, undefined) === undefined) return [];
   return [firstViolation(body, limits, at) as ValidationIssue];
 }

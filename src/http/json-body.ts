@@ -23,7 +23,7 @@ export function installJsonBodyParser(app: FastifyInstance, limits: RequestLimit
       done(error as SyntaxError, undefined);
       return;
     }
-    const issues = requestLimitIssues(body, limits);
+    const issues = requestLimitIssues(body, limits, (text as string).length);
     if (issues.length > 0) done(new RequestValidationError(issues), undefined);
     else done(null, body);
   });

@@ -34,7 +34,7 @@ export function readBulkBody(text: string, validate: BulkValidator, limits: Bulk
     if (body.length === 0) throw new ClientError(400, 'Empty request list');
     if (body.length > maxRequests) throw new ClientError(400, `Too many requests. Maximum allowed: ${maxRequests}`);
   }
-  const tooBig = requestLimitIssues(body, limits);
+  const tooBig = requestLimitIssues(body, limits, text.length);
   if (tooBig.length > 0) throw new RequestValidationError(tooBig);
   if (!validate(body)) {
     throw new RequestValidationError(validationIssues(validate.errors as FastifySchemaValidationError[], 'body'));
