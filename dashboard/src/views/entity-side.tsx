@@ -28,11 +28,14 @@ interface EntitySideProps {
   legend: 'Principal' | 'Resource';
   side: SideDraft;
   onChange: (side: SideDraft) => void;
-  errors: { uri?: string; attributes?: string; side?: string };
+  /** The form's field errors, keyed by `principal`, `principal.uri`, `principal.attributes`, and so on. */
+  errors: Record<string, string | undefined>;
   example: string;
 }
 
-export function EntitySide({ legend, side, onChange, errors, example }: EntitySideProps) {
+export function EntitySide({ legend, side, onChange, errors: formErrors, example }: EntitySideProps) {
+  const key = legend.toLowerCase();
+  const errors = { side: formErrors[key], uri: formErrors[`${key}.uri`], attributes: formErrors[`${key}.attributes`] };
   return (
     <fieldset>
       <legend>{legend}</legend>

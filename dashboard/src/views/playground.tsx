@@ -61,14 +61,14 @@ function SingleCheck() {
           legend="Principal"
           side={principal}
           onChange={setPrincipal}
-          errors={{ side: errors.principal, uri: errors['principal.uri'], attributes: errors['principal.attributes'] }}
+          errors={errors}
           example='{"department": "it"}'
         />
         <EntitySide
           legend="Resource"
           side={resource}
           onChange={setResource}
-          errors={{ side: errors.resource, uri: errors['resource.uri'], attributes: errors['resource.attributes'] }}
+          errors={errors}
           example='{"kind": "laptop"}'
         />
       </div>

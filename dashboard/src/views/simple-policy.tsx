@@ -57,14 +57,14 @@ export function SimplePolicy() {
           legend="Principal"
           side={principal}
           onChange={setPrincipal}
-          errors={{ side: errors.principal, uri: errors['principal.uri'], attributes: errors['principal.attributes'] }}
+          errors={errors}
           example='{"department": "hr"}'
         />
         <EntitySide
           legend="Resource"
           side={resource}
           onChange={setResource}
-          errors={{ side: errors.resource, uri: errors['resource.uri'], attributes: errors['resource.attributes'] }}
+          errors={errors}
           example='{"kind": "hr-record"}'
         />
         <TextField label="Action" value={action} onValue={setAction} error={errors.action} hint="Defaults to access." placeholder="read" />
