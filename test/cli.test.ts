@@ -1,14 +1,12 @@
 import t, { type Test } from 'tap';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
 import { ConfigError, DEFAULT_CONFIG, loadConfig } from '../src/config.js';
+import { CLI, freePort } from './helpers/child.js';
 
-const CLI = fileURLToPath(new URL('../src/cli.js', import.meta.url));
 const PACKAGE_JSON = new URL('../../package.json', import.meta.url);
 const CONFIG_VARIABLES = ['HOST', 'PORT', 'DATA_DIR', 'ADMIN_AUTHN_REQUIRED', 'ADMIN_API_KEY', 'BULK_CHECK_MAX_REQUESTS', 'REGISTRY_ENABLED', 'LOG_LEVEL', 'STORE', 'MONGODB_URI', 'MONGODB_DB', 'PROCESSES', 'WORKERS', 'EVALUATION', 'ENTITY_CACHE_SIZE'];
 
@@ -49,17 +47,6 @@ function runCli(args: string[], env: NodeJS.ProcessEnv, cwd: string, timeoutMs =
   });
 }
 
-async function freePort(host = '127.0.0.1'): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.on('error', reject);
-    probe.listen(0, host, () => {
-      const address = probe.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      probe.close(() => resolve(port));
-    });
-  });
-}
 
 /** Starts `verdict start` and resolves once GET /health answers 200 at `url`. */
 async function startCli(

@@ -1,15 +1,14 @@
 import t, { type Test } from 'tap';
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
 import { startServer, temporaryDataDir, type TestServer } from './helpers/server.js';
+import { CLI, freePort } from './helpers/child.js';
 
 const REGISTRY = '/admin/fetchers/registry/entities';
-const CLI = fileURLToPath(new URL('../src/cli.js', import.meta.url));
+
 
 const EVERY_TYPE = {
   string: 'text',
@@ -199,17 +198,6 @@ t.test('policies, entities and decisions survive a restart on the same data dire
   t.same(lastPage.map((e: any) => e.uri), ['late'], 'new entity comes last');
 });
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.on('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      probe.close(() => resolve(port));
-    });
-  });
-}
 
 async function waitForHealth(url: string, child: { exitCode: number | null }, timeoutMs = 15000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

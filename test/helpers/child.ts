@@ -82,11 +82,12 @@ export async function waitFor(address: string, path: string, status: number, tim
   }
 }
 
-export function freePort(): Promise<number> {
+/** A TCP port nothing listens on right now, on `host`. */
+export function freePort(host = '127.0.0.1'): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = createServer();
     probe.on('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
+    probe.listen(0, host, () => {
       const { port } = probe.address() as { port: number };
       probe.close(() => resolve(port));
     });
