@@ -1,6 +1,6 @@
 /** The admin and check API, from the page that Verdict serves (same origin). */
 import type { ValidationIssue } from './issues.js';
-import { isValidationIssueList } from './issues.js';
+import { isValidationIssueList, placeIssues } from './issues.js';
 
 const KEY_STORAGE = 'verdict.adminKey';
 const KEY_HEADER = 'WAY-API-KEY';
@@ -55,3 +55,15 @@ export async function call<T>(method: string, path: string, body?: unknown): Pro
 export const policyPath = (name: string) => `/admin/policies/${encodeURIComponent(name)}`;
 export const ENTITIES = '/admin/fetchers/registry/entities';
 export const entityPath = (uri: string) => `${ENTITIES}/${encodeURIComponent(uri)}`;
+
+/**
+ * Where to show a failed call: validation issues by the fields they concern (`byField`, the rest as
+ * alerts); any other failure as one alert, with no field messages (`byField` undefined).
+ */
+export function failureReport(error: unknown, fields: string[]): { byField?: Record<string, string>; alerts: string[] } {
+  if (error instanceof ApiError && error.issues.length > 0) {
+    const placed = placeIssues(error.issues, fields);
+    return { byField: placed.byField, alerts: placed.unplaced };
+  }
+  return { alerts: [(error as Error).message] };
+}

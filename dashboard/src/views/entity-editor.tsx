@@ -1,8 +1,7 @@
 /** Register an entity, or view one and change its attributes (merged into or replacing the registered ones). */
 import { useEffect, useState } from 'preact/hooks';
-import { ApiError, call, ENTITIES, entityPath } from '../api.js';
+import { call, failureReport, ENTITIES, entityPath } from '../api.js';
 import { Alerts, ConfirmDelete, Notice, SelectField, TextArea, TextField } from '../components.js';
-import { placeIssues } from '../issues.js';
 import { parseAttributes } from '../json-text.js';
 import { attributesObject, type Entity } from '../registry-model.js';
 import { go, links } from '../routes.js';
@@ -70,11 +69,9 @@ export function EntityEditor({ uri }: { uri?: string }) {
         setSaved(replace ? 'Attributes replaced.' : 'Attributes merged.');
       }
     } catch (error) {
-      if (error instanceof ApiError && error.issues.length > 0) {
-        const placed = placeIssues(error.issues, FIELDS);
-        setErrors(placed.byField);
-        setAlerts(placed.unplaced);
-      } else setAlerts([(error as Error).message]);
+      const report = failureReport(error, FIELDS);
+      if (report.byField !== undefined) setErrors(report.byField);
+      setAlerts(report.alerts);
     }
   };
 

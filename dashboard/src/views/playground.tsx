@@ -1,9 +1,8 @@
 /** Try decisions: one check composed in a form, or a bulk of checks pasted as JSON. */
 import { useState } from 'preact/hooks';
-import { ApiError, call } from '../api.js';
+import { ApiError, call, failureReport } from '../api.js';
 import { Alerts, TextArea, TextField } from '../components.js';
 import { actionOf, sideSummary } from '../check-summary.js';
-import { placeIssues } from '../issues.js';
 import { EntitySide, emptySide, sideReference } from './entity-side.js';
 
 interface Decision {
@@ -45,11 +44,9 @@ function SingleCheck() {
     try {
       setDecision(await call<Decision>('POST', '/check', body));
     } catch (error) {
-      if (error instanceof ApiError && error.issues.length > 0) {
-        const placed = placeIssues(error.issues, FIELDS);
-        setErrors(placed.byField);
-        setAlerts(placed.unplaced);
-      } else setAlerts([(error as Error).message]);
+      const report = failureReport(error, FIELDS);
+      if (report.byField !== undefined) setErrors(report.byField);
+      setAlerts(report.alerts);
     }
   };
 

@@ -1,8 +1,7 @@
 /** Create a policy, or view, edit and delete one: a form for rules and conditions, or its raw JSON. */
 import { useEffect, useState } from 'preact/hooks';
-import { ApiError, call, policyPath } from '../api.js';
+import { call, failureReport, policyPath } from '../api.js';
 import { Alerts, ConfirmDelete, Notice, SelectField, TextArea, TextField } from '../components.js';
-import { placeIssues } from '../issues.js';
 import { draftFieldKeys, draftFromPolicy, EFFECTS, emptyPolicy, emptyRule, policyFromDraft, type Policy, type PolicyDraft } from '../policy-draft.js';
 import { go, links } from '../routes.js';
 import { RuleFields } from './rule-fields.js';
@@ -23,14 +22,9 @@ export function PolicyEditor({ name }: { name?: string }) {
   }, [name]);
 
   const report = (error: unknown, fields: string[]) => {
-    if (error instanceof ApiError && error.issues.length > 0) {
-      const placed = placeIssues(error.issues, fields);
-      setErrors(placed.byField);
-      setAlerts(placed.unplaced.length === 0 ? ['Verdict refused the policy: see the messages by the fields.'] : placed.unplaced);
-    } else {
-      setErrors({});
-      setAlerts([(error as Error).message]);
-    }
+    const { byField, alerts } = failureReport(error, fields);
+    setErrors(byField ?? {});
+    setAlerts(byField !== undefined && alerts.length === 0 ? ['Verdict refused the policy: see the messages by the fields.'] : alerts);
   };
 
   /** The policy to send, from the form or from the JSON text, or undefined after showing why not. */

@@ -1,8 +1,7 @@
 /** The quick form: a one-rule allow policy from a principal, a resource and an action. */
 import { useState } from 'preact/hooks';
-import { ApiError, call } from '../api.js';
+import { call, failureReport } from '../api.js';
 import { Alerts, TextField } from '../components.js';
-import { placeIssues } from '../issues.js';
 import type { Policy } from '../policy-draft.js';
 import { go, links } from '../routes.js';
 import { EntitySide, emptySide, sideReference } from './entity-side.js';
@@ -32,11 +31,9 @@ export function SimplePolicy() {
       const policy = await call<Policy>('POST', `/admin/policies/simple?name=${encodeURIComponent(name)}`, body);
       go(links.policy(policy.name));
     } catch (error) {
-      if (error instanceof ApiError && error.issues.length > 0) {
-        const placed = placeIssues(error.issues, FIELDS);
-        setErrors(placed.byField);
-        setAlerts(placed.unplaced);
-      } else setAlerts([(error as Error).message]);
+      const report = failureReport(error, FIELDS);
+      if (report.byField !== undefined) setErrors(report.byField);
+      setAlerts(report.alerts);
     }
   };
 
