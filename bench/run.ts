@@ -21,6 +21,8 @@ const CONNECTIONS = 64;
 const POLICIES = 10;
 const REGISTRY_SIZE = 100_000;
 const VERDICT_ARGS = (process.env.BENCH_VERDICT_ARGS ?? '').split(' ').filter(Boolean);
+/** Only the HTTP scenarios whose name contains this text, and no engine figures (for focused work). */
+const ONLY = process.env.BENCH_ONLY;
 
 const compiledRoot = fileURLToPath(new URL('..', import.meta.url));
 const repositoryRoot = join(compiledRoot, '..');
@@ -125,8 +127,9 @@ async function main(): Promise<void> {
   const verdict = await startVerdict();
   const results: Record<string, unknown>[] = [];
   try {
-    for (const scenario of scenarios) await expectAllowed(verdict.url, scenario);
-    for (const scenario of scenarios) {
+    const chosen = scenarios.filter((scenario) => ONLY === undefined || scenario.name.includes(ONLY));
+    for (const scenario of chosen) await expectAllowed(verdict.url, scenario);
+    for (const scenario of chosen) {
       const base: LoadResult[] = [];
       const ours: LoadResult[] = [];
       for (let run = 0; run < RUNS; run++) {
@@ -151,8 +154,8 @@ async function main(): Promise<void> {
     const rss = rssMegabytes(verdict.child.pid!);
     console.log(`Verdict RSS after the run: ${rss.toFixed(0)} MB`);
     const engine: Record<string, number> = {};
-    const tenPolicies = engineDecisionsPerSecond(10);
-    for (const count of [10, 1_000, 10_000, 100_000]) {
+    const tenPolicies = ONLY === undefined ? engineDecisionsPerSecond(10) : 0;
+    for (const count of ONLY === undefined ? [10, 1_000, 10_000, 100_000] : []) {
       engine[count] = count === 10 ? tenPolicies : engineDecisionsPerSecond(count);
       console.log(
         `engine alone, ${String(count).padStart(6)} policies: ${(engine[count]! / 1e6).toFixed(2)}M decisions/s (${ratio(engine[count]!, tenPolicies)} of 10 policies)`,

@@ -7,43 +7,58 @@ type Location = (string | number)[];
 
 /**
  * The first place where a parsed body breaks a limit: a list or object nested deeper than
- * `maxJsonDepth`, or a string or key longer than `maxStringLength`. Walks without recursion;
- * locations are only built when `at` is given, so a body within its limits costs no allocation per node.
+ * `maxJsonDepth`, or a string or key longer than `maxStringLength`, with its location.
  */
-function firstViolation(body: unknown, limits: RequestLimits, at: Location | undefined): ValidationIssue | true | undefined {
+function firstViolation(body: unknown, limits: RequestLimits, at: Location): ValidationIssue | undefined {
   const values: unknown[] = [body];
   const depths: number[] = [0];
-  const locations: (Location | undefined)[] = [at];
-  const tooLong = (loc: Location | undefined) =>
-    loc === undefined ? true : { loc, msg: `String should have at most ${limits.maxStringLength} characters`, type: 'string_too_long' };
+  const locations: Location[] = [at];
+  const tooLong = (loc: Location) => ({ loc, msg: `String should have at most ${limits.maxStringLength} characters`, type: 'string_too_long' });
   while (values.length > 0) {
     const value = values.pop();
     const depth = depths.pop()!;
-    const loc = locations.pop();
+    const loc = locations.pop()!;
     if (typeof value === 'string') {
       if (value.length > limits.maxStringLength) return tooLong(loc);
       continue;
     }
     if (value === null || typeof value !== 'object') continue;
-    if (depth >= limits.maxJsonDepth) {
-      return loc === undefined ? true : { loc, msg: `is nested more than ${limits.maxJsonDepth} levels deep`, type: 'value_error' };
-    }
+    if (depth >= limits.maxJsonDepth) return { loc, msg: `is nested more than ${limits.maxJsonDepth} levels deep`, type: 'value_error' };
     if (Array.isArray(value)) {
       for (let index = 0; index < value.length; index++) {
         values.push(value[index]);
         depths.push(depth + 1);
-        locations.push(loc && [...loc, index]);
+        locations.push([...loc, index]);
       }
       continue;
     }
     for (const key of Object.keys(value)) {
-      if (key.length > limits.maxStringLength) return tooLong(loc && [...loc, key]);
+      if (key.length > limits.maxStringLength) return tooLong([...loc, key]);
       values.push((value as Record<string, unknown>)[key]);
       depths.push(depth + 1);
-      locations.push(loc && [...loc, key]);
+      locations.push([...loc, key]);
     }
   }
   return undefined;
+}
+
+/**
+ * Whether a parsed value keeps within the limits: the common case, so it allocates nothing and only
+ * answers yes or no (firstViolation then says where). Recursion is bounded by maxJsonDepth.
+ */
+function withinLimits(value: unknown, depth: number, limits: RequestLimits): boolean {
+  if (typeof value === 'string') return value.length <= limits.maxStringLength;
+  if (value === null || typeof value !== 'object') return true;
+  if (depth >= limits.maxJsonDepth) return false;
+  if (Array.isArray(value)) {
+    for (let index = 0; index < value.length; index++) if (!withinLimits(value[index], depth + 1, limits)) return false;
+    return true;
+  }
+  // A parsed JSON object inherits no enumerable keys: for-in visits exactly its own.
+  for (const key in value) {
+    if (key.length > limits.maxStringLength || !withinLimits((value as Record<string, unknown>)[key], depth + 1, limits)) return false;
+  }
+  return true;
 }
 
 /**
@@ -58,7 +73,6 @@ const withinLimitsByLength = (textLength: number, limits: RequestLimits) =>
  * `textLength`, the length of the JSON text it was parsed from, lets short bodies skip the walk.
  */
 export function requestLimitIssues(body: unknown, limits: RequestLimits, textLength: number, at: Location = ['body']): ValidationIssue[] {
-  if (withinLimitsByLength(textLength, limits)) return [];
-  if (firstViolation(body, limits, undefined) === undefined) return [];
-  return [firstViolation(body, limits, at) as ValidationIssue];
+  if (withinLimitsByLength(textLength, limits) || withinLimits(body, 0, limits)) return [];
+  return [firstViolation(body, limits, at)!];
 }

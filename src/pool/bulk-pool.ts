@@ -1,8 +1,9 @@
 import { Piscina } from 'piscina';
 import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
 import { ClientError, RequestValidationError } from '../errors.js';
-import type { BulkOutcome, BulkTask } from './bulk-task.js';
+import type { BulkOutcome, BulkTask, WorkerStart } from './bulk-task.js';
 import type { BulkLimits } from '../registry/bulk-request.js';
+import { RunningTasks } from './running-tasks.js';
 
 /** A worker did not finish a bulk in time: answered 503, the client may retry. */
 export class WorkerTimeoutError extends Error {}
@@ -13,12 +14,25 @@ export type BulkObserver = (outcome: { allowed: number; denied: number; logLines
 const WORKER_FILE = new URL('../../workers/evaluate.js', import.meta.url).href;
 
 /**
+ * Bulks a worker may hold at once: it starts the next as soon as one is done, without waiting for
+ * the front's event loop to hand it over.
+ */
+const TASKS_QUEUED_PER_WORKER = 4;
+
+/**
  * Worker threads that take big bulk checks off the front thread: JSON parsing, validation and
  * evaluation all happen in a worker, so bulk throughput is not bounded by one core. A task is
  * decided at the snapshot revision the front held when it queued it, or a later one.
  */
 export class BulkPool {
   private readonly pool: Piscina<BulkTask, BulkOutcome>;
+  private readonly runningTasks: RunningTasks;
+  /** When each unfinished task was queued (performance.now()), by task id. */
+  private readonly queuedAt = new Map<number, number>();
+  /** Tasks whose worker was terminated for taking too long. */
+  private readonly timedOut = new Set<number>();
+  private readonly watchdog: NodeJS.Timeout;
+  private lastTaskId = 0;
 
   constructor(
     workers: number,
@@ -28,27 +42,42 @@ export class BulkPool {
     private readonly observe: BulkObserver = () => {},
     private readonly logDecisions = false,
   ) {
-    this.pool = new Piscina({ filename: WORKER_FILE, minThreads: workers, maxThreads: workers, idleTimeout: Infinity });
+    this.runningTasks = RunningTasks.create(workers);
+    const workerData: WorkerStart = { runningTasks: this.runningTasks.buffer };
+    this.pool = new Piscina({
+      filename: WORKER_FILE,
+      minThreads: workers,
+      maxThreads: workers,
+      idleTimeout: Infinity,
+      concurrentTasksPerWorker: TASKS_QUEUED_PER_WORKER,
+      workerData,
+    });
+    this.pool.on('workerDestroy', (worker: { id: number }) => this.runningTasks.release(worker.id));
+    this.watchdog = setInterval(this.stopOverdueWorkers, Math.min(1000, Math.max(10, timeoutMillis / 10))).unref();
   }
 
   /**
    * The decisions as JSON text, or undefined when the front must decide (an item names a
    * registered entity, or the worker died: Piscina replaces it and the caller decides inline,
-   * never a guess). Throws the client errors the body deserves, and WorkerTimeoutError when a
-   * worker took longer than the timeout (it is terminated and replaced).
+   * never a guess). Throws the client errors the body deserves, and WorkerTimeoutError when the
+   * bulk was not decided within the timeout of being queued (its worker is terminated and replaced).
    */
   async decide(text: string): Promise<string | undefined> {
     const { current, policies } = this.snapshots;
-    const task: BulkTask = { text, revision: current.revision, limits: this.limits, logDecisions: this.logDecisions };
-    const signal = AbortSignal.timeout(this.timeoutMillis);
+    this.lastTaskId = (this.lastTaskId % 0x7fffffff) + 1;
+    const task: BulkTask = { id: this.lastTaskId, text, revision: current.revision, limits: this.limits, logDecisions: this.logDecisions };
+    this.queuedAt.set(task.id, performance.now());
     let outcome: BulkOutcome;
     try {
-      outcome = await this.pool.run(task, { signal });
-      if (outcome.kind === 'stale') outcome = await this.pool.run({ ...task, policies }, { signal });
+      outcome = await this.pool.run(task);
+      if (outcome.kind === 'stale') outcome = await this.pool.run({ ...task, policies });
     } catch {
       // Deciding inline what a worker could not finish in time would stall the front as well.
-      if (signal.aborted) throw new WorkerTimeoutError(`A bulk check took longer than ${this.timeoutMillis} ms`);
+      if (this.timedOut.has(task.id)) throw new WorkerTimeoutError(`A bulk check took longer than ${this.timeoutMillis} ms`);
       return undefined;
+    } finally {
+      this.queuedAt.delete(task.id);
+      this.timedOut.delete(task.id);
     }
     switch (outcome.kind) {
       case 'decided':
@@ -61,6 +90,18 @@ export class BulkPool {
         return undefined;
     }
   }
+
+  /** Terminates each worker whose running task was queued longer ago than the timeout. */
+  private readonly stopOverdueWorkers = (): void => {
+    const now = performance.now();
+    for (const { threadId, taskId } of this.runningTasks.running()) {
+      const queuedAt = this.queuedAt.get(taskId);
+      if (queuedAt === undefined || now - queuedAt <= this.timeoutMillis) continue;
+      this.timedOut.add(taskId);
+      this.runningTasks.release(threadId);
+      void this.pool.threads.find((worker) => worker.threadId === threadId)?.terminate();
+    }
+  };
 
   get threads(): number {
     return this.pool.threads.length;
@@ -75,6 +116,7 @@ export class BulkPool {
   }
 
   close(): Promise<void> {
+    clearInterval(this.watchdog);
     return this.pool.destroy();
   }
 }

@@ -4,6 +4,8 @@ import type { BulkLimits } from '../registry/bulk-request.js';
 
 /** A bulk body for a worker, with the snapshot revision it must be decided at (or later). */
 export interface BulkTask {
+  /** Never 0; unique among the tasks in flight. */
+  id: number;
   text: string;
   revision: number;
   limits: BulkLimits;
@@ -21,3 +23,9 @@ export type BulkOutcome =
   /** An item names a registered entity: the front, which holds the entity cache, decides. */
   | { kind: 'needs-registry' }
   | { kind: 'refused'; statusCode: number; detail: string | ValidationIssue[] };
+
+/** What a worker is given when it starts (Piscina's workerData). */
+export interface WorkerStart {
+  /** The buffer of a RunningTasks: where the worker says which task it runs. */
+  runningTasks: SharedArrayBuffer;
+}

@@ -1,6 +1,6 @@
 import type { CheckRequest, EntityReference } from '../schemas/check.js';
 import type { ValidationIssue } from '../schemas/errors.js';
-import { toAttributeMap } from './attributes.js';
+import { DuplicateAttribute, toAttributeMap } from './attributes.js';
 
 /** One side of a check as the caller described it, before registered attributes are merged in. */
 export interface EntityInput {
@@ -27,15 +27,16 @@ function referenceFor(request: CheckRequest, side: Side): NonNullable<EntityRefe
 
 function entityInput(request: CheckRequest, side: Side, at: (string | number)[]): EntityInput | ValidationIssue {
   const reference = referenceFor(request, side);
-  const sideAt = [...at, side];
-  const converted = toAttributeMap(reference.attributes, [...sideAt, 'attributes']);
-  if ('issue' in converted) return converted.issue;
+  const attributes = toAttributeMap(reference.attributes);
+  if (attributes instanceof DuplicateAttribute) return attributes.issueAt([...at, side, 'attributes']);
   const uri = reference.uri === null || reference.uri === '' ? undefined : reference.uri;
-  if (uri === undefined && converted.attributes.size === 0) {
-    return { loc: sideAt, msg: "Either 'uri' or non-empty 'attributes' must be provided", type: 'value_error' };
+  if (uri === undefined && attributes.size === 0) {
+    return { loc: [...at, side], msg: "Either 'uri' or non-empty 'attributes' must be provided", type: 'value_error' };
   }
-  return { uri, attributes: converted.attributes };
+  return { uri, attributes };
 }
+
+const isIssue = (input: EntityInput | ValidationIssue): input is ValidationIssue => 'loc' in input;
 
 /**
  * Reads a schema-valid check request (either form) into what resolution needs, or the issues that
@@ -44,11 +45,6 @@ function entityInput(request: CheckRequest, side: Side, at: (string | number)[])
 export function readCheckRequest(request: CheckRequest, at: (string | number)[]): CheckInput | ValidationIssue[] {
   const principal = entityInput(request, 'principal', at);
   const resource = entityInput(request, 'resource', at);
-  const issues = [principal, resource].filter((input): input is ValidationIssue => 'loc' in input);
-  if (issues.length > 0) return issues;
-  return {
-    principal: principal as EntityInput,
-    resource: resource as EntityInput,
-    action: request.action ?? DEFAULT_ACTION,
-  };
+  if (isIssue(principal) || isIssue(resource)) return [principal, resource].filter(isIssue);
+  return { principal, resource, action: request.action ?? DEFAULT_ACTION };
 }

@@ -2,7 +2,7 @@ import type { Entity, EntityType } from '../schemas/entity.js';
 import type { SuppliedAttributes } from '../schemas/check.js';
 import { DuplicateKeyError, type Store } from '../store/store.js';
 import { ClientError, notFound, RequestValidationError } from '../errors.js';
-import { toAttributeMap } from './attributes.js';
+import { DuplicateAttribute, toAttributeMap } from './attributes.js';
 import { newEntity, updatedEntity } from './entities.js';
 import { storableValueIssues } from '../engine/value-limits.js';
 
@@ -19,11 +19,11 @@ export interface EntityChange {
 }
 
 function attributesOf(sent: SuppliedAttributes): Map<string, unknown> {
-  const converted = toAttributeMap(sent, ['body', 'attributes']);
-  if ('issue' in converted) throw new RequestValidationError([converted.issue]);
-  const issues = [...converted.attributes].flatMap(([key, value]) => storableValueIssues(value, ['body', 'attributes', key]));
+  const attributes = toAttributeMap(sent);
+  if (attributes instanceof DuplicateAttribute) throw new RequestValidationError([attributes.issueAt(['body', 'attributes'])]);
+  const issues = [...attributes].flatMap(([key, value]) => storableValueIssues(value, ['body', 'attributes', key]));
   if (issues.length > 0) throw new RequestValidationError(issues);
-  return converted.attributes;
+  return attributes;
 }
 
 /** The entity registry's operations, shared by the registry routes and the earlier endpoint family. */
