@@ -21,6 +21,8 @@ const CONNECTIONS = 64;
 const POLICIES = 10;
 const REGISTRY_SIZE = 100_000;
 const VERDICT_ARGS = (process.env.BENCH_VERDICT_ARGS ?? '').split(' ').filter(Boolean);
+/** When set, a second Verdict with these flags runs beside the first, interleaved, as "Verdict+". */
+const COMPARE_ARGS = process.env.BENCH_COMPARE_ARGS?.split(' ').filter(Boolean);
 /** Only the HTTP scenarios whose name contains this text, and no engine figures (for focused work). */
 const ONLY = process.env.BENCH_ONLY;
 
@@ -47,14 +49,14 @@ function seed(dataDir: string): void {
   void store.close();
 }
 
-async function startVerdict(): Promise<{ url: string; child: ChildProcess; dataDir: string }> {
+async function startVerdict(args: string[]): Promise<{ url: string; child: ChildProcess; dataDir: string }> {
   // tmpfs when there is one: seeding 100k entities should not wait on 100k disk flushes.
   const dataDir = mkdtempSync(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'verdict-bench-'));
   seed(dataDir);
   const port = await freePort();
   const child = spawn(
     process.execPath,
-    [join(compiledRoot, 'src/cli.js'), 'start', '--port', String(port), '--data-dir', dataDir, '--log-level', 'silent', ...VERDICT_ARGS],
+    [join(compiledRoot, 'src/cli.js'), 'start', '--port', String(port), '--data-dir', dataDir, '--log-level', 'silent', ...args],
     { stdio: ['ignore', 'ignore', 'inherit'] },
   );
   const url = `http://127.0.0.1:${port}`;
@@ -123,8 +125,10 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   console.log(`Verdict benchmark: ${RUNS} runs × ${SECONDS}s per figure, ${CONNECTIONS} connections, medians; Verdict args: ${VERDICT_ARGS.join(' ') || '(defaults)'}`);
+  if (COMPARE_ARGS !== undefined) console.log(`Verdict+ (compared in the same runs) args: ${[...VERDICT_ARGS, ...COMPARE_ARGS].join(' ')}`);
   const baseline = await startBaseline();
-  const verdict = await startVerdict();
+  const verdict = await startVerdict(VERDICT_ARGS);
+  const compared = COMPARE_ARGS === undefined ? undefined : await startVerdict([...VERDICT_ARGS, ...COMPARE_ARGS]);
   const results: Record<string, unknown>[] = [];
   try {
     const chosen = scenarios.filter((scenario) => ONLY === undefined || scenario.name.includes(ONLY));
@@ -132,9 +136,11 @@ async function main(): Promise<void> {
     for (const scenario of chosen) {
       const base: LoadResult[] = [];
       const ours: LoadResult[] = [];
+      const theirs: LoadResult[] = [];
       for (let run = 0; run < RUNS; run++) {
         base.push(await loadWithWrk(baseline.url + scenario.path, scenario.bodies, SECONDS, CONNECTIONS));
         ours.push(await loadWithWrk(verdict.url + scenario.path, scenario.bodies, SECONDS, CONNECTIONS));
+        if (compared !== undefined) theirs.push(await loadWithWrk(compared.url + scenario.path, scenario.bodies, SECONDS, CONNECTIONS));
       }
       const figure = (runs: LoadResult[]) => ({
         requestsPerSecond: median(runs.map((r) => r.requestsPerSecond)),
@@ -144,11 +150,15 @@ async function main(): Promise<void> {
       });
       const baseFigure = figure(base);
       const ourFigure = figure(ours);
-      results.push({ scenario: scenario.name, baseline: baseFigure, verdict: ourFigure });
+      const comparedFigure = compared === undefined ? undefined : figure(theirs);
+      results.push({ scenario: scenario.name, baseline: baseFigure, verdict: ourFigure, compared: comparedFigure });
+      const versus = (label: string, ours: ReturnType<typeof figure>) =>
+        `${label} ${thousands(ours.decisionsPerSecond).padStart(8)} dec/s (${ratio(ours.decisionsPerSecond, baseFigure.decisionsPerSecond)}) ` +
+        `p99 ${ours.p99Millis.toFixed(1)}ms (${ratio(ours.p99Millis, baseFigure.p99Millis)}) errors ${ours.errors}`;
       console.log(
         `${scenario.name.padEnd(44)} baseline ${thousands(baseFigure.decisionsPerSecond).padStart(8)} dec/s p99 ${baseFigure.p99Millis.toFixed(1)}ms | ` +
-          `Verdict ${thousands(ourFigure.decisionsPerSecond).padStart(8)} dec/s (${ratio(ourFigure.decisionsPerSecond, baseFigure.decisionsPerSecond)}) ` +
-          `p99 ${ourFigure.p99Millis.toFixed(1)}ms (${ratio(ourFigure.p99Millis, baseFigure.p99Millis)}) errors ${ourFigure.errors}`,
+          versus('Verdict', ourFigure) +
+          (comparedFigure === undefined ? '' : ` | ${versus('Verdict+', comparedFigure)}`),
       );
     }
     const rss = rssMegabytes(verdict.child.pid!);
@@ -164,12 +174,15 @@ async function main(): Promise<void> {
     const resultsDir = join(repositoryRoot, 'bench/results');
     mkdirSync(resultsDir, { recursive: true });
     const file = join(resultsDir, `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-    writeFileSync(file, JSON.stringify({ runs: RUNS, seconds: SECONDS, connections: CONNECTIONS, args: VERDICT_ARGS, http: results, engine, rssMegabytes: rss }, null, 2));
+    writeFileSync(file, JSON.stringify({ runs: RUNS, seconds: SECONDS, connections: CONNECTIONS, args: VERDICT_ARGS, compareArgs: COMPARE_ARGS, http: results, engine, rssMegabytes: rss }, null, 2));
     console.log(`saved ${file}`);
   } finally {
     baseline.child.kill();
-    verdict.child.kill();
-    rmSync(verdict.dataDir, { recursive: true, force: true });
+    for (const server of [verdict, compared]) {
+      if (server === undefined) continue;
+      server.child.kill();
+      rmSync(server.dataDir, { recursive: true, force: true });
+    }
   }
 }
 

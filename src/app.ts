@@ -68,13 +68,13 @@ export async function buildApp(config: Config): Promise<FastifyInstance> {
           snapshots,
           { bulkCheckMaxRequests: config.bulkCheckMaxRequests, maxJsonDepth: config.maxJsonDepth, maxStringLength: config.maxStringLength },
           config.workerTimeoutMs,
-          ({ allowed, denied, logLines }) => {
+          ({ body, json, allowed, denied, revision, elapsedMs }) => {
             metrics.allowed.inc(allowed);
             metrics.denied.inc(denied);
-            bulkSize.observe(allowed + denied);
-            if (logLines !== undefined) decisionLog?.recordLines(logLines);
+            const count = allowed + denied;
+            bulkSize.observe(count);
+            decisionLog?.recordBulk({ time: Date.now(), body, decisions: json, count, revision, latencyMs: elapsedMs / count });
           },
-          decisionLog !== undefined,
         );
   const pool = bulk && { bulk, minimumBodyLength: config.evaluation === 'pool' ? 0 : POOL_MINIMUM_BODY_LENGTH };
   if (bulk !== undefined) metrics.observePool(bulk);

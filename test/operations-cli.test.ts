@@ -123,3 +123,20 @@ t.test('SIGTERM during a stream of checks: readiness flips, every request sent i
   t.equal(stderr, '');
   await t.rejects(ask(url, 'GET', '/health'), 'the listener is closed');
 });
+
+t.test('--decision-log stdout: one line per decision on standard output, all written before exit', async (t) => {
+  const dir = scratch(t);
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const server = runVerdict(t, ['start', '--port', String(port), '--data-dir', join(dir, 'data'), '--decision-log', 'stdout'], QUIET);
+  await waitFor(url, '/ready', 200);
+  const checks = 20;
+  for (let index = 0; index < checks; index++) t.equal((await ask(url, 'POST', '/check', check)).status, 200);
+  t.equal((await ask(url, 'POST', '/check/bulk', [check, check])).status, 200);
+  server.process.kill('SIGTERM');
+  const { code, stdout } = await server.exited;
+  t.equal(code, 0);
+  const lines = stdout.split('\n').filter(Boolean).map((line) => JSON.parse(line));
+  t.equal(lines.length, checks + 2);
+  t.ok(lines.every((line) => line.allowed === false && line.request.action === 'read'));
+});

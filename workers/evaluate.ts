@@ -4,13 +4,11 @@
  * older than the revision the front held when it queued the task (see src/pool/bulk-pool.ts).
  */
 import { threadId, workerData } from 'node:worker_threads';
-import { compile, evaluate, type Decision, type Snapshot } from '../src/engine/index.js';
+import { compile, evaluate, type Snapshot } from '../src/engine/index.js';
 import { compileBulkValidator, namesRegisteredEntity, readBulkBody } from '../src/registry/bulk-request.js';
 import { ClientError, RequestValidationError } from '../src/errors.js';
 import type { BulkOutcome, BulkTask, WorkerStart } from '../src/pool/bulk-task.js';
 import { RunningTasks } from '../src/pool/running-tasks.js';
-import type { CheckInput } from '../src/registry/check-request.js';
-import { decisionLine } from '../src/decision-log/line.js';
 import { injectFaultIfAsked } from './faults.js';
 
 let snapshot: Snapshot | undefined;
@@ -32,6 +30,7 @@ function decide(task: BulkTask): BulkOutcome {
     snapshot = compile(task.policies, task.revision);
   }
   if (snapshot === undefined || snapshot.revision < task.revision) return { kind: 'stale' };
+  const startedAt = performance.now();
   injectFaultIfAsked(task.text);
   let inputs;
   try {
@@ -42,21 +41,10 @@ function decide(task: BulkTask): BulkOutcome {
     throw error;
   }
   if (inputs.some(namesRegisteredEntity)) return { kind: 'needs-registry' };
-  const decided: { decisions: Decision[]; logLines?: string[] } = task.logDecisions ? decideLogging(snapshot, inputs) : { decisions: inputs.map((input) => evaluate(snapshot!, input)) };
+  const current = snapshot;
+  const decisions = inputs.map((input) => evaluate(current, input));
   let allowed = 0;
-  for (const decision of decided.decisions) if (decision.allowed) allowed++;
-  return { kind: 'decided', json: JSON.stringify(decided.decisions), allowed, denied: decided.decisions.length - allowed, logLines: decided.logLines };
-}
-
-/** Decides and times each item, for the decision log. */
-function decideLogging(current: Snapshot, inputs: CheckInput[]): { decisions: Decision[]; logLines: string[] } {
-  const logLines: string[] = [];
-  const decisions = inputs.map((input) => {
-    const startedAt = performance.now();
-    const decision = evaluate(current, input);
-    const latencyMs = performance.now() - startedAt;
-    logLines.push(decisionLine({ time: Date.now(), input, request: input, decision, revision: current.revision, latencyMs }));
-    return decision;
-  });
-  return { decisions, logLines };
+  for (const decision of decisions) if (decision.allowed) allowed++;
+  const elapsedMs = performance.now() - startedAt;
+  return { kind: 'decided', json: JSON.stringify(decisions), allowed, denied: decisions.length - allowed, revision: current.revision, elapsedMs };
 }

@@ -1,83 +1,90 @@
-import { createWriteStream } from 'node:fs';
+import { closeSync, openSync } from 'node:fs';
 import { once } from 'node:events';
-import type { Writable } from 'node:stream';
-import { decisionLine, type DecisionRecord } from './line.js';
+import { Worker } from 'node:worker_threads';
+import type { BulkDecisionRecord, DecisionRecord } from './line.js';
+import type { DecisionLogEntry, WriterMessage, WriterReport, WriterStart } from './entries.js';
 
-/** Lines held while the sink is busy; past this, new lines are dropped and counted. */
+/** Lines waiting to be written; past this, new lines are dropped and counted. */
 export const DECISION_LOG_CAPACITY = 10_000;
 
-/** A decision not yet written: a record from this thread, or a line a worker already serialized. */
-type Pending = DecisionRecord | string;
+const WRITER_FILE = new URL('../../workers/decision-log-writer.js', import.meta.url);
 
 /**
- * The opt-in decision log: one JSON line per decision. A decision only appends to a bounded buffer;
- * lines are serialized and written on a later turn of the event loop, so the decision's response
- * never waits on them. When the sink falls behind and the buffer is full, lines are dropped and
- * `onDrop` is told, rather than memory growing or decisions slowing.
+ * The opt-in decision log: one JSON line per decision. Recording a decision only appends it to a
+ * batch; once per turn of the event loop the batch goes to a writer thread, which serializes and
+ * writes it at the lowest priority, so decisions neither wait for the log nor pay for its lines.
+ * When more than `capacity` lines are waiting, new ones are dropped and `onDrop` is told.
  */
 export class DecisionLog {
-  private pending: Pending[] = [];
+  private batch: DecisionLogEntry[] = [];
+  private batchLines = 0;
   private flushScheduled = false;
-  private waitingForDrain = false;
+  private writerRunning = true;
 
   private constructor(
-    private readonly sink: Writable,
-    private readonly ownsSink: boolean,
+    private readonly writer: Worker,
+    /** [0]: lines sent to the writer and not yet written. */
+    private readonly unwritten: Int32Array,
+    private readonly ownedFd: number | undefined,
     private readonly onDrop: (lines: number) => void,
     private readonly capacity: number,
-  ) {}
-
-  /** `target` is a file path (appended to) or `stdout`. */
-  static open(target: string, onDrop: (lines: number) => void, capacity = DECISION_LOG_CAPACITY): DecisionLog {
-    if (target === 'stdout') return new DecisionLog(process.stdout, false, onDrop, capacity);
-    return new DecisionLog(createWriteStream(target, { flags: 'a' }), true, onDrop, capacity);
+  ) {
+    writer.on('message', (report: WriterReport) => onDrop(report.dropped));
+    writer.on('error', () => {
+      this.writerRunning = false;
+    });
+    // The log never keeps the process alive: close() ends it on shutdown.
+    writer.unref();
   }
 
-  record(entry: Pending): void {
-    if (this.pending.length >= this.capacity) {
-      this.onDrop(1);
+  /** `target` is a file path (appended to, opened now so that a bad path fails at start) or `stdout`. */
+  static open(target: string, onDrop: (lines: number) => void, capacity = DECISION_LOG_CAPACITY): DecisionLog {
+    const ownedFd = target === 'stdout' ? undefined : openSync(target, 'a');
+    const start: WriterStart = { fd: ownedFd ?? 1, unwritten: new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT) };
+    const writer = new Worker(WRITER_FILE, { workerData: start });
+    return new DecisionLog(writer, new Int32Array(start.unwritten), ownedFd, onDrop, capacity);
+  }
+
+  /** A decision made on this thread. */
+  record(record: DecisionRecord): void {
+    this.add({ kind: 'decision', record }, 1);
+  }
+
+  /** A bulk decided in a worker: its lines are made by the writer. */
+  recordBulk(record: BulkDecisionRecord): void {
+    this.add({ kind: 'bulk', record }, record.count);
+  }
+
+  /** Sends what is batched, waits until the writer has written everything, and closes the file. */
+  async close(): Promise<void> {
+    this.flush();
+    if (this.writerRunning) {
+      const exited = once(this.writer, 'exit');
+      this.writer.ref();
+      this.writer.postMessage('close' satisfies WriterMessage);
+      await exited;
+    }
+    if (this.ownedFd !== undefined) closeSync(this.ownedFd);
+  }
+
+  private add(entry: DecisionLogEntry, lines: number): void {
+    if (!this.writerRunning || Atomics.load(this.unwritten, 0) + this.batchLines + lines > this.capacity) {
+      this.onDrop(lines);
       return;
     }
-    this.pending.push(entry);
-    this.scheduleFlush();
-  }
-
-  recordLines(lines: string[]): void {
-    const room = Math.max(0, this.capacity - this.pending.length);
-    if (lines.length > room) this.onDrop(lines.length - room);
-    for (let index = 0; index < Math.min(room, lines.length); index++) this.pending.push(lines[index]!);
-    this.scheduleFlush();
-  }
-
-  /** Writes what is buffered and, for a file, closes it. */
-  async close(): Promise<void> {
-    if (this.waitingForDrain) await once(this.sink, 'drain');
-    this.flush();
-    if (this.ownsSink) {
-      this.sink.end();
-      await once(this.sink, 'finish');
-    }
-  }
-
-  private scheduleFlush(): void {
-    if (this.flushScheduled || this.waitingForDrain || this.pending.length === 0) return;
+    this.batch.push(entry);
+    this.batchLines += lines;
+    if (this.flushScheduled) return;
     this.flushScheduled = true;
     setImmediate(this.flush);
   }
 
   private readonly flush = (): void => {
     this.flushScheduled = false;
-    if (this.pending.length === 0) return;
-    const entries = this.pending;
-    this.pending = [];
-    let text = '';
-    for (const entry of entries) text += typeof entry === 'string' ? entry : decisionLine(entry);
-    if (!this.sink.write(text)) {
-      this.waitingForDrain = true;
-      this.sink.once('drain', () => {
-        this.waitingForDrain = false;
-        this.scheduleFlush();
-      });
-    }
+    if (this.batch.length === 0) return;
+    Atomics.add(this.unwritten, 0, this.batchLines);
+    this.writer.postMessage(this.batch satisfies WriterMessage);
+    this.batch = [];
+    this.batchLines = 0;
   };
 }

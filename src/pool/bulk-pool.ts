@@ -8,8 +8,8 @@ import { RunningTasks } from './running-tasks.js';
 /** A worker did not finish a bulk in time: answered 503, the client may retry. */
 export class WorkerTimeoutError extends Error {}
 
-/** Told of every bulk a worker decided: how many allowed and denied, and the decision log lines when asked for. */
-export type BulkObserver = (outcome: { allowed: number; denied: number; logLines?: string[] }) => void;
+/** Told of every bulk a worker decided: its body, its decisions as JSON, how many allowed and denied, at which revision, in how long. */
+export type BulkObserver = (bulk: { body: string; json: string; allowed: number; denied: number; revision: number; elapsedMs: number }) => void;
 
 const WORKER_FILE = new URL('../../workers/evaluate.js', import.meta.url).href;
 
@@ -40,7 +40,6 @@ export class BulkPool {
     private readonly limits: BulkLimits,
     private readonly timeoutMillis: number,
     private readonly observe: BulkObserver = () => {},
-    private readonly logDecisions = false,
   ) {
     this.runningTasks = RunningTasks.create(workers);
     const workerData: WorkerStart = { runningTasks: this.runningTasks.buffer };
@@ -65,7 +64,7 @@ export class BulkPool {
   async decide(text: string): Promise<string | undefined> {
     const { current, policies } = this.snapshots;
     this.lastTaskId = (this.lastTaskId % 0x7fffffff) + 1;
-    const task: BulkTask = { id: this.lastTaskId, text, revision: current.revision, limits: this.limits, logDecisions: this.logDecisions };
+    const task: BulkTask = { id: this.lastTaskId, text, revision: current.revision, limits: this.limits };
     this.queuedAt.set(task.id, performance.now());
     let outcome: BulkOutcome;
     try {
@@ -81,7 +80,7 @@ export class BulkPool {
     }
     switch (outcome.kind) {
       case 'decided':
-        this.observe(outcome);
+        this.observe({ ...outcome, body: text });
         return outcome.json;
       case 'refused':
         if (typeof outcome.detail === 'string') throw new ClientError(outcome.statusCode, outcome.detail);

@@ -9,15 +9,13 @@ export interface BulkTask {
   text: string;
   revision: number;
   limits: BulkLimits;
-  /** Also return each decision as a decision log line. */
-  logDecisions: boolean;
   /** The policies of `revision`: sent only to a worker that answered `stale`. */
   policies?: Policy[];
 }
 
 export type BulkOutcome =
-  /** The decisions, serialized, in request order. */
-  | { kind: 'decided'; json: string; allowed: number; denied: number; logLines?: string[] }
+  /** The decisions, serialized, in request order, at the worker's snapshot revision, in elapsedMs. */
+  | { kind: 'decided'; json: string; allowed: number; denied: number; revision: number; elapsedMs: number }
   /** The worker's snapshot is older than the task's revision: send the policies along. */
   | { kind: 'stale' }
   /** An item names a registered entity: the front, which holds the entity cache, decides. */

@@ -1,0 +1,19 @@
+import type { BulkDecisionRecord, DecisionRecord } from './line.js';
+
+/** What the front sends the decision log's writer thread, in batches: decisions to serialize and write, in order. */
+export type DecisionLogEntry = { kind: 'decision'; record: DecisionRecord } | { kind: 'bulk'; record: BulkDecisionRecord };
+
+export type WriterMessage = DecisionLogEntry[] | 'close';
+
+/** What the writer thread is given when it starts. */
+export interface WriterStart {
+  /** Where to append: an open file descriptor (1 for stdout). */
+  fd: number;
+  /** An Int32Array's buffer: [0] counts lines sent to the writer and not yet written. */
+  unwritten: SharedArrayBuffer;
+}
+
+/** What the writer tells the front: lines it could not write. */
+export interface WriterReport {
+  dropped: number;
+}

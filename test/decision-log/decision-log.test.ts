@@ -1,0 +1,82 @@
+import t, { type Test } from 'tap';
+import { readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { DecisionLog } from '../../src/decision-log/decision-log.js';
+import type { DecisionRecord } from '../../src/decision-log/line.js';
+import { temporaryDataDir } from '../helpers/server.js';
+
+// The real writer thread, writing a real file.
+
+const side = (attributes: Record<string, unknown>) => ({ uri: undefined, attributes: new Map(Object.entries(attributes)) });
+const decided = (role: string): DecisionRecord => {
+  const input = { principal: side({ role }), resource: side({ kind: 'doc' }), action: 'read' };
+  return { time: Date.UTC(2026, 10, 22), input, request: input, decision: { allowed: role === 'admin', reason: 'because' }, revision: 3, latencyMs: 0.0123 };
+};
+const bulkBody = JSON.stringify([
+  { principal: { attributes: { role: 'admin' } }, resource: { attributes: { kind: 'doc' } }, action: 'read' },
+  { principal_attributes: { role: 'guest' }, resource_attributes: { kind: 'doc' } },
+]);
+const bulkDecisions = JSON.stringify([
+  { allowed: true, reason: 'yes' },
+  { allowed: false, reason: 'no' },
+]);
+
+function logFile(t: Test): string {
+  const dir = temporaryDataDir();
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  return join(dir, 'decisions.jsonl');
+}
+
+const readLines = (file: string) =>
+  readFileSync(file, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line));
+
+t.test('lines from this thread and from worker bulks are written in order, and close waits for them', async (t) => {
+  const file = logFile(t);
+  const log = DecisionLog.open(file, () => t.fail('nothing dropped'));
+  log.record(decided('admin'));
+  log.recordBulk({ time: Date.UTC(2026, 10, 22), body: bulkBody, decisions: bulkDecisions, count: 2, revision: 4, latencyMs: 0.5 });
+  log.record(decided('guest'));
+  await log.close();
+  const lines = readLines(file);
+  t.same(
+    lines.map((line) => [line.request.principal.attributes.role, line.allowed, line.revision]),
+    [
+      ['admin', true, 3],
+      ['admin', true, 4],
+      ['guest', false, 4],
+      ['guest', false, 3],
+    ],
+  );
+  t.same(lines[0], {
+    time: '2026-11-22T00:00:00.000Z',
+    revision: 3,
+    request: { principal: { attributes: { role: 'admin' } }, resource: { attributes: { kind: 'doc' } }, action: 'read' },
+    resolved: { principal: { role: 'admin' }, resource: { kind: 'doc' } },
+    allowed: true,
+    reason: 'because',
+    latency_ms: 0.012,
+  });
+  t.same(lines[2].request, { principal: { attributes: { role: 'guest' } }, resource: { attributes: { kind: 'doc' } }, action: 'access' }, 'the flat form, read as the check was');
+  t.equal(lines[1].latency_ms, 0.5);
+});
+
+t.test('past its capacity the log drops new lines and counts them, instead of growing', async (t) => {
+  const file = logFile(t);
+  let dropped = 0;
+  const log = DecisionLog.open(file, (lines) => (dropped += lines), 3);
+  for (const role of ['a', 'b', 'c', 'd', 'e']) log.record(decided(role));
+  log.recordBulk({ time: 0, body: bulkBody, decisions: bulkDecisions, count: 2, revision: 1, latencyMs: 0 });
+  t.equal(dropped, 4, 'two single lines and the two of the bulk');
+  await log.close();
+  t.same(
+    readLines(file).map((line) => line.request.principal.attributes.role),
+    ['a', 'b', 'c'],
+  );
+});
+
+t.test('a log file that cannot be opened fails at once, naming the path', async (t) => {
+  t.throws(() => DecisionLog.open('/nonexistent-dir/decisions.jsonl', () => {}), /nonexistent-dir\/decisions\.jsonl/);
+});
