@@ -113,7 +113,10 @@ export async function buildApp(config: Config): Promise<FastifyInstance> {
   });
   app.decorate('readiness', readiness);
   app.decorate('metrics', metrics);
-  const stopFollowing = followChanges(store, snapshots, entities, app.log, () => metrics.changeFeedErrors.inc());
+  const stopFollowing = followChanges(store, snapshots, entities, app.log, {
+    error: () => metrics.changeFeedErrors.inc(),
+    applied: (seconds) => metrics.changeFeedLag.observe(seconds),
+  });
   app.addHook('onClose', async () => {
     readiness.beginShutdown();
     stopFollowing();

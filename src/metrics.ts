@@ -4,6 +4,8 @@ import type { BulkPool } from './pool/bulk-pool.js';
 
 /** Request latencies are mostly tens of microseconds; the upper buckets catch stalls. */
 const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
+/** The embedded store's feed polls every 25 ms; MongoDB's change streams are usually faster, stalls slower. */
+const FEED_LAG_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 const BULK_SIZE_BUCKETS = [1, 10, 50, 100, 250, 500, 1000, 5000, 10000];
 
 /**
@@ -36,6 +38,12 @@ export class Metrics {
   readonly changeFeedErrors = new Counter({
     name: 'verdict_change_feed_errors_total',
     help: 'Changes from the store that could not be applied (the last good snapshot kept serving)',
+    registers: [this.registry],
+  });
+  readonly changeFeedLag = new Histogram({
+    name: 'verdict_change_feed_lag_seconds',
+    help: 'From a write committed by another process to this process serving it (snapshot rebuilt, cache entry dropped)',
+    buckets: FEED_LAG_BUCKETS,
     registers: [this.registry],
   });
   readonly decisionLogDropped = new Counter({

@@ -34,11 +34,18 @@ function pair(t: Test, changesKept?: number) {
   return { writer, follower, heard };
 }
 
-t.test('every write of another connection reaches the feed, in order', async (t) => {
+/** A change without its commit time, so that changes compare by what they name. */
+const untimed = (change: StoreChange) => ('committedAt' in change ? { ...change, committedAt: undefined } : change);
+const entityChange = (uri: string) => ({ kind: 'entity', uri, committedAt: undefined });
+
+t.test('every write of another connection reaches the feed, in order, with its commit time', async (t) => {
   const { writer, follower, heard } = pair(t);
+  const since = Date.now();
   await writer.createEntity(entity('user:a'));
   await until(() => heard.length === 1, 'the entity registration');
-  t.same(heard, [{ kind: 'entity', uri: 'user:a' }]);
+  t.same(heard.map(untimed), [entityChange('user:a')]);
+  const committedAt = (heard[0] as { committedAt: number }).committedAt;
+  t.ok(committedAt >= since && committedAt <= Date.now(), 'committed during the test');
   await writer.createPolicy(policy('p'));
   await writer.replacePolicy(policy('p'));
   await writer.updateEntity('user:a', (stored) => stored);
@@ -46,7 +53,11 @@ t.test('every write of another connection reaches the feed, in order', async (t)
   await writer.deletePolicy('p');
   await until(() => heard.some((change) => change.kind === 'policies') && heard.length >= 4, 'the later writes');
   const entityChanges = heard.filter((change) => change.kind === 'entity');
-  t.same(entityChanges, [{ kind: 'entity', uri: 'user:a' }, { kind: 'entity', uri: 'user:a' }, { kind: 'entity', uri: 'user:a' }]);
+  t.same(entityChanges.map(untimed), [entityChange('user:a'), entityChange('user:a'), entityChange('user:a')]);
+  t.ok(
+    heard.every((change) => 'committedAt' in change && change.committedAt! >= since),
+    'every change says when it was committed',
+  );
   t.equal(await follower.policyRevision(), await writer.policyRevision(), 'both see one revision');
   t.equal(await follower.policyRevision(), 3);
 });
@@ -57,7 +68,7 @@ t.test('writes that change nothing are not announced', async (t) => {
   t.equal(await writer.replacePolicy(policy('absent')), false);
   await writer.createEntity(entity('user:marker'));
   await until(() => heard.length > 0, 'the marker');
-  t.same(heard, [{ kind: 'entity', uri: 'user:marker' }]);
+  t.same(heard.map(untimed), [entityChange('user:marker')]);
 });
 
 t.test('a follower that fell behind the kept history is told to reload everything', async (t) => {
@@ -70,5 +81,5 @@ t.test('a follower that fell behind the kept history is told to reload everythin
   // After the reload it follows again, change by change.
   await writer.createEntity(entity('user:after'));
   await until(() => heard.length > 1, 'the next change');
-  t.same(heard[1], { kind: 'entity', uri: 'user:after' });
+  t.same(untimed(heard[1]!), entityChange('user:after'));
 });

@@ -3,6 +3,14 @@ import type { Store } from '../store/store.js';
 import type { EntityAttributeCache } from '../registry/entity-cache.js';
 import type { PolicySnapshots } from './policy-snapshots.js';
 
+/** What the follower reports besides its log lines. */
+export interface FollowObservers {
+  /** A change could not be applied. */
+  error?: () => void;
+  /** A change is being served, `seconds` after it was committed. */
+  applied?: (seconds: number) => void;
+}
+
 /**
  * Keeps this process in step with writes made by others on the same store: a policy change
  * rebuilds the snapshot, an entity change drops its cache entry, a lost feed reloads both. When a
@@ -13,20 +21,29 @@ export function followChanges(
   snapshots: PolicySnapshots,
   entities: EntityAttributeCache,
   log: FastifyBaseLogger,
-  onError: () => void = () => {},
+  observers: FollowObservers = {},
 ): () => void {
+  const served = (committedAt: number | undefined) => {
+    // Clocks of different machines (MongoDB's, ours) may disagree by a little: never a negative lag.
+    if (committedAt !== undefined) observers.applied?.(Math.max(0, Date.now() - committedAt) / 1000);
+  };
   const rebuild = () =>
-    snapshots.refresh().catch((error: unknown) => {
-      onError();
-      log.error({ err: error }, 'could not rebuild the policy snapshot; serving the last one');
-    });
+    snapshots.refresh().then(
+      () => true,
+      (error: unknown) => {
+        observers.error?.();
+        log.error({ err: error }, 'could not rebuild the policy snapshot; serving the last one');
+        return false;
+      },
+    );
   return store.watch((change) => {
     switch (change.kind) {
       case 'policies':
-        void rebuild();
+        void rebuild().then((rebuilt) => rebuilt && served(change.committedAt));
         return;
       case 'entity':
         entities.invalidate(change.uri);
+        served(change.committedAt);
         return;
       case 'everything':
         entities.clear();

@@ -35,7 +35,17 @@ const MIGRATIONS: readonly string[] = [
      collection TEXT NOT NULL,
      key TEXT NOT NULL
    );`,
+  // 3: when each change was committed, so that followers can tell how far behind they are.
+  `ALTER TABLE changes ADD COLUMN committed_at INTEGER;`,
 ];
+
+interface ChangeRow {
+  sequence: number;
+  collection: Collection;
+  key: string;
+  /** Epoch ms; null for changes written before migration 3. */
+  committed_at: number | null;
+}
 
 /** Changes kept for followers by default; one that falls further behind reloads everything. */
 const DEFAULT_CHANGES_KEPT = 10_000;
@@ -94,9 +104,9 @@ export class EmbeddedStore implements Store {
       insertEntity: db.prepare('INSERT INTO entities (uri, document) VALUES (?, ?)'),
       updateEntity: db.prepare('UPDATE entities SET document = ? WHERE uri = ?'),
       deleteEntity: db.prepare('DELETE FROM entities WHERE uri = ?'),
-      logChange: db.prepare('INSERT INTO changes (collection, key) VALUES (?, ?)'),
+      logChange: db.prepare('INSERT INTO changes (collection, key, committed_at) VALUES (?, ?, ?)'),
       trimChanges: db.prepare('DELETE FROM changes WHERE sequence <= last_insert_rowid() - ?'),
-      changesAfter: db.prepare('SELECT sequence, collection, key FROM changes WHERE sequence > ? ORDER BY sequence'),
+      changesAfter: db.prepare('SELECT sequence, collection, key, committed_at FROM changes WHERE sequence > ? ORDER BY sequence'),
       lastChange: db.prepare('SELECT coalesce(max(sequence), 0) FROM changes').pluck(),
       dataVersion: db.prepare('PRAGMA data_version').pluck(),
     };
@@ -194,7 +204,7 @@ export class EmbeddedStore implements Store {
 
   private recordChange(collection: Collection, key: string): void {
     this.statements.bumpRevision.run(collection);
-    this.statements.logChange.run(collection, key);
+    this.statements.logChange.run(collection, key, Date.now());
     this.statements.trimChanges.run(this.changesKept);
   }
 
@@ -206,17 +216,17 @@ export class EmbeddedStore implements Store {
       const dataVersion = this.statements.dataVersion.get() as number;
       if (dataVersion === lastDataVersion) return;
       lastDataVersion = dataVersion;
-      const rows = this.statements.changesAfter.all(lastSequence) as { sequence: number; collection: Collection; key: string }[];
+      const rows = this.statements.changesAfter.all(lastSequence) as ChangeRow[];
       if (rows.length === 0) return;
       if (rows[0]!.sequence > lastSequence + 1) {
         listener({ kind: 'everything' });
       } else {
-        let policiesChanged = false;
+        let firstPolicyChange: ChangeRow | undefined;
         for (const row of rows) {
-          if (row.collection === 'policies') policiesChanged = true;
-          else listener({ kind: 'entity', uri: row.key });
+          if (row.collection === 'policies') firstPolicyChange ??= row;
+          else listener({ kind: 'entity', uri: row.key, committedAt: row.committed_at ?? undefined });
         }
-        if (policiesChanged) listener({ kind: 'policies' });
+        if (firstPolicyChange) listener({ kind: 'policies', committedAt: firstPolicyChange.committed_at ?? undefined });
       }
       lastSequence = rows[rows.length - 1]!.sequence;
     };

@@ -1,4 +1,4 @@
-import { MongoClient, MongoError, type ClientSession, MongoServerError, type ChangeStream, type Collection, type Db, type ResumeToken } from 'mongodb';
+import { MongoClient, MongoError, type ClientSession, MongoServerError, type ChangeStream, type Collection, type Db, type ResumeToken, type Timestamp } from 'mongodb';
 import type { Policy } from '../schemas/policy.js';
 import type { Entity } from '../schemas/entity.js';
 import { DuplicateKeyError, StoreUnavailableError, type PolicySet, type Store, type StoreChangeListener } from './store.js';
@@ -32,6 +32,15 @@ export interface MongoStoreOptions {
 }
 
 /** Connectivity failures become StoreUnavailableError (503), other errors pass through. */
+/**
+ * When a change was committed, epoch ms: the event's wall time (MongoDB 6.0 and later), else its
+ * cluster time, which counts whole seconds.
+ */
+function commitTime(event: { wallTime?: Date; clusterTime?: Timestamp }): number | undefined {
+  if (event.wallTime !== undefined) return event.wallTime.getTime();
+  return event.clusterTime === undefined ? undefined : event.clusterTime.t * 1000;
+}
+
 function unavailable(error: unknown): never {
   if (error instanceof MongoError && !(error instanceof MongoServerError)) {
     throw new StoreUnavailableError(`MongoDB is unreachable: ${error.message}`);
@@ -241,7 +250,8 @@ export class MongoStore implements Store {
               listener({ kind: 'everything' });
             } else if ('ns' in event && 'documentKey' in event) {
               const key = String((event.documentKey as { _id: unknown })._id);
-              listener(event.ns.coll === 'policies' ? { kind: 'policies' } : { kind: 'entity', uri: key });
+              const committedAt = commitTime(event);
+              listener(event.ns.coll === 'policies' ? { kind: 'policies', committedAt } : { kind: 'entity', uri: key, committedAt });
             }
           }
         } catch (error) {

@@ -16,8 +16,9 @@ export interface PolicySet {
 
 /** What changed in the store, as every process hears it. */
 export type StoreChange =
-  | { kind: 'policies' }
-  | { kind: 'entity'; uri: string }
+  /** `committedAt`: when the (earliest) change was committed, epoch ms, when the store knows. */
+  | { kind: 'policies'; committedAt: number | undefined }
+  | { kind: 'entity'; uri: string; committedAt: number | undefined }
   /** The feed lost track (history trimmed, stream invalidated): reload everything. */
   | { kind: 'everything' }
   /** The feed cannot reach the store for now; it keeps retrying and announces `resumed`. */

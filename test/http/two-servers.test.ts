@@ -65,6 +65,13 @@ function twoServersOn(name: string, sharedStore: () => Promise<SharedStore>): vo
 
     t.equal((await second.call('DELETE', '/admin/policies/laptops')).status, 200);
     await eventually(t, withSupplied, { allowed: false, reason: 'Action denied by default because there are no policies' }, 'and back the other way');
+
+    const lagObservations = async (server: TestServer) => {
+      const text = String((await server.call('GET', '/metrics')).body);
+      return Number(/^verdict_change_feed_lag_seconds_count (\d+)$/m.exec(text)?.[1]);
+    };
+    t.ok((await lagObservations(second)) >= 4, "the second server timed each of the first's four writes it served");
+    t.ok((await lagObservations(first)) >= 1, "and the first the second's deletion");
   });
 }
 
