@@ -27,8 +27,8 @@ const TASKS_QUEUED_PER_WORKER = 4;
 export class BulkPool {
   private readonly pool: Piscina<BulkTask, BulkOutcome>;
   private readonly runningTasks: RunningTasks;
-  /** When each unfinished task was queued (performance.now()), by task id. */
-  private readonly queuedAt = new Map<number, number>();
+  /** When the watchdog first saw each task running in a worker (performance.now()), by task id. */
+  private readonly runningSince = new Map<number, number>();
   /** Tasks whose worker was terminated for taking too long. */
   private readonly timedOut = new Set<number>();
   private readonly watchdog: NodeJS.Timeout;
@@ -58,14 +58,14 @@ export class BulkPool {
   /**
    * The decisions as JSON text, or undefined when the front must decide (an item names a
    * registered entity, or the worker died: Piscina replaces it and the caller decides inline,
-   * never a guess). Throws the client errors the body deserves, and WorkerTimeoutError when the
-   * bulk was not decided within the timeout of being queued (its worker is terminated and replaced).
+   * never a guess). Throws the client errors the body deserves, and WorkerTimeoutError when a
+   * worker ran the bulk for longer than the timeout (the worker is terminated and replaced; bulks
+   * queued on it are decided on the front).
    */
   async decide(text: string): Promise<string | undefined> {
     const { current, policies } = this.snapshots;
     this.lastTaskId = (this.lastTaskId % 0x7fffffff) + 1;
     const task: BulkTask = { id: this.lastTaskId, text, revision: current.revision, limits: this.limits };
-    this.queuedAt.set(task.id, performance.now());
     let outcome: BulkOutcome;
     try {
       outcome = await this.pool.run(task);
@@ -75,7 +75,6 @@ export class BulkPool {
       if (this.timedOut.has(task.id)) throw new WorkerTimeoutError(`A bulk check took longer than ${this.timeoutMillis} ms`);
       return undefined;
     } finally {
-      this.queuedAt.delete(task.id);
       this.timedOut.delete(task.id);
     }
     switch (outcome.kind) {
@@ -90,16 +89,24 @@ export class BulkPool {
     }
   }
 
-  /** Terminates each worker whose running task was queued longer ago than the timeout. */
+  /**
+   * Terminates each worker that has been running one task for longer than the timeout (seen
+   * running on two ticks that far apart). Time spent waiting in a queue does not count: under a
+   * backlog, healthy workers are left alone.
+   */
   private readonly stopOverdueWorkers = (): void => {
     const now = performance.now();
+    const seen = new Set<number>();
     for (const { threadId, taskId } of this.runningTasks.running()) {
-      const queuedAt = this.queuedAt.get(taskId);
-      if (queuedAt === undefined || now - queuedAt <= this.timeoutMillis) continue;
+      seen.add(taskId);
+      const since = this.runningSince.get(taskId);
+      if (since === undefined) this.runningSince.set(taskId, now);
+      if (since === undefined || now - since <= this.timeoutMillis) continue;
       this.timedOut.add(taskId);
       this.runningTasks.release(threadId);
       void this.pool.threads.find((worker) => worker.threadId === threadId)?.terminate();
     }
+    for (const taskId of this.runningSince.keys()) if (!seen.has(taskId)) this.runningSince.delete(taskId);
   };
 
   get threads(): number {
