@@ -1,5 +1,5 @@
 import type { Decision, DecisionRequest } from '../engine/index.js';
-import { readCheckRequest, type CheckInput, type EntityInput } from '../registry/check-request.js';
+import { readCheckRequest, type CheckInput } from '../registry/check-request.js';
 import type { CheckRequest } from '../schemas/check.js';
 
 /** One decision made on the front, as the decision log records it, before it is serialized. */
@@ -31,21 +31,47 @@ export interface BulkDecisionRecord {
   latencyMs: number;
 }
 
-// Object.fromEntries defines keys such as `__proto__` as own properties, so they are logged as sent.
-const attributes = (map: ReadonlyMap<string, unknown>) => Object.fromEntries(map);
-const asSent = (side: EntityInput) => ({ uri: side.uri, attributes: attributes(side.attributes) });
+/** Attributes as a JSON object, keys in the order given (`__proto__` and the like as ordinary keys). */
+function attributesJson(attributes: ReadonlyMap<string, unknown>): string {
+  let members = '';
+  for (const [key, value] of attributes) {
+    members += `${members === '' ? '' : ','}${JSON.stringify(key)}:${JSON.stringify(value) ?? 'null'}`;
+  }
+  return `{${members}}`;
+}
 
-/** The JSON line for one decision: the check as sent, the attributes it was decided on, the outcome. */
+const sideJson = (uri: string | undefined, attributes: string) =>
+  uri === undefined ? `{"attributes":${attributes}}` : `{"uri":${JSON.stringify(uri)},"attributes":${attributes}}`;
+
+/** Lines of one batch mostly share their millisecond: its ISO text is made once. */
+let lastTime = Number.NaN;
+let lastIsoTime = '';
+function isoTime(time: number): string {
+  if (time !== lastTime) {
+    lastTime = time;
+    lastIsoTime = new Date(time).toISOString();
+  }
+  return lastIsoTime;
+}
+
+/**
+ * The JSON line for one decision: the check as sent, the attributes it was decided on, the outcome.
+ * Written out by hand rather than through intermediate objects: this runs once per decision, and a
+ * side decided on exactly the attributes it was sent with (no registry) is serialized once.
+ */
 export function decisionLine({ time, input, request, decision, revision, latencyMs }: DecisionRecord): string {
-  return `${JSON.stringify({
-    time: new Date(time).toISOString(),
-    revision,
-    request: { principal: asSent(input.principal), resource: asSent(input.resource), action: input.action },
-    resolved: { principal: attributes(request.principal.attributes), resource: attributes(request.resource.attributes) },
-    allowed: decision.allowed,
-    reason: decision.reason,
-    latency_ms: Math.round(latencyMs * 1000) / 1000,
-  })}\n`;
+  const sent = { principal: attributesJson(input.principal.attributes), resource: attributesJson(input.resource.attributes) };
+  const principalResolved =
+    request.principal.attributes === input.principal.attributes ? sent.principal : attributesJson(request.principal.attributes);
+  const resourceResolved =
+    request.resource.attributes === input.resource.attributes ? sent.resource : attributesJson(request.resource.attributes);
+  return (
+    `{"time":"${isoTime(time)}","revision":${revision},` +
+    `"request":{"principal":${sideJson(input.principal.uri, sent.principal)},"resource":${sideJson(input.resource.uri, sent.resource)},` +
+    `"action":${JSON.stringify(input.action)}},` +
+    `"resolved":{"principal":${principalResolved},"resource":${resourceResolved}},` +
+    `"allowed":${decision.allowed},"reason":${JSON.stringify(decision.reason)},"latency_ms":${Math.round(latencyMs * 1000) / 1000}}\n`
+  );
 }
 
 /** The JSON lines of a bulk decided in a worker, one per item, in order. */

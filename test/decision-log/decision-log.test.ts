@@ -80,3 +80,30 @@ t.test('past its capacity the log drops new lines and counts them, instead of gr
 t.test('a log file that cannot be opened fails at once, naming the path', async (t) => {
   t.throws(() => DecisionLog.open('/nonexistent-dir/decisions.jsonl', () => {}), /nonexistent-dir\/decisions\.jsonl/);
 });
+
+t.test('attribute keys and values of any kind are written as valid JSON, keys such as __proto__ included', async (t) => {
+  const file = logFile(t);
+  const log = DecisionLog.open(file, () => t.fail('nothing dropped'));
+  const attributes = new Map<string, unknown>([
+    ['__proto__', { polluted: true }],
+    ['quote"and\\backslash', 'line\nbreak'],
+    ['nested', [1, { deep: null }]],
+  ]);
+  const principal = { uri: 'user:"odd"', attributes };
+  const registered = new Map([...attributes, ['team', 'it']]);
+  const input = { principal, resource: side({ kind: 'doc' }), action: 'read' };
+  const request = { ...input, principal: { uri: principal.uri, attributes: registered } };
+  log.record({ time: 0, input, request, decision: { allowed: false, reason: 'a "quoted" reason' }, revision: 1, latencyMs: 0 });
+  await log.close();
+  const [line] = readLines(file);
+  const sent = line.request.principal;
+  t.equal(sent.uri, 'user:"odd"');
+  t.ok(Object.hasOwn(sent.attributes, '__proto__'), '__proto__ is an own key of the logged attributes');
+  t.same(sent.attributes['__proto__'], { polluted: true });
+  t.equal(sent.attributes['quote"and\\backslash'], 'line\nbreak');
+  t.same(sent.attributes.nested, [1, { deep: null }]);
+  t.equal(line.resolved.principal.team, 'it', 'the resolved side is written apart from the sent one when they differ');
+  t.notOk(Object.hasOwn(sent.attributes, 'team'));
+  t.equal(line.reason, 'a "quoted" reason');
+  t.equal(({} as Record<string, unknown>).polluted, undefined, 'nothing reached Object.prototype');
+});
