@@ -31,7 +31,9 @@ export class DecisionLog {
   ) {
     writer.on('message', (report: WriterReport) => onDrop(report.dropped));
     writer.on('error', () => {
+      // Whatever the writer held is lost with it: counted, like every line from now on.
       this.writerRunning = false;
+      onDrop(Atomics.exchange(unwritten, 0, 0));
     });
     // The log never keeps the process alive: close() ends it on shutdown.
     writer.unref();

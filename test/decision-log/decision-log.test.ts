@@ -107,3 +107,19 @@ t.test('attribute keys and values of any kind are written as valid JSON, keys su
   t.equal(line.reason, 'a "quoted" reason');
   t.equal(({} as Record<string, unknown>).polluted, undefined, 'nothing reached Object.prototype');
 });
+
+t.test('a writer thread that dies: the lines it held and every later one are counted as dropped, and close does not wait', async (t) => {
+  const file = logFile(t);
+  let dropped = 0;
+  const log = DecisionLog.open(file, (lines) => (dropped += lines));
+  // A record the writer cannot serialize (attributes that are not a Map) makes the writer thread throw.
+  const broken = decided('broken');
+  log.record({ ...broken, input: { ...broken.input, principal: { uri: undefined, attributes: 42 } } } as unknown as DecisionRecord);
+  log.record(decided('held'));
+  for (let waited = 0; dropped < 2 && waited < 5000; waited += 10) await new Promise((resolve) => setTimeout(resolve, 10));
+  t.equal(dropped, 2, 'the batch the writer held');
+  log.record(decided('later'));
+  t.equal(dropped, 3, 'later lines are dropped at once');
+  await log.close();
+  t.same(readLines(file), []);
+});
