@@ -119,6 +119,18 @@ function rssMegabytes(pid: number): number {
 const ratio = (value: number, base: number) => `${(value / base).toFixed(2)}×`;
 const thousands = (value: number) => `${(value / 1000).toFixed(1)}k`;
 
+/** The engine alone at growing policy counts, printed as it goes, each with its ratio to 10 policies. */
+function engineFigures(): Record<number, number> {
+  const engine: Record<number, number> = {};
+  for (const count of [10, 1_000, 10_000, 100_000]) {
+    engine[count] = engineDecisionsPerSecond(count);
+    console.log(
+      `engine alone, ${String(count).padStart(6)} policies: ${(engine[count]! / 1e6).toFixed(2)}M decisions/s (${ratio(engine[count]!, engine[10]!)} of 10 policies)`,
+    );
+  }
+  return engine;
+}
+
 async function main(): Promise<void> {
   if (!(await wrkAvailable())) {
     console.error('bench: wrk is not installed; install Debian\'s package: apt-get install wrk');
@@ -163,14 +175,7 @@ async function main(): Promise<void> {
     }
     const rss = rssMegabytes(verdict.child.pid!);
     console.log(`Verdict RSS after the run: ${rss.toFixed(0)} MB`);
-    const engine: Record<string, number> = {};
-    const tenPolicies = ONLY === undefined ? engineDecisionsPerSecond(10) : 0;
-    for (const count of ONLY === undefined ? [10, 1_000, 10_000, 100_000] : []) {
-      engine[count] = count === 10 ? tenPolicies : engineDecisionsPerSecond(count);
-      console.log(
-        `engine alone, ${String(count).padStart(6)} policies: ${(engine[count]! / 1e6).toFixed(2)}M decisions/s (${ratio(engine[count]!, tenPolicies)} of 10 policies)`,
-      );
-    }
+    const engine = ONLY === undefined ? engineFigures() : {};
     const resultsDir = join(repositoryRoot, 'bench/results');
     mkdirSync(resultsDir, { recursive: true });
     const file = join(resultsDir, `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);

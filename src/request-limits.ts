@@ -5,60 +5,41 @@ export type RequestLimits = Pick<Config, 'maxJsonDepth' | 'maxStringLength'>;
 
 type Location = (string | number)[];
 
-/**
- * The first place where a parsed body breaks a limit: a list or object nested deeper than
- * `maxJsonDepth`, or a string or key longer than `maxStringLength`, with its location.
- */
-function firstViolation(body: unknown, limits: RequestLimits, at: Location): ValidationIssue | undefined {
-  const values: unknown[] = [body];
-  const depths: number[] = [0];
-  const locations: Location[] = [at];
-  const tooLong = (loc: Location) => ({ loc, msg: `String should have at most ${limits.maxStringLength} characters`, type: 'string_too_long' });
-  while (values.length > 0) {
-    const value = values.pop();
-    const depth = depths.pop()!;
-    const loc = locations.pop()!;
-    if (typeof value === 'string') {
-      if (value.length > limits.maxStringLength) return tooLong(loc);
-      continue;
-    }
-    if (value === null || typeof value !== 'object') continue;
-    if (depth >= limits.maxJsonDepth) return { loc, msg: `is nested more than ${limits.maxJsonDepth} levels deep`, type: 'value_error' };
-    if (Array.isArray(value)) {
-      for (let index = 0; index < value.length; index++) {
-        values.push(value[index]);
-        depths.push(depth + 1);
-        locations.push([...loc, index]);
-      }
-      continue;
-    }
-    for (const key of Object.keys(value)) {
-      if (key.length > limits.maxStringLength) return tooLong([...loc, key]);
-      values.push((value as Record<string, unknown>)[key]);
-      depths.push(depth + 1);
-      locations.push([...loc, key]);
-    }
-  }
-  return undefined;
+/** Where a value breaks a limit, and which: the path is built backwards, only once a breach is found. */
+interface Breach {
+  kind: 'too deep' | 'too long';
+  reversedPath: Location;
 }
 
 /**
- * Whether a parsed value keeps within the limits: the common case, so it allocates nothing and only
- * answers yes or no (firstViolation then says where). Recursion is bounded by maxJsonDepth.
+ * The first place, in document order, where a parsed value nests lists or objects deeper than
+ * `maxJsonDepth` or holds a string or key longer than `maxStringLength`. A value within the limits
+ * (the common case) costs no allocation; recursion is bounded by maxJsonDepth.
  */
-function withinLimits(value: unknown, depth: number, limits: RequestLimits): boolean {
-  if (typeof value === 'string') return value.length <= limits.maxStringLength;
-  if (value === null || typeof value !== 'object') return true;
-  if (depth >= limits.maxJsonDepth) return false;
+function firstBreach(value: unknown, depth: number, limits: RequestLimits): Breach | undefined {
+  if (typeof value === 'string') return value.length > limits.maxStringLength ? { kind: 'too long', reversedPath: [] } : undefined;
+  if (value === null || typeof value !== 'object') return undefined;
+  if (depth >= limits.maxJsonDepth) return { kind: 'too deep', reversedPath: [] };
   if (Array.isArray(value)) {
-    for (let index = 0; index < value.length; index++) if (!withinLimits(value[index], depth + 1, limits)) return false;
-    return true;
+    for (let index = 0; index < value.length; index++) {
+      const breach = firstBreach(value[index], depth + 1, limits);
+      if (breach !== undefined) {
+        breach.reversedPath.push(index);
+        return breach;
+      }
+    }
+    return undefined;
   }
   // A parsed JSON object inherits no enumerable keys: for-in visits exactly its own.
   for (const key in value) {
-    if (key.length > limits.maxStringLength || !withinLimits((value as Record<string, unknown>)[key], depth + 1, limits)) return false;
+    if (key.length > limits.maxStringLength) return { kind: 'too long', reversedPath: [key] };
+    const breach = firstBreach((value as Record<string, unknown>)[key], depth + 1, limits);
+    if (breach !== undefined) {
+      breach.reversedPath.push(key);
+      return breach;
+    }
   }
-  return true;
+  return undefined;
 }
 
 /**
@@ -73,6 +54,10 @@ const withinLimitsByLength = (textLength: number, limits: RequestLimits) =>
  * `textLength`, the length of the JSON text it was parsed from, lets short bodies skip the walk.
  */
 export function requestLimitIssues(body: unknown, limits: RequestLimits, textLength: number, at: Location = ['body']): ValidationIssue[] {
-  if (withinLimitsByLength(textLength, limits) || withinLimits(body, 0, limits)) return [];
-  return [firstViolation(body, limits, at)!];
+  if (withinLimitsByLength(textLength, limits)) return [];
+  const breach = firstBreach(body, 0, limits);
+  if (breach === undefined) return [];
+  const loc = [...at, ...breach.reversedPath.reverse()];
+  if (breach.kind === 'too long') return [{ loc, msg: `String should have at most ${limits.maxStringLength} characters`, type: 'string_too_long' }];
+  return [{ loc, msg: `is nested more than ${limits.maxJsonDepth} levels deep`, type: 'value_error' }];
 }

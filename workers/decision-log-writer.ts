@@ -8,7 +8,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { readlinkSync, writeSync } from 'node:fs';
 import { constants, setPriority } from 'node:os';
 import { bulkDecisionLines, decisionLine } from '../src/decision-log/line.js';
-import type { DecisionLogEntry, WriterMessage, WriterReport, WriterStart } from '../src/decision-log/entries.js';
+import { linesOf, type DecisionLogEntry, type WriterMessage, type WriterReport, type WriterStart } from '../src/decision-log/entries.js';
 
 const FULL_PIPE_WAIT_MS = 10;
 
@@ -41,7 +41,6 @@ function writeAll(text: string): void {
 }
 
 const serialize = (entry: DecisionLogEntry) => (entry.kind === 'bulk' ? bulkDecisionLines(entry.record) : decisionLine(entry.record));
-const linesOf = (entry: DecisionLogEntry) => (entry.kind === 'bulk' ? entry.record.count : 1);
 
 lowerPriority();
 port.on('message', (message: WriterMessage) => {

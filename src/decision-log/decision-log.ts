@@ -2,7 +2,7 @@ import { closeSync, openSync } from 'node:fs';
 import { once } from 'node:events';
 import { Worker } from 'node:worker_threads';
 import type { BulkDecisionRecord, DecisionRecord } from './line.js';
-import type { DecisionLogEntry, WriterMessage, WriterReport, WriterStart } from './entries.js';
+import { linesOf, type DecisionLogEntry, type WriterMessage, type WriterReport, type WriterStart } from './entries.js';
 
 /** Lines waiting to be written; past this, new lines are dropped and counted. */
 export const DECISION_LOG_CAPACITY = 10_000;
@@ -49,12 +49,12 @@ export class DecisionLog {
 
   /** A decision made on this thread. */
   record(record: DecisionRecord): void {
-    this.add({ kind: 'decision', record }, 1);
+    this.add({ kind: 'decision', record });
   }
 
   /** A bulk decided in a worker: its lines are made by the writer. */
   recordBulk(record: BulkDecisionRecord): void {
-    this.add({ kind: 'bulk', record }, record.count);
+    this.add({ kind: 'bulk', record });
   }
 
   /** Sends what is batched, waits until the writer has written everything, and closes the file. */
@@ -69,7 +69,8 @@ export class DecisionLog {
     if (this.ownedFd !== undefined) closeSync(this.ownedFd);
   }
 
-  private add(entry: DecisionLogEntry, lines: number): void {
+  private add(entry: DecisionLogEntry): void {
+    const lines = linesOf(entry);
     if (!this.writerRunning || Atomics.load(this.unwritten, 0) + this.batchLines + lines > this.capacity) {
       this.onDrop(lines);
       return;

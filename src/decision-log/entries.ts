@@ -3,6 +3,9 @@ import type { BulkDecisionRecord, DecisionRecord } from './line.js';
 /** What the front sends the decision log's writer thread, in batches: decisions to serialize and write, in order. */
 export type DecisionLogEntry = { kind: 'decision'; record: DecisionRecord } | { kind: 'bulk'; record: BulkDecisionRecord };
 
+/** How many log lines an entry stands for. */
+export const linesOf = (entry: DecisionLogEntry) => (entry.kind === 'bulk' ? entry.record.count : 1);
+
 export type WriterMessage = DecisionLogEntry[] | 'close';
 
 /** What the writer thread is given when it starts. */

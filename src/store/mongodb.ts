@@ -31,7 +31,6 @@ export interface MongoStoreOptions {
   serverSelectionTimeoutMS?: number;
 }
 
-/** Connectivity failures become StoreUnavailableError (503), other errors pass through. */
 /**
  * When a change was committed, epoch ms: the event's wall time (MongoDB 6.0 and later), else its
  * cluster time, which counts whole seconds.
@@ -41,6 +40,7 @@ function commitTime(event: { wallTime?: Date; clusterTime?: Timestamp }): number
   return event.clusterTime === undefined ? undefined : event.clusterTime.t * 1000;
 }
 
+/** Connectivity failures become StoreUnavailableError (503), other errors pass through. */
 function unavailable(error: unknown): never {
   if (error instanceof MongoError && !(error instanceof MongoServerError)) {
     throw new StoreUnavailableError(`MongoDB is unreachable: ${error.message}`);

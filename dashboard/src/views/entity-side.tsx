@@ -15,13 +15,43 @@ export interface SideReference {
 }
 
 /** The side as the API takes it, or the message for its attributes field. */
-export function sideReference(side: SideDraft): { ok: true; reference: SideReference } | { ok: false; message: string } {
+function sideReference(side: SideDraft): { ok: true; reference: SideReference } | { ok: false; message: string } {
   const attributes = parseAttributes(side.attributes);
   if (!attributes.ok) return { ok: false, message: attributes.message };
   const reference: SideReference = {};
   if (side.uri.trim() !== '') reference.uri = side.uri.trim();
   if (attributes.value !== undefined) reference.attributes = attributes.value;
   return { ok: true, reference };
+}
+
+export interface CheckRequestBody {
+  principal: SideReference;
+  resource: SideReference;
+  action: string | undefined;
+}
+
+/**
+ * A check request (principal, resource, action) as the API takes it, or the messages for the
+ * attributes fields that do not parse, keyed as EntitySide reads them. A blank action is left out.
+ */
+export function checkRequestBody(
+  principal: SideDraft,
+  resource: SideDraft,
+  action: string,
+): { ok: true; body: CheckRequestBody } | { ok: false; errors: Record<string, string> } {
+  const principalReference = sideReference(principal);
+  const resourceReference = sideReference(resource);
+  if (!principalReference.ok || !resourceReference.ok) {
+    const errors: Record<string, string> = {};
+    if (!principalReference.ok) errors['principal.attributes'] = principalReference.message;
+    if (!resourceReference.ok) errors['resource.attributes'] = resourceReference.message;
+    return { ok: false, errors };
+  }
+  const trimmedAction = action.trim();
+  return {
+    ok: true,
+    body: { principal: principalReference.reference, resource: resourceReference.reference, action: trimmedAction === '' ? undefined : trimmedAction },
+  };
 }
 
 interface EntitySideProps {

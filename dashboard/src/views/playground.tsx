@@ -3,7 +3,7 @@ import { useState } from 'preact/hooks';
 import { ApiError, call, failureReport } from '../api.js';
 import { Alerts, TextArea, TextField } from '../components.js';
 import { actionOf, sideSummary } from '../check-summary.js';
-import { EntitySide, emptySide, sideReference } from './entity-side.js';
+import { EntitySide, checkRequestBody, emptySide } from './entity-side.js';
 
 interface Decision {
   allowed: boolean;
@@ -33,14 +33,10 @@ function SingleCheck() {
     event.preventDefault();
     setAlerts([]);
     setDecision(undefined);
-    const principalReference = sideReference(principal);
-    const resourceReference = sideReference(resource);
-    const local: Record<string, string> = {};
-    if (!principalReference.ok) local['principal.attributes'] = principalReference.message;
-    if (!resourceReference.ok) local['resource.attributes'] = resourceReference.message;
-    setErrors(local);
-    if (!principalReference.ok || !resourceReference.ok) return;
-    const body = { principal: principalReference.reference, resource: resourceReference.reference, action: action.trim() === '' ? undefined : action.trim() };
+    const request = checkRequestBody(principal, resource, action);
+    setErrors(request.ok ? {} : request.errors);
+    if (!request.ok) return;
+    const { body } = request;
     try {
       setDecision(await call<Decision>('POST', '/check', body));
     } catch (error) {

@@ -4,7 +4,7 @@ import { call, failureReport } from '../api.js';
 import { Alerts, TextField } from '../components.js';
 import type { Policy } from '../policy-draft.js';
 import { go, links } from '../routes.js';
-import { EntitySide, emptySide, sideReference } from './entity-side.js';
+import { EntitySide, checkRequestBody, emptySide } from './entity-side.js';
 
 const FIELDS = ['name', 'action', 'principal', 'principal.uri', 'principal.attributes', 'resource', 'resource.uri', 'resource.attributes'];
 
@@ -19,14 +19,10 @@ export function SimplePolicy() {
   const create = async (event: Event) => {
     event.preventDefault();
     setAlerts([]);
-    const principalReference = sideReference(principal);
-    const resourceReference = sideReference(resource);
-    const local: Record<string, string> = {};
-    if (!principalReference.ok) local['principal.attributes'] = principalReference.message;
-    if (!resourceReference.ok) local['resource.attributes'] = resourceReference.message;
-    setErrors(local);
-    if (!principalReference.ok || !resourceReference.ok) return;
-    const body = { principal: principalReference.reference, resource: resourceReference.reference, action: action.trim() === '' ? undefined : action.trim() };
+    const request = checkRequestBody(principal, resource, action);
+    setErrors(request.ok ? {} : request.errors);
+    if (!request.ok) return;
+    const { body } = request;
     try {
       const policy = await call<Policy>('POST', `/admin/policies/simple?name=${encodeURIComponent(name)}`, body);
       go(links.policy(policy.name));
