@@ -1,6 +1,7 @@
 import Fastify, { LogController, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Config } from './config.js';
 import { openStore } from './store/open.js';
+import type { Store } from './store/store.js';
 import { PolicySnapshots } from './snapshot/policy-snapshots.js';
 import { followChanges } from './snapshot/follow-changes.js';
 import { CheckService } from './checks.js';
@@ -49,9 +50,12 @@ export const REVISION_HEADER = 'verdict-revision';
 /** A store that takes longer than this to answer a readiness probe is reported as not ready. */
 const STORE_PROBE_TIMEOUT_MS = 2000;
 
-/** Wires the store, the policy snapshot and the routes into a Fastify instance that is ready to listen. */
-export async function buildApp(config: Config): Promise<FastifyInstance> {
-  const store = await openStore(config);
+/**
+ * Wires the store, the policy snapshot and the routes into a Fastify instance that is ready to listen.
+ * `openedStore`: a store already open (tests that inject faults); by default the one the configuration names.
+ */
+export async function buildApp(config: Config, openedStore?: Store): Promise<FastifyInstance> {
+  const store = openedStore ?? (await openStore(config));
   const snapshots = await PolicySnapshots.load(store);
   const entities = new EntityAttributeCache(store, config.entityCacheSize);
   if (config.registryEnabled) await entities.warm();
@@ -79,7 +83,12 @@ export async function buildApp(config: Config): Promise<FastifyInstance> {
   const pool = bulk && { bulk, minimumBodyLength: config.evaluation === 'pool' ? 0 : POOL_MINIMUM_BODY_LENGTH };
   if (bulk !== undefined) metrics.observePool(bulk);
   const readiness = new Readiness({
-    snapshot: () => undefined,
+    snapshot: () => {
+      const failing = snapshots.failing;
+      if (failing === undefined) return undefined;
+      const attempts = `${failing.failures} attempt${failing.failures === 1 ? '' : 's'}`;
+      return `rebuilds failing since ${new Date(failing.since).toISOString()} (${attempts}): ${failing.error.message}`;
+    },
     store: async () => {
       await within(store.policyRevision(), STORE_PROBE_TIMEOUT_MS, `no answer within ${STORE_PROBE_TIMEOUT_MS} ms`);
       return undefined;
@@ -113,6 +122,10 @@ export async function buildApp(config: Config): Promise<FastifyInstance> {
   });
   app.decorate('readiness', readiness);
   app.decorate('metrics', metrics);
+  snapshots.on('rebuildFailed', (error, { failures }) =>
+    app.log.error({ err: error, failures }, 'could not rebuild the policy snapshot; serving the last one and retrying'),
+  );
+  snapshots.on('recovered', ({ since }) => app.log.info({ failingSince: new Date(since).toISOString() }, 'the policy snapshot is rebuilt again'));
   const stopFollowing = followChanges(store, snapshots, entities, app.log, {
     error: () => metrics.changeFeedErrors.inc(),
     applied: (seconds) => metrics.changeFeedLag.observe(seconds),
@@ -120,6 +133,7 @@ export async function buildApp(config: Config): Promise<FastifyInstance> {
   app.addHook('onClose', async () => {
     readiness.beginShutdown();
     stopFollowing();
+    snapshots.close();
     await bulk?.close();
     await store.close();
     await decisionLog?.close();

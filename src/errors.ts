@@ -19,3 +19,10 @@ export class RequestValidationError extends Error {
 }
 
 export const notFound = (what: 'Policy' | 'Entity') => new ClientError(404, `${what} not found`);
+
+/** The request cannot be completed now, for the reason `detail` gives the client: answered 503. */
+export class UnavailableError extends Error {
+  constructor(readonly detail: string) {
+    super(detail);
+  }
+}

@@ -46,6 +46,11 @@ export class Metrics {
     buckets: FEED_LAG_BUCKETS,
     registers: [this.registry],
   });
+  readonly snapshotRebuildFailures = new Counter({
+    name: 'verdict_snapshot_rebuild_failures_total',
+    help: 'Policy snapshot rebuilds that could not read the store (each is retried; GET /ready says since when)',
+    registers: [this.registry],
+  });
   readonly decisionLogDropped = new Counter({
     name: 'verdict_decision_log_dropped_total',
     help: 'Decision log lines dropped because the buffer was full (the sink could not keep up)',
@@ -54,6 +59,7 @@ export class Metrics {
 
   constructor(snapshots: PolicySnapshots) {
     collectDefaultMetrics({ register: this.registry });
+    snapshots.on('rebuildFailed', () => this.snapshotRebuildFailures.inc());
     this.gauge('verdict_snapshot_revision', 'Revision of the policy snapshot that decisions use', () => snapshots.current.revision);
     this.gauge('verdict_snapshot_age_seconds', 'Seconds since the policy snapshot in use was built', () => (Date.now() - snapshots.builtAt) / 1000);
     this.gauge('verdict_policies', 'Policies in the snapshot in use', () => snapshots.policies.length);

@@ -3,7 +3,7 @@ import { buildSimplePolicy, normalizePolicy, policyIssues, slugify, type PolicyL
 import type { CheckInput } from './registry/check-request.js';
 import { DuplicateKeyError, type Store } from './store/store.js';
 import type { PolicySnapshots } from './snapshot/policy-snapshots.js';
-import { ClientError, notFound, RequestValidationError } from './errors.js';
+import { ClientError, notFound, RequestValidationError, UnavailableError } from './errors.js';
 
 /**
  * Policy administration: validates and normalizes what clients send, writes it durably, and
@@ -34,7 +34,7 @@ export class PolicyService {
       if (error instanceof DuplicateKeyError) throw new ClientError(409, error.message);
       throw error;
     }
-    await this.snapshots.refresh();
+    await this.applied(`Policy '${policy.name}' was saved`);
     return policy;
   }
 
@@ -63,14 +63,30 @@ export class PolicyService {
       throw new ClientError(400, `Name mismatch: the body names '${policy.name}' (slugified), the path '${name}'`);
     }
     if (!(await this.store.replacePolicy(policy))) throw notFound('Policy');
-    await this.snapshots.refresh();
+    await this.applied(`Policy '${policy.name}' was saved`);
     return policy;
   }
 
   async delete(name: string): Promise<true> {
     if (!(await this.store.deletePolicy(name))) throw notFound('Policy');
-    await this.snapshots.refresh();
+    await this.applied(`Policy '${name}' was deleted`);
     return true;
+  }
+
+  /**
+   * Waits for the snapshot to include a write that is already durable. When the store cannot be
+   * read back, the client must not repeat the write (it would be refused as a duplicate): the
+   * snapshot builder keeps retrying and applies it.
+   */
+  private async applied(done: string): Promise<void> {
+    try {
+      await this.snapshots.refresh();
+    } catch (error) {
+      throw new UnavailableError(
+        `${done}, but this process could not load it yet (${(error as Error).message}); ` +
+          'it will apply it as soon as the store answers: do not send the write again',
+      );
+    }
   }
 
   private accept(sent: Policy): Policy {

@@ -57,7 +57,8 @@ function contract(t: Test, name: string, backing: () => Promise<Backing>): void 
       await drop();
     });
 
-    t.same(await store.loadPolicies(), { revision: 0, policies: [] }, 'starts empty at revision 0');
+    const { revision: firstRevision, policies: firstPolicies } = await store.loadPolicies();
+    t.same({ revision: firstRevision, policies: firstPolicies }, { revision: 0, policies: [] }, 'starts empty at revision 0');
     await store.createPolicy(policy('first'));
     await store.createPolicy(policy('second', { description: 'two', default_effect: 'allow' }));
     await refusedAsDuplicate(t, store.createPolicy(policy('first')));
@@ -89,10 +90,11 @@ function contract(t: Test, name: string, backing: () => Promise<Backing>): void 
     t.equal(await store.deleteEntity('user:1'), false);
     t.equal(await other.getEntity('user:1'), undefined);
 
+    // The feed follows from a load's position: a write between the load and the watch is heard too.
     const heard: StoreChange[] = [];
-    const stop = other.watch((change) => heard.push(change));
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    const { feedPosition } = await other.loadPolicies();
     await store.createPolicy(policy('third'));
+    const stop = other.watch((change) => heard.push(change), feedPosition);
     await store.createEntity(entity('user:new'));
     await store.deleteEntity('user:new');
     await until(() => heard.filter((change) => change.kind === 'entity').length >= 2 && heard.some((c) => c.kind === 'policies'), 'the changes');

@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import FindMyWay from 'find-my-way';
-import { ClientError, RequestValidationError } from '../errors.js';
+import { ClientError, RequestValidationError, UnavailableError } from '../errors.js';
 import { StoreUnavailableError } from '../store/store.js';
 import { WorkerTimeoutError } from '../pool/bulk-pool.js';
 import { validationIssues } from '../schemas/validation.js';
@@ -19,6 +19,10 @@ export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (error instanceof RequestValidationError) return sendValidationIssues(reply, error.issues);
     if (error instanceof ClientError) return reply.code(error.statusCode).send({ detail: error.detail });
+    if (error instanceof UnavailableError) {
+      request.log.warn({ err: error }, 'service unavailable');
+      return reply.code(503).send({ detail: error.detail });
+    }
     if (error instanceof StoreUnavailableError || error instanceof WorkerTimeoutError) {
       request.log.warn({ err: error }, 'service unavailable');
       return reply.code(503).send({ detail: `${error.message}; retry shortly` });

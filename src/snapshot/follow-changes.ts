@@ -12,9 +12,10 @@ export interface FollowObservers {
 }
 
 /**
- * Keeps this process in step with writes made by others on the same store: a policy change
- * rebuilds the snapshot, an entity change drops its cache entry, a lost feed reloads both. When a
- * rebuild fails, checks go on against the last good snapshot and the failure is logged.
+ * Keeps this process in step with writes made by others on the same store, from the position of
+ * the snapshot's first load on: a policy change rebuilds the snapshot, an entity change drops its
+ * cache entry, a lost feed reloads both. When a rebuild fails, checks go on against the last good
+ * snapshot while the snapshot builder retries (see PolicySnapshots).
  */
 export function followChanges(
   store: Store,
@@ -27,12 +28,11 @@ export function followChanges(
     // Clocks of different machines (MongoDB's, ours) may disagree by a little: never a negative lag.
     if (committedAt !== undefined) observers.applied?.(Math.max(0, Date.now() - committedAt) / 1000);
   };
-  const rebuild = () =>
-    snapshots.refresh().then(
+  const rebuild = (force = false) =>
+    snapshots.refresh({ force }).then(
       () => true,
-      (error: unknown) => {
+      () => {
         observers.error?.();
-        log.error({ err: error }, 'could not rebuild the policy snapshot; serving the last one');
         return false;
       },
     );
@@ -47,7 +47,7 @@ export function followChanges(
         return;
       case 'everything':
         entities.clear();
-        void rebuild();
+        void rebuild(true);
         return;
       case 'interrupted':
         log.warn({ reason: change.reason }, 'lost the store change feed; serving the last snapshot and cached entities while it retries');
@@ -56,5 +56,5 @@ export function followChanges(
         log.info('the store change feed is back');
         return;
     }
-  });
+  }, snapshots.loadedAt);
 }

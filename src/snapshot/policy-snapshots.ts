@@ -1,42 +1,122 @@
+import { EventEmitter } from 'node:events';
 import { compile, type Snapshot } from '../engine/index.js';
-import type { Store } from '../store/store.js';
+import type { FeedPosition, Store } from '../store/store.js';
 import type { Policy } from '../schemas/policy.js';
+
+/** After a failed rebuild the next attempt waits this long, doubling after each failure up to `max`. */
+const RETRY_MILLIS = { first: 100, max: 5000 };
+
+/** Rebuilds have been failing: since when (epoch ms), how many attempts, and the last error. */
+export interface RebuildFailure {
+  since: number;
+  failures: number;
+  error: Error;
+}
+
+interface SnapshotEvents {
+  /** A new snapshot is current. */
+  published: [Snapshot];
+  /** A rebuild could not read the store; another attempt is scheduled. */
+  rebuildFailed: [Error, RebuildFailure];
+  /** A rebuild succeeded after failures. */
+  recovered: [RebuildFailure];
+}
 
 /**
  * Holds the snapshot that checks are evaluated against and rebuilds it from the store after each
- * policy change. Rebuilds run one at a time and a snapshot never replaces a newer one.
+ * policy change. Rebuilds run one at a time and a snapshot never replaces a newer one, unless a
+ * reload is forced (the store's history was reset). A rebuild that fails does not stop the ones
+ * after it, and is retried with back-off until one succeeds; `failing` says since when.
  */
-export class PolicySnapshots {
-  private rebuilding: Promise<Snapshot>;
+export class PolicySnapshots extends EventEmitter<SnapshotEvents> {
   /** When `current` was built (epoch milliseconds). */
   builtAt = Date.now();
+  /** Set while rebuilds fail; undefined once one succeeds. */
+  failing: RebuildFailure | undefined;
+  /** Rebuilds queue behind this; it never rejects, so one failure cannot block the rest. */
+  private queue: Promise<unknown> = Promise.resolve();
+  private forcedReloadsAsked = 0;
+  private forcedReloadsDone = 0;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private retryMillis = RETRY_MILLIS.first;
+  private closed = false;
 
   private constructor(
     private readonly store: Store,
     public current: Snapshot,
     /** The policies `current` was compiled from, for workers that compile their own copy. */
     public policies: Policy[],
+    /** Where the store's change feed stood at the first load: following changes from here misses none. */
+    readonly loadedAt: FeedPosition,
   ) {
-    this.rebuilding = Promise.resolve(current);
+    super();
+    this.setMaxListeners(0);
   }
 
   static async load(store: Store): Promise<PolicySnapshots> {
-    const { policies, revision } = await store.loadPolicies();
-    return new PolicySnapshots(store, compile(policies, revision), policies);
+    const { policies, revision, feedPosition } = await store.loadPolicies();
+    return new PolicySnapshots(store, compile(policies, revision), policies, feedPosition);
   }
 
-  /** Resolves once the current snapshot includes every policy write that had completed when it was called. */
-  refresh(): Promise<Snapshot> {
-    this.rebuilding = this.rebuilding.then(async () => {
-      if ((await this.store.policyRevision()) <= this.current.revision) return this.current;
-      const { policies, revision } = await this.store.loadPolicies();
-      if (revision > this.current.revision) {
-        this.current = compile(policies, revision);
-        this.policies = policies;
-        this.builtAt = Date.now();
+  /**
+   * Resolves once the current snapshot includes every policy write that had completed when it was
+   * called; rejects when the store could not be read (a retry is then scheduled). `force` reloads
+   * even if the revision has not moved, and lets it move back (the store was dropped and refilled).
+   */
+  refresh(options: { force?: boolean } = {}): Promise<Snapshot> {
+    if (options.force) this.forcedReloadsAsked++;
+    const rebuilt = this.queue.then(() => this.rebuild());
+    this.queue = rebuilt.catch(() => undefined);
+    return rebuilt;
+  }
+
+  /** Stops retrying; the current snapshot stays. */
+  close(): void {
+    this.closed = true;
+    clearTimeout(this.retryTimer);
+  }
+
+  private async rebuild(): Promise<Snapshot> {
+    const forcing = this.forcedReloadsAsked;
+    const force = forcing > this.forcedReloadsDone;
+    try {
+      if (force || (await this.store.policyRevision()) > this.current.revision) {
+        const { policies, revision } = await this.store.loadPolicies();
+        if (force || revision > this.current.revision) this.publish(compile(policies, revision), policies);
       }
+      this.forcedReloadsDone = forcing;
+      this.succeeded();
       return this.current;
-    });
-    return this.rebuilding;
+    } catch (error) {
+      this.failed(error as Error);
+      throw error;
+    }
+  }
+
+  private publish(snapshot: Snapshot, policies: Policy[]): void {
+    this.current = snapshot;
+    this.policies = policies;
+    this.builtAt = Date.now();
+    this.emit('published', snapshot);
+  }
+
+  private succeeded(): void {
+    clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
+    this.retryMillis = RETRY_MILLIS.first;
+    const failure = this.failing;
+    this.failing = undefined;
+    if (failure !== undefined) this.emit('recovered', failure);
+  }
+
+  private failed(error: Error): void {
+    this.failing = { since: this.failing?.since ?? Date.now(), failures: (this.failing?.failures ?? 0) + 1, error };
+    this.emit('rebuildFailed', error, this.failing);
+    if (this.closed || this.retryTimer !== undefined) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      this.refresh().catch(() => undefined);
+    }, this.retryMillis);
+    this.retryMillis = Math.min(this.retryMillis * 2, RETRY_MILLIS.max);
   }
 }

@@ -3,7 +3,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Policy } from '../schemas/policy.js';
 import type { Entity } from '../schemas/entity.js';
-import { DuplicateKeyError, type PolicySet, type Store, type StoreChangeListener } from './store.js';
+import { DuplicateKeyError, type FeedPosition, type LoadedPolicies, type Store, type StoreChangeListener } from './store.js';
 
 type Collection = 'policies' | 'entities';
 
@@ -46,6 +46,10 @@ interface ChangeRow {
   /** Epoch ms; null for changes written before migration 3. */
   committed_at: number | null;
 }
+
+/** A position in the embedded feed: the sequence of the last change already seen. */
+const feedPosition = (sequence: number) => ({ sequence }) as unknown as FeedPosition;
+const sequenceAt = (position: FeedPosition) => (position as unknown as { sequence: number }).sequence;
 
 /** Changes kept for followers by default; one that falls further behind reloads everything. */
 const DEFAULT_CHANGES_KEPT = 10_000;
@@ -112,10 +116,11 @@ export class EmbeddedStore implements Store {
     };
   }
 
-  async loadPolicies(): Promise<PolicySet> {
+  async loadPolicies(): Promise<LoadedPolicies> {
     return this.db.transaction(() => ({
       revision: this.statements.policyRevision.get() as number,
       policies: (this.statements.allPolicies.all() as string[]).map((document) => JSON.parse(document) as Policy),
+      feedPosition: feedPosition(this.statements.lastChange.get() as number),
     }))();
   }
 
@@ -208,9 +213,10 @@ export class EmbeddedStore implements Store {
     this.statements.trimChanges.run(this.changesKept);
   }
 
-  watch(listener: StoreChangeListener): () => void {
-    let lastSequence = this.statements.lastChange.get() as number;
-    let lastDataVersion = this.statements.dataVersion.get() as number;
+  watch(listener: StoreChangeListener, from?: FeedPosition): () => void {
+    let lastSequence = from === undefined ? (this.statements.lastChange.get() as number) : sequenceAt(from);
+    // From an earlier position, the first poll reads the log whatever data_version says: others may have committed since.
+    let lastDataVersion = from === undefined ? (this.statements.dataVersion.get() as number) : undefined;
     const poll = () => {
       // data_version moves only when another connection commits: the usual poll reads one pragma.
       const dataVersion = this.statements.dataVersion.get() as number;

@@ -1,7 +1,7 @@
 import { MongoClient, MongoError, type ClientSession, MongoServerError, type ChangeStream, type Collection, type Db, type ResumeToken, type Timestamp } from 'mongodb';
 import type { Policy } from '../schemas/policy.js';
 import type { Entity } from '../schemas/entity.js';
-import { DuplicateKeyError, StoreUnavailableError, type PolicySet, type Store, type StoreChangeListener } from './store.js';
+import { DuplicateKeyError, StoreUnavailableError, type FeedPosition, type LoadedPolicies, type Store, type StoreChangeListener } from './store.js';
 
 /**
  * A policy or entity: keyed by its name or uri (so a delete event names it), ordered by a position
@@ -39,6 +39,10 @@ function commitTime(event: { wallTime?: Date; clusterTime?: Timestamp }): number
   if (event.wallTime !== undefined) return event.wallTime.getTime();
   return event.clusterTime === undefined ? undefined : event.clusterTime.t * 1000;
 }
+
+/** A position in a MongoDB change feed: an operation time, where a change stream can start. */
+const feedPosition = (operationTime: Timestamp) => ({ operationTime }) as unknown as FeedPosition;
+const operationTimeAt = (position: FeedPosition) => (position as unknown as { operationTime: Timestamp }).operationTime;
 
 /** Connectivity failures become StoreUnavailableError (503), other errors pass through. */
 function unavailable(error: unknown): never {
@@ -120,14 +124,29 @@ export class MongoStore implements Store {
     }
   }
 
-  async loadPolicies(): Promise<PolicySet> {
-    const session = this.client.startSession({ snapshot: true });
+  /**
+   * The revision and the policies from one snapshot (a read-only transaction at snapshot read
+   * concern), taken at or after a majority read whose operation time is the feed position: a
+   * change stream started there misses nothing committed after the snapshot.
+   */
+  async loadPolicies(): Promise<LoadedPolicies> {
+    const session = this.client.startSession({ causalConsistency: true });
     try {
-      const [revision, stored] = await Promise.all([
-        this.counters.findOne({ _id: 'policy-revision' }, { session }),
-        this.policies.find({}, { session }).sort({ position: 1 }).toArray(),
-      ]);
-      return { revision: revision?.value ?? 0, policies: stored.map((row) => JSON.parse(row.document) as Policy) };
+      await this.counters.findOne({ _id: 'policy-revision' }, { session });
+      const operationTime = session.operationTime;
+      if (operationTime === undefined) throw new Error('MongoDB reported no operation time (not a replica set member?)');
+      const { revision, stored } = await session.withTransaction(
+        async () => ({
+          revision: await this.counters.findOne({ _id: 'policy-revision' }, { session }),
+          stored: await this.policies.find({}, { session }).sort({ position: 1 }).toArray(),
+        }),
+        { readConcern: { level: 'snapshot' } },
+      );
+      return {
+        revision: revision?.value ?? 0,
+        policies: stored.map((row) => JSON.parse(row.document) as Policy),
+        feedPosition: feedPosition(operationTime),
+      };
     } catch (error) {
       return unavailable(error);
     } finally {
@@ -226,14 +245,18 @@ export class MongoStore implements Store {
    * reopens the stream after a growing pause and resumes after the last event seen; when the
    * server can no longer resume from that point, the listener is told to reload everything.
    */
-  watch(listener: StoreChangeListener): () => void {
+  watch(listener: StoreChangeListener, from?: FeedPosition): () => void {
     let stopped = false;
     let interrupted = false;
     let resumeAfter: ResumeToken | undefined;
+    let startAtOperationTime = from === undefined ? undefined : operationTimeAt(from);
     let backoff = RETRY_BACKOFF_MILLIS.first;
     const follow = async (): Promise<void> => {
       while (!stopped && !this.closed) {
-        const stream = this.db.watch([{ $match: { 'ns.coll': { $in: ['policies', 'entities'] } } }], resumeAfter ? { resumeAfter } : {});
+        const stream = this.db.watch(
+          [{ $match: { 'ns.coll': { $in: ['policies', 'entities'] } } }],
+          resumeAfter ? { resumeAfter } : startAtOperationTime ? { startAtOperationTime } : {},
+        );
         this.streams.add(stream);
         // The server moves the resume token on every round trip, events or not: proof the stream is live again.
         stream.on('resumeTokenChanged', () => {
@@ -245,6 +268,7 @@ export class MongoStore implements Store {
           for await (const event of stream) {
             backoff = RETRY_BACKOFF_MILLIS.first;
             resumeAfter = event._id;
+            startAtOperationTime = undefined;
             if (event.operationType === 'invalidate' || event.operationType === 'drop' || event.operationType === 'dropDatabase') {
               resumeAfter = undefined;
               listener({ kind: 'everything' });

@@ -14,6 +14,18 @@ export interface PolicySet {
   policies: Policy[];
 }
 
+declare const feedPositionBrand: unique symbol;
+/** A point in a store's change feed; only the store that made it can read it. */
+export type FeedPosition = { readonly [feedPositionBrand]: true };
+
+export interface LoadedPolicies extends PolicySet {
+  /**
+   * Where the change feed stood when the policies were read: watching from here misses nothing
+   * committed after this load (a change it already holds may be announced again).
+   */
+  feedPosition: FeedPosition;
+}
+
 /** What changed in the store, as every process hears it. */
 export type StoreChange =
   /** `committedAt`: when the (earliest) change was committed, epoch ms, when the store knows. */
@@ -32,7 +44,7 @@ export type StoreChangeListener = (change: StoreChange) => void;
  * `embedded.ts` (SQLite, the default) and `mongodb.ts` (shared by many processes).
  */
 export interface Store {
-  loadPolicies(): Promise<PolicySet>;
+  loadPolicies(): Promise<LoadedPolicies>;
   /** The revision loadPolicies would return now, without loading anything. */
   policyRevision(): Promise<number>;
   getPolicy(name: string): Promise<Policy | undefined>;
@@ -54,10 +66,11 @@ export interface Store {
 
   /**
    * Calls `listener` for every change committed by other processes (and other connections),
-   * in commit order, until the returned function is called. A process's own writes are applied
+   * in commit order, until the returned function is called: every change after `from` (a position
+   * from loadPolicies), or after this call when none is given. A process's own writes are applied
    * by the code that makes them, before they are acknowledged.
    */
-  watch(listener: StoreChangeListener): () => void;
+  watch(listener: StoreChangeListener, from?: FeedPosition): () => void;
 
   close(): Promise<void>;
 }

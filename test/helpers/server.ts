@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { request } from 'undici';
 import { buildApp } from '../../src/app.js';
 import { DEFAULT_CONFIG, type Config } from '../../src/config.js';
+import type { Store } from '../../src/store/store.js';
 
 export interface JsonResponse {
   status: number;
@@ -28,12 +29,13 @@ export function temporaryDataDir(): string {
 
 /**
  * A real Verdict listening on a free loopback port, on its own embedded store. `dataDir` reuses a
- * directory (to test restarts); otherwise a fresh one is made and removed on close.
+ * directory (to test restarts); otherwise a fresh one is made and removed on close. `store`: an
+ * open store to serve from instead (see helpers/intercepted-store.ts).
  */
-export async function startServer(overrides: Partial<Config> = {}): Promise<TestServer> {
+export async function startServer(overrides: Partial<Config> = {}, store?: Store): Promise<TestServer> {
   const ownsDataDir = overrides.dataDir === undefined;
   const config: Config = { ...DEFAULT_CONFIG, logLevel: 'silent', port: 0, workers: 1, dataDir: temporaryDataDir(), ...overrides };
-  const app = await buildApp(config);
+  const app = await buildApp(config, store);
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();
   if (address === null || typeof address === 'string') throw new Error('server has no TCP address');
