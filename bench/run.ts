@@ -31,9 +31,11 @@ const repositoryRoot = join(compiledRoot, '..');
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
+const SEED_WRITER = { actor: 'bench', client: '', requestId: '', route: 'seed' };
+
 function seed(dataDir: string): void {
   const store = new EmbeddedStore(dataDir);
-  for (const policy of keyedPolicies(POLICIES)) void store.createPolicy(policy);
+  for (const policy of keyedPolicies(POLICIES)) void store.createPolicy(policy, SEED_WRITER);
   const now = new Date().toISOString();
   for (let index = 0; index < REGISTRY_SIZE; index++) {
     void store.createEntity({
@@ -44,7 +46,7 @@ function seed(dataDir: string): void {
         { key: 'department', value: 'it', updated_at: now, registered_at: now },
       ],
       registered_at: now,
-    });
+    }, SEED_WRITER);
   }
   void store.close();
 }

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Config } from './config.js';
 import { openStore } from './store/open.js';
@@ -26,6 +27,9 @@ import { Metrics } from './metrics.js';
 import { Readiness, within } from './readiness.js';
 import { DecisionLog } from './decision-log/decision-log.js';
 import { dashboardRoutes } from './http/dashboard.js';
+import { auditRoutes } from './http/audit.js';
+import { AuditTrail } from './audit/audit-trail.js';
+import { AuditPruner } from './audit/retention.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -55,12 +59,13 @@ const STORE_PROBE_TIMEOUT_MS = 2000;
  * `openedStore`: a store already open (tests that inject faults); by default the one the configuration names.
  */
 export async function buildApp(config: Config, openedStore?: Store): Promise<FastifyInstance> {
-  const store = openedStore ?? (await openStore(config));
+  const metrics = new Metrics();
+  const store = openedStore ?? (await openStore(config, { auditValues: config.auditValues, observer: metrics.auditObserver }));
   const snapshots = await PolicySnapshots.load(store);
+  metrics.observeSnapshots(snapshots);
   const entities = new EntityAttributeCache(store, config.entityCacheSize);
   if (config.registryEnabled) await entities.warm();
   const registered: RegisteredAttributes = config.registryEnabled ? entities.lookup : () => undefined;
-  const metrics = new Metrics(snapshots);
   const { allowed, denied, bulkSize } = metrics;
   const decisionLog =
     config.decisionLog === '' ? undefined : DecisionLog.open(config.decisionLog, (lines) => metrics.decisionLogDropped.inc(lines));
@@ -111,6 +116,8 @@ export async function buildApp(config: Config, openedStore?: Store): Promise<Fas
     // Per-request log lines only when asked for: the hot path stays free of logging by default.
     logController: new LogController({ disableRequestLogging: !['debug', 'trace'].includes(config.logLevel) }),
     bodyLimit: config.bodyLimit,
+    // Unique across processes and restarts: audit records name the request that wrote them.
+    genReqId: () => randomUUID(),
     onProtoPoisoning: 'ignore',
     onConstructorPoisoning: 'ignore',
     routerOptions: { maxParamLength: MAX_PATH_PARAMETER_LENGTH },
@@ -121,11 +128,22 @@ export async function buildApp(config: Config, openedStore?: Store): Promise<Fas
     },
   });
   app.decorate('readiness', readiness);
+  app.decorateRequest('adminKey', null);
   app.decorate('metrics', metrics);
   snapshots.on('rebuildFailed', (error, { failures }) =>
     app.log.error({ err: error, failures }, 'could not rebuild the policy snapshot; serving the last one and retrying'),
   );
   snapshots.on('recovered', ({ since }) => app.log.info({ failingSince: new Date(since).toISOString() }, 'the policy snapshot is rebuilt again'));
+  const pruner =
+    config.auditRetention &&
+    new AuditPruner(store, config.auditRetention, {
+      pruned: (records) => metrics.auditPruned.inc(records),
+      failed: (error) => {
+        metrics.auditPruneFailures.inc();
+        app.log.warn({ err: error }, 'audit retention failed; retrying at the next run');
+      },
+    });
+  pruner?.start();
   const stopFollowing = followChanges(store, snapshots, entities, app.log, {
     error: () => metrics.changeFeedErrors.inc(),
     applied: (seconds) => metrics.changeFeedLag.observe(seconds),
@@ -134,6 +152,7 @@ export async function buildApp(config: Config, openedStore?: Store): Promise<Fas
     readiness.beginShutdown();
     stopFollowing();
     snapshots.close();
+    await pruner?.stop();
     await bulk?.close();
     await store.close();
     await decisionLog?.close();
@@ -150,13 +169,15 @@ export async function buildApp(config: Config, openedStore?: Store): Promise<Fas
     reply.header(REVISION_HEADER, snapshots.current.revision);
     done(null, payload);
   });
+  const audit = new AuditTrail(store);
   const context: AppContext = {
     config,
     snapshots,
     pool,
     readiness,
     checks,
-    policies: new PolicyService(store, snapshots, config),
+    audit,
+    policies: new PolicyService(store, snapshots, config, audit),
     registry: new RegistryService(store, (uri) => entities.invalidate(uri)),
     adminKeyCheck: await adminKeyCheck(app, config),
   };
@@ -168,6 +189,7 @@ export async function buildApp(config: Config, openedStore?: Store): Promise<Fas
   await app.register(async (admin) => {
     if (context.adminKeyCheck !== undefined) admin.addHook('onRequest', context.adminKeyCheck);
     await admin.register(policyRoutes, { context });
+    await admin.register(auditRoutes, { context });
     if (config.registryEnabled) await admin.register(registryRoutes, { context });
   });
   await app.ready();

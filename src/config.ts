@@ -1,5 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
+import { parseRetention } from './audit/retention.js';
+import type { AuditRetention } from './audit/record.js';
 
 export const STORES = ['embedded', 'mongodb', 'mongodb-memory'] as const;
 export type StoreKind = (typeof STORES)[number];
@@ -52,6 +54,10 @@ export interface Config {
   shutdownDelayMs: number;
   /** After SIGTERM/SIGINT, the longest the process takes to exit, delay included. */
   shutdownGraceMs: number;
+  /** Record registry attribute values in the audit trail (otherwise only which keys changed). */
+  auditValues: boolean;
+  /** Which audit records are kept; undefined: all of them. */
+  auditRetention: AuditRetention | undefined;
 }
 
 export const EVALUATION_MODES = ['inline', 'pool', 'auto'] as const;
@@ -86,6 +92,8 @@ export const DEFAULT_CONFIG: Config = {
   decisionLog: '',
   shutdownDelayMs: 0,
   shutdownGraceMs: 10_000,
+  auditValues: false,
+  auditRetention: undefined,
 };
 
 /** Bad configuration: the start stops with this one line. */
@@ -212,6 +220,18 @@ export const START_OPTIONS = {
     help: 'after SIGTERM, exit within this long even if requests are still running',
     default: String(DEFAULT_CONFIG.shutdownGraceMs),
   },
+  'audit-values': {
+    type: 'string',
+    env: 'AUDIT_VALUES',
+    help: 'record registry attribute values in the audit trail, not only which keys changed: true|false',
+    default: 'false',
+  },
+  'audit-retention': {
+    type: 'string',
+    env: 'AUDIT_RETENTION',
+    help: 'audit records kept: forever, an age (90d, 12h), a count (100000), or both (90d,100000)',
+    default: 'forever',
+  },
 } as const;
 type OptionName = keyof typeof START_OPTIONS;
 
@@ -288,6 +308,14 @@ export function loadConfig(args: string[], env: NodeJS.ProcessEnv): Config {
   if (!/^[^/\\. "$*<>:|?]{1,63}$/.test(mongodbDatabase)) {
     throw new ConfigError(`--mongodb-db (MONGODB_DB) is not a valid MongoDB database name: '${mongodbDatabase}'`);
   }
+  const auditValues = read('audit-values');
+  const auditRetention = read('audit-retention');
+  let retention: AuditRetention | undefined;
+  try {
+    retention = parseRetention(auditRetention.text);
+  } catch (error) {
+    throw new ConfigError(`${auditRetention.label}: ${(error as Error).message}`);
+  }
   const metricsPort = read('metrics-port');
   const shutdownDelay = read('shutdown-delay-ms');
   const shutdownGrace = read('shutdown-grace-ms');
@@ -321,6 +349,8 @@ export function loadConfig(args: string[], env: NodeJS.ProcessEnv): Config {
     decisionLog: read('decision-log').text.trim(),
     shutdownDelayMs: parseInteger(shutdownDelay.label, shutdownDelay.text, 0, 3_600_000),
     shutdownGraceMs: parseInteger(shutdownGrace.label, shutdownGrace.text, 1, 3_600_000),
+    auditValues: parseBoolean(auditValues.label, auditValues.text),
+    auditRetention: retention,
   };
   if (config.shutdownDelayMs >= config.shutdownGraceMs) {
     throw new ConfigError(

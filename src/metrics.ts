@@ -1,6 +1,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { PolicySnapshots } from './snapshot/policy-snapshots.js';
 import type { BulkPool } from './pool/bulk-pool.js';
+import type { AuditObserver } from './store/store.js';
 
 /** Request latencies are mostly tens of microseconds; the upper buckets catch stalls. */
 const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
@@ -57,8 +58,40 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  constructor(snapshots: PolicySnapshots) {
+  private readonly auditRecords = new Counter({
+    name: 'verdict_audit_records_total',
+    help: 'Audit records committed with their admin writes, by operation',
+    labelNames: ['operation'] as const,
+    registers: [this.registry],
+  });
+  readonly auditWriteFailures = new Counter({
+    name: 'verdict_audit_write_failures_total',
+    help: 'Admin writes that failed in the store: neither the write nor its audit record was committed',
+    registers: [this.registry],
+  });
+  readonly auditPruned = new Counter({
+    name: 'verdict_audit_records_pruned_total',
+    help: 'Audit records deleted by the retention (--audit-retention)',
+    registers: [this.registry],
+  });
+  readonly auditPruneFailures = new Counter({
+    name: 'verdict_audit_prune_failures_total',
+    help: 'Retention runs that failed (retried at the next run)',
+    registers: [this.registry],
+  });
+
+  /** The store's audit observer: counts records and failed writes. */
+  readonly auditObserver: AuditObserver = {
+    recorded: (operation) => this.auditRecords.labels(operation).inc(),
+    failed: () => this.auditWriteFailures.inc(),
+  };
+
+  constructor() {
     collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** Adds the gauges of the policy snapshot (made after the store opens, which already counts audit records). */
+  observeSnapshots(snapshots: PolicySnapshots): void {
     snapshots.on('rebuildFailed', () => this.snapshotRebuildFailures.inc());
     this.gauge('verdict_snapshot_revision', 'Revision of the policy snapshot that decisions use', () => snapshots.current.revision);
     this.gauge('verdict_snapshot_age_seconds', 'Seconds since the policy snapshot in use was built', () => (Date.now() - snapshots.builtAt) / 1000);

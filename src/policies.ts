@@ -4,6 +4,8 @@ import type { CheckInput } from './registry/check-request.js';
 import { DuplicateKeyError, type Store } from './store/store.js';
 import type { PolicySnapshots } from './snapshot/policy-snapshots.js';
 import { ClientError, notFound, RequestValidationError, UnavailableError } from './errors.js';
+import { policyTarget, type AuditRecord, type Writer } from './audit/record.js';
+import type { AuditPage, AuditTrail } from './audit/audit-trail.js';
 
 /**
  * Policy administration: validates and normalizes what clients send, writes it durably, and
@@ -14,6 +16,7 @@ export class PolicyService {
     private readonly store: Store,
     private readonly snapshots: PolicySnapshots,
     private readonly limits: PolicyLimits,
+    private readonly audit: AuditTrail,
   ) {}
 
   async list(): Promise<Policy[]> {
@@ -26,10 +29,10 @@ export class PolicyService {
     return policy;
   }
 
-  async create(sent: Policy): Promise<Policy> {
+  async create(sent: Policy, by: Writer): Promise<Policy> {
     const policy = this.accept(sent);
     try {
-      await this.store.createPolicy(policy);
+      await this.store.createPolicy(policy, by);
     } catch (error) {
       if (error instanceof DuplicateKeyError) throw new ClientError(409, error.message);
       throw error;
@@ -42,7 +45,7 @@ export class PolicyService {
    * The one-rule policy of `POST /admin/policies/simple`. Attribute keys become paths, so a key
    * with a `.` could not be matched as sent and is refused.
    */
-  async createSimple(name: string, check: CheckInput): Promise<Policy> {
+  async createSimple(name: string, check: CheckInput, by: Writer): Promise<Policy> {
     const slug = slugify(name);
     if (slug === '') {
       throw new RequestValidationError([{ loc: ['query', 'name'], msg: `name '${name}' has no letters or digits to make a slug from`, type: 'value_error' }]);
@@ -53,24 +56,54 @@ export class PolicyService {
         .map((key) => ({ loc: ['body', side, 'attributes', key], msg: "attribute keys of a simple policy cannot contain '.'", type: 'value_error' })),
     );
     if (dotted.length > 0) throw new RequestValidationError(dotted);
-    return this.create(buildSimplePolicy(slug, check.principal, check.resource, check.action));
+    return this.create(buildSimplePolicy(slug, check.principal, check.resource, check.action), by);
   }
 
   /** Replaces the policy named `name`, which keeps its place in creation order. */
-  async replace(name: string, sent: Policy): Promise<Policy> {
+  async replace(name: string, sent: Policy, by: Writer): Promise<Policy> {
     const policy = this.accept(sent);
     if (policy.name !== name) {
       throw new ClientError(400, `Name mismatch: the body names '${policy.name}' (slugified), the path '${name}'`);
     }
-    if (!(await this.store.replacePolicy(policy))) throw notFound('Policy');
+    if (!(await this.store.replacePolicy(policy, by))) throw notFound('Policy');
     await this.applied(`Policy '${policy.name}' was saved`);
     return policy;
   }
 
-  async delete(name: string): Promise<true> {
-    if (!(await this.store.deletePolicy(name))) throw notFound('Policy');
+  async delete(name: string, by: Writer): Promise<true> {
+    if (!(await this.store.deletePolicy(name, by))) throw notFound('Policy');
     await this.applied(`Policy '${name}' was deleted`);
     return true;
+  }
+
+  /** The records of the writes that made each kept version of the policy, newest first; a page of them. */
+  async history(name: string, page: { limit: number; cursor?: string }): Promise<AuditPage> {
+    const history = await this.audit.page({ target: policyTarget(name) }, page);
+    if (history.records.length === 0 && page.cursor === undefined && (await this.store.getPolicy(name)) === undefined) {
+      throw notFound('Policy');
+    }
+    return history;
+  }
+
+  async version(name: string, version: number): Promise<AuditRecord> {
+    const record = await this.store.policyVersion(name, version);
+    if (record === undefined) throw new ClientError(404, `Policy '${name}' has no version ${version} (it may be older than the audit retention)`);
+    return record;
+  }
+
+  /**
+   * Makes version `version` of the policy current again, as a write of its own; a deleted policy
+   * comes back (last in creation order). The version must still pass today's limits.
+   */
+  async restore(name: string, version: number, by: Writer): Promise<Policy> {
+    const record = await this.version(name, version);
+    if (!('version' in record) || record.after === null) {
+      throw new ClientError(400, `Version ${version} of policy '${name}' is its deletion; restore an earlier version`);
+    }
+    const policy = this.accept(record.after);
+    await this.store.restorePolicy(policy, version, by);
+    await this.applied(`Version ${version} of policy '${name}' was restored`);
+    return policy;
   }
 
   /**

@@ -10,7 +10,7 @@ import { startCli } from './helpers/cli.js';
 // The real CLI in a child process takes a stream of policy and entity writes and is killed with
 // SIGKILL at a random moment, several times, on one data directory. After every kill the store
 // must pass SQLite's integrity check, every acknowledged write must be there, and every write that
-// was in flight must be there in full or not at all.
+// was in flight must be there in full or not at all; so must each write's audit record.
 
 const KILLS = 4;
 const WRITERS = 6;
@@ -59,6 +59,21 @@ async function stored(url: string, { kind, key }: Write): Promise<unknown> {
   const entity = body as { uri: string; type: string; attributes: { key: string; value: unknown }[] };
   return { uri: entity.uri, type: entity.type, attributes: Object.fromEntries(entity.attributes.map(({ key, value }) => [key, value])) };
 }
+
+/** Every audit record the server holds, by target. */
+async function auditRecordsByTarget(url: string): Promise<Map<string, { operation: string; after: unknown }[]>> {
+  const byTarget = new Map<string, { operation: string; after: unknown }[]>();
+  let cursor: string | null = null;
+  do {
+    const response = await request(`${url}/admin/audit?limit=1000${cursor === null ? '' : `&cursor=${cursor}`}`);
+    const page = (await response.body.json()) as { records: { target: string; operation: string; after: unknown }[]; next_cursor: string | null };
+    for (const record of page.records) byTarget.set(record.target, [...(byTarget.get(record.target) ?? []), record]);
+    cursor = page.next_cursor;
+  } while (cursor !== null);
+  return byTarget;
+}
+
+const targetOf = ({ kind, key }: Write) => `${kind}:${key}`;
 
 function integrity(dataDir: string): string {
   const db = new Database(join(dataDir, DATABASE_FILE));
@@ -123,4 +138,21 @@ t.test('acknowledged writes survive SIGKILL; writes in flight are all there or n
   const count = (await (await request(`${server.url}${REGISTRY}/$count`)).body.json()) as number;
   t.ok(policies.length + count >= acknowledged.length, 'no acknowledged write was lost from the lists either');
   t.ok(policies.length + count <= acknowledged.length + inFlight.length, 'and nothing appeared that was never sent');
+
+  const audit = await auditRecordsByTarget(server.url);
+  let unaudited = 0;
+  for (const sent of acknowledged) {
+    const records = audit.get(targetOf(sent)) ?? [];
+    const after = sent.kind === 'policy' ? sent.body : { type: 'principal', keys: Object.keys(sent.body.attributes as object) };
+    if (records.length !== 1 || records[0]!.operation !== `${sent.kind}.create` || JSON.stringify(records[0]!.after) !== JSON.stringify(after)) {
+      unaudited++;
+      t.fail(`acknowledged ${sent.key} has exactly its one audit record`, { records });
+    }
+  }
+  t.equal(unaudited, 0, 'every acknowledged write has its one audit record, intact');
+  for (const sent of inFlight) {
+    const present = (await stored(server.url, sent)) !== undefined;
+    t.equal(audit.get(targetOf(sent))?.length ?? 0, present ? 1 : 0, `in-flight ${sent.key}: its record is there exactly when the write is`);
+  }
+  t.equal([...audit.values()].flat().length, policies.length + count, 'no record without its write');
 });

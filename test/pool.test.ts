@@ -6,6 +6,7 @@ import { BulkPool } from '../src/pool/bulk-pool.js';
 import { ClientError } from '../src/errors.js';
 import { DEFAULT_CONFIG } from '../src/config.js';
 import { temporaryDataDir } from './helpers/server.js';
+import { TEST_WRITER } from './helpers/writer.js';
 
 // The pool on its own, with real worker threads: proves bulks are decided in a worker (the HTTP
 // tests in test/http/bulk-pool.test.ts could not tell a worker's answer from the front's fallback).
@@ -36,7 +37,7 @@ t.test('a worker decides a bulk at the revision the front holds, and hands back 
     description: null,
     default_effect: 'deny',
     rules: [{ name: 'r', effect: 'allow', principal_conditions: [{ path: 'attributes.a', operator: '==', value: 1 }], resource_conditions: [], actions: ['go'] }],
-  });
+  }, TEST_WRITER);
   await snapshots.refresh();
   // The worker still holds the empty snapshot: it must ask for the new one, never answer from the old.
   t.equal(JSON.parse((await pool.decide(body))!)[1].reason, 'Rule r allowed the action in policy p');

@@ -4,6 +4,7 @@ import { EmbeddedStore } from '../src/store/embedded.js';
 import type { StoreChange } from '../src/store/store.js';
 import type { Policy } from '../src/schemas/policy.js';
 import { temporaryDataDir } from './helpers/server.js';
+import { TEST_WRITER } from './helpers/writer.js';
 
 // Two connections to one data directory stand for two processes: what one commits, the other's
 // feed reports, in commit order.
@@ -21,8 +22,8 @@ async function until(condition: () => boolean, what: string): Promise<void> {
 
 function pair(t: Test, changesKept?: number) {
   const dataDir = temporaryDataDir();
-  const writer = new EmbeddedStore(dataDir, changesKept);
-  const follower = new EmbeddedStore(dataDir, changesKept);
+  const writer = new EmbeddedStore(dataDir, { changesKept });
+  const follower = new EmbeddedStore(dataDir, { changesKept });
   const heard: StoreChange[] = [];
   const stop = follower.watch((change) => heard.push(change));
   t.teardown(async () => {
@@ -41,16 +42,16 @@ const entityChange = (uri: string) => ({ kind: 'entity', uri, committedAt: undef
 t.test('every write of another connection reaches the feed, in order, with its commit time', async (t) => {
   const { writer, follower, heard } = pair(t);
   const since = Date.now();
-  await writer.createEntity(entity('user:a'));
+  await writer.createEntity(entity('user:a'), TEST_WRITER);
   await until(() => heard.length === 1, 'the entity registration');
   t.same(heard.map(untimed), [entityChange('user:a')]);
   const committedAt = (heard[0] as { committedAt: number }).committedAt;
   t.ok(committedAt >= since && committedAt <= Date.now(), 'committed during the test');
-  await writer.createPolicy(policy('p'));
-  await writer.replacePolicy(policy('p'));
-  await writer.updateEntity('user:a', (stored) => stored);
-  await writer.deleteEntity('user:a');
-  await writer.deletePolicy('p');
+  await writer.createPolicy(policy('p'), TEST_WRITER);
+  await writer.replacePolicy(policy('p'), TEST_WRITER);
+  await writer.updateEntity('user:a', (stored) => stored, TEST_WRITER);
+  await writer.deleteEntity('user:a', TEST_WRITER);
+  await writer.deletePolicy('p', TEST_WRITER);
   await until(() => heard.some((change) => change.kind === 'policies') && heard.length >= 4, 'the later writes');
   const entityChanges = heard.filter((change) => change.kind === 'entity');
   t.same(entityChanges.map(untimed), [entityChange('user:a'), entityChange('user:a'), entityChange('user:a')]);
@@ -64,9 +65,9 @@ t.test('every write of another connection reaches the feed, in order, with its c
 
 t.test('writes that change nothing are not announced', async (t) => {
   const { writer, heard } = pair(t);
-  t.equal(await writer.deletePolicy('absent'), false);
-  t.equal(await writer.replacePolicy(policy('absent')), false);
-  await writer.createEntity(entity('user:marker'));
+  t.equal(await writer.deletePolicy('absent', TEST_WRITER), false);
+  t.equal(await writer.replacePolicy(policy('absent'), TEST_WRITER), false);
+  await writer.createEntity(entity('user:marker'), TEST_WRITER);
   await until(() => heard.length > 0, 'the marker');
   t.same(heard.map(untimed), [entityChange('user:marker')]);
 });
@@ -75,11 +76,11 @@ t.test('a follower that fell behind the kept history is told to reload everythin
   const { writer, heard } = pair(t, 3);
   // The writes run synchronously inside the calls, all before the follower's next poll: by then
   // only the last three changes are kept, and the follower cannot know what it missed.
-  await Promise.all(Array.from({ length: 10 }, (_, index) => writer.createEntity(entity(`user:${index}`))));
+  await Promise.all(Array.from({ length: 10 }, (_, index) => writer.createEntity(entity(`user:${index}`), TEST_WRITER)));
   await until(() => heard.length > 0, 'any change');
   t.same(heard, [{ kind: 'everything' }]);
   // After the reload it follows again, change by change.
-  await writer.createEntity(entity('user:after'));
+  await writer.createEntity(entity('user:after'), TEST_WRITER);
   await until(() => heard.length > 1, 'the next change');
   t.same(untimed(heard[1]!), entityChange('user:after'));
 });

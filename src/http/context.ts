@@ -6,6 +6,7 @@ import type { RegistryService } from '../registry/registry-service.js';
 import type { BulkPool } from '../pool/bulk-pool.js';
 import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
 import type { Readiness } from '../readiness.js';
+import type { AuditTrail } from '../audit/audit-trail.js';
 
 /** What the route plugins work with; built once by buildApp. */
 export interface AppContext {
@@ -14,6 +15,7 @@ export interface AppContext {
   checks: CheckService;
   policies: PolicyService;
   registry: RegistryService;
+  audit: AuditTrail;
   readiness: Readiness;
   /** Present unless evaluation is inline only: bulk bodies of at least `minimumBodyLength` characters go to it. */
   pool?: { bulk: BulkPool; minimumBodyLength: number };

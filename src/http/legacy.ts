@@ -7,6 +7,7 @@ import { ClientError, RequestValidationError } from '../errors.js';
 import { API_KEY_SECURITY } from './admin-auth.js';
 import type { RoutesOptions } from './context.js';
 import { ERROR_RESPONSES } from './responses.js';
+import { writerOf } from './writer.js';
 
 const tags = ['earlier endpoints'];
 
@@ -42,7 +43,7 @@ export const legacyRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, {
   app.post('/create-policy', {
     onRequest,
     schema: { tags, security, summary: 'As POST /admin/policies', body: policySchema, response: { 200: storedPolicySchema, ...ERROR_RESPONSES } },
-    handler: (request) => policies.create(request.body),
+    handler: (request) => policies.create(request.body, writerOf(request)),
   });
 
   if (!config.registryEnabled) return;
@@ -50,7 +51,7 @@ export const legacyRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, {
   app.post('/register-entity', {
     onRequest,
     schema: { tags, security, summary: 'As POST /admin/fetchers/registry/entities', body: entityCreateSchema, response: { 200: entitySchema, ...ERROR_RESPONSES } },
-    handler: (request) => registry.register(request.body),
+    handler: (request) => registry.register(request.body, writerOf(request)),
   });
 
   app.post('/update-entity', {
@@ -63,7 +64,7 @@ export const legacyRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, {
       body: entityUpdateSchema,
       response: { 200: entitySchema, ...ERROR_RESPONSES },
     },
-    handler: (request) => registry.update(request.body.uri, { ...request.body, override: request.query.override }),
+    handler: (request) => registry.update(request.body.uri, { ...request.body, override: request.query.override }, writerOf(request)),
   });
 
   app.post('/delete-entity', {
@@ -86,7 +87,7 @@ export const legacyRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, {
       if (uri === undefined) {
         throw new RequestValidationError([{ loc: ['query', 'uri'], msg: 'Field required (in the query string or the body)', type: 'missing' }]);
       }
-      await registry.delete(uri);
+      await registry.delete(uri, writerOf(request));
       return { uri, message: 'Entity deleted successfully' };
     },
   });

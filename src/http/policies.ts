@@ -7,11 +7,25 @@ import { RequestValidationError } from '../errors.js';
 import { API_KEY_SECURITY } from './admin-auth.js';
 import type { RoutesOptions } from './context.js';
 import { ERROR_RESPONSES } from './responses.js';
+import { writerOf } from './writer.js';
+import { auditPageQuerySchema, auditPageSchema, auditRecordSchema } from '../schemas/audit.js';
 
 const nameParams = {
   type: 'object',
   properties: { name: { type: 'string', description: 'The policy name (as stored, slugified).' } },
   required: ['name'],
+} as const;
+
+const versionParams = {
+  type: 'object',
+  properties: { ...nameParams.properties, version: { type: 'integer', minimum: 1, description: 'A version from the history.' } },
+  required: ['name', 'version'],
+} as const;
+
+const restoreQuery = {
+  type: 'object',
+  properties: { version: { type: 'integer', minimum: 1, description: 'The version to make current again.' } },
+  required: ['version'],
 } as const;
 
 const simplePolicyQuery = {
@@ -42,7 +56,7 @@ export const policyRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, {
       body: policySchema,
       response: { 200: storedPolicySchema, ...ERROR_RESPONSES },
     },
-    handler: (request) => policies.create(request.body),
+    handler: (request) => policies.create(request.body, writerOf(request)),
   });
 
   app.post('/admin/policies/simple', {
@@ -59,7 +73,7 @@ export const policyRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, {
     handler: (request) => {
       const check = readCheckRequest(request.body, ['body']);
       if (Array.isArray(check)) throw new RequestValidationError(check);
-      return policies.createSimple(request.query.name, check);
+      return policies.createSimple(request.query.name, check, writerOf(request));
     },
   });
 
@@ -78,11 +92,51 @@ export const policyRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, {
       body: policySchema,
       response: { 200: storedPolicySchema, ...ERROR_RESPONSES },
     },
-    handler: (request) => policies.replace(request.params.name, request.body),
+    handler: (request) => policies.replace(request.params.name, request.body, writerOf(request)),
   });
 
   app.delete('/admin/policies/:name', {
     schema: { tags, security, summary: 'Delete a policy', params: nameParams, response: { 200: { type: 'boolean' }, ...ERROR_RESPONSES } },
-    handler: (request) => policies.delete(request.params.name),
+    handler: (request) => policies.delete(request.params.name, writerOf(request)),
+  });
+
+  app.get('/admin/policies/:name/history', {
+    schema: {
+      tags,
+      security,
+      summary: "A policy's versions, newest first",
+      description:
+        'The audit records of the writes that made each version (`version`, `operation`, `actor`, `time`, the policy `before` and `after`; a deletion has `after` null). The history reaches back as far as the audit trail is kept.',
+      params: nameParams,
+      querystring: auditPageQuerySchema(context.config.maxPageSize),
+      response: { 200: auditPageSchema, ...ERROR_RESPONSES },
+    },
+    handler: (request) => policies.history(request.params.name, request.query),
+  });
+
+  app.get('/admin/policies/:name/history/:version', {
+    schema: {
+      tags,
+      security,
+      summary: 'One version of a policy',
+      description: 'The audit record of the write that made it; the policy is its `after` (null: the version is a deletion).',
+      params: versionParams,
+      response: { 200: auditRecordSchema, ...ERROR_RESPONSES },
+    },
+    handler: (request) => policies.version(request.params.name, request.params.version),
+  });
+
+  app.post('/admin/policies/:name/restore', {
+    schema: {
+      tags,
+      security,
+      summary: 'Make an earlier version of a policy current again',
+      description:
+        'Recorded as a write of its own (`policy.restore`). A deleted policy comes back, last in creation order; an existing one keeps its place. 400 when the version is a deletion.',
+      params: nameParams,
+      querystring: restoreQuery,
+      response: { 200: storedPolicySchema, ...ERROR_RESPONSES },
+    },
+    handler: (request) => policies.restore(request.params.name, request.query.version, writerOf(request)),
   });
 };

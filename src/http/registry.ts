@@ -13,6 +13,7 @@ import { ClientError } from '../errors.js';
 import { API_KEY_SECURITY } from './admin-auth.js';
 import type { RoutesOptions } from './context.js';
 import { ERROR_RESPONSES } from './responses.js';
+import { writerOf } from './writer.js';
 
 const tags = ['registry'];
 const security = API_KEY_SECURITY;
@@ -48,7 +49,7 @@ export const registryRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify,
       body: entityCreateSchema,
       response: { 200: entitySchema, ...ERROR_RESPONSES },
     },
-    handler: (request) => registry.register(request.body),
+    handler: (request) => registry.register(request.body, writerOf(request)),
   });
 
   app.get(`${prefix}/:uri`, {
@@ -69,12 +70,12 @@ export const registryRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify,
     },
     handler: (request) => {
       if (request.body.uri !== request.params.uri) throw new ClientError(400, 'URI mismatch');
-      return registry.update(request.params.uri, { ...request.body, override: request.query.override });
+      return registry.update(request.params.uri, { ...request.body, override: request.query.override }, writerOf(request));
     },
   });
 
   app.delete(`${prefix}/:uri`, {
     schema: { tags, security, summary: 'Delete an entity', params: entityUriParamsSchema, response: { 200: { type: 'boolean' }, ...ERROR_RESPONSES } },
-    handler: (request) => registry.delete(request.params.uri),
+    handler: (request) => registry.delete(request.params.uri, writerOf(request)),
   });
 };

@@ -5,6 +5,7 @@ import { ClientError, notFound, RequestValidationError } from '../errors.js';
 import { DuplicateAttribute, toAttributeMap } from './attributes.js';
 import { newEntity, updatedEntity } from './entities.js';
 import { storableValueIssues } from '../engine/value-limits.js';
+import type { Writer } from '../audit/record.js';
 
 export interface EntityRegistration {
   uri?: string | null;
@@ -49,10 +50,10 @@ export class RegistryService {
     return this.store.countEntities();
   }
 
-  async register(sent: EntityRegistration): Promise<Entity> {
+  async register(sent: EntityRegistration, by: Writer): Promise<Entity> {
     const entity = newEntity(sent, attributesOf(sent.attributes), this.clock().toISOString());
     try {
-      await this.store.createEntity(entity);
+      await this.store.createEntity(entity, by);
     } catch (error) {
       if (error instanceof DuplicateKeyError) throw new ClientError(409, error.message);
       throw error;
@@ -61,19 +62,21 @@ export class RegistryService {
     return entity;
   }
 
-  async update(uri: string, change: EntityChange): Promise<Entity> {
+  async update(uri: string, change: EntityChange, by: Writer): Promise<Entity> {
     const attributes = attributesOf(change.attributes);
     const now = this.clock().toISOString();
-    const entity = await this.store.updateEntity(uri, (stored) =>
-      updatedEntity(stored, { type: change.type, attributes, override: change.override }, now),
+    const entity = await this.store.updateEntity(
+      uri,
+      (stored) => updatedEntity(stored, { type: change.type, attributes, override: change.override }, now),
+      by,
     );
     if (entity === undefined) throw notFound('Entity');
     this.changed(uri);
     return entity;
   }
 
-  async delete(uri: string): Promise<true> {
-    if (!(await this.store.deleteEntity(uri))) throw notFound('Entity');
+  async delete(uri: string, by: Writer): Promise<true> {
+    if (!(await this.store.deleteEntity(uri, by))) throw notFound('Entity');
     this.changed(uri);
     return true;
   }

@@ -3,7 +3,18 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Policy } from '../schemas/policy.js';
 import type { Entity } from '../schemas/entity.js';
-import { DuplicateKeyError, type FeedPosition, type LoadedPolicies, type Store, type StoreChangeListener } from './store.js';
+import { DuplicateKeyError, type FeedPosition, type LoadedPolicies, type Store, type StoreChangeListener, type StoreOptions } from './store.js';
+import {
+  entityRecord,
+  policyRecord,
+  policyTarget,
+  type AuditDraft,
+  type AuditQuery,
+  type AuditRecord,
+  type AuditRetention,
+  type PolicyOperation,
+  type Writer,
+} from '../audit/record.js';
 
 type Collection = 'policies' | 'entities';
 
@@ -37,7 +48,40 @@ const MIGRATIONS: readonly string[] = [
    );`,
   // 3: when each change was committed, so that followers can tell how far behind they are.
   `ALTER TABLE changes ADD COLUMN committed_at INTEGER;`,
+  // 4: the audit trail (a record per admin write, its JSON in the record column) and each policy's last
+  // version number. Policies stored before it get a baseline record (actor `verdict`) as version 1, so
+  // that they have a history to restore.
+  `CREATE TABLE audit (
+     id INTEGER PRIMARY KEY AUTOINCREMENT,
+     time_ms INTEGER NOT NULL,
+     target TEXT NOT NULL,
+     actor TEXT NOT NULL,
+     policy_version INTEGER,
+     record TEXT NOT NULL
+   );
+   CREATE INDEX audit_by_target ON audit (target, id);
+   CREATE INDEX audit_by_actor ON audit (actor, id);
+   CREATE INDEX audit_by_time ON audit (time_ms);
+   CREATE UNIQUE INDEX audit_policy_versions ON audit (target, policy_version) WHERE policy_version IS NOT NULL;
+   CREATE TABLE policy_versions (
+     name TEXT PRIMARY KEY,
+     version INTEGER NOT NULL
+   );
+   INSERT INTO policy_versions (name, version) SELECT name, 1 FROM policies;
+   INSERT INTO audit (time_ms, target, actor, policy_version, record)
+     SELECT CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER), 'policy:' || name, 'verdict', 1,
+            json_object('time', strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 'target', 'policy:' || name, 'actor', 'verdict',
+                        'client', '', 'request_id', '', 'route', '', 'operation', 'policy.baseline', 'version', 1,
+                        'before', json('null'), 'after', json(document))
+     FROM policies ORDER BY position;`,
 ];
+
+interface AuditRow {
+  id: number;
+  record: string;
+}
+
+const auditRecordOf = (row: AuditRow): AuditRecord => ({ id: row.id, ...(JSON.parse(row.record) as AuditDraft) });
 
 interface ChangeRow {
   sequence: number;
@@ -82,11 +126,14 @@ export class EmbeddedStore implements Store {
   private readonly db: Database.Database;
   private readonly statements;
   private readonly stopWatching = new Set<NodeJS.Timeout>();
+  private readonly auditQueries = new Map<string, Database.Statement>();
+  private readonly changesKept: number;
 
   constructor(
     dataDirectory: string,
-    private readonly changesKept = DEFAULT_CHANGES_KEPT,
+    private readonly options: Partial<StoreOptions> & { changesKept?: number } = {},
   ) {
+    this.changesKept = options.changesKept ?? DEFAULT_CHANGES_KEPT;
     mkdirSync(dataDirectory, { recursive: true });
     this.db = new Database(join(dataDirectory, DATABASE_FILE));
     this.db.pragma('journal_mode = WAL');
@@ -113,6 +160,14 @@ export class EmbeddedStore implements Store {
       changesAfter: db.prepare('SELECT sequence, collection, key, committed_at FROM changes WHERE sequence > ? ORDER BY sequence'),
       lastChange: db.prepare('SELECT coalesce(max(sequence), 0) FROM changes').pluck(),
       dataVersion: db.prepare('PRAGMA data_version').pluck(),
+      nextPolicyVersion: db
+        .prepare('INSERT INTO policy_versions (name, version) VALUES (?, 1) ON CONFLICT (name) DO UPDATE SET version = version + 1 RETURNING version')
+        .pluck(),
+      insertAudit: db.prepare('INSERT INTO audit (time_ms, target, actor, policy_version, record) VALUES (?, ?, ?, ?, ?)'),
+      policyVersion: db.prepare('SELECT id, record FROM audit WHERE target = ? AND policy_version = ?'),
+      newestPrunable: db.prepare('SELECT id FROM audit ORDER BY id DESC LIMIT 1 OFFSET ?').pluck(),
+      pruneThrough: db.prepare('DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE id <= ? ORDER BY id LIMIT ?)'),
+      pruneOlderThan: db.prepare('DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE time_ms < ? ORDER BY id LIMIT ?)'),
     };
   }
 
@@ -129,30 +184,67 @@ export class EmbeddedStore implements Store {
   }
 
   async getPolicy(name: string): Promise<Policy | undefined> {
+    return this.readPolicy(name);
+  }
+
+  async createPolicy(policy: Policy, by: Writer): Promise<void> {
+    this.write(() => {
+      try {
+        this.statements.insertPolicy.run(policy.name, JSON.stringify(policy));
+      } catch (error) {
+        if (isUniqueViolation(error)) throw new DuplicateKeyError(`Policy '${policy.name}' already exists`);
+        throw error;
+      }
+      this.recordPolicyWrite(by, { operation: 'policy.create', name: policy.name, before: null, after: policy });
+    });
+  }
+
+  async replacePolicy(policy: Policy, by: Writer): Promise<boolean> {
+    return this.write(() => {
+      const before = this.readPolicy(policy.name);
+      if (before === undefined) return false;
+      this.statements.updatePolicy.run(JSON.stringify(policy), policy.name);
+      this.recordPolicyWrite(by, { operation: 'policy.replace', name: policy.name, before, after: policy });
+      return true;
+    });
+  }
+
+  async deletePolicy(name: string, by: Writer): Promise<boolean> {
+    return this.write(() => {
+      const before = this.readPolicy(name);
+      if (before === undefined) return false;
+      this.statements.deletePolicy.run(name);
+      this.recordPolicyWrite(by, { operation: 'policy.delete', name, before, after: null });
+      return true;
+    });
+  }
+
+  async restorePolicy(policy: Policy, version: number, by: Writer): Promise<void> {
+    this.write(() => {
+      const before = this.readPolicy(policy.name);
+      if (before === undefined) this.statements.insertPolicy.run(policy.name, JSON.stringify(policy));
+      else this.statements.updatePolicy.run(JSON.stringify(policy), policy.name);
+      this.recordPolicyWrite(by, { operation: 'policy.restore', name: policy.name, before: before ?? null, after: policy, restoredFrom: version });
+    });
+  }
+
+  private readPolicy(name: string): Policy | undefined {
     const document = this.statements.policy.get(name) as string | undefined;
     return document === undefined ? undefined : (JSON.parse(document) as Policy);
   }
 
-  async createPolicy(policy: Policy): Promise<void> {
-    try {
-      this.writeRows('policies', policy.name, () => this.statements.insertPolicy.run(policy.name, JSON.stringify(policy)).changes);
-    } catch (error) {
-      if (isUniqueViolation(error)) throw new DuplicateKeyError(`Policy '${policy.name}' already exists`);
-      throw error;
-    }
-  }
-
-  async replacePolicy(policy: Policy): Promise<boolean> {
-    return this.writeRows('policies', policy.name, () => this.statements.updatePolicy.run(JSON.stringify(policy), policy.name).changes);
-  }
-
-  async deletePolicy(name: string): Promise<boolean> {
-    return this.writeRows('policies', name, () => this.statements.deletePolicy.run(name).changes);
+  /** Within a write: the revision, the change log, the policy's next version and its audit record. */
+  private recordPolicyWrite(
+    by: Writer,
+    change: { operation: PolicyOperation; name: string; before: Policy | null; after: Policy | null; restoredFrom?: number },
+  ): void {
+    this.recordChange('policies', change.name);
+    const version = this.statements.nextPolicyVersion.get(change.name) as number;
+    this.recordAudit(policyRecord(by, Date.now(), { ...change, version }), version);
   }
 
   async getEntity(uri: string): Promise<Entity | undefined> {
-    const document = this.statements.entity.get(uri) as string | undefined;
-    return document === undefined ? undefined : (JSON.parse(document) as Entity);
+    return this.readEntity(uri);
   }
 
   async listEntities(offset: number, limit: number): Promise<Entity[]> {
@@ -165,30 +257,92 @@ export class EmbeddedStore implements Store {
     return this.statements.entityCount.get() as number;
   }
 
-  async createEntity(entity: Entity): Promise<void> {
-    try {
-      this.writeRows('entities', entity.uri, () => this.statements.insertEntity.run(entity.uri, JSON.stringify(entity)).changes);
-    } catch (error) {
-      if (isUniqueViolation(error)) throw new DuplicateKeyError(`Entity '${entity.uri}' already exists`);
-      throw error;
-    }
+  async createEntity(entity: Entity, by: Writer): Promise<void> {
+    this.write(() => {
+      try {
+        this.statements.insertEntity.run(entity.uri, JSON.stringify(entity));
+      } catch (error) {
+        if (isUniqueViolation(error)) throw new DuplicateKeyError(`Entity '${entity.uri}' already exists`);
+        throw error;
+      }
+      this.recordEntityWrite(by, { operation: 'entity.create', uri: entity.uri, before: undefined, after: entity });
+    });
   }
 
-  async updateEntity(uri: string, change: (entity: Entity) => Entity): Promise<Entity | undefined> {
+  async updateEntity(uri: string, change: (entity: Entity) => Entity, by: Writer): Promise<Entity | undefined> {
+    return this.write(() => {
+      const before = this.readEntity(uri);
+      if (before === undefined) return undefined;
+      const updated = change(before);
+      this.statements.updateEntity.run(JSON.stringify(updated), uri);
+      this.recordEntityWrite(by, { operation: 'entity.update', uri, before, after: updated });
+      return updated;
+    });
+  }
+
+  async deleteEntity(uri: string, by: Writer): Promise<boolean> {
+    return this.write(() => {
+      const before = this.readEntity(uri);
+      if (before === undefined) return false;
+      this.statements.deleteEntity.run(uri);
+      this.recordEntityWrite(by, { operation: 'entity.delete', uri, before, after: undefined });
+      return true;
+    });
+  }
+
+  private readEntity(uri: string): Entity | undefined {
+    const document = this.statements.entity.get(uri) as string | undefined;
+    return document === undefined ? undefined : (JSON.parse(document) as Entity);
+  }
+
+  private recordEntityWrite(by: Writer, change: Omit<Parameters<typeof entityRecord>[2], 'withValues'>): void {
+    this.recordChange('entities', change.uri);
+    this.recordAudit(entityRecord(by, Date.now(), { ...change, withValues: this.options.auditValues ?? false }), null);
+  }
+
+  async listAudit(query: AuditQuery): Promise<AuditRecord[]> {
+    const conditions: string[] = [];
+    const parameters: unknown[] = [];
+    const where = (condition: string, ...values: unknown[]) => {
+      conditions.push(condition);
+      parameters.push(...values);
+    };
+    if (query.before !== undefined) where('id < ?', query.before);
+    if (query.since !== undefined) where('time_ms >= ?', query.since);
+    if (query.until !== undefined) where('time_ms < ?', query.until);
+    if (query.target !== undefined) {
+      if (query.targetPrefix) where('target >= ? AND substr(target, 1, length(?)) = ?', query.target, query.target, query.target);
+      else where('target = ?', query.target);
+    }
+    if (query.actor !== undefined) where('actor = ?', query.actor);
+    const sql = `SELECT id, record FROM audit${conditions.length > 0 ? ` WHERE ${conditions.join(' AND ')}` : ''} ORDER BY id DESC LIMIT ?`;
+    let statement = this.auditQueries.get(sql);
+    if (statement === undefined) {
+      statement = this.db.prepare(sql);
+      this.auditQueries.set(sql, statement);
+    }
+    return (statement.all(...parameters, query.limit) as AuditRow[]).map(auditRecordOf);
+  }
+
+  async policyVersion(name: string, version: number): Promise<AuditRecord | undefined> {
+    const row = this.statements.policyVersion.get(policyTarget(name), version) as AuditRow | undefined;
+    return row === undefined ? undefined : auditRecordOf(row);
+  }
+
+  async pruneAudit(retention: AuditRetention, batch: number): Promise<number> {
     return this.db
       .transaction(() => {
-        const document = this.statements.entity.get(uri) as string | undefined;
-        if (document === undefined) return undefined;
-        const updated = change(JSON.parse(document) as Entity);
-        this.statements.updateEntity.run(JSON.stringify(updated), uri);
-        this.recordChange('entities', uri);
-        return updated;
+        let pruned = 0;
+        if (retention.maxCount !== undefined) {
+          const newestPrunable = this.statements.newestPrunable.get(retention.maxCount) as number | undefined;
+          if (newestPrunable !== undefined) pruned += this.statements.pruneThrough.run(newestPrunable, batch).changes;
+        }
+        if (retention.maxAgeMs !== undefined && pruned < batch) {
+          pruned += this.statements.pruneOlderThan.run(Date.now() - retention.maxAgeMs, batch - pruned).changes;
+        }
+        return pruned;
       })
       .immediate();
-  }
-
-  async deleteEntity(uri: string): Promise<boolean> {
-    return this.writeRows('entities', uri, () => this.statements.deleteEntity.run(uri).changes);
   }
 
   async close(): Promise<void> {
@@ -196,15 +350,28 @@ export class EmbeddedStore implements Store {
     this.db.close();
   }
 
-  /** Runs a write in one transaction that, when a row changed, also advances the revision and logs the change. */
-  private writeRows(collection: Collection, key: string, write: () => number): boolean {
-    return this.db
-      .transaction(() => {
-        const changed = write() > 0;
-        if (changed) this.recordChange(collection, key);
-        return changed;
-      })
-      .immediate();
+  /**
+   * Runs `work` in one immediate transaction: the write, its change-log entry and its audit record
+   * commit together or not at all. The observer hears of the records once they are committed.
+   */
+  private write<T>(work: () => T): T {
+    this.recorded = [];
+    try {
+      const result = this.db.transaction(work).immediate();
+      for (const operation of this.recorded) this.options.observer?.recorded(operation);
+      return result;
+    } catch (error) {
+      if (!(error instanceof DuplicateKeyError)) this.options.observer?.failed();
+      throw error;
+    }
+  }
+
+  /** Operations recorded by the write in progress (see write()). */
+  private recorded: AuditDraft['operation'][] = [];
+
+  private recordAudit(draft: AuditDraft, policyVersion: number | null): void {
+    this.statements.insertAudit.run(Date.parse(draft.time), draft.target, draft.actor, policyVersion, JSON.stringify(draft));
+    this.recorded.push(draft.operation);
   }
 
   private recordChange(collection: Collection, key: string): void {

@@ -1,7 +1,30 @@
-import { MongoClient, MongoError, type ClientSession, MongoServerError, type ChangeStream, type Collection, type Db, type ResumeToken, type Timestamp } from 'mongodb';
+import {
+  MongoClient,
+  MongoError,
+  MongoServerError,
+  type ChangeStream,
+  type ClientSession,
+  type Collection,
+  type Db,
+  type Filter,
+  type ResumeToken,
+  type Timestamp,
+} from 'mongodb';
 import type { Policy } from '../schemas/policy.js';
 import type { Entity } from '../schemas/entity.js';
-import { DuplicateKeyError, StoreUnavailableError, type FeedPosition, type LoadedPolicies, type Store, type StoreChangeListener } from './store.js';
+import { DuplicateKeyError, StoreUnavailableError, type FeedPosition, type LoadedPolicies, type Store, type StoreChangeListener, type StoreOptions } from './store.js';
+import {
+  entityRecord,
+  policyRecord,
+  policyTarget,
+  type AuditDraft,
+  type AuditOperation,
+  type AuditQuery,
+  type AuditRecord,
+  type AuditRetention,
+  type PolicyOperation,
+  type Writer,
+} from '../audit/record.js';
 
 /**
  * A policy or entity: keyed by its name or uri (so a delete event names it), ordered by a position
@@ -15,16 +38,38 @@ interface StoredDocument {
 }
 
 interface Counter {
-  _id: 'policy-position' | 'entity-position' | 'policy-revision';
+  /** `policy-position`, `entity-position`, `policy-revision`, `audit-sequence`, or `policy-version:<name>`. */
+  _id: string;
   value: number;
 }
+
+/** An audit record: numbered from the `audit-sequence` counter, its JSON in `record`, the fields queries use beside it. */
+interface StoredAuditRecord {
+  _id: number;
+  time: Date;
+  target: string;
+  actor: string;
+  policy_version?: number;
+  record: string;
+}
+
+/** The write in progress: its session, and the audit operations it recorded. */
+interface Transaction {
+  session: ClientSession;
+  recorded: AuditOperation[];
+}
+
+/** The actor of the baseline records that give policies stored before the audit trail a version 1. */
+const BASELINE_WRITER: Writer = { actor: 'verdict', client: '', requestId: '', route: '' };
+
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 const DUPLICATE_KEY = 11000;
 /** Server codes after which a change stream cannot resume from its token. */
 const HISTORY_LOST = new Set([136, 280, 286]);
 const RETRY_BACKOFF_MILLIS = { first: 100, max: 5000 };
 
-export interface MongoStoreOptions {
+export interface MongoStoreOptions extends Partial<StoreOptions> {
   uri: string;
   database: string;
   /** How long start-up waits for a reachable server before giving up. */
@@ -43,6 +88,7 @@ function commitTime(event: { wallTime?: Date; clusterTime?: Timestamp }): number
 /** A position in a MongoDB change feed: an operation time, where a change stream can start. */
 const feedPosition = (operationTime: Timestamp) => ({ operationTime }) as unknown as FeedPosition;
 const operationTimeAt = (position: FeedPosition) => (position as unknown as { operationTime: Timestamp }).operationTime;
+const auditRecordOf = (row: StoredAuditRecord): AuditRecord => ({ id: row._id, ...(JSON.parse(row.record) as AuditDraft) });
 
 /** Connectivity failures become StoreUnavailableError (503), other errors pass through. */
 function unavailable(error: unknown): never {
@@ -61,16 +107,19 @@ export class MongoStore implements Store {
   private readonly policies: Collection<StoredDocument>;
   private readonly entities: Collection<StoredDocument>;
   private readonly counters: Collection<Counter>;
+  private readonly audit: Collection<StoredAuditRecord>;
   private readonly streams = new Set<ChangeStream>();
   private closed = false;
 
   private constructor(
     private readonly client: MongoClient,
     private readonly db: Db,
+    private readonly options: Partial<StoreOptions>,
   ) {
     this.policies = db.collection('policies');
     this.entities = db.collection('entities');
     this.counters = db.collection('counters');
+    this.audit = db.collection('audit');
   }
 
   /** Connects and prepares the collections; fails within the selection timeout when no server answers. */
@@ -82,7 +131,7 @@ export class MongoStore implements Store {
     });
     try {
       await client.connect();
-      const store = new MongoStore(client, client.db(options.database));
+      const store = new MongoStore(client, client.db(options.database), options);
       await store.prepare();
       return store;
     } catch (error) {
@@ -94,34 +143,109 @@ export class MongoStore implements Store {
   private async prepare(): Promise<void> {
     await this.policies.createIndex({ position: 1 });
     await this.entities.createIndex({ position: 1 });
+    await this.audit.createIndex({ target: 1, _id: -1 });
+    await this.audit.createIndex({ actor: 1, _id: -1 });
+    await this.audit.createIndex({ time: 1 });
+    await this.audit.createIndex(
+      { target: 1, policy_version: 1 },
+      { unique: true, partialFilterExpression: { policy_version: { $exists: true } } },
+    );
+    await this.recordBaselines();
   }
 
-  private async nextValue(counter: Counter['_id']): Promise<number> {
+  /**
+   * On a database written before the audit trail existed, gives every stored policy a baseline
+   * record as version 1, so that it has a history to restore. Processes starting together agree:
+   * the transaction that finds the audit sequence already started does nothing.
+   */
+  private async recordBaselines(): Promise<void> {
+    if ((await this.counters.findOne({ _id: 'audit-sequence' })) !== null) return;
+    await this.write(async (transaction) => {
+      const { session } = transaction;
+      if ((await this.counters.findOne({ _id: 'audit-sequence' }, { session })) !== null) return;
+      await this.counters.insertOne({ _id: 'audit-sequence', value: 0 }, { session });
+      for (const row of await this.policies.find({}, { session }).sort({ position: 1 }).toArray()) {
+        const policy = JSON.parse(row.document) as Policy;
+        await this.recordPolicyWrite(transaction, BASELINE_WRITER, { operation: 'policy.baseline', name: policy.name, before: null, after: policy });
+      }
+    });
+  }
+
+  private async nextValue(counter: string, session: ClientSession): Promise<number> {
     const updated = await this.counters.findOneAndUpdate(
       { _id: counter },
       { $inc: { value: 1 } },
-      { upsert: true, returnDocument: 'after' },
+      { upsert: true, returnDocument: 'after', session },
     );
     return updated!.value;
   }
 
-  /** Runs a policy write and the revision increment in one transaction. */
-  private async writePolicies(write: (session: ClientSession) => Promise<boolean>): Promise<boolean> {
+  /**
+   * Runs `work` in one transaction: the write, its revision or position counters and its audit
+   * record commit together or not at all. The driver retries `work` on transient errors (a write
+   * conflict with another process), so it must only read and write through the session.
+   */
+  private async write<T>(work: (transaction: Transaction) => Promise<T>): Promise<T> {
     const session = this.client.startSession();
+    let recorded: AuditOperation[] = [];
     try {
-      let changed = false;
-      await session.withTransaction(async () => {
-        changed = await write(session);
-        if (changed) {
-          await this.counters.updateOne({ _id: 'policy-revision' }, { $inc: { value: 1 } }, { upsert: true, session });
-        }
+      const result = await session.withTransaction(async () => {
+        recorded = [];
+        return work({ session, recorded });
       });
-      return changed;
+      for (const operation of recorded) this.options.observer?.recorded(operation);
+      return result;
     } catch (error) {
+      if (error instanceof DuplicateKeyError) throw error;
+      this.options.observer?.failed();
       return unavailable(error);
     } finally {
       await session.endSession();
     }
+  }
+
+  /** Inserts `document`; an existing key is a DuplicateKeyError saying `duplicate`. */
+  private async insertNew(collection: Collection<StoredDocument>, document: StoredDocument, session: ClientSession, duplicate: string) {
+    try {
+      await collection.insertOne(document, { session });
+    } catch (error) {
+      if (error instanceof MongoServerError && error.code === DUPLICATE_KEY) throw new DuplicateKeyError(duplicate);
+      throw error;
+    }
+  }
+
+  private async recordAudit({ session, recorded }: Transaction, draft: AuditDraft, policyVersion?: number): Promise<void> {
+    const id = await this.nextValue('audit-sequence', session);
+    const stored: StoredAuditRecord = { _id: id, time: new Date(draft.time), target: draft.target, actor: draft.actor, record: JSON.stringify(draft) };
+    if (policyVersion !== undefined) stored.policy_version = policyVersion;
+    await this.audit.insertOne(stored, { session });
+    recorded.push(draft.operation);
+  }
+
+  /** Within a write: the revision, the policy's next version and its audit record. */
+  private async recordPolicyWrite(
+    transaction: Transaction,
+    by: Writer,
+    change: { operation: PolicyOperation; name: string; before: Policy | null; after: Policy | null; restoredFrom?: number },
+  ): Promise<void> {
+    const { session } = transaction;
+    await this.counters.updateOne({ _id: 'policy-revision' }, { $inc: { value: 1 } }, { upsert: true, session });
+    const version = await this.nextValue(`policy-version:${change.name}`, session);
+    await this.recordAudit(transaction, policyRecord(by, Date.now(), { ...change, version }), version);
+  }
+
+  private async recordEntityWrite(transaction: Transaction, by: Writer, change: Omit<Parameters<typeof entityRecord>[2], 'withValues'>) {
+    await this.recordAudit(transaction, entityRecord(by, Date.now(), { ...change, withValues: this.options.auditValues ?? false }));
+  }
+
+  private async readPolicy(name: string, session?: ClientSession): Promise<Policy | undefined> {
+    const row = await this.policies.findOne({ _id: name }, { session });
+    return row === null ? undefined : (JSON.parse(row.document) as Policy);
+  }
+
+  private async readEntity(uri: string, session?: ClientSession): Promise<Entity | undefined> {
+    const row = await this.entities.findOne({ _id: uri }, { session });
+    return row === null ? undefined : (JSON.parse(row.document) as Entity);
   }
 
   /**
@@ -160,39 +284,58 @@ export class MongoStore implements Store {
   }
 
   async getPolicy(name: string): Promise<Policy | undefined> {
-    const row = await this.policies.findOne({ _id: name }).catch(unavailable);
-    return row === null ? undefined : (JSON.parse(row.document) as Policy);
+    return this.readPolicy(name).catch(unavailable);
   }
 
-  async createPolicy(policy: Policy): Promise<void> {
-    const position = await this.nextValue('policy-position').catch(unavailable);
-    try {
-      await this.writePolicies(async (session) => {
-        await this.policies.insertOne({ _id: policy.name, position, document: JSON.stringify(policy) }, { session });
-        return true;
-      });
-    } catch (error) {
-      if (error instanceof MongoServerError && error.code === DUPLICATE_KEY) {
-        throw new DuplicateKeyError(`Policy '${policy.name}' already exists`);
-      }
-      throw error;
-    }
-  }
-
-  async replacePolicy(policy: Policy): Promise<boolean> {
-    return this.writePolicies(async (session) => {
-      const result = await this.policies.updateOne({ _id: policy.name }, { $set: { document: JSON.stringify(policy) } }, { session });
-      return result.matchedCount > 0;
+  async createPolicy(policy: Policy, by: Writer): Promise<void> {
+    await this.write(async (transaction) => {
+      const { session } = transaction;
+      const position = await this.nextValue('policy-position', session);
+      const document = { _id: policy.name, position, document: JSON.stringify(policy) };
+      await this.insertNew(this.policies, document, session, `Policy '${policy.name}' already exists`);
+      await this.recordPolicyWrite(transaction, by, { operation: 'policy.create', name: policy.name, before: null, after: policy });
     });
   }
 
-  async deletePolicy(name: string): Promise<boolean> {
-    return this.writePolicies(async (session) => (await this.policies.deleteOne({ _id: name }, { session })).deletedCount > 0);
+  async replacePolicy(policy: Policy, by: Writer): Promise<boolean> {
+    return this.write(async (transaction) => {
+      const { session } = transaction;
+      const before = await this.readPolicy(policy.name, session);
+      if (before === undefined) return false;
+      await this.policies.updateOne({ _id: policy.name }, { $set: { document: JSON.stringify(policy) } }, { session });
+      await this.recordPolicyWrite(transaction, by, { operation: 'policy.replace', name: policy.name, before, after: policy });
+      return true;
+    });
+  }
+
+  async deletePolicy(name: string, by: Writer): Promise<boolean> {
+    return this.write(async (transaction) => {
+      const { session } = transaction;
+      const before = await this.readPolicy(name, session);
+      if (before === undefined) return false;
+      await this.policies.deleteOne({ _id: name }, { session });
+      await this.recordPolicyWrite(transaction, by, { operation: 'policy.delete', name, before, after: null });
+      return true;
+    });
+  }
+
+  async restorePolicy(policy: Policy, version: number, by: Writer): Promise<void> {
+    await this.write(async (transaction) => {
+      const { session } = transaction;
+      const before = await this.readPolicy(policy.name, session);
+      if (before === undefined) {
+        const position = await this.nextValue('policy-position', session);
+        await this.policies.insertOne({ _id: policy.name, position, document: JSON.stringify(policy) }, { session });
+      } else {
+        await this.policies.updateOne({ _id: policy.name }, { $set: { document: JSON.stringify(policy) } }, { session });
+      }
+      const change = { operation: 'policy.restore' as const, name: policy.name, before: before ?? null, after: policy, restoredFrom: version };
+      await this.recordPolicyWrite(transaction, by, change);
+    });
   }
 
   async getEntity(uri: string): Promise<Entity | undefined> {
-    const row = await this.entities.findOne({ _id: uri }).catch(unavailable);
-    return row === null ? undefined : (JSON.parse(row.document) as Entity);
+    return this.readEntity(uri).catch(unavailable);
   }
 
   async listEntities(offset: number, limit: number): Promise<Entity[]> {
@@ -210,34 +353,81 @@ export class MongoStore implements Store {
     return this.entities.countDocuments().catch(unavailable);
   }
 
-  async createEntity(entity: Entity): Promise<void> {
-    const position = await this.nextValue('entity-position').catch(unavailable);
+  async createEntity(entity: Entity, by: Writer): Promise<void> {
+    await this.write(async (transaction) => {
+      const { session } = transaction;
+      const position = await this.nextValue('entity-position', session);
+      const document = { _id: entity.uri, position, document: JSON.stringify(entity) };
+      await this.insertNew(this.entities, document, session, `Entity '${entity.uri}' already exists`);
+      await this.recordEntityWrite(transaction, by, { operation: 'entity.create', uri: entity.uri, before: undefined, after: entity });
+    });
+  }
+
+  /** A concurrent update from another process is a write conflict: the transaction runs again on the newer entity. */
+  async updateEntity(uri: string, change: (entity: Entity) => Entity, by: Writer): Promise<Entity | undefined> {
+    return this.write(async (transaction) => {
+      const { session } = transaction;
+      const before = await this.readEntity(uri, session);
+      if (before === undefined) return undefined;
+      const updated = change(before);
+      await this.entities.updateOne({ _id: uri }, { $set: { document: JSON.stringify(updated) } }, { session });
+      await this.recordEntityWrite(transaction, by, { operation: 'entity.update', uri, before, after: updated });
+      return updated;
+    });
+  }
+
+  async deleteEntity(uri: string, by: Writer): Promise<boolean> {
+    return this.write(async (transaction) => {
+      const { session } = transaction;
+      const before = await this.readEntity(uri, session);
+      if (before === undefined) return false;
+      await this.entities.deleteOne({ _id: uri }, { session });
+      await this.recordEntityWrite(transaction, by, { operation: 'entity.delete', uri, before, after: undefined });
+      return true;
+    });
+  }
+
+  async listAudit(query: AuditQuery): Promise<AuditRecord[]> {
+    const filter: Filter<StoredAuditRecord> = {};
+    if (query.before !== undefined) filter._id = { $lt: query.before };
+    if (query.since !== undefined || query.until !== undefined) {
+      filter.time = {
+        ...(query.since === undefined ? {} : { $gte: new Date(query.since) }),
+        ...(query.until === undefined ? {} : { $lt: new Date(query.until) }),
+      };
+    }
+    if (query.target !== undefined) filter.target = query.targetPrefix ? { $regex: `^${escapeRegExp(query.target)}` } : query.target;
+    if (query.actor !== undefined) filter.actor = query.actor;
+    const rows = await this.audit.find(filter).sort({ _id: -1 }).limit(query.limit).toArray().catch(unavailable);
+    return rows.map(auditRecordOf);
+  }
+
+  async policyVersion(name: string, version: number): Promise<AuditRecord | undefined> {
+    const row = await this.audit.findOne({ target: policyTarget(name), policy_version: version }).catch(unavailable);
+    return row === null ? undefined : auditRecordOf(row);
+  }
+
+  /** Deletes by id, oldest first; deleting what another process already pruned is harmless. */
+  async pruneAudit(retention: AuditRetention, batch: number): Promise<number> {
+    const oldest = (filter: Filter<StoredAuditRecord>, limit: number) =>
+      this.audit.find(filter, { projection: { _id: 1 } }).sort({ _id: 1 }).limit(limit).toArray();
+    const prune = async (filter: Filter<StoredAuditRecord>, limit: number) => {
+      const ids = (await oldest(filter, limit)).map((row) => row._id);
+      return ids.length === 0 ? 0 : (await this.audit.deleteMany({ _id: { $in: ids } })).deletedCount;
+    };
     try {
-      await this.entities.insertOne({ _id: entity.uri, position, document: JSON.stringify(entity) });
-    } catch (error) {
-      if (error instanceof MongoServerError && error.code === DUPLICATE_KEY) {
-        throw new DuplicateKeyError(`Entity '${entity.uri}' already exists`);
+      let pruned = 0;
+      if (retention.maxCount !== undefined) {
+        const [newestPrunable] = await this.audit.find({}, { projection: { _id: 1 } }).sort({ _id: -1 }).skip(retention.maxCount).limit(1).toArray();
+        if (newestPrunable !== undefined) pruned += await prune({ _id: { $lte: newestPrunable._id } }, batch);
       }
-      unavailable(error);
+      if (retention.maxAgeMs !== undefined && pruned < batch) {
+        pruned += await prune({ time: { $lt: new Date(Date.now() - retention.maxAgeMs) } }, batch - pruned);
+      }
+      return pruned;
+    } catch (error) {
+      return unavailable(error);
     }
-  }
-
-  /** Compare-and-set on the stored text: a concurrent update from another process makes this one retry. */
-  async updateEntity(uri: string, change: (entity: Entity) => Entity): Promise<Entity | undefined> {
-    for (;;) {
-      const row = await this.entities.findOne({ _id: uri }).catch(unavailable);
-      if (row === null) return undefined;
-      const updated = change(JSON.parse(row.document) as Entity);
-      const result = await this.entities
-        .updateOne({ _id: uri, document: row.document }, { $set: { document: JSON.stringify(updated) } })
-        .catch(unavailable);
-      if (result.matchedCount > 0) return updated;
-    }
-  }
-
-  async deleteEntity(uri: string): Promise<boolean> {
-    const result = await this.entities.deleteOne({ _id: uri }).catch(unavailable);
-    return result.deletedCount > 0;
   }
 
   /**

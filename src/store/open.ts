@@ -1,7 +1,7 @@
 import type { Config } from '../config.js';
 import { EmbeddedStore } from './embedded.js';
 import { MongoStore } from './mongodb.js';
-import { StoreUnavailableError, type Store } from './store.js';
+import { StoreUnavailableError, type Store, type StoreOptions } from './store.js';
 
 /** A started throw-away MongoDB for development, stopped with the store. */
 async function startMemoryReplicaSet(): Promise<{ uri: string; stop: () => Promise<unknown> }> {
@@ -18,15 +18,15 @@ async function startMemoryReplicaSet(): Promise<{ uri: string; stop: () => Promi
 }
 
 /** Opens the store the configuration names: the embedded one by default, MongoDB for many processes. */
-export async function openStore(config: Config): Promise<Store> {
+export async function openStore(config: Config, options: StoreOptions): Promise<Store> {
   switch (config.store) {
     case 'embedded':
-      return new EmbeddedStore(config.dataDir);
+      return new EmbeddedStore(config.dataDir, options);
     case 'mongodb':
-      return MongoStore.open({ uri: config.mongodbUri, database: config.mongodbDatabase });
+      return MongoStore.open({ ...options, uri: config.mongodbUri, database: config.mongodbDatabase });
     case 'mongodb-memory': {
       const server = await startMemoryReplicaSet();
-      const store = await MongoStore.open({ uri: server.uri, database: config.mongodbDatabase });
+      const store = await MongoStore.open({ ...options, uri: server.uri, database: config.mongodbDatabase });
       const close = store.close.bind(store);
       store.close = async () => {
         await close();

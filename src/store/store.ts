@@ -1,5 +1,6 @@
 import type { Policy } from '../schemas/policy.js';
 import type { Entity } from '../schemas/entity.js';
+import type { AuditOperation, AuditQuery, AuditRecord, AuditRetention, Writer } from '../audit/record.js';
 
 /** A policy or entity that already exists under the same name or uri. */
 export class DuplicateKeyError extends Error {}
@@ -39,9 +40,26 @@ export type StoreChange =
 
 export type StoreChangeListener = (change: StoreChange) => void;
 
+/** Hears how admin writes went, for the audit metrics. */
+export interface AuditObserver {
+  /** A write committed with its audit record. */
+  recorded(operation: AuditOperation): void;
+  /** A write failed in the store (not refused as a duplicate): neither it nor its record was committed. */
+  failed(): void;
+}
+
+export interface StoreOptions {
+  /** Record registry attribute values in the audit trail (otherwise only which keys changed). */
+  auditValues: boolean;
+  observer?: AuditObserver;
+}
+
 /**
  * Where policies and entities live. Every write resolves only once it is durable. Implementations:
  * `embedded.ts` (SQLite, the default) and `mongodb.ts` (shared by many processes).
+ *
+ * Every write that changes something commits, in the same transaction, one audit record naming
+ * `by`; a write that changes nothing or fails leaves none.
  */
 export interface Store {
   loadPolicies(): Promise<LoadedPolicies>;
@@ -49,20 +67,35 @@ export interface Store {
   policyRevision(): Promise<number>;
   getPolicy(name: string): Promise<Policy | undefined>;
   /** Rejects with DuplicateKeyError when the name is taken. */
-  createPolicy(policy: Policy): Promise<void>;
+  createPolicy(policy: Policy, by: Writer): Promise<void>;
   /** Replaces in place, keeping the creation order; false when there is no such policy. */
-  replacePolicy(policy: Policy): Promise<boolean>;
-  deletePolicy(name: string): Promise<boolean>;
+  replacePolicy(policy: Policy, by: Writer): Promise<boolean>;
+  deletePolicy(name: string, by: Writer): Promise<boolean>;
+  /**
+   * Makes `policy` (version `version` of it, from its history) current again: in place when the
+   * policy exists, else created anew (last in creation order).
+   */
+  restorePolicy(policy: Policy, version: number, by: Writer): Promise<void>;
 
   getEntity(uri: string): Promise<Entity | undefined>;
   /** In registration order. */
   listEntities(offset: number, limit: number): Promise<Entity[]>;
   countEntities(): Promise<number>;
   /** Rejects with DuplicateKeyError when the uri is taken. */
-  createEntity(entity: Entity): Promise<void>;
+  createEntity(entity: Entity, by: Writer): Promise<void>;
   /** Applies `change` to the stored entity atomically; undefined when there is no such entity. */
-  updateEntity(uri: string, change: (entity: Entity) => Entity): Promise<Entity | undefined>;
-  deleteEntity(uri: string): Promise<boolean>;
+  updateEntity(uri: string, change: (entity: Entity) => Entity, by: Writer): Promise<Entity | undefined>;
+  deleteEntity(uri: string, by: Writer): Promise<boolean>;
+
+  /** Audit records matching `query`, newest first. */
+  listAudit(query: AuditQuery): Promise<AuditRecord[]>;
+  /** The record of the write that made version `version` of policy `name`, if it is still kept. */
+  policyVersion(name: string, version: number): Promise<AuditRecord | undefined>;
+  /**
+   * Deletes up to `batch` of the oldest records that `retention` no longer keeps, in one short
+   * transaction; returns how many went (fewer than `batch`: nothing is left to prune).
+   */
+  pruneAudit(retention: AuditRetention, batch: number): Promise<number>;
 
   /**
    * Calls `listener` for every change committed by other processes (and other connections),

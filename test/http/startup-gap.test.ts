@@ -8,6 +8,7 @@ import type { Policy } from '../../src/schemas/policy.js';
 import { startServer, temporaryDataDir } from '../helpers/server.js';
 import { interceptedStore } from '../helpers/intercepted-store.js';
 import { reachableMongo } from '../helpers/mongo.js';
+import { TEST_WRITER } from '../helpers/writer.js';
 
 // Another process writes while a server starts: right after the server has loaded its policies,
 // and right after it has warmed its entity cache, before it follows the change feed. The server
@@ -56,19 +57,19 @@ function writesDuringStartUp(name: string, backing: () => Promise<Backing>): voi
   t.test(`${name}: writes by another process while a server starts are applied`, async (t) => {
     const { config, open, drop } = await backing();
     const other = await open();
-    await other.createEntity(entity('guest'));
+    await other.createEntity(entity('guest'), TEST_WRITER);
     let loads = 0;
     let warmUps = 0;
     const own = await open();
     const store = interceptedStore(own, {
       loadPolicies: async (proceed) => {
         const loaded = await proceed();
-        if (loads++ === 0) await other.createPolicy(policy);
+        if (loads++ === 0) await other.createPolicy(policy, TEST_WRITER);
         return loaded;
       },
       listEntities: async (proceed) => {
         const page = await proceed();
-        if (warmUps++ === 0) await other.updateEntity('user:kim', () => entity('staff'));
+        if (warmUps++ === 0) await other.updateEntity('user:kim', () => entity('staff'), TEST_WRITER);
         return page;
       },
     });

@@ -5,6 +5,7 @@ import { PolicySnapshots } from '../../src/snapshot/policy-snapshots.js';
 import type { Policy } from '../../src/schemas/policy.js';
 import { temporaryDataDir } from '../helpers/server.js';
 import { InjectedFaults, interceptedStore } from '../helpers/intercepted-store.js';
+import { TEST_WRITER } from '../helpers/writer.js';
 
 // The snapshot builder over a real embedded store whose policy loads fail on purpose (the faults
 // are injected: SQLite cannot be made to fail a read on demand), while another connection writes.
@@ -36,11 +37,11 @@ async function setUp(t: Test) {
 
 t.test('after a rebuild failed once, the next refresh applies every write (injected store fault)', async (t) => {
   const { writer, faults, snapshots } = await setUp(t);
-  await writer.createPolicy(policy('first'));
+  await writer.createPolicy(policy('first'), TEST_WRITER);
   faults.failing = 1;
   await t.rejects(snapshots.refresh(), /injected store fault/, 'the failed rebuild is reported to its caller');
   t.equal(snapshots.failing?.failures, 1, 'the failure is on record');
-  await writer.createPolicy(policy('second'));
+  await writer.createPolicy(policy('second'), TEST_WRITER);
   const snapshot = await snapshots.refresh();
   t.equal(snapshot.revision, 2, 'the next refresh reaches the store');
   t.same(snapshots.policies.map((p) => p.name), ['first', 'second']);
@@ -49,7 +50,7 @@ t.test('after a rebuild failed once, the next refresh applies every write (injec
 
 t.test('after N failed rebuilds, the builder retries on its own and catches up without another write (injected store fault)', async (t) => {
   const { writer, faults, snapshots } = await setUp(t);
-  await writer.createPolicy(policy('first'));
+  await writer.createPolicy(policy('first'), TEST_WRITER);
   faults.failing = 3;
   const before = Date.now();
   await t.rejects(snapshots.refresh(), /injected store fault/);

@@ -1,0 +1,28 @@
+import type { FastifyRequest } from 'fastify';
+import type { Writer } from '../audit/record.js';
+
+/** The actor of writes made while admin authentication is off. */
+export const ANONYMOUS = 'anonymous';
+
+/** An admin key that authenticated a request: its name (the audit trail's actor) and what it may do. */
+export interface AdminKey {
+  name: string;
+  role: 'admin' | 'read';
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by the admin key check; null when authentication is off. */
+    adminKey: AdminKey | null;
+  }
+}
+
+/** Who is writing, for the audit record: the key's name, the client address, the request id and route. */
+export function writerOf(request: FastifyRequest): Writer {
+  return {
+    actor: request.adminKey?.name ?? ANONYMOUS,
+    client: request.ip,
+    requestId: String(request.id),
+    route: `${request.method} ${request.routeOptions.url ?? request.url}`,
+  };
+}
