@@ -28,6 +28,7 @@ import { Readiness, within } from './readiness.js';
 import { DecisionLog } from './decision-log/decision-log.js';
 import { dashboardRoutes } from './http/dashboard.js';
 import { auditRoutes } from './http/audit.js';
+import { whoamiRoutes } from './http/whoami.js';
 import { AuditTrail } from './audit/audit-trail.js';
 import { AuditPruner } from './audit/retention.js';
 
@@ -190,6 +191,7 @@ export async function buildApp(config: Config, openedStore?: Store): Promise<Fas
     if (context.adminKeyCheck !== undefined) admin.addHook('onRequest', context.adminKeyCheck);
     await admin.register(policyRoutes, { context });
     await admin.register(auditRoutes, { context });
+    await admin.register(whoamiRoutes);
     if (config.registryEnabled) await admin.register(registryRoutes, { context });
   });
   await app.ready();

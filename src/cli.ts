@@ -8,6 +8,8 @@ import { answerWhileStarting } from './http/starting.js';
 import { metricsListener } from './http/metrics.js';
 import { closeOnSignals } from './shutdown.js';
 import { probe } from './healthcheck.js';
+import { newKey, ROLES, type Role } from './admin-keys.js';
+import { parseArgs } from 'node:util';
 
 const USAGE = `Usage: verdict <command> [flags]
 
@@ -15,6 +17,8 @@ Commands:
   start        serve the decision API
   healthcheck  exit 0 when the server these flags describe is ready (GET /ready), else 1;
                with --live, when it is alive (GET /health). For container health checks without curl.
+  key          print a new random admin key and the line that gives it a name and role in the
+               --admin-keys-file: verdict key --name NAME [--role admin|read] (default role: admin)
   version      print the version
   help         print this help
 
@@ -56,6 +60,28 @@ async function healthcheck(args: string[]): Promise<void> {
   process.exitCode = healthy ? 0 : 1;
 }
 
+/** `verdict key`: a new key for its holder, and the line (its digest, never the key) for the keys file. */
+function printNewKey(args: string[]): void {
+  let values: { name?: string; role?: string };
+  try {
+    values = parseArgs({ args, options: { name: { type: 'string' }, role: { type: 'string', default: 'admin' } }, strict: true, allowPositionals: false }).values;
+  } catch (error) {
+    throw new ConfigError((error as Error).message);
+  }
+  if (values.name === undefined) throw new ConfigError("verdict key needs --name NAME, the name the audit trail will give the key's writes");
+  if (!(ROLES as readonly string[]).includes(values.role!)) throw new ConfigError(`--role must be one of ${ROLES.join(', ')}, got '${values.role}'`);
+  let created: { key: string; line: string };
+  try {
+    created = newKey(values.name, values.role as Role);
+  } catch (error) {
+    throw new ConfigError((error as Error).message);
+  }
+  console.log(`# The key for ${values.name} (role ${values.role}). Give it to its holder; Verdict keeps only its digest:`);
+  console.log(created.key);
+  console.log('# The line to add to the --admin-keys-file:');
+  console.log(created.line);
+}
+
 async function main(argv: string[]): Promise<void> {
   const [command, ...args] = argv;
   switch (command) {
@@ -63,6 +89,8 @@ async function main(argv: string[]): Promise<void> {
       return start(args);
     case 'healthcheck':
       return healthcheck(args);
+    case 'key':
+      return printNewKey(args);
     case 'version':
     case '--version':
       console.log(VERSION);

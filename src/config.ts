@@ -18,6 +18,8 @@ export interface Config {
   adminAuthRequired: boolean;
   /** Only read when adminAuthRequired; never logged. */
   adminApiKey: string;
+  /** Named admin keys with roles, one `name role sha256-digest` a line; empty for none. Needs adminAuthRequired. */
+  adminKeysFile: string;
   /** Failed admin authentications one client may make per minute before it is answered 429. */
   adminAuthFailuresPerMinute: number;
   bulkCheckMaxRequests: number;
@@ -72,6 +74,7 @@ export const DEFAULT_CONFIG: Config = {
   mongodbDatabase: 'verdict',
   adminAuthRequired: false,
   adminApiKey: '',
+  adminKeysFile: '',
   adminAuthFailuresPerMinute: 10,
   bulkCheckMaxRequests: 1000,
   bodyLimit: 1024 * 1024,
@@ -119,6 +122,12 @@ export const START_OPTIONS = {
     env: 'ADMIN_AUTHN_REQUIRED',
     help: 'require the WAY-API-KEY header (value of ADMIN_API_KEY) on admin routes: true|false',
     default: 'false',
+  },
+  'admin-keys-file': {
+    type: 'string',
+    env: 'ADMIN_KEYS_FILE',
+    help: "named admin keys, a 'name role sha256-digest' line each (roles admin, read); reloaded when it changes",
+    default: '',
   },
   'admin-auth-failures-per-minute': {
     type: 'string',
@@ -328,6 +337,7 @@ export function loadConfig(args: string[], env: NodeJS.ProcessEnv): Config {
     dataDir,
     adminAuthRequired: parseBoolean(authRequired.label, authRequired.text),
     adminApiKey: env.ADMIN_API_KEY ?? '',
+    adminKeysFile: read('admin-keys-file').text.trim(),
     adminAuthFailuresPerMinute: integer('admin-auth-failures-per-minute', 1, 1_000_000),
     bulkCheckMaxRequests: parseInteger(bulk.label, bulk.text, 1, 1_000_000),
     bodyLimit: integer('body-limit', 256, 1024 * 1024 * 1024),
@@ -357,8 +367,11 @@ export function loadConfig(args: string[], env: NodeJS.ProcessEnv): Config {
       `${shutdownDelay.label} (${config.shutdownDelayMs}) must be shorter than ${shutdownGrace.label} (${config.shutdownGraceMs})`,
     );
   }
-  if (config.adminAuthRequired && config.adminApiKey.trim() === '') {
-    throw new ConfigError('admin authentication is required (ADMIN_AUTHN_REQUIRED) but ADMIN_API_KEY is empty; set a key');
+  if (config.adminKeysFile !== '' && !config.adminAuthRequired) {
+    throw new ConfigError('--admin-keys-file (ADMIN_KEYS_FILE) needs admin authentication: set --admin-authn-required true (ADMIN_AUTHN_REQUIRED)');
+  }
+  if (config.adminAuthRequired && config.adminApiKey.trim() === '' && config.adminKeysFile === '') {
+    throw new ConfigError('admin authentication is required (ADMIN_AUTHN_REQUIRED) but ADMIN_API_KEY is empty and no --admin-keys-file is set; set a key');
   }
   return config;
 }

@@ -1,31 +1,52 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
-import type { FastifyInstance, onRequestHookHandler } from 'fastify';
+import type { FastifyInstance, FastifyRequest, onRequestHookHandler } from 'fastify';
 import rateLimit from '@fastify/rate-limit';
 import { ClientError } from '../errors.js';
-import type { Config } from '../config.js';
-import type { AdminKey } from './writer.js';
+import { ConfigError, type Config } from '../config.js';
+import { KeyRing } from '../admin-keys.js';
 
 export const API_KEY_HEADER = 'way-api-key';
 export const API_KEY_SECURITY = [{ adminApiKey: [] }];
 const INVALID_KEY = 'Invalid API key. Please provide a valid API key.';
 const FAILURE_WINDOW_MILLIS = 60_000;
-/** ADMIN_API_KEY, as the audit trail names it. */
-const DEFAULT_KEY: AdminKey = { name: 'default', role: 'admin' };
 
-const digest = (text: string) => createHash('sha256').update(text).digest();
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** A route that changes nothing although its method is not GET: `read` keys may call it. */
+    readsOnly?: boolean;
+  }
+}
+
+/** Whether a `read` key may make this request: it reads (GET, HEAD, or a route marked readsOnly). */
+const readsOnly = (request: FastifyRequest) =>
+  request.method === 'GET' || request.method === 'HEAD' || request.routeOptions.config.readsOnly === true;
 
 /**
  * The admin key check as an onRequest hook, run before the body is read, or undefined when
- * authentication is off. Digests of equal length are compared in constant time, so neither the key
- * nor its length leaks through timing. Only failures count against a client (by address): once it
- * has failed `adminAuthFailuresPerMinute` times in a minute, it gets 429 until the minute is over,
- * whatever key it sends, so guessing stays slow; clients that send the right key are never limited.
+ * authentication is off. The keys are ADMIN_API_KEY (an `admin` key named `default`) and those of
+ * `--admin-keys-file` (see KeyRing; every digest is compared in constant time). A `read` key may only
+ * read: 403 on anything else. Only failures count against a client (by address): once it has failed
+ * `adminAuthFailuresPerMinute` times in a minute, it gets 429 until the minute is over, whatever key
+ * it sends, so guessing stays slow; clients that send a right key are never limited.
  */
 export async function adminKeyCheck(app: FastifyInstance, config: Config): Promise<onRequestHookHandler | undefined> {
   if (!config.adminAuthRequired) return undefined;
+  let keys: KeyRing;
+  try {
+    keys = new KeyRing({
+      defaultKey: config.adminApiKey.trim() === '' ? '' : config.adminApiKey,
+      file: config.adminKeysFile,
+      reloaded: (result) =>
+        'error' in result
+          ? app.log.error({ err: result.error }, 'admin keys file not reloaded; the keys stay as they were')
+          : app.log.info({ keys: result.keys }, 'admin keys file reloaded'),
+    });
+  } catch (error) {
+    throw new ConfigError((error as Error).message);
+  }
+  if (keys.size === 0) app.log.warn('no admin key is configured yet: every admin request is refused until the keys file lists one');
+  app.addHook('onClose', async () => keys.close());
   await app.register(rateLimit, { global: false });
   const failures = app.createRateLimit({ max: config.adminAuthFailuresPerMinute, timeWindow: FAILURE_WINDOW_MILLIS });
-  const expected = digest(config.adminApiKey);
   return async (request, reply) => {
     const recent = await failures(request, { increment: false });
     if (!recent.isAllowed && recent.remaining === 0) {
@@ -33,10 +54,17 @@ export async function adminKeyCheck(app: FastifyInstance, config: Config): Promi
       throw new ClientError(429, `Too many failed authentication attempts; retry in ${recent.ttlInSeconds} seconds`);
     }
     const sent = request.headers[API_KEY_HEADER];
-    if (typeof sent !== 'string' || !timingSafeEqual(digest(sent), expected)) {
+    const key = typeof sent === 'string' ? keys.find(sent) : undefined;
+    if (key === undefined) {
       await failures(request);
       throw new ClientError(401, INVALID_KEY);
     }
-    request.adminKey = DEFAULT_KEY;
+    request.adminKey = key;
+    if (key.role === 'read' && !readsOnly(request)) {
+      throw new ClientError(
+        403,
+        `The admin key '${key.name}' has the read role: it may read but not change anything, and ${request.method} ${request.routeOptions.url} changes data. Use a key with the admin role.`,
+      );
+    }
   };
 }

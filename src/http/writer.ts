@@ -1,14 +1,10 @@
 import type { FastifyRequest } from 'fastify';
 import type { Writer } from '../audit/record.js';
+import type { AdminKey } from '../admin-keys.js';
 
 /** The actor of writes made while admin authentication is off. */
 export const ANONYMOUS = 'anonymous';
 
-/** An admin key that authenticated a request: its name (the audit trail's actor) and what it may do. */
-export interface AdminKey {
-  name: string;
-  role: 'admin' | 'read';
-}
 
 declare module 'fastify' {
   interface FastifyRequest {
