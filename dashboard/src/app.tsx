@@ -10,14 +10,18 @@ import { Registry } from './views/registry.js';
 import { EntityEditor } from './views/entity-editor.js';
 import { Playground } from './views/playground.js';
 import { Live } from './views/live.js';
+import { Audit } from './views/audit.js';
+import { PolicyHistory } from './views/policy-history.js';
+import { Access as AccessContext, type Whoami } from './access.js';
 
-type Access = { state: 'checking' } | { state: 'granted' } | { state: 'needs-key'; refused: boolean } | { state: 'unreachable'; message: string };
+type Access = { state: 'checking' } | { state: 'granted'; whoami: Whoami } | { state: 'needs-key'; refused: boolean } | { state: 'unreachable'; message: string };
 
 const NAVIGATION = [
-  { link: links.policies, label: 'Policies', screens: ['policies', 'new-policy', 'simple-policy', 'policy'] },
+  { link: links.policies, label: 'Policies', screens: ['policies', 'new-policy', 'simple-policy', 'policy', 'policy-history'] },
   { link: links.registry, label: 'Registry', screens: ['registry', 'new-entity', 'entity'] },
   { link: links.playground, label: 'Playground', screens: ['playground'] },
   { link: links.live, label: 'Live', screens: ['live'] },
+  { link: links.audit, label: 'Audit', screens: ['audit'] },
 ];
 
 function useRoute(): Route {
@@ -31,11 +35,10 @@ function useRoute(): Route {
   return route;
 }
 
-/** Any admin call tells whether the key (or no key) is accepted. */
+/** Which key is in use (or none) and what it may do; a 401 asks for a key. */
 async function probeAccess(): Promise<Access> {
   try {
-    await call('GET', '/admin/policies');
-    return { state: 'granted' };
+    return { state: 'granted', whoami: await call<Whoami>('GET', '/admin/whoami') };
   } catch (error) {
     if (error instanceof ApiError && error.status === 401) return { state: 'needs-key', refused: adminKey.get() !== null };
     return { state: 'unreachable', message: `Verdict did not answer: ${(error as Error).message}` };
@@ -62,6 +65,10 @@ function Screen({ route }: { route: Route }) {
       return <Playground />;
     case 'live':
       return <Live />;
+    case 'audit':
+      return <Audit />;
+    case 'policy-history':
+      return <PolicyHistory key={route.name} name={route.name} />;
   }
 }
 
@@ -126,7 +133,11 @@ export function App() {
           </div>
         )}
         {access.state === 'needs-key' && <KeyPrompt refused={access.refused} onSubmit={submitKey} />}
-        {access.state === 'granted' && <Screen route={route} />}
+        {access.state === 'granted' && (
+          <AccessContext.Provider value={access.whoami}>
+            <Screen route={route} />
+          </AccessContext.Provider>
+        )}
       </main>
     </>
   );

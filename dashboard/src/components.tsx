@@ -131,3 +131,14 @@ export function ConfirmDelete({ what, onConfirm }: { what: string; onConfirm: ()
     </span>
   );
 }
+
+/** A labelled local date and time, as the browser's own picker offers it. */
+export function DateTimeField({ label, value, onValue }: { label: string; value: string; onValue: (value: string) => void }) {
+  const id = useId();
+  return (
+    <div class="field">
+      <label for={id}>{label}</label>
+      <input id={id} type="datetime-local" step={1} value={value} onInput={(event) => onValue(event.currentTarget.value)} />
+    </div>
+  );
+}

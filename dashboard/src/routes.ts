@@ -4,11 +4,13 @@ export type Route =
   | { screen: 'new-policy' }
   | { screen: 'simple-policy' }
   | { screen: 'policy'; name: string }
+  | { screen: 'policy-history'; name: string }
   | { screen: 'registry' }
   | { screen: 'new-entity' }
   | { screen: 'entity'; uri: string }
   | { screen: 'playground' }
-  | { screen: 'live' };
+  | { screen: 'live' }
+  | { screen: 'audit' };
 
 export function parseRoute(hash: string): Route {
   const [first = '', ...rest] = hash.replace(/^#\/?/, '').split('/');
@@ -17,6 +19,8 @@ export function parseRoute(hash: string): Route {
     case 'policies':
       return argument === 'new' ? { screen: 'new-policy' } : argument === 'simple' ? { screen: 'simple-policy' } : { screen: 'policies' };
     case 'policy':
+      // Policy names are slugs (no '/'): `policy/<name>/history` is the policy's history.
+      if (rest.length === 2 && rest[1] === 'history') return { screen: 'policy-history', name: decodeURIComponent(rest[0]!) };
       return argument === '' ? { screen: 'policies' } : { screen: 'policy', name: argument };
     case 'registry':
       return argument === 'new' ? { screen: 'new-entity' } : { screen: 'registry' };
@@ -26,6 +30,8 @@ export function parseRoute(hash: string): Route {
       return { screen: 'playground' };
     case 'live':
       return { screen: 'live' };
+    case 'audit':
+      return { screen: 'audit' };
     default:
       return { screen: 'policies' };
   }
@@ -36,11 +42,13 @@ export const links = {
   newPolicy: '#/policies/new',
   simplePolicy: '#/policies/simple',
   policy: (name: string) => `#/policy/${encodeURIComponent(name)}`,
+  policyHistory: (name: string) => `#/policy/${encodeURIComponent(name)}/history`,
   registry: '#/registry',
   newEntity: '#/registry/new',
   entity: (uri: string) => `#/entity/${encodeURIComponent(uri)}`,
   playground: '#/playground',
   live: '#/live',
+  audit: '#/audit',
 };
 
 export function go(link: string): void {

@@ -63,12 +63,18 @@ function base(target: string, by: Writer, time: number): RecordBase {
   return { time: new Date(time).toISOString(), target, actor: by.actor, client: by.client, request_id: by.requestId, route: by.route };
 }
 
+/** A write of policy `name`: the policy before and after it (null where there is none). */
+export interface PolicyChange {
+  operation: PolicyOperation;
+  name: string;
+  before: Policy | null;
+  after: Policy | null;
+  /** For a restore: the version restored. */
+  restoredFrom?: number;
+}
+
 /** The record of a policy write that made `version` of policy `name`. */
-export function policyRecord(
-  by: Writer,
-  time: number,
-  change: { operation: PolicyOperation; name: string; version: number; before: Policy | null; after: Policy | null; restoredFrom?: number },
-): AuditDraft {
+export function policyRecord(by: Writer, time: number, change: PolicyChange & { version: number }): AuditDraft {
   return {
     ...base(policyTarget(change.name), by, time),
     operation: change.operation,

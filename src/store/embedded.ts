@@ -12,7 +12,7 @@ import {
   type AuditQuery,
   type AuditRecord,
   type AuditRetention,
-  type PolicyOperation,
+  type PolicyChange,
   type Writer,
 } from '../audit/record.js';
 
@@ -234,10 +234,7 @@ export class EmbeddedStore implements Store {
   }
 
   /** Within a write: the revision, the change log, the policy's next version and its audit record. */
-  private recordPolicyWrite(
-    by: Writer,
-    change: { operation: PolicyOperation; name: string; before: Policy | null; after: Policy | null; restoredFrom?: number },
-  ): void {
+  private recordPolicyWrite(by: Writer, change: PolicyChange): void {
     this.recordChange('policies', change.name);
     const version = this.statements.nextPolicyVersion.get(change.name) as number;
     this.recordAudit(policyRecord(by, Date.now(), { ...change, version }), version);

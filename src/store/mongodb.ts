@@ -22,7 +22,7 @@ import {
   type AuditQuery,
   type AuditRecord,
   type AuditRetention,
-  type PolicyOperation,
+  type PolicyChange,
   type Writer,
 } from '../audit/record.js';
 
@@ -166,7 +166,7 @@ export class MongoStore implements Store {
       await this.counters.insertOne({ _id: 'audit-sequence', value: 0 }, { session });
       for (const row of await this.policies.find({}, { session }).sort({ position: 1 }).toArray()) {
         const policy = JSON.parse(row.document) as Policy;
-        await this.recordPolicyWrite(transaction, BASELINE_WRITER, { operation: 'policy.baseline', name: policy.name, before: null, after: policy });
+        await this.recordPolicyVersion(transaction, BASELINE_WRITER, { operation: 'policy.baseline', name: policy.name, before: null, after: policy });
       }
     });
   }
@@ -222,15 +222,14 @@ export class MongoStore implements Store {
     recorded.push(draft.operation);
   }
 
-  /** Within a write: the revision, the policy's next version and its audit record. */
-  private async recordPolicyWrite(
-    transaction: Transaction,
-    by: Writer,
-    change: { operation: PolicyOperation; name: string; before: Policy | null; after: Policy | null; restoredFrom?: number },
-  ): Promise<void> {
-    const { session } = transaction;
-    await this.counters.updateOne({ _id: 'policy-revision' }, { $inc: { value: 1 } }, { upsert: true, session });
-    const version = await this.nextValue(`policy-version:${change.name}`, session);
+  /** Within a write: the revision, then the policy's next version and its audit record. */
+  private async recordPolicyWrite(transaction: Transaction, by: Writer, change: PolicyChange): Promise<void> {
+    await this.counters.updateOne({ _id: 'policy-revision' }, { $inc: { value: 1 } }, { upsert: true, session: transaction.session });
+    await this.recordPolicyVersion(transaction, by, change);
+  }
+
+  private async recordPolicyVersion(transaction: Transaction, by: Writer, change: PolicyChange): Promise<void> {
+    const version = await this.nextValue(`policy-version:${change.name}`, transaction.session);
     await this.recordAudit(transaction, policyRecord(by, Date.now(), { ...change, version }), version);
   }
 

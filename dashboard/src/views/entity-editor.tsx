@@ -5,6 +5,7 @@ import { Alerts, ConfirmDelete, Notice, SelectField, TextArea, TextField } from 
 import { parseAttributes } from '../json-text.js';
 import { attributesObject, type Entity } from '../registry-model.js';
 import { go, links } from '../routes.js';
+import { useCanWrite } from '../access.js';
 
 const FIELDS = ['uri', 'type', 'attributes'];
 
@@ -34,6 +35,7 @@ function AttributeTable({ entity }: { entity: Entity }) {
 
 export function EntityEditor({ uri }: { uri?: string }) {
   const creating = uri === undefined;
+  const canWrite = useCanWrite();
   const [entity, setEntity] = useState<Entity | undefined>(undefined);
   const [newUri, setNewUri] = useState('');
   const [type, setType] = useState('');
@@ -89,7 +91,7 @@ export function EntityEditor({ uri }: { uri?: string }) {
       <div class="heading-row">
         <h1 tabIndex={-1}>{creating ? 'Register entity' : `Entity ${uri}`}</h1>
         <a href={links.registry}>Registry</a>
-        {!creating && <ConfirmDelete what={`entity ${uri}`} onConfirm={remove} />}
+        {!creating && canWrite && <ConfirmDelete what={`entity ${uri}`} onConfirm={remove} />}
       </div>
       {saved !== undefined && <Notice>{saved}</Notice>}
       <Alerts messages={alerts} />
@@ -128,11 +130,13 @@ export function EntityEditor({ uri }: { uri?: string }) {
               </label>
             </fieldset>
           )}
-          <div class="actions">
-            <button type="submit" class="primary">
-              {creating ? 'Register entity' : 'Save attributes'}
-            </button>
-          </div>
+          {canWrite && (
+            <div class="actions">
+              <button type="submit" class="primary">
+                {creating ? 'Register entity' : 'Save attributes'}
+              </button>
+            </div>
+          )}
         </form>
       )}
     </section>

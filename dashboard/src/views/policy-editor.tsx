@@ -5,11 +5,13 @@ import { Alerts, ConfirmDelete, Notice, SelectField, TextArea, TextField } from 
 import { draftFieldKeys, draftFromPolicy, EFFECTS, emptyPolicy, emptyRule, policyFromDraft, type Policy, type PolicyDraft } from '../policy-draft.js';
 import { go, links } from '../routes.js';
 import { RuleFields } from './rule-fields.js';
+import { useCanWrite } from '../access.js';
 
 type Mode = 'form' | 'json';
 
 export function PolicyEditor({ name }: { name?: string }) {
   const creating = name === undefined;
+  const canWrite = useCanWrite();
   const [draft, setDraft] = useState<PolicyDraft | undefined>(creating ? emptyPolicy() : undefined);
   const [mode, setMode] = useState<Mode>('form');
   const [raw, setRaw] = useState('');
@@ -100,7 +102,8 @@ export function PolicyEditor({ name }: { name?: string }) {
       <div class="heading-row">
         <h1 tabIndex={-1}>{creating ? 'New policy' : `Policy ${name}`}</h1>
         <a href={links.policies}>All policies</a>
-        {!creating && <ConfirmDelete what={`policy ${name}`} onConfirm={remove} />}
+        {!creating && <a href={links.policyHistory(name)}>History</a>}
+        {!creating && canWrite && <ConfirmDelete what={`policy ${name}`} onConfirm={remove} />}
       </div>
       {saved !== undefined && <Notice>{saved}</Notice>}
       <Alerts messages={alerts} />
@@ -155,11 +158,13 @@ export function PolicyEditor({ name }: { name?: string }) {
               </button>
             </>
           )}
-          <div class="actions">
-            <button type="submit" class="primary">
-              {creating ? 'Create policy' : 'Save policy'}
-            </button>
-          </div>
+          {canWrite && (
+            <div class="actions">
+              <button type="submit" class="primary">
+                {creating ? 'Create policy' : 'Save policy'}
+              </button>
+            </div>
+          )}
         </form>
       )}
     </section>

@@ -4,11 +4,13 @@ import { call } from '../api.js';
 import { Alerts, TextField } from '../components.js';
 import { policyMatches, type Policy } from '../policy-draft.js';
 import { links } from '../routes.js';
+import { useCanWrite } from '../access.js';
 
 export function PolicyList() {
   const [policies, setPolicies] = useState<Policy[] | undefined>(undefined);
   const [problem, setProblem] = useState<string[]>([]);
   const [search, setSearch] = useState('');
+  const canWrite = useCanWrite();
 
   useEffect(() => {
     call<Policy[]>('GET', '/admin/policies').then(setPolicies, (error: Error) => setProblem([error.message]));
@@ -19,12 +21,16 @@ export function PolicyList() {
     <section>
       <div class="heading-row">
         <h1 tabIndex={-1}>Policies</h1>
-        <a class="button primary" href={links.newPolicy}>
-          New policy
-        </a>
-        <a class="button" href={links.simplePolicy}>
-          Simple policy
-        </a>
+        {canWrite && (
+          <>
+            <a class="button primary" href={links.newPolicy}>
+              New policy
+            </a>
+            <a class="button" href={links.simplePolicy}>
+              Simple policy
+            </a>
+          </>
+        )}
       </div>
       <Alerts messages={problem} />
       <div class="search">

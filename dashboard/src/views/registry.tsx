@@ -4,6 +4,7 @@ import { ApiError, call, ENTITIES, entityPath } from '../api.js';
 import { Alerts, TextField } from '../components.js';
 import { attributesObject, pageLabel, PAGE_SIZE, type Entity } from '../registry-model.js';
 import { go, links } from '../routes.js';
+import { useCanWrite } from '../access.js';
 
 interface Page {
   offset: number;
@@ -39,6 +40,7 @@ function EntityTable({ entities }: { entities: Entity[] }) {
 }
 
 export function Registry() {
+  const canWrite = useCanWrite();
   const [page, setPage] = useState<Page | undefined>(undefined);
   const [offset, setOffset] = useState(0);
   const [alerts, setAlerts] = useState<string[]>([]);
@@ -71,9 +73,11 @@ export function Registry() {
     <section>
       <div class="heading-row">
         <h1 tabIndex={-1}>Registry</h1>
-        <a class="button primary" href={links.newEntity}>
-          Register entity
-        </a>
+        {canWrite && (
+          <a class="button primary" href={links.newEntity}>
+            Register entity
+          </a>
+        )}
       </div>
       <Alerts messages={alerts} />
       <form class="search row" onSubmit={find} role="search">
