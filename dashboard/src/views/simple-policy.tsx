@@ -5,10 +5,12 @@ import { Alerts, TextField } from '../components.js';
 import type { Policy } from '../policy-draft.js';
 import { go, links } from '../routes.js';
 import { EntitySide, checkRequestBody, emptySide } from './entity-side.js';
+import { useCanWrite } from '../access.js';
 
 const FIELDS = ['name', 'action', 'principal', 'principal.uri', 'principal.attributes', 'resource', 'resource.uri', 'resource.attributes'];
 
 export function SimplePolicy() {
+  const canWrite = useCanWrite();
   const [name, setName] = useState('');
   const [principal, setPrincipal] = useState(emptySide());
   const [resource, setResource] = useState(emptySide());
@@ -61,11 +63,13 @@ export function SimplePolicy() {
           example='{"kind": "hr-record"}'
         />
         <TextField label="Action" value={action} onValue={setAction} error={errors.action} hint="Defaults to access." placeholder="read" />
-        <div class="actions">
-          <button type="submit" class="primary">
-            Create simple policy
-          </button>
-        </div>
+        {canWrite && (
+          <div class="actions">
+            <button type="submit" class="primary">
+              Create simple policy
+            </button>
+          </div>
+        )}
       </form>
     </section>
   );
