@@ -124,7 +124,7 @@ async function run() {
     await page.getByRole('link', { name: 'user:eve' }).click();
     await heading(page, 'Entity user:eve').waitFor();
     t.equal(await page.getByRole('button', { name: /Save|Delete|Register/ }).count(), 0, 'no entity writes');
-    for (const [link, title] of [['#/policies/new', 'New policy'], ['#/policies/simple', 'Simple policy'], ['#/registry/new', 'Register entity']]) {
+    for (const [link, title] of [['#/policies/new', 'New policy'], ['#/policies/simple', 'Simple policy'], ['#/registry/new', 'Register entity']] as const) {
       await page.goto(`${server.url}/dashboard/${link}`);
       await heading(page, title).waitFor();
       t.equal(await page.getByRole('button', { name: /Create|Register|Save/ }).count(), 0, `${title}, reached by its address: nothing to submit`);
