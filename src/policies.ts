@@ -101,7 +101,13 @@ export class PolicyService {
       throw new ClientError(400, `Version ${version} of policy '${name}' is its deletion; restore an earlier version`);
     }
     const policy = this.accept(record.after);
-    await this.store.restorePolicy(policy, version, by);
+    try {
+      await this.store.restorePolicy(policy, version, by);
+    } catch (error) {
+      // Another process re-created the deleted policy while this restore ran: nothing was written.
+      if (error instanceof DuplicateKeyError) throw new ClientError(409, `${error.message}; restore again to replace it`);
+      throw error;
+    }
     await this.applied(`Version ${version} of policy '${name}' was restored`);
     return policy;
   }

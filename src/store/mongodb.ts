@@ -324,7 +324,8 @@ export class MongoStore implements Store {
       const before = await this.readPolicy(policy.name, session);
       if (before === undefined) {
         const position = await this.nextValue('policy-position', session);
-        await this.policies.insertOne({ _id: policy.name, position, document: JSON.stringify(policy) }, { session });
+        const document = { _id: policy.name, position, document: JSON.stringify(policy) };
+        await this.insertNew(this.policies, document, session, `Policy '${policy.name}' was created meanwhile`);
       } else {
         await this.policies.updateOne({ _id: policy.name }, { $set: { document: JSON.stringify(policy) } }, { session });
       }

@@ -73,7 +73,8 @@ export interface Store {
   deletePolicy(name: string, by: Writer): Promise<boolean>;
   /**
    * Makes `policy` (version `version` of it, from its history) current again: in place when the
-   * policy exists, else created anew (last in creation order).
+   * policy exists, else created anew (last in creation order). Rejects with DuplicateKeyError when
+   * another process creates the policy while it finds none.
    */
   restorePolicy(policy: Policy, version: number, by: Writer): Promise<void>;
 
