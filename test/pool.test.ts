@@ -7,6 +7,7 @@ import { ClientError } from '../src/errors.js';
 import { DEFAULT_CONFIG } from '../src/config.js';
 import { temporaryDataDir } from './helpers/server.js';
 import { TEST_WRITER } from './helpers/writer.js';
+import { interceptedStore } from './helpers/intercepted-store.js';
 
 // The pool on its own, with real worker threads: proves bulks are decided in a worker (the HTTP
 // tests in test/http/bulk-pool.test.ts could not tell a worker's answer from the front's fallback).
@@ -46,4 +47,37 @@ t.test('a worker decides a bulk at the revision the front holds, and hands back 
   t.equal(await pool.decide(`[${naming}]`), undefined, 'an item naming a uri goes back to the front');
   await t.rejects(pool.decide('[]'), new ClientError(400, 'Empty request list'));
   await t.rejects(pool.decide(`[${Array(11).fill(item).join(',')}]`), new ClientError(400, 'Too many requests. Maximum allowed: 10'));
+});
+
+t.test('after a forced reload to a lower revision (the store was reset), workers decide with the new snapshot', async (t) => {
+  const [before, after] = [temporaryDataDir(), temporaryDataDir()];
+  const dropped = new EmbeddedStore(before);
+  const refilled = new EmbeddedStore(after);
+  let reset = false;
+  const store = interceptedStore(dropped, { loadPolicies: (proceed) => (reset ? refilled.loadPolicies() : proceed()) });
+  const allowGo = {
+    version: '1.0',
+    name: 'p',
+    description: null,
+    default_effect: 'deny' as const,
+    rules: [{ name: 'r', effect: 'allow' as const, principal_conditions: [], resource_conditions: [], actions: ['go'] }],
+  };
+  await dropped.createPolicy(allowGo, TEST_WRITER);
+  await dropped.createPolicy({ ...allowGo, name: 'q' }, TEST_WRITER);
+  const snapshots = await PolicySnapshots.load(store);
+  const pool = new BulkPool(1, snapshots, DEFAULT_CONFIG, 10_000);
+  t.teardown(async () => {
+    snapshots.close();
+    await pool.close();
+    await dropped.close();
+    await refilled.close();
+    rmSync(before, { recursive: true, force: true });
+    rmSync(after, { recursive: true, force: true });
+  });
+  const body = `[${JSON.stringify({ principal: { attributes: { a: 1 } }, resource: { attributes: { b: 2 } }, action: 'go' })}]`;
+  t.equal(JSON.parse((await pool.decide(body))!)[0].allowed, true, 'the worker holds revision 2');
+  reset = true;
+  await snapshots.refresh({ force: true });
+  t.equal(snapshots.current.revision, 0);
+  t.same(JSON.parse((await pool.decide(body))!), [{ allowed: false, reason: 'Action denied by default because there are no policies' }], 'never the dropped policies');
 });

@@ -1,7 +1,8 @@
 /**
  * The pool's worker: reads a bulk body (parse, validate) and decides it against the snapshot it
  * holds, off the front thread. The snapshot arrives with a task only when this worker's copy is
- * older than the revision the front held when it queued the task (see src/pool/bulk-pool.ts).
+ * not at the revision the front held when it queued the task (see src/pool/bulk-pool.ts): older,
+ * or newer after the store was reset and its revisions started again.
  */
 import { threadId, workerData } from 'node:worker_threads';
 import { compile, evaluate, type Snapshot } from '../src/engine/index.js';
@@ -26,10 +27,10 @@ export default function decideBulk(task: BulkTask): BulkOutcome {
 }
 
 function decide(task: BulkTask): BulkOutcome {
-  if (task.policies !== undefined && (snapshot === undefined || task.revision > snapshot.revision)) {
+  if (task.policies !== undefined && (snapshot === undefined || task.revision !== snapshot.revision)) {
     snapshot = compile(task.policies, task.revision);
   }
-  if (snapshot === undefined || snapshot.revision < task.revision) return { kind: 'stale' };
+  if (snapshot === undefined || snapshot.revision !== task.revision) return { kind: 'stale' };
   const startedAt = performance.now();
   injectFaultIfAsked(task.text);
   let inputs;

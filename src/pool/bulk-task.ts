@@ -2,7 +2,7 @@ import type { Policy } from '../schemas/policy.js';
 import type { ValidationIssue } from '../schemas/errors.js';
 import type { BulkLimits } from '../registry/bulk-request.js';
 
-/** A bulk body for a worker, with the snapshot revision it must be decided at (or later). */
+/** A bulk body for a worker, with the snapshot revision it must be decided at. */
 export interface BulkTask {
   /** Never 0; unique among the tasks in flight. */
   id: number;
@@ -16,7 +16,7 @@ export interface BulkTask {
 export type BulkOutcome =
   /** The decisions, serialized, in request order, at the worker's snapshot revision, in elapsedMs. */
   | { kind: 'decided'; json: string; allowed: number; denied: number; revision: number; elapsedMs: number }
-  /** The worker's snapshot is older than the task's revision: send the policies along. */
+  /** The worker holds another revision than the task's: send the policies along. */
   | { kind: 'stale' }
   /** An item names a registered entity: the front, which holds the entity cache, decides. */
   | { kind: 'needs-registry' }
