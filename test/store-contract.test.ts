@@ -9,6 +9,7 @@ import type { Entity } from '../src/schemas/entity.js';
 import { temporaryDataDir } from './helpers/server.js';
 import { reachableMongo } from './helpers/mongo.js';
 import { TEST_WRITER } from './helpers/writer.js';
+import { until } from './helpers/until.js';
 
 /** Two handles on one backing store (two processes' view of it), and how to drop it afterwards. */
 interface Backing {
@@ -32,13 +33,6 @@ const entity = (uri: string, values: Record<string, unknown> = { a: 1 }): Entity
   registered_at: 't0',
 });
 
-async function until(condition: () => boolean, what: string): Promise<void> {
-  for (let waited = 0; waited < 10_000; waited += 20) {
-    if (condition()) return;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  throw new Error(`gave up waiting for ${what}`);
-}
 
 async function refusedAsDuplicate(t: Test, write: Promise<unknown>): Promise<void> {
   await write.then(
@@ -91,6 +85,7 @@ function contract(t: Test, name: string, backing: () => Promise<Backing>): void 
     t.equal(await other.countEntities(), 6);
     t.same((await other.listEntities(2, 3)).map((e) => e.uri), ['user:1', 'user:2', 'user:3'], 'registration order, paginated');
     t.same(await other.listEntities(100, 10), []);
+    t.same(await other.listEntities(0, 0), [], 'a limit of 0 is an empty page, not the whole registry');
     const updated = await store.updateEntity('user:1', (stored) => ({ ...stored, type: 'resource' }), by);
     t.equal(updated?.type, 'resource');
     t.equal((await other.getEntity('user:1'))?.type, 'resource');

@@ -1,13 +1,12 @@
 import {
   MongoClient,
-  MongoError,
   MongoServerError,
-  type ChangeStream,
   type ClientSession,
   type Collection,
   type Db,
+  type Document,
   type Filter,
-  type ResumeToken,
+  type MongoClientOptions,
   type Timestamp,
 } from 'mongodb';
 import type { Policy } from '../schemas/policy.js';
@@ -25,16 +24,22 @@ import {
   type PolicyChange,
   type Writer,
 } from '../audit/record.js';
+import { rethrowStoreError } from './mongodb-errors.js';
+import { ChangeStreamFollower } from './change-stream-follower.js';
 
 /**
- * A policy or entity: keyed by its name or uri (so a delete event names it), ordered by a position
- * from a counter, kept as JSON text so that every value keeps its JSON type and any attribute key
- * (`__proto__`, `a.b`, `$x`) is stored as it is.
+ * A policy or entity: keyed by its name or uri (so a delete event names it), ordered by a unique
+ * position from a counter, kept as JSON text so that every value keeps its JSON type and any
+ * attribute key (`__proto__`, `a.b`, `$x`) is stored as it is. `version` moves on every write, so
+ * that a write leaving the text as it was still reaches the change feed (MongoDB logs no change
+ * for an update that changes nothing).
  */
 interface StoredDocument {
   _id: string;
   position: number;
   document: string;
+  /** Absent on documents written before versions were kept. */
+  version?: number;
 }
 
 interface Counter {
@@ -65,9 +70,9 @@ const BASELINE_WRITER: Writer = { actor: 'verdict', client: '', requestId: '', r
 const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 const DUPLICATE_KEY = 11000;
-/** Server codes after which a change stream cannot resume from its token. */
-const HISTORY_LOST = new Set([136, 280, 286]);
-const RETRY_BACKOFF_MILLIS = { first: 100, max: 5000 };
+const INDEX_OPTIONS_CONFLICT = 85;
+/** The followed collections; every other collection's events are filtered out on the server. */
+const FOLLOWED = ['policies', 'entities'];
 
 export interface MongoStoreOptions extends Partial<StoreOptions> {
   uri: string;
@@ -77,26 +82,30 @@ export interface MongoStoreOptions extends Partial<StoreOptions> {
 }
 
 /**
- * When a change was committed, epoch ms: the event's wall time (MongoDB 6.0 and later), else its
- * cluster time, which counts whole seconds.
+ * How every Verdict connects, whatever the URI says: majority writes and reads, and reads from the
+ * primary (a secondary may not have a write yet that this process has acknowledged). The read
+ * concern is given as `readConcernLevel`, the key a URI uses, so that this one wins over the URI's.
  */
-function commitTime(event: { wallTime?: Date; clusterTime?: Timestamp }): number | undefined {
-  if (event.wallTime !== undefined) return event.wallTime.getTime();
-  return event.clusterTime === undefined ? undefined : event.clusterTime.t * 1000;
+export const CLIENT_OPTIONS: MongoClientOptions = {
+  writeConcern: { w: 'majority' },
+  readConcernLevel: 'majority',
+  readPreference: 'primary',
+};
+
+/**
+ * Why a server that answered `hello` with this cannot hold the store, or undefined when it can:
+ * transactions and change streams need a replica set member or a mongos. (Servers older than
+ * MongoDB 4.4, which lack the rest of what is used, are refused by the driver itself.)
+ */
+export function topologyRefusal(hello: Document): string | undefined {
+  if (hello.msg === 'isdbgrid' || typeof hello.setName === 'string') return undefined;
+  return 'it is a standalone server, and Verdict needs a replica set (transactions and change streams): start mongod with --replSet and initiate it, or connect to a replica set or mongos';
 }
 
 /** A position in a MongoDB change feed: an operation time, where a change stream can start. */
 const feedPosition = (operationTime: Timestamp) => ({ operationTime }) as unknown as FeedPosition;
 const operationTimeAt = (position: FeedPosition) => (position as unknown as { operationTime: Timestamp }).operationTime;
 const auditRecordOf = (row: StoredAuditRecord): AuditRecord => ({ id: row._id, ...(JSON.parse(row.record) as AuditDraft) });
-
-/** Connectivity failures become StoreUnavailableError (503), other errors pass through. */
-function unavailable(error: unknown): never {
-  if (error instanceof MongoError && !(error instanceof MongoServerError)) {
-    throw new StoreUnavailableError(`MongoDB is unreachable: ${error.message}`);
-  }
-  throw error;
-}
 
 /**
  * The shared store for many Verdict processes: policies and entities in MongoDB (a replica set,
@@ -108,8 +117,7 @@ export class MongoStore implements Store {
   private readonly entities: Collection<StoredDocument>;
   private readonly counters: Collection<Counter>;
   private readonly audit: Collection<StoredAuditRecord>;
-  private readonly streams = new Set<ChangeStream>();
-  private closed = false;
+  private readonly followers = new Set<ChangeStreamFollower>();
 
   private constructor(
     private readonly client: MongoClient,
@@ -122,27 +130,36 @@ export class MongoStore implements Store {
     this.audit = db.collection('audit');
   }
 
-  /** Connects and prepares the collections; fails within the selection timeout when no server answers. */
+  /**
+   * Connects, refuses a server that cannot hold the store, and prepares the collections; fails
+   * within the selection timeout when no server answers.
+   */
   static async open(options: MongoStoreOptions): Promise<MongoStore> {
-    const client = new MongoClient(options.uri, {
-      serverSelectionTimeoutMS: options.serverSelectionTimeoutMS ?? 10_000,
-      writeConcern: { w: 'majority' },
-      readConcern: { level: 'majority' },
-    });
+    const client = new MongoClient(options.uri, { ...CLIENT_OPTIONS, serverSelectionTimeoutMS: options.serverSelectionTimeoutMS ?? 10_000 });
     try {
       await client.connect();
+      const refusal = topologyRefusal(await client.db('admin').command({ hello: 1 }));
+      if (refusal !== undefined) throw new Error(refusal);
       const store = new MongoStore(client, client.db(options.database), options);
       await store.prepare();
       return store;
     } catch (error) {
       await client.close().catch(() => undefined);
-      throw new StoreUnavailableError(`cannot use MongoDB (${(error as Error).message})`);
+      throw new StoreUnavailableError(`cannot use MongoDB: ${(error as Error).message}`);
     }
   }
 
   private async prepare(): Promise<void> {
-    await this.policies.createIndex({ position: 1 });
-    await this.entities.createIndex({ position: 1 });
+    // Positions are unique: a non-unique index from an earlier release is replaced.
+    for (const collection of [this.policies, this.entities]) {
+      try {
+        await collection.createIndex({ position: 1 }, { unique: true });
+      } catch (error) {
+        if (!(error instanceof MongoServerError && error.code === INDEX_OPTIONS_CONFLICT)) throw error;
+        await collection.dropIndex('position_1');
+        await collection.createIndex({ position: 1 }, { unique: true });
+      }
+    }
     await this.audit.createIndex({ target: 1, _id: -1 });
     await this.audit.createIndex({ actor: 1, _id: -1 });
     await this.audit.createIndex({ time: 1 });
@@ -198,7 +215,7 @@ export class MongoStore implements Store {
     } catch (error) {
       if (error instanceof DuplicateKeyError) throw error;
       this.options.observer?.failed();
-      return unavailable(error);
+      return rethrowStoreError(error);
     } finally {
       await session.endSession();
     }
@@ -271,26 +288,26 @@ export class MongoStore implements Store {
         feedPosition: feedPosition(operationTime),
       };
     } catch (error) {
-      return unavailable(error);
+      return rethrowStoreError(error);
     } finally {
       await session.endSession();
     }
   }
 
   async policyRevision(): Promise<number> {
-    const revision = await this.counters.findOne({ _id: 'policy-revision' }).catch(unavailable);
+    const revision = await this.counters.findOne({ _id: 'policy-revision' }).catch(rethrowStoreError);
     return revision?.value ?? 0;
   }
 
   async getPolicy(name: string): Promise<Policy | undefined> {
-    return this.readPolicy(name).catch(unavailable);
+    return this.readPolicy(name).catch(rethrowStoreError);
   }
 
   async createPolicy(policy: Policy, by: Writer): Promise<void> {
     await this.write(async (transaction) => {
       const { session } = transaction;
       const position = await this.nextValue('policy-position', session);
-      const document = { _id: policy.name, position, document: JSON.stringify(policy) };
+      const document = { _id: policy.name, position, document: JSON.stringify(policy), version: 1 };
       await this.insertNew(this.policies, document, session, `Policy '${policy.name}' already exists`);
       await this.recordPolicyWrite(transaction, by, { operation: 'policy.create', name: policy.name, before: null, after: policy });
     });
@@ -301,7 +318,7 @@ export class MongoStore implements Store {
       const { session } = transaction;
       const before = await this.readPolicy(policy.name, session);
       if (before === undefined) return false;
-      await this.policies.updateOne({ _id: policy.name }, { $set: { document: JSON.stringify(policy) } }, { session });
+      await this.policies.updateOne({ _id: policy.name }, { $set: { document: JSON.stringify(policy) }, $inc: { version: 1 } }, { session });
       await this.recordPolicyWrite(transaction, by, { operation: 'policy.replace', name: policy.name, before, after: policy });
       return true;
     });
@@ -324,10 +341,10 @@ export class MongoStore implements Store {
       const before = await this.readPolicy(policy.name, session);
       if (before === undefined) {
         const position = await this.nextValue('policy-position', session);
-        const document = { _id: policy.name, position, document: JSON.stringify(policy) };
+        const document = { _id: policy.name, position, document: JSON.stringify(policy), version: 1 };
         await this.insertNew(this.policies, document, session, `Policy '${policy.name}' was created meanwhile`);
       } else {
-        await this.policies.updateOne({ _id: policy.name }, { $set: { document: JSON.stringify(policy) } }, { session });
+        await this.policies.updateOne({ _id: policy.name }, { $set: { document: JSON.stringify(policy) }, $inc: { version: 1 } }, { session });
       }
       const change = { operation: 'policy.restore' as const, name: policy.name, before: before ?? null, after: policy, restoredFrom: version };
       await this.recordPolicyWrite(transaction, by, change);
@@ -335,29 +352,31 @@ export class MongoStore implements Store {
   }
 
   async getEntity(uri: string): Promise<Entity | undefined> {
-    return this.readEntity(uri).catch(unavailable);
+    return this.readEntity(uri).catch(rethrowStoreError);
   }
 
   async listEntities(offset: number, limit: number): Promise<Entity[]> {
+    // The server reads a limit of 0 as "no limit".
+    if (limit === 0) return [];
     const rows = await this.entities
       .find({})
       .sort({ position: 1 })
       .skip(Math.min(offset, Number.MAX_SAFE_INTEGER))
       .limit(limit)
       .toArray()
-      .catch(unavailable);
+      .catch(rethrowStoreError);
     return rows.map((row) => JSON.parse(row.document) as Entity);
   }
 
   async countEntities(): Promise<number> {
-    return this.entities.countDocuments().catch(unavailable);
+    return this.entities.countDocuments().catch(rethrowStoreError);
   }
 
   async createEntity(entity: Entity, by: Writer): Promise<void> {
     await this.write(async (transaction) => {
       const { session } = transaction;
       const position = await this.nextValue('entity-position', session);
-      const document = { _id: entity.uri, position, document: JSON.stringify(entity) };
+      const document = { _id: entity.uri, position, document: JSON.stringify(entity), version: 1 };
       await this.insertNew(this.entities, document, session, `Entity '${entity.uri}' already exists`);
       await this.recordEntityWrite(transaction, by, { operation: 'entity.create', uri: entity.uri, before: undefined, after: entity });
     });
@@ -370,7 +389,7 @@ export class MongoStore implements Store {
       const before = await this.readEntity(uri, session);
       if (before === undefined) return undefined;
       const updated = change(before);
-      await this.entities.updateOne({ _id: uri }, { $set: { document: JSON.stringify(updated) } }, { session });
+      await this.entities.updateOne({ _id: uri }, { $set: { document: JSON.stringify(updated) }, $inc: { version: 1 } }, { session });
       await this.recordEntityWrite(transaction, by, { operation: 'entity.update', uri, before, after: updated });
       return updated;
     });
@@ -398,12 +417,12 @@ export class MongoStore implements Store {
     }
     if (query.target !== undefined) filter.target = query.targetPrefix ? { $regex: `^${escapeRegExp(query.target)}` } : query.target;
     if (query.actor !== undefined) filter.actor = query.actor;
-    const rows = await this.audit.find(filter).sort({ _id: -1 }).limit(query.limit).toArray().catch(unavailable);
+    const rows = await this.audit.find(filter).sort({ _id: -1 }).limit(query.limit).toArray().catch(rethrowStoreError);
     return rows.map(auditRecordOf);
   }
 
   async policyVersion(name: string, version: number): Promise<AuditRecord | undefined> {
-    const row = await this.audit.findOne({ target: policyTarget(name), policy_version: version }).catch(unavailable);
+    const row = await this.audit.findOne({ target: policyTarget(name), policy_version: version }).catch(rethrowStoreError);
     return row === null ? undefined : auditRecordOf(row);
   }
 
@@ -426,74 +445,35 @@ export class MongoStore implements Store {
       }
       return pruned;
     } catch (error) {
-      return unavailable(error);
+      return rethrowStoreError(error);
     }
   }
 
   /**
-   * Follows every write to the two collections through a change stream. A transient failure
-   * reopens the stream after a growing pause and resumes after the last event seen; when the
-   * server can no longer resume from that point, the listener is told to reload everything.
+   * Follows every write to the two collections through a change stream (see ChangeStreamFollower),
+   * and the events that end their history (a drop, a rename from or onto them, the database dropped).
    */
   watch(listener: StoreChangeListener, from?: FeedPosition): () => void {
-    let stopped = false;
-    let interrupted = false;
-    let resumeAfter: ResumeToken | undefined;
-    let startAtOperationTime = from === undefined ? undefined : operationTimeAt(from);
-    let backoff = RETRY_BACKOFF_MILLIS.first;
-    const follow = async (): Promise<void> => {
-      while (!stopped && !this.closed) {
-        const stream = this.db.watch(
-          [{ $match: { 'ns.coll': { $in: ['policies', 'entities'] } } }],
-          resumeAfter ? { resumeAfter } : startAtOperationTime ? { startAtOperationTime } : {},
-        );
-        this.streams.add(stream);
-        // The server moves the resume token on every round trip, events or not: proof the stream is live again.
-        stream.on('resumeTokenChanged', () => {
-          if (!interrupted) return;
-          interrupted = false;
-          listener({ kind: 'resumed' });
-        });
-        try {
-          for await (const event of stream) {
-            backoff = RETRY_BACKOFF_MILLIS.first;
-            resumeAfter = event._id;
-            startAtOperationTime = undefined;
-            if (event.operationType === 'invalidate' || event.operationType === 'drop' || event.operationType === 'dropDatabase') {
-              resumeAfter = undefined;
-              listener({ kind: 'everything' });
-            } else if ('ns' in event && 'documentKey' in event) {
-              const key = String((event.documentKey as { _id: unknown })._id);
-              const committedAt = commitTime(event);
-              listener(event.ns.coll === 'policies' ? { kind: 'policies', committedAt } : { kind: 'entity', uri: key, committedAt });
-            }
-          }
-        } catch (error) {
-          if (stopped || this.closed) return;
-          if (!interrupted) listener({ kind: 'interrupted', reason: (error as Error).message });
-          interrupted = true;
-          if (error instanceof MongoServerError && HISTORY_LOST.has(Number(error.code))) {
-            resumeAfter = undefined;
-            listener({ kind: 'everything' });
-          }
-          await new Promise((resolve) => setTimeout(resolve, backoff));
-          backoff = Math.min(backoff * 2, RETRY_BACKOFF_MILLIS.max);
-        } finally {
-          this.streams.delete(stream);
-          await stream.close().catch(() => undefined);
-        }
-      }
-    };
-    void follow();
+    const pipeline = [
+      {
+        $match: {
+          $or: [{ 'ns.coll': { $in: FOLLOWED } }, { 'to.coll': { $in: FOLLOWED } }, { operationType: { $in: ['dropDatabase', 'invalidate'] } }],
+        },
+      },
+    ];
+    const follower = new ChangeStreamFollower((start) => this.db.watch(pipeline, start), listener, {
+      from: from === undefined ? undefined : operationTimeAt(from),
+    });
+    this.followers.add(follower);
     return () => {
-      stopped = true;
-      for (const stream of this.streams) void stream.close();
+      this.followers.delete(follower);
+      void follower.stop();
     };
   }
 
   async close(): Promise<void> {
-    this.closed = true;
-    for (const stream of this.streams) await stream.close().catch(() => undefined);
+    await Promise.all([...this.followers].map((follower) => follower.stop()));
+    this.followers.clear();
     await this.client.close();
   }
 }

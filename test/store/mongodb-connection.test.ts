@@ -1,0 +1,42 @@
+import t from 'tap';
+import { MongoClient, ReadPreference } from 'mongodb';
+import { CLIENT_OPTIONS, topologyRefusal } from '../../src/store/mongodb.js';
+
+// What the MongoDB store decides about a server and a connection string before it uses them,
+// checked without a server (none runs here): hello replies as MongoDB 7 sends them, and the
+// driver's own parsing of the options (a MongoClient parses them when it is built).
+
+const standalone = {
+  isWritablePrimary: true,
+  topologyVersion: { processId: '6650f0a2c1d2e3f4a5b6c7d8', counter: 0 },
+  maxBsonObjectSize: 16777216,
+  maxMessageSizeBytes: 48000000,
+  maxWriteBatchSize: 100000,
+  localTime: new Date(),
+  logicalSessionTimeoutMinutes: 30,
+  connectionId: 12,
+  minWireVersion: 0,
+  maxWireVersion: 21,
+  readOnly: false,
+  ok: 1,
+};
+const primary = { ...standalone, hosts: ['db-0:27017'], setName: 'rs0', setVersion: 1, secondary: false, primary: 'db-0:27017', me: 'db-0:27017' };
+const secondary = { ...primary, isWritablePrimary: false, secondary: true };
+const mongos = { ...standalone, msg: 'isdbgrid' };
+
+t.test('a standalone server is refused in one line saying what to do; replica set members and mongos are accepted', async (t) => {
+  const refusal = topologyRefusal(standalone);
+  t.match(refusal, /standalone server.*needs a replica set.*--replSet/);
+  t.notMatch(refusal, /\n/, 'one line');
+  t.equal(topologyRefusal(primary), undefined, 'a primary');
+  t.equal(topologyRefusal(secondary), undefined, 'a secondary (the driver finds the primary)');
+  t.equal(topologyRefusal(mongos), undefined, 'a mongos');
+});
+
+t.test('reads go to the primary and writes wait for a majority, whatever the connection string asks', async (t) => {
+  const client = new MongoClient('mongodb://127.0.0.1:1/?readPreference=secondaryPreferred&w=1&readConcernLevel=local', CLIENT_OPTIONS);
+  t.equal(client.readPreference.mode, ReadPreference.PRIMARY, 'a secondary may not hold a write this process acknowledged');
+  t.equal(client.writeConcern?.w, 'majority');
+  t.equal(client.readConcern?.level, 'majority');
+  await client.close();
+});
