@@ -31,6 +31,7 @@ import { auditRoutes } from './http/audit.js';
 import { whoamiRoutes } from './http/whoami.js';
 import { AuditTrail } from './audit/audit-trail.js';
 import { AuditPruner } from './audit/retention.js';
+import { minRevisionCheck } from './http/min-revision.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -178,6 +179,7 @@ export async function buildApp(config: Config, openedStore?: Store): Promise<Fas
     readiness,
     checks,
     audit,
+    minRevisionCheck: minRevisionCheck(snapshots, config.minRevisionWaitMs),
     policies: new PolicyService(store, snapshots, config, audit),
     registry: new RegistryService(store, (uri) => entities.invalidate(uri)),
     adminKeyCheck: await adminKeyCheck(app, config),

@@ -43,6 +43,8 @@ export interface Config {
   workers: number;
   /** Longest a worker may spend on one bulk before it is replaced and the bulk answered 503. */
   workerTimeoutMs: number;
+  /** Longest a check sent with `verdict-min-revision` waits for this process's snapshot to reach it; then 503. */
+  minRevisionWaitMs: number;
   /** inline: every check on the front thread; pool: every bulk in a worker; auto: big bulks in a worker. */
   evaluation: Evaluation;
   logLevel: string;
@@ -88,6 +90,7 @@ export const DEFAULT_CONFIG: Config = {
   processes: 1,
   workers: availableParallelism(),
   workerTimeoutMs: 10_000,
+  minRevisionWaitMs: 2000,
   evaluation: 'auto',
   logLevel: 'info',
   socket: '',
@@ -196,6 +199,12 @@ export const START_OPTIONS = {
     env: 'WORKER_TIMEOUT_MS',
     help: 'longest a worker may spend on one bulk; then it is replaced and the bulk answered 503',
     default: String(DEFAULT_CONFIG.workerTimeoutMs),
+  },
+  'min-revision-wait-ms': {
+    type: 'string',
+    env: 'MIN_REVISION_WAIT_MS',
+    help: 'longest a check with a verdict-min-revision header waits for this process to reach that revision; then 503',
+    default: String(DEFAULT_CONFIG.minRevisionWaitMs),
   },
   evaluation: {
     type: 'string',
@@ -352,6 +361,7 @@ export function loadConfig(args: string[], env: NodeJS.ProcessEnv): Config {
     processes: parseInteger(processes.label, processes.text, 1, 256),
     workers: parseInteger(workers.label, workers.text, 1, 256),
     workerTimeoutMs: integer('worker-timeout-ms', 10, 3_600_000),
+    minRevisionWaitMs: integer('min-revision-wait-ms', 0, 600_000),
     evaluation: evaluation.text as Evaluation,
     logLevel: logLevel.text,
     socket: read('socket').text.trim(),

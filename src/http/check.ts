@@ -10,18 +10,23 @@ import { compileBulkValidator, readBulkBody } from '../registry/bulk-request.js'
 import type { RoutesOptions } from './context.js';
 import { ERROR_RESPONSES } from './responses.js';
 import { RequestValidationError } from '../errors.js';
+import { MIN_REVISION_DOC } from './min-revision.js';
+
 
 /** The public check interface: `POST /check` and `POST /check/bulk`. No authentication. */
 export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { context }) => {
   const app = fastify.withTypeProvider<JsonSchemaToTsProvider>();
   const { checks, config } = context;
+  const onRequest = context.minRevisionCheck;
 
   app.post('/check', {
+    onRequest,
     schema: {
       tags: ['checks'],
       summary: 'Decide one check',
       description:
-        'Principal and resource each by registered `uri`, supplied `attributes`, or both (merged). Nested or flat form.',
+        'Principal and resource each by registered `uri`, supplied `attributes`, or both (merged). Nested or flat form. ' +
+        MIN_REVISION_DOC,
       body: checkRequestSchema,
       response: { 200: checkResponseSchema, ...ERROR_RESPONSES },
     },
@@ -36,10 +41,11 @@ export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { 
     const { pool } = context;
 
     bulkScope.post('/check/bulk', {
+      onRequest,
       schema: {
         tags: ['checks'],
         summary: 'Decide many checks in one call',
-        description: `A list of check requests (either form); the answers come back in the same order. At most ${config.bulkCheckMaxRequests} per call.`,
+        description: `A list of check requests (either form); the answers come back in the same order. At most ${config.bulkCheckMaxRequests} per call. ${MIN_REVISION_DOC}`,
         body: checkRequestListSchema,
         response: { 200: checkResponseListSchema, ...ERROR_RESPONSES },
       },

@@ -19,6 +19,8 @@ export interface AppContext {
   readiness: Readiness;
   /** Present unless evaluation is inline only: bulk bodies of at least `minimumBodyLength` characters go to it. */
   pool?: { bulk: BulkPool; minimumBodyLength: number };
+  /** Holds a check back until this process serves the revision it asks for (see min-revision.ts). */
+  minRevisionCheck: onRequestHookHandler;
   /** The admin key check (see admin-auth.ts), when authentication is on. */
   adminKeyCheck?: onRequestHookHandler;
 }

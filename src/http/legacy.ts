@@ -6,6 +6,7 @@ import { entityCreateSchema, entitySchema, entityUpdateSchema, overrideQuerySche
 import { ClientError, RequestValidationError } from '../errors.js';
 import { API_KEY_SECURITY } from './admin-auth.js';
 import type { RoutesOptions } from './context.js';
+import { MIN_REVISION_DOC } from './min-revision.js';
 import { ERROR_RESPONSES } from './responses.js';
 import { writerOf } from './writer.js';
 
@@ -31,9 +32,11 @@ export const legacyRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, {
   const security = API_KEY_SECURITY;
 
   app.post('/check-access', {
+    onRequest: context.minRevisionCheck,
     schema: {
       tags,
       summary: 'Decide one check; answers a bare true or false',
+      description: MIN_REVISION_DOC,
       body: checkRequestSchema,
       response: { 200: { type: 'boolean' }, ...ERROR_RESPONSES },
     },

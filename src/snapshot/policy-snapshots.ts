@@ -20,6 +20,7 @@ interface SnapshotEvents {
   rebuildFailed: [Error, RebuildFailure];
   /** A rebuild succeeded after failures. */
   recovered: [RebuildFailure];
+  closed: [];
 }
 
 /**
@@ -70,10 +71,35 @@ export class PolicySnapshots extends EventEmitter<SnapshotEvents> {
     return rebuilt;
   }
 
-  /** Stops retrying; the current snapshot stays. */
+  /**
+   * Resolves true as soon as the current snapshot has reached `revision` (at once when it has),
+   * false after `timeoutMs` or when the snapshots close. It waits on rebuilds, never on the store.
+   */
+  reached(revision: number, timeoutMs: number): Promise<boolean> {
+    if (this.current.revision >= revision) return Promise.resolve(true);
+    if (this.closed) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const finish = (reached: boolean) => {
+        clearTimeout(timer);
+        this.off('published', onPublished);
+        this.off('closed', onClosed);
+        resolve(reached);
+      };
+      const onPublished = (snapshot: Snapshot) => {
+        if (snapshot.revision >= revision) finish(true);
+      };
+      const onClosed = () => finish(false);
+      const timer = setTimeout(() => finish(false), timeoutMs);
+      this.on('published', onPublished);
+      this.on('closed', onClosed);
+    });
+  }
+
+  /** Stops retrying and ends every wait (see reached); the current snapshot stays. */
   close(): void {
     this.closed = true;
     clearTimeout(this.retryTimer);
+    this.emit('closed');
   }
 
   private async rebuild(): Promise<Snapshot> {

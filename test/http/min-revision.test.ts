@@ -1,0 +1,62 @@
+import t from 'tap';
+import { rmSync } from 'node:fs';
+import { request } from 'undici';
+import { startCli, type CliServer } from '../helpers/cli.js';
+import { temporaryDataDir } from '../helpers/server.js';
+
+// Read-your-writes across processes: two real Verdict processes on one data directory. A client
+// writes through one and checks through the other with the write's revision in
+// verdict-min-revision; the other answers only once it serves that revision.
+
+async function call(server: CliServer, method: 'GET' | 'POST', path: string, body?: unknown, headers: Record<string, string> = {}) {
+  const response = await request(server.url + path, {
+    method,
+    body: body === undefined ? undefined : JSON.stringify(body),
+    headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
+  });
+  return { status: response.statusCode, revision: Number(response.headers['verdict-revision']), body: (await response.body.json()) as any };
+}
+
+const allow = (action: string) => ({
+  name: `allow-${action}`,
+  rules: [{ name: 'everyone', effect: 'allow', principal_conditions: [], resource_conditions: [], actions: [action] }],
+});
+const checkOf = (action: string) => ({ principal: { attributes: { a: 1 } }, resource: { attributes: { b: 1 } }, action });
+
+t.test('verdict-min-revision: a check waits for the revision written through another process, or is 503 after the wait', async (t) => {
+  const dataDir = temporaryDataDir();
+  const writer = await startCli(['--data-dir', dataDir, '--min-revision-wait-ms', '5000']);
+  const reader = await startCli(['--data-dir', dataDir, '--min-revision-wait-ms', '5000']);
+  t.teardown(async () => {
+    for (const server of [writer, reader]) {
+      server.child.kill('SIGKILL');
+      await server.exited;
+    }
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  for (let round = 1; round <= 5; round++) {
+    const written = await call(writer, 'POST', '/admin/policies', allow(`act-${round}`));
+    t.equal(written.status, 200);
+    t.equal(written.revision, round, 'the write answers with the revision that includes it');
+    const minimum = { 'verdict-min-revision': String(written.revision) };
+    const single = await call(reader, 'POST', '/check', checkOf(`act-${round}`), minimum);
+    t.same([single.status, single.body.allowed], [200, true], `round ${round}: the other process decides with the write`);
+    t.ok(single.revision >= round, 'at that revision or later');
+    const bulk = await call(reader, 'POST', '/check/bulk', [checkOf(`act-${round}`), checkOf('nothing')], minimum);
+    t.same(bulk.body.map((decision: { allowed: boolean }) => decision.allowed), [true, false], 'a bulk too');
+    const legacy = await call(reader, 'POST', '/check-access', checkOf(`act-${round}`), minimum);
+    t.equal(legacy.body, true, 'and /check-access');
+  }
+
+  const ahead = await call(reader, 'POST', '/check', checkOf('act-1'), { 'verdict-min-revision': '1000' });
+  t.equal(ahead.status, 503, 'a revision that does not arrive in time');
+  t.equal(
+    ahead.body.detail,
+    'This process serves policy revision 5; revision 1000 did not reach it within 5000 ms. Retry, or send the check to the process that answered the write',
+  );
+  const malformed = await call(reader, 'POST', '/check', checkOf('act-1'), { 'verdict-min-revision': 'latest' });
+  t.equal(malformed.status, 400);
+  t.match(malformed.body.detail, /^verdict-min-revision must be a revision number/);
+  t.equal((await call(reader, 'POST', '/check', checkOf('act-1'), { 'verdict-min-revision': '0' })).status, 200, 'a revision already served answers at once');
+});
