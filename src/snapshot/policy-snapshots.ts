@@ -139,10 +139,11 @@ export class PolicySnapshots extends EventEmitter<SnapshotEvents> {
     this.failing = { since: this.failing?.since ?? Date.now(), failures: (this.failing?.failures ?? 0) + 1, error };
     this.emit('rebuildFailed', error, this.failing);
     if (this.closed || this.retryTimer !== undefined) return;
+    // A retry never keeps the process alive on its own.
     this.retryTimer = setTimeout(() => {
       this.retryTimer = undefined;
       this.refresh().catch(() => undefined);
-    }, this.retryMillis);
+    }, this.retryMillis).unref();
     this.retryMillis = Math.min(this.retryMillis * 2, RETRY_MILLIS.max);
   }
 }

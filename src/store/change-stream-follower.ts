@@ -27,7 +27,7 @@ export interface FollowerOptions {
 const HISTORY_LOST = new Set([136, 280, 286]);
 const BACKOFF_MILLIS = { first: 100, max: 5000 };
 /** Events that say the followed collections' history is gone (dropped or renamed): reload everything. */
-const RESET_EVENTS = new Set(['drop', 'rename', 'dropDatabase', 'invalidate']);
+const RESET_EVENTS = new Set(['drop', 'rename', 'dropDatabase']);
 
 /**
  * When a change was committed, epoch ms: the event's wall time (MongoDB 6.0 and later), else its
@@ -83,48 +83,68 @@ export class ChangeStreamFollower {
     const backoff = this.options.backoffMillis ?? BACKOFF_MILLIS;
     let pause = backoff.first;
     while (!this.stopping.signal.aborted) {
-      const stream = this.open(this.start);
-      this.stream = stream;
-      let live = false;
-      const onLive = () => {
-        if (live) return;
-        live = true;
-        pause = backoff.first;
-        if (this.interrupted) {
-          this.interrupted = false;
-          this.listener({ kind: 'resumed' });
-        }
-        if (this.reloadWhenLive) {
-          this.reloadWhenLive = false;
-          this.listener({ kind: 'everything' });
-        }
-      };
-      stream.on('resumeTokenChanged', (token) => {
-        this.start = { resumeAfter: token };
-        onLive();
-      });
       try {
-        for await (const event of stream) {
-          onLive();
-          // After an invalidate the stream ends; a new one can only start after it, not resume.
-          this.start = event.operationType === 'invalidate' ? { startAfter: event._id } : { resumeAfter: event._id };
-          const change = changeOf(event);
-          if (change !== undefined) this.listener(change);
-        }
+        // After an invalidation the next stream starts right after it; a stream that ended
+        // otherwise (closed under the follower) is reopened after a pause, like a failed one.
+        if (await this.followOneStream(() => (pause = backoff.first))) continue;
       } catch (error) {
         if (this.stopping.signal.aborted) break;
-        if (!this.interrupted) this.listener({ kind: 'interrupted', reason: (error as Error).message });
-        this.interrupted = true;
-        if (error instanceof MongoServerError && HISTORY_LOST.has(Number(error.code))) this.start = {};
-        // With nowhere to resume from, what was written before the next stream opens is unknown.
-        if (!('resumeAfter' in this.start || 'startAfter' in this.start || 'startAtOperationTime' in this.start)) {
-          this.reloadWhenLive = true;
-        }
-        await sleep(pause, undefined, { signal: this.stopping.signal }).catch(() => undefined);
-        pause = Math.min(pause * 2, backoff.max);
-      } finally {
-        await stream.close().catch(() => undefined);
+        this.failed(error);
       }
+      if (this.stopping.signal.aborted) break;
+      await sleep(pause, undefined, { signal: this.stopping.signal }).catch(() => undefined);
+      pause = Math.min(pause * 2, backoff.max);
+    }
+  }
+
+  /** Follows one stream until it ends (true when an invalidation ended it) or fails (throws). */
+  private async followOneStream(onLive: () => void): Promise<boolean> {
+    const stream = this.open(this.start);
+    this.stream = stream;
+    let live = false;
+    const becameLive = () => {
+      if (live) return;
+      live = true;
+      onLive();
+      if (this.interrupted) {
+        this.interrupted = false;
+        this.listener({ kind: 'resumed' });
+      }
+      if (this.reloadWhenLive) {
+        this.reloadWhenLive = false;
+        this.listener({ kind: 'everything' });
+      }
+    };
+    stream.on('resumeTokenChanged', (token) => {
+      this.start = { resumeAfter: token };
+      becameLive();
+    });
+    try {
+      for await (const event of stream) {
+        becameLive();
+        if (event.operationType === 'invalidate') {
+          // The stream ends here; a new one can only start after the invalidation, not resume from it.
+          this.start = { startAfter: event._id };
+          this.listener({ kind: 'everything' });
+          return true;
+        }
+        this.start = { resumeAfter: event._id };
+        const change = changeOf(event);
+        if (change !== undefined) this.listener(change);
+      }
+      return false;
+    } finally {
+      await stream.close().catch(() => undefined);
+    }
+  }
+
+  private failed(error: unknown): void {
+    if (!this.interrupted) this.listener({ kind: 'interrupted', reason: (error as Error).message });
+    this.interrupted = true;
+    if (error instanceof MongoServerError && HISTORY_LOST.has(Number(error.code))) this.start = {};
+    // With nowhere to resume from, what was written before the next stream opens is unknown.
+    if (!('resumeAfter' in this.start || 'startAfter' in this.start || 'startAtOperationTime' in this.start)) {
+      this.reloadWhenLive = true;
     }
   }
 }

@@ -154,6 +154,13 @@ t.test('drops, renames and invalidation reload everything; after an invalidate t
   ]);
 });
 
+t.test('a stream that ends by itself (closed under the follower) is reopened where it stood (scripted change stream)', async (t) => {
+  const { log, follower, played } = follow([[{ token: 'a' }, 'end'], [{ token: 'b' }, 'wait']], atTime);
+  await played();
+  await follower.stop();
+  t.same(log, [{ open: { startAtOperationTime: atTime } }, { open: { resumeAfter: token('a') } }], 'no reload, no interruption reported');
+});
+
 t.test('stop() cancels a pending reopen and ends the follower (scripted change stream)', async (t) => {
   const opens: StreamStart[] = [];
   const follower = new ChangeStreamFollower(
