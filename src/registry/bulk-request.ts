@@ -2,7 +2,7 @@ import type { ValidateFunction } from 'ajv';
 import type { FastifySchemaValidationError } from 'fastify';
 import { checkRequestListSchema, type CheckRequest } from '../schemas/check.js';
 import { createAjv, validationIssues } from '../schemas/validation.js';
-import { readCheckRequest, type CheckInput } from './check-request.js';
+import { FormsDisagree, readCheckRequest, type CheckInput } from './check-request.js';
 import { ClientError, RequestValidationError } from '../errors.js';
 import type { ValidationIssue } from '../schemas/errors.js';
 import { requestLimitIssues } from '../request-limits.js';
@@ -17,10 +17,20 @@ export function compileBulkValidator(): BulkValidator {
   return createAjv(false).compile<CheckRequest[]>(checkRequestListSchema);
 }
 
+function readItem(request: CheckRequest, index: number): CheckInput | ValidationIssue[] {
+  try {
+    return readCheckRequest(request, ['body', index]);
+  } catch (error) {
+    if (error instanceof FormsDisagree) throw new ClientError(400, `Item ${index}: ${error.detail}`);
+    throw error;
+  }
+}
+
 /**
  * The body of `POST /check/bulk`, from its JSON text to checks ready to resolve, with the errors
  * of the contract in its order: malformed JSON 400, not a list 422, `[]` 400, over the limit 400,
- * nested too deep or too long a string 422, any item invalid 422 (the whole call). The front and the pool's workers both read bodies here.
+ * nested too deep or too long a string 422, any item invalid 422 (the whole call), an item whose
+ * two forms disagree 400 (the whole call). The front and the pool's workers both read bodies here.
  */
 export function readBulkBody(text: string, validate: BulkValidator, limits: BulkLimits): CheckInput[] {
   const maxRequests = limits.bulkCheckMaxRequests;
@@ -42,7 +52,7 @@ export function readBulkBody(text: string, validate: BulkValidator, limits: Bulk
   const inputs: CheckInput[] = [];
   const issues: ValidationIssue[] = [];
   body.forEach((request, index) => {
-    const input = readCheckRequest(request, ['body', index]);
+    const input = readItem(request, index);
     if (Array.isArray(input)) issues.push(...input);
     else inputs.push(input);
   });

@@ -1,6 +1,8 @@
-import type { CheckRequest, EntityReference } from '../schemas/check.js';
+import type { CheckRequest } from '../schemas/check.js';
 import type { ValidationIssue } from '../schemas/errors.js';
 import { DuplicateAttribute, toAttributeMap } from './attributes.js';
+import { jsonEqual } from '../engine/json-equal.js';
+import { ClientError } from '../errors.js';
 
 /** One side of a check as the caller described it, before registered attributes are merged in. */
 export interface EntityInput {
@@ -18,18 +20,42 @@ export const DEFAULT_ACTION = 'access';
 
 type Side = 'principal' | 'resource';
 
-/** The nested object wins over the flat fields for its side. */
-function referenceFor(request: CheckRequest, side: Side): NonNullable<EntityReference> {
-  const nested = request[side];
-  if (nested !== undefined && nested !== null) return nested;
-  return { uri: request[`${side}_uri`], attributes: request[`${side}_attributes`] };
+/** A side whose two forms say different things: refused (400), since using either would ignore the other. */
+export class FormsDisagree extends ClientError {
+  constructor(disagreement: string, sameWhat: 'value' | 'attributes') {
+    super(400, `${disagreement}; send one of them, or the same ${sameWhat} in both`);
+  }
 }
 
+const given = <T>(value: T | null | undefined): value is T => value !== null && value !== undefined && value !== '';
+
+/** The first key on which two attribute maps differ, or undefined when they are equal. */
+function differingKey(left: Map<string, unknown>, right: Map<string, unknown>): string | undefined {
+  for (const [key, value] of left) if (!right.has(key) || !jsonEqual(value, right.get(key))) return key;
+  for (const key of right.keys()) if (!left.has(key)) return key;
+  return undefined;
+}
+
+/**
+ * One side from its nested object and its flat fields: each field is taken from whichever form
+ * gives it (null and '' give nothing); a field given in both must say the same in both.
+ */
 function entityInput(request: CheckRequest, side: Side, at: (string | number)[]): EntityInput | ValidationIssue {
-  const reference = referenceFor(request, side);
-  const attributes = toAttributeMap(reference.attributes);
-  if (attributes instanceof DuplicateAttribute) return attributes.issueAt([...at, side, 'attributes']);
-  const uri = reference.uri === null || reference.uri === '' ? undefined : reference.uri;
+  const nested = request[side] ?? {};
+  const flatUri = request[`${side}_uri`];
+  if (given(nested.uri) && given(flatUri) && nested.uri !== flatUri) {
+    throw new FormsDisagree(`${side}.uri ('${nested.uri}') and ${side}_uri ('${flatUri}') disagree`, 'value');
+  }
+  const nestedAttributes = toAttributeMap(nested.attributes);
+  if (nestedAttributes instanceof DuplicateAttribute) return nestedAttributes.issueAt([...at, side, 'attributes']);
+  const flatAttributes = toAttributeMap(request[`${side}_attributes`]);
+  if (flatAttributes instanceof DuplicateAttribute) return flatAttributes.issueAt([...at, `${side}_attributes`]);
+  if (nestedAttributes.size > 0 && flatAttributes.size > 0) {
+    const key = differingKey(nestedAttributes, flatAttributes);
+    if (key !== undefined) throw new FormsDisagree(`${side}.attributes and ${side}_attributes disagree on '${key}'`, 'attributes');
+  }
+  const uri = given(nested.uri) ? nested.uri : given(flatUri) ? flatUri : undefined;
+  const attributes = nestedAttributes.size > 0 ? nestedAttributes : flatAttributes;
   if (uri === undefined && attributes.size === 0) {
     return { loc: [...at, side], msg: "Either 'uri' or non-empty 'attributes' must be provided", type: 'value_error' };
   }
@@ -40,7 +66,8 @@ const isIssue = (input: EntityInput | ValidationIssue): input is ValidationIssue
 
 /**
  * Reads a schema-valid check request (either form) into what resolution needs, or the issues that
- * make it unusable. `at` locates the request in the body (`['body']`, or `['body', i]` in a bulk).
+ * make it unusable (422). `at` locates the request in the body (`['body']`, or `['body', i]` in a
+ * bulk). Throws FormsDisagree when a side's nested and flat forms contradict each other.
  */
 export function readCheckRequest(request: CheckRequest, at: (string | number)[]): CheckInput | ValidationIssue[] {
   const principal = entityInput(request, 'principal', at);

@@ -159,53 +159,96 @@ t.test('forms may be mixed per side', async (t) => {
   }
 });
 
-t.test('the nested object wins over the flat fields for its side', async (t) => {
+/** A check for `action` administer with the principal described by `fields` (both forms mixed). */
+const administer = (fields: Record<string, unknown>) => ({ resource_uri: 'laptop-1', action: 'administer', ...fields });
+
+t.test('a side sent in both forms: fields given in both must agree, else 400 naming them', async (t) => {
   const server = await itServer(t);
-  const nestedAllows = await server.call('POST', '/check', {
+
+  const uris = await server.call('POST', '/check', administer({ principal: { uri: 'user:bob' }, principal_uri: 'user:alice' }));
+  t.equal(uris.status, 400, 'disagreeing uris are refused');
+  t.same(uris.body, {
+    detail: "principal.uri ('user:bob') and principal_uri ('user:alice') disagree; send one of them, or the same value in both",
+  });
+
+  const attributes = await server.call('POST', '/check', {
     principal: { attributes: { department: 'it' } },
     principal_attributes: { department: 'hr' },
     resource: { attributes: { kind: 'laptop' } },
-    resource_attributes: { kind: 'desk' },
     action: 'administer',
   });
-  t.equal(nestedAllows.status, 200);
-  t.same(nestedAllows.body, ALLOWED_ADMIN);
+  t.equal(attributes.status, 400, 'disagreeing attributes are refused');
+  t.same(attributes.body, {
+    detail: "principal.attributes and principal_attributes disagree on 'department'; send one of them, or the same attributes in both",
+  });
 
-  const nestedDenies = await server.call('POST', '/check', {
-    principal: { attributes: { department: 'hr' } },
-    principal_attributes: { department: 'it' },
+  const extraKey = await server.call('POST', '/check', {
+    principal: { attributes: { department: 'it' } },
+    principal_attributes: { department: 'it', role: 'admin' },
     resource: { attributes: { kind: 'laptop' } },
+    resource_attributes: { kind: 'laptop' },
     action: 'administer',
   });
-  t.equal(nestedDenies.status, 200);
-  t.same(nestedDenies.body, DENIED);
+  t.equal(extraKey.status, 400, 'a key in one form only is a disagreement');
+  t.match(extraKey.body.detail, "principal.attributes and principal_attributes disagree on 'role'");
 
-  // The nested uri wins over the flat uri, even when the flat one would allow.
-  const byUri = await server.call('POST', '/check', {
-    principal: { uri: 'user:bob' },
+  const resource = await server.call('POST', '/check', {
     principal_uri: 'user:alice',
-    resource_uri: 'laptop-1',
+    resource: { uri: 'laptop-1' },
+    resource_uri: 'desk-1',
     action: 'administer',
   });
-  t.same(byUri.body, DENIED);
-  const byUri2 = await server.call('POST', '/check', {
-    principal: { uri: 'user:alice' },
-    principal_uri: 'user:bob',
-    resource_uri: 'laptop-1',
-    action: 'administer',
-  });
-  t.same(byUri2.body, ALLOWED_ADMIN);
+  t.equal(resource.status, 400, 'the resource side too');
+  t.match(resource.body.detail, "resource.uri ('laptop-1') and resource_uri ('desk-1') disagree");
 
-  // The nested object wins as a whole: flat attributes are not merged into a nested side, so no
-  // conflict arises from a flat value contradicting the registry.
-  const whole = await server.call('POST', '/check', {
-    principal: { uri: 'user:alice' },
-    principal_attributes: { department: 'hr' },
+  // Equal values are fine, whatever the shape: an object and a list of {key, value} items agree.
+  const same = await server.call('POST', '/check', {
+    principal: { uri: 'user:alice', attributes: { department: 'it' } },
+    principal_uri: 'user:alice',
+    principal_attributes: [{ key: 'department', value: 'it' }],
+    resource: { uri: 'laptop-1' },
     resource_uri: 'laptop-1',
     action: 'administer',
   });
-  t.equal(whole.status, 200);
-  t.same(whole.body, ALLOWED_ADMIN);
+  t.equal(same.status, 200, 'agreeing forms are decided');
+  t.same(same.body, ALLOWED_ADMIN);
+
+  // A field given in one form only is used: nothing sent is ignored. Here the flat attributes join
+  // the nested uri, and contradict the registry.
+  const joined = await server.call('POST', '/check', administer({ principal: { uri: 'user:alice' }, principal_attributes: { department: 'hr' } }));
+  t.equal(joined.status, 400);
+  t.same(joined.body, { detail: conflict('user:alice', 'department') });
+  const joinedAllows = await server.call('POST', '/check', administer({ principal: { attributes: { department: 'it' } }, principal_uri: 'user:bob' }));
+  t.equal(joinedAllows.status, 400, "bob's registered department contradicts the nested attributes");
+  t.same(joinedAllows.body, { detail: conflict('user:bob', 'department') });
+
+  // null and '' mean "not given", as everywhere else.
+  const nulls = await server.call('POST', '/check', administer({ principal: { uri: 'user:alice', attributes: null }, principal_uri: null, principal_attributes: null }));
+  t.equal(nulls.status, 200);
+  t.same(nulls.body, ALLOWED_ADMIN);
+  const empty = await server.call('POST', '/check', administer({ principal: { uri: '' }, principal_uri: 'user:alice' }));
+  t.equal(empty.status, 200);
+  t.same(empty.body, ALLOWED_ADMIN);
+
+  const access = await server.call('POST', '/check-access', administer({ principal: { uri: 'user:bob' }, principal_uri: 'user:alice' }));
+  t.equal(access.status, 400, '/check-access refuses it too');
+  t.match(access.body.detail, "principal.uri ('user:bob') and principal_uri ('user:alice') disagree");
+});
+
+t.test('a bulk item with disagreeing forms refuses the whole bulk, on the front and in the worker pool', async (t) => {
+  for (const evaluation of ['inline', 'pool'] as const) {
+    const server = await itServer(t, { evaluation, workers: 1 });
+    const agreeing = administer({ principal: { attributes: { department: 'it' } }, principal_attributes: { department: 'it' }, resource_uri: null, resource_attributes: { kind: 'laptop' } });
+    const disagreeing = { ...agreeing, principal_attributes: { department: 'hr' } };
+    const refused = await server.call('POST', '/check/bulk', [agreeing, agreeing, disagreeing]);
+    t.equal(refused.status, 400, `${evaluation}: 400`);
+    t.same(refused.body, {
+      detail: "Item 2: principal.attributes and principal_attributes disagree on 'department'; send one of them, or the same attributes in both",
+    }, `${evaluation}: the detail names the item and the fields`);
+    const decided = await server.call('POST', '/check/bulk', [agreeing, agreeing]);
+    t.equal(decided.status, 200, `${evaluation}: agreeing items are decided`);
+    t.same(decided.body, [ALLOWED_ADMIN, ALLOWED_ADMIN]);
+  }
 });
 
 t.test('`type` must match its side; explicit nulls are accepted', async (t) => {
@@ -308,7 +351,7 @@ t.test('attributes as an object or as a list of {key, value}', async (t) => {
     action: 'administer',
   });
   t.equal(duplicateSame.status, 422);
-  t.same(duplicateSame.body.detail[0].loc, ['body', 'resource', 'attributes', 1, 'key']);
+  t.same(duplicateSame.body.detail[0].loc, ['body', 'resource_attributes', 1, 'key'], 'located in the field sent');
 
   const missingValue = await server.call('POST', '/check', {
     principal: { attributes: [{ key: 'department' }] },
