@@ -19,10 +19,14 @@ Commands:
                with --live, when it is alive (GET /health). For container health checks without curl.
   key          print a new random admin key and the line that gives it a name and role in the
                --admin-keys-file: verdict key --name NAME [--role admin|read] (default role: admin)
+  import entities <file.jsonl>
+               register the entities of a JSON Lines file (one registration body a line) with
+               the running server these flags describe, in all-or-nothing batches of at most
+               --bulk-register-max-entities; the admin key is read from ADMIN_API_KEY
   version      print the version
   help         print this help
 
-Flags of start and healthcheck (each also read from the variable named; a flag wins over its variable):
+Flags of start, healthcheck and import (each also read from the variable named; a flag wins over its variable):
 ${Object.entries(START_OPTIONS)
   .map(([name, option]) => `  --${name.padEnd(26)}${option.env.padEnd(26)}${option.help} (default: ${option.default})`)
   .join('\n')}
@@ -82,6 +86,19 @@ function printNewKey(args: string[]): void {
   console.log(created.line);
 }
 
+async function importCommand(args: string[]): Promise<void> {
+  const [what, file, ...flags] = args;
+  if (what !== 'entities' || file === undefined || file.startsWith('-')) {
+    throw new ConfigError("usage: verdict import entities <file.jsonl> [flags]; run 'verdict --help'");
+  }
+  const config = loadConfig(flags, process.env);
+  const { importEntities } = await import('./import-entities.js');
+  const { imported, seconds } = await importEntities(file, config, (count, line) =>
+    console.log(`imported ${count} entities (to line ${line})`),
+  );
+  console.log(`imported ${imported} entities from ${file} in ${seconds.toFixed(1)} s (${Math.round(imported / seconds)} entities/s)`);
+}
+
 async function main(argv: string[]): Promise<void> {
   const [command, ...args] = argv;
   switch (command) {
@@ -91,6 +108,8 @@ async function main(argv: string[]): Promise<void> {
       return healthcheck(args);
     case 'key':
       return printNewKey(args);
+    case 'import':
+      return importCommand(args);
     case 'version':
     case '--version':
       console.log(VERSION);

@@ -23,6 +23,8 @@ export interface Config {
   /** Failed admin authentications one client may make per minute before it is answered 429. */
   adminAuthFailuresPerMinute: number;
   bulkCheckMaxRequests: number;
+  /** Most entities registered by one `POST .../entities/$bulk`. */
+  bulkRegisterMaxEntities: number;
   /** Largest request body in bytes; a bigger one is answered 413. */
   bodyLimit: number;
   /** Deepest nesting of lists and objects in a request body. */
@@ -79,6 +81,7 @@ export const DEFAULT_CONFIG: Config = {
   adminKeysFile: '',
   adminAuthFailuresPerMinute: 10,
   bulkCheckMaxRequests: 1000,
+  bulkRegisterMaxEntities: 1000,
   bodyLimit: 1024 * 1024,
   maxJsonDepth: 100,
   maxStringLength: 65_536,
@@ -143,6 +146,12 @@ export const START_OPTIONS = {
     env: 'BULK_CHECK_MAX_REQUESTS',
     help: 'most checks accepted in one POST /check/bulk',
     default: String(DEFAULT_CONFIG.bulkCheckMaxRequests),
+  },
+  'bulk-register-max-entities': {
+    type: 'string',
+    env: 'BULK_REGISTER_MAX_ENTITIES',
+    help: 'most entities registered by one POST /admin/fetchers/registry/entities/$bulk (and per batch of import)',
+    default: String(DEFAULT_CONFIG.bulkRegisterMaxEntities),
   },
   'body-limit': {
     type: 'string',
@@ -349,6 +358,7 @@ export function loadConfig(args: string[], env: NodeJS.ProcessEnv): Config {
     adminKeysFile: read('admin-keys-file').text.trim(),
     adminAuthFailuresPerMinute: integer('admin-auth-failures-per-minute', 1, 1_000_000),
     bulkCheckMaxRequests: parseInteger(bulk.label, bulk.text, 1, 1_000_000),
+    bulkRegisterMaxEntities: integer('bulk-register-max-entities', 1, 100_000),
     bodyLimit: integer('body-limit', 256, 1024 * 1024 * 1024),
     // Deeper than this, recursive JSON handling (serialization, comparison) would risk the stack.
     maxJsonDepth: integer('max-json-depth', 4, 1000),

@@ -10,13 +10,22 @@ function reachableHost(host: string): string {
   return host.replace(/^\[(.*)\]$/, '$1');
 }
 
+/** Where a client on this machine reaches the server `config` describes: its Unix socket when it has one, else host:port. */
+export function serverTarget(config: Config): { socketPath: string } | { host: string; port: number } {
+  return config.socket !== '' ? { socketPath: config.socket } : { host: reachableHost(config.host), port: config.port };
+}
+
+/** The target as people write it, for messages. */
+export const describeTarget = (target: ReturnType<typeof serverTarget>): string =>
+  'socketPath' in target ? `unix:${target.socketPath}` : `${target.host}:${target.port}`;
+
 /**
- * GETs `path` from the server `config` describes (its Unix socket when it has one, else host:port)
- * and says whether it answered 200: what `verdict healthcheck` runs in a container without curl.
+ * GETs `path` from the server `config` describes and says whether it answered 200: what
+ * `verdict healthcheck` runs in a container without curl.
  */
 export function probe(config: Config, path: string): Promise<{ healthy: boolean; message: string }> {
-  const target = config.socket !== '' ? { socketPath: config.socket } : { host: reachableHost(config.host), port: config.port };
-  const where = config.socket !== '' ? `unix:${config.socket}${path}` : `${target.host}:${config.port}${path}`;
+  const target = serverTarget(config);
+  const where = `${describeTarget(target)}${path}`;
   return new Promise((resolve) => {
     const outgoing = request({ ...target, path, method: 'GET', timeout: PROBE_TIMEOUT_MS }, (response) => {
       let body = '';

@@ -49,6 +49,7 @@ const summary = (records: AuditRecord[]) => records.map((record) => [record.oper
 /** The contract every store keeps; run on each driver. */
 function contract(t: Test, name: string, backing: () => Promise<Backing>): void {
   auditContract(t, name, backing);
+  entityBatchContract(t, name, backing);
 
   t.test(`${name}: the store contract`, async (t) => {
     const { open, drop } = await backing();
@@ -116,6 +117,57 @@ function contract(t: Test, name: string, backing: () => Promise<Backing>): void 
 }
 
 /** The audit operations: a record per write, in its transaction; reads with filters and a cursor; retention. */
+/** Registering many entities at once: all or none, in order, each audited, heard by the other handle uri by uri. */
+function entityBatchContract(t: Test, name: string, backing: () => Promise<Backing>): void {
+  t.test(`${name}: entities registered in one batch`, async (t) => {
+    const { open, drop } = await backing();
+    const store = await open();
+    const other = await open();
+    t.teardown(async () => {
+      await store.close();
+      await other.close();
+      await drop();
+    });
+    await store.createEntity(entity('user:before'), by);
+    const heard: string[] = [];
+    const { feedPosition } = await other.loadPolicies();
+    const stop = other.watch((change) => {
+      if (change.kind === 'entity') heard.push(change.uri);
+    }, feedPosition);
+    t.teardown(stop);
+
+    const batch = Array.from({ length: 250 }, (_, index) => entity(`user:batch-${index}`, { index }));
+    await store.createEntities(batch, by);
+    t.equal(await other.countEntities(), 251, 'every entity of the batch is registered');
+    t.same((await other.listEntities(0, 3)).map((e) => e.uri), ['user:before', 'user:batch-0', 'user:batch-1'], 'after what was there, in the order given');
+    t.same((await other.listEntities(250, 5)).map((e) => e.uri), ['user:batch-249']);
+    t.equal(JSON.stringify(await other.getEntity('user:batch-7')), JSON.stringify(batch[7]), 'stored as given');
+    const audited = await other.listAudit({ limit: 1000 });
+    t.same(
+      audited.filter((record) => record.operation === 'entity.create').map((record) => record.target).reverse(),
+      ['entity:user:before', ...batch.map((e) => `entity:${e.uri}`)],
+      'each registration audited, in order',
+    );
+
+    const taken = [entity('user:fresh-1'), entity('user:fresh-2'), entity('user:batch-100'), entity('user:fresh-3')];
+    await store.createEntities(taken, by).then(
+      () => t.fail('a batch with a taken uri was accepted'),
+      (error: unknown) => {
+        t.type(error, DuplicateKeyError, 'refused as a duplicate');
+        t.equal((error as DuplicateKeyError).key, 'user:batch-100', 'naming the uri that is taken');
+      },
+    );
+    t.equal(await other.countEntities(), 251, 'nothing of a refused batch is registered');
+    t.equal(await other.getEntity('user:fresh-1'), undefined, 'not even the items before the duplicate');
+    t.equal((await other.listAudit({ limit: 1000 })).length, audited.length, 'nor audited');
+    await store.createEntities([entity('user:after')], by);
+    t.same((await other.listEntities(251, 5)).map((e) => e.uri), ['user:after'], 'a later batch follows in order');
+
+    await until(() => heard.includes('user:after'), 'the batch announced');
+    t.same(heard, [...batch.map((e) => e.uri), 'user:after'], 'each registered uri is announced once, in order; a refused batch is not');
+  });
+}
+
 function auditContract(t: Test, name: string, backing: () => Promise<Backing>): void {
   t.test(`${name}: every write commits one audit record with it`, async (t) => {
     const { open, drop } = await backing();

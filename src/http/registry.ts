@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { JsonSchemaToTsProvider } from '@fastify/type-provider-json-schema-to-ts';
 import {
+  entityCreateListSchema,
   entityCreateSchema,
   entityListSchema,
   entityPageQuerySchema,
@@ -23,6 +24,7 @@ const prefix = '/admin/fetchers/registry/entities';
 export const registryRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { context }) => {
   const app = fastify.withTypeProvider<JsonSchemaToTsProvider>();
   const { registry } = context;
+  const maxEntities = context.config.bulkRegisterMaxEntities;
 
   app.get(prefix, {
     schema: {
@@ -50,6 +52,24 @@ export const registryRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify,
       response: { 200: entitySchema, ...ERROR_RESPONSES },
     },
     handler: (request) => registry.register(request.body, writerOf(request)),
+  });
+
+  // Only POST is routed here, and no entity route takes POST: an entity whose uri is `$bulk` is
+  // still read, updated and deleted at `${prefix}/%24bulk`.
+  app.post(`${prefix}/$bulk`, {
+    schema: {
+      tags,
+      security,
+      summary: 'Register many entities, all or none',
+      description: `A list of entities as \`POST ${prefix}\` takes (at most ${maxEntities} per call); the registered entities come back in the same order. One transaction: when any item is refused (422 naming it, 409 for a uri taken or given twice), nothing is registered.`,
+      body: entityCreateListSchema,
+      response: { 200: entityListSchema, ...ERROR_RESPONSES },
+    },
+    handler: (request) => {
+      if (request.body.length === 0) throw new ClientError(400, 'Empty entity list');
+      if (request.body.length > maxEntities) throw new ClientError(400, `Too many entities. Maximum allowed: ${maxEntities}`);
+      return registry.registerMany(request.body, writerOf(request));
+    },
   });
 
   app.get(`${prefix}/:uri`, {

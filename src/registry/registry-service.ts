@@ -6,6 +6,7 @@ import { DuplicateAttribute, toAttributeMap } from './attributes.js';
 import { newEntity, updatedEntity } from './entities.js';
 import { storableValueIssues } from '../engine/value-limits.js';
 import type { Writer } from '../audit/record.js';
+import type { ValidationIssue } from '../schemas/errors.js';
 
 export interface EntityRegistration {
   uri?: string | null;
@@ -19,11 +20,19 @@ export interface EntityChange {
   override: boolean;
 }
 
-function attributesOf(sent: SuppliedAttributes): Map<string, unknown> {
+type Location = (string | number)[];
+
+/** Sent attributes as a Map, or what makes them unstorable; `at` is where they sit in the body. */
+function readAttributes(sent: SuppliedAttributes, at: Location): Map<string, unknown> | ValidationIssue[] {
   const attributes = toAttributeMap(sent);
-  if (attributes instanceof DuplicateAttribute) throw new RequestValidationError([attributes.issueAt(['body', 'attributes'])]);
-  const issues = [...attributes].flatMap(([key, value]) => storableValueIssues(value, ['body', 'attributes', key]));
-  if (issues.length > 0) throw new RequestValidationError(issues);
+  if (attributes instanceof DuplicateAttribute) return [attributes.issueAt(at)];
+  const issues = [...attributes].flatMap(([key, value]) => storableValueIssues(value, [...at, key]));
+  return issues.length > 0 ? issues : attributes;
+}
+
+function attributesOf(sent: SuppliedAttributes): Map<string, unknown> {
+  const attributes = readAttributes(sent, ['body', 'attributes']);
+  if (Array.isArray(attributes)) throw new RequestValidationError(attributes);
   return attributes;
 }
 
@@ -60,6 +69,36 @@ export class RegistryService {
     }
     this.changed(entity.uri);
     return entity;
+  }
+
+  /**
+   * Registers every entity of the list or none (one store transaction), with the rules of
+   * `register` for each; 409 names the item whose uri is taken, or given twice in the list.
+   */
+  async registerMany(sent: readonly EntityRegistration[], by: Writer): Promise<Entity[]> {
+    const now = this.clock().toISOString();
+    const issues: ValidationIssue[] = [];
+    const entities = sent.map((item, index) => {
+      const attributes = readAttributes(item.attributes, ['body', index, 'attributes']);
+      if (Array.isArray(attributes)) issues.push(...attributes);
+      return newEntity(item, Array.isArray(attributes) ? new Map() : attributes, now);
+    });
+    if (issues.length > 0) throw new RequestValidationError(issues);
+    const itemOf = new Map<string, number>();
+    entities.forEach((entity, index) => {
+      const earlier = itemOf.get(entity.uri);
+      if (earlier !== undefined) throw new ClientError(409, `Item ${index}: entity '${entity.uri}' is also item ${earlier} of this call`);
+      itemOf.set(entity.uri, index);
+    });
+    try {
+      await this.store.createEntities(entities, by);
+    } catch (error) {
+      if (!(error instanceof DuplicateKeyError)) throw error;
+      const index = error.key === undefined ? undefined : itemOf.get(error.key);
+      throw new ClientError(409, index === undefined ? error.message : `Item ${index}: ${error.message}`);
+    }
+    for (const entity of entities) this.changed(entity.uri);
+    return entities;
   }
 
   async update(uri: string, change: EntityChange, by: Writer): Promise<Entity> {

@@ -24,6 +24,8 @@ export const entityCreateSchema = {
 } as const;
 export type EntityCreate = FromSchema<typeof entityCreateSchema>;
 
+export const entityCreateListSchema = { type: 'array', items: entityCreateSchema } as const;
+
 export const entityUpdateSchema = {
   type: 'object',
   properties: {

@@ -255,15 +255,24 @@ export class EmbeddedStore implements Store {
   }
 
   async createEntity(entity: Entity, by: Writer): Promise<void> {
+    this.write(() => this.insertEntity(entity, by));
+  }
+
+  async createEntities(entities: readonly Entity[], by: Writer): Promise<void> {
     this.write(() => {
-      try {
-        this.statements.insertEntity.run(entity.uri, JSON.stringify(entity));
-      } catch (error) {
-        if (isUniqueViolation(error)) throw new DuplicateKeyError(`Entity '${entity.uri}' already exists`);
-        throw error;
-      }
-      this.recordEntityWrite(by, { operation: 'entity.create', uri: entity.uri, before: undefined, after: entity });
+      for (const entity of entities) this.insertEntity(entity, by);
     });
+  }
+
+  /** Within a write: the new entity, its change and its audit record. */
+  private insertEntity(entity: Entity, by: Writer): void {
+    try {
+      this.statements.insertEntity.run(entity.uri, JSON.stringify(entity));
+    } catch (error) {
+      if (isUniqueViolation(error)) throw new DuplicateKeyError(`Entity '${entity.uri}' already exists`, entity.uri);
+      throw error;
+    }
+    this.recordEntityWrite(by, { operation: 'entity.create', uri: entity.uri, before: undefined, after: entity });
   }
 
   async updateEntity(uri: string, change: (entity: Entity) => Entity, by: Writer): Promise<Entity | undefined> {

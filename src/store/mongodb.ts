@@ -1,4 +1,5 @@
 import {
+  MongoBulkWriteError,
   MongoClient,
   MongoServerError,
   type ClientSession,
@@ -106,6 +107,20 @@ export function topologyRefusal(hello: Document): string | undefined {
 const feedPosition = (operationTime: Timestamp) => ({ operationTime }) as unknown as FeedPosition;
 const operationTimeAt = (position: FeedPosition) => (position as unknown as { operationTime: Timestamp }).operationTime;
 const auditRecordOf = (row: StoredAuditRecord): AuditRecord => ({ id: row._id, ...(JSON.parse(row.record) as AuditDraft) });
+const storedAudit = (id: number, draft: AuditDraft): StoredAuditRecord => ({
+  _id: id,
+  time: new Date(draft.time),
+  target: draft.target,
+  actor: draft.actor,
+  record: JSON.stringify(draft),
+});
+
+/** The uri whose insert failed as a duplicate, from the write error's position in the batch. */
+function duplicateUri(error: MongoServerError, entities: readonly Entity[]): string | undefined {
+  if (!(error instanceof MongoBulkWriteError)) return undefined;
+  const [first] = [error.writeErrors].flat();
+  return first === undefined ? undefined : entities[first.index]?.uri;
+}
 
 /**
  * The shared store for many Verdict processes: policies and entities in MongoDB (a replica set,
@@ -188,10 +203,11 @@ export class MongoStore implements Store {
     });
   }
 
-  private async nextValue(counter: string, session: ClientSession): Promise<number> {
+  /** Advances `counter` by `count` and returns its new value: the last of the `count` values reserved. */
+  private async nextValue(counter: string, session: ClientSession, count = 1): Promise<number> {
     const updated = await this.counters.findOneAndUpdate(
       { _id: counter },
-      { $inc: { value: 1 } },
+      { $inc: { value: count } },
       { upsert: true, returnDocument: 'after', session },
     );
     return updated!.value;
@@ -233,7 +249,7 @@ export class MongoStore implements Store {
 
   private async recordAudit({ session, recorded }: Transaction, draft: AuditDraft, policyVersion?: number): Promise<void> {
     const id = await this.nextValue('audit-sequence', session);
-    const stored: StoredAuditRecord = { _id: id, time: new Date(draft.time), target: draft.target, actor: draft.actor, record: JSON.stringify(draft) };
+    const stored = storedAudit(id, draft);
     if (policyVersion !== undefined) stored.policy_version = policyVersion;
     await this.audit.insertOne(stored, { session });
     recorded.push(draft.operation);
@@ -252,6 +268,16 @@ export class MongoStore implements Store {
 
   private async recordEntityWrite(transaction: Transaction, by: Writer, change: Omit<Parameters<typeof entityRecord>[2], 'withValues'>) {
     await this.recordAudit(transaction, entityRecord(by, Date.now(), { ...change, withValues: this.options.auditValues ?? false }));
+  }
+
+  /** The audit records of new entities: their ids reserved at once and inserted together. */
+  private async recordEntitiesCreated({ session, recorded }: Transaction, by: Writer, entities: readonly Entity[]): Promise<void> {
+    const time = Date.now();
+    const withValues = this.options.auditValues ?? false;
+    const drafts = entities.map((entity) => entityRecord(by, time, { operation: 'entity.create', uri: entity.uri, before: undefined, after: entity, withValues }));
+    const firstId = (await this.nextValue('audit-sequence', session, drafts.length)) - drafts.length + 1;
+    await this.audit.insertMany(drafts.map((draft, index) => storedAudit(firstId + index, draft)), { session });
+    recorded.push(...drafts.map((draft) => draft.operation));
   }
 
   private async readPolicy(name: string, session?: ClientSession): Promise<Policy | undefined> {
@@ -379,6 +405,26 @@ export class MongoStore implements Store {
       const document = { _id: entity.uri, position, document: JSON.stringify(entity), version: 1 };
       await this.insertNew(this.entities, document, session, `Entity '${entity.uri}' already exists`);
       await this.recordEntityWrite(transaction, by, { operation: 'entity.create', uri: entity.uri, before: undefined, after: entity });
+    });
+  }
+
+  /** One insertMany and the audit records in one transaction: every entity is registered, or (on any error) none. */
+  async createEntities(entities: readonly Entity[], by: Writer): Promise<void> {
+    if (entities.length === 0) return;
+    await this.write(async (transaction) => {
+      const { session } = transaction;
+      const firstPosition = (await this.nextValue('entity-position', session, entities.length)) - entities.length + 1;
+      const rows = entities.map((entity, index) => ({ _id: entity.uri, position: firstPosition + index, document: JSON.stringify(entity) }));
+      try {
+        await this.entities.insertMany(rows, { session, ordered: true });
+      } catch (error) {
+        if (error instanceof MongoServerError && error.code === DUPLICATE_KEY) {
+          const uri = duplicateUri(error, entities);
+          throw new DuplicateKeyError(uri === undefined ? 'An entity of this call is already registered' : `Entity '${uri}' already exists`, uri);
+        }
+        throw error;
+      }
+      await this.recordEntitiesCreated(transaction, by, entities);
     });
   }
 

@@ -2,8 +2,15 @@ import type { Policy } from '../schemas/policy.js';
 import type { Entity } from '../schemas/entity.js';
 import type { AuditOperation, AuditQuery, AuditRecord, AuditRetention, Writer } from '../audit/record.js';
 
-/** A policy or entity that already exists under the same name or uri. */
-export class DuplicateKeyError extends Error {}
+/** A policy or entity that already exists under the same name or uri (`key`, when the store can tell). */
+export class DuplicateKeyError extends Error {
+  constructor(
+    message: string,
+    readonly key?: string,
+  ) {
+    super(message);
+  }
+}
 
 /** The store cannot be reached: the request is answered 503, decisions go on from the last snapshot. */
 export class StoreUnavailableError extends Error {}
@@ -84,6 +91,11 @@ export interface Store {
   countEntities(): Promise<number>;
   /** Rejects with DuplicateKeyError when the uri is taken. */
   createEntity(entity: Entity, by: Writer): Promise<void>;
+  /**
+   * Registers every entity or none, each with its audit record, in one transaction, in the order
+   * given. Rejects with DuplicateKeyError naming the first uri that is taken.
+   */
+  createEntities(entities: readonly Entity[], by: Writer): Promise<void>;
   /** Applies `change` to the stored entity atomically; undefined when there is no such entity. */
   updateEntity(uri: string, change: (entity: Entity) => Entity, by: Writer): Promise<Entity | undefined>;
   deleteEntity(uri: string, by: Writer): Promise<boolean>;
