@@ -27,6 +27,9 @@ export class FormsDisagree extends ClientError {
   }
 }
 
+/** A side sent in the flat form only. */
+const NOT_NESTED: { uri?: null; attributes?: null } = Object.freeze({});
+
 const given = <T>(value: T | null | undefined): value is T => value !== null && value !== undefined && value !== '';
 
 /** The first key on which two attribute maps differ, or undefined when they are equal. */
@@ -41,25 +44,31 @@ function differingKey(left: Map<string, unknown>, right: Map<string, unknown>): 
  * gives it (null and '' give nothing); a field given in both must say the same in both.
  */
 function entityInput(request: CheckRequest, side: Side, at: (string | number)[]): EntityInput | ValidationIssue {
-  const nested = request[side] ?? {};
+  const nested = request[side] ?? NOT_NESTED;
   const flatUri = request[`${side}_uri`];
   if (given(nested.uri) && given(flatUri) && nested.uri !== flatUri) {
     throw new FormsDisagree(`${side}.uri ('${nested.uri}') and ${side}_uri ('${flatUri}') disagree`, 'value');
   }
+  const uri = given(nested.uri) ? nested.uri : flatUri;
   const nestedAttributes = toAttributeMap(nested.attributes);
   if (nestedAttributes instanceof DuplicateAttribute) return nestedAttributes.issueAt([...at, side, 'attributes']);
-  const flatAttributes = toAttributeMap(request[`${side}_attributes`]);
+  const flatSent = request[`${side}_attributes`];
+  // The common check sends one form only: no second Map for the other.
+  if (flatSent === undefined || flatSent === null) return sideInput(uri, nestedAttributes, side, at);
+  const flatAttributes = toAttributeMap(flatSent);
   if (flatAttributes instanceof DuplicateAttribute) return flatAttributes.issueAt([...at, `${side}_attributes`]);
   if (nestedAttributes.size > 0 && flatAttributes.size > 0) {
     const key = differingKey(nestedAttributes, flatAttributes);
     if (key !== undefined) throw new FormsDisagree(`${side}.attributes and ${side}_attributes disagree on '${key}'`, 'attributes');
   }
-  const uri = given(nested.uri) ? nested.uri : given(flatUri) ? flatUri : undefined;
-  const attributes = nestedAttributes.size > 0 ? nestedAttributes : flatAttributes;
-  if (uri === undefined && attributes.size === 0) {
+  return sideInput(uri, nestedAttributes.size > 0 ? nestedAttributes : flatAttributes, side, at);
+}
+
+function sideInput(uri: string | null | undefined, attributes: Map<string, unknown>, side: Side, at: (string | number)[]): EntityInput | ValidationIssue {
+  if (!given(uri) && attributes.size === 0) {
     return { loc: [...at, side], msg: "Either 'uri' or non-empty 'attributes' must be provided", type: 'value_error' };
   }
-  return { uri, attributes };
+  return { uri: given(uri) ? uri : undefined, attributes };
 }
 
 const isIssue = (input: EntityInput | ValidationIssue): input is ValidationIssue => 'loc' in input;
