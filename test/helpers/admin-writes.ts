@@ -32,6 +32,7 @@ export const ADMIN_WRITES: AdminWrite[] = [
   { method: 'POST', route: ENTITIES, path: ENTITIES, body: { uri: 'user:1', attributes: { team: 'ops' } }, target: 'entity:user:1' },
   { method: 'PUT', route: `${ENTITIES}/{uri}`, path: `${ENTITIES}/user%3A1`, body: { uri: 'user:1', attributes: { team: 'dev' } }, target: 'entity:user:1' },
   { method: 'DELETE', route: `${ENTITIES}/{uri}`, path: `${ENTITIES}/user%3A1`, target: 'entity:user:1' },
+  { method: 'POST', route: `${ENTITIES}/$bulk`, path: `${ENTITIES}/$bulk`, body: [{ uri: 'user:3', attributes: { team: 'ops' } }], target: 'entity:user:3' },
   { method: 'POST', route: '/register-entity', path: '/register-entity', body: { uri: 'user:2', attributes: { team: 'ops' } }, target: 'entity:user:2' },
   { method: 'POST', route: '/update-entity', path: '/update-entity', body: { uri: 'user:2', attributes: { team: 'dev' } }, target: 'entity:user:2' },
   { method: 'POST', route: '/delete-entity', path: '/delete-entity?uri=user:2', target: 'entity:user:2' },
