@@ -1,13 +1,16 @@
 import type { Condition, Policy } from '../schemas/policy.js';
 import type { Decision, DecisionRequest, ResolvedEntity } from './entity.js';
 import { ALLOWED_BY_DEFAULT, DENIED_BY_DEFAULT, DENIED_WITHOUT_POLICIES, ruleDecision } from './decisions.js';
-import { OPERATOR_DEFINITIONS, type Predicate } from './operators.js';
+import { CANONICAL_OPERATOR, OPERATOR_DEFINITIONS, type Predicate } from './operators.js';
+import type { Comparison } from './condition-tree.js';
 import { compileLookup, MISSING, type Lookup } from './paths.js';
 import { ActionRules, type IndexableRule } from './rule-index.js';
 
 export interface CompiledCondition {
   lookup: Lookup;
   test: Predicate;
+  /** The condition as a plan states it when the entity is not known: operator in its canonical spelling. */
+  comparison: Comparison;
 }
 
 export interface CompiledRule {
@@ -54,7 +57,11 @@ export class ConditionCompiler {
   private one(key: string, condition: Condition): CompiledCondition {
     let compiled = this.conditions.get(key);
     if (compiled === undefined) {
-      compiled = { lookup: compileLookup(condition.path), test: OPERATOR_DEFINITIONS[condition.operator].build(condition.value) };
+      compiled = {
+        lookup: compileLookup(condition.path),
+        test: OPERATOR_DEFINITIONS[condition.operator].build(condition.value),
+        comparison: { path: condition.path, operator: CANONICAL_OPERATOR[condition.operator], value: condition.value },
+      };
       this.conditions.set(key, compiled);
     }
     return compiled;

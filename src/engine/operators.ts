@@ -1,4 +1,4 @@
-import type { Operator } from '../schemas/policy.js';
+import { OPERATORS, type Operator } from '../schemas/policy.js';
 import { jsonEqual } from './json-equal.js';
 
 /** Tests an attribute's value (never MISSING: the caller handles absence) against a condition. */
@@ -102,3 +102,8 @@ export const OPERATOR_DEFINITIONS: Readonly<Record<Operator, OperatorDefinition>
     },
   },
 };
+
+/** Each operator's first spelling in OPERATORS (`equals` → `==`, `>` → `gt`): synonyms share one definition. */
+export const CANONICAL_OPERATOR = Object.fromEntries(
+  OPERATORS.map((operator) => [operator, OPERATORS.find((first) => OPERATOR_DEFINITIONS[first] === OPERATOR_DEFINITIONS[operator])!]),
+) as Readonly<Record<Operator, Operator>>;

@@ -22,11 +22,15 @@ export function parsePath(path: string): { kind: 'uri' } | { kind: 'attribute'; 
   return { kind: 'attribute', steps };
 }
 
+/** The list position a path step names (`0`, `12`; not `01` or `-1`), or undefined when it names none. */
+export function arrayIndex(step: string): number | undefined {
+  return ARRAY_INDEX.test(step) ? Number(step) : undefined;
+}
+
 function step(container: unknown, key: string): unknown {
   if (Array.isArray(container)) {
-    if (!ARRAY_INDEX.test(key)) return MISSING;
-    const index = Number(key);
-    return index < container.length ? container[index] : MISSING;
+    const index = arrayIndex(key);
+    return index !== undefined && index < container.length ? container[index] : MISSING;
   }
   if (typeof container === 'object' && container !== null && Object.hasOwn(container, key)) {
     return (container as Record<string, unknown>)[key];

@@ -41,6 +41,8 @@ export interface IndexableRule {
  * candidates. Candidates come back in (policy, rule) order, the order combining depends on.
  */
 export class ActionRules {
+  /** Every rule of the action with all its conditions, in (policy, rule) order: for questions that must see them all. */
+  readonly all: readonly CompiledRule[];
   private readonly unkeyed: CompiledRule[] = [];
   private readonly keyed: KeyedRules[] = [];
   /** Scratch space for merging candidate lists; evaluation is synchronous, so it is never shared. */
@@ -49,6 +51,7 @@ export class ActionRules {
   private listCount = 0;
 
   constructor(rules: readonly IndexableRule[], conditions: ConditionCompiler) {
+    this.all = rules.map((rule) => rule.compiled);
     // File each rule under its most selective demanded path: the one whose values split the
     // rules into the most buckets, so a request's candidates are few.
     const distinctValues = new Map<string, Set<Primitive>>();

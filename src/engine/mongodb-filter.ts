@@ -1,0 +1,276 @@
+import type { Comparison, ConditionTree } from './condition-tree.js';
+import { formatCondition } from './condition-tree.js';
+import { arrayIndex, parsePath } from './paths.js';
+
+/** Where a resource's fields live in its MongoDB document. */
+export interface MongoFilterOptions {
+  /** Prepended to an `attributes.` path's keys: `attributes.` (the default) or `""` (attributes at the top level) or `meta.attributes.`. */
+  attributesPrefix: string;
+  /** The field holding the resource's uri (default `uri`). */
+  uriField: string;
+}
+
+export const DEFAULT_MONGO_FILTER_OPTIONS: MongoFilterOptions = { attributesPrefix: 'attributes.', uriField: 'uri' };
+
+export type MongoFilter = Record<string, unknown>;
+export type MongoFilterResult = { filter: MongoFilter } | { unsupported: string };
+
+/** MongoDB refuses documents, filters included, nested deeper than this. */
+const MONGODB_MAX_DEPTH = 100;
+
+/** Selects no document: the filter of a plan that allows nothing. */
+const NOTHING: MongoFilter = { _id: { $in: [] } };
+
+/**
+ * A field name step that MongoDB's query language reads as written: not all digits (MongoDB would
+ * also read it as an array position), no leading `$` (an operator), no NUL (ends a BSON key).
+ */
+export function isPlainFieldStep(step: string): boolean {
+  return step !== '' && !/^[0-9]+$/.test(step) && !step.startsWith('$') && !step.includes('\u0000');
+}
+
+/** Why an option is unusable as a field prefix or field path, or undefined when it is fine. */
+export function mongoOptionIssue(name: keyof MongoFilterOptions, value: string): string | undefined {
+  const plain = 'each dot-separated step non-empty, not all digits, not starting with $';
+  if (name === 'attributesPrefix') {
+    if (value === '') return undefined;
+    if (!value.endsWith('.') || !value.slice(0, -1).split('.').every(isPlainFieldStep)) return `must be "" or field names each followed by a dot (${plain})`;
+    return undefined;
+  }
+  return value.split('.').every(isPlainFieldStep) ? undefined : `must be a field path (${plain})`;
+}
+
+class NoExactFilter extends Error {}
+
+const isScalar = (value: unknown): value is string | number | boolean =>
+  typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean';
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** Text MongoDB cannot hold as sent: BSON strings are UTF-8, which has no lone surrogates. */
+function hasLoneSurrogate(value: unknown): boolean {
+  if (typeof value === 'string') return LONE_SURROGATE.test(value);
+  if (Array.isArray(value)) return value.some(hasLoneSurrogate);
+  if (typeof value === 'object' && value !== null) return Object.entries(value).some(([key, item]) => LONE_SURROGATE.test(key) || hasLoneSurrogate(item));
+  return false;
+}
+
+/** The text as a regular expression that matches it literally, alike in MongoDB (PCRE) and JavaScript. */
+function literalPattern(text: string): string {
+  return text.replace(/[\\^$.*+?()[\]{}|]/g, '\\$&').replace(/\u0000/g, '\\x00');
+}
+
+/** `(?![\s\S])` is the end of the text in both dialects; PCRE's `$` would also match before a final newline. */
+const patternOf = {
+  contains: (text: string) => literalPattern(text),
+  startswith: (text: string) => `^${literalPattern(text)}`,
+  endswith: (text: string) => `${literalPattern(text)}(?![\\s\\S])`,
+};
+
+function depthOf(value: unknown): number {
+  if (typeof value !== 'object' || value === null) return 0;
+  let deepest = 0;
+  for (const item of Object.values(value)) deepest = Math.max(deepest, depthOf(item));
+  return deepest + 1;
+}
+
+/** Filters that must all hold, as one document when their fields differ (easier to read), else `$and`. */
+function allOf(filters: readonly MongoFilter[]): MongoFilter {
+  const parts = filters.flatMap((filter) => (Object.keys(filter).length === 1 && Array.isArray(filter.$and) ? (filter.$and as MongoFilter[]) : [filter]));
+  const merged: MongoFilter = {};
+  for (const part of parts) {
+    for (const key of Object.keys(part)) if (Object.hasOwn(merged, key)) return { $and: parts };
+    Object.assign(merged, part);
+  }
+  return merged;
+}
+
+/**
+ * Aggregation expressions that compute exactly what the engine computes, for `$expr`: paths walked
+ * step by step with `$getField`/`$arrayElemAt` (no implicit walk through lists), JSON equality
+ * built from type tests and scalar `$eq` (MongoDB compares embedded documents by field order; the
+ * engine does not), and every operator guarded by a type test so that nothing raises an error.
+ */
+class ExactExpressions {
+  private variables = 0;
+
+  /** `body` of an expression that `expression` names; bound to a variable unless it is one. */
+  private bind(expression: unknown, body: (reference: string) => unknown): unknown {
+    if (typeof expression === 'string' && expression.startsWith('$$')) return body(expression);
+    const name = `v${this.variables++}`;
+    return { $let: { vars: { [name]: expression }, in: body(`$$${name}`) } };
+  }
+
+  /** The value at `steps` below `root`, or missing where the engine's lookup finds nothing. */
+  valueAt(root: string, steps: readonly string[]): unknown {
+    let expression: unknown = root;
+    for (const step of steps) {
+      expression = this.bind(expression, (container) => {
+        const index = arrayIndex(step);
+        // $arrayElemAt takes 32-bit positions; no list is that long.
+        const inList = index === undefined || index > 2 ** 31 - 1 ? '$$REMOVE' : { $cond: [{ $isArray: container }, { $arrayElemAt: [container, index] }, '$$REMOVE'] };
+        return { $cond: [isType(container, 'object'), { $getField: { field: { $literal: step }, input: container } }, inList] };
+      });
+    }
+    return expression;
+  }
+
+  equals(expression: unknown, value: unknown): unknown {
+    if (value === null) return isType(expression, 'null');
+    return this.bind(expression, (found) => {
+      // Typed first: mingo's aggregation $eq tests a list's elements (MongoDB's does not).
+      if (typeof value === 'string') return { $cond: [isType(found, 'string'), { $eq: [found, { $literal: value }] }, false] };
+      if (typeof value === 'boolean') return { $cond: [isType(found, 'bool'), { $eq: [found, value] }, false] };
+      if (typeof value === 'number') return { $cond: [{ $isNumber: found }, { $eq: [found, value] }, false] };
+      if (Array.isArray(value)) {
+        const items = value.map((item, index) => this.equals({ $arrayElemAt: [found, index] }, item));
+        return { $cond: [{ $isArray: found }, conjunction([{ $eq: [{ $size: found }, value.length] }, ...items]), false] };
+      }
+      const entries = Object.entries(value as Record<string, unknown>);
+      const fields = entries.map(([key, item]) => this.equals({ $getField: { field: { $literal: key }, input: found } }, item));
+      return { $cond: [isType(found, 'object'), conjunction([{ $eq: [{ $size: { $objectToArray: found } }, entries.length] }, ...fields]), false] };
+    });
+  }
+
+  /** `found` must be a variable: the predicate reads it more than once. */
+  holds(found: string, operator: Comparison['operator'], value: unknown): unknown {
+    switch (operator) {
+      case '==':
+        return this.equals(found, value);
+      case 'in':
+        return disjunction((value as unknown[]).map((item) => this.equals(found, item)));
+      case 'contains': {
+        const inText = typeof value === 'string' ? { $regexMatch: { input: found, regex: patternOf.contains(value) } } : false;
+        const element = `e${this.variables++}`;
+        const inList = { $anyElementTrue: [{ $map: { input: found, as: element, in: this.equals(`$$${element}`, value) } }] };
+        return { $cond: [isType(found, 'string'), inText, { $cond: [{ $isArray: found }, inList, false] }] };
+      }
+      case 'startswith':
+      case 'endswith':
+        return { $cond: [isType(found, 'string'), { $regexMatch: { input: found, regex: patternOf[operator](value as string) } }, false] };
+      case 'gt':
+      case 'gte':
+      case 'lt':
+      case 'lte':
+        return { $cond: [{ $isNumber: found }, { [`$${operator}`]: [found, value] }, false] };
+      case '!=':
+        return { $and: [{ $ne: [{ $type: found }, 'missing'] }, { $not: [this.equals(found, value)] }] };
+      case 'not_in':
+        return { $and: [{ $ne: [{ $type: found }, 'missing'] }, { $not: [this.holds(found, 'in', value)] }] };
+      case 'not_contains':
+        return { $and: [{ $in: [{ $type: found }, ['string', 'array']] }, { $not: [this.holds(found, 'contains', value)] }] };
+      default:
+        throw new Error(`operator '${operator}' is not canonical`);
+    }
+  }
+}
+
+const isType = (expression: unknown, type: string) => ({ $eq: [{ $type: expression }, type] });
+const conjunction = (items: unknown[]) => (items.length === 1 ? items[0] : { $and: items });
+const disjunction = (items: unknown[]) => (items.length === 0 ? false : items.length === 1 ? items[0] : { $or: items });
+
+const NOT_A_LIST = { $not: { $type: 'array' } };
+
+/**
+ * Query operators (they can use indexes), where they say exactly what the engine says: plain field
+ * steps, each step's container required not to be a list (MongoDB would walk into it), scalar
+ * values, and the leaf required not to be a list (MongoDB would test its elements). Otherwise,
+ * undefined: the comparison goes to $expr.
+ */
+function queryFilter(field: string, operator: Comparison['operator'], value: unknown): MongoFilter | undefined {
+  switch (operator) {
+    case '==':
+      return isScalar(value) ? { [field]: { $eq: value, ...NOT_A_LIST } } : undefined;
+    case 'in':
+      return (value as unknown[]).every(isScalar) ? { [field]: { $in: value, ...NOT_A_LIST } } : undefined;
+    case 'startswith':
+    case 'endswith':
+      return { [field]: { $regex: patternOf[operator](value as string), ...NOT_A_LIST } };
+    case 'gt':
+    case 'gte':
+    case 'lt':
+    case 'lte':
+      return { [field]: { [`$${operator}`]: value, ...NOT_A_LIST } };
+    case '!=':
+      return negation(field, queryFilter(field, '==', value));
+    case 'not_in':
+      return negation(field, queryFilter(field, 'in', value));
+    default:
+      // contains and not_contains test a list's elements: with $expr, since mingo's $eq on a list
+      // at a dotted path also tests the elements of nested lists (MongoDB's does not).
+      return undefined;
+  }
+}
+
+/** Negative operators need the field (`!=` never holds for a missing one): present, and not the positive. */
+function negation(field: string, positive: MongoFilter | undefined): MongoFilter | undefined {
+  return positive === undefined ? undefined : { [field]: { $exists: true }, $nor: [positive] };
+}
+
+class FilterWriter {
+  /** Each comparison's filter with its own depth, to name the culprit when the whole is too deep. */
+  private readonly depths: { comparison: Comparison; depth: number }[] = [];
+
+  constructor(private readonly options: MongoFilterOptions) {}
+
+  write(tree: ConditionTree): MongoFilter {
+    if (tree === true) return {};
+    if (tree === false) return NOTHING;
+    if ('and' in tree) return allOf(tree.and.map((child) => this.write(child)));
+    if ('or' in tree) return { $or: tree.or.map((child) => this.write(child)) };
+    if ('not' in tree) return { $nor: [this.write(tree.not)] };
+    const filter = this.comparison(tree);
+    this.depths.push({ comparison: tree, depth: depthOf(filter) });
+    return filter;
+  }
+
+  deepestComparison(): Comparison | undefined {
+    return this.depths.reduce<{ comparison?: Comparison; depth: number }>((deepest, item) => (item.depth > deepest.depth ? item : deepest), { depth: -1 }).comparison;
+  }
+
+  private comparison(comparison: Comparison): MongoFilter {
+    const { path, operator, value } = comparison;
+    if (hasLoneSurrogate(path) || hasLoneSurrogate(value)) {
+      throw new NoExactFilter(`condition ${formatCondition(comparison)} holds text that is not valid Unicode (a lone surrogate), which MongoDB cannot store`);
+    }
+    const parsed = parsePath(path);
+    if ('error' in parsed) throw new Error(`invalid path '${path}': ${parsed.error}`);
+    const { attributesPrefix, uriField } = this.options;
+    const [field, steps] = parsed.kind === 'uri' ? [uriField, []] : [attributesPrefix + parsed.steps.join('.'), parsed.steps];
+    if (steps.every(isPlainFieldStep)) {
+      const leaf = queryFilter(field, operator, value);
+      if (leaf !== undefined) {
+        const containers = steps.slice(0, -1).map((_, index) => ({ [attributesPrefix + steps.slice(0, index + 1).join('.')]: NOT_A_LIST }));
+        return allOf([...containers, leaf]);
+      }
+    }
+    const expressions = new ExactExpressions();
+    const root = parsed.kind === 'uri' ? `$${uriField}` : attributesPrefix === '' ? '$$ROOT' : `$${attributesPrefix.slice(0, -1)}`;
+    const found = parsed.kind === 'uri' ? root : expressions.valueAt(root, steps);
+    return { $expr: { $let: { vars: { found }, in: expressions.holds('$$found', operator, value) } } };
+  }
+}
+
+/**
+ * The plan's condition as a MongoDB filter over resource documents (`{uri, attributes: {...}}` by
+ * default) that selects exactly the documents the condition holds for, or why none can. The
+ * documents' values must be JSON's (strings, numbers, booleans, null, lists, embedded documents)
+ * and the query must use the simple (binary) collation.
+ */
+export function mongoFilter(condition: ConditionTree, options: MongoFilterOptions = DEFAULT_MONGO_FILTER_OPTIONS): MongoFilterResult {
+  const writer = new FilterWriter(options);
+  let filter: MongoFilter;
+  try {
+    filter = writer.write(condition);
+  } catch (error) {
+    if (error instanceof NoExactFilter) return { unsupported: error.message };
+    throw error;
+  }
+  const depth = depthOf(filter);
+  if (depth > MONGODB_MAX_DEPTH) {
+    const culprit = writer.deepestComparison();
+    const named = culprit === undefined ? '' : ` (condition ${formatCondition(culprit)} is the deepest)`;
+    return { unsupported: `the filter would nest ${depth} levels deep, beyond MongoDB's ${MONGODB_MAX_DEPTH}${named}` };
+  }
+  return { filter };
+}

@@ -1,0 +1,65 @@
+import t from 'tap';
+import fc from 'fast-check';
+import { Query } from 'mingo';
+import { compile, evaluate } from '../../src/engine/index.js';
+import { plan } from '../../src/engine/plan.js';
+import { mongoFilter } from '../../src/engine/mongodb-filter.js';
+import type { ConditionTree } from '../../src/engine/condition-tree.js';
+import { CANONICAL_OPERATOR } from '../../src/engine/operators.js';
+import { planCase, resourceEntity, storedDocument, treeHolds, type PlanCase } from '../helpers/plan-cases.js';
+
+/**
+ * The plan is exact: for random policy sets, principals, actions, known attributes and collections
+ * of resources, the plan's MongoDB filter run by mingo (MongoDB's query language in JavaScript)
+ * selects exactly the resources `evaluate` allows, and the condition tree read directly agrees.
+ * PLAN_RUNS sets the number of cases (each with up to 25 resources); PLAN_SEED replays a failure.
+ */
+
+const RUNS = Number(process.env.PLAN_RUNS ?? 2000);
+const SEED = process.env.PLAN_SEED === undefined ? undefined : Number(process.env.PLAN_SEED);
+
+function operatorsIn(tree: ConditionTree, into: Set<string>): void {
+  if (typeof tree === 'boolean') return;
+  if ('and' in tree) tree.and.forEach((child) => operatorsIn(child, into));
+  else if ('or' in tree) tree.or.forEach((child) => operatorsIn(child, into));
+  else if ('not' in tree) operatorsIn(tree.not, into);
+  else into.add(tree.operator);
+}
+
+t.test(`plans select exactly what the engine allows (${RUNS} cases)`, async (t) => {
+  const seen = { conditional: 0, expr: 0, queryOnly: 0, operators: new Set<string>(), allowed: 0, denied: 0 };
+  const check = (example: PlanCase) => {
+    const snapshot = compile(example.policies, 1);
+    const principal = { uri: example.principal.uri, attributes: new Map(Object.entries(example.principal.attributes)) };
+    const known = { uri: undefined, attributes: new Map(Object.entries(example.known)) };
+    const result = plan(snapshot, { principal, resource: known, action: example.action });
+    const filter = mongoFilter(result.condition, example.layout);
+    if (!('filter' in filter)) throw new Error(`no filter: ${filter.unsupported}`);
+    if (result.kind === 'conditional') {
+      seen.conditional++;
+      operatorsIn(result.condition, seen.operators);
+      if (JSON.stringify(filter.filter).includes('"$expr"')) seen.expr++;
+      else seen.queryOnly++;
+    }
+    const query = new Query(filter.filter, {});
+    for (const document of example.resources) {
+      const allowed = evaluate(snapshot, { principal, resource: resourceEntity(document, example.known), action: example.action }).allowed;
+      allowed ? seen.allowed++ : seen.denied++;
+      const stored = storedDocument(document, example.layout);
+      if (query.test(stored) !== allowed) {
+        throw new Error(`the filter ${JSON.stringify(filter.filter)} ${allowed ? 'misses' : 'selects'} ${JSON.stringify(stored)}`);
+      }
+      if (treeHolds(result.condition, resourceEntity(document)) !== allowed) {
+        throw new Error(`the condition ${JSON.stringify(result.condition)} is wrong for ${JSON.stringify(document)}`);
+      }
+    }
+  };
+  fc.assert(fc.property(planCase, check), { numRuns: RUNS, seed: SEED });
+
+  t.comment(`${seen.conditional} conditional plans (${seen.expr} using $expr, ${seen.queryOnly} query operators only); ${seen.allowed} resources allowed, ${seen.denied} denied`);
+  // The property only proves something if the cases reach every kind of condition.
+  t.ok(seen.conditional >= RUNS / 5, 'at least a fifth of the plans are conditional');
+  t.ok(seen.expr > 0 && seen.queryOnly > 0, 'both query operators and $expr are exercised');
+  t.same([...seen.operators].sort(), [...new Set(Object.values(CANONICAL_OPERATOR))].sort(), 'every operator appears in some plan');
+  t.ok(seen.allowed > 0 && seen.denied > 0, 'resources both allowed and denied');
+});

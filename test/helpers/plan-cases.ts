@@ -1,0 +1,238 @@
+import fc from 'fast-check';
+import { OPERATORS, type Condition, type Operator, type Policy } from '../../src/schemas/policy.js';
+import { compileLookup, MISSING } from '../../src/engine/paths.js';
+import { OPERATOR_DEFINITIONS } from '../../src/engine/operators.js';
+import type { ConditionTree } from '../../src/engine/condition-tree.js';
+import type { ResolvedEntity } from '../../src/engine/index.js';
+import type { MongoFilterOptions } from '../../src/engine/mongodb-filter.js';
+
+/**
+ * Random policy sets, principals and resource collections for the plan's property tests: every
+ * operator (synonyms too), allow and deny rules, both default effects, nested paths, list
+ * positions, keys MongoDB reads specially (`0`, `$x`), missing and mistyped attributes, lists and
+ * embedded documents as values (in both key orders).
+ */
+
+const SCALARS = [0, 1, 2, 1.5, -1, '', 'a', 'ab', 'ba', 'b', 'A', 'a\n', 'x.y', '$a', 'é', '😀', true, false, null];
+const SUBKEYS = ['k', 'j', 'city', '0'];
+
+const scalar = fc.constantFrom(...SCALARS);
+const { value } = fc.letrec((tie) => ({
+  value: fc.oneof(
+    { depthSize: 'small', withCrossShrink: true },
+    { arbitrary: scalar, weight: 5 },
+    { arbitrary: fc.array(tie('value'), { maxLength: 3 }), weight: 2 },
+    { arbitrary: fc.dictionary(fc.constantFrom(...SUBKEYS), tie('value'), { maxKeys: 3 }), weight: 2 },
+  ),
+}));
+/** Embedded documents from the pool, in both key orders: MongoDB compares documents by field order, the engine does not. */
+const documentValue = fc.constantFrom({ k: 'a', j: 1 }, { j: 1, k: 'a' }, { city: 'a' }, {}, [{ k: 'a', j: 1 }], [1, 'a'], ['a', 1], []);
+const anyValue = fc.oneof({ arbitrary: value, weight: 4 }, { arbitrary: documentValue, weight: 1 });
+
+const ATTRIBUTE_KEYS = ['a', 'b', 'tags', 'addr', '0', '$x'];
+const RESOURCE_PATHS = [
+  'uri',
+  'attributes.a',
+  'attributes.b',
+  'attributes.tags',
+  'attributes.tags.0',
+  'attributes.tags.1',
+  'attributes.addr.city',
+  'attributes.addr.k',
+  'attributes.addr.0',
+  'attributes.addr.k.0',
+  'attributes.0',
+  'attributes.$x',
+  'attributes.a.k',
+];
+const PRINCIPAL_KEYS = ['role', 'level'];
+const PRINCIPAL_PATHS = ['uri', 'attributes.role', 'attributes.level'];
+const ACTIONS = ['read', 'write'];
+
+const PRINCIPAL_VALUES = ['r', 's', 0, 1, 2, 3];
+
+function conditionValue(operator: Operator, values: fc.Arbitrary<unknown>): fc.Arbitrary<unknown> {
+  switch (operator) {
+    case 'startswith':
+    case 'endswith':
+      return fc.constantFrom('', 'a', 'b', 'ab', 'a\n', '\n', '.', '$', '😀', 'x.y');
+    case 'gt':
+    case '>':
+    case 'gte':
+    case '>=':
+    case 'lt':
+    case '<':
+    case 'lte':
+    case '<=':
+      return fc.constantFrom(-1, 0, 1, 1.5, 2);
+    case 'in':
+    case 'not_in':
+      return fc.array(values, { maxLength: 3 });
+    default:
+      return values;
+  }
+}
+
+const condition = (paths: string[], values: fc.Arbitrary<unknown>): fc.Arbitrary<Condition> =>
+  fc
+    .record({ path: fc.constantFrom(...paths), operator: fc.constantFrom(...OPERATORS) })
+    .chain(({ path, operator }) => conditionValue(operator, values).map((value) => ({ path, operator, value })));
+
+const principalValue = fc.oneof({ arbitrary: fc.constantFrom(...PRINCIPAL_VALUES), weight: 4 }, { arbitrary: anyValue, weight: 1 });
+
+const rule = (name: string) =>
+  fc.record({
+    name: fc.constant(name),
+    effect: fc.constantFrom('allow' as const, 'deny' as const),
+    principal_conditions: fc.array(condition(PRINCIPAL_PATHS, principalValue), { maxLength: 1 }),
+    resource_conditions: fc.oneof(
+      { arbitrary: fc.constant<Condition[]>([]), weight: 1 },
+      { arbitrary: fc.array(condition(RESOURCE_PATHS, anyValue), { minLength: 1, maxLength: 3 }), weight: 4 },
+    ),
+    actions: fc.subarray(ACTIONS, { minLength: 1 }),
+  });
+
+const policy = (index: number): fc.Arbitrary<Policy> =>
+  fc
+    .tuple(fc.array(fc.nat(), { minLength: 1, maxLength: 4 }), fc.constantFrom('allow' as const, 'deny' as const))
+    .chain(([rules, defaultEffect]) =>
+      fc.tuple(...rules.map((_, ruleIndex) => rule(`r${ruleIndex}`))).map((built) => ({
+        version: '1.0',
+        name: `p${index}`,
+        description: null,
+        rules: built,
+        default_effect: defaultEffect,
+      })),
+    );
+
+export const policies: fc.Arbitrary<Policy[]> = fc
+  .oneof({ arbitrary: fc.constant(0), weight: 1 }, { arbitrary: fc.integer({ min: 1, max: 4 }), weight: 12 })
+  .chain((count) => (count === 0 ? fc.constant([]) : fc.tuple(...Array.from({ length: count }, (_, index) => policy(index)))));
+
+const attributes = (keys: string[], values: fc.Arbitrary<unknown>) =>
+  fc.dictionary(fc.constantFrom(...keys), values, { maxKeys: keys.length });
+
+/** What the property needs of a principal: attributes and maybe a uri. */
+export interface PrincipalCase {
+  uri: string | undefined;
+  attributes: Record<string, unknown>;
+}
+
+export const principal: fc.Arbitrary<PrincipalCase> = fc.record({
+  uri: fc.option(fc.constantFrom('user:alice', 'user:bob'), { nil: undefined }),
+  attributes: attributes(PRINCIPAL_KEYS, principalValue),
+});
+
+/** A resource as stored in a collection: a uri (or none) and its attributes. */
+export interface ResourceDocument {
+  uri?: string;
+  attributes: Record<string, unknown>;
+}
+
+/** Values near `value`: itself, in a list (alone, with another, nested), in a document, as another type, or just off. */
+function nearValues(value: unknown): unknown[] {
+  const near: unknown[] = [value, [value], [value, 'b'], ['b', value], [[value]], { k: value }, [{ k: value }]];
+  if (typeof value === 'number') near.push(String(value), value + 1, value - 0.5, value === 0 ? false : true);
+  if (typeof value === 'string') near.push(`${value}z`, `z${value}`, `${value}\n`, value.toUpperCase(), Number(value) || 1);
+  if (typeof value === 'boolean') near.push(String(value), Number(value));
+  if (value === null) near.push('null', 0);
+  if (Array.isArray(value)) near.push(...value, [...value].reverse(), [...value, 'b'], value.slice(1));
+  if (typeof value === 'object' && value !== null && !Array.isArray(value)) near.push(Object.fromEntries(Object.entries(value).reverse()), { ...value, extra: 1 });
+  return near;
+}
+
+/** An attribute holding `leaf` at `steps` below it, directly or with a list on the way (which the engine does not walk into). */
+function nestings(steps: readonly string[], leaf: unknown): unknown[] {
+  if (steps.length === 0) return [leaf];
+  const [step, ...rest] = steps as [string, ...string[]];
+  return nestings(rest, leaf).flatMap((inner) => {
+    const shapes: unknown[] = [{ [step]: inner }, [{ [step]: inner }]];
+    if (/^[0-9]+$/.test(step)) shapes.push(Object.assign(new Array(Number(step) + 1).fill('b'), { [Number(step)]: inner }), [inner]);
+    return shapes;
+  });
+}
+
+/**
+ * Attributes aimed at the policies' own resource conditions: for each condition, its path holding
+ * values near the condition's, so that lists, mistyped values and near misses meet every operator.
+ */
+function aimedAttributes(policies: readonly Policy[]): [string, unknown][] {
+  const aimed: [string, unknown][] = [];
+  for (const { path, value } of policies.flatMap((policy) => policy.rules.flatMap((rule) => rule.resource_conditions))) {
+    if (path === 'uri') continue;
+    const [, key, ...steps] = path.split('.') as [string, string, ...string[]];
+    const values = Array.isArray(value) ? [value, ...value] : [value];
+    for (const near of values.flatMap(nearValues)) for (const nested of nestings(steps, near)) aimed.push([key, nested]);
+  }
+  return aimed;
+}
+
+const resourcesFor = (policies: readonly Policy[]): fc.Arbitrary<ResourceDocument[]> => {
+  const aimed = aimedAttributes(policies);
+  const attributeValues = aimed.length === 0 ? attributes(ATTRIBUTE_KEYS, anyValue) : fc.tuple(attributes(ATTRIBUTE_KEYS, anyValue), fc.array(fc.constantFrom(...aimed), { maxLength: 3 })).map(([random, picked]) => ({ ...random, ...Object.fromEntries(picked) }));
+  return fc.array(
+    fc.record({ uri: fc.constantFrom('doc:1', 'doc:2', 'a', 'ab'), attributes: attributeValues }, { requiredKeys: ['attributes'] }),
+    { minLength: 1, maxLength: 25 },
+  );
+};
+
+/** Resource attributes the caller states as known (often none). */
+export const knownAttributes: fc.Arbitrary<Record<string, unknown>> = fc.oneof(
+  { arbitrary: fc.constant({}), weight: 3 },
+  { arbitrary: attributes(['a', 'tags'], anyValue), weight: 1 },
+);
+
+export const action = fc.oneof({ arbitrary: fc.constantFrom(...ACTIONS), weight: 9 }, { arbitrary: fc.constant('delete'), weight: 1 });
+
+/** The MongoDB layouts the filter must work with: attributes embedded (default), at the top level, or deeper. */
+export const layouts: fc.Arbitrary<MongoFilterOptions> = fc.constantFrom(
+  { attributesPrefix: 'attributes.', uriField: 'uri' },
+  { attributesPrefix: '', uriField: '_uri' },
+  { attributesPrefix: 'meta.attributes.', uriField: 'meta.uri' },
+);
+
+export interface PlanCase {
+  policies: Policy[];
+  principal: PrincipalCase;
+  action: string;
+  known: Record<string, unknown>;
+  resources: ResourceDocument[];
+  layout: MongoFilterOptions;
+}
+
+/** As JSON carries it: plain objects (fast-check's dictionaries have no prototype), no undefined. */
+const overTheWire = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T;
+
+export const planCase: fc.Arbitrary<PlanCase> = policies
+  .chain((drawn) => fc.record({ policies: fc.constant(drawn), principal, action, known: knownAttributes, resources: resourcesFor(drawn), layout: layouts }))
+  .map(overTheWire);
+
+/** The resource `/check` decides for a document: its own attributes, with the known ones as stated. */
+export function resourceEntity(document: ResourceDocument, known: Record<string, unknown> = {}): ResolvedEntity {
+  return { uri: document.uri, attributes: new Map(Object.entries({ ...document.attributes, ...known })) };
+}
+
+/** The document as stored under a layout. */
+export function storedDocument(document: ResourceDocument, layout: MongoFilterOptions): Record<string, unknown> {
+  const stored: Record<string, unknown> = {};
+  const put = (path: string, value: unknown) => {
+    const steps = path.split('.');
+    let container = stored;
+    for (const step of steps.slice(0, -1)) container = (container[step] ??= {}) as Record<string, unknown>;
+    container[steps.at(-1)!] = value;
+  };
+  if (layout.attributesPrefix === '') Object.assign(stored, document.attributes);
+  else put(layout.attributesPrefix.slice(0, -1), document.attributes);
+  if (document.uri !== undefined) put(layout.uriField, document.uri);
+  return stored;
+}
+
+/** The condition tree read directly, as its grammar defines it, with the engine's own lookups and operators. */
+export function treeHolds(tree: ConditionTree, resource: ResolvedEntity): boolean {
+  if (typeof tree === 'boolean') return tree;
+  if ('and' in tree) return tree.and.every((child) => treeHolds(child, resource));
+  if ('or' in tree) return tree.or.some((child) => treeHolds(child, resource));
+  if ('not' in tree) return !treeHolds(tree.not, resource);
+  const found = compileLookup(tree.path)(resource);
+  return found !== MISSING && OPERATOR_DEFINITIONS[tree.operator].build(tree.value)(found);
+}
