@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
 import { EmbeddedStore } from '../src/store/embedded.js';
-import { engineDecisionsPerSecond, keyedPolicies } from './engine.js';
+import { engineDecisionsPerSecond, enginePlansPerSecond, keyedPolicies } from './engine.js';
 import { loadWithWrk, wrkAvailable, type LoadResult } from './wrk.js';
 import { freePort, waitForHealth } from './server.js';
 
@@ -133,6 +133,18 @@ function engineFigures(): Record<number, number> {
   return engine;
 }
 
+/** Plans (with their MongoDB filter) per second, engine alone, each with its ratio to decisions per second at the same count. */
+function planFigures(decisions: Record<number, number>): Record<number, number> {
+  const plans: Record<number, number> = {};
+  for (const count of [10, 10_000]) {
+    plans[count] = enginePlansPerSecond(count);
+    console.log(
+      `plans, engine alone, ${String(count).padStart(6)} policies: ${thousands(plans[count]!)} plans/s, each naming ${count} documents (${ratio(plans[count]!, decisions[count]!)} of decisions/s)`,
+    );
+  }
+  return plans;
+}
+
 async function main(): Promise<void> {
   if (!(await wrkAvailable())) {
     console.error('bench: wrk is not installed; install Debian\'s package: apt-get install wrk');
@@ -178,10 +190,11 @@ async function main(): Promise<void> {
     const rss = rssMegabytes(verdict.child.pid!);
     console.log(`Verdict RSS after the run: ${rss.toFixed(0)} MB`);
     const engine = ONLY === undefined ? engineFigures() : {};
+    const plans = ONLY === undefined ? planFigures(engine) : {};
     const resultsDir = join(repositoryRoot, 'bench/results');
     mkdirSync(resultsDir, { recursive: true });
     const file = join(resultsDir, `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-    writeFileSync(file, JSON.stringify({ runs: RUNS, seconds: SECONDS, connections: CONNECTIONS, args: VERDICT_ARGS, compareArgs: COMPARE_ARGS, http: results, engine, rssMegabytes: rss }, null, 2));
+    writeFileSync(file, JSON.stringify({ runs: RUNS, seconds: SECONDS, connections: CONNECTIONS, args: VERDICT_ARGS, compareArgs: COMPARE_ARGS, http: results, engine, plans, rssMegabytes: rss }, null, 2));
     console.log(`saved ${file}`);
   } finally {
     baseline.child.kill();

@@ -6,6 +6,7 @@ import type { Store } from './store/store.js';
 import { PolicySnapshots } from './snapshot/policy-snapshots.js';
 import { followChanges } from './snapshot/follow-changes.js';
 import { CheckService } from './checks.js';
+import { PlanService } from './plans.js';
 import { PolicyService } from './policies.js';
 import { RegistryService } from './registry/registry-service.js';
 import { EntityAttributeCache } from './registry/entity-cache.js';
@@ -19,6 +20,7 @@ import { adminKeyCheck, API_KEY_HEADER } from './http/admin-auth.js';
 import { registerDocs } from './http/docs.js';
 import { healthRoutes } from './http/health.js';
 import { checkRoutes } from './http/check.js';
+import { planRoutes } from './http/plan.js';
 import { policyRoutes } from './http/policies.js';
 import { registryRoutes } from './http/registry.js';
 import { legacyRoutes } from './http/legacy.js';
@@ -180,6 +182,7 @@ export async function buildApp(config: Config, openedStore?: Store): Promise<Fas
     checks,
     audit,
     minRevisionCheck: minRevisionCheck(snapshots, config.minRevisionWaitMs),
+    plans: new PlanService(snapshots, registered),
     policies: new PolicyService(store, snapshots, config, audit),
     registry: new RegistryService(store, (uri) => entities.invalidate(uri)),
     adminKeyCheck: await adminKeyCheck(app, config),
@@ -187,6 +190,7 @@ export async function buildApp(config: Config, openedStore?: Store): Promise<Fas
   await app.register(healthRoutes, { context });
   if (config.metricsPort === undefined) await app.register(metricsRoutes, { metrics });
   await app.register(checkRoutes, { context });
+  await app.register(planRoutes, { context });
   await app.register(legacyRoutes, { context });
   await app.register(dashboardRoutes);
   await app.register(async (admin) => {

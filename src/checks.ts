@@ -4,6 +4,7 @@ import { readCheckRequest, type CheckInput } from './registry/check-request.js';
 import { AttributeConflict, resolveCheck, type RegisteredAttributes } from './registry/resolve.js';
 import type { PolicySnapshots } from './snapshot/policy-snapshots.js';
 import { ClientError, RequestValidationError } from './errors.js';
+import { answerEach } from './each-settled.js';
 
 const conflictAsClientError = (error: unknown): never => {
   if (error instanceof AttributeConflict) throw new ClientError(400, error.message);
@@ -48,21 +49,7 @@ export class CheckService {
   /** Decides checks already read (see readBulkBody); a conflict only denies its own item. */
   checkMany(inputs: CheckInput[]): Decision[] | Promise<Decision[]> {
     this.observers.bulk?.(inputs.length);
-    let waiting = false;
-    const decisions = inputs.map((input) => {
-      let decision: Decision | Promise<Decision>;
-      try {
-        decision = this.decide(input);
-      } catch (error) {
-        return conflictAsDenial(error);
-      }
-      if (decision instanceof Promise) {
-        waiting = true;
-        return decision.catch(conflictAsDenial);
-      }
-      return decision;
-    });
-    return waiting ? Promise.all(decisions) : (decisions as Decision[]);
+    return answerEach(inputs, (input) => this.decide(input), conflictAsDenial);
   }
 
   /** Throws (or rejects with) AttributeConflict. */

@@ -2,7 +2,8 @@ import t from 'tap';
 import { readdirSync, readFileSync } from 'node:fs';
 import { request } from 'undici';
 import { DEFAULT_CONFIG } from '../src/config.js';
-import { curlSteps, readDocument, replay, section } from './helpers/markdown.js';
+import { codeSpans, curlSteps, readDocument, replay, section } from './helpers/markdown.js';
+import { Query } from 'mingo';
 import { startServer } from './helpers/server.js';
 
 /**
@@ -60,6 +61,30 @@ t.test("README's First example, replayed exactly", async (t) => {
   const refused = await server.call('POST', '/check', request_);
   t.equal(refused.status, Number(status), `refused with ${status}`);
   t.strictSame(refused.body, { detail }, 'with the message the README quotes');
+});
+
+t.test("README's plan: after the first example, Alice's laptops by a MongoDB filter", async (t) => {
+  const plans = section(README, 'Which resources may Alice administer?');
+  const steps = curlSteps(plans);
+  t.equal(steps.length, 1, 'one curl command, with its answer');
+  const server = await startServer();
+  t.teardown(server.close);
+  await replay(t, server, curlSteps(section(README, 'First example')));
+  const [planned] = (await replay(t, server, steps)) as [{ mongodb: Record<string, unknown> }];
+
+  // "Among {...}, {...} ... it finds `asset:1`": the filter, run by mingo over those assets.
+  const sentence = /Among ([\s\S]*?)\s+it\s+finds\s+((?:`[^`]+`(?:,\s*|\s+and\s+)?)+)/.exec(plans);
+  t.ok(sentence, 'the README names the assets and what the filter finds');
+  if (sentence === null) return;
+  const assets = codeSpans(sentence[1]!).map((text) => JSON.parse(text) as { uri: string; attributes: Record<string, unknown> });
+  const query = new Query(planned.mongodb, {});
+  t.strictSame(assets.filter((asset) => query.test(asset)).map((asset) => asset.uri), codeSpans(sentence[2]!), 'the filter finds what the README says');
+  const checks = await server.call('POST', '/check/bulk', assets.map((resource) => ({ principal: { uri: 'user:alice' }, resource, action: 'administer' })));
+  t.strictSame(
+    assets.filter((_, index) => checks.body[index].allowed).map((asset) => asset.uri),
+    codeSpans(sentence[2]!),
+    'exactly the assets a check allows her',
+  );
 });
 
 t.test('the README and docs/ point nowhere outside the repository', async (t) => {

@@ -21,7 +21,7 @@ export interface Comparison {
  */
 export type ConditionTree = boolean | { and: ConditionTree[] } | { or: ConditionTree[] } | { not: ConditionTree } | Comparison;
 
-/** A key per distinct tree, memoized: simplification compares subtrees many times. */
+/** A key per distinct tree, memoized: simplification compares subtrees many times, and compiled comparisons are shared by every plan. */
 const keys = new WeakMap<object, string>();
 
 function keyOf(tree: ConditionTree): string {
@@ -35,6 +35,9 @@ function keyOf(tree: ConditionTree): string {
   keys.set(tree, key);
   return key;
 }
+
+/** keyOf(not(tree)), without building the negation. */
+const negationKey = (tree: Exclude<ConditionTree, boolean>): string => ('not' in tree ? keyOf(tree.not) : `!${keyOf(tree)}`);
 
 export function not(tree: ConditionTree): ConditionTree {
   if (typeof tree === 'boolean') return !tree;
@@ -60,13 +63,46 @@ function junction(kind: 'and' | 'or', children: readonly ConditionTree[]): Condi
     }
     const key = keyOf(child);
     if (seen.has(key)) continue;
-    if (seen.has(keyOf(not(child)))) return absorbing;
+    if (seen.has(negationKey(child))) return absorbing;
     seen.add(key);
     kept.push(child);
   }
   if (kept.length === 0) return !absorbing;
   if (kept.length === 1) return kept[0]!;
-  return kind === 'and' ? { and: kept } : { or: kept };
+  if (kind === 'and') return { and: kept };
+  const merged = mergeMemberships(kept);
+  return merged.length === 1 ? merged[0]! : { or: merged };
+}
+
+/** `==` or `in` on a path: the values it accepts, or undefined for another comparison. */
+const acceptedValues = (tree: ConditionTree): readonly unknown[] | undefined =>
+  typeof tree === 'object' && 'path' in tree ? (tree.operator === '==' ? [tree.value] : tree.operator === 'in' ? (tree.value as unknown[]) : undefined) : undefined;
+
+/**
+ * In an `or`, `==` and `in` comparisons on one path become a single `in` (per-resource grants at
+ * scale make one short list, and one `$in` in MongoDB, instead of thousands of branches).
+ */
+function mergeMemberships(children: ConditionTree[]): ConditionTree[] {
+  const byPath = new Map<string, { at: number; values: unknown[]; seen: Set<string> }>();
+  const merged: (ConditionTree | undefined)[] = [...children];
+  children.forEach((child, index) => {
+    const values = acceptedValues(child);
+    if (values === undefined) return;
+    const { path } = child as Comparison;
+    const group = byPath.get(path);
+    if (group === undefined) {
+      byPath.set(path, { at: index, values: [...values], seen: new Set(values.map((value) => JSON.stringify(value))) });
+      return;
+    }
+    for (const value of values) {
+      const key = JSON.stringify(value);
+      if (!group.seen.has(key)) group.values.push(value);
+      group.seen.add(key);
+    }
+    merged[index] = undefined;
+    merged[group.at] = { path, operator: 'in', value: group.values };
+  });
+  return merged.filter((child) => child !== undefined);
 }
 
 export const and = (children: readonly ConditionTree[]): ConditionTree => junction('and', children);

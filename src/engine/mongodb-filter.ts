@@ -19,7 +19,7 @@ export type MongoFilterResult = { filter: MongoFilter } | { unsupported: string 
 const MONGODB_MAX_DEPTH = 100;
 
 /** Selects no document: the filter of a plan that allows nothing. */
-const NOTHING: MongoFilter = { _id: { $in: [] } };
+export const SELECTS_NOTHING: MongoFilter = Object.freeze({ _id: Object.freeze({ $in: Object.freeze([]) }) });
 
 /**
  * A field name step that MongoDB's query language reads as written: not all digits (MongoDB would
@@ -215,7 +215,7 @@ class FilterWriter {
 
   write(tree: ConditionTree): MongoFilter {
     if (tree === true) return {};
-    if (tree === false) return NOTHING;
+    if (tree === false) return SELECTS_NOTHING;
     if ('and' in tree) return allOf(tree.and.map((child) => this.write(child)));
     if ('or' in tree) return { $or: tree.or.map((child) => this.write(child)) };
     if ('not' in tree) return { $nor: [this.write(tree.not)] };

@@ -38,7 +38,7 @@ function residue(rule: CompiledRule, request: DecisionRequest): ConditionTree {
       open.push(condition.comparison);
     }
   }
-  return and(open);
+  return open.length === 1 ? open[0]! : and(open);
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { onRequestHookHandler } from 'fastify';
 import type { Config } from '../config.js';
 import type { CheckService } from '../checks.js';
+import type { PlanService } from '../plans.js';
 import type { PolicyService } from '../policies.js';
 import type { RegistryService } from '../registry/registry-service.js';
 import type { BulkPool } from '../pool/bulk-pool.js';
@@ -13,6 +14,7 @@ export interface AppContext {
   config: Config;
   snapshots: PolicySnapshots;
   checks: CheckService;
+  plans: PlanService;
   policies: PolicyService;
   registry: RegistryService;
   audit: AuditTrail;

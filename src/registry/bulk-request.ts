@@ -26,6 +26,14 @@ function readItem(request: CheckRequest, index: number): CheckInput | Validation
   }
 }
 
+/** What is wrong with a bulk body as a list, before its items are looked at: empty, or too long. */
+export function bulkListError(body: unknown, maxRequests: number): ClientError | undefined {
+  if (!Array.isArray(body)) return undefined;
+  if (body.length === 0) return new ClientError(400, 'Empty request list');
+  if (body.length > maxRequests) return new ClientError(400, `Too many requests. Maximum allowed: ${maxRequests}`);
+  return undefined;
+}
+
 /**
  * The body of `POST /check/bulk`, from its JSON text to checks ready to resolve, with the errors
  * of the contract in its order: malformed JSON 400, not a list 422, `[]` 400, over the limit 400,
@@ -40,10 +48,8 @@ export function readBulkBody(text: string, validate: BulkValidator, limits: Bulk
   } catch (error) {
     throw new ClientError(400, `Malformed JSON body: ${(error as Error).message}`);
   }
-  if (Array.isArray(body)) {
-    if (body.length === 0) throw new ClientError(400, 'Empty request list');
-    if (body.length > maxRequests) throw new ClientError(400, `Too many requests. Maximum allowed: ${maxRequests}`);
-  }
+  const listError = bulkListError(body, maxRequests);
+  if (listError !== undefined) throw listError;
   const tooBig = requestLimitIssues(body, limits, text.length);
   if (tooBig.length > 0) throw new RequestValidationError(tooBig);
   if (!validate(body)) {

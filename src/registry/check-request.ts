@@ -43,7 +43,7 @@ function differingKey(left: Map<string, unknown>, right: Map<string, unknown>): 
  * One side from its nested object and its flat fields: each field is taken from whichever form
  * gives it (null and '' give nothing); a field given in both must say the same in both.
  */
-function entityInput(request: CheckRequest, side: Side, at: (string | number)[]): EntityInput | ValidationIssue {
+export function entityInput(request: CheckRequest, side: Side, at: (string | number)[]): EntityInput | ValidationIssue {
   const nested = request[side] ?? NOT_NESTED;
   const flatUri = request[`${side}_uri`];
   if (given(nested.uri) && given(flatUri) && nested.uri !== flatUri) {
@@ -71,7 +71,7 @@ function sideInput(uri: string | null | undefined, attributes: Map<string, unkno
   return { uri: given(uri) ? uri : undefined, attributes };
 }
 
-const isIssue = (input: EntityInput | ValidationIssue): input is ValidationIssue => 'loc' in input;
+export const isIssue = (input: EntityInput | ValidationIssue): input is ValidationIssue => 'loc' in input;
 
 /**
  * Reads a schema-valid check request (either form) into what resolution needs, or the issues that

@@ -17,7 +17,7 @@ export const suppliedAttributesSchema = {
   },
 } as const;
 
-const nullableAttributesSchema = {
+export const nullableAttributesSchema = {
   ...suppliedAttributesSchema,
   type: ['object', 'array', 'null'],
 } as const;

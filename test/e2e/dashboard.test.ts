@@ -163,6 +163,28 @@ async function run() {
       await screenshot(page, 'playground');
     });
 
+    await t.test('which resources: the plan as a readable expression, with its MongoDB filter', async (t) => {
+      await page.getByLabel('Which resources may a principal act on?').check();
+      await field(page, 'Principal URI').fill('user:alice');
+      await field(page, 'Action').fill('administer');
+      await page.getByRole('button', { name: 'Show which resources' }).click();
+      await page.locator('.plan .expression').getByText('attributes.kind == "laptop"', { exact: true }).waitFor();
+      t.equal(await page.locator('.plan .badge').textContent(), 'The resources where');
+      t.match(await page.locator('.plan pre').textContent(), /"attributes\.kind": \{\s*"\$eq": "laptop"/);
+      await field(page, 'Known resource attributes (JSON object)').fill('{"kind": "phone"}');
+      await page.getByRole('button', { name: 'Show which resources' }).click();
+      await page.locator('.plan .badge').getByText('No resource').waitFor();
+      await field(page, 'Known resource attributes (JSON object)').fill('{"kind": "laptop"}');
+      await page.getByRole('button', { name: 'Show which resources' }).click();
+      await page.locator('.plan .badge').getByText('Every resource').waitFor();
+      t.equal(await page.locator('.plan .reason').textContent(), 'Rule it-admins allowed the action in policy it-desk');
+      await field(page, 'Known resource attributes (JSON object)').fill('');
+      await page.getByRole('button', { name: 'Show which resources' }).click();
+      await page.locator('.plan .expression').waitFor();
+      await screenshot(page, 'playground-plan');
+      await page.getByLabel('May a principal act on this resource?').check();
+    });
+
     await t.test('edit an entity and a policy', async (t) => {
       await page.goto(`${server.url}/dashboard/#/entity/user%3Aalice`);
       await field(page, 'Edit attributes (JSON object)').fill('{"level": 3}');

@@ -174,6 +174,12 @@ t.test('the tree is simplified as its grammar promises', async (t) => {
   t.equal(or([x, not(x)]), true);
   t.equal(or([x, true]), true);
   t.same(not(not(x)), x);
+  t.same(
+    or([cond('==', 'a', 'uri'), y, cond('in', ['b', 'a'], 'uri'), cond('==', 3, 'attributes.y')]),
+    { or: [cond('in', ['a', 'b'], 'uri'), cond('in', [2, 3], 'attributes.y')] },
+    'in an or, == and in on one path become one in',
+  );
+  t.same(or([cond('==', 1), cond('==', 2)]), cond('in', [1, 2]));
   t.equal(formatCondition(and([x, not(or([y, cond('in', ['a'], 'uri')]))])), 'attributes.x == 1 and not (attributes.y == 2 or uri in ["a"])');
 });
 

@@ -4,6 +4,7 @@ import { ApiError, call, failureReport } from '../api.js';
 import { Alerts, TextArea, TextField } from '../components.js';
 import { actionOf, sideSummary } from '../check-summary.js';
 import { EntitySide, checkRequestBody, emptySide } from './entity-side.js';
+import { WhichResources } from './which-resources.js';
 
 interface Decision {
   allowed: boolean;
@@ -152,11 +153,21 @@ function BulkCheck() {
 }
 
 export function Playground() {
+  const [mode, setMode] = useState<'check' | 'which'>('check');
   return (
     <section>
       <h1 tabIndex={-1}>Playground</h1>
       <p>Decisions here are real checks against the current policies and registry; they change nothing.</p>
-      <SingleCheck />
+      <fieldset class="mode">
+        <legend>Ask</legend>
+        <label>
+          <input type="radio" name="mode" checked={mode === 'check'} onChange={() => setMode('check')} /> May a principal act on this resource?
+        </label>
+        <label>
+          <input type="radio" name="mode" checked={mode === 'which'} onChange={() => setMode('which')} /> Which resources may a principal act on?
+        </label>
+      </fieldset>
+      {mode === 'check' ? <SingleCheck /> : <WhichResources />}
       <BulkCheck />
     </section>
   );

@@ -1,0 +1,110 @@
+import type { PlanRequest, PlanResponse } from './schemas/plan.js';
+import type { CheckRequest } from './schemas/check.js';
+import type { ValidationIssue } from './schemas/errors.js';
+import { DEFAULT_MONGO_FILTER_OPTIONS, mongoFilter, mongoOptionIssue, plan, SELECTS_NOTHING, type DecisionRequest, type MongoFilterOptions } from './engine/index.js';
+import { DEFAULT_ACTION, entityInput, isIssue, type CheckInput } from './registry/check-request.js';
+import { DuplicateAttribute, toAttributeMap } from './registry/attributes.js';
+import { AttributeConflict, resolveCheck, type RegisteredAttributes } from './registry/resolve.js';
+import type { PolicySnapshots } from './snapshot/policy-snapshots.js';
+import { ClientError, RequestValidationError } from './errors.js';
+import { answerEach } from './each-settled.js';
+
+/** A plan request read: the check it resembles (the resource holding what is known of it) and the MongoDB layout. */
+export interface PlanInput {
+  check: CheckInput;
+  layout: MongoFilterOptions;
+}
+
+type Location = (string | number)[];
+
+function layoutOf(request: PlanRequest, at: Location): MongoFilterOptions | ValidationIssue[] {
+  const layout = {
+    attributesPrefix: request.mongodb?.attributes_prefix ?? DEFAULT_MONGO_FILTER_OPTIONS.attributesPrefix,
+    uriField: request.mongodb?.uri_field ?? DEFAULT_MONGO_FILTER_OPTIONS.uriField,
+  };
+  const issues: ValidationIssue[] = [];
+  const prefixIssue = mongoOptionIssue('attributesPrefix', layout.attributesPrefix);
+  if (prefixIssue !== undefined) issues.push({ loc: [...at, 'mongodb', 'attributes_prefix'], msg: prefixIssue, type: 'value_error' });
+  const uriIssue = mongoOptionIssue('uriField', layout.uriField);
+  if (uriIssue !== undefined) issues.push({ loc: [...at, 'mongodb', 'uri_field'], msg: uriIssue, type: 'value_error' });
+  return issues.length > 0 ? issues : layout;
+}
+
+/** Reads a schema-valid plan request, or the issues that make it unusable. `at` locates it in the body. */
+export function readPlanRequest(request: PlanRequest, at: Location): PlanInput | ValidationIssue[] {
+  const principal = entityInput(request as CheckRequest, 'principal', at);
+  const nested = request.resource !== undefined && request.resource !== null;
+  const known = toAttributeMap(nested ? request.resource!.attributes : request.resource_attributes);
+  const layout = layoutOf(request, at);
+  const issues = [
+    ...(isIssue(principal) ? [principal] : []),
+    ...(known instanceof DuplicateAttribute ? [known.issueAt(nested ? [...at, 'resource', 'attributes'] : [...at, 'resource_attributes'])] : []),
+    ...(Array.isArray(layout) ? layout : []),
+  ];
+  if (issues.length > 0) return issues;
+  return {
+    check: { principal: principal as CheckInput['principal'], resource: { uri: undefined, attributes: known as Map<string, unknown> }, action: request.action ?? DEFAULT_ACTION },
+    layout: layout as MongoFilterOptions,
+  };
+}
+
+/** The answer for a principal whose attributes conflict with the registry: nothing is allowed. */
+function conflictAsDenial(error: unknown): PlanResponse {
+  if (!(error instanceof AttributeConflict)) throw error;
+  return { kind: 'always_denied', condition: false, mongodb: SELECTS_NOTHING, reason: error.message };
+}
+
+/**
+ * Answers "which resources may this principal act on": resolves the principal exactly as a check
+ * does (registry and supplied attributes merged, conflicts refused), plans against the current
+ * snapshot, and renders the plan's condition as a MongoDB filter when one says exactly the same.
+ */
+export class PlanService {
+  constructor(
+    private readonly snapshots: PolicySnapshots,
+    private readonly registered: RegisteredAttributes,
+  ) {}
+
+  /** Throws RequestValidationError (422) for an unusable request and ClientError (400) for an attribute conflict. */
+  plan(request: PlanRequest): PlanResponse | Promise<PlanResponse> {
+    const input = readPlanRequest(request, ['body']);
+    if (Array.isArray(input)) throw new RequestValidationError(input);
+    const asClientError = (error: unknown): never => {
+      if (error instanceof AttributeConflict) throw new ClientError(400, error.message);
+      throw error;
+    };
+    try {
+      const answer = this.answer(input);
+      return answer instanceof Promise ? answer.catch(asClientError) : answer;
+    } catch (error) {
+      return asClientError(error);
+    }
+  }
+
+  /** Plans every request of a bulk (all read first: one unusable item is 422 for the call); a conflict only denies its own item. */
+  planMany(requests: PlanRequest[]): PlanResponse[] | Promise<PlanResponse[]> {
+    const inputs: PlanInput[] = [];
+    const issues: ValidationIssue[] = [];
+    requests.forEach((request, index) => {
+      const input = readPlanRequest(request, ['body', index]);
+      if (Array.isArray(input)) issues.push(...input);
+      else inputs.push(input);
+    });
+    if (issues.length > 0) throw new RequestValidationError(issues);
+    return answerEach(inputs, (input) => this.answer(input), conflictAsDenial);
+  }
+
+  /** Throws (or rejects with) AttributeConflict. */
+  private answer(input: PlanInput): PlanResponse | Promise<PlanResponse> {
+    const request = resolveCheck(input.check, this.registered);
+    if (request instanceof Promise) return request.then((resolved) => this.planNow(resolved, input.layout));
+    return this.planNow(request, input.layout);
+  }
+
+  private planNow(request: DecisionRequest, layout: MongoFilterOptions): PlanResponse {
+    const planned = plan(this.snapshots.current, request);
+    const filter = mongoFilter(planned.condition, layout);
+    if ('filter' in filter) return { kind: planned.kind, condition: planned.condition, mongodb: filter.filter, reason: planned.reason };
+    return { kind: planned.kind, condition: planned.condition, reason: `${planned.reason}; no MongoDB filter: ${filter.unsupported}` };
+  }
+}

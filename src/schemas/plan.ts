@@ -1,0 +1,69 @@
+import type { FromSchema } from 'json-schema-to-ts';
+import { nullableAttributesSchema, principalReferenceSchema } from './check.js';
+import { anyJsonValueSchema } from './json.js';
+import { DEFAULT_MONGO_FILTER_OPTIONS } from '../engine/mongodb-filter.js';
+
+const knownResourceSchema = {
+  type: ['object', 'null'],
+  description: 'What every resource in question is known to have, e.g. `{"attributes": {"type": "document"}}`: conditions on these attributes are decided, not left in the plan.',
+  properties: {
+    attributes: nullableAttributesSchema,
+    type: { enum: ['resource', null] },
+  },
+  additionalProperties: false,
+} as const;
+
+/** A plan request: a principal as `/check` takes it (nested or flat), an action, and what is known of the resources. */
+export const planRequestSchema = {
+  type: 'object',
+  properties: {
+    principal: principalReferenceSchema,
+    principal_uri: { type: ['string', 'null'] },
+    principal_attributes: nullableAttributesSchema,
+    action: { type: ['string', 'null'], description: 'Defaults to `access`.' },
+    resource: knownResourceSchema,
+    resource_attributes: nullableAttributesSchema,
+    mongodb: {
+      type: 'object',
+      description: 'Where the resource fields live in your MongoDB documents.',
+      properties: {
+        attributes_prefix: {
+          type: 'string',
+          default: DEFAULT_MONGO_FILTER_OPTIONS.attributesPrefix,
+          description: 'Put before an attribute path\'s keys: `attributes.` for `{"attributes": {...}}`, `""` for attributes at the top level.',
+        },
+        uri_field: { type: 'string', default: DEFAULT_MONGO_FILTER_OPTIONS.uriField, description: "The field holding the resource's uri, e.g. `_id`." },
+      },
+      additionalProperties: false,
+    },
+  },
+  additionalProperties: false,
+} as const;
+export type PlanRequest = FromSchema<typeof planRequestSchema>;
+
+export const planRequestListSchema = { type: 'array', items: planRequestSchema } as const;
+
+export const PLAN_KINDS = ['always_allowed', 'always_denied', 'conditional'] as const;
+
+export const planResponseSchema = {
+  type: 'object',
+  properties: {
+    kind: { type: 'string', enum: PLAN_KINDS },
+    condition: {
+      ...anyJsonValueSchema,
+      description:
+        'Which resources are allowed: `true`, `false`, or a tree of `{"and": [...]}`, `{"or": [...]}`, `{"not": ...}` and `{"path", "operator", "value"}` comparisons.',
+    },
+    mongodb: {
+      type: 'object',
+      additionalProperties: true,
+      description: 'The condition as a MongoDB filter, for `find()`; absent when no filter says exactly the same (the reason says why).',
+    },
+    reason: { type: 'string' },
+  },
+  required: ['kind', 'condition', 'reason'],
+  additionalProperties: false,
+} as const;
+export type PlanResponse = FromSchema<typeof planResponseSchema>;
+
+export const planResponseListSchema = { type: 'array', items: planResponseSchema } as const;

@@ -1,0 +1,194 @@
+import t, { type Test } from 'tap';
+import fc from 'fast-check';
+import { Query } from 'mingo';
+import { startServer, type TestServer } from '../helpers/server.js';
+import { planCase, storedDocument, type PlanCase } from '../helpers/plan-cases.js';
+
+/**
+ * POST /plan and /plan/bulk over real HTTP: the principal read and merged exactly as /check does
+ * (and refused alike), the README's example (Alice's laptops), the MongoDB layout option, bulk
+ * limits, and a sample of random cases where the served filter, run by mingo, selects exactly
+ * the resources the same server's /check/bulk allows. PLAN_HTTP_RUNS sets the sample's size.
+ */
+
+const HTTP_RUNS = Number(process.env.PLAN_HTTP_RUNS ?? 40);
+
+const IT_DESK = {
+  name: 'it-desk',
+  rules: [
+    {
+      name: 'it-admins',
+      effect: 'allow',
+      principal_conditions: [{ path: 'attributes.department', operator: '==', value: 'it' }],
+      resource_conditions: [{ path: 'attributes.kind', operator: '==', value: 'laptop' }],
+      actions: ['administer'],
+    },
+  ],
+};
+
+/** A server holding the README's IT desk policy and Alice, closed when `t` ends. */
+async function itDesk(t: Test): Promise<TestServer> {
+  const server = await startServer({ bulkCheckMaxRequests: 3 });
+  t.teardown(server.close);
+  t.equal((await server.call('POST', '/admin/policies', IT_DESK)).status, 200, 'the IT desk policy');
+  const alice = { uri: 'user:alice', type: 'principal', attributes: { department: 'it' } };
+  t.equal((await server.call('POST', '/admin/fetchers/registry/entities', alice)).status, 200, 'Alice registered');
+  return server;
+}
+
+const LAPTOP_PLAN = {
+  kind: 'conditional',
+  condition: { path: 'attributes.kind', operator: '==', value: 'laptop' },
+  mongodb: { 'attributes.kind': { $eq: 'laptop', $not: { $type: 'array' } } },
+  reason: 'Allowed for the resources that satisfy the condition',
+};
+
+t.test('the principal is read and merged as /check reads it, and refused alike', async (t) => {
+  const server = await itDesk(t);
+  const byUri = await server.call('POST', '/plan', { principal: { uri: 'user:alice' }, action: 'administer' });
+  t.equal(byUri.status, 200);
+  t.strictSame(byUri.body, LAPTOP_PLAN, 'registered attributes decide the principal conditions');
+  t.strictSame((await server.call('POST', '/plan', { principal_uri: 'user:alice', action: 'administer' })).body, LAPTOP_PLAN, 'the flat form');
+  const byAttributes = await server.call('POST', '/plan', { principal: { attributes: [{ key: 'department', value: 'it' }] }, action: 'administer' });
+  t.strictSame(byAttributes.body, LAPTOP_PLAN, 'attributes alone, as a list');
+  const agreeing = await server.call('POST', '/plan', { principal: { uri: 'user:alice', attributes: { department: 'it', team: 'blue' } }, action: 'administer' });
+  t.strictSame(agreeing.body, LAPTOP_PLAN, 'uri and agreeing attributes, merged');
+
+  const conflict = { principal: { uri: 'user:alice', attributes: { department: 'hr' } }, action: 'administer' };
+  const planned = await server.call('POST', '/plan', conflict);
+  const checked = await server.call('POST', '/check', { ...conflict, resource: { attributes: { kind: 'laptop' } } });
+  t.equal(planned.status, 400);
+  t.strictSame(planned.body, checked.body, 'the conflict is refused with the words /check uses');
+
+  const nobody = await server.call('POST', '/plan', { principal: {}, action: 'administer' });
+  t.equal(nobody.status, 422);
+  t.strictSame(nobody.body.detail[0].loc, ['body', 'principal']);
+  const hr = await server.call('POST', '/plan', { principal: { attributes: { department: 'hr' } }, action: 'administer' });
+  t.strictSame(hr.body, { kind: 'always_denied', condition: false, mongodb: { _id: { $in: [] } }, reason: 'Action denied by default effect' });
+});
+
+t.test('known resource attributes, the MongoDB layout, and what a plan request may not hold', async (t) => {
+  const server = await itDesk(t);
+  const known = await server.call('POST', '/plan', { principal: { uri: 'user:alice' }, resource: { attributes: { kind: 'laptop' } }, action: 'administer' });
+  t.strictSame(known.body, { kind: 'always_allowed', condition: true, mongodb: {}, reason: 'Rule it-admins allowed the action in policy it-desk' });
+  const flatKnown = await server.call('POST', '/plan', { principal: { uri: 'user:alice' }, resource_attributes: { kind: 'desk' }, action: 'administer' });
+  t.equal(flatKnown.body.kind, 'always_denied');
+
+  const topLevel = await server.call('POST', '/plan', { principal: { uri: 'user:alice' }, action: 'administer', mongodb: { attributes_prefix: '', uri_field: '_id' } });
+  t.strictSame(topLevel.body.mongodb, { kind: { $eq: 'laptop', $not: { $type: 'array' } } });
+
+  const badPrefix = await server.call('POST', '/plan', { principal: { uri: 'user:alice' }, mongodb: { attributes_prefix: 'attributes' } });
+  t.equal(badPrefix.status, 422);
+  t.strictSame(badPrefix.body.detail.map((issue: { loc: unknown }) => issue.loc), [['body', 'mongodb', 'attributes_prefix']]);
+  t.match(badPrefix.body.detail[0].msg, /followed by a dot/);
+  const resourceUri = await server.call('POST', '/plan', { principal: { uri: 'user:alice' }, resource: { uri: 'doc:1' } });
+  t.equal(resourceUri.status, 422, 'a plan is about resources not yet named: no resource uri');
+  t.strictSame(resourceUri.body.detail[0].loc, ['body', 'resource', 'uri']);
+  const duplicate = await server.call('POST', '/plan', { principal: { uri: 'user:alice' }, resource_attributes: [{ key: 'a', value: 1 }, { key: 'a', value: 2 }] });
+  t.equal(duplicate.status, 422);
+  t.strictSame(duplicate.body.detail[0].loc, ['body', 'resource_attributes', 1, 'key']);
+});
+
+t.test("the README's plan: Alice's laptops, found by the MongoDB filter", async (t) => {
+  const server = await itDesk(t);
+  const planned = await server.call('POST', '/plan', { principal: { uri: 'user:alice' }, action: 'administer' });
+  const inventory = [
+    { uri: 'asset:1', attributes: { kind: 'laptop', model: 'X1' } },
+    { uri: 'asset:2', attributes: { kind: 'phone' } },
+    { uri: 'asset:3', attributes: { kind: ['laptop', 'dock'] } },
+    { uri: 'asset:4', attributes: {} },
+    { uri: 'asset:5', attributes: { kind: 'laptop' } },
+  ];
+  const query = new Query(planned.body.mongodb, {});
+  t.strictSame(
+    inventory.filter((item) => query.test(item)).map((item) => item.uri),
+    ['asset:1', 'asset:5'],
+  );
+  const checks = await server.call('POST', '/check/bulk', inventory.slice(0, 3).map((item) => ({ principal: { uri: 'user:alice' }, resource: item, action: 'administer' })));
+  t.strictSame(checks.body.map((decision: { allowed: boolean }) => decision.allowed), [true, false, false], '/check agrees');
+});
+
+t.test('POST /plan/bulk answers in order; a conflict denies only its own item', async (t) => {
+  const server = await itDesk(t);
+  const answers = await server.call('POST', '/plan/bulk', [
+    { principal: { uri: 'user:alice' }, action: 'administer' },
+    { principal: { uri: 'user:alice', attributes: { department: 'hr' } }, action: 'administer' },
+    { principal: { attributes: { department: 'it' } }, action: 'read' },
+  ]);
+  t.equal(answers.status, 200);
+  t.strictSame(answers.body, [
+    LAPTOP_PLAN,
+    { kind: 'always_denied', condition: false, mongodb: { _id: { $in: [] } }, reason: "For entity 'user:alice', attribute 'department' has more than one value" },
+    { kind: 'always_denied', condition: false, mongodb: { _id: { $in: [] } }, reason: 'Action denied by default effect' },
+  ]);
+  t.strictSame((await server.call('POST', '/plan/bulk', [])).body, { detail: 'Empty request list' });
+  const tooMany = Array.from({ length: 4 }, () => ({ principal: { uri: 'user:alice' } }));
+  const refused = await server.call('POST', '/plan/bulk', [...tooMany.slice(0, 2), { principal: 7 }]);
+  t.equal(refused.status, 422, 'an invalid item fails the call');
+  t.strictSame(refused.body.detail[0].loc.slice(0, 3), ['body', 2, 'principal']);
+  const over = await server.call('POST', '/plan/bulk', [...tooMany, { principal: 7 }]);
+  t.strictSame([over.status, over.body], [400, { detail: 'Too many requests. Maximum allowed: 3' }], 'the length is judged first, as /check/bulk does');
+  const unusable = await server.call('POST', '/plan/bulk', [{ principal: { uri: 'user:alice' } }, { principal: {} }]);
+  t.equal(unusable.status, 422);
+  t.strictSame(unusable.body.detail[0].loc, ['body', 1, 'principal']);
+});
+
+t.test('a condition no MongoDB filter can state: no mongodb field, and the reason names it', async (t) => {
+  const server = await startServer();
+  t.teardown(server.close);
+  const policy = { name: 'odd', rules: [{ name: 'r', effect: 'allow', resource_conditions: [{ path: 'attributes.name', operator: '==', value: 'a\ud800' }], actions: ['read'] }] };
+  t.equal((await server.call('POST', '/admin/policies', policy)).status, 200);
+  const planned = await server.call('POST', '/plan', { principal: { attributes: { any: 1 } }, action: 'read' });
+  t.strictSame(Object.keys(planned.body), ['kind', 'condition', 'reason']);
+  t.equal(
+    planned.body.reason,
+    'Allowed for the resources that satisfy the condition; no MongoDB filter: condition attributes.name == "a\\ud800" holds text that is not valid Unicode (a lone surrogate), which MongoDB cannot store',
+  );
+});
+
+async function replacePolicies(server: TestServer, policies: PlanCase['policies']): Promise<void> {
+  const stored = await server.call('GET', '/admin/policies');
+  for (const policy of stored.body as { name: string }[]) await server.call('DELETE', `/admin/policies/${policy.name}`);
+  for (const policy of policies) {
+    const created = await server.call('POST', '/admin/policies', policy);
+    if (created.status !== 200) throw new Error(`policy refused: ${JSON.stringify(created.body)}`);
+  }
+}
+
+t.test(`a sample of random cases (${HTTP_RUNS}): the served filter selects exactly what /check allows`, async (t) => {
+  const server = await startServer({ bulkCheckMaxRequests: 1000 });
+  t.teardown(server.close);
+  // Alice is registered, so principals naming her merge (or conflict) as checks do.
+  await server.call('POST', '/admin/fetchers/registry/entities', { uri: 'user:alice', attributes: { role: 'r' } });
+  let compared = 0;
+  for (const example of fc.sample(planCase, { numRuns: HTTP_RUNS, seed: 17 })) {
+    await replacePolicies(server, example.policies);
+    const principal = { uri: example.principal.uri ?? null, attributes: example.principal.attributes };
+    const planned = await server.call('POST', '/plan', {
+      principal,
+      resource: { attributes: example.known },
+      action: example.action,
+      mongodb: { attributes_prefix: example.layout.attributesPrefix, uri_field: example.layout.uriField },
+    });
+    if (planned.status !== 200) {
+      const single = await server.call('POST', '/check', { principal, resource: { uri: 'doc:1' }, action: example.action });
+      t.strictSame([planned.status, planned.body], [single.status, single.body], `an unusable principal is refused by /plan as by /check: ${JSON.stringify(principal)}`);
+      continue;
+    }
+    const checkable = example.resources.filter((resource) => resource.uri !== undefined || Object.keys({ ...resource.attributes, ...example.known }).length > 0);
+    if (checkable.length === 0) continue;
+    const checks = await server.call(
+      'POST',
+      '/check/bulk',
+      checkable.map((resource) => ({ principal, resource: { uri: resource.uri ?? null, attributes: { ...resource.attributes, ...example.known } }, action: example.action })),
+    );
+    const query = new Query(planned.body.mongodb, {});
+    const selected = checkable.map((resource) => query.test(storedDocument(resource, example.layout)));
+    const allowed = (checks.body as { allowed: boolean }[]).map((decision) => decision.allowed);
+    if (JSON.stringify(selected) !== JSON.stringify(allowed)) {
+      t.fail(`plan ${JSON.stringify(planned.body)} disagrees with /check on ${JSON.stringify(checkable)} (${JSON.stringify(example)})`);
+    }
+    compared += checkable.length;
+  }
+  t.ok(compared > HTTP_RUNS, `${compared} resources compared`);
+});
