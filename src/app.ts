@@ -16,7 +16,7 @@ import type { AppContext } from './http/context.js';
 import { installValidators } from './http/validators.js';
 import { installErrorHandling } from './http/errors.js';
 import { installJsonBodyParser } from './http/json-body.js';
-import { adminKeyCheck, API_KEY_HEADER } from './http/admin-auth.js';
+import { adminKeyCheck, API_KEY_HEADER, trustedProxies } from './http/admin-auth.js';
 import { registerDocs } from './http/docs.js';
 import { healthRoutes } from './http/health.js';
 import { checkRoutes } from './http/check.js';
@@ -122,6 +122,8 @@ export async function buildApp(config: Config, openedStore?: Store): Promise<Fas
     bodyLimit: config.bodyLimit,
     // Unique across processes and restarts: audit records name the request that wrote them.
     genReqId: () => randomUUID(),
+    // Which peers may name the client address in X-Forwarded-For (the admin-auth failure limit keys on it).
+    trustProxy: trustedProxies(config.trustProxy),
     onProtoPoisoning: 'ignore',
     onConstructorPoisoning: 'ignore',
     routerOptions: { maxParamLength: MAX_PATH_PARAMETER_LENGTH },

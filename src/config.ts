@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { parseRetention } from './audit/retention.js';
@@ -20,8 +21,13 @@ export interface Config {
   adminApiKey: string;
   /** Named admin keys with roles, one `name role sha256-digest` a line; empty for none. Needs adminAuthRequired. */
   adminKeysFile: string;
-  /** Failed admin authentications one client may make per minute before it is answered 429. */
+  /** Failed admin authentications one non-local client may make per minute before it is answered 429. */
   adminAuthFailuresPerMinute: number;
+  /**
+   * Whose X-Forwarded-For names the client's address: false (nobody's), true (whichever peer connects,
+   * one hop), or the proxies' addresses, CIDR ranges and the names loopback, linklocal, uniquelocal.
+   */
+  trustProxy: boolean | string[];
   bulkCheckMaxRequests: number;
   /** Most entities registered by one `POST .../entities/$bulk`. */
   bulkRegisterMaxEntities: number;
@@ -80,6 +86,7 @@ export const DEFAULT_CONFIG: Config = {
   adminApiKey: '',
   adminKeysFile: '',
   adminAuthFailuresPerMinute: 10,
+  trustProxy: false,
   bulkCheckMaxRequests: 1000,
   bulkRegisterMaxEntities: 1000,
   bodyLimit: 1024 * 1024,
@@ -138,8 +145,14 @@ export const START_OPTIONS = {
   'admin-auth-failures-per-minute': {
     type: 'string',
     env: 'ADMIN_AUTH_FAILURES_PER_MINUTE',
-    help: 'failed admin authentications a client may make per minute; then 429 until the minute is over',
+    help: 'failed admin authentications a non-loopback client may make per minute; then 429 until the minute is over',
     default: String(DEFAULT_CONFIG.adminAuthFailuresPerMinute),
+  },
+  'trust-proxy': {
+    type: 'string',
+    env: 'TRUST_PROXY',
+    help: 'take the client address from X-Forwarded-For sent by these proxies: addresses, CIDR ranges, loopback|linklocal|uniquelocal; true: any peer (one hop)',
+    default: 'false',
   },
   'bulk-check-max-requests': {
     type: 'string',
@@ -269,6 +282,31 @@ function parseInteger(name: string, text: string, min: number, max: number): num
   return Number(text);
 }
 
+const PROXY_RANGE_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
+
+function isAddressOrRange(entry: string): boolean {
+  if (PROXY_RANGE_NAMES.includes(entry)) return true;
+  const [address, prefix, ...rest] = entry.split('/');
+  const family = isIP(address ?? '');
+  if (family === 0 || rest.length > 0) return false;
+  return prefix === undefined || (/^\d+$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128));
+}
+
+/** `false`, `true`, or a comma-separated list of proxy addresses and ranges. */
+function parseTrustProxy(name: string, text: string): Config['trustProxy'] {
+  const normalized = text.trim().toLowerCase();
+  if (normalized === 'false' || normalized === '') return false;
+  if (normalized === 'true') return true;
+  const entries = normalized.split(',').map((entry) => entry.trim());
+  const bad = entries.find((entry) => !isAddressOrRange(entry));
+  if (bad !== undefined) {
+    throw new ConfigError(
+      `${name} takes true, false, or proxy addresses, CIDR ranges and ${PROXY_RANGE_NAMES.join('|')}; got '${bad}'`,
+    );
+  }
+  return entries;
+}
+
 function parseBoolean(name: string, text: string): boolean {
   const normalized = text.trim().toLowerCase();
   if (['true', '1', 'yes', 'on'].includes(normalized)) return true;
@@ -301,6 +339,7 @@ export function loadConfig(args: string[], env: NodeJS.ProcessEnv): Config {
 
   const port = read('port');
   const authRequired = read('admin-authn-required');
+  const trustProxy = read('trust-proxy');
   const bulk = read('bulk-check-max-requests');
   const integer = (name: OptionName, min: number, max: number) => {
     const { label, text } = read(name);
@@ -357,6 +396,7 @@ export function loadConfig(args: string[], env: NodeJS.ProcessEnv): Config {
     adminApiKey: env.ADMIN_API_KEY ?? '',
     adminKeysFile: read('admin-keys-file').text.trim(),
     adminAuthFailuresPerMinute: integer('admin-auth-failures-per-minute', 1, 1_000_000),
+    trustProxy: parseTrustProxy(trustProxy.label, trustProxy.text),
     bulkCheckMaxRequests: parseInteger(bulk.label, bulk.text, 1, 1_000_000),
     bulkRegisterMaxEntities: integer('bulk-register-max-entities', 1, 100_000),
     bodyLimit: integer('body-limit', 256, 1024 * 1024 * 1024),

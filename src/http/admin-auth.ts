@@ -1,3 +1,4 @@
+import { BlockList, isIP } from 'node:net';
 import type { FastifyInstance, FastifyRequest, onRequestHookHandler } from 'fastify';
 import rateLimit from '@fastify/rate-limit';
 import { ClientError } from '../errors.js';
@@ -20,13 +21,38 @@ declare module 'fastify' {
 const readsOnly = (request: FastifyRequest) =>
   request.method === 'GET' || request.method === 'HEAD' || request.routeOptions.config.readsOnly === true;
 
+const LOOPBACK = new BlockList();
+LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
+LOOPBACK.addAddress('::1', 'ipv6');
+
+/**
+ * Whether a client address is the sidecar's own pod: loopback (IPv4-mapped included), or no address
+ * at all, which is how a Unix-socket client appears. Such clients share one address with the app
+ * and the dashboard, so locking that address out would lock out the right key with the wrong one.
+ */
+export function isLocalClient(address: string | undefined): boolean {
+  if (address === undefined) return true;
+  const family = isIP(address);
+  return family !== 0 && LOOPBACK.check(address, family === 4 ? 'ipv4' : 'ipv6');
+}
+
+/**
+ * Fastify's trustProxy for `--trust-proxy`. Fastify reads `true` as "believe every forwarded address",
+ * which would let any client name itself 127.0.0.1; here it means one hop: the connecting peer is the
+ * proxy, and the client is the last address that peer added to X-Forwarded-For.
+ */
+export function trustedProxies(setting: Config['trustProxy']): false | string[] | ((address: string, hop: number) => boolean) {
+  return setting === true ? (_address, hop) => hop === 0 : setting;
+}
+
 /**
  * The admin key check as an onRequest hook, run before the body is read, or undefined when
  * authentication is off. The keys are ADMIN_API_KEY (an `admin` key named `default`) and those of
  * `--admin-keys-file` (see KeyRing; every digest is compared in constant time). A `read` key may only
- * read: 403 on anything else. Only failures count against a client (by address): once it has failed
+ * read: 403 on anything else. Failures from a non-local address (`request.ip`, which `--trust-proxy`
+ * takes from X-Forwarded-For) count against that address: once it has failed
  * `adminAuthFailuresPerMinute` times in a minute, it gets 429 until the minute is over, whatever key
- * it sends, so guessing stays slow; clients that send a right key are never limited.
+ * it sends, so guessing stays slow. Local clients get 401 for a wrong key and are never locked out.
  */
 export async function adminKeyCheck(app: FastifyInstance, config: Config): Promise<onRequestHookHandler | undefined> {
   if (!config.adminAuthRequired) return undefined;
@@ -48,15 +74,18 @@ export async function adminKeyCheck(app: FastifyInstance, config: Config): Promi
   await app.register(rateLimit, { global: false });
   const failures = app.createRateLimit({ max: config.adminAuthFailuresPerMinute, timeWindow: FAILURE_WINDOW_MILLIS });
   return async (request, reply) => {
-    const recent = await failures(request, { increment: false });
-    if (!recent.isAllowed && recent.remaining === 0) {
-      reply.header('retry-after', recent.ttlInSeconds);
-      throw new ClientError(429, `Too many failed authentication attempts; retry in ${recent.ttlInSeconds} seconds`);
+    const limited = !isLocalClient(request.ip);
+    if (limited) {
+      const recent = await failures(request, { increment: false });
+      if (!recent.isAllowed && recent.remaining === 0) {
+        reply.header('retry-after', recent.ttlInSeconds);
+        throw new ClientError(429, `Too many failed authentication attempts; retry in ${recent.ttlInSeconds} seconds`);
+      }
     }
     const sent = request.headers[API_KEY_HEADER];
     const key = typeof sent === 'string' ? keys.find(sent) : undefined;
     if (key === undefined) {
-      await failures(request);
+      if (limited) await failures(request);
       throw new ClientError(401, INVALID_KEY);
     }
     request.adminKey = key;

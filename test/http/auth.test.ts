@@ -1,5 +1,11 @@
-import t from 'tap';
-import { startServer, type TestServer } from '../helpers/server.js';
+import t, { type Test } from 'tap';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { buildApp } from '../../src/app.js';
+import { ConfigError, DEFAULT_CONFIG, loadConfig, type Config } from '../../src/config.js';
+import { isLocalClient } from '../../src/http/admin-auth.js';
+import { ask } from '../helpers/child.js';
+import { startServer, temporaryDataDir, type TestServer } from '../helpers/server.js';
 
 const KEY = 'k3y';
 const INVALID = { detail: 'Invalid API key. Please provide a valid API key.' };
@@ -214,16 +220,24 @@ t.test('with auth off, admin routes work without the header', async (t) => {
   t.same(open.body, []);
 });
 
-t.test('repeated failed authentications are answered 429 with a detail; the right key is never limited', async (t) => {
-  const server = await startServer({ adminAuthRequired: true, adminApiKey: KEY, adminAuthFailuresPerMinute: 3 });
+/** The address a proxy on loopback reports for a client elsewhere (a documentation range). */
+const REMOTE = { 'x-forwarded-for': '203.0.113.7' };
+
+async function limitedServer(t: Test, overrides: Partial<Config> = {}): Promise<TestServer> {
+  const server = await startServer({ adminAuthRequired: true, adminApiKey: KEY, adminAuthFailuresPerMinute: 3, ...overrides });
   t.teardown(server.close);
+  return server;
+}
+
+t.test('from another address, repeated failures are answered 429 with a detail, whatever key follows', async (t) => {
+  const server = await limitedServer(t, { trustProxy: ['loopback'] });
   // Successes do not count: far more than three of them in a row.
   for (let index = 0; index < 20; index++) {
-    t.equal((await server.call('GET', '/admin/policies', undefined, GOOD)).status, 200);
+    t.equal((await server.call('GET', '/admin/policies', undefined, { ...GOOD, ...REMOTE })).status, 200);
   }
   const protectedPaths: [string, string][] = [['GET', '/admin/policies'], ['POST', '/create-policy'], ['GET', ENTITIES]];
   for (const [method, path] of protectedPaths) {
-    const refused = await server.call(method, path, undefined, { 'WAY-API-KEY': 'guess' });
+    const refused = await server.call(method, path, undefined, { 'WAY-API-KEY': 'guess', ...REMOTE });
     t.equal(refused.status, 401, `failure on ${path}: still 401 below the limit`);
     t.strictSame(refused.body, INVALID);
   }
@@ -233,14 +247,99 @@ t.test('repeated failed authentications are answered 429 with a detail; the righ
     ['POST', '/register-entity', {}],
     ['GET', '/admin/policies', GOOD],
   ] as const) {
-    const limited = await server.call(method, path, undefined, headers);
+    const limited = await server.call(method, path, undefined, { ...headers, ...REMOTE });
     t.equal(limited.status, 429, `${method} ${path} after three failures`);
     t.match(limited.body, { detail: /^Too many failed authentication attempts; retry in \d+ seconds$/ });
     t.ok(Number(limited.headers['retry-after']) > 0, 'a Retry-After header');
   }
+  // The count is per address: another forwarded address, and the proxy's own loopback clients, are untouched.
+  t.equal((await server.call('GET', '/admin/policies', undefined, { ...GOOD, 'x-forwarded-for': '203.0.113.8' })).status, 200);
+  t.equal((await server.call('GET', '/admin/policies', undefined, GOOD)).status, 200, 'no forwarded header: loopback');
+  t.equal((await server.call('GET', '/admin/policies', undefined, { ...GOOD, 'x-forwarded-for': '127.0.0.1' })).status, 200);
   // The public interface is not behind the admin key, so not behind its limit either.
-  const check = await server.call('POST', '/check', { principal: { attributes: { a: 1 } }, resource: { attributes: { b: 1 } } });
+  const check = await server.call('POST', '/check', { principal: { attributes: { a: 1 } }, resource: { attributes: { b: 1 } } }, REMOTE);
   t.equal(check.status, 200);
+});
+
+t.test('--trust-proxy true: the address the connecting proxy reports is the one limited', async (t) => {
+  const server = await limitedServer(t, { trustProxy: true });
+  // A client behind the proxy cannot escape by naming loopback itself: only the entry the proxy added counts.
+  const spoofed = { 'x-forwarded-for': '127.0.0.1, 203.0.113.9' };
+  for (let index = 0; index < 3; index++) {
+    t.equal((await server.call('GET', '/admin/policies', undefined, { 'WAY-API-KEY': 'guess', ...spoofed })).status, 401);
+  }
+  t.equal((await server.call('GET', '/admin/policies', undefined, { ...GOOD, ...spoofed })).status, 429);
+  t.equal((await server.call('GET', '/admin/policies', undefined, { ...GOOD, 'x-forwarded-for': '203.0.113.9' })).status, 429);
+});
+
+t.test('from loopback, 50 wrong keys then the right key: the right key works', async (t) => {
+  for (const [label, trustProxy, headers] of [
+    ['no proxy trusted', false, {}],
+    ['no proxy trusted: a forwarded header is ignored', false, REMOTE],
+    ['the peer is not a trusted proxy: its forwarded header is ignored', ['10.0.0.0/8'], REMOTE],
+  ] as const) {
+    const server = await limitedServer(t, { trustProxy: trustProxy as Config['trustProxy'] });
+    for (let index = 0; index < 50; index++) {
+      const wrong = await server.call('GET', '/admin/policies', undefined, { 'WAY-API-KEY': `guess-${index}`, ...headers });
+      if (wrong.status !== 401) t.fail(`${label}: wrong key ${index} answered ${wrong.status}`);
+    }
+    const right = await server.call('GET', '/admin/policies', undefined, { ...GOOD, ...headers });
+    t.equal(right.status, 200, label);
+    t.strictSame(right.body, [], label);
+    const stillWrong = await server.call('GET', '/admin/policies', undefined, { 'WAY-API-KEY': 'guess', ...headers });
+    t.equal(stillWrong.status, 401, `${label}: a wrong key is still 401, not 429`);
+  }
+});
+
+t.test('over the Unix socket, 50 wrong keys then the right key: the right key works', async (t) => {
+  const directory = temporaryDataDir();
+  const socket = join(directory, 'verdict.sock');
+  const app = await buildApp({
+    ...DEFAULT_CONFIG,
+    logLevel: 'silent',
+    workers: 1,
+    dataDir: directory,
+    adminAuthRequired: true,
+    adminApiKey: KEY,
+    adminAuthFailuresPerMinute: 3,
+  });
+  await app.listen({ path: socket });
+  t.teardown(async () => {
+    await app.close();
+    rmSync(directory, { recursive: true, force: true });
+  });
+  for (let index = 0; index < 50; index++) {
+    const wrong = await ask(`unix:${socket}`, 'GET', '/admin/policies', undefined, { 'WAY-API-KEY': `guess-${index}` });
+    if (wrong.status !== 401) t.fail(`wrong key ${index} answered ${wrong.status}`);
+  }
+  const right = await ask(`unix:${socket}`, 'GET', '/admin/policies', undefined, GOOD);
+  t.equal(right.status, 200);
+  t.strictSame(right.body, []);
+});
+
+t.test('loopback and socket clients are local; every other address is not', async (t) => {
+  for (const address of [undefined, '127.0.0.1', '127.8.9.10', '::1', '::ffff:127.0.0.1']) t.ok(isLocalClient(address), String(address));
+  for (const address of ['10.0.0.1', '192.168.1.2', '203.0.113.7', '::ffff:10.0.0.1', 'fe80::1', '2001:db8::1', '', 'unknown']) {
+    t.notOk(isLocalClient(address), address);
+  }
+});
+
+t.test('--trust-proxy (TRUST_PROXY): off by default; true, addresses and ranges; anything else refused', async (t) => {
+  t.equal(DEFAULT_CONFIG.trustProxy, false);
+  t.equal(loadConfig([], {}).trustProxy, false);
+  t.equal(loadConfig(['--trust-proxy', 'false'], { TRUST_PROXY: 'true' }).trustProxy, false, 'the flag wins');
+  t.equal(loadConfig([], { TRUST_PROXY: 'true' }).trustProxy, true);
+  t.strictSame(loadConfig(['--trust-proxy', '10.0.0.0/8, loopback,fd00::1'], {}).trustProxy, ['10.0.0.0/8', 'loopback', 'fd00::1']);
+  for (const bad of ['yes-please', '2', '10.0.0.0/33', '300.1.1.1', '::1/129', '10.0.0.1/8/8', 'loopback,']) {
+    const refusal = (() => {
+      try {
+        loadConfig(['--trust-proxy', bad], {});
+      } catch (error) {
+        return error;
+      }
+    })();
+    t.ok(refusal instanceof ConfigError && refusal.message.startsWith('--trust-proxy takes'), `'${bad}' is refused, naming the flag`);
+  }
 });
 
 t.test('with auth off there is no failure limit', async (t) => {
