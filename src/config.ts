@@ -3,6 +3,7 @@ import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { parseRetention } from './audit/retention.js';
 import type { AuditRetention } from './audit/record.js';
+import { OPERATOR_STYLES, type OperatorStyle } from './engine/operators.js';
 
 export const STORES = ['embedded', 'mongodb', 'mongodb-memory'] as const;
 export type StoreKind = (typeof STORES)[number];
@@ -31,6 +32,8 @@ export interface Config {
   bulkCheckMaxRequests: number;
   /** Most entities registered by one `POST .../entities/$bulk`. */
   bulkRegisterMaxEntities: number;
+  /** spec: simple policies emit `==`, operators answered as stored; eunomia: Eunomia's names (`equals`, …) in every answer. */
+  operatorStyle: OperatorStyle;
   /** Largest request body in bytes; a bigger one is answered 413. */
   bodyLimit: number;
   /** Deepest nesting of lists and objects in a request body. */
@@ -89,6 +92,7 @@ export const DEFAULT_CONFIG: Config = {
   trustProxy: false,
   bulkCheckMaxRequests: 1000,
   bulkRegisterMaxEntities: 1000,
+  operatorStyle: 'spec',
   bodyLimit: 1024 * 1024,
   maxJsonDepth: 100,
   maxStringLength: 65_536,
@@ -165,6 +169,12 @@ export const START_OPTIONS = {
     env: 'BULK_REGISTER_MAX_ENTITIES',
     help: 'most entities registered by one POST /admin/fetchers/registry/entities/$bulk (and per batch of import)',
     default: String(DEFAULT_CONFIG.bulkRegisterMaxEntities),
+  },
+  'operator-style': {
+    type: 'string',
+    env: 'OPERATOR_STYLE',
+    help: "spec|eunomia: eunomia answers 'equals', 'not_equals', 'gt'... where a policy holds '==', '!=', '>'... (for Eunomia's Python SDK)",
+    default: DEFAULT_CONFIG.operatorStyle,
   },
   'body-limit': {
     type: 'string',
@@ -353,6 +363,10 @@ export function loadConfig(args: string[], env: NodeJS.ProcessEnv): Config {
   if (!(EVALUATION_MODES as readonly string[]).includes(evaluation.text)) {
     throw new ConfigError(`${evaluation.label} must be one of ${EVALUATION_MODES.join(', ')}, got '${evaluation.text}'`);
   }
+  const operatorStyle = read('operator-style');
+  if (!(OPERATOR_STYLES as readonly string[]).includes(operatorStyle.text)) {
+    throw new ConfigError(`${operatorStyle.label} must be one of ${OPERATOR_STYLES.join(', ')}, got '${operatorStyle.text}'`);
+  }
   const logLevel = read('log-level');
   const host = read('host').text.trim();
   const dataDir = read('data-dir').text.trim();
@@ -399,6 +413,7 @@ export function loadConfig(args: string[], env: NodeJS.ProcessEnv): Config {
     trustProxy: parseTrustProxy(trustProxy.label, trustProxy.text),
     bulkCheckMaxRequests: parseInteger(bulk.label, bulk.text, 1, 1_000_000),
     bulkRegisterMaxEntities: integer('bulk-register-max-entities', 1, 100_000),
+    operatorStyle: operatorStyle.text as OperatorStyle,
     bodyLimit: integer('body-limit', 256, 1024 * 1024 * 1024),
     // Deeper than this, recursive JSON handling (serialization, comparison) would risk the stack.
     maxJsonDepth: integer('max-json-depth', 4, 1000),

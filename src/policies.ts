@@ -1,11 +1,31 @@
-import type { Policy } from './schemas/policy.js';
-import { buildSimplePolicy, normalizePolicy, policyIssues, slugify, type PolicyLimits } from './engine/index.js';
+import type { AnsweredPolicy, Condition, Policy } from './schemas/policy.js';
+import { buildSimplePolicy, normalizePolicy, policyIssues, slugify, spellOperator, type OperatorStyle, type PolicyLimits } from './engine/index.js';
 import type { CheckInput } from './registry/check-request.js';
 import { DuplicateKeyError, type Store } from './store/store.js';
 import type { PolicySnapshots } from './snapshot/policy-snapshots.js';
 import { ClientError, notFound, RequestValidationError, UnavailableError } from './errors.js';
 import { policyTarget, type AuditRecord, type Writer } from './audit/record.js';
 import type { AuditPage, AuditTrail } from './audit/audit-trail.js';
+
+/**
+ * A policy as every answer gives it: operators spelled in `style`, and each rule with its
+ * description, null when it has none (policies stored before rules had descriptions lack the field).
+ */
+export function policyAnswer(policy: Policy, style: OperatorStyle): AnsweredPolicy {
+  const spelled = (conditions: Condition[]) =>
+    conditions.map(({ path, operator, value }) => ({ path, operator: spellOperator(operator, style), value }));
+  return {
+    ...policy,
+    rules: policy.rules.map((rule) => ({
+      name: rule.name,
+      description: rule.description ?? null,
+      effect: rule.effect,
+      principal_conditions: spelled(rule.principal_conditions),
+      resource_conditions: spelled(rule.resource_conditions),
+      actions: rule.actions,
+    })),
+  };
+}
 
 /**
  * Policy administration: validates and normalizes what clients send, writes it durably, and
@@ -15,21 +35,21 @@ export class PolicyService {
   constructor(
     private readonly store: Store,
     private readonly snapshots: PolicySnapshots,
-    private readonly limits: PolicyLimits,
+    private readonly settings: PolicyLimits & { operatorStyle: OperatorStyle },
     private readonly audit: AuditTrail,
   ) {}
 
-  async list(): Promise<Policy[]> {
-    return (await this.store.loadPolicies()).policies;
+  async list(): Promise<AnsweredPolicy[]> {
+    return (await this.store.loadPolicies()).policies.map((policy) => this.answer(policy));
   }
 
-  async get(name: string): Promise<Policy> {
+  async get(name: string): Promise<AnsweredPolicy> {
     const policy = await this.store.getPolicy(name);
     if (policy === undefined) throw notFound('Policy');
-    return policy;
+    return this.answer(policy);
   }
 
-  async create(sent: Policy, by: Writer): Promise<Policy> {
+  async create(sent: Policy, by: Writer): Promise<AnsweredPolicy> {
     const policy = this.accept(sent);
     try {
       await this.store.createPolicy(policy, by);
@@ -38,14 +58,14 @@ export class PolicyService {
       throw error;
     }
     await this.applied(`Policy '${policy.name}' was saved`);
-    return policy;
+    return this.answer(policy);
   }
 
   /**
    * The one-rule policy of `POST /admin/policies/simple`. Attribute keys become paths, so a key
    * with a `.` could not be matched as sent and is refused.
    */
-  async createSimple(name: string, check: CheckInput, by: Writer): Promise<Policy> {
+  async createSimple(name: string, check: CheckInput, by: Writer): Promise<AnsweredPolicy> {
     const slug = slugify(name);
     if (slug === '') {
       throw new RequestValidationError([{ loc: ['query', 'name'], msg: `name '${name}' has no letters or digits to make a slug from`, type: 'value_error' }]);
@@ -56,18 +76,18 @@ export class PolicyService {
         .map((key) => ({ loc: ['body', side, 'attributes', key], msg: "attribute keys of a simple policy cannot contain '.'", type: 'value_error' })),
     );
     if (dotted.length > 0) throw new RequestValidationError(dotted);
-    return this.create(buildSimplePolicy(slug, check.principal, check.resource, check.action), by);
+    return this.create(buildSimplePolicy(slug, check.principal, check.resource, check.action, this.settings.operatorStyle), by);
   }
 
   /** Replaces the policy named `name`, which keeps its place in creation order. */
-  async replace(name: string, sent: Policy, by: Writer): Promise<Policy> {
+  async replace(name: string, sent: Policy, by: Writer): Promise<AnsweredPolicy> {
     const policy = this.accept(sent);
     if (policy.name !== name) {
       throw new ClientError(400, `Name mismatch: the body names '${policy.name}' (slugified), the path '${name}'`);
     }
     if (!(await this.store.replacePolicy(policy, by))) throw notFound('Policy');
     await this.applied(`Policy '${policy.name}' was saved`);
-    return policy;
+    return this.answer(policy);
   }
 
   async delete(name: string, by: Writer): Promise<true> {
@@ -95,7 +115,7 @@ export class PolicyService {
    * Makes version `version` of the policy current again, as a write of its own; a deleted policy
    * comes back (last in creation order). The version must still pass today's limits.
    */
-  async restore(name: string, version: number, by: Writer): Promise<Policy> {
+  async restore(name: string, version: number, by: Writer): Promise<AnsweredPolicy> {
     const record = await this.version(name, version);
     if (!('version' in record) || record.after === null) {
       throw new ClientError(400, `Version ${version} of policy '${name}' is its deletion; restore an earlier version`);
@@ -109,7 +129,7 @@ export class PolicyService {
       throw error;
     }
     await this.applied(`Version ${version} of policy '${name}' was restored`);
-    return policy;
+    return this.answer(policy);
   }
 
   /**
@@ -129,8 +149,12 @@ export class PolicyService {
   }
 
   private accept(sent: Policy): Policy {
-    const issues = policyIssues(sent, ['body'], this.limits);
+    const issues = policyIssues(sent, ['body'], this.settings);
     if (issues.length > 0) throw new RequestValidationError(issues);
     return normalizePolicy(sent);
+  }
+
+  private answer(policy: Policy): AnsweredPolicy {
+    return policyAnswer(policy, this.settings.operatorStyle);
   }
 }

@@ -23,6 +23,7 @@ export interface Condition {
 
 export interface Rule {
   name: string;
+  description?: string | null;
   effect: string;
   principal_conditions: Condition[];
   resource_conditions: Condition[];
@@ -46,6 +47,7 @@ export interface ConditionDraft {
 
 export interface RuleDraft {
   name: string;
+  description: string;
   effect: string;
   principal_conditions: ConditionDraft[];
   resource_conditions: ConditionDraft[];
@@ -63,6 +65,7 @@ export interface PolicyDraft {
 export const emptyCondition = (): ConditionDraft => ({ path: 'attributes.', operator: '==', value: '' });
 export const emptyRule = (): RuleDraft => ({
   name: '',
+  description: '',
   effect: 'allow',
   principal_conditions: [emptyCondition()],
   resource_conditions: [emptyCondition()],
@@ -79,6 +82,7 @@ export function draftFromPolicy(policy: Policy): PolicyDraft {
     default_effect: policy.default_effect ?? 'deny',
     rules: (policy.rules ?? []).map((rule) => ({
       name: rule.name,
+      description: rule.description ?? '',
       effect: rule.effect,
       principal_conditions: conditions(rule.principal_conditions),
       resource_conditions: conditions(rule.resource_conditions),
@@ -86,6 +90,9 @@ export function draftFromPolicy(policy: Policy): PolicyDraft {
     })),
   };
 }
+
+/** An empty description field is no description. */
+const descriptionOf = (text: string) => (text.trim() === '' ? null : text);
 
 export type Converted = { ok: true; policy: Policy } | { ok: false; errors: Record<string, string> };
 
@@ -100,6 +107,7 @@ export function policyFromDraft(draft: PolicyDraft): Converted {
       });
     return {
       name: rule.name,
+      description: descriptionOf(rule.description),
       effect: rule.effect,
       principal_conditions: conditions('principal_conditions'),
       resource_conditions: conditions('resource_conditions'),
@@ -107,8 +115,7 @@ export function policyFromDraft(draft: PolicyDraft): Converted {
     };
   });
   if (Object.keys(errors).length > 0) return { ok: false, errors };
-  const description = draft.description.trim() === '' ? null : draft.description;
-  return { ok: true, policy: { name: draft.name, description, rules, default_effect: draft.default_effect } };
+  return { ok: true, policy: { name: draft.name, description: descriptionOf(draft.description), rules, default_effect: draft.default_effect } };
 }
 
 /** The keys of every field the editor shows for `draft`, for placing server messages. */
@@ -123,6 +130,7 @@ export function draftFieldKeys(draft: PolicyDraft): string[] {
       return [
         at,
         `${at}.name`,
+        `${at}.description`,
         `${at}.effect`,
         `${at}.actions`,
         ...SIDES.flatMap((side) => [
@@ -134,10 +142,10 @@ export function draftFieldKeys(draft: PolicyDraft): string[] {
   ];
 }
 
-/** Case-insensitive search over a policy's name, description, rule names and actions. */
+/** Case-insensitive search over a policy's name, description, rule names and descriptions, and actions. */
 export function policyMatches(policy: Policy, search: string): boolean {
   const needle = search.trim().toLowerCase();
   if (needle === '') return true;
-  const haystack = [policy.name, policy.description ?? '', ...policy.rules.flatMap((rule) => [rule.name, ...rule.actions])];
+  const haystack = [policy.name, policy.description ?? '', ...policy.rules.flatMap((rule) => [rule.name, rule.description ?? '', ...rule.actions])];
   return haystack.some((text) => text.toLowerCase().includes(needle));
 }

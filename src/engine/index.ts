@@ -7,3 +7,4 @@ export { DEFAULT_MONGO_FILTER_OPTIONS, mongoFilter, mongoOptionIssue, SELECTS_NO
 export { normalizePolicy, policyIssues, type PolicyLimits } from './validate.js';
 export { buildSimplePolicy, type SimplePolicySide } from './simple-policy.js';
 export { slugify } from './slug.js';
+export { OPERATOR_STYLES, spellOperator, type OperatorStyle } from './operators.js';

@@ -10,6 +10,18 @@ interface OperatorDefinition {
   build(value: unknown): Predicate;
 }
 
+export const OPERATOR_STYLES = ['spec', 'eunomia'] as const;
+/** How operators are spelled in answers: `spec` as stored, `eunomia` with the names Eunomia's clients parse. */
+export type OperatorStyle = (typeof OPERATOR_STYLES)[number];
+
+/** Eunomia's name for each symbolic spelling; its Python SDK refuses any policy holding a symbol. */
+const EUNOMIA_NAMES: Partial<Record<Operator, Operator>> = { '==': 'equals', '!=': 'not_equals', '>': 'gt', '>=': 'gte', '<': 'lt', '<=': 'lte' };
+
+/** `operator` as an answer in `style` spells it; both spellings mean the same to the engine. */
+export function spellOperator(operator: Operator, style: OperatorStyle): Operator {
+  return style === 'eunomia' ? (EUNOMIA_NAMES[operator] ?? operator) : operator;
+}
+
 const isNumber = (value: unknown): value is number => typeof value === 'number';
 const isString = (value: unknown): value is string => typeof value === 'string';
 

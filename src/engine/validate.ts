@@ -57,7 +57,7 @@ export function policyIssues(policy: Policy, at: Location, limits: PolicyLimits)
   return issues;
 }
 
-/** The policy as stored: names slugified, everything else exactly as sent. */
+/** The policy as stored: names slugified, a rule sent without a description given null, everything else exactly as sent. */
 export function normalizePolicy(policy: Policy): Policy {
   return {
     version: policy.version,
@@ -65,6 +65,7 @@ export function normalizePolicy(policy: Policy): Policy {
     description: policy.description,
     rules: policy.rules.map((rule) => ({
       name: slugify(rule.name),
+      description: rule.description ?? null,
       effect: rule.effect,
       principal_conditions: rule.principal_conditions,
       resource_conditions: rule.resource_conditions,

@@ -6,6 +6,27 @@ export function attributeMapOf(entity: Entity): Map<string, unknown> {
   return new Map(entity.attributes.map((attribute) => [attribute.key, attribute.value]));
 }
 
+/**
+ * UTF-16 units reordered so that plain comparison follows code points: units from U+E000 up move
+ * below the surrogates, which stand for code points beyond U+FFFF.
+ */
+const codePointRank = (unit: number) => (unit >= 0xe000 ? unit - 0x800 : unit >= 0xd800 ? unit + 0x2000 : unit);
+
+/** Code-point order, as UTF-8 bytes sort (and so as Eunomia's SQLite index lists attribute keys). */
+function byCodePoint(a: string, b: string): number {
+  const length = Math.min(a.length, b.length);
+  for (let index = 0; index < length; index++) {
+    const difference = codePointRank(a.charCodeAt(index)) - codePointRank(b.charCodeAt(index));
+    if (difference !== 0) return difference;
+  }
+  return a.length - b.length;
+}
+
+/** The entity as the registry answers it: attributes sorted by key, as Eunomia lists them. */
+export function inKeyOrder(entity: Entity): Entity {
+  return { ...entity, attributes: [...entity.attributes].sort((x, y) => byCodePoint(x.key, y.key)) };
+}
+
 /** A new registry entry; `attributes` is already a Map (see toAttributeMap). */
 export function newEntity(request: Pick<EntityCreate, 'uri' | 'type'>, attributes: ReadonlyMap<string, unknown>, now: string): Entity {
   return {

@@ -3,7 +3,7 @@ import type { SuppliedAttributes } from '../schemas/check.js';
 import { DuplicateKeyError, type Store } from '../store/store.js';
 import { ClientError, notFound, RequestValidationError } from '../errors.js';
 import { DuplicateAttribute, toAttributeMap } from './attributes.js';
-import { newEntity, updatedEntity } from './entities.js';
+import { inKeyOrder, newEntity, updatedEntity } from './entities.js';
 import { storableValueIssues } from '../engine/value-limits.js';
 import type { Writer } from '../audit/record.js';
 import type { ValidationIssue } from '../schemas/errors.js';
@@ -48,11 +48,11 @@ export class RegistryService {
   async get(uri: string): Promise<Entity> {
     const entity = await this.store.getEntity(uri);
     if (entity === undefined) throw notFound('Entity');
-    return entity;
+    return inKeyOrder(entity);
   }
 
-  list(offset: number, limit: number): Promise<Entity[]> {
-    return this.store.listEntities(offset, limit);
+  async list(offset: number, limit: number): Promise<Entity[]> {
+    return (await this.store.listEntities(offset, limit)).map(inKeyOrder);
   }
 
   count(): Promise<number> {
@@ -68,7 +68,7 @@ export class RegistryService {
       throw error;
     }
     this.changed(entity.uri);
-    return entity;
+    return inKeyOrder(entity);
   }
 
   /**
@@ -111,7 +111,7 @@ export class RegistryService {
     );
     if (entity === undefined) throw notFound('Entity');
     this.changed(uri);
-    return entity;
+    return inKeyOrder(entity);
   }
 
   async delete(uri: string, by: Writer): Promise<true> {

@@ -15,6 +15,7 @@ export const EFFECTS = ['allow', 'deny'] as const;
 export type Effect = (typeof EFFECTS)[number];
 
 const nameSchema = { type: 'string', minLength: 1, maxLength: 256 } as const;
+const descriptionSchema = { type: ['string', 'null'], description: 'Free text; null when there is none.' } as const;
 
 export const conditionSchema = {
   type: 'object',
@@ -33,6 +34,8 @@ export const ruleSchema = {
   type: 'object',
   properties: {
     name: nameSchema,
+    // No default: a rule stored without one (as every rule was before rules had descriptions) is answered with null.
+    description: descriptionSchema,
     effect: { type: 'string', enum: EFFECTS },
     principal_conditions: { type: 'array', items: conditionSchema, default: [] },
     resource_conditions: { type: 'array', items: conditionSchema, default: [] },
@@ -48,7 +51,7 @@ export const policySchema = {
   properties: {
     version: { type: 'string', default: '1.0' },
     name: nameSchema,
-    description: { type: ['string', 'null'], default: null },
+    description: { ...descriptionSchema, default: null },
     rules: { type: 'array', items: ruleSchema },
     default_effect: { type: 'string', enum: EFFECTS, default: 'deny' },
   },
@@ -59,7 +62,7 @@ export const policySchema = {
 /** The stored and returned policy: every field present (which also keeps the serialized field order). */
 const storedRuleSchema = {
   ...ruleSchema,
-  required: ['name', 'effect', 'principal_conditions', 'resource_conditions', 'actions'],
+  required: ['name', 'description', 'effect', 'principal_conditions', 'resource_conditions', 'actions'],
 } as const;
 
 export const storedPolicySchema = {
@@ -74,3 +77,5 @@ export const policyListSchema = { type: 'array', items: storedPolicySchema } as 
 export type Policy = FromSchema<typeof policySchema>;
 export type Rule = Policy['rules'][number];
 export type Condition = Rule['principal_conditions'][number];
+/** A policy as answers give it: every rule with its description. */
+export type AnsweredPolicy = FromSchema<typeof storedPolicySchema>;

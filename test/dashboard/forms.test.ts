@@ -10,6 +10,7 @@ const POLICY = {
   rules: [
     {
       name: 'it-admins',
+      description: 'Only the IT department',
       effect: 'allow',
       principal_conditions: [{ path: 'attributes.department', operator: '==', value: 'it' }],
       resource_conditions: [{ path: 'attributes.level', operator: 'gte', value: 3 }],
@@ -24,8 +25,21 @@ t.test('a policy survives the editor: values shown as JSON text come back with t
   t.equal(draft.rules[0]!.principal_conditions[0]!.value, '"it"');
   t.equal(draft.rules[0]!.resource_conditions[0]!.value, '3');
   t.equal(draft.rules[0]!.actions, 'administer, read');
+  t.equal(draft.rules[0]!.description, 'Only the IT department');
   const { version: _, ...sent } = POLICY;
-  t.same(policyFromDraft(draft), { ok: true, policy: sent });
+  t.strictSame(policyFromDraft(draft), { ok: true, policy: sent });
+});
+
+t.test('an empty description, of the policy or of a rule, is sent as null; a rule without one shows empty', async (t) => {
+  const withoutDescriptions = { ...POLICY, description: null, rules: [{ ...POLICY.rules[0]!, description: undefined }] };
+  const draft = draftFromPolicy(withoutDescriptions);
+  t.equal(draft.description, '');
+  t.equal(draft.rules[0]!.description, '');
+  draft.rules[0]!.description = '   ';
+  const converted = policyFromDraft(draft);
+  t.equal(converted.ok && converted.policy.description, null);
+  t.equal(converted.ok && converted.policy.rules[0]!.description, null);
+  t.ok(draftFieldKeys(draft).includes('rules.0.description'), 'a server message about it lands on its field');
 });
 
 t.test('a value that is not JSON is reported on its own field', async (t) => {

@@ -57,6 +57,7 @@ async function run() {
       await field(page, 'Policy name').fill('IT desk');
       await field(page, 'Description').fill('IT staff administer laptops');
       await field(page, 'Rule name').fill('IT admins');
+      await field(page, 'Rule description').fill('Only the IT department');
       await field(page, 'Actions').fill('administer');
       await conditionFields(page, 'Principal conditions', 'attributes.department', '"it"');
       await conditionFields(page, 'Resource conditions', 'attributes.kind', '"laptop"');
@@ -64,9 +65,10 @@ async function run() {
       await heading(page, 'Policy it-desk').waitFor();
       await screenshot(page, 'policy-editor');
       const stored = await server.call('GET', '/admin/policies/it-desk');
-      t.same(stored.body.rules, [
+      t.strictSame(stored.body.rules, [
         {
           name: 'it-admins',
+          description: 'Only the IT department',
           effect: 'allow',
           principal_conditions: [{ path: 'attributes.department', operator: '==', value: 'it' }],
           resource_conditions: [{ path: 'attributes.kind', operator: '==', value: 'laptop' }],

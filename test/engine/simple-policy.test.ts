@@ -9,6 +9,7 @@ t.test('attributes become == conditions with their values as sent', async (t) =>
     { attributes: new Map<string, unknown>([['role', 'admin'], ['level', 3], ['tags', ['a', 'b']], ['flag', true], ['none', null]]) },
     { attributes: new Map<string, unknown>([['kind', 'doc'], ['meta', { owner: 'alice' }]]) },
     'read',
+    'spec',
   );
   t.same(policy, {
     version: '1.0',
@@ -44,6 +45,7 @@ t.test('a uri pins the entity with a uri condition first', async (t) => {
     { uri: 'user:alice', attributes: new Map([['role', 'admin']]) },
     { uri: 'doc:1', attributes: new Map() },
     'access',
+    'spec',
   );
   t.same(policy.rules[0]!.principal_conditions, [
     { path: 'uri', operator: '==', value: 'user:alice' },
@@ -53,8 +55,23 @@ t.test('a uri pins the entity with a uri condition first', async (t) => {
   t.same(policy.rules[0]!.actions, ['access']);
 });
 
+t.test('in the eunomia style every condition is spelled equals, and means the same', async (t) => {
+  const principal = { uri: 'user:alice', attributes: new Map<string, unknown>([['role', 'admin']]) };
+  const resource = { attributes: new Map<string, unknown>([['kind', 'doc']]) };
+  const eunomia = buildSimplePolicy('s', principal, resource, 'read', 'eunomia');
+  t.strictSame(eunomia.rules[0]!.principal_conditions, [
+    { path: 'uri', operator: 'equals', value: 'user:alice' },
+    { path: 'attributes.role', operator: 'equals', value: 'admin' },
+  ]);
+  t.strictSame(eunomia.rules[0]!.resource_conditions, [{ path: 'attributes.kind', operator: 'equals', value: 'doc' }]);
+  const spec = buildSimplePolicy('s', principal, resource, 'read', 'spec');
+  for (const [label, candidate] of [['alice', entity({ role: 'admin' }, 'user:alice')], ['bob', entity({ role: 'admin' }, 'user:bob')]] as const) {
+    t.same(evaluate(compile([eunomia], 1), request(candidate, entity({ kind: 'doc' }), 'read')), evaluate(compile([spec], 1), request(candidate, entity({ kind: 'doc' }), 'read')), label);
+  }
+});
+
 t.test('no uri and no attributes: no conditions', async (t) => {
-  const policy = buildSimplePolicy('open', { attributes: new Map() }, { attributes: new Map() }, 'write');
+  const policy = buildSimplePolicy('open', { attributes: new Map() }, { attributes: new Map() }, 'write', 'spec');
   t.same(policy.rules[0]!.principal_conditions, []);
   t.same(policy.rules[0]!.resource_conditions, []);
   t.same(policy.rules[0]!.actions, ['write']);
@@ -66,6 +83,7 @@ t.test('the built policy evaluates as intended', async (t) => {
     { uri: 'user:alice', attributes: new Map<string, unknown>([['role', 'admin']]) },
     { attributes: new Map<string, unknown>([['kind', 'doc'], ['size', 10]]) },
     'read',
+    'spec',
   );
   const snapshot = compile([policy], 1);
   const alice = entity({ role: 'admin' }, 'user:alice');
@@ -89,7 +107,7 @@ t.test('the built policy evaluates as intended', async (t) => {
 });
 
 t.test('prototype-named attribute keys', async (t) => {
-  const policy = buildSimplePolicy('p', { attributes: new Map<string, unknown>([['__proto__', 'x'], ['constructor', 1]]) }, { attributes: new Map() }, 'access');
+  const policy = buildSimplePolicy('p', { attributes: new Map<string, unknown>([['__proto__', 'x'], ['constructor', 1]]) }, { attributes: new Map() }, 'access', 'spec');
   t.same(policy.rules[0]!.principal_conditions, [
     { path: 'attributes.__proto__', operator: '==', value: 'x' },
     { path: 'attributes.constructor', operator: '==', value: 1 },

@@ -111,7 +111,7 @@ t.test('normalizePolicy slugifies policy and rule names and keeps everything els
     description: 'Keep Me As Is!',
     rules: [
       { name: 'Allow Admins!', effect: 'allow', principal_conditions: conditions, resource_conditions: [], actions: ['Read', 'write'] },
-      { name: 'deny__Rest', effect: 'deny', principal_conditions: [], resource_conditions: conditions, actions: ['access'] },
+      { name: 'deny__Rest', description: 'Everyone Else', effect: 'deny', principal_conditions: [], resource_conditions: conditions, actions: ['access'] },
     ],
     default_effect: 'allow',
   };
@@ -122,15 +122,15 @@ t.test('normalizePolicy slugifies policy and rule names and keeps everything els
     name: 'my-cafe-policy',
     description: 'Keep Me As Is!',
     rules: [
-      { name: 'allow-admins', effect: 'allow', principal_conditions: conditions, resource_conditions: [], actions: ['Read', 'write'] },
-      { name: 'deny__rest', effect: 'deny', principal_conditions: [], resource_conditions: conditions, actions: ['access'] },
+      { name: 'allow-admins', description: null, effect: 'allow', principal_conditions: conditions, resource_conditions: [], actions: ['Read', 'write'] },
+      { name: 'deny__rest', description: 'Everyone Else', effect: 'deny', principal_conditions: [], resource_conditions: conditions, actions: ['access'] },
     ],
     default_effect: 'allow',
   });
   t.same(input, before, 'the input is not modified');
   // Field order as stored.
   t.same(Object.keys(normalized), ['version', 'name', 'description', 'rules', 'default_effect']);
-  t.same(Object.keys(normalized.rules[0]!), ['name', 'effect', 'principal_conditions', 'resource_conditions', 'actions']);
+  t.same(Object.keys(normalized.rules[0]!), ['name', 'description', 'effect', 'principal_conditions', 'resource_conditions', 'actions']);
   // Operators are kept as sent, synonyms included.
   const synonyms = normalizePolicy(policy('P', [rule('R', { principal: [cond('equals', 1), cond('>', 2), cond('not_equals', 3)] })]));
   t.same(synonyms.rules[0]!.principal_conditions.map((c) => c.operator), ['equals', '>', 'not_equals']);

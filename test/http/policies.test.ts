@@ -51,12 +51,12 @@ t.test('create fills the defaults and returns the stored policy', async (t) => {
     version: '1.0',
     name: 'minimal',
     description: null,
-    rules: [{ name: 'only', effect: 'allow', principal_conditions: [], resource_conditions: [], actions: ['read'] }],
+    rules: [{ name: 'only', description: null, effect: 'allow', principal_conditions: [], resource_conditions: [], actions: ['read'] }],
     default_effect: 'deny',
   };
   t.same(created.body, stored);
   t.strictSame(Object.keys(created.body), ['version', 'name', 'description', 'rules', 'default_effect']);
-  t.strictSame(Object.keys(created.body.rules[0]), ['name', 'effect', 'principal_conditions', 'resource_conditions', 'actions']);
+  t.strictSame(Object.keys(created.body.rules[0]), ['name', 'description', 'effect', 'principal_conditions', 'resource_conditions', 'actions']);
 
   const got = await server.call('GET', '/admin/policies/minimal');
   t.equal(got.status, 200);
@@ -69,6 +69,7 @@ t.test('create fills the defaults and returns the stored policy', async (t) => {
     rules: [
       {
         name: 'r',
+        description: 'adults only',
         effect: 'deny',
         principal_conditions: [{ path: 'attributes.age', operator: 'gt', value: 18 }],
         resource_conditions: [{ path: 'uri', operator: 'equals', value: 'doc:1' }],
@@ -206,7 +207,7 @@ t.test('PUT /admin/policies/{name} replaces and keeps the creation order', async
     version: '1.0',
     name: 'first',
     description: 'replaced',
-    rules: [{ name: 'one-again', effect: 'allow', principal_conditions: [eq('department', 'it')], resource_conditions: [], actions: ['use'] }],
+    rules: [{ name: 'one-again', description: null, effect: 'allow', principal_conditions: [eq('department', 'it')], resource_conditions: [], actions: ['use'] }],
     default_effect: 'deny',
   });
   const got = await server.call('GET', '/admin/policies/first');
@@ -258,6 +259,7 @@ t.test('POST /admin/policies/simple builds the one-rule policy', async (t) => {
     rules: [
       {
         name: 'hr-records',
+        description: null,
         effect: 'allow',
         principal_conditions: [
           { path: 'attributes.department', operator: '==', value: 'hr' },
@@ -429,6 +431,7 @@ t.test('POST /create-policy behaves like POST /admin/policies', async (t) => {
     rules: [
       {
         name: 'legacy-rule',
+        description: null,
         effect: 'allow',
         principal_conditions: [eq('department', 'it')],
         resource_conditions: [eq('kind', 'laptop')],

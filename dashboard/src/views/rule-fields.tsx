@@ -38,6 +38,13 @@ export function RuleFields({ index, rule, errors, onChange, onRemove }: RuleFiel
           placeholder="administer"
         />
       </div>
+      <TextField
+        label="Rule description"
+        value={rule.description}
+        onValue={(description) => set({ description })}
+        error={errors[`${at}.description`]}
+        placeholder="IT staff administer laptops"
+      />
       {SIDES.map((side) => (
         <fieldset class="conditions" key={side}>
           <legend>{SIDE_LABELS[side]}</legend>
