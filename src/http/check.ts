@@ -11,7 +11,7 @@ import type { RoutesOptions } from './context.js';
 import { ERROR_RESPONSES } from './responses.js';
 import { RequestValidationError } from '../errors.js';
 import { MIN_REVISION_DOC } from './min-revision.js';
-
+import { acceptJson } from './json-body.js';
 
 /** The public check interface: `POST /check` and `POST /check/bulk`. No authentication. */
 export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { context }) => {
@@ -35,8 +35,7 @@ export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { 
 
   await app.register(async (bulkScope) => {
     // The bulk body stays text here: readBulkBody parses it on the front or in a worker.
-    bulkScope.removeAllContentTypeParsers();
-    bulkScope.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, text, done) => done(null, text));
+    acceptJson(bulkScope, (text) => text);
     const validate = compileBulkValidator();
     const { pool } = context;
 

@@ -1,6 +1,24 @@
+import { isUtf8 } from 'node:buffer';
 import type { FastifyInstance } from 'fastify';
-import { RequestValidationError } from '../errors.js';
+import { ClientError, RequestValidationError } from '../errors.js';
 import { requestLimitIssues, type RequestLimits } from '../request-limits.js';
+
+/**
+ * Makes `read` the only body parser of `scope`, for application/json (Fastify would otherwise
+ * accept text/plain), handing it the body as text. Bytes that are not valid UTF-8 are refused with
+ * 400 rather than replaced: two different URIs would otherwise become one.
+ */
+export function acceptJson(scope: FastifyInstance, read: (text: string) => unknown): void {
+  scope.removeAllContentTypeParsers();
+  scope.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => {
+    try {
+      if (!isUtf8(body as Buffer)) throw new ClientError(400, 'Request body is not valid UTF-8');
+      done(null, read((body as Buffer).toString('utf8')));
+    } catch (error) {
+      done(error as Error, undefined);
+    }
+  });
+}
 
 /**
  * JSON bodies parsed with plain JSON.parse: keys such as `__proto__` stay ordinary own keys (the
@@ -9,22 +27,11 @@ import { requestLimitIssues, type RequestLimits } from '../request-limits.js';
  * too deep or holding too long a string is refused (422) before any route sees it.
  */
 export function installJsonBodyParser(app: FastifyInstance, limits: RequestLimits): void {
-  // JSON only: any other content type is refused (Fastify would otherwise accept text/plain).
-  app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, text, done) => {
-    if (text === '') {
-      done(null, undefined);
-      return;
-    }
-    let body: unknown;
-    try {
-      body = JSON.parse(text as string);
-    } catch (error) {
-      done(error as SyntaxError, undefined);
-      return;
-    }
-    const issues = requestLimitIssues(body, limits, (text as string).length);
-    if (issues.length > 0) done(new RequestValidationError(issues), undefined);
-    else done(null, body);
+  acceptJson(app, (text) => {
+    if (text === '') return undefined;
+    const body: unknown = JSON.parse(text);
+    const issues = requestLimitIssues(body, limits, text.length);
+    if (issues.length > 0) throw new RequestValidationError(issues);
+    return body;
   });
 }

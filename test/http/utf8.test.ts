@@ -1,0 +1,106 @@
+import t, { type Test } from 'tap';
+import { request } from 'undici';
+import type { Config } from '../../src/config.js';
+import { startServer, type TestServer } from '../helpers/server.js';
+
+const INVALID = { detail: 'Request body is not valid UTF-8' };
+const ENTITIES = '/admin/fetchers/registry/entities';
+
+/** Byte sequences that are not UTF-8, each where a valid body has text. */
+const MALFORMED: [string, Buffer][] = [
+  ['a byte that never starts a character', Buffer.from([0xff])],
+  ['a lone continuation byte', Buffer.from([0x80])],
+  ['an overlong slash', Buffer.from([0xc0, 0xaf])],
+  ['an encoded surrogate', Buffer.from([0xed, 0xa0, 0x80])],
+  ['a truncated euro sign', Buffer.from([0xe2, 0x82])],
+  ['a code point beyond U+10FFFF', Buffer.from([0xf4, 0x90, 0x80, 0x80])],
+];
+
+/** `json` with the marker string `@` replaced by `bytes`, inside a JSON string. */
+const withBytes = (json: string, bytes: Buffer) => {
+  const [before, after] = json.split('@') as [string, string];
+  return Buffer.concat([Buffer.from(before), bytes, Buffer.from(after)]);
+};
+
+async function fresh(t: Test, overrides: Partial<Config> = {}): Promise<TestServer> {
+  const server = await startServer(overrides);
+  t.teardown(server.close);
+  return server;
+}
+
+async function post(server: TestServer, method: string, path: string, body: Buffer) {
+  const response = await request(server.url + path, { method: method as 'POST', body, headers: { 'content-type': 'application/json' } });
+  return { status: response.statusCode, body: await response.body.json() };
+}
+
+const checkJson = (principal: string) => `{"principal":{"uri":"${principal}","attributes":{"a":1}},"resource":{"attributes":{"kind":"doc"}},"action":"read"}`;
+
+/** A valid body for every route that takes one, with `@` where the malformed bytes go. */
+const BODIES: Record<string, string> = {
+  'POST /check': checkJson('user:@'),
+  'POST /check-access': checkJson('user:@'),
+  'POST /check/bulk': `[${checkJson('user:ok')},${checkJson('user:@')}]`,
+  'POST /admin/policies': '{"name":"p@","rules":[]}',
+  'PUT /admin/policies/{name}': '{"name":"existing","description":"@","rules":[]}',
+  'POST /admin/policies/simple': checkJson('user:@'),
+  [`POST ${ENTITIES}`]: '{"uri":"user:@","attributes":{"a":1}}',
+  [`PUT ${ENTITIES}/{uri}`]: '{"uri":"existing","attributes":{"a":"@"}}',
+  'POST /register-entity': '{"uri":"user:@","attributes":{"a":1}}',
+  'POST /update-entity': '{"uri":"existing","attributes":{"k@":1}}',
+  'POST /delete-entity': '{"uri":"existing@"}',
+  'POST /create-policy': '{"name":"p@","rules":[]}',
+};
+const concretePath = (path: string) =>
+  path.replace('{name}', 'existing').replace('{uri}', 'existing') + (path === '/admin/policies/simple' ? '?name=simple' : '');
+
+t.test('invalid UTF-8 is 400 on every route that takes a JSON body, and nothing is stored or decided', async (t) => {
+  for (const evaluation of ['inline', 'pool'] as const) {
+    const server = await fresh(t, { evaluation });
+    await server.call('POST', '/admin/policies', { name: 'existing', rules: [] });
+    await server.call('POST', ENTITIES, { uri: 'existing', attributes: { a: 1 } });
+    const before = { policies: (await server.call('GET', '/admin/policies')).body, entities: (await server.call('GET', ENTITIES)).body };
+
+    // Every operation of the OpenAPI document that takes a body: a new route cannot be forgotten here.
+    const document = (await server.call('GET', '/docs/json')).body;
+    const operations = Object.entries(document.paths as Record<string, Record<string, { requestBody?: unknown }>>).flatMap(([path, methods]) =>
+      Object.entries(methods)
+        .filter(([, operation]) => operation.requestBody !== undefined)
+        .map(([method]) => `${method.toUpperCase()} ${path}`),
+    );
+    t.strictSame(operations.filter((operation) => BODIES[operation] === undefined), [], 'a body to try for every route');
+
+    for (const operation of operations) {
+      const [method, path] = operation.split(' ') as [string, string];
+      for (const [label, bytes] of MALFORMED) {
+        const answer = await post(server, method, concretePath(path), withBytes(BODIES[operation]!, bytes));
+        t.equal(answer.status, 400, `${evaluation}: ${operation} with ${label}`);
+        t.strictSame(answer.body, INVALID, `${evaluation}: ${operation} with ${label}`);
+      }
+    }
+    // A big bulk (read in a worker in pool mode) with one bad byte in its last item.
+    const big = `[${Array.from({ length: 200 }, (_, index) => checkJson(`user:${index}`)).join(',')},${checkJson('user:@')}]`;
+    const bigAnswer = await post(server, 'POST', '/check/bulk', withBytes(big, Buffer.from([0xff])));
+    t.equal(bigAnswer.status, 400);
+    t.strictSame(bigAnswer.body, INVALID);
+
+    t.strictSame((await server.call('GET', '/admin/policies')).body, before.policies, `${evaluation}: no policy written`);
+    t.strictSame((await server.call('GET', ENTITIES)).body, before.entities, `${evaluation}: no entity written`);
+    const metrics = await server.send('GET', '/metrics', '');
+    t.notMatch(metrics.body, /verdict_decisions_total\{allowed="(true|false)"\} [1-9]/, `${evaluation}: no decision made`);
+  }
+});
+
+t.test('the same URI in valid UTF-8 (multi-byte characters included) is kept exactly', async (t) => {
+  const server = await fresh(t);
+  for (const uri of ['user:é', 'user:😀', 'user:\uFFFD', 'user:~']) {
+    const created = await server.call('POST', ENTITIES, { uri, attributes: { a: 1 } });
+    t.equal(created.status, 200, uri);
+    t.equal(created.body.uri, uri);
+    t.equal((await server.call('GET', `${ENTITIES}/${encodeURIComponent(uri)}`)).body.uri, uri);
+  }
+  t.equal((await server.call('GET', `${ENTITIES}/$count`)).body, 4, 'four different URIs, four entities');
+  // The bad byte once in the URI must not land on the entity whose URI holds the replacement character.
+  const refused = await post(server, 'POST', ENTITIES, withBytes('{"uri":"user:@","attributes":{"a":2}}', Buffer.from([0xff])));
+  t.equal(refused.status, 400);
+  t.equal((await server.call('GET', `${ENTITIES}/${encodeURIComponent('user:\uFFFD')}`)).body.attributes[0].value, 1);
+});
