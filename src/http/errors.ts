@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import FindMyWay from 'find-my-way';
 import { ClientError, RequestValidationError, UnavailableError } from '../errors.js';
@@ -6,6 +7,31 @@ import { WorkerTimeoutError } from '../pool/bulk-pool.js';
 import { validationIssues } from '../schemas/validation.js';
 
 const CONTENT_TYPE_ERRORS = new Set(['FST_ERR_CTP_INVALID_MEDIA_TYPE', 'FST_ERR_CTP_INVALID_CONTENT_LENGTH']);
+
+/** How much of an oversized body is read and dropped, in body limits, so that its sender sees the 413. */
+const DISCARDED_BODY_LIMITS = 8;
+
+/**
+ * Reads and drops the rest of an oversized body, if it is at most `maxBytes` long, and resolves
+ * once it has all arrived (or at once, when it is longer). The 413 closes the connection; closing
+ * it while the client is still sending would show the client a broken pipe instead of the answer.
+ */
+function discardRestOfBody(raw: IncomingMessage, maxBytes: number): Promise<void> {
+  if (raw.complete || Number(raw.headers['content-length']) > maxBytes) return Promise.resolve();
+  return new Promise((resolve) => {
+    let discarded = 0;
+    const onData = (chunk: Buffer) => {
+      discarded += chunk.length;
+      if (discarded > maxBytes) finish();
+    };
+    const finish = () => {
+      raw.off('data', onData).off('end', finish).off('error', finish).off('close', finish);
+      resolve();
+    };
+    raw.on('data', onData).once('end', finish).once('error', finish).once('close', finish);
+    raw.resume();
+  });
+}
 
 function sendValidationIssues(reply: FastifyReply, issues: unknown[]) {
   return reply.code(422).send({ detail: issues });
@@ -16,7 +42,7 @@ function sendValidationIssues(reply: FastifyReply, issues: unknown[]) {
  * fix, and anything else is a 500 that is logged and reveals nothing.
  */
 export function installErrorHandling(app: FastifyInstance): void {
-  app.setErrorHandler((error: FastifyError, request, reply) => {
+  app.setErrorHandler(async (error: FastifyError, request, reply) => {
     if (error instanceof RequestValidationError) return sendValidationIssues(reply, error.issues);
     if (error instanceof ClientError) return reply.code(error.statusCode).send({ detail: error.detail });
     if (error instanceof UnavailableError) {
@@ -35,6 +61,7 @@ export function installErrorHandling(app: FastifyInstance): void {
       return reply.code(400).send({ detail: `Malformed JSON body: ${error.message}` });
     }
     if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+      await discardRestOfBody(request.raw, DISCARDED_BODY_LIMITS * app.initialConfig.bodyLimit!);
       return reply.code(413).send({ detail: `Request body is larger than the limit of ${app.initialConfig.bodyLimit} bytes` });
     }
     const status = error.statusCode ?? 500;

@@ -1,6 +1,8 @@
 import t, { type Test } from 'tap';
 import { ConfigError, DEFAULT_CONFIG, loadConfig, type Config } from '../../src/config.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { rmSync } from 'node:fs';
+import { startServer, temporaryDataDir, type TestServer } from '../helpers/server.js';
+import { ask, freePort, runVerdict, waitFor } from '../helpers/child.js';
 
 const JSON_TYPE = { 'content-type': 'application/json' };
 const REGISTRY = '/admin/fetchers/registry/entities';
@@ -59,6 +61,50 @@ t.test('a body over the configured size is 413 naming the limit', async (t) => {
     t.same(response.body, { detail: 'Request body is larger than the limit of 2048 bytes' });
   }
   t.equal((await server.call('POST', '/check', check({ blob: 'x'.repeat(1000) }))).status, 200, 'within the limit');
+});
+
+t.test("an oversized body's 413 reaches fetch (undici), which sends the whole body before it reads", async (t) => {
+  // A server in a process of its own, as clients meet it: in this process the client's writes and
+  // the server's close would take turns on one event loop, and the race would not show.
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const dataDir = temporaryDataDir();
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
+  runVerdict(t, ['start', '--port', String(port), '--data-dir', dataDir, '--workers', '1'], { LOG_LEVEL: 'warn' });
+  await waitFor(url, '/ready', 200);
+  const fiveMegabytes = JSON.stringify(check({ blob: 'x'.repeat(5_000_000) }));
+  const chunked = () =>
+    new ReadableStream({
+      start(controller) {
+        for (let offset = 0; offset < fiveMegabytes.length; offset += 65_536) controller.enqueue(new TextEncoder().encode(fiveMegabytes.slice(offset, offset + 65_536)));
+        controller.close();
+      },
+    });
+  for (const [label, body] of [['with a Content-Length', () => fiveMegabytes], ['chunked', chunked]] as const) {
+    for (const path of ['/check', '/check/bulk', '/admin/policies']) {
+      const response = await fetch(url + path, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: body(),
+        duplex: 'half',
+      } as RequestInit);
+      t.equal(response.status, 413, `${label} to ${path}`);
+      t.strictSame(await response.json(), { detail: 'Request body is larger than the limit of 1048576 bytes' });
+      t.equal(response.headers.get('connection'), 'close');
+    }
+  }
+  t.equal((await ask(url, 'POST', '/check', check({ a: 1 }))).status, 200, 'the server goes on');
+});
+
+t.test('a body far beyond the limit is not read to its end: the connection closes, the server goes on', async (t) => {
+  const server = await fresh(t, { bodyLimit: 1024 });
+  const huge = JSON.stringify(check({ blob: 'x'.repeat(1_000_000) }));
+  const outcome = await fetch(`${server.url}/check`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: huge }).then(
+    (response) => response.status,
+    (error: Error) => error.name,
+  );
+  t.ok(outcome === 413 || outcome === 'TypeError', `413 if the answer came in time, else a failed fetch (${outcome})`);
+  t.equal((await server.call('POST', '/check', check({ a: 1 }))).status, 200);
 });
 
 t.test('nesting deeper than the limit is 422 at the offending field, on every route and in the pool', async (t) => {
