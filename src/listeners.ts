@@ -1,6 +1,7 @@
 import { chmodSync, lstatSync, rmSync } from 'node:fs';
 import cluster from 'node:cluster';
-import { createServer, type RequestListener, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
+import { Server as NetServer } from 'node:net';
 import type { Config } from './config.js';
 
 /** Group members (an app container in the same pod) may connect to the socket; others may not. */
@@ -40,6 +41,7 @@ function describe(server: Server): string {
 export class Listeners {
   private readonly api: Server[] = [];
   private metrics: Server | undefined;
+  private draining = false;
 
   private constructor(
     private handler: RequestListener,
@@ -49,7 +51,7 @@ export class Listeners {
   static async open(config: Config, starting: RequestListener): Promise<Listeners> {
     const listeners = new Listeners(starting, starting);
     const apiServer = () => {
-      const server = createServer((request, response) => listeners.handler(request, response));
+      const server = createServer((request, response) => listeners.dispatch(listeners.handler, request, response));
       listeners.api.push(server);
       return server;
     };
@@ -61,7 +63,7 @@ export class Listeners {
       chmodSync(config.socket, SOCKET_MODE);
     }
     if (config.metricsPort !== undefined) {
-      listeners.metrics = createServer((request, response) => listeners.metricsHandler(request, response));
+      listeners.metrics = createServer((request, response) => listeners.dispatch(listeners.metricsHandler, request, response));
       await listen(listeners.metrics, { host: config.host, port: config.metricsPort });
     }
     return listeners;
@@ -78,18 +80,31 @@ export class Listeners {
     return { api: this.api.map(describe), metrics: this.metrics && describe(this.metrics) };
   }
 
-  /** Stops accepting connections and resolves once every request in flight has been answered. */
+  /** Hands a request to `handler`, its response marked `Connection: close` once the listeners drain. */
+  private dispatch(handler: RequestListener, request: IncomingMessage, response: ServerResponse): void {
+    if (this.draining) response.setHeader('connection', 'close');
+    handler(request, response);
+  }
+
+  /**
+   * From now on every response says `Connection: close` (and Node closes its connection after it),
+   * so a keep-alive client sends its next request on a new connection, which is refused once the
+   * listeners close, instead of on a socket that is closed under it.
+   */
+  drain(): void {
+    this.draining = true;
+  }
+
+  /**
+   * Stops accepting connections and resolves once every connection has ended: a request already
+   * sent on an open connection is answered (with `Connection: close`), and an idle keep-alive
+   * connection ends at its keep-alive timeout, which clients are told of and stop reusing it
+   * before. Closing idle connections at once, as http.Server#close does, would cut the request a
+   * client may be sending on one at that very moment.
+   */
   async close(): Promise<void> {
+    this.drain();
     const servers = [...this.api, ...(this.metrics === undefined ? [] : [this.metrics])];
-    await Promise.all(
-      servers.map(
-        (server) =>
-          new Promise<void>((resolve) => {
-            server.close(() => resolve());
-            // Keep-alive connections with no request in flight would otherwise hold close() open.
-            server.closeIdleConnections();
-          }),
-      ),
-    );
+    await Promise.all(servers.map((server) => new Promise<void>((resolve) => NetServer.prototype.close.call(server, () => resolve()))));
   }
 }

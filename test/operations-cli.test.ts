@@ -2,6 +2,7 @@ import t, { type Test } from 'tap';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Pool } from 'undici';
 import { ask, freePort, runVerdict, waitFor, type Answer } from './helpers/child.js';
 
 const check = { principal: { attributes: { role: 'admin' } }, resource: { attributes: { kind: 'doc' } }, action: 'read' };
@@ -122,6 +123,62 @@ t.test('SIGTERM during a stream of checks: readiness flips, every request sent i
   t.equal(code, 0);
   t.equal(stderr, '');
   await t.rejects(ask(url, 'GET', '/health'), 'the listener is closed');
+});
+
+t.test('SIGTERM under keep-alive load: no request is cut, over several runs', async (t) => {
+  const dir = scratch(t);
+  const CLIENTS = 16;
+  const checkBody = JSON.stringify(check);
+  for (let run = 1; run <= 3; run++) {
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    const server = runVerdict(t, ['start', '--port', String(port), '--data-dir', join(dir, `run-${run}`)], QUIET);
+    await waitFor(url, '/ready', 200);
+    const pool = new Pool(url, { connections: CLIENTS, pipelining: 1 });
+    let signalled = false;
+    let answered = 0;
+    // The signal comes once every client's connection is open and in use (a connection still in
+    // the listener's queue when it closes is reset by the kernel: a start-up race, not the drain).
+    let warm: () => void = () => {};
+    const warmedUp = new Promise<void>((resolve) => (warm = resolve));
+    let warmClients = 0;
+    let closingAfterSignal = 0;
+    const failures: string[] = [];
+    // Each client sends /check after /check on its keep-alive connection until a new connection is
+    // refused (the listener has closed): the one expected way for it to end. Bounded in time and count.
+    const deadline = Date.now() + 30_000;
+    const client = async () => {
+      let ownAnswers = 0;
+      while (Date.now() < deadline && answered < 200_000) {
+        try {
+          const response = await pool.request({ method: 'POST', path: '/check', body: checkBody, headers: { 'content-type': 'application/json' } });
+          const body = await response.body.json();
+          if (response.statusCode !== 200 || typeof (body as { allowed?: unknown }).allowed !== 'boolean') {
+            failures.push(`answered ${response.statusCode}: ${JSON.stringify(body)}`);
+          }
+          answered++;
+          if (++ownAnswers === 5 && ++warmClients === CLIENTS) warm();
+          if (signalled && response.headers.connection === 'close') closingAfterSignal++;
+        } catch (error) {
+          if ((error as { code?: string }).code !== 'ECONNREFUSED') failures.push(`${(error as { code?: string }).code}: ${(error as Error).message}`);
+          return;
+        }
+      }
+      failures.push('still answered at the deadline');
+    };
+    const clients = Array.from({ length: CLIENTS }, client);
+    await Promise.all([warmedUp, new Promise((resolve) => setTimeout(resolve, 300))]);
+    const answeredBeforeSignal = answered;
+    signalled = true;
+    server.process.kill('SIGTERM');
+    await Promise.all(clients);
+    const { code } = await server.exited;
+    await pool.destroy();
+    t.strictSame(failures, [], `run ${run}: no client saw a socket error (${answered} answered)`);
+    t.ok(answeredBeforeSignal > 0, `run ${run}: the load was running at the signal`);
+    t.ok(closingAfterSignal > 0, `run ${run}: answers after the signal say Connection: close`);
+    t.equal(code, 0, `run ${run}: exit 0`);
+  }
 });
 
 t.test('--decision-log stdout: one line per decision on standard output, all written before exit', async (t) => {
