@@ -27,6 +27,7 @@ function write(sequence: number): Write {
     const key = `policy-${sequence}`;
     const rules = [1, 2, 3].map((rule) => ({
       name: `rule-${rule}`,
+      description: `rule ${rule} of write ${sequence}`,
       effect: rule === 2 ? 'deny' : 'allow',
       principal_conditions: [{ path: 'attributes.level', operator: 'gte', value: sequence + rule }],
       resource_conditions: [{ path: 'attributes.tags', operator: 'contains', value: `tag-${sequence}` }],
@@ -35,7 +36,8 @@ function write(sequence: number): Write {
     return { kind: 'policy', key, body: { version: '1.0', name: key, description: `written ${sequence}`, rules, default_effect: 'deny' } };
   }
   const key = `entity:${sequence}`;
-  return { kind: 'entity', key, body: { uri: key, type: 'principal', attributes: { sequence, tags: [`tag-${sequence}`], nested: { deep: [sequence] } } } };
+  // Attributes in key order, the order the registry answers in.
+  return { kind: 'entity', key, body: { uri: key, type: 'principal', attributes: { nested: { deep: [sequence] }, sequence, tags: [`tag-${sequence}`] } } };
 }
 
 async function post(url: string, { kind, body }: Write): Promise<number> {
