@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-import { ConfigError, loadConfig, START_OPTIONS } from './config.js';
+import { ConfigError, loadConfig } from './config.js';
+import { optionsTable } from './help.js';
 import { VERSION } from './version.js';
 import { isSupervisor, superviseProcesses } from './cluster.js';
 import type { FastifyInstance } from 'fastify';
@@ -10,6 +11,9 @@ import { closeOnSignals } from './shutdown.js';
 import { probe } from './healthcheck.js';
 import { newKey, ROLES, type Role } from './admin-keys.js';
 import { parseArgs } from 'node:util';
+
+/** --help wraps its descriptions to fit this many columns, or a wider terminal. */
+const HELP_WIDTH = 120;
 
 const USAGE = `Usage: verdict <command> [flags]
 
@@ -27,10 +31,7 @@ Commands:
   help         print this help
 
 Flags of start, healthcheck and import (each also read from the variable named; a flag wins over its variable):
-${Object.entries(START_OPTIONS)
-  .map(([name, option]) => `  --${name.padEnd(26)}${option.env.padEnd(26)}${option.help} (default: ${option.default})`)
-  .join('\n')}
-  ${''.padEnd(26)}ADMIN_API_KEY             the admin key, sent by clients in the WAY-API-KEY header
+${optionsTable(Math.max(HELP_WIDTH, process.stdout.columns ?? 0))}
 `;
 
 async function start(args: string[]): Promise<void> {

@@ -121,23 +121,37 @@ export class ConfigError extends Error {}
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
+export interface StartOption {
+  type: 'string';
+  env: string;
+  help: string;
+  /** The value when neither the flag nor the variable is given. */
+  default: string;
+  /** How `--help` states the default when `default` alone would not say it. */
+  defaultHelp?: string;
+  /** On or off: `--name` alone turns it on, `--no-name` off; `--name true|false` works too. */
+  switch?: boolean;
+}
+
 /** Flags of `verdict start`, their variables, and what they mean: the source of `--help` too. */
-export const START_OPTIONS = {
+const OPTIONS = {
   host: { type: 'string', env: 'HOST', help: 'address to listen on', default: DEFAULT_CONFIG.host },
   port: { type: 'string', env: 'PORT', help: 'TCP port (0 picks a free one)', default: String(DEFAULT_CONFIG.port) },
   store: {
     type: 'string',
     env: 'STORE',
-    help: 'embedded|mongodb|mongodb-memory (default: mongodb when a MongoDB URI is set, else embedded)',
+    help: 'embedded|mongodb|mongodb-memory',
     default: '',
+    defaultHelp: 'mongodb with a URI, else embedded',
   },
   'data-dir': { type: 'string', env: 'DATA_DIR', help: 'directory of the embedded store', default: DEFAULT_CONFIG.dataDir },
   'mongodb-uri': { type: 'string', env: 'MONGODB_URI', help: 'MongoDB connection string (a replica set)', default: '' },
   'mongodb-db': { type: 'string', env: 'MONGODB_DB', help: 'MongoDB database name', default: DEFAULT_CONFIG.mongodbDatabase },
   'admin-authn-required': {
     type: 'string',
+    switch: true,
     env: 'ADMIN_AUTHN_REQUIRED',
-    help: 'require the WAY-API-KEY header (value of ADMIN_API_KEY) on admin routes: true|false',
+    help: 'require the WAY-API-KEY header (value of ADMIN_API_KEY) on admin routes',
     default: 'false',
   },
   'admin-keys-file': {
@@ -212,7 +226,7 @@ export const START_OPTIONS = {
     help: 'largest limit of one registry list request',
     default: String(DEFAULT_CONFIG.maxPageSize),
   },
-  registry: { type: 'string', env: 'REGISTRY_ENABLED', help: 'serve the entity registry: true|false', default: 'true' },
+  registry: { type: 'string', switch: true, env: 'REGISTRY_ENABLED', help: 'serve the entity registry', default: 'true' },
   'entity-cache-size': {
     type: 'string',
     env: 'ENTITY_CACHE_SIZE',
@@ -225,7 +239,13 @@ export const START_OPTIONS = {
     help: 'front processes serving one port, all on the same store',
     default: String(DEFAULT_CONFIG.processes),
   },
-  workers: { type: 'string', env: 'WORKERS', help: 'worker threads for bulk checks', default: String(DEFAULT_CONFIG.workers) },
+  workers: {
+    type: 'string',
+    env: 'WORKERS',
+    help: 'worker threads for bulk checks',
+    default: String(DEFAULT_CONFIG.workers),
+    defaultHelp: 'the number of cores',
+  },
   'worker-timeout-ms': {
     type: 'string',
     env: 'WORKER_TIMEOUT_MS',
@@ -249,14 +269,16 @@ export const START_OPTIONS = {
   'metrics-port': {
     type: 'string',
     env: 'METRICS_PORT',
-    help: 'serve GET /metrics on this port only (default: on the API port)',
+    help: 'serve GET /metrics on this port only',
     default: '',
+    defaultHelp: 'on the API port',
   },
   'decision-log': {
     type: 'string',
     env: 'DECISION_LOG',
-    help: 'log every decision as a JSON line to this file or to stdout (default: off)',
+    help: 'log every decision as a JSON line to this file or to stdout',
     default: '',
+    defaultHelp: 'off',
   },
   'shutdown-delay-ms': {
     type: 'string',
@@ -272,8 +294,9 @@ export const START_OPTIONS = {
   },
   'audit-values': {
     type: 'string',
+    switch: true,
     env: 'AUDIT_VALUES',
-    help: 'record registry attribute values in the audit trail, not only which keys changed: true|false',
+    help: 'record registry attribute values in the audit trail, not only which keys changed',
     default: 'false',
   },
   'audit-retention': {
@@ -282,8 +305,39 @@ export const START_OPTIONS = {
     help: 'audit records kept: forever, an age (90d, 12h), a count (100000), or both (90d,100000)',
     default: 'forever',
   },
-} as const;
-type OptionName = keyof typeof START_OPTIONS;
+} satisfies Record<string, StartOption>;
+type OptionName = keyof typeof OPTIONS;
+export const START_OPTIONS: Readonly<Record<OptionName, StartOption>> = OPTIONS;
+
+const BOOLEAN_WORDS = ['true', 'false', '1', '0', 'yes', 'no', 'on', 'off'];
+
+/**
+ * Writes each switch as `--name=value`, the one form parseArgs reads for a string option:
+ * `--name` alone is on, `--no-name` off, and `--name true` keeps its value.
+ */
+function spellSwitches(args: string[]): string[] {
+  const isSwitch = (name: string) => Object.hasOwn(START_OPTIONS, name) && START_OPTIONS[name as OptionName].switch === true;
+  const spelled: string[] = [];
+  for (let index = 0; index < args.length; index++) {
+    const arg = args[index]!;
+    if (arg === '--') {
+      spelled.push(...args.slice(index));
+      break;
+    }
+    const name = arg.slice(2);
+    if (arg.startsWith('--no-') && isSwitch(arg.slice(5))) {
+      spelled.push(`--${arg.slice(5)}=false`);
+    } else if (arg.startsWith('--') && isSwitch(name)) {
+      const next = args[index + 1];
+      const valueFollows = next !== undefined && BOOLEAN_WORDS.includes(next.trim().toLowerCase());
+      spelled.push(`--${name}=${valueFollows ? next : 'true'}`);
+      if (valueFollows) index++;
+    } else {
+      spelled.push(arg);
+    }
+  }
+  return spelled;
+}
 
 function parseInteger(name: string, text: string, min: number, max: number): number {
   if (!/^\d+$/.test(text.trim()) || Number(text) < min || Number(text) > max) {
@@ -334,7 +388,7 @@ export function loadConfig(args: string[], env: NodeJS.ProcessEnv): Config {
     const options = Object.fromEntries(
       Object.keys(START_OPTIONS).map((name) => [name, { type: 'string' as const }]),
     ) as Record<OptionName, { type: 'string' }>;
-    values = parseArgs({ args, options, strict: true, allowPositionals: false }).values;
+    values = parseArgs({ args: spellSwitches(args), options, strict: true, allowPositionals: false }).values;
   } catch (error) {
     throw new ConfigError((error as Error).message);
   }

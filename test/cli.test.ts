@@ -110,7 +110,7 @@ t.test('--help lists the flags of start and their variables', async (t) => {
       '--host',
       '--port',
       '--data-dir',
-      '--admin-authn-required',
+      '--[no-]admin-authn-required',
       '--bulk-check-max-requests',
       'HOST',
       'PORT',
@@ -130,7 +130,7 @@ t.test('--help lists the flags of start and their variables', async (t) => {
       ['--host', 'HOST'],
       ['--port', 'PORT'],
       ['--data-dir', 'DATA_DIR'],
-      ['--admin-authn-required', 'ADMIN_AUTHN_REQUIRED'],
+      ['--[no-]admin-authn-required', 'ADMIN_AUTHN_REQUIRED'],
       ['--bulk-check-max-requests', 'BULK_CHECK_MAX_REQUESTS'],
     ]) {
       const line = run.stdout.split('\n').find((l) => l.trim().startsWith(`${flag} `));
