@@ -34,6 +34,7 @@ import { whoamiRoutes } from './http/whoami.js';
 import { AuditTrail } from './audit/audit-trail.js';
 import { AuditPruner } from './audit/retention.js';
 import { minRevisionCheck } from './http/min-revision.js';
+import { REVISION_HEADER } from './http/revision.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -52,8 +53,6 @@ const MAX_PATH_PARAMETER_LENGTH = 8192;
  * thread hop (~55 µs of latency) costs more than reading and deciding the body on the front.
  */
 const POOL_MINIMUM_BODY_LENGTH = 8192;
-
-export const REVISION_HEADER = 'verdict-revision';
 
 /** A store that takes longer than this to answer a readiness probe is reported as not ready. */
 const STORE_PROBE_TIMEOUT_MS = 2000;

@@ -107,7 +107,7 @@ t.test('central: a Deployment on MongoDB behind a Service', async (t) => {
 t.test('Dockerfile: multi-stage, production dependencies, non-root, tini as PID 1, healthcheck without curl', async (t) => {
   const dockerfile = readFileSync(join(DEPLOY, 'Dockerfile'), 'utf8');
   t.equal(dockerfile.match(/^FROM /gm)?.length, 2, 'a build stage and a run stage');
-  t.match(dockerfile, /npm prune --omit=dev/);
+  t.match(dockerfile, /npm ci --omit=dev/, 'production dependencies only');
   t.match(dockerfile, /^USER 10001:10001$/m);
   t.match(dockerfile, /^ENTRYPOINT \["\/usr\/bin\/tini", "--", "node", "dist\/src\/cli.js"\]$/m);
   t.match(dockerfile, /^HEALTHCHECK .*CMD \["node", "dist\/src\/cli.js", "healthcheck"\]$/m);

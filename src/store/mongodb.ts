@@ -2,6 +2,7 @@ import {
   MongoBulkWriteError,
   MongoClient,
   MongoServerError,
+  MongoServerSelectionError,
   type ClientSession,
   type Collection,
   type Db,
@@ -150,7 +151,8 @@ export class MongoStore implements Store {
    * within the selection timeout when no server answers.
    */
   static async open(options: MongoStoreOptions): Promise<MongoStore> {
-    const client = new MongoClient(options.uri, { ...CLIENT_OPTIONS, serverSelectionTimeoutMS: options.serverSelectionTimeoutMS ?? 10_000 });
+    const timeoutMs = options.serverSelectionTimeoutMS ?? 10_000;
+    const client = new MongoClient(options.uri, { ...CLIENT_OPTIONS, serverSelectionTimeoutMS: timeoutMs });
     try {
       await client.connect();
       const refusal = topologyRefusal(await client.db('admin').command({ hello: 1 }));
@@ -160,7 +162,15 @@ export class MongoStore implements Store {
       return store;
     } catch (error) {
       await client.close().catch(() => undefined);
-      throw new StoreUnavailableError(`cannot use MongoDB: ${(error as Error).message}`);
+      // The hosts, never the URI: it may hold credentials.
+      const hosts = client.options.hosts.map(String).join(', ');
+      if (error instanceof MongoServerSelectionError) {
+        throw new StoreUnavailableError(
+          `cannot use MongoDB: no server at ${hosts} answered within ${timeoutMs / 1000} s (${error.message}); ` +
+            'check that MongoDB runs there and this machine reaches it (address, port, firewall, TLS), and that the URI names its replica set',
+        );
+      }
+      throw new StoreUnavailableError(`cannot use MongoDB: ${(error as Error).message} (at ${hosts})`);
     }
   }
 

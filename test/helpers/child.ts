@@ -19,9 +19,9 @@ export interface Child {
   exited: Promise<Exit>;
 }
 
-/** Runs the CLI with `args`; killed at the end of the test if still running. */
-export function runVerdict(t: Test, args: string[], env: NodeJS.ProcessEnv = {}): Child {
-  const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+/** Runs the CLI with `args` (in `cwd`, else this process's); killed at the end of the test if still running. */
+export function runVerdict(t: Test, args: string[], env: NodeJS.ProcessEnv = {}, cwd?: string): Child {
+  const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { withStartWarningsHeld } from '../../src/store/open.js';
+import { startMemoryMongo } from '../../src/store/mongodb-memory.js';
 
 export interface ReachableMongo {
   uri: string;
@@ -8,11 +8,6 @@ export interface ReachableMongo {
   dropDatabase(name: string): Promise<void>;
   stop(): Promise<unknown>;
 }
-
-const HOW_TO_RUN = 'set MONGODB_URI to a replica set, or MONGOMS_SYSTEM_BINARY to a mongod binary';
-
-/** The first line of why mongodb-memory-server could not start mongod, without download addresses. */
-const startFailure = (error: unknown) => (error as Error).message.split('\n')[0]!.replace(/https?:\/\/\S+/g, '<download site>');
 
 /**
  * A MongoDB replica set to test against: MONGODB_URI when set, else a throw-away one from
@@ -24,12 +19,9 @@ export async function reachableMongo(): Promise<ReachableMongo | { skipped: stri
   let stop: () => Promise<unknown> = async () => undefined;
   if (!uri) {
     try {
-      const { MongoMemoryReplSet } = await import('mongodb-memory-server');
-      const replicaSet = await withStartWarningsHeld(() => MongoMemoryReplSet.create({ replSet: { count: 1, storageEngine: 'wiredTiger' } }));
-      uri = replicaSet.getUri();
-      stop = () => replicaSet.stop();
+      ({ uri, stop } = await startMemoryMongo('replica set'));
     } catch (error) {
-      return { skipped: `no MongoDB: ${HOW_TO_RUN} (mongodb-memory-server could not start mongod: ${startFailure(error)})` };
+      return { skipped: `no MongoDB: MONGODB_URI is not set, and mongodb-memory-server ${(error as Error).message}` };
     }
   }
   const connection = uri;
@@ -54,11 +46,9 @@ export async function reachableStandalone(): Promise<{ uri: string; stop(): Prom
   const uri = process.env.MONGODB_STANDALONE_URI;
   if (uri) return { uri, stop: async () => undefined };
   try {
-    const { MongoMemoryServer } = await import('mongodb-memory-server');
-    const server = await withStartWarningsHeld(() => MongoMemoryServer.create());
-    return { uri: server.getUri(), stop: () => server.stop() };
+    return await startMemoryMongo('standalone');
   } catch (error) {
-    return { skipped: `no standalone mongod: set MONGODB_STANDALONE_URI, or MONGOMS_SYSTEM_BINARY to a mongod binary (${startFailure(error)})` };
+    return { skipped: `no standalone mongod: MONGODB_STANDALONE_URI is not set, and mongodb-memory-server ${(error as Error).message}` };
   }
 }
 

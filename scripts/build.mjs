@@ -1,0 +1,92 @@
+// Emits the JavaScript Node runs into dist/, redoing only what changed since the last run, so that
+// `npm start` on an unchanged tree starts at once:
+// - each TypeScript file transpiled on its own by esbuild (`tsc -b`, in `npm run build`, checks types);
+// - the dashboard bundled by dashboard/build.mjs.
+//
+//   node scripts/build.mjs         what `verdict start` needs: src, workers and the dashboard
+//   node scripts/build.mjs --all   the tests and benchmarks too
+//
+// `npm ci` runs the first as `prepare`, with --omit=dev too: that is why esbuild and preact are
+// production dependencies, and why a production install needs no TypeScript compiler.
+import { build } from 'esbuild';
+import { existsSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { DASHBOARD_OUTPUT, bundleDashboard } from '../dashboard/build.mjs';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const DIST = join(ROOT, 'dist');
+const SERVER = ['src', 'workers'];
+// dashboard/src: the tests import its modules directly.
+const DEVELOPMENT = ['test', 'bench', 'dashboard/src'];
+const DASHBOARD_INPUTS = join(DIST, '.dashboard-inputs.json');
+
+const at = (path) => join(ROOT, path);
+function modified(path) {
+  try {
+    return statSync(path).mtimeMs;
+  } catch {
+    return undefined;
+  }
+}
+
+// Whatever changes how files are built makes every output out of date: these files, the compiler
+// options, and the installed packages (npm rewrites node_modules/.package-lock.json on each install).
+const BUILT_BY = Math.max(
+  ...['scripts/build.mjs', 'dashboard/build.mjs', 'tsconfig.json', 'dashboard/tsconfig.json', 'node_modules/.package-lock.json'].map(
+    (path) => modified(at(path)) ?? 0,
+  ),
+);
+
+/** Whether `output` exists and is newer than every one of `inputs` and than the build itself. */
+function upToDate(output, inputs) {
+  const made = modified(output);
+  return made !== undefined && made >= BUILT_BY && inputs.every((input) => (modified(input) ?? Infinity) <= made);
+}
+
+function filesUnder(dir) {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile())
+    .map((entry) => join(entry.parentPath, entry.name));
+}
+
+const isTypeScript = (path) => /\.tsx?$/.test(path) && !path.endsWith('.d.ts');
+const outputOf = (source) => join(DIST, relative(ROOT, source)).replace(/\.tsx?$/, '.js');
+
+/** Transpiles the TypeScript files under `dirs` whose output is out of date; removes outputs whose source is gone. */
+async function transpile(dirs) {
+  const sources = dirs.flatMap((dir) => filesUnder(at(dir))).filter(isTypeScript);
+  const stale = sources.filter((source) => !upToDate(outputOf(source), [source]));
+  if (stale.length > 0) {
+    await build({
+      absWorkingDir: ROOT,
+      entryPoints: stale,
+      outbase: ROOT,
+      outdir: DIST,
+      platform: 'node',
+      format: 'esm',
+      target: 'node20',
+      sourcemap: true,
+      logLevel: 'warning',
+    });
+  }
+  const outputs = new Set(sources.map(outputOf));
+  for (const dir of dirs) {
+    for (const file of filesUnder(join(DIST, dir)).filter((path) => path.endsWith('.js') && !outputs.has(path))) {
+      rmSync(file);
+      rmSync(`${file}.map`, { force: true });
+    }
+  }
+}
+
+/** Bundles the dashboard unless the last bundle is newer than everything it was made from. */
+async function dashboard() {
+  const lastInputs = existsSync(DASHBOARD_INPUTS) ? JSON.parse(readFileSync(DASHBOARD_INPUTS, 'utf8')) : undefined;
+  if (lastInputs !== undefined && existsSync(join(DASHBOARD_OUTPUT, 'index.html')) && upToDate(DASHBOARD_INPUTS, lastInputs)) return;
+  writeFileSync(DASHBOARD_INPUTS, JSON.stringify(await bundleDashboard()));
+}
+
+const all = process.argv.includes('--all');
+await transpile(all ? [...SERVER, ...DEVELOPMENT] : SERVER);
+await dashboard();
