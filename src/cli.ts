@@ -46,7 +46,7 @@ async function start(args: string[]): Promise<void> {
   // Loaded only here: `healthcheck`, `--help` and configuration errors answer without loading the server.
   const { buildApp } = await import('./app.js');
   app = await buildApp(config);
-  listeners.serve(app.routing, metricsListener(app.metrics));
+  listeners.serve(app.routing, metricsListener(app.metrics, app.routing));
   app.log.info(
     { ...listeners.addresses, store: config.store, dataDir: config.dataDir, adminAuthRequired: config.adminAuthRequired },
     'Verdict is ready',

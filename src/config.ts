@@ -61,8 +61,10 @@ export interface Config {
   logLevel: string;
   /** A Unix domain socket to listen on as well as TCP; empty for none. */
   socket: string;
-  /** Serve GET /metrics on this port alone (and not on the API's); undefined: on the API's port. */
+  /** Serve GET /metrics on this port alone (and not on the API's), with /health and /ready for probes; undefined: on the API's port. */
   metricsPort: number | undefined;
+  /** The address of the metrics port (undefined: the API's); a sidecar keeps its API on loopback and opens this one to the kubelet. */
+  metricsHost: string | undefined;
   /** Where each decision is logged as one JSON line: a file path, `stdout`, or empty for no decision log. */
   decisionLog: string;
   /** After SIGTERM/SIGINT, how long the listeners keep accepting (readiness already 503) before they close. */
@@ -109,6 +111,7 @@ export const DEFAULT_CONFIG: Config = {
   logLevel: 'info',
   socket: '',
   metricsPort: undefined,
+  metricsHost: undefined,
   decisionLog: '',
   shutdownDelayMs: 0,
   shutdownGraceMs: 10_000,
@@ -269,9 +272,16 @@ const OPTIONS = {
   'metrics-port': {
     type: 'string',
     env: 'METRICS_PORT',
-    help: 'serve GET /metrics on this port only',
+    help: 'serve GET /metrics on this port only, with GET /health and /ready for probes',
     default: '',
     defaultHelp: 'on the API port',
+  },
+  'metrics-host': {
+    type: 'string',
+    env: 'METRICS_HOST',
+    help: 'address of the metrics port',
+    default: '',
+    defaultHelp: 'the --host address',
   },
   'decision-log': {
     type: 'string',
@@ -485,6 +495,7 @@ export function loadConfig(args: string[], env: NodeJS.ProcessEnv): Config {
     logLevel: logLevel.text,
     socket: read('socket').text.trim(),
     metricsPort: metricsPort.text.trim() === '' ? undefined : parseInteger(metricsPort.label, metricsPort.text, 0, 65535),
+    metricsHost: read('metrics-host').text.trim() || undefined,
     decisionLog: read('decision-log').text.trim(),
     shutdownDelayMs: parseInteger(shutdownDelay.label, shutdownDelay.text, 0, 3_600_000),
     shutdownGraceMs: parseInteger(shutdownGrace.label, shutdownGrace.text, 1, 3_600_000),

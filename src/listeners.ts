@@ -35,7 +35,7 @@ function describe(server: Server): string {
 
 /**
  * The HTTP listeners of one process: TCP at host:port, optionally a Unix socket, optionally a port
- * of its own for /metrics. They open before the app is built and answer with `starting` until
+ * of its own for /metrics and the probes. They open before the app is built and answer with `starting` until
  * `serve` hands them the app, so probes can tell "alive but loading" from "dead".
  */
 export class Listeners {
@@ -64,7 +64,7 @@ export class Listeners {
     }
     if (config.metricsPort !== undefined) {
       listeners.metrics = createServer((request, response) => listeners.dispatch(listeners.metricsHandler, request, response));
-      await listen(listeners.metrics, { host: config.host, port: config.metricsPort });
+      await listen(listeners.metrics, { host: config.metricsHost ?? config.host, port: config.metricsPort });
     }
     return listeners;
   }

@@ -10,10 +10,13 @@ import { CLI, freePort } from './helpers/child.js';
 const PACKAGE_JSON = new URL('../../package.json', import.meta.url);
 const CONFIG_VARIABLES = ['HOST', 'PORT', 'DATA_DIR', 'ADMIN_AUTHN_REQUIRED', 'ADMIN_API_KEY', 'BULK_CHECK_MAX_REQUESTS', 'REGISTRY_ENABLED', 'LOG_LEVEL', 'STORE', 'MONGODB_URI', 'MONGODB_DB', 'PROCESSES', 'WORKERS', 'EVALUATION', 'ENTITY_CACHE_SIZE'];
 
-/** The parent's environment without any of Verdict's variables, plus `extra`. */
+/**
+ * The parent's environment without any of Verdict's variables, plus `extra`; without NODE_OPTIONS too,
+ * through which tap would load its process tracker into every child (seconds each on a busy machine).
+ */
 function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env = { ...process.env };
-  for (const name of CONFIG_VARIABLES) delete env[name];
+  for (const name of [...CONFIG_VARIABLES, 'NODE_OPTIONS']) delete env[name];
   return { ...env, ...extra };
 }
 
@@ -30,8 +33,8 @@ interface Run {
   stderr: string;
 }
 
-/** Runs the CLI to completion (killed after `timeoutMs`). */
-function runCli(args: string[], env: NodeJS.ProcessEnv, cwd: string, timeoutMs = 15000): Promise<Run> {
+/** Runs the CLI to completion (killed after `timeoutMs`, a guard against a hang). */
+function runCli(args: string[], env: NodeJS.ProcessEnv, cwd: string, timeoutMs = 60_000): Promise<Run> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [CLI, ...args], { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';

@@ -34,10 +34,18 @@ export const metricsRoutes: FastifyPluginAsync<{ metrics: Metrics }> = async (ap
   });
 };
 
-/** The handler of a port of its own for /metrics (--metrics-port): GET /metrics, nothing else. */
-export function metricsListener(metrics: Metrics): RequestListener {
+/** What a port of its own for /metrics (--metrics-port) serves besides /metrics: the probes, answered by the app. */
+const PROBES = new Set(['/health', '/ready']);
+
+/**
+ * The handler of a port of its own for /metrics (--metrics-port): GET /metrics, and GET /health and
+ * /ready passed to `app`, so that a kubelet can probe a sidecar whose API listens on loopback only.
+ */
+export function metricsListener(metrics: Metrics, app: RequestListener): RequestListener {
   return (request, response) => {
-    if (request.method !== 'GET' || (request.url ?? '').split('?')[0] !== '/metrics') {
+    const path = (request.url ?? '').split('?')[0]!;
+    if (request.method === 'GET' && PROBES.has(path)) return app(request, response);
+    if (request.method !== 'GET' || path !== '/metrics') {
       response.writeHead(404, { 'content-type': 'application/json; charset=utf-8' });
       response.end(JSON.stringify({ detail: 'Not Found' }));
       return;
