@@ -55,7 +55,7 @@ const MAX_PATH_PARAMETER_LENGTH = 8192;
 const POOL_MINIMUM_BODY_LENGTH = 8192;
 
 /** A store that takes longer than this to answer a readiness probe is reported as not ready. */
-const STORE_PROBE_TIMEOUT_MS = 2000;
+export const STORE_PROBE_TIMEOUT_MS = 2000;
 
 /**
  * Wires the store, the policy snapshot and the routes into a Fastify instance that is ready to listen.

@@ -1,15 +1,17 @@
 import t from 'tap';
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
 import { Deployment } from 'kubernetes-models/apps/v1';
 import { Secret, Service } from 'kubernetes-models/v1';
-import { loadConfig } from '../src/config.js';
+import { loadConfig, type Config } from '../src/config.js';
+import { STORE_PROBE_TIMEOUT_MS } from '../src/app.js';
+import { ask, freePort, runVerdict, waitFor } from './helpers/child.js';
 
 const DEPLOY = fileURLToPath(new URL('../../deploy/', import.meta.url));
 const MODELS: Record<string, new (data: any) => { validate(): void }> = { Deployment, Service, Secret };
-const ROUTES = ['/health', '/ready', '/metrics'];
 
 type Manifest = Record<string, any>;
 
@@ -34,26 +36,42 @@ function containerConfig(container: Manifest) {
   return loadConfig(container.args.slice(1), env);
 }
 
+const PROBES = { startupProbe: '/health', readinessProbe: '/ready', livenessProbe: '/health' } as const;
+const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
+
+/** The port a probe targets, by number, and whether Verdict's API or its metrics port listens there. */
+function probedPort(container: Manifest, config: Config, probe: Manifest): 'api' | 'metrics' | undefined {
+  const port = (container.ports as Manifest[]).find((candidate) => candidate.name === probe.httpGet.port)?.containerPort;
+  if (port === config.port) return 'api';
+  if (port !== undefined && port === config.metricsPort) return 'metrics';
+  return undefined;
+}
+
 function checkVerdictContainer(container: Manifest, label: string) {
   const config = containerConfig(container);
   t.ok(container.securityContext.readOnlyRootFilesystem, `${label}: read-only root filesystem`);
   t.equal(container.securityContext.allowPrivilegeEscalation, false);
   t.ok(container.resources.requests.memory && container.resources.limits.memory, `${label}: memory requested and limited`);
-  for (const probe of ['startupProbe', 'readinessProbe', 'livenessProbe']) {
+  const heapCap = /--max-old-space-size=(\d+)/.exec(String(container.env.find((variable: Manifest) => variable.name === 'NODE_OPTIONS')?.value))?.[1];
+  t.ok(heapCap !== undefined && Number(heapCap) * 1024 * 1024 < bytes(container.resources.limits.memory), `${label}: the V8 heap is capped below the memory limit`);
+  for (const [probe, path] of Object.entries(PROBES)) {
     const spec = container[probe];
-    t.ok(spec, `${label}: ${probe}`);
-    if (spec.exec !== undefined) {
-      t.same(spec.exec.command.slice(0, 3), ['node', 'dist/src/cli.js', 'healthcheck'], `${label}: ${probe} runs verdict healthcheck`);
-      t.equal(spec.exec.command.includes('--live'), probe === 'livenessProbe', `${label}: ${probe} checks ${probe === 'livenessProbe' ? '/health' : '/ready'}`);
-    } else {
-      t.ok(ROUTES.includes(spec.httpGet.path), `${label}: ${probe} GETs a route Verdict serves`);
-      t.equal(spec.httpGet.path === '/ready', probe === 'readinessProbe', `${label}: only readiness uses /ready`);
-      const port = (container.ports as Manifest[]).find((candidate) => candidate.name === spec.httpGet.port);
-      t.equal(port?.containerPort, config.port, `${label}: ${probe} targets the port Verdict listens on`);
-      t.equal(config.host, '0.0.0.0', `${label}: an HTTP probe needs a non-loopback address`);
-    }
+    t.ok(spec?.httpGet, `${label}: ${probe} is an HTTP GET (an exec probe starts a Node process each time)`);
+    t.equal(spec.httpGet.path, path, `${label}: ${probe} GETs ${path}`);
+    const target = probedPort(container, config, spec);
+    t.ok(target, `${label}: ${probe} targets a port Verdict listens on`);
+    const host = target === 'metrics' ? (config.metricsHost ?? config.host) : config.host;
+    t.notOk(LOOPBACK.has(host), `${label}: ${probe}'s port listens beyond loopback, where the kubelet connects`);
+    t.ok(spec.timeoutSeconds >= 2, `${label}: ${probe} waits ${spec.timeoutSeconds} s, not the kubelet's default 1 s`);
   }
+  t.ok(container.readinessProbe.timeoutSeconds * 1000 > STORE_PROBE_TIMEOUT_MS, `${label}: readiness waits longer than /ready waits for the store`);
   return config;
+}
+
+/** Kubernetes quantities as bytes (Mi and Gi only: what these manifests use). */
+function bytes(quantity: string): number {
+  const [, amount, unit] = /^(\d+)(Mi|Gi)$/.exec(quantity)!;
+  return Number(amount) * (unit === 'Gi' ? 1024 ** 3 : 1024 ** 2);
 }
 
 t.test('every manifest passes the Kubernetes schema', async (t) => {
@@ -66,14 +84,16 @@ t.test('every manifest passes the Kubernetes schema', async (t) => {
   }
 });
 
-t.test('sidecar: Verdict starts before the app on loopback and a shared socket, non-root', async (t) => {
-  const [deployment] = manifests('sidecar');
-  const pod = deployment!.spec.template.spec;
+t.test('sidecar: Verdict starts before the app on loopback and a shared socket, non-root, every pod on one MongoDB', async (t) => {
+  const all = manifests('sidecar');
+  const deployment = all.find((manifest) => manifest.kind === 'Deployment')!;
+  const secrets = all.filter((manifest) => manifest.kind === 'Secret').map((secret) => secret.metadata.name);
+  const pod = deployment.spec.template.spec;
   t.equal(pod.securityContext.runAsNonRoot, true);
   const verdict = (pod.initContainers as Manifest[]).find((container) => container.name === 'verdict')!;
   t.equal(verdict.restartPolicy, 'Always', 'a native sidecar');
   const config = checkVerdictContainer(verdict, 'sidecar');
-  t.equal(config.host, '127.0.0.1');
+  t.equal(config.host, '127.0.0.1', 'the API on loopback only');
   const socketDir = config.socket.slice(0, config.socket.lastIndexOf('/'));
   for (const container of [verdict, ...pod.containers]) {
     t.ok(
@@ -81,10 +101,17 @@ t.test('sidecar: Verdict starts before the app on loopback and a shared socket, 
       `${container.name} mounts the socket directory`,
     );
   }
-  t.ok((verdict.volumeMounts as Manifest[]).some((mount) => mount.mountPath === config.dataDir), 'the data directory is writable');
+  t.equal(config.store, 'mongodb', 'policies and entities in MongoDB, shared by every pod, not in the pod');
+  for (const variable of verdict.env as Manifest[]) {
+    if (variable.valueFrom !== undefined) {
+      t.ok(secrets.includes(variable.valueFrom.secretKeyRef.name), `${variable.name} comes from a secret defined here`);
+      t.notOk(variable.valueFrom.secretKeyRef.optional, `${variable.name} is required: without it a pod would start on a store of its own`);
+    }
+  }
+  t.notOk((pod.volumes as Manifest[]).some((volume) => volume.emptyDir !== undefined && volume.name !== 'verdict-socket'), 'no per-pod volume holds data');
+  t.ok(config.adminAuthRequired, 'an admin write changes every pod: the admin key is required');
   t.ok(pod.terminationGracePeriodSeconds * 1000 > config.shutdownGraceMs, 'Kubernetes waits longer than the grace period');
 });
-
 t.test('central: a Deployment on MongoDB behind a Service', async (t) => {
   const all = manifests('central');
   const deployment = all.find((manifest) => manifest.kind === 'Deployment')!;
@@ -102,6 +129,41 @@ t.test('central: a Deployment on MongoDB behind a Service', async (t) => {
   t.same(ports, { http: config.port, metrics: config.metricsPort });
   for (const port of service.spec.ports) t.ok(port.targetPort in ports, `Service port ${port.name} targets a container port`);
   t.ok(pod.terminationGracePeriodSeconds * 1000 > config.shutdownGraceMs);
+});
+
+t.test("every probe answers 200 from a server started with its container's settings", async (t) => {
+  for (const example of ['sidecar', 'central']) {
+    const pod = manifests(example).find((manifest) => manifest.kind === 'Deployment')!.spec.template.spec;
+    const container = [...(pod.initContainers ?? []), ...pod.containers].find((candidate: Manifest) => candidate.name === 'verdict');
+    const dir = mkdtempSync(join(tmpdir(), 'verdict-deploy-'));
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+    const literal = Object.fromEntries((container.env as Manifest[]).filter((variable) => variable.value !== undefined).map((variable) => [variable.name, variable.value]));
+    const [port, metricsPort] = [await freePort(), await freePort()];
+    // Here: loopback, free ports, a scratch directory, and the embedded store (no MongoDB on this machine).
+    const env = {
+      ...literal,
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      METRICS_HOST: '127.0.0.1',
+      METRICS_PORT: literal.METRICS_PORT === undefined ? '' : String(metricsPort),
+      SOCKET: literal.SOCKET === undefined ? '' : join(dir, 'verdict.sock'),
+      DATA_DIR: join(dir, 'data'),
+      MONGODB_URI: '',
+      ADMIN_API_KEY: 'deploy-test-key',
+      LOG_LEVEL: 'warn',
+    };
+    const server = runVerdict(t, container.args, env);
+    const config = containerConfig(container);
+    const local = { api: `http://127.0.0.1:${port}`, metrics: `http://127.0.0.1:${metricsPort}` };
+    await waitFor(local.api, '/ready', 200);
+    for (const probe of Object.keys(PROBES)) {
+      const spec = container[probe];
+      const target = probedPort(container, config, spec)!;
+      t.equal((await ask(local[target], 'GET', spec.httpGet.path)).status, 200, `${example}: ${probe} GET ${spec.httpGet.path} on the ${target} port answers 200`);
+    }
+    server.process.kill('SIGTERM');
+    t.equal((await server.exited).code, 0, `${example}: stops cleanly`);
+  }
 });
 
 t.test('Dockerfile: multi-stage, production dependencies, non-root, tini as PID 1, healthcheck without curl', async (t) => {
