@@ -51,7 +51,7 @@ function runCli(args: string[], env: NodeJS.ProcessEnv, cwd: string, timeoutMs =
 }
 
 
-/** Starts `verdict start` and resolves once GET /health answers 200 at `url`. */
+/** Starts `verdict start` and resolves once GET /health answers 200 at `url` (however long a busy machine takes; the test's timeout guards a hang). */
 async function startCli(
   t: Test,
   args: string[],
@@ -68,7 +68,6 @@ async function startCli(
   t.teardown(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   });
-  const deadline = Date.now() + 15000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`verdict exited with ${child.exitCode}: ${stderr}`);
     try {
@@ -78,7 +77,6 @@ async function startCli(
     } catch {
       // not yet listening
     }
-    if (Date.now() > deadline) throw new Error(`verdict did not answer at ${url}: ${stderr}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   return {

@@ -67,9 +67,15 @@ export function ask(address: string, method: string, path: string, body?: unknow
   });
 }
 
-/** Polls GET `path` until it answers `status` (connection errors count as not yet). */
-export async function waitFor(address: string, path: string, status: number, timeoutMs = 15000): Promise<Answer> {
-  const deadline = Date.now() + timeoutMs;
+/**
+ * Polls GET `path` until it answers `status` (connection errors count as not yet): for at most
+ * `limit` ms, or, given the server's child process, for as long as it runs (failing with its stderr
+ * when it exits first), so that a slow start on a busy machine is waited for.
+ */
+export async function waitFor(address: string, path: string, status: number, limit: number | Child = 15000): Promise<Answer> {
+  const deadline = typeof limit === 'number' ? Date.now() + limit : Infinity;
+  let exited = false;
+  if (typeof limit !== 'number') void limit.exited.then(() => (exited = true));
   for (;;) {
     try {
       const answer = await ask(address, 'GET', path);
@@ -77,7 +83,8 @@ export async function waitFor(address: string, path: string, status: number, tim
     } catch {
       // not listening yet
     }
-    if (Date.now() > deadline) throw new Error(`${address}${path} did not answer ${status} within ${timeoutMs} ms`);
+    if (exited) throw new Error(`the server exited before ${address}${path} answered ${status}: ${(limit as Child).output().stderr}`);
+    if (Date.now() > deadline) throw new Error(`${address}${path} did not answer ${status} within ${limit as number} ms`);
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
 }
