@@ -8,6 +8,9 @@ import { ConfigError, DEFAULT_CONFIG, loadConfig } from '../src/config.js';
 import { CLI, freePort } from './helpers/child.js';
 
 const PACKAGE_JSON = new URL('../../package.json', import.meta.url);
+
+// Some thirty child processes, each a whole Node start: minutes on a busy machine, past tap's 120 s per file.
+t.setTimeout(600_000);
 const CONFIG_VARIABLES = ['HOST', 'PORT', 'DATA_DIR', 'ADMIN_AUTHN_REQUIRED', 'ADMIN_API_KEY', 'BULK_CHECK_MAX_REQUESTS', 'REGISTRY_ENABLED', 'LOG_LEVEL', 'STORE', 'MONGODB_URI', 'MONGODB_DB', 'PROCESSES', 'WORKERS', 'EVALUATION', 'ENTITY_CACHE_SIZE'];
 
 /**
