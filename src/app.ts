@@ -90,18 +90,28 @@ export async function buildApp(config: Config, openedStore?: Store): Promise<Fas
         );
   const pool = bulk && { bulk, minimumBodyLength: config.evaluation === 'pool' ? 0 : POOL_MINIMUM_BODY_LENGTH };
   if (bulk !== undefined) metrics.observePool(bulk);
+  // A store or a snapshot rebuild failing degrades: every process on a shared store fails at once,
+  // and taking them all out of service would stop decisions that the last snapshot can still make.
   const readiness = new Readiness({
-    snapshot: () => {
-      const failing = snapshots.failing;
-      if (failing === undefined) return undefined;
-      const attempts = `${failing.failures} attempt${failing.failures === 1 ? '' : 's'}`;
-      return `rebuilds failing since ${new Date(failing.since).toISOString()} (${attempts}): ${failing.error.message}`;
+    required: {
+      workers: () => (bulk === undefined || bulk.threads > 0 ? undefined : 'no worker thread is running'),
     },
-    store: async () => {
-      await within(store.policyRevision(), STORE_PROBE_TIMEOUT_MS, `no answer within ${STORE_PROBE_TIMEOUT_MS} ms`);
-      return undefined;
+    degrading: {
+      snapshot: () => {
+        const failing = snapshots.failing;
+        if (failing === undefined) return undefined;
+        const attempts = `${failing.failures} attempt${failing.failures === 1 ? '' : 's'}`;
+        return `rebuilds failing since ${new Date(failing.since).toISOString()} (${attempts}): ${failing.error.message}`;
+      },
+      store: async () => {
+        try {
+          await within(store.policyRevision(), STORE_PROBE_TIMEOUT_MS, `no answer within ${STORE_PROBE_TIMEOUT_MS} ms`);
+          return undefined;
+        } catch (error) {
+          return `unreachable: ${(error as Error).message}`;
+        }
+      },
     },
-    workers: () => (bulk === undefined || bulk.threads > 0 ? undefined : 'no worker thread is running'),
   });
   const checks = new CheckService(snapshots, registered, {
     decision: (input, request, decision, revision, startedAt) => {

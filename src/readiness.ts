@@ -1,41 +1,57 @@
 /** One condition of readiness: undefined when it holds, else why not. */
 export type ReadinessCondition = () => Promise<string | undefined> | string | undefined;
 
+export interface ReadinessConditions {
+  /** Without these this process cannot decide correctly: one failing makes it not ready. */
+  required: Readonly<Record<string, ReadinessCondition>>;
+  /** One failing leaves decisions going on (from the last snapshot): ready, but degraded. */
+  degrading: Readonly<Record<string, ReadinessCondition>>;
+}
+
 export interface ReadinessReport {
   ready: boolean;
+  /** Some degrading condition does not hold. */
+  degraded: boolean;
   /** Every condition by name: `ok`, or why it does not hold. */
   checks: Record<string, string>;
 }
 
 export const SHUTTING_DOWN = 'shutting down';
 
+async function outcomes(conditions: Readonly<Record<string, ReadinessCondition>>): Promise<Record<string, string>> {
+  const names = Object.keys(conditions);
+  const results = await Promise.all(
+    names.map(async (name) => {
+      try {
+        return (await conditions[name]!()) ?? 'ok';
+      } catch (error) {
+        return (error as Error).message;
+      }
+    }),
+  );
+  return Object.fromEntries(names.map((name, index) => [name, results[index]!]));
+}
+
+const allHold = (checks: Record<string, string>) => Object.values(checks).every((outcome) => outcome === 'ok');
+
 /**
- * Whether this process should receive traffic: all its conditions hold and no shutdown has begun.
- * A shutdown flips it for good, before the listeners close, so load balancers stop sending first.
+ * Whether this process should receive traffic: every required condition holds and no shutdown has
+ * begun. A shutdown flips it for good, before the listeners close, so load balancers stop sending first.
  */
 export class Readiness {
   private shuttingDown = false;
 
-  constructor(private readonly conditions: Readonly<Record<string, ReadinessCondition>>) {}
+  constructor(private readonly conditions: ReadinessConditions) {}
 
   beginShutdown(): void {
     this.shuttingDown = true;
   }
 
   async report(): Promise<ReadinessReport> {
-    const names = Object.keys(this.conditions);
-    const outcomes = await Promise.all(
-      names.map(async (name) => {
-        try {
-          return (await this.conditions[name]!()) ?? 'ok';
-        } catch (error) {
-          return (error as Error).message;
-        }
-      }),
-    );
-    const checks: Record<string, string> = Object.fromEntries(names.map((name, index) => [name, outcomes[index]!]));
+    const [required, degrading] = await Promise.all([outcomes(this.conditions.required), outcomes(this.conditions.degrading)]);
+    const checks = { ...required, ...degrading };
     if (this.shuttingDown) checks.shutdown = SHUTTING_DOWN;
-    return { ready: Object.values(checks).every((outcome) => outcome === 'ok'), checks };
+    return { ready: allHold(required) && !this.shuttingDown, degraded: !allHold(degrading), checks };
   }
 }
 

@@ -47,7 +47,7 @@ t.test('a server on TCP and a Unix socket: ready, checks, healthcheck, metrics o
     { LOG_LEVEL: 'debug', ADMIN_AUTHN_REQUIRED: 'true', ADMIN_API_KEY: key },
   );
   const ready = await waitFor(url, '/ready', 200);
-  t.same(ready.body, { status: 'ready', checks: { snapshot: 'ok', store: 'ok', workers: 'ok' } });
+  t.same(ready.body, { status: 'ready', degraded: false, checks: { snapshot: 'ok', store: 'ok', workers: 'ok' } });
 
   const overSocket = await ask(`unix:${socket}`, 'POST', '/check', check);
   t.same(overSocket, { status: 200, body: { allowed: false, reason: 'Action denied by default because there are no policies' } });

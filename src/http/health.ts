@@ -16,31 +16,38 @@ const readySchema = {
   type: 'object',
   properties: {
     status: { type: 'string', enum: ['ready', 'not ready'] },
-    detail: { type: 'string', description: 'What is not ready (only when not ready).' },
+    degraded: {
+      type: 'boolean',
+      description: 'The store cannot be reached or the policy snapshot cannot be rebuilt: decisions go on from the last snapshot.',
+    },
+    detail: { type: 'string', description: 'Which conditions do not hold (only when some do not).' },
     checks: {
       type: 'object',
-      description: 'Each condition (snapshot, store, workers, shutdown): `ok` or why it does not hold.',
+      description: 'Each condition (workers, snapshot, store, shutdown): `ok` or why it does not hold.',
       additionalProperties: { type: 'string' },
     },
   },
-  required: ['status', 'checks'],
+  required: ['status', 'degraded', 'checks'],
   additionalProperties: false,
 } as const;
 
 export interface ReadyBody {
   status: 'ready' | 'not ready';
+  degraded: boolean;
   detail?: string;
   checks: Record<string, string>;
 }
 
-/** The body of GET /ready; the status code is 200 when ready, else 503. */
-export function readyBody({ ready, checks }: ReadinessReport): ReadyBody {
-  if (ready) return { status: 'ready', checks };
+/** The body of GET /ready; the status code is 200 when ready (degraded or not), else 503. */
+export function readyBody({ ready, degraded, checks }: ReadinessReport): ReadyBody {
+  const status = ready ? 'ready' : 'not ready';
   const failing = Object.entries(checks).filter(([, outcome]) => outcome !== 'ok');
-  return { status: 'not ready', detail: `Not ready: ${failing.map(([name, outcome]) => `${name} (${outcome})`).join(', ')}`, checks };
+  if (failing.length === 0) return { status, degraded, checks };
+  const summary = ready ? 'Ready, degraded' : 'Not ready';
+  return { status, degraded, detail: `${summary}: ${failing.map(([name, outcome]) => `${name} (${outcome})`).join(', ')}`, checks };
 }
 
-/** Liveness (the process answers) and readiness (it can decide with current policies, and is not stopping). */
+/** Liveness (the process answers) and readiness (it can decide, from a loaded snapshot, and is not stopping). */
 export const healthRoutes: FastifyPluginAsync<RoutesOptions> = async (app, { context }) => {
   app.get('/health', {
     schema: { tags: ['operations'], summary: 'Liveness', response: { 200: healthSchema } },

@@ -17,6 +17,6 @@ export const answerWhileStarting: RequestListener = (request, response) => {
     response.end(JSON.stringify(body));
   };
   if (request.method === 'GET' && path === '/health') return reply(503, { status: 'starting', revision: 0 });
-  if (request.method === 'GET' && path === '/ready') return reply(503, readyBody({ ready: false, checks: STARTING_CHECKS }));
+  if (request.method === 'GET' && path === '/ready') return reply(503, readyBody({ ready: false, degraded: false, checks: STARTING_CHECKS }));
   reply(503, { detail: 'Verdict is starting; retry shortly' });
 };

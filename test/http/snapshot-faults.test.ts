@@ -29,7 +29,7 @@ async function reaches(server: TestServer, revision: number): Promise<boolean> {
 const rebuildFailures = async (server: TestServer) =>
   Number(/^verdict_snapshot_rebuild_failures_total (\d+)$/m.exec(String((await server.call('GET', '/metrics')).body))?.[1]);
 
-t.test('a server whose rebuilds failed says so on /ready, recovers, and applies the next change', async (t) => {
+t.test('a server whose rebuilds failed stays ready, degraded, says so on /ready, recovers, and applies the next change', async (t) => {
   const dataDir = temporaryDataDir();
   const faults = new InjectedFaults();
   const follower = await startServer({ dataDir }, interceptedStore(new EmbeddedStore(dataDir), { loadPolicies: faults.around }));
@@ -45,18 +45,19 @@ t.test('a server whose rebuilds failed says so on /ready, recovers, and applies 
   t.equal((await writer.call('POST', '/admin/policies', allowAll('read'))).status, 200);
   await faults.failed(1);
   const ready = await follower.call('GET', '/ready');
-  t.equal(ready.status, 503, 'not ready while its snapshot cannot be rebuilt');
+  t.equal(ready.status, 200, 'ready: it decides from its last snapshot, as every process on the failing store would');
+  t.equal(ready.body.degraded, true, 'degraded while its snapshot cannot be rebuilt');
   t.match(ready.body.checks.snapshot, /^rebuilds failing since (\S+) \(\d+ attempts?\): injected store fault$/);
   const since = Date.parse(/since (\S+) /.exec(ready.body.checks.snapshot)![1]!);
   t.ok(since >= before - 1000 && since <= Date.now(), 'since when, as an ISO time');
-  t.match(ready.body.detail, /snapshot \(rebuilds failing/);
+  t.match(ready.body.detail, /^Ready, degraded: snapshot \(rebuilds failing/);
   t.ok((await rebuildFailures(follower)) >= 1, 'verdict_snapshot_rebuild_failures_total counts them');
   t.equal(await revisionOf(follower), 0, 'it still serves the last good snapshot');
 
   faults.recover();
   t.ok(await reaches(follower, 1), 'once the store answers, it catches up without another write');
   t.equal((await check(follower, 'read')).body.allowed, true);
-  t.equal((await follower.call('GET', '/ready')).status, 200, 'and is ready again');
+  t.same((await follower.call('GET', '/ready')).body.degraded, false, 'and is no longer degraded');
 
   t.equal((await writer.call('POST', '/admin/policies', allowAll('write'))).status, 200);
   t.ok(await reaches(follower, 2), 'the next change is applied');
