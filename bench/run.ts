@@ -1,76 +1,65 @@
 /**
- * `npm run bench`: Verdict against a bare Fastify baseline, in one run, on loopback, with wrk.
- * Every figure is printed with its ratio to the baseline measured in the same run; each is the
- * median of BENCH_RUNS runs (default 3) of BENCH_SECONDS seconds (default 5). Results are saved
- * under bench/results/.
+ * `npm run bench`: Verdict against a bare Fastify baseline, in one run, on loopback, with wrk. Every
+ * throughput figure is the median of BENCH_RUNS runs (default 2) of BENCH_SECONDS seconds (default 5),
+ * printed with its ratio to the baseline measured in the same runs, beside the server CPU time each
+ * request cost (from the process's CPU time over the run, worker threads and child processes
+ * included). Then start-up, memory and policy-write figures, and the engine alone. It ends with the
+ * table of the figures the project tracks, and saves everything under bench/results/.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { execFile } from 'node:child_process';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
-import { EmbeddedStore } from '../src/store/embedded.js';
-import { engineDecisionsPerSecond, enginePlansPerSecond, keyedPolicies } from './engine.js';
+import { engineDecisionsPerSecond, enginePlansPerSecond } from './engine.js';
 import { loadWithWrk, wrkAvailable, type LoadResult } from './wrk.js';
-import { freePort, waitForHealth } from './server.js';
+import { startBaseline, startVerdict, stop, type RunningServer, type StartCost } from './server.js';
+import { benchDirectory, copyOf, seed } from './seed.js';
+import { cpuSeconds, rssMegabytes } from './process-stats.js';
+import { policyWritesPerSecond } from './policy-writes.js';
 
-const RUNS = Number(process.env.BENCH_RUNS ?? 3);
+const RUNS = Number(process.env.BENCH_RUNS ?? 2);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const CONNECTIONS = 64;
 const POLICIES = 10;
 const REGISTRY_SIZE = 100_000;
+/** The policy set of the "loaded" start-up figure (with the registry above). */
+const LOADED_POLICIES = 1_000;
+/** Policy writes per run at each set size. */
+const WRITES = Number(process.env.BENCH_WRITES ?? 50);
+const LARGE_POLICY_SET = 10_000;
+/** Front processes of the `--processes N` figures; 1 leaves them out. */
+const PROCESSES = Number(process.env.BENCH_PROCESSES ?? 2);
+/** Time a started server is left alone before its idle RSS is read. */
+const IDLE_SETTLE_MILLIS = 2000;
 const VERDICT_ARGS = (process.env.BENCH_VERDICT_ARGS ?? '').split(' ').filter(Boolean);
 /** When set, a second Verdict with these flags runs beside the first, interleaved, as "Verdict+". */
 const COMPARE_ARGS = process.env.BENCH_COMPARE_ARGS?.split(' ').filter(Boolean);
-/** Only the HTTP scenarios whose name contains this text, and no engine figures (for focused work). */
+/** The parts to run, comma-separated (default all): http, start, cache, writes, engine. */
+const ALL_PARTS = ['http', 'start', 'cache', 'writes', 'engine'] as const;
+const PARTS = new Set(process.env.BENCH_PARTS?.split(',').map((part) => part.trim()).filter(Boolean) ?? ALL_PARTS);
+for (const part of PARTS) {
+  if (!(ALL_PARTS as readonly string[]).includes(part)) throw new Error(`BENCH_PARTS: unknown part '${part}'; the parts are ${ALL_PARTS.join(', ')}`);
+}
+/** Only the HTTP scenarios whose name contains this text. */
 const ONLY = process.env.BENCH_ONLY;
+/** When set, the single-process Verdict writes a V8 CPU profile (node --cpu-prof) into this directory on exit. */
+const CPU_PROFILE_DIR = process.env.BENCH_CPU_PROF;
 
-const compiledRoot = fileURLToPath(new URL('..', import.meta.url));
-const repositoryRoot = join(compiledRoot, '..');
+const repositoryRoot = join(fileURLToPath(new URL('..', import.meta.url)), '..');
+const execFileAsync = promisify(execFile);
 
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-
-const SEED_WRITER = { actor: 'bench', client: '', requestId: '', route: 'seed' };
-
-function seed(dataDir: string): void {
-  const store = new EmbeddedStore(dataDir);
-  for (const policy of keyedPolicies(POLICIES)) void store.createPolicy(policy, SEED_WRITER);
-  const now = new Date().toISOString();
-  for (let index = 0; index < REGISTRY_SIZE; index++) {
-    void store.createEntity({
-      uri: `user:${index}`,
-      type: 'principal',
-      attributes: [
-        { key: 'role', value: 'reader', updated_at: now, registered_at: now },
-        { key: 'department', value: 'it', updated_at: now, registered_at: now },
-      ],
-      registered_at: now,
-    }, SEED_WRITER);
-  }
-  void store.close();
-}
-
-async function startVerdict(args: string[]): Promise<{ url: string; child: ChildProcess; dataDir: string }> {
-  // tmpfs when there is one: seeding 100k entities should not wait on 100k disk flushes.
-  const dataDir = mkdtempSync(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'verdict-bench-'));
-  seed(dataDir);
-  const port = await freePort();
-  const child = spawn(
-    process.execPath,
-    [join(compiledRoot, 'src/cli.js'), 'start', '--port', String(port), '--data-dir', dataDir, '--log-level', 'silent', ...args],
-    { stdio: ['ignore', 'ignore', 'inherit'] },
-  );
-  const url = `http://127.0.0.1:${port}`;
-  await waitForHealth(url);
-  return { url, child, dataDir };
-}
-
-async function startBaseline(): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, [join(compiledRoot, 'bench/baseline-server.js')], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const port = await new Promise<string>((resolve) => child.stdout!.once('data', (chunk: Buffer) => resolve(chunk.toString().trim())));
-  return { url: `http://127.0.0.1:${port}`, child };
-}
+/** The middle value; with an even count, the mean of the two middle ones. */
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = sorted.length / 2;
+  return Number.isInteger(middle) ? (sorted[middle - 1]! + sorted[middle]!) / 2 : sorted[Math.floor(middle)]!;
+};
+const ratio = (value: number, base: number) => `${(value / base).toFixed(2)}×`;
+const thousands = (value: number) => `${(value / 1000).toFixed(1)}k`;
+const sleep = (millis: number) => new Promise((resolve) => setTimeout(resolve, millis));
 
 const attributeCheck = (index: number) =>
   JSON.stringify({
@@ -80,7 +69,8 @@ const attributeCheck = (index: number) =>
   });
 const uriCheck = (index: number) =>
   JSON.stringify({ principal: { uri: `user:${index}` }, resource: { attributes: { id: `doc-${index % POLICIES}` } }, action: 'read' });
-const bulk = (size: number, offset: number) => `[${Array.from({ length: size }, (_, i) => attributeCheck(offset + i)).join(',')}]`;
+const bulkOf = (check: (index: number) => string, size: number, offset: number) =>
+  `[${Array.from({ length: size }, (_, i) => check(offset + i)).join(',')}]`;
 
 interface Scenario {
   name: string;
@@ -90,36 +80,193 @@ interface Scenario {
   items: number;
 }
 
+const URI_SCENARIO = `check, principal uri from ${REGISTRY_SIZE / 1000}k registry`;
 const scenarios: Scenario[] = [
   { name: 'check, attributes', path: '/check', bodies: Array.from({ length: 100 }, (_, i) => attributeCheck(i)), items: 1 },
-  {
-    name: `check, principal uri from ${REGISTRY_SIZE / 1000}k registry`,
-    path: '/check',
-    bodies: Array.from({ length: REGISTRY_SIZE }, (_, i) => uriCheck((i * 7919) % REGISTRY_SIZE)),
-    items: 1,
-  },
-  { name: 'bulk, 100 items', path: '/check/bulk', bodies: Array.from({ length: 20 }, (_, i) => bulk(100, i)), items: 100 },
-  { name: 'bulk, 1000 items', path: '/check/bulk', bodies: Array.from({ length: 5 }, (_, i) => bulk(1000, i)), items: 1000 },
+  { name: URI_SCENARIO, path: '/check', bodies: Array.from({ length: REGISTRY_SIZE }, (_, i) => uriCheck((i * 7919) % REGISTRY_SIZE)), items: 1 },
+  { name: 'bulk, 100 items', path: '/check/bulk', bodies: Array.from({ length: 20 }, (_, i) => bulkOf(attributeCheck, 100, i)), items: 100 },
+  { name: 'bulk, 1000 items', path: '/check/bulk', bodies: Array.from({ length: 5 }, (_, i) => bulkOf(attributeCheck, 1000, i)), items: 1000 },
 ];
 
+async function post(url: string, body: string): Promise<{ status: number; answer: unknown }> {
+  const response = await request(url, { method: 'POST', body, headers: { 'content-type': 'application/json' } });
+  return { status: response.statusCode, answer: await response.body.json() };
+}
+
 async function expectAllowed(url: string, scenario: Scenario): Promise<void> {
-  const response = await request(url + scenario.path, {
-    method: 'POST',
-    body: scenario.bodies[0],
-    headers: { 'content-type': 'application/json' },
+  const { status, answer } = await post(url + scenario.path, scenario.bodies[0]!);
+  const allowed = [answer as { allowed: boolean }].flat().every((decision) => decision.allowed);
+  if (status !== 200 || !allowed) throw new Error(`${scenario.name}: Verdict answered ${JSON.stringify(answer).slice(0, 200)}`);
+}
+
+/** Checks naming every registered entity once, in bulks of 1000, so that the entity cache holds them all. */
+async function touchEveryEntity(url: string): Promise<void> {
+  for (let offset = 0; offset < REGISTRY_SIZE; offset += 1000) {
+    const { status } = await post(`${url}/check/bulk`, bulkOf(uriCheck, Math.min(1000, REGISTRY_SIZE - offset), offset));
+    if (status !== 200) throw new Error(`a bulk of uri checks answered ${status}`);
+  }
+}
+
+interface Measured extends LoadResult {
+  cpuMicrosPerRequest: number;
+}
+
+async function measure(server: RunningServer, scenario: Scenario): Promise<Measured> {
+  const cpuBefore = cpuSeconds(server.child.pid!);
+  const load = await loadWithWrk(server.url + scenario.path, scenario.bodies, SECONDS, CONNECTIONS);
+  const cpu = cpuSeconds(server.child.pid!) - cpuBefore;
+  return { ...load, cpuMicrosPerRequest: (cpu * 1e6) / Math.max(1, load.requests) };
+}
+
+interface Figure {
+  decisionsPerSecond: number;
+  p99Millis: number;
+  cpuMicrosPerRequest: number;
+  errors: number;
+}
+
+const figureOf = (runs: Measured[], items: number): Figure => ({
+  decisionsPerSecond: median(runs.map((run) => run.requestsPerSecond)) * items,
+  p99Millis: median(runs.map((run) => run.p99Millis)),
+  cpuMicrosPerRequest: median(runs.map((run) => run.cpuMicrosPerRequest)),
+  errors: runs.reduce((sum, run) => sum + run.errors, 0),
+});
+
+/** Each scenario, run RUNS times on every server in turn; medians, with ratios to the first (the baseline). */
+async function httpFigures(servers: { label: string; server: RunningServer }[]): Promise<Record<string, Record<string, Figure>>> {
+  const chosen = scenarios.filter((scenario) => ONLY === undefined || scenario.name.includes(ONLY));
+  for (const scenario of chosen) for (const { server } of servers.slice(1)) await expectAllowed(server.url, scenario);
+  const figures: Record<string, Record<string, Figure>> = {};
+  for (const scenario of chosen) {
+    const runs = servers.map(() => [] as Measured[]);
+    for (let run = 0; run < RUNS; run++) {
+      for (const [index, { server }] of servers.entries()) runs[index]!.push(await measure(server, scenario));
+    }
+    const byServer = Object.fromEntries(servers.map(({ label }, index) => [label, figureOf(runs[index]!, scenario.items)]));
+    figures[scenario.name] = byServer;
+    const base = byServer[servers[0]!.label]!;
+    console.log(scenario.name);
+    for (const { label } of servers) {
+      const figure = byServer[label]!;
+      const versus = figure === base ? (_: number, __: number) => '' : (value: number, of: number) => ` (${ratio(value, of)})`;
+      console.log(
+        `  ${label.padEnd(22)} ${thousands(figure.decisionsPerSecond).padStart(8)} dec/s${versus(figure.decisionsPerSecond, base.decisionsPerSecond).padEnd(9)}` +
+          ` p99 ${figure.p99Millis.toFixed(1).padStart(6)} ms${versus(figure.p99Millis, base.p99Millis).padEnd(9)}` +
+          ` CPU ${figure.cpuMicrosPerRequest.toFixed(0).padStart(6)} µs/request${versus(figure.cpuMicrosPerRequest, base.cpuMicrosPerRequest).padEnd(9)}` +
+          ` errors ${figure.errors}`,
+      );
+    }
+  }
+  return figures;
+}
+
+/** Start-up of one kind of server: wall-clock and CPU milliseconds to ready, RSS once idle (medians). */
+interface StartFigure {
+  millis: number;
+  cpuMillis: number;
+  idleRss: number;
+}
+
+interface StartFigures {
+  /** Bare Fastify, to listening. */
+  baseline: StartFigure;
+  /** Verdict on an empty embedded store, to GET /ready 200. */
+  empty: StartFigure;
+  /** Verdict on LOADED_POLICIES policies and REGISTRY_SIZE entities. */
+  loaded: StartFigure;
+}
+
+/** Process start to the first GET /ready 200, and RSS once idle, RUNS times each, interleaved. */
+async function startFigures(loadedDataDir: string): Promise<StartFigures> {
+  const emptyDataDir = benchDirectory();
+  const starts: Record<keyof StartFigures, () => Promise<RunningServer & StartCost>> = {
+    baseline: startBaseline,
+    empty: () => {
+      rmSync(emptyDataDir, { recursive: true, force: true });
+      return startVerdict(emptyDataDir, VERDICT_ARGS);
+    },
+    loaded: () => startVerdict(loadedDataDir, VERDICT_ARGS),
+  };
+  const samples = { baseline: [] as StartFigure[], empty: [] as StartFigure[], loaded: [] as StartFigure[] };
+  for (let run = 0; run < RUNS; run++) {
+    for (const kind of ['baseline', 'empty', 'loaded'] as const) {
+      const server = await starts[kind]();
+      await sleep(IDLE_SETTLE_MILLIS);
+      samples[kind].push({ millis: server.startMillis, cpuMillis: server.startCpuMillis, idleRss: rssMegabytes(server.child.pid!) });
+      await stop(server);
+    }
+  }
+  rmSync(emptyDataDir, { recursive: true, force: true });
+  const medianOf = (figures: StartFigure[]): StartFigure => ({
+    millis: median(figures.map((figure) => figure.millis)),
+    cpuMillis: median(figures.map((figure) => figure.cpuMillis)),
+    idleRss: median(figures.map((figure) => figure.idleRss)),
   });
-  const answer = (await response.body.json()) as { allowed: boolean } | { allowed: boolean }[];
-  const allowed = [answer].flat().every((decision) => decision.allowed);
-  if (response.statusCode !== 200 || !allowed) throw new Error(`${scenario.name}: Verdict answered ${JSON.stringify(answer).slice(0, 200)}`);
+  const figures: StartFigures = { baseline: medianOf(samples.baseline), empty: medianOf(samples.empty), loaded: medianOf(samples.loaded) };
+  const labels: Record<keyof StartFigures, string> = {
+    baseline: 'start to listening, bare Fastify',
+    empty: 'start to /ready 200, empty embedded store',
+    loaded: `start to /ready 200, ${LOADED_POLICIES} policies, ${REGISTRY_SIZE / 1000}k entities`,
+  };
+  for (const kind of ['baseline', 'empty', 'loaded'] as const) {
+    const { millis, cpuMillis, idleRss } = figures[kind];
+    console.log(`${labels[kind].padEnd(52)} ${millis.toFixed(0).padStart(6)} ms (CPU ${cpuMillis.toFixed(0).padStart(5)} ms), idle RSS ${idleRss.toFixed(0)} MB`);
+  }
+  return figures;
 }
 
-function rssMegabytes(pid: number): number {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((text) => text.startsWith('VmRSS:'))!;
-  return Number(line.replace(/\D+/g, '')) / 1024;
+/** V8 heap per cached entity, measured in a process of its own (see entity-cache-bytes.ts). */
+async function bytesPerCachedEntity(dataDir: string): Promise<number> {
+  const script = fileURLToPath(new URL('entity-cache-bytes.js', import.meta.url));
+  const { stdout } = await execFileAsync(process.execPath, ['--expose-gc', script, dataDir, String(REGISTRY_SIZE)]);
+  const bytes = Number(stdout.trim());
+  console.log(`entity cache: ${bytes} bytes of heap per cached entity (two attributes each, ${REGISTRY_SIZE / 1000}k entities)`);
+  return bytes;
 }
 
-const ratio = (value: number, base: number) => `${(value / base).toFixed(2)}×`;
-const thousands = (value: number) => `${(value / 1000).toFixed(1)}k`;
+interface WriteFigures {
+  writesPerSecond: { small: number; large: number };
+  cpuMillisPerWrite: { small: number; large: number };
+}
+
+/** Policy creations one by one on a server holding 10 policies and on one holding LARGE_POLICY_SET. */
+async function writeFigures(): Promise<WriteFigures> {
+  const sets = { small: POLICIES, large: LARGE_POLICY_SET };
+  const servers: Record<string, { server: RunningServer; dataDir: string }> = {};
+  for (const [size, count] of Object.entries(sets)) {
+    const dataDir = benchDirectory();
+    await seed(dataDir, { to: count });
+    servers[size] = { server: await startVerdict(dataDir, VERDICT_ARGS), dataDir };
+  }
+  const rates: Record<string, number[]> = { small: [], large: [] };
+  const cpu: Record<string, number[]> = { small: [], large: [] };
+  try {
+    for (let run = 0; run < RUNS; run++) {
+      for (const size of ['small', 'large']) {
+        const { server } = servers[size]!;
+        const cpuBefore = cpuSeconds(server.child.pid!);
+        rates[size]!.push(await policyWritesPerSecond(server.url, WRITES, `bench-write-${run}`));
+        cpu[size]!.push(((cpuSeconds(server.child.pid!) - cpuBefore) * 1000) / WRITES);
+      }
+    }
+  } finally {
+    for (const { server, dataDir } of Object.values(servers)) {
+      await stop(server);
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }
+  const figures: WriteFigures = {
+    writesPerSecond: { small: median(rates.small!), large: median(rates.large!) },
+    cpuMillisPerWrite: { small: median(cpu.small!), large: median(cpu.large!) },
+  };
+  for (const size of ['small', 'large'] as const) {
+    console.log(
+      `policy writes one by one at ${String(sets[size]).padStart(5)} policies: ${figures.writesPerSecond[size].toFixed(0).padStart(5)} writes/s, ` +
+        `server CPU ${figures.cpuMillisPerWrite[size].toFixed(2)} ms/write`,
+    );
+  }
+  return figures;
+}
 
 /** The engine alone at growing policy counts, printed as it goes, each with its ratio to 10 policies. */
 function engineFigures(): Record<number, number> {
@@ -145,64 +292,124 @@ function planFigures(decisions: Record<number, number>): Record<number, number> 
   return plans;
 }
 
+interface Tracked {
+  http?: Record<string, Record<string, Figure>>;
+  rssAfterEntities?: number;
+  start?: StartFigures;
+  bytesPerEntity?: number;
+  writes?: WriteFigures;
+}
+
+/** The figures the project tracks (see docs/development.md), each beside its target. */
+function printSummary({ http, rssAfterEntities, start, bytesPerEntity, writes }: Tracked, processesLabel: string): void {
+  const rows: [string, string, string][] = [];
+  const vsBaseline = (scenario: string, label = 'Verdict') => {
+    const figures = http?.[scenario];
+    if (figures?.[label] === undefined) return undefined;
+    return figures[label]!.decisionsPerSecond / figures.baseline!.decisionsPerSecond;
+  };
+  const add = (figure: string, value: string | undefined, target: string) => {
+    if (value !== undefined) rows.push([figure, value, target]);
+  };
+  const times = (value: number | undefined) => (value === undefined ? undefined : `${value.toFixed(2)}×`);
+  add('/check by attributes, ratio to bare Fastify req/s', times(vsBaseline('check, attributes')), '≥ 0.90×');
+  add('/check with a principal uri from a 100k registry', times(vsBaseline(URI_SCENARIO)), '≥ 0.85×');
+  add('bulk 100 items, decisions/s ratio', times(vsBaseline('bulk, 100 items')), '≥ 1.1×');
+  add('bulk 1,000 items, decisions/s ratio', times(vsBaseline('bulk, 1000 items')), '≥ 1.3×');
+  const cpu = http?.['check, attributes'];
+  if (cpu?.Verdict !== undefined) {
+    add('server CPU per /check (attributes)', `${cpu.Verdict.cpuMicrosPerRequest.toFixed(0)} µs (bare Fastify ${cpu.baseline!.cpuMicrosPerRequest.toFixed(0)} µs)`, '—');
+  }
+  if (start !== undefined) {
+    const seconds = ({ millis, cpuMillis }: StartFigure) => `${(millis / 1000).toFixed(2)} s (CPU ${(cpuMillis / 1000).toFixed(2)} s)`;
+    add('process start to /ready 200, empty embedded store', `${seconds(start.empty)}; bare Fastify listening ${seconds(start.baseline)}`, '≤ 0.3 s');
+    add(`start to /ready 200, ${LOADED_POLICIES} policies and 100k entities`, seconds(start.loaded), '≤ 1 s');
+    add('idle RSS, empty store', `${start.empty.idleRss.toFixed(0)} MB (bare Fastify ${start.baseline.idleRss.toFixed(0)} MB)`, '≤ 75 MB');
+  }
+  add('RSS after checks touching 100k registered entities', rssAfterEntities === undefined ? undefined : `${rssAfterEntities.toFixed(0)} MB`, '≤ 150 MB');
+  add('heap per cached entity', bytesPerEntity === undefined ? undefined : `${bytesPerEntity} bytes`, '—');
+  if (writes !== undefined) {
+    add(
+      `policy write at ${LARGE_POLICY_SET} policies vs at ${POLICIES}`,
+      `${ratio(writes.cpuMillisPerWrite.large, writes.cpuMillisPerWrite.small)} CPU, ${ratio(writes.writesPerSecond.small, writes.writesPerSecond.large)} time`,
+      '≤ 1.2×',
+    );
+  }
+  for (const scenario of ['check, attributes', URI_SCENARIO, 'bulk, 100 items', 'bulk, 1000 items']) {
+    add(`${processesLabel}: ${scenario}`, times(vsBaseline(scenario, processesLabel)), `(single process ${times(vsBaseline(scenario)) ?? '—'})`);
+  }
+  const widths = [0, 1, 2].map((column) => Math.max(...rows.map((row) => row[column]!.length)));
+  console.log('\nSummary (same-run ratios and medians; absolute times and sizes move with the machine\'s load):');
+  for (const row of rows) console.log(`  ${row.map((cell, column) => cell.padEnd(widths[column]!)).join(' | ')}`);
+}
+
 async function main(): Promise<void> {
-  if (!(await wrkAvailable())) {
-    console.error('bench: wrk is not installed; install Debian\'s package: apt-get install wrk');
+  if (PARTS.has('http') && !(await wrkAvailable())) {
+    console.error("bench: wrk is not installed; install Debian's package: apt-get install wrk");
     process.exit(2);
   }
-  console.log(`Verdict benchmark: ${RUNS} runs × ${SECONDS}s per figure, ${CONNECTIONS} connections, medians; Verdict args: ${VERDICT_ARGS.join(' ') || '(defaults)'}`);
+  const processesLabel = `Verdict ×${PROCESSES} processes`;
+  console.log(
+    `Verdict benchmark (${[...PARTS].join(', ')}): ${RUNS} runs × ${SECONDS}s per figure, ${CONNECTIONS} connections, medians; ` +
+      `Verdict args: ${VERDICT_ARGS.join(' ') || '(defaults)'}; load average ${loadavg()[0]!.toFixed(1)} on entry`,
+  );
   if (COMPARE_ARGS !== undefined) console.log(`Verdict+ (compared in the same runs) args: ${[...VERDICT_ARGS, ...COMPARE_ARGS].join(' ')}`);
-  const baseline = await startBaseline();
-  const verdict = await startVerdict(VERDICT_ARGS);
-  const compared = COMPARE_ARGS === undefined ? undefined : await startVerdict([...VERDICT_ARGS, ...COMPARE_ARGS]);
-  const results: Record<string, unknown>[] = [];
+  const dataDirs: string[] = [];
+  const servers: { label: string; server: RunningServer }[] = [];
+  const tracked: Tracked = {};
+  let engine: Record<number, number> = {};
+  let plans: Record<number, number> = {};
   try {
-    const chosen = scenarios.filter((scenario) => ONLY === undefined || scenario.name.includes(ONLY));
-    for (const scenario of chosen) await expectAllowed(verdict.url, scenario);
-    for (const scenario of chosen) {
-      const base: LoadResult[] = [];
-      const ours: LoadResult[] = [];
-      const theirs: LoadResult[] = [];
-      for (let run = 0; run < RUNS; run++) {
-        base.push(await loadWithWrk(baseline.url + scenario.path, scenario.bodies, SECONDS, CONNECTIONS));
-        ours.push(await loadWithWrk(verdict.url + scenario.path, scenario.bodies, SECONDS, CONNECTIONS));
-        if (compared !== undefined) theirs.push(await loadWithWrk(compared.url + scenario.path, scenario.bodies, SECONDS, CONNECTIONS));
-      }
-      const figure = (runs: LoadResult[]) => ({
-        requestsPerSecond: median(runs.map((r) => r.requestsPerSecond)),
-        decisionsPerSecond: median(runs.map((r) => r.requestsPerSecond)) * scenario.items,
-        p99Millis: median(runs.map((r) => r.p99Millis)),
-        errors: runs.reduce((sum, r) => sum + r.errors, 0),
-      });
-      const baseFigure = figure(base);
-      const ourFigure = figure(ours);
-      const comparedFigure = compared === undefined ? undefined : figure(theirs);
-      results.push({ scenario: scenario.name, baseline: baseFigure, verdict: ourFigure, compared: comparedFigure });
-      const versus = (label: string, ours: ReturnType<typeof figure>) =>
-        `${label} ${thousands(ours.decisionsPerSecond).padStart(8)} dec/s (${ratio(ours.decisionsPerSecond, baseFigure.decisionsPerSecond)}) ` +
-        `p99 ${ours.p99Millis.toFixed(1)}ms (${ratio(ours.p99Millis, baseFigure.p99Millis)}) errors ${ours.errors}`;
-      console.log(
-        `${scenario.name.padEnd(44)} baseline ${thousands(baseFigure.decisionsPerSecond).padStart(8)} dec/s p99 ${baseFigure.p99Millis.toFixed(1)}ms | ` +
-          versus('Verdict', ourFigure) +
-          (comparedFigure === undefined ? '' : ` | ${versus('Verdict+', comparedFigure)}`),
-      );
+    let template: string | undefined;
+    if (PARTS.has('http') || PARTS.has('start') || PARTS.has('cache')) {
+      template = benchDirectory();
+      dataDirs.push(template);
+      await seed(template, { to: POLICIES }, REGISTRY_SIZE);
     }
-    const rss = rssMegabytes(verdict.child.pid!);
-    console.log(`Verdict RSS after the run: ${rss.toFixed(0)} MB`);
-    const engine = ONLY === undefined ? engineFigures() : {};
-    const plans = ONLY === undefined ? planFigures(engine) : {};
+    if (PARTS.has('http')) {
+      const verdictOn = async (args: string[], readyAnswers = 1, nodeOptions: string[] = []) => {
+        const dataDir = copyOf(template!);
+        dataDirs.push(dataDir);
+        return startVerdict(dataDir, args, { readyAnswers, nodeOptions });
+      };
+      servers.push({ label: 'baseline', server: await startBaseline() });
+      const profile = CPU_PROFILE_DIR === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', CPU_PROFILE_DIR];
+      servers.push({ label: 'Verdict', server: await verdictOn(VERDICT_ARGS, 1, profile) });
+      if (COMPARE_ARGS !== undefined) servers.push({ label: 'Verdict+', server: await verdictOn([...VERDICT_ARGS, ...COMPARE_ARGS]) });
+      if (PROCESSES > 1) {
+        servers.push({ label: processesLabel, server: await verdictOn([...VERDICT_ARGS, '--processes', String(PROCESSES)], 2 * PROCESSES) });
+      }
+      tracked.http = await httpFigures(servers);
+      const verdict = servers[1]!.server;
+      await touchEveryEntity(verdict.url);
+      tracked.rssAfterEntities = rssMegabytes(verdict.child.pid!);
+      console.log(`Verdict RSS after checks touching ${REGISTRY_SIZE / 1000}k registered entities: ${tracked.rssAfterEntities.toFixed(0)} MB`);
+      for (const { server } of servers) await stop(server);
+    }
+    if (PARTS.has('start')) {
+      const loaded = copyOf(template!);
+      dataDirs.push(loaded);
+      await seed(loaded, { from: POLICIES, to: LOADED_POLICIES });
+      tracked.start = await startFigures(loaded);
+    }
+    if (PARTS.has('cache')) tracked.bytesPerEntity = await bytesPerCachedEntity(template!);
+    if (PARTS.has('writes')) tracked.writes = await writeFigures();
+    if (PARTS.has('engine')) {
+      engine = engineFigures();
+      plans = planFigures(engine);
+    }
+    printSummary(tracked, processesLabel);
     const resultsDir = join(repositoryRoot, 'bench/results');
     mkdirSync(resultsDir, { recursive: true });
     const file = join(resultsDir, `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-    writeFileSync(file, JSON.stringify({ runs: RUNS, seconds: SECONDS, connections: CONNECTIONS, args: VERDICT_ARGS, compareArgs: COMPARE_ARGS, http: results, engine, plans, rssMegabytes: rss }, null, 2));
+    const settings = {
+      parts: [...PARTS], runs: RUNS, seconds: SECONDS, connections: CONNECTIONS, args: VERDICT_ARGS, compareArgs: COMPARE_ARGS, processes: PROCESSES, loadAverage: loadavg(),
+    };
+    writeFileSync(file, JSON.stringify({ ...settings, ...tracked, engine, plans }, null, 2));
     console.log(`saved ${file}`);
   } finally {
-    baseline.child.kill();
-    for (const server of [verdict, compared]) {
-      if (server === undefined) continue;
-      server.child.kill();
-      rmSync(server.dataDir, { recursive: true, force: true });
-    }
+    for (const { server } of servers) await stop(server);
+    for (const dataDir of dataDirs) rmSync(dataDir, { recursive: true, force: true });
   }
 }
 

@@ -7,6 +7,8 @@ import { promisify } from 'node:util';
 const run = promisify(execFile);
 
 export interface LoadResult {
+  /** Requests answered in the run. */
+  requests: number;
   requestsPerSecond: number;
   p99Millis: number;
   /** Non-2xx answers and socket errors. */
@@ -42,7 +44,7 @@ export async function loadWithWrk(url: string, bodies: readonly string[], second
   const line = stdout.split('\n').find((text) => text.startsWith('RESULT '));
   if (line === undefined) throw new Error(`wrk printed no result:\n${stdout}`);
   const [requests, durationMicros, p99Micros, errors] = line.split(' ').slice(1).map(Number) as [number, number, number, number];
-  return { requestsPerSecond: requests / (durationMicros / 1e6), p99Millis: p99Micros / 1000, errors };
+  return { requests, requestsPerSecond: requests / (durationMicros / 1e6), p99Millis: p99Micros / 1000, errors };
 }
 
 export async function wrkAvailable(): Promise<boolean> {
