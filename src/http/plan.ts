@@ -4,6 +4,7 @@ import { planRequestListSchema, planRequestSchema, planResponseListSchema, planR
 import { bulkListError } from '../registry/bulk-request.js';
 import type { RoutesOptions } from './context.js';
 import { ERROR_RESPONSES } from './responses.js';
+import { MIN_REVISION_DOC } from './min-revision.js';
 
 const tags = ['plans'];
 
@@ -11,14 +12,17 @@ const tags = ['plans'];
 export const planRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { context }) => {
   const app = fastify.withTypeProvider<JsonSchemaToTsProvider>();
   const { plans, config } = context;
+  const onRequest = context.minRevisionCheck;
 
   app.post('/plan', {
+    onRequest,
     schema: {
       tags,
       summary: 'Which resources a principal may act on',
       description:
         'The principal as `/check` takes it (by `uri`, `attributes` or both, merged), an action, and optionally what is known of the resources. ' +
-        'Answers whether the action is allowed for every resource, for none, or for those satisfying `condition`, also given as a MongoDB filter.',
+        'Answers whether the action is allowed for every resource, for none, or for those satisfying `condition`, also given as a MongoDB filter. ' +
+        MIN_REVISION_DOC,
       body: planRequestSchema,
       response: { 200: planResponseSchema, ...ERROR_RESPONSES },
     },
@@ -26,10 +30,11 @@ export const planRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { c
   });
 
   app.post('/plan/bulk', {
+    onRequest,
     schema: {
       tags,
       summary: 'Several plans in one call',
-      description: `A list of plan requests; the answers come back in the same order. At most ${config.bulkCheckMaxRequests} per call.`,
+      description: `A list of plan requests; the answers come back in the same order. At most ${config.bulkCheckMaxRequests} per call. ${MIN_REVISION_DOC}`,
       body: planRequestListSchema,
       response: { 200: planResponseListSchema, ...ERROR_RESPONSES },
     },

@@ -22,6 +22,7 @@ const allow = (action: string) => ({
   rules: [{ name: 'everyone', effect: 'allow', principal_conditions: [], resource_conditions: [], actions: [action] }],
 });
 const checkOf = (action: string) => ({ principal: { attributes: { a: 1 } }, resource: { attributes: { b: 1 } }, action });
+const planOf = (action: string) => ({ principal: { attributes: { a: 1 } }, action });
 
 t.test('verdict-min-revision: a check waits for the revision written through another process, or is 503 after the wait', async (t) => {
   const dataDir = temporaryDataDir();
@@ -47,6 +48,10 @@ t.test('verdict-min-revision: a check waits for the revision written through ano
     t.same(bulk.body.map((decision: { allowed: boolean }) => decision.allowed), [true, false], 'a bulk too');
     const legacy = await call(reader, 'POST', '/check-access', checkOf(`act-${round}`), minimum);
     t.equal(legacy.body, true, 'and /check-access');
+    const planned = await call(reader, 'POST', '/plan', planOf(`act-${round}`), minimum);
+    t.same([planned.status, planned.body.kind], [200, 'always_allowed'], 'and /plan');
+    const plans = await call(reader, 'POST', '/plan/bulk', [planOf(`act-${round}`), planOf('nothing')], minimum);
+    t.same(plans.body.map((plan: { kind: string }) => plan.kind), ['always_allowed', 'always_denied'], 'and /plan/bulk');
   }
 
   const ahead = await call(reader, 'POST', '/check', checkOf('act-1'), { 'verdict-min-revision': '1000' });
@@ -58,5 +63,9 @@ t.test('verdict-min-revision: a check waits for the revision written through ano
   const malformed = await call(reader, 'POST', '/check', checkOf('act-1'), { 'verdict-min-revision': 'latest' });
   t.equal(malformed.status, 400);
   t.match(malformed.body.detail, /^verdict-min-revision must be a revision number/);
+  for (const [path, body] of [['/plan', planOf('act-1')], ['/plan/bulk', [planOf('act-1')]]] as const) {
+    t.same(await call(reader, 'POST', path, body, { 'verdict-min-revision': '1000' }), { status: 503, revision: 5, body: ahead.body }, `${path}: 503 alike`);
+    t.same(await call(reader, 'POST', path, body, { 'verdict-min-revision': 'latest' }), { status: 400, revision: 5, body: malformed.body }, `${path}: 400 alike`);
+  }
   t.equal((await call(reader, 'POST', '/check', checkOf('act-1'), { 'verdict-min-revision': '0' })).status, 200, 'a revision already served answers at once');
 });
