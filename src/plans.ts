@@ -8,6 +8,7 @@ import { AttributeConflict, resolveCheck, type RegisteredAttributes } from './re
 import type { PolicySnapshots } from './snapshot/policy-snapshots.js';
 import { ClientError, RequestValidationError } from './errors.js';
 import { answerEach } from './each-settled.js';
+import { readBulkItems } from './registry/bulk-request.js';
 
 /** A plan request read: the check it resembles (the resource holding what is known of it) and the MongoDB layout. */
 export interface PlanInput {
@@ -81,16 +82,9 @@ export class PlanService {
     }
   }
 
-  /** Plans every request of a bulk (all read first: one unusable item is 422 for the call); a conflict only denies its own item. */
+  /** Plans every request of a bulk, all read first as /check/bulk reads its items (see readBulkItems); a conflict only denies its own item. */
   planMany(requests: PlanRequest[]): PlanResponse[] | Promise<PlanResponse[]> {
-    const inputs: PlanInput[] = [];
-    const issues: ValidationIssue[] = [];
-    requests.forEach((request, index) => {
-      const input = readPlanRequest(request, ['body', index]);
-      if (Array.isArray(input)) issues.push(...input);
-      else inputs.push(input);
-    });
-    if (issues.length > 0) throw new RequestValidationError(issues);
+    const inputs = readBulkItems(requests, readPlanRequest);
     return answerEach(inputs, (input) => this.answer(input), conflictAsDenial);
   }
 

@@ -17,13 +17,27 @@ export function compileBulkValidator(): BulkValidator {
   return createAjv(false).compile<CheckRequest[]>(checkRequestListSchema);
 }
 
-function readItem(request: CheckRequest, index: number): CheckInput | ValidationIssue[] {
-  try {
-    return readCheckRequest(request, ['body', index]);
-  } catch (error) {
-    if (error instanceof FormsDisagree) throw new ClientError(400, `Item ${index}: ${error.detail}`);
-    throw error;
-  }
+/**
+ * Reads every item of a schema-valid bulk with `read` (given where the item sits in the body): any
+ * unusable item is 422 for the whole call, with every issue; an item whose two forms disagree is
+ * 400 for the whole call, its detail starting `Item <i>: `.
+ */
+export function readBulkItems<Request, Input>(requests: readonly Request[], read: (request: Request, at: (string | number)[]) => Input | ValidationIssue[]): Input[] {
+  const inputs: Input[] = [];
+  const issues: ValidationIssue[] = [];
+  requests.forEach((request, index) => {
+    let input: Input | ValidationIssue[];
+    try {
+      input = read(request, ['body', index]);
+    } catch (error) {
+      if (error instanceof FormsDisagree) throw new ClientError(400, `Item ${index}: ${error.detail}`);
+      throw error;
+    }
+    if (Array.isArray(input)) issues.push(...input);
+    else inputs.push(input);
+  });
+  if (issues.length > 0) throw new RequestValidationError(issues);
+  return inputs;
 }
 
 /** What is wrong with a bulk body as a list, before its items are looked at: empty, or too long. */
@@ -55,15 +69,7 @@ export function readBulkBody(text: string, validate: BulkValidator, limits: Bulk
   if (!validate(body)) {
     throw new RequestValidationError(validationIssues(validate.errors as FastifySchemaValidationError[], 'body'));
   }
-  const inputs: CheckInput[] = [];
-  const issues: ValidationIssue[] = [];
-  body.forEach((request, index) => {
-    const input = readItem(request, index);
-    if (Array.isArray(input)) issues.push(...input);
-    else inputs.push(input);
-  });
-  if (issues.length > 0) throw new RequestValidationError(issues);
-  return inputs;
+  return readBulkItems(body, readCheckRequest);
 }
 
 export const namesRegisteredEntity = (input: CheckInput) => input.principal.uri !== undefined || input.resource.uri !== undefined;

@@ -133,6 +133,21 @@ t.test('POST /plan/bulk answers in order; a conflict denies only its own item', 
   t.strictSame(unusable.body.detail[0].loc, ['body', 1, 'principal']);
 });
 
+t.test('a bulk item whose nested and flat forms disagree refuses the bulk, naming the item as /check/bulk does', async (t) => {
+  const server = await itDesk(t);
+  const agreeing = { principal: { uri: 'user:alice' }, principal_uri: 'user:alice', action: 'administer' };
+  const disagreeing = { principal: { attributes: { department: 'it' } }, principal_attributes: { department: 'hr' }, action: 'administer' };
+  const refused = await server.call('POST', '/plan/bulk', [agreeing, disagreeing]);
+  t.equal(refused.status, 400);
+  t.strictSame(refused.body, {
+    detail: "Item 1: principal.attributes and principal_attributes disagree on 'department'; send one of them, or the same attributes in both",
+  });
+  const checked = await server.call('POST', '/check/bulk', [agreeing, disagreeing].map((item) => ({ ...item, resource: { attributes: { kind: 'laptop' } } })));
+  t.strictSame(refused.body, checked.body, 'the words of /check/bulk');
+  const single = await server.call('POST', '/plan', disagreeing);
+  t.strictSame([single.status, single.body.detail], [400, "principal.attributes and principal_attributes disagree on 'department'; send one of them, or the same attributes in both"], 'a single plan names no item');
+});
+
 t.test('a condition no MongoDB filter can state: no mongodb field, and the reason names it', async (t) => {
   const server = await startServer();
   t.teardown(server.close);
