@@ -155,7 +155,7 @@ t.test("every probe answers 200 from a server started with its container's setti
     const server = runVerdict(t, container.args, env);
     const config = containerConfig(container);
     const local = { api: `http://127.0.0.1:${port}`, metrics: `http://127.0.0.1:${metricsPort}` };
-    await waitFor(local.api, '/ready', 200);
+    await waitFor(local.api, '/ready', 200, server);
     for (const probe of Object.keys(PROBES)) {
       const spec = container[probe];
       const target = probedPort(container, config, spec)!;

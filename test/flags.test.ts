@@ -63,7 +63,7 @@ t.test('a bare switch on the real CLI: --admin-authn-required --no-registry', as
     ['start', '--port', String(port), '--data-dir', dataDir, '--log-level', 'warn', '--admin-authn-required', '--no-registry'],
     { ADMIN_API_KEY: 'flag-test-key', ADMIN_AUTHN_REQUIRED: '', REGISTRY_ENABLED: '' },
   );
-  await waitFor(url, '/health', 200);
+  await waitFor(url, '/health', 200, child);
   t.equal((await ask(url, 'GET', '/admin/policies')).status, 401, 'admin routes demand the key');
   t.equal((await ask(url, 'GET', '/admin/policies', undefined, { 'WAY-API-KEY': 'flag-test-key' })).status, 200, 'and accept it');
   const registry = await ask(url, 'GET', '/admin/fetchers/registry/entities', undefined, { 'WAY-API-KEY': 'flag-test-key' });
