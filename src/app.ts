@@ -35,6 +35,11 @@ import { AuditTrail } from './audit/audit-trail.js';
 import { AuditPruner } from './audit/retention.js';
 import { minRevisionCheck } from './http/min-revision.js';
 import { REVISION_HEADER } from './http/revision.js';
+import { LiveCounters } from './live/live-counters.js';
+import { LiveWindow } from './live/live-window.js';
+import { RuleTally } from './live/rule-tally.js';
+import { RecentDenials } from './live/recent-denials.js';
+import { liveRoutes } from './http/live.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -70,6 +75,8 @@ export async function buildApp(config: Config, openedStore?: Store): Promise<Fas
   if (config.registryEnabled) await entities.warm();
   const registered: RegisteredAttributes = config.registryEnabled ? entities.lookup : () => undefined;
   const { allowed, denied, bulkSize } = metrics;
+  const live = new LiveCounters(new RuleTally(Date.now()), config.recentDenials === 0 ? undefined : new RecentDenials(config.recentDenials, config.recentDenialsValues));
+  metrics.observeRules(live.rules);
   const decisionLog =
     config.decisionLog === '' ? undefined : DecisionLog.open(config.decisionLog, (lines) => metrics.decisionLogDropped.inc(lines));
   const bulk =
@@ -80,16 +87,20 @@ export async function buildApp(config: Config, openedStore?: Store): Promise<Fas
           snapshots,
           { bulkCheckMaxRequests: config.bulkCheckMaxRequests, maxJsonDepth: config.maxJsonDepth, maxStringLength: config.maxStringLength },
           config.workerTimeoutMs,
-          ({ body, json, allowed, denied, revision, elapsedMs }) => {
-            metrics.allowed.inc(allowed);
-            metrics.denied.inc(denied);
-            const count = allowed + denied;
+          ({ body, json, tally, revision, elapsedMs }) => {
+            metrics.allowed.inc(tally.allowed);
+            metrics.denied.inc(tally.denied);
+            live.decidedInWorker(tally, revision);
+            const count = tally.allowed + tally.denied;
             bulkSize.observe(count);
             decisionLog?.recordBulk({ time: Date.now(), body, decisions: json, count, revision, latencyMs: elapsedMs / count });
           },
+          config.recentDenials,
         );
   const pool = bulk && { bulk, minimumBodyLength: config.evaluation === 'pool' ? 0 : POOL_MINIMUM_BODY_LENGTH };
   if (bulk !== undefined) metrics.observePool(bulk);
+  const liveWindow = new LiveWindow(live, bulk);
+  liveWindow.start();
   // A store or a snapshot rebuild failing degrades: every process on a shared store fails at once,
   // and taking them all out of service would stop decisions that the last snapshot can still make.
   const readiness = new Readiness({
@@ -116,6 +127,7 @@ export async function buildApp(config: Config, openedStore?: Store): Promise<Fas
   const checks = new CheckService(snapshots, registered, {
     decision: (input, request, decision, revision, startedAt) => {
       (decision.allowed ? allowed : denied).inc();
+      live.decided(input, decision, revision);
       decisionLog?.record({ time: Date.now(), input, request, decision, revision, latencyMs: performance.now() - startedAt });
     },
     bulk: (size) => bulkSize.observe(size),
@@ -161,10 +173,14 @@ export async function buildApp(config: Config, openedStore?: Store): Promise<Fas
   pruner?.start();
   const stopFollowing = followChanges(store, snapshots, entities, app.log, {
     error: () => metrics.changeFeedErrors.inc(),
-    applied: (seconds) => metrics.changeFeedLag.observe(seconds),
+    applied: (seconds) => {
+      metrics.changeFeedLag.observe(seconds);
+      live.feedApplied(seconds);
+    },
   });
   app.addHook('onClose', async () => {
     readiness.beginShutdown();
+    liveWindow.stop();
     stopFollowing();
     snapshots.close();
     await pruner?.stop();
@@ -172,7 +188,7 @@ export async function buildApp(config: Config, openedStore?: Store): Promise<Fas
     await store.close();
     await decisionLog?.close();
   });
-  instrumentRoutes(app, metrics);
+  instrumentRoutes(app, metrics, live);
 
   installValidators(app);
   installErrorHandling(app);
@@ -209,6 +225,7 @@ export async function buildApp(config: Config, openedStore?: Store): Promise<Fas
     await admin.register(policyRoutes, { context });
     await admin.register(auditRoutes, { context });
     await admin.register(whoamiRoutes);
+    await admin.register(liveRoutes, { window: liveWindow, counters: live });
     if (config.registryEnabled) await admin.register(registryRoutes, { context });
   });
   await app.ready();

@@ -75,6 +75,10 @@ export interface Config {
   auditValues: boolean;
   /** Which audit records are kept; undefined: all of them. */
   auditRetention: AuditRetention | undefined;
+  /** Denied checks kept in memory for the live view (GET /admin/live); 0 for none. */
+  recentDenials: number;
+  /** Keep the attribute values of recent denials (otherwise only their keys are shown). */
+  recentDenialsValues: boolean;
 }
 
 export const EVALUATION_MODES = ['inline', 'pool', 'auto'] as const;
@@ -117,6 +121,8 @@ export const DEFAULT_CONFIG: Config = {
   shutdownGraceMs: 10_000,
   auditValues: false,
   auditRetention: undefined,
+  recentDenials: 200,
+  recentDenialsValues: false,
 };
 
 /** Bad configuration: the start stops with this one line. */
@@ -315,6 +321,19 @@ const OPTIONS = {
     help: 'audit records kept: forever, an age (90d, 12h), a count (100000), or both (90d,100000)',
     default: 'forever',
   },
+  'recent-denials': {
+    type: 'string',
+    env: 'RECENT_DENIALS',
+    help: 'denied checks the live view keeps in memory (0: none)',
+    default: String(DEFAULT_CONFIG.recentDenials),
+  },
+  'recent-denials-values': {
+    type: 'string',
+    switch: true,
+    env: 'RECENT_DENIALS_VALUES',
+    help: 'show the attribute values of recent denials, not only their keys',
+    default: 'false',
+  },
 } satisfies Record<string, StartOption>;
 type OptionName = keyof typeof OPTIONS;
 export const START_OPTIONS: Readonly<Record<OptionName, StartOption>> = OPTIONS;
@@ -461,6 +480,7 @@ export function loadConfig(args: string[], env: NodeJS.ProcessEnv): Config {
     throw new ConfigError(`${auditRetention.label}: ${(error as Error).message}`);
   }
   const metricsPort = read('metrics-port');
+  const recentDenialsValues = read('recent-denials-values');
   const shutdownDelay = read('shutdown-delay-ms');
   const shutdownGrace = read('shutdown-grace-ms');
   const config: Config = {
@@ -501,6 +521,8 @@ export function loadConfig(args: string[], env: NodeJS.ProcessEnv): Config {
     shutdownGraceMs: parseInteger(shutdownGrace.label, shutdownGrace.text, 1, 3_600_000),
     auditValues: parseBoolean(auditValues.label, auditValues.text),
     auditRetention: retention,
+    recentDenials: integer('recent-denials', 0, 100_000),
+    recentDenialsValues: parseBoolean(recentDenialsValues.label, recentDenialsValues.text),
   };
   if (config.shutdownDelayMs >= config.shutdownGraceMs) {
     throw new ConfigError(

@@ -2,6 +2,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import type { PolicySnapshots } from './snapshot/policy-snapshots.js';
 import type { BulkPool } from './pool/bulk-pool.js';
 import type { AuditObserver } from './store/store.js';
+import type { RuleTally } from './live/rule-tally.js';
 
 /** Request latencies are mostly tens of microseconds; the upper buckets catch stalls. */
 const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
@@ -103,6 +104,35 @@ export class Metrics {
     this.gauge('verdict_worker_pool_threads', 'Worker threads of the bulk pool', () => pool.threads);
     this.gauge('verdict_worker_pool_queue_size', 'Bulk tasks waiting for a worker thread', () => pool.queueSize);
     this.gauge('verdict_worker_pool_utilization', 'Share of the pool capacity in use since start (0 to 1)', () => pool.utilization);
+  }
+
+  /**
+   * Adds the decisions by rule and by default effect, read from the live view's tally when scraped
+   * (so the hot path pays nothing more for them). Bounded: see MAX_COUNTED_RULES.
+   */
+  observeRules(tally: RuleTally): void {
+    new Counter({
+      name: 'verdict_rule_decisions_total',
+      help: 'Decisions by the rule that gave them (policy and rule "(other)": rules past the first 1000 counted)',
+      labelNames: ['policy', 'rule', 'effect'] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const { decider, total } of tally.totals()) {
+          if (decider.kind === 'rule') this.inc({ policy: decider.policy, rule: decider.rule, effect: decider.effect }, total);
+        }
+      },
+    });
+    new Counter({
+      name: 'verdict_default_effect_decisions_total',
+      help: 'Decisions given by the default effect: no rule matched (or there are no policies)',
+      labelNames: ['effect'] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const { decider, total } of tally.totals()) if (decider.kind === 'default') this.inc({ effect: decider.effect }, total);
+      },
+    });
   }
 
   /** A gauge read when /metrics is scraped. */

@@ -8,6 +8,15 @@ import { DEFAULT_CONFIG } from '../src/config.js';
 import { temporaryDataDir } from './helpers/server.js';
 import { TEST_WRITER } from './helpers/writer.js';
 import { interceptedStore } from './helpers/intercepted-store.js';
+import type { Policy } from '../src/schemas/policy.js';
+
+const ALLOW_A_1_TO_GO: Policy = {
+  version: '1.0',
+  name: 'p',
+  description: null,
+  default_effect: 'deny',
+  rules: [{ name: 'r', effect: 'allow', principal_conditions: [{ path: 'attributes.a', operator: '==', value: 1 }], resource_conditions: [], actions: ['go'] }],
+};
 
 // The pool on its own, with real worker threads: proves bulks are decided in a worker (the HTTP
 // tests in test/http/bulk-pool.test.ts could not tell a worker's answer from the front's fallback).
@@ -32,13 +41,7 @@ t.test('a worker decides a bulk at the revision the front holds, and hands back 
     ]),
   );
 
-  await store.createPolicy({
-    version: '1.0',
-    name: 'p',
-    description: null,
-    default_effect: 'deny',
-    rules: [{ name: 'r', effect: 'allow', principal_conditions: [{ path: 'attributes.a', operator: '==', value: 1 }], resource_conditions: [], actions: ['go'] }],
-  }, TEST_WRITER);
+  await store.createPolicy(ALLOW_A_1_TO_GO, TEST_WRITER);
   await snapshots.refresh();
   // The worker still holds the empty snapshot: it must ask for the new one, never answer from the old.
   t.equal(JSON.parse((await pool.decide(body))!)[1].reason, 'Rule r allowed the action in policy p');
@@ -80,4 +83,37 @@ t.test('after a forced reload to a lower revision (the store was reset), workers
   await snapshots.refresh({ force: true });
   t.equal(snapshots.current.revision, 0);
   t.same(JSON.parse((await pool.decide(body))!), [{ allowed: false, reason: 'Action denied by default because there are no policies' }], 'never the dropped policies');
+});
+
+t.test("a worker tells the front what decided each bulk and its last denials, for the live view", async (t) => {
+  const dataDir = temporaryDataDir();
+  const store = new EmbeddedStore(dataDir);
+  await store.createPolicy(ALLOW_A_1_TO_GO, TEST_WRITER);
+  const snapshots = await PolicySnapshots.load(store);
+  const seen: Parameters<ConstructorParameters<typeof BulkPool>[4] & {}>[0][] = [];
+  const pool = new BulkPool(1, snapshots, DEFAULT_CONFIG, 10_000, (bulk) => seen.push(bulk), 2);
+  t.teardown(async () => {
+    await pool.close();
+    await store.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+  const items = [1, 2, 1, 3, 4].map((a) => ({ principal: { attributes: { a } }, resource: { attributes: { b: a } }, action: 'go' }));
+  t.ok(await pool.decide(JSON.stringify(items)), 'decided in the worker');
+  t.equal(seen.length, 1);
+  const { tally, revision } = seen[0]!;
+  t.equal(revision, 1);
+  t.same([tally.allowed, tally.denied], [2, 3]);
+  t.same(tally.deciders, [
+    { decider: { kind: 'rule', policy: 'p', rule: 'r', effect: 'allow' }, decisions: 2 },
+    { decider: { kind: 'default', effect: 'deny' }, decisions: 3 },
+  ]);
+  t.same(
+    tally.denials.map(({ input, reason }) => [input.principal.attributes.get('a'), input.resource.attributes.get('b'), reason]),
+    [
+      [3, 3, 'Action denied by default effect'],
+      [4, 4, 'Action denied by default effect'],
+    ],
+    'the last two denials, in order, as sent',
+  );
+  t.ok(pool.busyMilliseconds > 0, 'the worker time it took is counted');
 });

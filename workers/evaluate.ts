@@ -11,10 +11,12 @@ import { ClientError, RequestValidationError } from '../src/errors.js';
 import type { BulkOutcome, BulkTask, WorkerStart } from '../src/pool/bulk-task.js';
 import { RunningTasks } from '../src/pool/running-tasks.js';
 import { injectFaultIfAsked } from './faults.js';
+import { tallyBulk } from '../src/live/bulk-tally.js';
 
 let snapshot: Snapshot | undefined;
 const validate = compileBulkValidator();
-const runningTasks = new RunningTasks((workerData as WorkerStart).runningTasks);
+const start = workerData as WorkerStart;
+const runningTasks = new RunningTasks(start.runningTasks);
 const slot = runningTasks.claim(threadId);
 
 export default function decideBulk(task: BulkTask): BulkOutcome {
@@ -44,8 +46,7 @@ function decide(task: BulkTask): BulkOutcome {
   if (inputs.some(namesRegisteredEntity)) return { kind: 'needs-registry' };
   const current = snapshot;
   const decisions = inputs.map((input) => evaluate(current, input));
-  let allowed = 0;
-  for (const decision of decisions) if (decision.allowed) allowed++;
+  const tally = tallyBulk(inputs, decisions, start.recentDenials);
   const elapsedMs = performance.now() - startedAt;
-  return { kind: 'decided', json: JSON.stringify(decisions), allowed, denied: decisions.length - allowed, revision: current.revision, elapsedMs };
+  return { kind: 'decided', json: JSON.stringify(decisions), tally, revision: current.revision, elapsedMs };
 }

@@ -8,3 +8,4 @@ export { normalizePolicy, policyIssues, type PolicyLimits } from './validate.js'
 export { buildSimplePolicy, type SimplePolicySide } from './simple-policy.js';
 export { slugify } from './slug.js';
 export { OPERATOR_STYLES, spellOperator, type OperatorStyle } from './operators.js';
+export { deciderOf, type Decider } from './decisions.js';

@@ -2,24 +2,30 @@ import type { RequestListener } from 'node:http';
 import type { FastifyInstance, FastifyPluginAsync, onResponseHookHandler } from 'fastify';
 import type { Histogram } from 'prom-client';
 import type { Metrics } from '../metrics.js';
+import type { LatencyKind, LiveCounters } from '../live/live-counters.js';
 
 type LatencyChild = ReturnType<Histogram<'method' | 'route' | 'status_code'>['labels']>;
 
+const LATENCY_KINDS: Record<string, LatencyKind> = { '/check': 'check', '/check/bulk': 'bulk' };
+
 /**
- * Times every route's responses into the request histogram. Each route gets its own hook holding
- * its labelled children, so a request costs one map lookup and one observation.
+ * Times every route's responses into the request histogram and the live counters. Each route gets
+ * its own hook holding its labelled children, so a request costs one map lookup and one observation.
  */
-export function instrumentRoutes(app: FastifyInstance, metrics: Metrics): void {
+export function instrumentRoutes(app: FastifyInstance, metrics: Metrics, live: LiveCounters): void {
   app.addHook('onRoute', (route) => {
     const method = [route.method].flat().join(',');
     const byStatus = new Map<number, LatencyChild>();
+    const latencyKind = method === 'POST' ? LATENCY_KINDS[route.url] : undefined;
     const observe: onResponseHookHandler = (_request, reply, done) => {
       let child = byStatus.get(reply.statusCode);
       if (child === undefined) {
         child = metrics.requestDuration.labels(method, route.url, String(reply.statusCode));
         byStatus.set(reply.statusCode, child);
       }
-      child.observe(reply.elapsedTime / 1000);
+      const milliseconds = reply.elapsedTime;
+      child.observe(milliseconds / 1000);
+      live.responded(reply.statusCode, milliseconds, latencyKind);
       done();
     };
     route.onResponse = route.onResponse === undefined ? [observe] : [route.onResponse].flat().concat(observe);

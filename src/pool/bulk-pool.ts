@@ -4,12 +4,13 @@ import { ClientError, RequestValidationError } from '../errors.js';
 import type { BulkOutcome, BulkTask, WorkerStart } from './bulk-task.js';
 import type { BulkLimits } from '../registry/bulk-request.js';
 import { RunningTasks } from './running-tasks.js';
+import type { BulkTally } from '../live/live-counters.js';
 
 /** A worker did not finish a bulk in time: answered 503, the client may retry. */
 export class WorkerTimeoutError extends Error {}
 
-/** Told of every bulk a worker decided: its body, its decisions as JSON, how many allowed and denied, at which revision, in how long. */
-export type BulkObserver = (bulk: { body: string; json: string; allowed: number; denied: number; revision: number; elapsedMs: number }) => void;
+/** Told of every bulk a worker decided: its body, its decisions as JSON, what decided them, at which revision, in how long. */
+export type BulkObserver = (bulk: { body: string; json: string; tally: BulkTally; revision: number; elapsedMs: number }) => void;
 
 const WORKER_FILE = new URL('../../workers/evaluate.js', import.meta.url).href;
 
@@ -40,9 +41,10 @@ export class BulkPool {
     private readonly limits: BulkLimits,
     private readonly timeoutMillis: number,
     private readonly observe: BulkObserver = () => {},
+    recentDenials = 0,
   ) {
     this.runningTasks = RunningTasks.create(workers);
-    const workerData: WorkerStart = { runningTasks: this.runningTasks.buffer };
+    const workerData: WorkerStart = { runningTasks: this.runningTasks.buffer, recentDenials };
     this.pool = new Piscina({
       filename: WORKER_FILE,
       minThreads: workers,
@@ -119,6 +121,11 @@ export class BulkPool {
 
   get utilization(): number {
     return this.pool.utilization;
+  }
+
+  /** Worker time spent on tasks since the pool started, in ms (Piscina's own estimate, as for utilization). */
+  get busyMilliseconds(): number {
+    return this.pool.utilization * this.pool.duration * this.pool.maxThreads;
   }
 
   close(): Promise<void> {

@@ -1,6 +1,7 @@
 import type { Policy } from '../schemas/policy.js';
 import type { ValidationIssue } from '../schemas/errors.js';
 import type { BulkLimits } from '../registry/bulk-request.js';
+import type { BulkTally } from '../live/live-counters.js';
 
 /** A bulk body for a worker, with the snapshot revision it must be decided at. */
 export interface BulkTask {
@@ -14,8 +15,8 @@ export interface BulkTask {
 }
 
 export type BulkOutcome =
-  /** The decisions, serialized, in request order, at the worker's snapshot revision, in elapsedMs. */
-  | { kind: 'decided'; json: string; allowed: number; denied: number; revision: number; elapsedMs: number }
+  /** The decisions, serialized, in request order, and what decided them, at the worker's snapshot revision, in elapsedMs. */
+  | { kind: 'decided'; json: string; tally: BulkTally; revision: number; elapsedMs: number }
   /** The worker holds another revision than the task's: send the policies along. */
   | { kind: 'stale' }
   /** An item names a registered entity: the front, which holds the entity cache, decides. */
@@ -26,4 +27,6 @@ export type BulkOutcome =
 export interface WorkerStart {
   /** The buffer of a RunningTasks: where the worker says which task it runs. */
   runningTasks: SharedArrayBuffer;
+  /** How many of a bulk's last denials to send back for the recent denials (0: none). */
+  recentDenials: number;
 }

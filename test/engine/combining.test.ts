@@ -4,7 +4,7 @@
  */
 import t from 'tap';
 import { DEFAULT_CONFIG as LIMITS } from '../../src/config.js';
-import { compile, evaluate, policyIssues, type Decision, type DecisionRequest, type ResolvedEntity } from '../../src/engine/index.js';
+import { compile, deciderOf, evaluate, policyIssues, type Decider, type Decision, type DecisionRequest, type ResolvedEntity } from '../../src/engine/index.js';
 import { OPERATOR_DEFINITIONS } from '../../src/engine/operators.js';
 import { compileLookup, MISSING } from '../../src/engine/paths.js';
 import type { Condition, Operator, Policy, Rule } from '../../src/schemas/policy.js';
@@ -22,16 +22,22 @@ function ruleApplies(rule: Rule, request: DecisionRequest): boolean {
   );
 }
 
-/** decisions.md, read literally. */
-function reference(policies: readonly Policy[], request: DecisionRequest): Decision {
+/** decisions.md, read literally: the decision and what gave it. */
+function reference(policies: readonly Policy[], request: DecisionRequest): { decision: Decision; decider: Decider } {
   const firstMatches = policies.map((policy) => ({ policy, rule: policy.rules.find((rule) => ruleApplies(rule, request)) }));
-  const deny = firstMatches.find(({ rule }) => rule?.effect === 'deny');
-  if (deny) return { allowed: false, reason: `Rule ${deny.rule!.name} denied the action in policy ${deny.policy.name}` };
-  const allow = firstMatches.find(({ rule }) => rule?.effect === 'allow');
-  if (allow) return { allowed: true, reason: `Rule ${allow.rule!.name} allowed the action in policy ${allow.policy.name}` };
-  if (policies.some((policy) => policy.default_effect === 'deny')) return { allowed: false, reason: 'Action denied by default effect' };
-  if (policies.length > 0) return { allowed: true, reason: 'Action allowed by default effect' };
-  return { allowed: false, reason: 'Action denied by default because there are no policies' };
+  const byRule = (effect: 'allow' | 'deny') => {
+    const match = firstMatches.find(({ rule }) => rule?.effect === effect);
+    if (match === undefined) return undefined;
+    const [policy, rule, verb] = [match.policy.name, match.rule!.name, effect === 'allow' ? 'allowed' : 'denied'];
+    return { decision: { allowed: effect === 'allow', reason: `Rule ${rule} ${verb} the action in policy ${policy}` }, decider: { kind: 'rule', policy, rule, effect } as const };
+  };
+  const ruled = byRule('deny') ?? byRule('allow');
+  if (ruled) return ruled;
+  if (policies.some((policy) => policy.default_effect === 'deny')) {
+    return { decision: { allowed: false, reason: 'Action denied by default effect' }, decider: { kind: 'default', effect: 'deny' } };
+  }
+  if (policies.length > 0) return { decision: { allowed: true, reason: 'Action allowed by default effect' }, decider: { kind: 'default', effect: 'allow' } };
+  return { decision: { allowed: false, reason: 'Action denied by default because there are no policies' }, decider: { kind: 'no-policies' } };
 }
 
 /** mulberry32: a small seeded generator. */
@@ -142,11 +148,12 @@ t.test('the engine agrees with a literal reading of decisions.md', async (t) => 
     }));
     const expected = requests.map((request) => reference(policies, request));
     const found = requests.map((request) => evaluate(snapshot, request));
-    if (!t.same(found, expected, `policy set ${set}`)) {
+    const foundWithDeciders = found.map((decision) => ({ decision, decider: deciderOf(decision) }));
+    if (!t.same(foundWithDeciders, expected, `policy set ${set}: decisions and what gave them`)) {
       t.comment(JSON.stringify(policies));
       break;
     }
-    for (const decision of expected) {
+    for (const { decision } of expected) {
       const kind = decision.reason.replace(/^Rule \S+ (allowed|denied) the action in policy \S+$/, 'rule $1');
       seen.set(kind, (seen.get(kind) ?? 0) + 1);
     }

@@ -36,6 +36,7 @@ const PROTECTED: { method: string; path: string; body?: unknown }[] = [
   { method: 'POST', path: '/delete-entity?uri=e' },
   { method: 'POST', path: '/delete-entity', body: { uri: 'e' } },
   { method: 'POST', path: '/create-policy', body: { name: 'p', rules: [] } },
+  { method: 'GET', path: '/admin/live' },
 ];
 
 const WRONG_KEYS: [string, Record<string, string>][] = [

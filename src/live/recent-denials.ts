@@ -1,0 +1,71 @@
+import type { CheckInput, EntityInput } from '../registry/check-request.js';
+
+/** One side of a denied check as it was sent: attribute values only when the server keeps them. */
+export type SentSide = { uri: string | null; attributes: Record<string, unknown> } | { uri: string | null; attribute_keys: string[] };
+
+export interface RecentDenial {
+  /** Epoch ms. */
+  at: number;
+  principal: SentSide;
+  resource: SentSide;
+  action: string;
+  reason: string;
+  revision: number;
+}
+
+interface Entry {
+  time: number;
+  input: CheckInput | undefined;
+  reason: string;
+  revision: number;
+}
+
+const sentSide = (side: EntityInput, withValues: boolean): SentSide =>
+  withValues
+    ? { uri: side.uri ?? null, attributes: Object.fromEntries(side.attributes) }
+    : { uri: side.uri ?? null, attribute_keys: [...side.attributes.keys()] };
+
+/**
+ * The last `capacity` denied checks, in a ring of entries made once: recording one stores three
+ * references and a time (no allocation). Values are masked when the list is read, unless
+ * `withValues` (`--recent-denials-values`); until then the ring holds the checks as they were read.
+ */
+export class RecentDenials {
+  private readonly entries: Entry[];
+  private next = 0;
+  private size = 0;
+
+  constructor(
+    readonly capacity: number,
+    readonly withValues: boolean,
+  ) {
+    this.entries = Array.from({ length: capacity }, () => ({ time: 0, input: undefined, reason: '', revision: 0 }));
+  }
+
+  record(input: CheckInput, reason: string, revision: number, time: number): void {
+    const entry = this.entries[this.next]!;
+    entry.time = time;
+    entry.input = input;
+    entry.reason = reason;
+    entry.revision = revision;
+    this.next = this.next + 1 === this.capacity ? 0 : this.next + 1;
+    if (this.size < this.capacity) this.size++;
+  }
+
+  /** Newest first. */
+  list(): RecentDenial[] {
+    const denials: RecentDenial[] = [];
+    for (let back = 1; back <= this.size; back++) {
+      const { time, input, reason, revision } = this.entries[(this.next - back + this.capacity) % this.capacity]!;
+      denials.push({
+        at: time,
+        principal: sentSide(input!.principal, this.withValues),
+        resource: sentSide(input!.resource, this.withValues),
+        action: input!.action,
+        reason,
+        revision,
+      });
+    }
+    return denials;
+  }
+}
