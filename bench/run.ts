@@ -61,11 +61,11 @@ const ratio = (value: number, base: number) => `${(value / base).toFixed(2)}×`;
 const thousands = (value: number) => `${(value / 1000).toFixed(1)}k`;
 const sleep = (millis: number) => new Promise((resolve) => setTimeout(resolve, millis));
 
-const attributeCheck = (index: number) =>
+const attributeCheck = (index: number, action = 'read') =>
   JSON.stringify({
     principal: { attributes: { role: 'reader', department: 'it' } },
     resource: { attributes: { id: `doc-${index % POLICIES}`, kind: 'report' } },
-    action: 'read',
+    action,
   });
 const uriCheck = (index: number) =>
   JSON.stringify({ principal: { uri: `user:${index}` }, resource: { attributes: { id: `doc-${index % POLICIES}` } }, action: 'read' });
@@ -78,11 +78,15 @@ interface Scenario {
   bodies: string[];
   /** Decisions per request. */
   items: number;
+  /** Every check is denied (by the default effect: no rule covers its action); otherwise every one is allowed. */
+  denied?: boolean;
 }
 
 const URI_SCENARIO = `check, principal uri from ${REGISTRY_SIZE / 1000}k registry`;
 const scenarios: Scenario[] = [
   { name: 'check, attributes', path: '/check', bodies: Array.from({ length: 100 }, (_, i) => attributeCheck(i)), items: 1 },
+  // Denials cost a little more than allowed checks: the live view keeps the last ones.
+  { name: 'check, attributes, denied', path: '/check', bodies: Array.from({ length: 100 }, (_, i) => attributeCheck(i, 'write')), items: 1, denied: true },
   { name: URI_SCENARIO, path: '/check', bodies: Array.from({ length: REGISTRY_SIZE }, (_, i) => uriCheck((i * 7919) % REGISTRY_SIZE)), items: 1 },
   { name: 'bulk, 100 items', path: '/check/bulk', bodies: Array.from({ length: 20 }, (_, i) => bulkOf(attributeCheck, 100, i)), items: 100 },
   { name: 'bulk, 1000 items', path: '/check/bulk', bodies: Array.from({ length: 5 }, (_, i) => bulkOf(attributeCheck, 1000, i)), items: 1000 },
@@ -93,10 +97,10 @@ async function post(url: string, body: string): Promise<{ status: number; answer
   return { status: response.statusCode, answer: await response.body.json() };
 }
 
-async function expectAllowed(url: string, scenario: Scenario): Promise<void> {
+async function expectOutcome(url: string, scenario: Scenario): Promise<void> {
   const { status, answer } = await post(url + scenario.path, scenario.bodies[0]!);
-  const allowed = [answer as { allowed: boolean }].flat().every((decision) => decision.allowed);
-  if (status !== 200 || !allowed) throw new Error(`${scenario.name}: Verdict answered ${JSON.stringify(answer).slice(0, 200)}`);
+  const expected = [answer as { allowed: boolean }].flat().every((decision) => decision.allowed !== (scenario.denied ?? false));
+  if (status !== 200 || !expected) throw new Error(`${scenario.name}: Verdict answered ${JSON.stringify(answer).slice(0, 200)}`);
 }
 
 /** Checks naming every registered entity once, in bulks of 1000, so that the entity cache holds them all. */
@@ -135,7 +139,7 @@ const figureOf = (runs: Measured[], items: number): Figure => ({
 /** Each scenario, run RUNS times on every server in turn; medians, with ratios to the first (the baseline). */
 async function httpFigures(servers: { label: string; server: RunningServer }[]): Promise<Record<string, Record<string, Figure>>> {
   const chosen = scenarios.filter((scenario) => ONLY === undefined || scenario.name.includes(ONLY));
-  for (const scenario of chosen) for (const { server } of servers.slice(1)) await expectAllowed(server.url, scenario);
+  for (const scenario of chosen) for (const { server } of servers.slice(1)) await expectOutcome(server.url, scenario);
   const figures: Record<string, Record<string, Figure>> = {};
   for (const scenario of chosen) {
     const runs = servers.map(() => [] as Measured[]);
