@@ -36,73 +36,118 @@ function keyOf(tree: ConditionTree): string {
   return key;
 }
 
-/** keyOf(not(tree)), without building the negation. */
-const negationKey = (tree: Exclude<ConditionTree, boolean>): string => ('not' in tree ? keyOf(tree.not) : `!${keyOf(tree)}`);
-
 export function not(tree: ConditionTree): ConditionTree {
   if (typeof tree === 'boolean') return !tree;
   if ('not' in tree) return tree.not;
   return { not: tree };
 }
 
-/** `and` and `or` alike: `absorbing` decides the whole (false for `and`), its opposite is dropped. */
-function junction(kind: 'and' | 'or', children: readonly ConditionTree[]): ConditionTree {
-  const absorbing = kind === 'or';
-  const kept: ConditionTree[] = [];
-  const seen = new Set<string>();
-  const pending = [...children].reverse();
-  while (pending.length > 0) {
-    const child = pending.pop()!;
-    if (typeof child === 'boolean') {
-      if (child === absorbing) return absorbing;
-      continue;
-    }
-    if (kind in child) {
-      pending.push(...[...(child as Record<typeof kind, ConditionTree[]>)[kind]].reverse());
-      continue;
-    }
-    const key = keyOf(child);
-    if (seen.has(key)) continue;
-    if (seen.has(negationKey(child))) return absorbing;
-    seen.add(key);
-    kept.push(child);
+type Junction = 'and' | 'or';
+type Node = Exclude<ConditionTree, boolean>;
+
+/** The values of `==` and `in` comparisons on one path, each once: primitives by themselves (1 and "1" stay apart), others by their JSON text. */
+class Membership {
+  readonly members: Comparison[] = [];
+  readonly values: unknown[] = [];
+  private readonly primitives = new Set<unknown>();
+  private readonly others = new Set<string>();
+
+  add(member: Comparison): void {
+    this.members.push(member);
+    if (member.operator === '==') this.addValue(member.value);
+    else for (const value of member.value as unknown[]) this.addValue(value);
   }
-  if (kept.length === 0) return !absorbing;
-  if (kept.length === 1) return kept[0]!;
-  if (kind === 'and') return { and: kept };
-  const merged = mergeMemberships(kept);
-  return merged.length === 1 ? merged[0]! : { or: merged };
+
+  /** The one comparison the members say together: the first member itself when it says it all alone. */
+  merged(): Comparison {
+    const [first] = this.members as [Comparison];
+    const alone = this.members.length === 1 || (first.operator === '==' && this.values.length === 1);
+    return alone ? first : { path: first.path, operator: 'in', value: this.values };
+  }
+
+  private addValue(value: unknown): void {
+    const isPrimitive = typeof value !== 'object' || value === null;
+    const key = isPrimitive ? value : JSON.stringify(value);
+    const seen = isPrimitive ? this.primitives : this.others;
+    if (seen.has(key)) return;
+    seen.add(key);
+    this.values.push(value);
+  }
 }
 
-/** `==` or `in` on a path: the values it accepts, or undefined for another comparison. */
-const acceptedValues = (tree: ConditionTree): readonly unknown[] | undefined =>
-  typeof tree === 'object' && 'path' in tree ? (tree.operator === '==' ? [tree.value] : tree.operator === 'in' ? (tree.value as unknown[]) : undefined) : undefined;
+const isMembership = (node: Node): node is Comparison => 'path' in node && (node.operator === '==' || node.operator === 'in');
 
 /**
- * In an `or`, `==` and `in` comparisons on one path become a single `in` (per-resource grants at
- * scale make one short list, and one `$in` in MongoDB, instead of thousands of branches).
+ * The children of an `and` (`or`) being built, simplified as they come: nested junctions of the
+ * same kind flattened, duplicates dropped, and `decided` once a child decides the whole (the
+ * absorbing constant, or a node beside its negation). Each child is looked up by its memoized key
+ * in a set, so a junction of n children costs O(n). In an `or`, `==` and `in` comparisons on one
+ * path become a single `in` where the first of them stood (per-resource grants at scale make one
+ * list, and one `$in` in MongoDB, instead of thousands of branches); their values are told apart
+ * by value, not by key.
  */
-function mergeMemberships(children: ConditionTree[]): ConditionTree[] {
-  const byPath = new Map<string, { at: number; values: unknown[]; seen: Set<string> }>();
-  const merged: (ConditionTree | undefined)[] = [...children];
-  children.forEach((child, index) => {
-    const values = acceptedValues(child);
-    if (values === undefined) return;
-    const { path } = child as Comparison;
-    const group = byPath.get(path);
-    if (group === undefined) {
-      byPath.set(path, { at: index, values: [...values], seen: new Set(values.map((value) => JSON.stringify(value))) });
+class JunctionChildren {
+  private readonly kept: (Node | Membership)[] = [];
+  private decided = false;
+  /** Keys of the kept children that are not negations, and of what the kept negations negate. */
+  private readonly positive = new Set<string>();
+  private readonly negated = new Set<string>();
+  private readonly memberships = new Map<string, Membership>();
+
+  constructor(private readonly kind: Junction) {}
+
+  add(child: ConditionTree): void {
+    if (this.decided) return;
+    if (typeof child === 'boolean') {
+      if (child === (this.kind === 'or')) this.decided = true;
       return;
     }
-    for (const value of values) {
-      const key = JSON.stringify(value);
-      if (!group.seen.has(key)) group.values.push(value);
-      group.seen.add(key);
+    if (this.kind in child) {
+      for (const grandchild of (child as Record<Junction, ConditionTree[]>)[this.kind]) this.add(grandchild);
+      return;
     }
-    merged[index] = undefined;
-    merged[group.at] = { path, operator: 'in', value: group.values };
-  });
-  return merged.filter((child) => child !== undefined);
+    if (this.kind === 'or' && isMembership(child)) return this.addMember(child);
+    const isNegation = 'not' in child;
+    const key = keyOf(isNegation ? child.not : child);
+    const [same, opposite] = isNegation ? [this.negated, this.positive] : [this.positive, this.negated];
+    if (same.has(key)) return;
+    if (opposite.has(key)) {
+      this.decided = true;
+      return;
+    }
+    same.add(key);
+    this.kept.push(child);
+  }
+
+  /** The junction: the absorbing constant when decided, the other constant when nothing is left, else the node. */
+  result(): ConditionTree {
+    const absorbing = this.kind === 'or';
+    // A member beside its negation decides an `or` too; members are keyed only when negations are there.
+    const contradicted = (membership: Membership) => membership.members.some((member) => this.negated.has(keyOf(member)));
+    if (this.negated.size > 0 && [...this.memberships.values()].some(contradicted)) this.decided = true;
+    if (this.decided) return absorbing;
+    const children = this.kept.map((child) => (child instanceof Membership ? child.merged() : child));
+    if (children.length === 0) return !absorbing;
+    if (children.length === 1) return children[0]!;
+    return this.kind === 'and' ? { and: children } : { or: children };
+  }
+
+  private addMember(member: Comparison): void {
+    let membership = this.memberships.get(member.path);
+    if (membership === undefined) {
+      membership = new Membership();
+      this.memberships.set(member.path, membership);
+      this.kept.push(membership);
+    }
+    membership.add(member);
+  }
+}
+
+/** `and` and `or` alike: the absorbing constant (false for `and`) decides the whole, its opposite is dropped. */
+function junction(kind: Junction, children: readonly ConditionTree[]): ConditionTree {
+  const simplified = new JunctionChildren(kind);
+  for (const child of children) simplified.add(child);
+  return simplified.result();
 }
 
 export const and = (children: readonly ConditionTree[]): ConditionTree => junction('and', children);

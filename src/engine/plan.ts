@@ -28,10 +28,13 @@ function isKnown(condition: CompiledCondition, resource: ResolvedEntity): boolea
 function residue(rule: CompiledRule, request: DecisionRequest): ConditionTree {
   if (!conditionsHold(rule.principal, request.principal)) return false;
   const { resource } = request;
-  const somethingKnown = resource.uri !== undefined || resource.attributes.size > 0;
+  if (resource.uri === undefined && resource.attributes.size === 0) {
+    // Nothing is known of the resource (the common plan): every resource condition stays open.
+    return rule.resource.length === 1 ? rule.resource[0]!.comparison : and(rule.resource.map((condition) => condition.comparison));
+  }
   const open: ConditionTree[] = [];
   for (const condition of rule.resource) {
-    if (somethingKnown && isKnown(condition, resource)) {
+    if (isKnown(condition, resource)) {
       const value = condition.lookup(resource);
       if (value === MISSING || !condition.test(value)) return false;
     } else {
@@ -48,18 +51,21 @@ function residue(rule: CompiledRule, request: DecisionRequest): ConditionTree {
  * matches; a counting deny anywhere wins; else a matching allow rule, else the default effects.
  */
 export function plan(snapshot: Snapshot, request: DecisionRequest): Plan {
-  const rules = snapshot.rulesByAction.get(request.action)?.all ?? [];
   const denying: ConditionTree[] = [];
   const allowing: ConditionTree[] = [];
   let unconditionalAllow: CompiledRule | undefined;
   let policy = -1;
-  /** The residues of the allow rules met so far in this policy; `true` among them ends the policy. */
-  let earlierAllows: ConditionTree[] = [];
-  for (const rule of rules) {
+  /** The residues of the allow rules met so far in this policy. */
+  const earlierAllows: ConditionTree[] = [];
+  /** An earlier allow rule of this policy holds for every resource: its later rules never count. */
+  let policySettled = false;
+  const candidates = snapshot.rulesByAction.get(request.action)?.planCandidates(request);
+  for (let rule = candidates?.next(); rule !== undefined; rule = candidates?.next()) {
     if (rule.policyIndex !== policy) {
       policy = rule.policyIndex;
-      earlierAllows = [];
-    } else if (earlierAllows.includes(true)) {
+      earlierAllows.length = 0;
+      policySettled = false;
+    } else if (policySettled) {
       continue;
     }
     const demands = residue(rule, request);
@@ -69,7 +75,10 @@ export function plan(snapshot: Snapshot, request: DecisionRequest): Plan {
       if (counts === true) return { kind: 'always_denied', condition: false, reason: rule.decision.reason };
       denying.push(counts);
     } else {
-      if (demands === true) unconditionalAllow ??= rule;
+      if (demands === true) {
+        unconditionalAllow ??= rule;
+        policySettled = true;
+      }
       allowing.push(demands);
       earlierAllows.push(demands);
     }
