@@ -69,9 +69,8 @@ class Membership {
     const isPrimitive = typeof value !== 'object' || value === null;
     const key = isPrimitive ? value : JSON.stringify(value);
     const seen = isPrimitive ? this.primitives : this.others;
-    if (seen.has(key)) return;
-    seen.add(key);
-    this.values.push(value);
+    const before = seen.size;
+    if (seen.add(key).size > before) this.values.push(value);
   }
 }
 
@@ -93,6 +92,8 @@ class JunctionChildren {
   private readonly positive = new Set<string>();
   private readonly negated = new Set<string>();
   private readonly memberships = new Map<string, Membership>();
+  /** The first kept child while it is alone, not yet keyed: a junction left with one child (a whole plan's `in`) is never keyed. */
+  private unkeyed: Node | undefined;
 
   constructor(private readonly kind: Junction) {}
 
@@ -106,16 +107,27 @@ class JunctionChildren {
       for (const grandchild of (child as Record<Junction, ConditionTree[]>)[this.kind]) this.add(grandchild);
       return;
     }
+    if (this.unkeyed !== undefined) {
+      // A second child: the first must now be told apart from it (it met no other child, so it only needs filing).
+      const first = this.unkeyed;
+      this.unkeyed = undefined;
+      if ('not' in first) this.negated.add(keyOf(first.not));
+      else this.positive.add(keyOf(first));
+    }
     if (this.kind === 'or' && isMembership(child)) return this.addMember(child);
+    if (this.kept.length === 0) {
+      this.unkeyed = child;
+      this.kept.push(child);
+      return;
+    }
     const isNegation = 'not' in child;
     const key = keyOf(isNegation ? child.not : child);
-    const [same, opposite] = isNegation ? [this.negated, this.positive] : [this.positive, this.negated];
-    if (same.has(key)) return;
-    if (opposite.has(key)) {
+    if ((isNegation ? this.negated : this.positive).has(key)) return;
+    if ((isNegation ? this.positive : this.negated).has(key)) {
       this.decided = true;
       return;
     }
-    same.add(key);
+    (isNegation ? this.negated : this.positive).add(key);
     this.kept.push(child);
   }
 

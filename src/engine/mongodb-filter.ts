@@ -70,7 +70,8 @@ const patternOf = {
 function depthOf(value: unknown): number {
   if (typeof value !== 'object' || value === null) return 0;
   let deepest = 0;
-  for (const item of Object.values(value)) deepest = Math.max(deepest, depthOf(item));
+  if (Array.isArray(value)) for (const item of value) deepest = Math.max(deepest, depthOf(item));
+  else for (const key in value) deepest = Math.max(deepest, depthOf((value as Record<string, unknown>)[key]));
   return deepest + 1;
 }
 

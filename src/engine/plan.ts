@@ -63,7 +63,7 @@ export function plan(snapshot: Snapshot, request: DecisionRequest): Plan {
   for (let rule = candidates?.next(); rule !== undefined; rule = candidates?.next()) {
     if (rule.policyIndex !== policy) {
       policy = rule.policyIndex;
-      earlierAllows.length = 0;
+      if (earlierAllows.length > 0) earlierAllows.length = 0;
       policySettled = false;
     } else if (policySettled) {
       continue;
