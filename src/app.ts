@@ -209,7 +209,7 @@ export async function buildApp(config: Config, openedStore?: Store): Promise<Fas
     checks,
     audit,
     minRevisionCheck: minRevisionCheck(snapshots, config.minRevisionWaitMs),
-    plans: new PlanService(snapshots, registered),
+    plans: new PlanService(snapshots, registered, config.operatorStyle),
     policies: new PolicyService(store, snapshots, config, audit),
     registry: new RegistryService(store, (uri) => entities.invalidate(uri)),
     adminKeyCheck: await adminKeyCheck(app, config),

@@ -1,7 +1,19 @@
 import type { PlanRequest, PlanResponse } from './schemas/plan.js';
 import type { CheckRequest } from './schemas/check.js';
 import type { ValidationIssue } from './schemas/errors.js';
-import { DEFAULT_MONGO_FILTER_OPTIONS, mongoFilter, mongoOptionIssue, plan, SELECTS_NOTHING, type DecisionRequest, type MongoFilterOptions } from './engine/index.js';
+import {
+  DEFAULT_MONGO_FILTER_OPTIONS,
+  mapComparisons,
+  mongoFilter,
+  mongoOptionIssue,
+  plan,
+  SELECTS_NOTHING,
+  spellOperator,
+  type ConditionTree,
+  type DecisionRequest,
+  type MongoFilterOptions,
+  type OperatorStyle,
+} from './engine/index.js';
 import { DEFAULT_ACTION, entityInput, isIssue, type CheckInput } from './registry/check-request.js';
 import { DuplicateAttribute, toAttributeMap } from './registry/attributes.js';
 import { AttributeConflict, resolveCheck, type RegisteredAttributes } from './registry/resolve.js';
@@ -55,6 +67,12 @@ function conflictAsDenial(error: unknown): PlanResponse {
   return { kind: 'always_denied', condition: false, mongodb: SELECTS_NOTHING, reason: error.message };
 }
 
+/** The condition with its operators spelled in `style`, as policy answers spell them. */
+function spelled(condition: ConditionTree, style: OperatorStyle): ConditionTree {
+  if (style === 'spec') return condition;
+  return mapComparisons(condition, (comparison) => ({ ...comparison, operator: spellOperator(comparison.operator, style) }));
+}
+
 /**
  * Answers "which resources may this principal act on": resolves the principal exactly as a check
  * does (registry and supplied attributes merged, conflicts refused), plans against the current
@@ -64,6 +82,7 @@ export class PlanService {
   constructor(
     private readonly snapshots: PolicySnapshots,
     private readonly registered: RegisteredAttributes,
+    private readonly operatorStyle: OperatorStyle,
   ) {}
 
   /** Throws RequestValidationError (422) for an unusable request and ClientError (400) for an attribute conflict. */
@@ -97,8 +116,10 @@ export class PlanService {
 
   private planNow(request: DecisionRequest, layout: MongoFilterOptions): PlanResponse {
     const planned = plan(this.snapshots.current, request);
-    const filter = mongoFilter(planned.condition, layout);
-    if ('filter' in filter) return { kind: planned.kind, condition: planned.condition, mongodb: filter.filter, reason: planned.reason };
-    return { kind: planned.kind, condition: planned.condition, reason: `${planned.reason}; no MongoDB filter: ${filter.unsupported}` };
+    // Spelled before the filter is written, so that a reason naming a condition spells it as the answer does.
+    const condition = spelled(planned.condition, this.operatorStyle);
+    const filter = mongoFilter(condition, layout);
+    if ('filter' in filter) return { kind: planned.kind, condition, mongodb: filter.filter, reason: planned.reason };
+    return { kind: planned.kind, condition, reason: `${planned.reason}; no MongoDB filter: ${filter.unsupported}` };
   }
 }

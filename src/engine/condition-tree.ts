@@ -165,6 +165,15 @@ function junction(kind: Junction, children: readonly ConditionTree[]): Condition
 export const and = (children: readonly ConditionTree[]): ConditionTree => junction('and', children);
 export const or = (children: readonly ConditionTree[]): ConditionTree => junction('or', children);
 
+/** The tree with each comparison replaced by `replace`'s answer for it (the same tree when it changes none). */
+export function mapComparisons(tree: ConditionTree, replace: (comparison: Comparison) => Comparison): ConditionTree {
+  if (typeof tree === 'boolean') return tree;
+  if ('and' in tree) return { and: tree.and.map((child) => mapComparisons(child, replace)) };
+  if ('or' in tree) return { or: tree.or.map((child) => mapComparisons(child, replace)) };
+  if ('not' in tree) return { not: mapComparisons(tree.not, replace) };
+  return replace(tree);
+}
+
 /** The tree as one line for people: `attributes.kind == "laptop" and not (uri startswith "doc:x")`. */
 export function formatCondition(tree: ConditionTree): string {
   if (typeof tree === 'boolean') return String(tree);

@@ -1,6 +1,7 @@
 import type { Comparison, ConditionTree } from './condition-tree.js';
 import { formatCondition } from './condition-tree.js';
 import { arrayIndex, parsePath } from './paths.js';
+import { CANONICAL_OPERATOR } from './operators.js';
 
 /** Where a resource's fields live in its MongoDB document. */
 export interface MongoFilterOptions {
@@ -230,7 +231,8 @@ class FilterWriter {
   }
 
   private comparison(comparison: Comparison): MongoFilter {
-    const { path, operator, value } = comparison;
+    const { path, value } = comparison;
+    const operator = CANONICAL_OPERATOR[comparison.operator];
     if (hasLoneSurrogate(path) || hasLoneSurrogate(value)) {
       throw new NoExactFilter(`condition ${formatCondition(comparison)} holds text that is not valid Unicode (a lone surrogate), which MongoDB cannot store`);
     }
@@ -256,7 +258,8 @@ class FilterWriter {
  * The plan's condition as a MongoDB filter over resource documents (`{uri, attributes: {...}}` by
  * default) that selects exactly the documents the condition holds for, or why none can. The
  * documents' values must be JSON's (strings, numbers, booleans, null, lists, embedded documents)
- * and the query must use the simple (binary) collation.
+ * and the query must use the simple (binary) collation. Operators may come in either spelling
+ * (`==` or `equals`); a reason naming a condition spells it as the tree does.
  */
 export function mongoFilter(condition: ConditionTree, options: MongoFilterOptions = DEFAULT_MONGO_FILTER_OPTIONS): MongoFilterResult {
   const writer = new FilterWriter(options);

@@ -161,6 +161,52 @@ t.test('a condition no MongoDB filter can state: no mongodb field, and the reaso
   );
 });
 
+t.test('--operator-style eunomia: a plan spells its operators as policy answers do, in the condition and in a reason naming one, with the same filter', async (t) => {
+  const loans = {
+    name: 'loans',
+    rules: [
+      {
+        name: 'r',
+        effect: 'allow',
+        resource_conditions: [
+          { path: 'attributes.kind', operator: 'equals', value: 'laptop' },
+          { path: 'attributes.owner', operator: '!=', value: 'bob' },
+          { path: 'attributes.age', operator: '>', value: 3 },
+        ],
+        actions: ['read'],
+      },
+    ],
+  };
+  const odd = { name: 'odd', rules: [{ name: 'r', effect: 'allow', resource_conditions: [{ path: 'attributes.name', operator: '==', value: 'a\ud800' }], actions: ['write'] }] };
+  const answers: Record<string, { plan: Record<string, unknown>; bulk: unknown[]; odd: Record<string, unknown> }> = {};
+  for (const operatorStyle of ['spec', 'eunomia'] as const) {
+    const server = await startServer({ operatorStyle });
+    t.teardown(server.close);
+    for (const policy of [loans, odd]) t.equal((await server.call('POST', '/admin/policies', policy)).status, 200);
+    const request = { principal: { attributes: { any: 1 } }, action: 'read' };
+    answers[operatorStyle] = {
+      plan: (await server.call('POST', '/plan', request)).body,
+      bulk: (await server.call('POST', '/plan/bulk', [request, { ...request, action: 'write' }])).body,
+      odd: (await server.call('POST', '/plan', { ...request, action: 'write' })).body,
+    };
+  }
+  const { spec, eunomia } = answers as Record<'spec' | 'eunomia', (typeof answers)[string]>;
+  const comparisons = (operators: string[]) => ({
+    and: [
+      { path: 'attributes.kind', operator: operators[0], value: 'laptop' },
+      { path: 'attributes.owner', operator: operators[1], value: 'bob' },
+      { path: 'attributes.age', operator: operators[2], value: 3 },
+    ],
+  });
+  t.strictSame(spec.plan.condition, comparisons(['==', '!=', 'gt']), 'spec: one spelling per operator');
+  t.strictSame(eunomia.plan.condition, comparisons(['equals', 'not_equals', 'gt']), "eunomia: Eunomia's names");
+  t.strictSame(eunomia.plan.mongodb, spec.plan.mongodb, 'the same MongoDB filter');
+  t.strictSame(eunomia.bulk, [eunomia.plan, eunomia.odd], '/plan/bulk spells alike');
+  t.match(spec.odd.reason, /condition attributes\.name == "a\\ud800" holds text/);
+  t.match(eunomia.odd.reason, /condition attributes\.name equals "a\\ud800" holds text/, 'the reason names the condition as the answer spells it');
+  t.strictSame(eunomia.odd.condition, { path: 'attributes.name', operator: 'equals', value: 'a\ud800' });
+});
+
 async function replacePolicies(server: TestServer, policies: PlanCase['policies']): Promise<void> {
   const stored = await server.call('GET', '/admin/policies');
   for (const policy of stored.body as { name: string }[]) await server.call('DELETE', `/admin/policies/${policy.name}`);
