@@ -219,6 +219,8 @@ t.test('with --operator-style eunomia no answer holds a symbolic operator; with 
       await server.call('POST', '/create-policy', { ...symbolic, name: 'symbols-earlier' }),
       await server.call('POST', '/admin/policies/simple?name=simple', pythonCheckRequest({ attributes: { a: 1 } }, { attributes: { b: 2 } })),
       await server.call('GET', '/admin/policies'),
+      await server.call('POST', '/plan', { principal: check.principal, action: 'read' }),
+      await server.call('POST', '/plan/bulk', [{ principal: check.principal, action: 'read' }]),
     ];
     for (const answer of answers) t.equal(answer.status, 200);
     const texts = answers.map((answer) => JSON.stringify(answer.body));
@@ -226,6 +228,7 @@ t.test('with --operator-style eunomia no answer holds a symbolic operator; with 
       for (const text of texts) t.notMatch(text, /"operator":"(==|!=|>|>=|<|<=)"/, 'only Eunomia names');
       t.strictSame(answers[0]!.body.rules[0].principal_conditions.map((condition: { operator: string }) => condition.operator), ['equals', 'not_equals', 'gte', 'lt']);
       t.strictSame(answers[6]!.body.flatMap((policy: unknown) => pythonPolicyProblems(policy)), []);
+      t.match(texts[7], /"operator":"equals"/, 'a plan too');
     } else {
       t.strictSame(answers[0]!.body, symbolic, 'stored and returned as sent');
       t.match(texts[5], /"operator":"=="/);
