@@ -1,9 +1,10 @@
 /** Try decisions: one check composed in a form, or a bulk of checks pasted as JSON. */
 import { useState } from 'preact/hooks';
-import { ApiError, call, failureReport } from '../api.js';
+import { ApiError, call } from '../api.js';
 import { Alerts, TextArea, TextField } from '../components.js';
 import { actionOf, sideSummary } from '../check-summary.js';
 import { EntitySide, checkRequestBody, emptySide } from './entity-side.js';
+import { useCheckForm } from '../check-form.js';
 import { WhichResources } from './which-resources.js';
 
 interface Decision {
@@ -26,29 +27,10 @@ function SingleCheck() {
   const [principal, setPrincipal] = useState(emptySide());
   const [resource, setResource] = useState(emptySide());
   const [action, setAction] = useState('');
-  const [errors, setErrors] = useState<Record<string, string>>({});
-  const [alerts, setAlerts] = useState<string[]>([]);
-  const [decision, setDecision] = useState<Decision | undefined>(undefined);
-
-  const run = async (event: Event) => {
-    event.preventDefault();
-    setAlerts([]);
-    setDecision(undefined);
-    const request = checkRequestBody(principal, resource, action);
-    setErrors(request.ok ? {} : request.errors);
-    if (!request.ok) return;
-    const { body } = request;
-    try {
-      setDecision(await call<Decision>('POST', '/check', body));
-    } catch (error) {
-      const report = failureReport(error, FIELDS);
-      if (report.byField !== undefined) setErrors(report.byField);
-      setAlerts(report.alerts);
-    }
-  };
+  const { errors, alerts, answer: decision, submit } = useCheckForm(FIELDS, (body) => call<Decision>('POST', '/check', body));
 
   return (
-    <form onSubmit={run} noValidate aria-labelledby="single-check">
+    <form onSubmit={(event) => submit(event, checkRequestBody(principal, resource, action))} noValidate aria-labelledby="single-check">
       <h2 id="single-check">Check</h2>
       <div class="two-columns">
         <EntitySide

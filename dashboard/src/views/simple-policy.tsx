@@ -1,11 +1,12 @@
 /** The quick form: a one-rule allow policy from a principal, a resource and an action. */
 import { useState } from 'preact/hooks';
-import { call, failureReport } from '../api.js';
+import { call } from '../api.js';
 import { Alerts, TextField } from '../components.js';
 import type { Policy } from '../policy-draft.js';
 import { go, links } from '../routes.js';
 import { EntitySide, checkRequestBody, emptySide } from './entity-side.js';
 import { useCanWrite } from '../access.js';
+import { useCheckForm } from '../check-form.js';
 
 const FIELDS = ['name', 'action', 'principal', 'principal.uri', 'principal.attributes', 'resource', 'resource.uri', 'resource.attributes'];
 
@@ -15,25 +16,10 @@ export function SimplePolicy() {
   const [principal, setPrincipal] = useState(emptySide());
   const [resource, setResource] = useState(emptySide());
   const [action, setAction] = useState('');
-  const [errors, setErrors] = useState<Record<string, string>>({});
-  const [alerts, setAlerts] = useState<string[]>([]);
-
-  const create = async (event: Event) => {
-    event.preventDefault();
-    setAlerts([]);
-    const request = checkRequestBody(principal, resource, action);
-    setErrors(request.ok ? {} : request.errors);
-    if (!request.ok) return;
-    const { body } = request;
-    try {
-      const policy = await call<Policy>('POST', `/admin/policies/simple?name=${encodeURIComponent(name)}`, body);
-      go(links.policy(policy.name));
-    } catch (error) {
-      const report = failureReport(error, FIELDS);
-      if (report.byField !== undefined) setErrors(report.byField);
-      setAlerts(report.alerts);
-    }
-  };
+  const { errors, alerts, submit } = useCheckForm(FIELDS, async (body) => {
+    const policy = await call<Policy>('POST', `/admin/policies/simple?name=${encodeURIComponent(name)}`, body);
+    go(links.policy(policy.name));
+  });
 
   return (
     <section class="narrow">
@@ -46,7 +32,7 @@ export function SimplePolicy() {
         <code>==</code> condition). Everything else is denied by default.
       </p>
       <Alerts messages={alerts} />
-      <form onSubmit={create} noValidate>
+      <form onSubmit={(event) => submit(event, checkRequestBody(principal, resource, action))} noValidate>
         <TextField label="Policy name" value={name} onValue={setName} error={errors.name} placeholder="hr-records" />
         <EntitySide
           legend="Principal"

@@ -1,9 +1,10 @@
 /** The playground's "which resources" mode: the plan for a principal and an action, as a readable expression. */
 import { useState } from 'preact/hooks';
-import { call, failureReport } from '../api.js';
+import { call } from '../api.js';
 import { Alerts, TextArea, TextField } from '../components.js';
 import { formatCondition, type ConditionTree } from '../../../src/engine/condition-tree.js';
 import { EntitySide, checkRequestBody, emptySide } from './entity-side.js';
+import { useCheckForm } from '../check-form.js';
 
 interface Plan {
   kind: 'always_allowed' | 'always_denied' | 'conditional';
@@ -24,29 +25,11 @@ export function WhichResources() {
   const [principal, setPrincipal] = useState(emptySide());
   const [known, setKnown] = useState('');
   const [action, setAction] = useState('');
-  const [errors, setErrors] = useState<Record<string, string>>({});
-  const [alerts, setAlerts] = useState<string[]>([]);
-  const [plan, setPlan] = useState<Plan | undefined>(undefined);
+  const { errors, alerts, answer: plan, submit } = useCheckForm(FIELDS, (body) => call<Plan>('POST', '/plan', body));
 
-  const run = async (event: Event) => {
-    event.preventDefault();
-    setAlerts([]);
-    setPlan(undefined);
-    // A plan's resource is open: only what is known of it, never a uri.
-    const request = checkRequestBody(principal, { uri: '', attributes: known }, action);
-    setErrors(request.ok ? {} : request.errors);
-    if (!request.ok) return;
-    try {
-      setPlan(await call<Plan>('POST', '/plan', request.body));
-    } catch (error) {
-      const report = failureReport(error, FIELDS);
-      if (report.byField !== undefined) setErrors(report.byField);
-      setAlerts(report.alerts);
-    }
-  };
-
+  // A plan's resource is open: only what is known of it, never a uri.
   return (
-    <form onSubmit={run} noValidate aria-labelledby="which-resources">
+    <form onSubmit={(event) => submit(event, checkRequestBody(principal, { uri: '', attributes: known }, action))} noValidate aria-labelledby="which-resources">
       <h2 id="which-resources">Which resources</h2>
       <p>The resources a principal may act on, as an expression over their attributes and as a MongoDB filter.</p>
       <div class="two-columns">
