@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Config } from './config.js';
 import { openStore } from './store/open.js';
@@ -40,6 +39,8 @@ import { LiveWindow } from './live/live-window.js';
 import { RuleTally } from './live/rule-tally.js';
 import { RecentDenials } from './live/recent-denials.js';
 import { liveRoutes } from './http/live.js';
+import { lazyRequestLogger } from './http/request-logger.js';
+import { requestIds } from './http/request-ids.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -140,9 +141,10 @@ export async function buildApp(config: Config, openedStore?: Store): Promise<Fas
     },
     // Per-request log lines only when asked for: the hot path stays free of logging by default.
     logController: new LogController({ disableRequestLogging: !['debug', 'trace'].includes(config.logLevel) }),
+    childLoggerFactory: lazyRequestLogger,
     bodyLimit: config.bodyLimit,
     // Unique across processes and restarts: audit records name the request that wrote them.
-    genReqId: () => randomUUID(),
+    genReqId: requestIds(),
     // Which peers may name the client address in X-Forwarded-For (the admin-auth failure limit keys on it).
     trustProxy: trustedProxies(config.trustProxy),
     onProtoPoisoning: 'ignore',

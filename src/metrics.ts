@@ -3,6 +3,7 @@ import type { PolicySnapshots } from './snapshot/policy-snapshots.js';
 import type { BulkPool } from './pool/bulk-pool.js';
 import type { AuditObserver } from './store/store.js';
 import type { RuleTally } from './live/rule-tally.js';
+import { PlainCounter, PlainHistogram } from './plain-metrics.js';
 
 /** Request latencies are mostly tens of microseconds; the upper buckets catch stalls. */
 const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
@@ -12,25 +13,21 @@ const BULK_SIZE_BUCKETS = [1, 10, 50, 100, 250, 500, 1000, 5000, 10000];
 
 /**
  * Everything GET /metrics reports, in a registry of this server's own (so servers in one process
- * do not share counters). Gauges are read at scrape time; counters are moved by the code that counts.
+ * do not share counters). Gauges are read at scrape time; counters are moved by the code that counts,
+ * those of every request and decision as plain numbers (see plain-metrics.ts).
  */
 export class Metrics {
   readonly registry = new Registry();
-  readonly requestDuration = new Histogram({
-    name: 'verdict_http_request_duration_seconds',
-    help: 'HTTP requests by method, route and status code, and how long they took',
-    labelNames: ['method', 'route', 'status_code'] as const,
-    buckets: LATENCY_BUCKETS,
-    registers: [this.registry],
-  });
-  private readonly decisions = new Counter({
-    name: 'verdict_decisions_total',
-    help: 'Decisions made, by outcome',
-    labelNames: ['allowed'] as const,
-    registers: [this.registry],
-  });
-  readonly allowed = this.decisions.labels('true');
-  readonly denied = this.decisions.labels('false');
+  /** Bound per method, route and status code (see instrumentRoutes). */
+  readonly requestDuration = new PlainHistogram(
+    'verdict_http_request_duration_seconds',
+    'HTTP requests by method, route and status code, and how long they took',
+    LATENCY_BUCKETS,
+    this.registry,
+  );
+  private readonly decisions = new PlainCounter('verdict_decisions_total', 'Decisions made, by outcome', this.registry);
+  readonly allowed = this.decisions.bind({ allowed: 'true' });
+  readonly denied = this.decisions.bind({ allowed: 'false' });
   readonly bulkSize = new Histogram({
     name: 'verdict_bulk_checks',
     help: 'Checks per POST /check/bulk call',

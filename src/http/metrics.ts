@@ -1,30 +1,28 @@
 import type { RequestListener } from 'node:http';
 import type { FastifyInstance, FastifyPluginAsync, onResponseHookHandler } from 'fastify';
-import type { Histogram } from 'prom-client';
 import type { Metrics } from '../metrics.js';
 import type { LatencyKind, LiveCounters } from '../live/live-counters.js';
-
-type LatencyChild = ReturnType<Histogram<'method' | 'route' | 'status_code'>['labels']>;
+import type { Observations } from '../plain-metrics.js';
 
 const LATENCY_KINDS: Record<string, LatencyKind> = { '/check': 'check', '/check/bulk': 'bulk' };
 
 /**
  * Times every route's responses into the request histogram and the live counters. Each route gets
- * its own hook holding its labelled children, so a request costs one map lookup and one observation.
+ * its own hook holding its label sets by status, so a request costs one map lookup and one observation.
  */
 export function instrumentRoutes(app: FastifyInstance, metrics: Metrics, live: LiveCounters): void {
   app.addHook('onRoute', (route) => {
     const method = [route.method].flat().join(',');
-    const byStatus = new Map<number, LatencyChild>();
+    const byStatus = new Map<number, Observations>();
     const latencyKind = method === 'POST' ? LATENCY_KINDS[route.url] : undefined;
     const observe: onResponseHookHandler = (_request, reply, done) => {
-      let child = byStatus.get(reply.statusCode);
-      if (child === undefined) {
-        child = metrics.requestDuration.labels(method, route.url, String(reply.statusCode));
-        byStatus.set(reply.statusCode, child);
+      let observations = byStatus.get(reply.statusCode);
+      if (observations === undefined) {
+        observations = metrics.requestDuration.bind({ method, route: route.url, status_code: String(reply.statusCode) });
+        byStatus.set(reply.statusCode, observations);
       }
       const milliseconds = reply.elapsedTime;
-      child.observe(milliseconds / 1000);
+      observations.observe(milliseconds / 1000);
       live.responded(reply.statusCode, milliseconds, latencyKind);
       done();
     };
