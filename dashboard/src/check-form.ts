@@ -4,8 +4,8 @@ import { failureReport } from './api.js';
 import type { checkRequestBody, CheckRequestBody } from './views/entity-side.js';
 
 /**
- * A form that sends one request built from a principal, a resource and an action: on submit, the
- * earlier answer and alerts are cleared; fields that do not parse are marked without sending;
+ * A form that sends one request built from a principal, a resource and an action: on submit (or
+ * when called without an event, as a replayed check is), the earlier answer and alerts are cleared; fields that do not parse are marked without sending;
  * otherwise `send` answers, or its failure is shown by the fields it concerns (`fields`) and as alerts.
  */
 export function useCheckForm<Answer>(fields: string[], send: (body: CheckRequestBody) => Promise<Answer>) {
@@ -13,8 +13,8 @@ export function useCheckForm<Answer>(fields: string[], send: (body: CheckRequest
   const [alerts, setAlerts] = useState<string[]>([]);
   const [answer, setAnswer] = useState<Answer | undefined>(undefined);
 
-  const submit = async (event: Event, request: ReturnType<typeof checkRequestBody>) => {
-    event.preventDefault();
+  const submit = async (event: Event | undefined, request: ReturnType<typeof checkRequestBody>) => {
+    event?.preventDefault();
     setAlerts([]);
     setAnswer(undefined);
     setErrors(request.ok ? {} : request.errors);

@@ -1,33 +1,9 @@
 import type { LatencyHistogram } from './latency-histogram.js';
 import type { LiveCounters } from './live-counters.js';
+import type { LatencySummary, LiveSecond } from '../schemas/live.js';
 
 /** Seconds of history kept: the live view's window. */
 export const WINDOW_SECONDS = 900;
-
-/** Percentiles of the answered checks of one second; null when none were answered. */
-export interface LatencySummary {
-  count: number;
-  p50_ms: number | null;
-  p99_ms: number | null;
-}
-
-/** One second of the live view (or a longer interval when the event loop was held up). */
-export interface LiveSecond {
-  /** Epoch ms at the interval's end. */
-  at: number;
-  /** The interval's length (1, or more after a stall): rates are counts divided by it. */
-  seconds: number;
-  allowed: number;
-  denied: number;
-  check: LatencySummary;
-  bulk: LatencySummary;
-  errors_4xx: number;
-  errors_5xx: number;
-  /** Null when there is no worker pool (`--evaluation inline`). */
-  pool: { queue: number; utilization: number } | null;
-  /** Store changes applied; the longest lag among them, null when there were none. */
-  feed: { changes: number; lag_max_ms: number | null };
-}
 
 /** What the window reads of the worker pool once a second. */
 export interface PoolGauges {

@@ -1,17 +1,5 @@
 import type { CheckInput, EntityInput } from '../registry/check-request.js';
-
-/** One side of a denied check as it was sent: attribute values only when the server keeps them. */
-export type SentSide = { uri: string | null; attributes: Record<string, unknown> } | { uri: string | null; attribute_keys: string[] };
-
-export interface RecentDenial {
-  /** Epoch ms. */
-  at: number;
-  principal: SentSide;
-  resource: SentSide;
-  action: string;
-  reason: string;
-  revision: number;
-}
+import type { RecentDenial, SentSide } from '../schemas/live.js';
 
 interface Entry {
   time: number;

@@ -1,4 +1,4 @@
-import { WINDOW_SECONDS } from '../live/live-window.js';
+import type { FromSchema } from 'json-schema-to-ts';
 
 export const MAX_TOP = 100;
 
@@ -15,7 +15,7 @@ export const liveQuerySchema = {
   additionalProperties: false,
 } as const;
 
-const latencySchema = {
+export const latencySchema = {
   type: 'object',
   properties: {
     count: { type: 'integer', description: 'Checks answered (status below 400).' },
@@ -26,7 +26,7 @@ const latencySchema = {
   additionalProperties: false,
 } as const;
 
-const secondSchema = {
+export const secondSchema = {
   type: 'object',
   properties: {
     at: { type: 'integer', description: 'Epoch ms at the end of the interval.' },
@@ -45,19 +45,21 @@ const secondSchema = {
         utilization: { type: 'number', description: 'Share of the workers’ time spent deciding in the interval (0 to 1).' },
       },
       required: ['queue', 'utilization'],
+      additionalProperties: false,
     },
     feed: {
       type: 'object',
       description: 'Store changes applied in the interval, and the longest time from commit to being served (null when none).',
       properties: { changes: { type: 'integer' }, lag_max_ms: { type: ['number', 'null'] } },
       required: ['changes', 'lag_max_ms'],
+      additionalProperties: false,
     },
   },
   required: ['at', 'seconds', 'allowed', 'denied', 'check', 'bulk', 'errors_4xx', 'errors_5xx', 'pool', 'feed'],
   additionalProperties: false,
 } as const;
 
-const sentSideSchema = {
+export const sentSideSchema = {
   type: 'object',
   description: 'As sent: `attributes` with `--recent-denials-values`, otherwise only their keys (`attribute_keys`).',
   properties: {
@@ -69,12 +71,26 @@ const sentSideSchema = {
   additionalProperties: false,
 } as const;
 
+export const recentDenialSchema = {
+  type: 'object',
+  properties: {
+    at: { type: 'integer', description: 'Epoch ms.' },
+    principal: sentSideSchema,
+    resource: sentSideSchema,
+    action: { type: 'string' },
+    reason: { type: 'string' },
+    revision: { type: 'integer', description: 'The policy snapshot revision that denied it.' },
+  },
+  required: ['at', 'principal', 'resource', 'action', 'reason', 'revision'],
+  additionalProperties: false,
+} as const;
+
 export const liveSchema = {
   type: 'object',
   properties: {
     now: { type: 'integer', description: 'Epoch ms.' },
     started_at: { type: 'integer', description: 'Epoch ms: when this process started counting.' },
-    window_seconds: { type: 'integer', description: `Seconds kept (${WINDOW_SECONDS}).` },
+    window_seconds: { type: 'integer', description: 'Seconds kept: the window.' },
     seconds: { type: 'array', items: secondSchema, description: 'Per-second aggregates, oldest first.' },
     rules: {
       type: 'object',
@@ -117,19 +133,7 @@ export const liveSchema = {
         denials: {
           type: 'array',
           description: 'Newest first.',
-          items: {
-            type: 'object',
-            properties: {
-              at: { type: 'integer', description: 'Epoch ms.' },
-              principal: sentSideSchema,
-              resource: sentSideSchema,
-              action: { type: 'string' },
-              reason: { type: 'string' },
-              revision: { type: 'integer', description: 'The policy snapshot revision that denied it.' },
-            },
-            required: ['at', 'principal', 'resource', 'action', 'reason', 'revision'],
-            additionalProperties: false,
-          },
+          items: recentDenialSchema,
         },
       },
       required: ['capacity', 'values', 'denials'],
@@ -139,3 +143,10 @@ export const liveSchema = {
   required: ['now', 'started_at', 'window_seconds', 'seconds', 'rules', 'recent_denials'],
   additionalProperties: false,
 } as const;
+
+/** The answer of GET /admin/live, and its parts (the dashboard reads them too). */
+export type LiveAnswer = FromSchema<typeof liveSchema>;
+export type LiveSecond = FromSchema<typeof secondSchema>;
+export type LatencySummary = FromSchema<typeof latencySchema>;
+export type RecentDenial = FromSchema<typeof recentDenialSchema>;
+export type SentSide = FromSchema<typeof sentSideSchema>;

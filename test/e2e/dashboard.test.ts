@@ -238,20 +238,16 @@ async function run() {
       t.equal((await server.call('GET', '/admin/fetchers/registry/entities/user%3Aalice')).status, 404);
     });
 
-    await t.test("the live view shows the snapshot revision and the server's decision counters", async (t) => {
+    await t.test('the live view counts exactly the decisions made above', async (t) => {
       await page.getByRole('link', { name: 'Live' }).click();
       await heading(page, 'Live').waitFor();
-      const decisions = (label: string) => page.locator('.tile', { has: page.getByText(label, { exact: true }) }).locator('dd');
-      await decisions('Allowed').waitFor();
-      // The flow above made allowed and denied checks: the server's /metrics counted them.
-      t.match(await decisions('Allowed').textContent(), /^[1-9]\d* \(\d+%\)$/);
-      t.match(await decisions('Denied').textContent(), /^[1-9]\d* \(\d+%\)$/);
-      t.equal(await page.getByText('Metrics unavailable').count(), 0);
+      const tile = (label: string) => page.locator('.tile', { has: page.getByText(label, { exact: true }) }).locator('dd');
+      // The playground made three checks (two allowed, one denied), a refused one, and a bulk of two allowed.
+      await tile('Allowed').filter({ hasText: /^4 \(80%\)$/ }).waitFor();
+      t.equal(await tile('Denied').textContent(), '1 (20%)');
       const revision = String((await server.call('GET', '/health')).body.revision);
-      const tile = page.locator('.tile', { hasText: 'Snapshot revision' }).locator('dd');
-      await page.waitForFunction(([expected]) => document.querySelector('.tile dd')?.textContent === expected, [revision]);
-      t.equal(await tile.textContent(), revision);
-      await screenshot(page, 'live');
+      await tile('Snapshot revision').filter({ hasText: new RegExp(`^${revision}$`) }).waitFor();
+      t.pass(`the snapshot revision ${revision} from /health`);
     });
 
     t.same(foreignRequests, [], 'the dashboard asked nothing of any other host');
@@ -279,35 +275,6 @@ async function run() {
     await page.getByRole('button', { name: 'Forget key' }).click();
     await heading(page, 'Admin key').waitFor();
     t.equal(await page.getByRole('alert').count(), 0, 'forgetting is not an error');
-  });
-
-  t.test('the live view reads decisions and latency from Prometheus metrics when the server serves them', async (t) => {
-    server = await startServer();
-    t.teardown(() => server.close());
-    const { page, context } = await openDashboard(chromium, server.url);
-    t.teardown(() => context.close());
-    // GET /metrics is another branch's work; until it lands, the page is given what it will serve.
-    await context.route(`${server.url}/metrics`, (route) =>
-      route.fulfill({
-        contentType: 'text/plain; version=0.0.4',
-        body: [
-          'verdict_decisions_total{allowed="true"} 30',
-          'verdict_decisions_total{allowed="false"} 10',
-          'verdict_decision_duration_seconds_bucket{le="0.001"} 20',
-          'verdict_decision_duration_seconds_bucket{le="0.01"} 40',
-          'verdict_decision_duration_seconds_bucket{le="+Inf"} 40',
-        ].join('\n'),
-      }),
-    );
-    await page.goto(`${server.url}/dashboard/#/live`);
-    await heading(page, 'Live').waitFor();
-    const tile = (label: string) => page.locator('.tile', { has: page.getByText(label, { exact: true }) }).locator('dd');
-    await tile('Allowed').waitFor();
-    t.equal(await tile('Allowed').textContent(), '30 (75%)');
-    t.equal(await tile('Denied').textContent(), '10 (25%)');
-    t.equal(await tile('Latency p50').textContent(), '1.00 ms');
-    t.equal(await page.getByText('Metrics unavailable').count(), 0);
-    await screenshot(page, 'live-metrics');
   });
 
   t.test('the keyboard reaches every section, with a visible focus ring', async (t) => {

@@ -41,9 +41,9 @@ export interface DashboardPage {
   foreignRequests: string[];
 }
 
-/** A new tab (own sessionStorage) at 1280×800 that may talk to `origin` only. */
-export async function openDashboard(browser: Browser, origin: string): Promise<DashboardPage> {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+/** A new tab (own sessionStorage) at 1280×800 that may talk to `origin` only; in the light or dark system setting. */
+export async function openDashboard(browser: Browser, origin: string, colorScheme: 'light' | 'dark' = 'light'): Promise<DashboardPage> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, colorScheme });
   const foreignRequests: string[] = [];
   await context.route('**/*', (route) => {
     const url = route.request().url();

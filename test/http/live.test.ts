@@ -1,6 +1,7 @@
 import t, { type Test } from 'tap';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { ALLOWED, BY_DEFAULT, BY_GUARD, createLivePolicies, LIVE_POLICIES } from '../helpers/live-traffic.js';
 import { startServer, temporaryDataDir, type TestServer } from '../helpers/server.js';
 import { keyDigest } from '../../src/admin-keys.js';
 import type { Config } from '../../src/config.js';
@@ -11,25 +12,6 @@ import type { Config } from '../../src/config.js';
  * masking; authentication; the Prometheus counters per rule.
  */
 
-const POLICIES = [
-  {
-    name: 'desk',
-    rules: [
-      { name: 'admins', effect: 'allow', principal_conditions: [{ path: 'attributes.department', operator: '==', value: 'it' }], actions: ['administer'] },
-    ],
-  },
-  {
-    name: 'guard',
-    rules: [
-      { name: 'no-interns', effect: 'deny', principal_conditions: [{ path: 'attributes.intern', operator: '==', value: true }], actions: ['administer'] },
-    ],
-  },
-];
-
-const check = (principal: Record<string, unknown>, action = 'administer') => ({ principal, resource: { uri: 'laptop:7', attributes: { kind: 'laptop' } }, action });
-const ALLOWED = check({ attributes: { department: 'it' } });
-const BY_GUARD = check({ uri: 'user:ivy', attributes: { department: 'it', intern: true } });
-const BY_DEFAULT = check({ attributes: { department: 'hr' } });
 
 interface Second {
   at: number;
@@ -57,7 +39,7 @@ async function liveWhen(server: TestServer, done: (seconds: Second[]) => boolean
 async function serverWithPolicies(t: Test, overrides: Partial<Config> = {}): Promise<TestServer> {
   const server = await startServer(overrides);
   t.teardown(server.close);
-  for (const policy of POLICIES) t.equal((await server.call('POST', '/admin/policies', policy)).status, 200);
+  await createLivePolicies(server);
   return server;
 }
 
@@ -170,7 +152,7 @@ t.test('the change-feed lag of a write made through another server on the same s
     await follower.close();
     rmSync(dataDir, { recursive: true, force: true });
   });
-  t.equal((await writer.call('POST', '/admin/policies', POLICIES[0])).status, 200);
+  t.equal((await writer.call('POST', '/admin/policies', LIVE_POLICIES[0])).status, 200);
   const live = await liveWhen(follower, (seconds) => sum(seconds, (s) => s.feed.changes) >= 1);
   const changed = (live.body.seconds as Second[]).filter((second) => second.feed.changes > 0);
   t.equal(sum(changed, (s) => s.feed.changes), 1, 'one change applied');

@@ -1,36 +1,27 @@
-/** Live figures, refreshed every few seconds: snapshot revision from /health, decisions and latency from /metrics. */
+/** This process's traffic over the last 15 minutes: charts by the second, the rules that decided most, the recent denials. */
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { liveFigures, readMetrics, type LiveFigures, type Reading } from '../metrics.js';
+import { call } from '../api.js';
+import { go, links } from '../routes.js';
+import { clock, figure, liveCharts, mergeSeconds, summarize, type LiveAnswer, type LiveSecond, type RecentDenial, type SentSide } from '../live-model.js';
+import { holdReplay, replayOf } from '../replay.js';
+import { Chart } from './chart.js';
 
-const REFRESH_MILLISECONDS = 3000;
+const REFRESH_MILLISECONDS = 2000;
+const DENIALS_SHOWN = 10;
 
 interface LiveState {
+  answer?: LiveAnswer;
+  seconds: LiveSecond[];
   revision?: number;
-  healthProblem?: string;
-  figures?: LiveFigures;
-  metricsProblem?: string;
-  refreshedAt?: string;
+  problem?: string;
 }
 
-async function fetchRevision(): Promise<number> {
+async function fetchRevision(): Promise<number | undefined> {
   const response = await fetch('/health');
-  if (!response.ok) throw new Error(`GET /health answered ${response.status}`);
-  return ((await response.json()) as { revision: number }).revision;
+  return response.ok ? ((await response.json()) as { revision: number }).revision : undefined;
 }
 
-async function fetchMetricsText(): Promise<string> {
-  const response = await fetch('/metrics');
-  if (!response.ok) throw new Error(`GET /metrics answered ${response.status}`);
-  return response.text();
-}
-
-const milliseconds = (value: number | undefined) => (value === undefined ? '–' : `${value < 10 ? value.toFixed(2) : value.toFixed(0)} ms`);
-
-function share(part: number | undefined, other: number | undefined): string {
-  if (part === undefined || other === undefined) return '–';
-  const total = part + other;
-  return total === 0 ? `${part}` : `${part} (${Math.round((part / total) * 100)}%)`;
-}
+const share = (part: number, whole: number) => (whole === 0 ? '' : ` (${Math.round((part / whole) * 100)}%)`);
 
 function Tile({ label, value }: { label: string; value: string }) {
   return (
@@ -42,30 +33,23 @@ function Tile({ label, value }: { label: string; value: string }) {
 }
 
 export function Live() {
-  const [state, setState] = useState<LiveState>({});
-  const previous = useRef<Reading | undefined>(undefined);
+  const [state, setState] = useState<LiveState>({ seconds: [] });
+  const held = useRef<LiveSecond[]>([]);
 
   useEffect(() => {
     let stopped = false;
     const refresh = async () => {
-      const next: LiveState = {};
+      const last = held.current.at(-1)?.at;
       try {
-        next.revision = await fetchRevision();
+        const [answer, revision] = await Promise.all([
+          call<LiveAnswer>('GET', `/admin/live${last === undefined ? '' : `?since=${last}`}`),
+          fetchRevision().catch(() => undefined),
+        ]);
+        held.current = mergeSeconds(held.current, answer.seconds, answer.now, answer.window_seconds);
+        if (!stopped) setState({ answer, seconds: held.current, revision });
       } catch (error) {
-        next.healthProblem = (error as Error).message;
+        if (!stopped) setState((previous) => ({ ...previous, problem: (error as Error).message }));
       }
-      try {
-        const reading = readMetrics(await fetchMetricsText(), performance.now());
-        if (reading.allowed === undefined && reading.denied === undefined && reading.latency === undefined) {
-          throw new Error('GET /metrics has no decision counters or latency histogram');
-        }
-        next.figures = liveFigures(previous.current, reading);
-        previous.current = reading;
-      } catch (error) {
-        next.metricsProblem = (error as Error).message;
-      }
-      next.refreshedAt = new Date().toLocaleTimeString();
-      if (!stopped) setState(next);
     };
     void refresh();
     const timer = setInterval(refresh, REFRESH_MILLISECONDS);
@@ -75,33 +59,211 @@ export function Live() {
     };
   }, []);
 
-  const figures = state.figures;
+  const { answer, seconds } = state;
   return (
-    <section>
+    <section class="live">
       <h1 tabIndex={-1}>Live</h1>
-      <p class="hint">
-        Refreshed every {REFRESH_MILLISECONDS / 1000} seconds{state.refreshedAt === undefined ? '' : `; last at ${state.refreshedAt}`}. Counts are
-        for the interval since the previous refresh.
-      </p>
-      <dl class="tiles">
-        <Tile label="Snapshot revision" value={state.revision === undefined ? '–' : String(state.revision)} />
-        {figures !== undefined && (
-          <>
-            <Tile label="Decisions per second" value={figures.decisionsPerSecond === undefined ? '–' : figures.decisionsPerSecond.toFixed(1)} />
-            <Tile label="Allowed" value={share(figures.allowed, figures.denied)} />
-            <Tile label="Denied" value={share(figures.denied, figures.allowed)} />
-            <Tile label="Latency p50" value={milliseconds(figures.p50)} />
-            <Tile label="Latency p90" value={milliseconds(figures.p90)} />
-            <Tile label="Latency p99" value={milliseconds(figures.p99)} />
-          </>
-        )}
-      </dl>
-      {state.healthProblem !== undefined && <p class="alert">Health unavailable: {state.healthProblem}</p>}
-      {state.metricsProblem !== undefined && (
-        <p class="notice" role="status">
-          Metrics unavailable ({state.metricsProblem}). Decision rates and latency appear here once the server exposes
-          Prometheus metrics at /metrics.
+      {state.problem !== undefined && (
+        <p class="alert" role="alert">
+          The live figures could not be read: {state.problem}
         </p>
+      )}
+      {answer === undefined ? (
+        state.problem === undefined && <p role="status">Reading the live figures…</p>
+      ) : (
+        <Figures answer={answer} seconds={seconds} revision={state.revision} />
+      )}
+    </section>
+  );
+}
+
+function Figures({ answer, seconds, revision }: { answer: LiveAnswer; seconds: LiveSecond[]; revision: number | undefined }) {
+  const start = Math.max(answer.started_at, answer.now - answer.window_seconds * 1000);
+  const end = answer.now;
+  const summary = summarize(seconds);
+  const decisions = summary.allowed + summary.denied;
+  const sinceStart = start === answer.started_at;
+  const windowName = sinceStart ? `since it started at ${clock(start, true)}` : `over the last ${Math.round(answer.window_seconds / 60)} minutes`;
+  const noChecks = 'No check answered in this window: no percentile to show.';
+  const noPool = seconds.some((second) => second.pool !== null) ? 'No figures yet.' : 'No worker pool: every check is decided on the front (--evaluation inline).';
+  return (
+    <>
+      <p class="hint">
+        This process {windowName}, by the second (to {clock(end, true)}), refreshed every {REFRESH_MILLISECONDS / 1000} seconds. Point at a chart, or
+        focus it and use the arrow keys, to read each second.
+      </p>
+      {decisions === 0 && (
+        <p class="notice" role="status">
+          {sinceStart ? `No decisions since this process started at ${clock(start, true)}` : `No decisions in the last ${Math.round(answer.window_seconds / 60)} minutes`}:
+          nothing was measured. The charts fill in as checks arrive.
+        </p>
+      )}
+      <dl class="tiles">
+        <Tile label="Snapshot revision" value={revision === undefined ? '–' : String(revision)} />
+        <Tile label="Decisions/s (last 10 s)" value={summary.recentRate === undefined ? '–' : figure(summary.recentRate)} />
+        <Tile label="Allowed" value={`${summary.allowed.toLocaleString('en')}${share(summary.allowed, decisions)}`} />
+        <Tile label="Denied" value={`${summary.denied.toLocaleString('en')}${share(summary.denied, decisions)}`} />
+        <Tile label="Errors (4xx / 5xx)" value={`${summary.errors4xx.toLocaleString('en')} / ${summary.errors5xx.toLocaleString('en')}`} />
+      </dl>
+      <div class="charts">
+        <Chart title="Decisions" unit="/s" data={liveCharts.decisions(seconds)} start={start} end={end} empty="No seconds recorded yet." />
+        <Chart title="Check latency (POST /check)" unit="ms" data={liveCharts.latency(seconds, 'check')} start={start} end={end} empty={noChecks} />
+        <Chart title="Bulk latency (POST /check/bulk)" unit="ms" data={liveCharts.latency(seconds, 'bulk')} start={start} end={end} empty="No bulk answered in this window: no percentile to show." />
+        <Chart title="Requests" unit="/s" data={liveCharts.requests(seconds)} start={start} end={end} empty="No seconds recorded yet." />
+        <Chart title="Errors" unit="/s" data={liveCharts.errors(seconds)} start={start} end={end} empty="No seconds recorded yet." />
+        <Chart title="Change-feed lag (longest each second)" unit="ms" data={liveCharts.feedLag(seconds)} start={start} end={end} empty="No store change applied in this window." />
+        <Chart title="Worker pool utilisation" unit="%" top={100} data={liveCharts.poolUtilization(seconds)} start={start} end={end} empty={noPool} />
+        <Chart title="Worker pool queue" unit="bulks" data={liveCharts.poolQueue(seconds)} start={start} end={end} empty={noPool} />
+      </div>
+      <TopRules rules={answer.rules} />
+      <RecentDenials recent={answer.recent_denials} />
+    </>
+  );
+}
+
+function Bar({ part, whole, tone }: { part: number; whole: number; tone: string }) {
+  return (
+    <span class={`bar tone-${tone}`} aria-hidden="true">
+      <span style={{ width: `${whole === 0 ? 0 : Math.max(1, (part / whole) * 100)}%` }} />
+    </span>
+  );
+}
+
+function TopRules({ rules }: { rules: LiveAnswer['rules'] }) {
+  const { allowed, denied } = rules.default_effect;
+  const byRules = rules.rules.reduce((total, rule) => total + rule.decisions, 0);
+  const most = Math.max(1, ...rules.rules.map((rule) => rule.decisions), ...rules.policies.map((policy) => policy.allowed + policy.denied));
+  return (
+    <section aria-labelledby="top-rules">
+      <h2 id="top-rules">Top rules since {clock(rules.since)}</h2>
+      {byRules + allowed + denied === 0 ? (
+        <p>No decisions since {clock(rules.since, true)}.</p>
+      ) : (
+        <>
+          <p>
+            The default effect decided {(allowed + denied).toLocaleString('en')} ({allowed.toLocaleString('en')} allowed, {denied.toLocaleString('en')} denied): no rule
+            matched, or there were no policies.
+          </p>
+          <div class="two-columns">
+            <table>
+              <caption>Rules that decided most</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Policy</th>
+                  <th scope="col">Rule</th>
+                  <th scope="col">Effect</th>
+                  <th scope="col">Decisions</th>
+                </tr>
+              </thead>
+              <tbody>
+                {rules.rules.map((rule) => (
+                  <tr key={`${rule.policy}/${rule.rule}/${rule.effect}`}>
+                    <td>
+                      <a href={links.policy(rule.policy)}>{rule.policy}</a>
+                    </td>
+                    <td>{rule.rule}</td>
+                    <td>
+                      <span class={rule.effect === 'allow' ? 'badge allowed' : 'badge denied'}>{rule.effect}</span>
+                    </td>
+                    <td class="count">
+                      {rule.decisions.toLocaleString('en')}
+                      <Bar part={rule.decisions} whole={most} tone={rule.effect === 'allow' ? 'allowed' : 'denied'} />
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+            <table>
+              <caption>Policies that decided most</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Policy</th>
+                  <th scope="col">Allowed</th>
+                  <th scope="col">Denied</th>
+                </tr>
+              </thead>
+              <tbody>
+                {rules.policies.map((policy) => (
+                  <tr key={policy.policy}>
+                    <td>
+                      <a href={links.policy(policy.policy)}>{policy.policy}</a>
+                    </td>
+                    <td class="count">{policy.allowed.toLocaleString('en')}</td>
+                    <td class="count">{policy.denied.toLocaleString('en')}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        </>
+      )}
+    </section>
+  );
+}
+
+function describeSide({ uri, attributes, attribute_keys }: SentSide): string {
+  const parts = uri === null ? [] : [uri];
+  if (attributes !== undefined && Object.keys(attributes).length > 0) parts.push(JSON.stringify(attributes));
+  if (attribute_keys !== undefined && attribute_keys.length > 0) parts.push(`{${attribute_keys.map((key) => `${key}: •••`).join(', ')}}`);
+  return parts.join(' ');
+}
+
+function RecentDenials({ recent }: { recent: LiveAnswer['recent_denials'] }) {
+  const [all, setAll] = useState(false);
+  const shown = all ? recent.denials : recent.denials.slice(0, DENIALS_SHOWN);
+  const open = (denial: RecentDenial) => {
+    holdReplay(replayOf(denial));
+    go(links.playground);
+  };
+  return (
+    <section aria-labelledby="recent-denials">
+      <h2 id="recent-denials">Recent denials</h2>
+      {recent.capacity === 0 ? (
+        <p>Recent denials are not kept (the server runs with --recent-denials 0).</p>
+      ) : recent.denials.length === 0 ? (
+        <p>No denial since this process started.</p>
+      ) : (
+        <>
+          <p class="hint">
+            The last {recent.capacity} denied checks are kept, newest first.
+            {recent.values ? ' Attribute values are shown (--recent-denials-values).' : ' Attribute values are hidden (•••); start Verdict with --recent-denials-values to see them.'}
+          </p>
+          <table class="denials">
+            <thead>
+              <tr>
+                <th scope="col">Time</th>
+                <th scope="col">Principal</th>
+                <th scope="col">Resource</th>
+                <th scope="col">Action</th>
+                <th scope="col">Reason</th>
+                <th scope="col">
+                  <span class="visually-hidden">Replay</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {shown.map((denial, index) => (
+                <tr key={`${denial.at}-${index}`}>
+                  <td class="nowrap">{clock(denial.at, true)}</td>
+                  <td class="mono">{describeSide(denial.principal)}</td>
+                  <td class="mono">{describeSide(denial.resource)}</td>
+                  <td>{denial.action}</td>
+                  <td>{denial.reason}</td>
+                  <td>
+                    <button type="button" onClick={() => open(denial)}>
+                      Open in playground
+                    </button>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+          {recent.denials.length > DENIALS_SHOWN && (
+            <button type="button" onClick={() => setAll(!all)}>
+              {all ? `Show the last ${DENIALS_SHOWN}` : `Show all ${recent.denials.length}`}
+            </button>
+          )}
+        </>
       )}
     </section>
   );

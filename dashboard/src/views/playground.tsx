@@ -1,11 +1,12 @@
 /** Try decisions: one check composed in a form, or a bulk of checks pasted as JSON. */
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { ApiError, call } from '../api.js';
 import { Alerts, TextArea, TextField } from '../components.js';
 import { actionOf, sideSummary } from '../check-summary.js';
 import { EntitySide, checkRequestBody, emptySide } from './entity-side.js';
 import { useCheckForm } from '../check-form.js';
 import { WhichResources } from './which-resources.js';
+import { takeReplay, type ReplayedCheck } from '../replay.js';
 
 interface Decision {
   allowed: boolean;
@@ -23,15 +24,27 @@ function DecisionBadge({ allowed }: { allowed: boolean }) {
   return <strong class={allowed ? 'badge allowed' : 'badge denied'}>{allowed ? 'Allowed' : 'Denied'}</strong>;
 }
 
-function SingleCheck() {
-  const [principal, setPrincipal] = useState(emptySide());
-  const [resource, setResource] = useState(emptySide());
-  const [action, setAction] = useState('');
+/** One check; `replay` fills it in (a denial from the live view) and runs it when nothing of it was masked. */
+function SingleCheck({ replay }: { replay?: ReplayedCheck }) {
+  const [principal, setPrincipal] = useState(replay?.principal ?? emptySide());
+  const [resource, setResource] = useState(replay?.resource ?? emptySide());
+  const [action, setAction] = useState(replay?.action ?? '');
   const { errors, alerts, answer: decision, submit } = useCheckForm(FIELDS, (body) => call<Decision>('POST', '/check', body));
+
+  useEffect(() => {
+    if (replay !== undefined && replay.maskedKeys.length === 0) void submit(undefined, checkRequestBody(principal, resource, action));
+  }, []);
 
   return (
     <form onSubmit={(event) => submit(event, checkRequestBody(principal, resource, action))} noValidate aria-labelledby="single-check">
       <h2 id="single-check">Check</h2>
+      {replay !== undefined && (
+        <p class="notice" role="status">
+          {replay.maskedKeys.length === 0
+            ? 'A recent denial, replayed against the current policies and registry.'
+            : `A recent denial, filled in without its attribute values, which the server does not keep (--recent-denials-values keeps them): fill in ${replay.maskedKeys.join(', ')} (null here), then run the check.`}
+        </p>
+      )}
       <div class="two-columns">
         <EntitySide
           legend="Principal"
@@ -135,6 +148,7 @@ function BulkCheck() {
 }
 
 export function Playground() {
+  const [replay] = useState(takeReplay);
   const [mode, setMode] = useState<'check' | 'which'>('check');
   return (
     <section>
@@ -149,7 +163,7 @@ export function Playground() {
           <input type="radio" name="mode" checked={mode === 'which'} onChange={() => setMode('which')} /> Which resources may a principal act on?
         </label>
       </fieldset>
-      {mode === 'check' ? <SingleCheck /> : <WhichResources />}
+      {mode === 'check' ? <SingleCheck replay={replay} /> : <WhichResources />}
       <BulkCheck />
     </section>
   );
