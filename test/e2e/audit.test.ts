@@ -3,7 +3,7 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { startServer, temporaryDataDir, type TestServer } from '../helpers/server.js';
-import { chromiumMissing, launchChromium, openDashboard, screenshot } from '../helpers/browser.js';
+import { chromiumMissing, heading, launchChromium, openDashboard, screenshot } from '../helpers/browser.js';
 import { keyDigest } from '../../src/admin-keys.js';
 
 /**
@@ -20,7 +20,6 @@ if (missing !== undefined) {
 }
 
 const KEYS = { ops: 'ops-key-0123456789', mallory: 'mallory-key-0123456789', auditor: 'auditor-key-0123456789' };
-const heading = (page: Page, name: string) => page.getByRole('heading', { level: 1, name, exact: true });
 const OPS_ONLY = {
   name: 'docs',
   description: 'Only ops read the docs',
@@ -75,6 +74,8 @@ async function run() {
     await page.getByLabel('Actor', { exact: true }).fill('ops');
     await page.getByRole('button', { name: 'Apply filters' }).click();
     await page.getByRole('row').filter({ hasText: 'policy.replace' }).waitFor({ state: 'detached' });
+    // The table is empty while the filtered page loads: wait for the row that stays.
+    await page.getByRole('row').filter({ hasText: 'policy.create' }).waitFor();
     t.equal(await page.getByRole('row').count(), 2, "filtered by actor: ops's creation only");
     await page.getByLabel('Actor', { exact: true }).fill('');
     await page.getByRole('button', { name: 'Apply filters' }).click();

@@ -2,7 +2,7 @@ import t from 'tap';
 import type { Browser, Page } from 'playwright-core';
 import { ALLOWED, BY_DEFAULT, BY_GUARD, createLivePolicies } from '../helpers/live-traffic.js';
 import { startServer, type TestServer } from '../helpers/server.js';
-import { chromiumMissing, launchChromium, openDashboard, screenshot } from '../helpers/browser.js';
+import { chromiumMissing, field, heading, launchChromium, openDashboard, screenshot } from '../helpers/browser.js';
 import type { Config } from '../../src/config.js';
 
 /**
@@ -48,10 +48,8 @@ async function sendTraffic(server: TestServer): Promise<void> {
   }
 }
 
-const heading = (page: Page, name: string) => page.getByRole('heading', { level: 1, name, exact: true });
 const tile = (page: Page, label: string) => page.locator('.tile', { has: page.getByText(label, { exact: true }) }).locator('dd');
 const chart = (page: Page, title: string) => page.locator('figure.chart', { has: page.getByText(title, { exact: true }) });
-const field = (page: Page, label: string) => page.getByLabel(label, { exact: true });
 
 async function run() {
   let chromium: Browser;

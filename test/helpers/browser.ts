@@ -60,3 +60,9 @@ export async function screenshot(page: Page, name: string): Promise<void> {
   mkdirSync(ARTIFACTS, { recursive: true });
   await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
 }
+
+/** A screen's heading (every screen has one h1). */
+export const heading = (page: Page, name: string) => page.getByRole('heading', { level: 1, name, exact: true });
+
+/** A form field by its exact label. */
+export const field = (page: Page, label: string) => page.getByLabel(label, { exact: true });
