@@ -4,41 +4,9 @@
  */
 import t from 'tap';
 import { DEFAULT_CONFIG as LIMITS } from '../../src/config.js';
-import { compile, deciderOf, evaluate, policyIssues, type Decider, type Decision, type DecisionRequest, type ResolvedEntity } from '../../src/engine/index.js';
-import { OPERATOR_DEFINITIONS } from '../../src/engine/operators.js';
-import { compileLookup, MISSING } from '../../src/engine/paths.js';
+import { compile, deciderOf, evaluate, policyIssues, type DecisionRequest, type ResolvedEntity } from '../../src/engine/index.js';
 import type { Condition, Operator, Policy, Rule } from '../../src/schemas/policy.js';
-
-function conditionHolds(condition: Condition, entity: ResolvedEntity): boolean {
-  const value = compileLookup(condition.path)(entity);
-  return value !== MISSING && OPERATOR_DEFINITIONS[condition.operator].build(condition.value)(value);
-}
-
-function ruleApplies(rule: Rule, request: DecisionRequest): boolean {
-  return (
-    rule.actions.includes(request.action) &&
-    rule.principal_conditions.every((c) => conditionHolds(c, request.principal)) &&
-    rule.resource_conditions.every((c) => conditionHolds(c, request.resource))
-  );
-}
-
-/** decisions.md, read literally: the decision and what gave it. */
-function reference(policies: readonly Policy[], request: DecisionRequest): { decision: Decision; decider: Decider } {
-  const firstMatches = policies.map((policy) => ({ policy, rule: policy.rules.find((rule) => ruleApplies(rule, request)) }));
-  const byRule = (effect: 'allow' | 'deny') => {
-    const match = firstMatches.find(({ rule }) => rule?.effect === effect);
-    if (match === undefined) return undefined;
-    const [policy, rule, verb] = [match.policy.name, match.rule!.name, effect === 'allow' ? 'allowed' : 'denied'];
-    return { decision: { allowed: effect === 'allow', reason: `Rule ${rule} ${verb} the action in policy ${policy}` }, decider: { kind: 'rule', policy, rule, effect } as const };
-  };
-  const ruled = byRule('deny') ?? byRule('allow');
-  if (ruled) return ruled;
-  if (policies.some((policy) => policy.default_effect === 'deny')) {
-    return { decision: { allowed: false, reason: 'Action denied by default effect' }, decider: { kind: 'default', effect: 'deny' } };
-  }
-  if (policies.length > 0) return { decision: { allowed: true, reason: 'Action allowed by default effect' }, decider: { kind: 'default', effect: 'allow' } };
-  return { decision: { allowed: false, reason: 'Action denied by default because there are no policies' }, decider: { kind: 'no-policies' } };
-}
+import { reference } from './reference.js';
 
 /** mulberry32: a small seeded generator. */
 function random(seed: number): () => number {
