@@ -17,6 +17,12 @@ function listen(server: Server, target: { host: string; port: number } | { path:
   });
 }
 
+/**
+ * Test-only, off unless VERDICT_TEST_PROCESS_HEADER=1: every answer names the process that gave it,
+ * so that tests can tell the processes of a cluster apart.
+ */
+const PROCESS_HEADER = process.env.VERDICT_TEST_PROCESS_HEADER === '1' ? 'verdict-test-process' : undefined;
+
 /** A socket file left by a process that died is removed; anything else at the path is an error. */
 function removeStaleSocket(path: string): void {
   try {
@@ -83,6 +89,7 @@ export class Listeners {
   /** Hands a request to `handler`, its response marked `Connection: close` once the listeners drain. */
   private dispatch(handler: RequestListener, request: IncomingMessage, response: ServerResponse): void {
     if (this.draining) response.setHeader('connection', 'close');
+    if (PROCESS_HEADER !== undefined) response.setHeader(PROCESS_HEADER, String(process.pid));
     handler(request, response);
   }
 

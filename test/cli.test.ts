@@ -1,101 +1,35 @@
 import t, { type Test } from 'tap';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { ConfigError, DEFAULT_CONFIG, loadConfig } from '../src/config.js';
-import { CLI, freePort } from './helpers/child.js';
+import { freePort, runVerdict, startVerdict, type Exit, type RunningVerdict } from './helpers/child.js';
 
 const PACKAGE_JSON = new URL('../../package.json', import.meta.url);
 
 // Some thirty child processes, each a whole Node start: minutes on a busy machine, past tap's 120 s per file.
 t.setTimeout(600_000);
-const CONFIG_VARIABLES = ['HOST', 'PORT', 'DATA_DIR', 'ADMIN_AUTHN_REQUIRED', 'ADMIN_API_KEY', 'BULK_CHECK_MAX_REQUESTS', 'REGISTRY_ENABLED', 'LOG_LEVEL', 'STORE', 'MONGODB_URI', 'MONGODB_DB', 'PROCESSES', 'WORKERS', 'EVALUATION', 'ENTITY_CACHE_SIZE'];
-
-/**
- * The parent's environment without any of Verdict's variables, plus `extra`; without NODE_OPTIONS too,
- * through which tap would load its process tracker into every child (seconds each on a busy machine).
- */
-function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const env = { ...process.env };
-  for (const name of [...CONFIG_VARIABLES, 'NODE_OPTIONS']) delete env[name];
-  return { ...env, ...extra };
-}
-
 function scratchDir(t: Test): string {
   const dir = mkdtempSync(join(tmpdir(), 'verdict-cli-test-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   return dir;
 }
 
-interface Run {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stdout: string;
-  stderr: string;
-}
+/** Runs the CLI to completion in a clean environment plus `env`. */
+const runCli = (t: Test, args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<Exit> => runVerdict(t, args, env, cwd).exited;
 
-/** Runs the CLI to completion (killed after `timeoutMs`, a guard against a hang). */
-function runCli(args: string[], env: NodeJS.ProcessEnv, cwd: string, timeoutMs = 60_000): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk) => (stderr += chunk));
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.on('error', reject);
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal, stdout, stderr });
-    });
-  });
-}
-
-
-/** Starts `verdict start` and resolves once GET /health answers 200 at `url` (however long a busy machine takes; the test's timeout guards a hang). */
-async function startCli(
-  t: Test,
-  args: string[],
-  env: NodeJS.ProcessEnv,
-  cwd: string,
-  url: string,
-): Promise<{ child: ChildProcess; stop: () => Promise<Run> }> {
-  const child = spawn(process.execPath, [CLI, 'start', ...args], { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.setEncoding('utf8').on('data', (chunk) => (stdout += chunk));
-  child.stderr!.setEncoding('utf8').on('data', (chunk) => (stderr += chunk));
-  const closed = new Promise<Run>((resolve) => child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr })));
-  t.teardown(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  });
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`verdict exited with ${child.exitCode}: ${stderr}`);
-    try {
-      const response = await request(`${url}/health`);
-      await response.body.text();
-      if (response.statusCode === 200) break;
-    } catch {
-      // not yet listening
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  return {
-    child,
-    stop: async () => {
-      child.kill('SIGTERM');
-      return closed;
-    },
-  };
+/** Stops a running server with SIGTERM and says how it ended. */
+function stop(server: RunningVerdict): Promise<Exit> {
+  server.process.kill('SIGTERM');
+  return server.exited;
 }
 
 t.test('version prints the package.json version', async (t) => {
   const cwd = scratchDir(t);
   const { version } = JSON.parse(readFileSync(PACKAGE_JSON, 'utf8')) as { version: string };
   for (const command of ['version', '--version']) {
-    const run = await runCli([command], cleanEnv(), cwd);
+    const run = await runCli(t, [command], {}, cwd);
     t.equal(run.code, 0, `${command}: exit 0`);
     t.equal(run.stdout, `${version}\n`, `${command}: prints ${version}`);
     t.equal(run.stderr, '');
@@ -105,7 +39,7 @@ t.test('version prints the package.json version', async (t) => {
 t.test('--help lists the flags of start and their variables', async (t) => {
   const cwd = scratchDir(t);
   for (const command of ['--help', 'help', '-h']) {
-    const run = await runCli([command], cleanEnv(), cwd);
+    const run = await runCli(t, [command], {}, cwd);
     t.equal(run.code, 0, `${command}: exit 0`);
     t.equal(run.stderr, '');
     for (const word of [
@@ -164,7 +98,7 @@ t.test('bad configuration stops with exit code 2 and one line on stderr', async 
     ['--bulk-check-max-requests -5', ['--bulk-check-max-requests=-5'], {}, /bulk-check-max-requests/],
     ['empty --data-dir', ['--data-dir', ''], {}, /data-dir/],
   ];
-  const runs = await Promise.all(cases.map(([, args, env]) => runCli(['start', '--data-dir', dataDir, ...args], cleanEnv(env), cwd)));
+  const runs = await Promise.all(cases.map(([, args, env]) => runCli(t, ['start', '--store', 'embedded', '--data-dir', dataDir, ...args], env, cwd)));
   for (const [index, [label, , , names]] of cases.entries()) {
     const run = runs[index]!;
     t.equal(run.code, 2, `${label}: exit code 2`);
@@ -179,7 +113,7 @@ t.test('bad configuration stops with exit code 2 and one line on stderr', async 
   t.notOk(existsSync(dataDir), 'no data directory was created by a refused start');
   t.notOk(existsSync(join(cwd, 'data')), 'nor ./data');
 
-  const unknownCommand = await runCli(['serve'], cleanEnv(), cwd);
+  const unknownCommand = await runCli(t, ['serve'], {}, cwd);
   t.equal(unknownCommand.code, 2, 'unknown command: exit code 2');
   t.match(unknownCommand.stderr, /^verdict: .*serve.*\n$/);
 });
@@ -188,13 +122,11 @@ t.test('flags win over variables', async (t) => {
   const cwd = scratchDir(t);
   const port = await freePort();
   const dataDir = join(cwd, 'from-flag');
-  const server = await startCli(
-    t,
-    ['--port', String(port), '--data-dir', dataDir, '--log-level', 'warn'],
-    cleanEnv({ PORT: '1', DATA_DIR: join(cwd, 'from-variable'), LOG_LEVEL: 'nonsense' }),
+  const server = await startVerdict(t, ['--store', 'embedded', '--port', String(port), '--data-dir', dataDir, '--log-level', 'warn'], {
+    env: { PORT: '1', DATA_DIR: join(cwd, 'from-variable'), LOG_LEVEL: 'nonsense' },
     cwd,
-    `http://127.0.0.1:${port}`,
-  );
+    url: `http://127.0.0.1:${port}`,
+  });
   t.pass(`serving on the flag's port ${port}, not PORT=1`);
   const check = await request(`http://127.0.0.1:${port}/check`, {
     method: 'POST',
@@ -204,57 +136,55 @@ t.test('flags win over variables', async (t) => {
   t.same(await check.body.json(), { allowed: false, reason: 'Action denied by default because there are no policies' });
   t.ok(existsSync(join(dataDir, 'verdict.db')), 'store in --data-dir');
   t.notOk(existsSync(join(cwd, 'from-variable')), 'DATA_DIR ignored');
-  const run = await server.stop();
+  const run = await stop(server);
   t.equal(run.code, 0);
   t.equal(run.stderr, '');
 });
 
 t.test('a flag overriding a bad variable: --bulk-check-max-requests wins over BULK_CHECK_MAX_REQUESTS=0', async (t) => {
   const cwd = scratchDir(t);
-  const port = await freePort();
-  const server = await startCli(
-    t,
-    ['--port', String(port), '--bulk-check-max-requests', '2', '--data-dir', join(cwd, 'd')],
-    cleanEnv({ BULK_CHECK_MAX_REQUESTS: '0', LOG_LEVEL: 'warn' }),
+  const server = await startVerdict(t, ['--store', 'embedded', '--bulk-check-max-requests', '2', '--data-dir', join(cwd, 'd')], {
+    env: { BULK_CHECK_MAX_REQUESTS: '0', LOG_LEVEL: 'warn' },
     cwd,
-    `http://127.0.0.1:${port}`,
-  );
+  });
   const item = { principal: { attributes: { a: 1 } }, resource: { attributes: { b: 1 } } };
-  const bulk = await request(`http://127.0.0.1:${port}/check/bulk`, {
+  const bulk = await request(`${server.url}/check/bulk`, {
     method: 'POST',
     body: JSON.stringify([item, item, item]),
     headers: { 'content-type': 'application/json' },
   });
   t.equal(bulk.statusCode, 400);
   t.same(await bulk.body.json(), { detail: 'Too many requests. Maximum allowed: 2' });
-  t.equal((await server.stop()).code, 0);
+  t.equal((await stop(server)).code, 0);
 });
 
-t.test('HOST, PORT and DATA_DIR variables work', async (t) => {
+const SECOND_LOOPBACK = '127.0.0.2';
+const secondLoopbackMissing = await freePort(SECOND_LOOPBACK).then(
+  () => false as const,
+  () => `${SECOND_LOOPBACK} is not available on this machine`,
+);
+
+t.test('HOST, PORT and DATA_DIR variables work', { skip: secondLoopbackMissing }, async (t) => {
   const cwd = scratchDir(t);
-  const host = '127.0.0.2';
-  let port: number;
-  try {
-    port = await freePort(host);
-  } catch {
-    t.comment(`${host} is not available here; skipped`);
-    return;
-  }
+  const port = await freePort(SECOND_LOOPBACK);
   const dataDir = join(cwd, 'from-variable');
-  const server = await startCli(t, [], cleanEnv({ HOST: host, PORT: String(port), DATA_DIR: dataDir, LOG_LEVEL: 'info' }), cwd, `http://${host}:${port}`);
+  const server = await startVerdict(t, [], {
+    env: { STORE: 'embedded', HOST: SECOND_LOOPBACK, PORT: String(port), DATA_DIR: dataDir, LOG_LEVEL: 'info' },
+    cwd,
+    url: `http://${SECOND_LOOPBACK}:${port}`,
+  });
   t.ok(existsSync(join(dataDir, 'verdict.db')), 'store in DATA_DIR');
   t.notOk(existsSync(join(cwd, 'data')), 'not in ./data');
-  const run = await server.stop();
+  const run = await stop(server);
   t.equal(run.code, 0);
-  t.match(run.stdout, `${host}:${port}`, 'the log names the address from HOST and PORT');
+  t.match(run.stdout, `${SECOND_LOOPBACK}:${port}`, 'the log names the address from HOST and PORT');
 });
 
 t.test('DATA_DIR defaults to ./data', async (t) => {
   const cwd = scratchDir(t);
-  const port = await freePort();
-  const server = await startCli(t, ['--port', String(port)], cleanEnv({ LOG_LEVEL: 'warn' }), cwd, `http://127.0.0.1:${port}`);
+  const server = await startVerdict(t, ['--store', 'embedded'], { env: { LOG_LEVEL: 'warn' }, cwd });
   t.ok(existsSync(join(cwd, 'data', 'verdict.db')), 'store in ./data');
-  t.equal((await server.stop()).code, 0);
+  t.equal((await stop(server)).code, 0);
 });
 
 t.test('loadConfig', async (t) => {
@@ -334,47 +264,7 @@ t.test('loadConfig', async (t) => {
 });
 
 t.test('the mongodb store needs a connection string', async (t) => {
-  const run = await runCli(['start', '--store', 'mongodb'], cleanEnv(), scratchDir(t));
+  const run = await runCli(t, ['start', '--store', 'mongodb'], {}, scratchDir(t));
   t.equal(run.code, 2);
   t.equal(run.stderr.trim(), 'verdict: the mongodb store needs a connection string: set --mongodb-uri or MONGODB_URI');
-});
-
-t.test('--processes 2 serves one port from two processes that stay in step', async (t) => {
-  const cwd = scratchDir(t);
-  const port = await freePort();
-  const child = spawn(process.execPath, [CLI, 'start', '--port', String(port), '--processes', '2', '--workers', '1'], {
-    env: cleanEnv({ LOG_LEVEL: 'warn' }),
-    cwd,
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  t.teardown(() => child.kill('SIGKILL'));
-  const url = `http://127.0.0.1:${port}`;
-  for (let attempt = 0; attempt < 100; attempt++) {
-    try {
-      if ((await request(`${url}/health`)).statusCode === 200) break;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  const created = await request(`${url}/admin/policies`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ name: 'p', rules: [] }),
-  });
-  t.equal(created.statusCode, 200);
-  await created.body.dump();
-  // The cluster hands new connections to its processes in turn: twenty answers in a row at the new
-  // revision, each on a fresh connection, come from both processes.
-  let inARow = 0;
-  for (let attempt = 0; attempt < 500 && inARow < 20; attempt++) {
-    const health = await request(`${url}/health`, { reset: true });
-    const { revision } = (await health.body.json()) as { revision: number };
-    inARow = revision === 1 ? inARow + 1 : 0;
-    if (inARow === 0) await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  t.equal(inARow, 20, 'every process serves the new revision');
-  child.kill('SIGTERM');
-  t.equal(await exited, 0, 'SIGTERM stops the supervisor and its processes cleanly');
 });

@@ -1,11 +1,10 @@
 import t, { type Test } from 'tap';
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { startServer, temporaryDataDir, type TestServer } from './helpers/server.js';
-import { CLI, freePort } from './helpers/child.js';
+import { CLI, startVerdict } from './helpers/child.js';
 
 const REGISTRY = '/admin/fetchers/registry/entities';
 
@@ -199,48 +198,12 @@ t.test('policies, entities and decisions survive a restart on the same data dire
 });
 
 
-async function waitForHealth(url: string, child: { exitCode: number | null }, timeoutMs = 15000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`the server exited with ${child.exitCode} before answering`);
-    try {
-      const response = await request(`${url}/health`);
-      const text = await response.body.text();
-      if (response.statusCode === 200) return void text;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) throw new Error('the server did not answer /health in time');
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
 t.test('the real CLI serves from --data-dir and exits 0 on SIGTERM', async (t) => {
   t.ok(existsSync(CLI), `the compiled CLI is at ${CLI}`);
   const dataDir = mkdtempSync(join(tmpdir(), 'verdict-cli-'));
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
-  const port = await freePort();
-  const env = { ...process.env };
-  for (const name of ['HOST', 'PORT', 'DATA_DIR', 'ADMIN_AUTHN_REQUIRED', 'ADMIN_API_KEY', 'BULK_CHECK_MAX_REQUESTS', 'REGISTRY_ENABLED', 'LOG_LEVEL']) {
-    delete env[name];
-  }
-  const child = spawn(process.execPath, [CLI, 'start', '--port', String(port), '--data-dir', dataDir, '--log-level', 'warn'], {
-    cwd: dataDir,
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr.setEncoding('utf8').on('data', (chunk) => (stderr += chunk));
-  child.stdout.resume();
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('exit', (code, signal) => resolve({ code, signal })),
-  );
-  t.teardown(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  });
-
-  const url = `http://127.0.0.1:${port}`;
-  await waitForHealth(url, child);
+  const server = await startVerdict(t, ['--store', 'embedded', '--data-dir', dataDir, '--log-level', 'warn'], { cwd: dataDir });
+  const url = server.url;
   const post = async (path: string, body: unknown) => {
     const response = await request(url + path, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
     return { status: response.statusCode, body: await response.body.json() };
@@ -250,8 +213,8 @@ t.test('the real CLI serves from --data-dir and exits 0 on SIGTERM', async (t) =
   const check = await post('/check', { principal: { uri: 'u' }, resource: { attributes: { b: 2 } }, action: 'go' });
   t.same(check, { status: 200, body: { allowed: true, reason: 'Rule r allowed the action in policy p' } });
 
-  child.kill('SIGTERM');
-  const { code, signal } = await exited;
+  server.process.kill('SIGTERM');
+  const { code, signal, stderr } = await server.exited;
   t.equal(code, 0, 'exit code 0 after SIGTERM');
   t.equal(signal, null);
   t.equal(stderr, '', 'nothing on stderr');

@@ -19,9 +19,24 @@ export interface Child {
   exited: Promise<Exit>;
 }
 
-/** Runs the CLI with `args` (in `cwd`, else this process's); killed at the end of the test if still running. */
+/**
+ * What a child starts with: nothing of the test's environment (no MONGODB_URI, STORE or any other
+ * setting of Verdict's leaks in), only PATH and `extra`.
+ */
+export function childEnvironment(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  return { PATH: process.env.PATH, ...extra };
+}
+
+/**
+ * Runs the CLI with `args` in a clean environment plus `env`; killed at the end of the test if
+ * still running. A `start` must name its store (`--store` or STORE), so that no test depends on a default.
+ */
 export function runVerdict(t: Test, args: string[], env: NodeJS.ProcessEnv = {}, cwd?: string): Child {
-  const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  const namesStore = args.some((arg) => /^--(store|mongodb-uri)\b/.test(arg)) || env.STORE !== undefined || env.MONGODB_URI !== undefined;
+  if (args[0] === 'start' && !namesStore) {
+    throw new Error(`name the store of a server a test starts: ${args.join(' ')}`);
+  }
+  const child = spawn(process.execPath, [CLI, ...args], { env: childEnvironment(env), cwd, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
@@ -33,13 +48,47 @@ export function runVerdict(t: Test, args: string[], env: NodeJS.ProcessEnv = {},
   return { process: child, output: () => ({ stdout, stderr }), exited };
 }
 
+export interface RunningVerdict extends Child {
+  url: string;
+}
+
+/**
+ * `verdict start` with `args` (which name the store), resolved once GET /health answers 200. Without
+ * `url` it listens on a free loopback port; with one, `args` or `env` must say where.
+ */
+export async function startVerdict(t: Test, args: string[], options: { env?: NodeJS.ProcessEnv; cwd?: string; url?: string } = {}): Promise<RunningVerdict> {
+  let url = options.url;
+  if (url === undefined) {
+    const port = await freePort();
+    args = ['--port', String(port), ...args];
+    url = `http://127.0.0.1:${port}`;
+  }
+  const child = runVerdict(t, ['start', ...args], options.env, options.cwd);
+  let ended: Exit | undefined;
+  void child.exited.then((exit) => (ended = exit));
+  // As long as the start takes on a busy machine: the test's own timeout guards a hang.
+  for (;;) {
+    if (ended !== undefined) throw new Error(`verdict exited (${ended.code ?? ended.signal}) before answering: ${ended.stderr}`);
+    try {
+      if ((await ask(url, 'GET', '/health')).status === 200) return { ...child, url };
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
 export interface Answer {
   status: number;
+  headers: NodeJS.Dict<string | string[]>;
   body: any;
 }
 
-/** One request on a fresh connection (closed after it), over TCP (`http://host:port`) or a Unix socket (`unix:/path`). */
-export function ask(address: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> {
+/**
+ * One request on a fresh connection (closed after it), over TCP (`http://host:port`) or a Unix socket
+ * (`unix:/path`); with `idleTimeoutMs`, it fails when the connection stays silent that long.
+ */
+export function ask(address: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}, idleTimeoutMs?: number): Promise<Answer> {
   const target = address.startsWith('unix:')
     ? { socketPath: address.slice('unix:'.length) }
     : { host: new URL(address).hostname, port: Number(new URL(address).port) };
@@ -57,12 +106,13 @@ export function ask(address: string, method: string, path: string, body?: unknow
           } catch {
             // not JSON
           }
-          resolve({ status: response.statusCode ?? 0, body: parsed });
+          resolve({ status: response.statusCode ?? 0, headers: response.headers, body: parsed });
         });
         response.on('error', reject);
       },
     );
     outgoing.on('error', reject);
+    if (idleTimeoutMs !== undefined) outgoing.setTimeout(idleTimeoutMs, () => outgoing.destroy(new Error(`no answer within ${idleTimeoutMs} ms`)));
     outgoing.end(text);
   });
 }
