@@ -351,6 +351,14 @@ export class EmbeddedStore implements Store {
       .immediate();
   }
 
+  /** What this connection's durability rests on, as SQLite reports it (read by tests; pragmas are per connection). */
+  durability(): { journalMode: string; synchronous: number } {
+    return {
+      journalMode: this.db.pragma('journal_mode', { simple: true }) as string,
+      synchronous: this.db.pragma('synchronous', { simple: true }) as number,
+    };
+  }
+
   async close(): Promise<void> {
     for (const timer of this.stopWatching) clearInterval(timer);
     this.db.close();
