@@ -68,3 +68,13 @@ export async function startServer(overrides: Partial<Config> = {}, store?: Store
     },
   };
 }
+
+/**
+ * Resolves once the clock reads later than `timestamp` (one the server, in this process, wrote), so
+ * that anything written next carries a later time: a wait on the clock itself, not a guess at it.
+ */
+export async function clockPast(timestamp: string): Promise<void> {
+  const written = Date.parse(timestamp);
+  if (Number.isNaN(written)) throw new Error(`not a timestamp: ${timestamp}`);
+  while (Date.now() <= written) await new Promise((resolve) => setTimeout(resolve, 1));
+}

@@ -1,10 +1,9 @@
 import t, { type Test } from 'tap';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { clockPast, startServer, type TestServer } from '../helpers/server.js';
 
 const REGISTRY = '/admin/fetchers/registry/entities';
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const entityPath = (uri: string) => `${REGISTRY}/${encodeURIComponent(uri)}`;
 
 async function server(t: Test, overrides = {}): Promise<TestServer> {
@@ -84,7 +83,7 @@ t.test('POST /register-entity behaves as the registry POST', async (t) => {
 t.test('POST /update-entity behaves as the registry PUT', async (t) => {
   const s = await server(t);
   const created = (await s.call('POST', '/register-entity', { uri: 'a/b c', type: 'resource', attributes: { kind: 'doc', owner: 'ann', size: 1 } })).body;
-  await sleep(15);
+  await clockPast(created.registered_at);
 
   const upsert = await s.call('POST', '/update-entity', { uri: 'a/b c', attributes: { size: 2, tags: ['x'] } });
   t.equal(upsert.status, 200);

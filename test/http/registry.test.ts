@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap';
 import http from 'node:http';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { clockPast, startServer, type TestServer } from '../helpers/server.js';
 import { MAX_ENTITY_URI_LENGTH } from '../../src/schemas/entity.js';
 import { MAX_STORED_VALUE_DEPTH } from '../../src/engine/value-limits.js';
 
@@ -8,7 +8,6 @@ const BASE = '/admin/fetchers/registry/entities';
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const path = (uri: string) => `${BASE}/${encodeURIComponent(uri)}`;
 
 type Tap = Test;
@@ -25,7 +24,7 @@ function assertEntityShape(t: Tap, entity: any): Record<string, unknown> {
   t.type(entity.uri, 'string');
   t.ok(entity.type === null || entity.type === 'principal' || entity.type === 'resource', 'type is principal/resource/null');
   t.match(entity.registered_at, ISO_UTC, 'registered_at is ISO-8601 UTC');
-  t.ok(Array.isArray(entity.attributes), 'attributes is a list');
+  t.ok(Array.isArray(entity.attributes) && entity.attributes.length > 0, 'attributes is a list, never empty');
   const values: Record<string, unknown> = {};
   for (const attribute of entity.attributes) {
     t.same(Object.keys(attribute).sort(), ['key', 'registered_at', 'updated_at', 'value'], 'attribute has exactly its four fields');
@@ -72,6 +71,7 @@ t.test('register with uri and type principal, attributes as object', async (t) =
   t.same(response.body.attributes.map((a: any) => a.key), ['department', 'level'], 'attributes in the order sent');
   const registered = Date.parse(response.body.registered_at);
   t.ok(registered >= before - 1000 && registered <= after + 1000, 'registered_at is now');
+  t.equal(response.body.attributes.length, 2);
   for (const attribute of response.body.attributes) {
     t.equal(attribute.registered_at, response.body.registered_at, 'a new attribute is registered with the entity');
     t.equal(attribute.updated_at, response.body.registered_at, 'a new attribute was updated when registered');
@@ -126,7 +126,7 @@ t.test('registration validation', async (t) => {
   ] as const) {
     const response = await s.call('POST', BASE, body);
     t.equal(response.status, 422, `${label} → 422`);
-    t.ok(Array.isArray(response.body?.detail), `${label}: detail is a list`);
+    t.ok(Array.isArray(response.body?.detail) && response.body.detail.length > 0, `${label}: detail is a list of issues`);
     for (const issue of response.body?.detail ?? []) {
       t.ok(Array.isArray(issue.loc) && typeof issue.msg === 'string' && typeof issue.type === 'string', `${label}: issue shape`);
     }
@@ -289,7 +289,7 @@ t.test('GET, PUT and DELETE of an unknown uri → 404 Entity not found', async (
 t.test('PUT override=false upserts keys; others kept; registered_at kept', async (t) => {
   const s = await server(t);
   const created = await register(s, { uri: 'u1', type: 'principal', attributes: { department: 'it', level: 1, city: 'Oslo' } });
-  await sleep(15);
+  await clockPast(created.registered_at);
   let firstRole: any;
   for (const query of ['', '?override=false']) {
     const response = await s.call('PUT', path('u1') + query, { uri: 'u1', attributes: { level: 2, role: 'admin' } });
@@ -315,7 +315,7 @@ t.test('PUT override=false upserts keys; others kept; registered_at kept', async
     }
     const fetched = await s.call('GET', path('u1'));
     t.same(fetched.body, response.body, 'GET sees the update');
-    await sleep(15);
+    await clockPast(byKey.role.updated_at);
   }
   // list form in a PUT
   const listForm = await s.call('PUT', path('u1'), { uri: 'u1', attributes: [{ key: 'city', value: 'Bergen' }] });
@@ -326,7 +326,7 @@ t.test('PUT override=false upserts keys; others kept; registered_at kept', async
 t.test('PUT override=true replaces every attribute', async (t) => {
   const s = await server(t);
   const created = await register(s, { uri: 'u2', type: 'resource', attributes: { a: 1, b: 2, c: 3 } });
-  await sleep(15);
+  await clockPast(created.registered_at);
   const response = await s.call('PUT', path('u2') + '?override=true', { uri: 'u2', attributes: { b: 20, d: [4] } });
   t.equal(response.status, 200);
   t.strictSame(assertEntityShape(t, response.body), { b: 20, d: [4] });
