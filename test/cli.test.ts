@@ -1,35 +1,27 @@
 import t, { type Test } from 'tap';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { request } from 'undici';
 import { ConfigError, DEFAULT_CONFIG, loadConfig } from '../src/config.js';
-import { freePort, runVerdict, startVerdict, type Exit, type RunningVerdict } from './helpers/child.js';
+import { runVerdict, type Exit } from './helpers/child.js';
+import { scratchDir } from './helpers/server.js';
+
+// The CLI's commands and its configuration; servers it starts are in cli-start.test.ts.
 
 const PACKAGE_JSON = new URL('../../package.json', import.meta.url);
 
-// Some thirty child processes, each a whole Node start: minutes on a busy machine, past tap's 120 s per file.
+// Some twenty child processes, each a whole Node start: minutes on a busy machine, past tap's 120 s per file.
 t.setTimeout(600_000);
-function scratchDir(t: Test): string {
-  const dir = mkdtempSync(join(tmpdir(), 'verdict-cli-test-'));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
 
 /** Runs the CLI to completion in a clean environment plus `env`. */
 const runCli = (t: Test, args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<Exit> => runVerdict(t, args, env, cwd).exited;
 
-/** Stops a running server with SIGTERM and says how it ended. */
-function stop(server: RunningVerdict): Promise<Exit> {
-  server.process.kill('SIGTERM');
-  return server.exited;
-}
-
 t.test('version prints the package.json version', async (t) => {
   const cwd = scratchDir(t);
   const { version } = JSON.parse(readFileSync(PACKAGE_JSON, 'utf8')) as { version: string };
-  for (const command of ['version', '--version']) {
-    const run = await runCli(t, [command], {}, cwd);
+  const commands = ['version', '--version'];
+  const runs = await Promise.all(commands.map((command) => runCli(t, [command], {}, cwd)));
+  for (const [index, command] of commands.entries()) {
+    const run = runs[index]!;
     t.equal(run.code, 0, `${command}: exit 0`);
     t.equal(run.stdout, `${version}\n`, `${command}: prints ${version}`);
     t.equal(run.stderr, '');
@@ -38,8 +30,10 @@ t.test('version prints the package.json version', async (t) => {
 
 t.test('--help lists the flags of start and their variables', async (t) => {
   const cwd = scratchDir(t);
-  for (const command of ['--help', 'help', '-h']) {
-    const run = await runCli(t, [command], {}, cwd);
+  const commands = ['--help', 'help', '-h'];
+  const runs = await Promise.all(commands.map((command) => runCli(t, [command], {}, cwd)));
+  for (const [index, command] of commands.entries()) {
+    const run = runs[index]!;
     t.equal(run.code, 0, `${command}: exit 0`);
     t.equal(run.stderr, '');
     for (const word of [
@@ -116,75 +110,6 @@ t.test('bad configuration stops with exit code 2 and one line on stderr', async 
   const unknownCommand = await runCli(t, ['serve'], {}, cwd);
   t.equal(unknownCommand.code, 2, 'unknown command: exit code 2');
   t.match(unknownCommand.stderr, /^verdict: .*serve.*\n$/);
-});
-
-t.test('flags win over variables', async (t) => {
-  const cwd = scratchDir(t);
-  const port = await freePort();
-  const dataDir = join(cwd, 'from-flag');
-  const server = await startVerdict(t, ['--store', 'embedded', '--port', String(port), '--data-dir', dataDir, '--log-level', 'warn'], {
-    env: { PORT: '1', DATA_DIR: join(cwd, 'from-variable'), LOG_LEVEL: 'nonsense' },
-    cwd,
-    url: `http://127.0.0.1:${port}`,
-  });
-  t.pass(`serving on the flag's port ${port}, not PORT=1`);
-  const check = await request(`http://127.0.0.1:${port}/check`, {
-    method: 'POST',
-    body: JSON.stringify({ principal: { attributes: { a: 1 } }, resource: { attributes: { b: 1 } } }),
-    headers: { 'content-type': 'application/json' },
-  });
-  t.same(await check.body.json(), { allowed: false, reason: 'Action denied by default because there are no policies' });
-  t.ok(existsSync(join(dataDir, 'verdict.db')), 'store in --data-dir');
-  t.notOk(existsSync(join(cwd, 'from-variable')), 'DATA_DIR ignored');
-  const run = await stop(server);
-  t.equal(run.code, 0);
-  t.equal(run.stderr, '');
-});
-
-t.test('a flag overriding a bad variable: --bulk-check-max-requests wins over BULK_CHECK_MAX_REQUESTS=0', async (t) => {
-  const cwd = scratchDir(t);
-  const server = await startVerdict(t, ['--store', 'embedded', '--bulk-check-max-requests', '2', '--data-dir', join(cwd, 'd')], {
-    env: { BULK_CHECK_MAX_REQUESTS: '0', LOG_LEVEL: 'warn' },
-    cwd,
-  });
-  const item = { principal: { attributes: { a: 1 } }, resource: { attributes: { b: 1 } } };
-  const bulk = await request(`${server.url}/check/bulk`, {
-    method: 'POST',
-    body: JSON.stringify([item, item, item]),
-    headers: { 'content-type': 'application/json' },
-  });
-  t.equal(bulk.statusCode, 400);
-  t.same(await bulk.body.json(), { detail: 'Too many requests. Maximum allowed: 2' });
-  t.equal((await stop(server)).code, 0);
-});
-
-const SECOND_LOOPBACK = '127.0.0.2';
-const secondLoopbackMissing = await freePort(SECOND_LOOPBACK).then(
-  () => false as const,
-  () => `${SECOND_LOOPBACK} is not available on this machine`,
-);
-
-t.test('HOST, PORT and DATA_DIR variables work', { skip: secondLoopbackMissing }, async (t) => {
-  const cwd = scratchDir(t);
-  const port = await freePort(SECOND_LOOPBACK);
-  const dataDir = join(cwd, 'from-variable');
-  const server = await startVerdict(t, [], {
-    env: { STORE: 'embedded', HOST: SECOND_LOOPBACK, PORT: String(port), DATA_DIR: dataDir, LOG_LEVEL: 'info' },
-    cwd,
-    url: `http://${SECOND_LOOPBACK}:${port}`,
-  });
-  t.ok(existsSync(join(dataDir, 'verdict.db')), 'store in DATA_DIR');
-  t.notOk(existsSync(join(cwd, 'data')), 'not in ./data');
-  const run = await stop(server);
-  t.equal(run.code, 0);
-  t.match(run.stdout, `${SECOND_LOOPBACK}:${port}`, 'the log names the address from HOST and PORT');
-});
-
-t.test('DATA_DIR defaults to ./data', async (t) => {
-  const cwd = scratchDir(t);
-  const server = await startVerdict(t, ['--store', 'embedded'], { env: { LOG_LEVEL: 'warn' }, cwd });
-  t.ok(existsSync(join(cwd, 'data', 'verdict.db')), 'store in ./data');
-  t.equal((await stop(server)).code, 0);
 });
 
 t.test('loadConfig', async (t) => {

@@ -1,8 +1,7 @@
 import t from 'tap';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ask, startVerdict, type Answer } from './helpers/child.js';
+import { scratchDir } from './helpers/server.js';
 
 // `--processes N`: Node's cluster, one port, one store. The test-only VERDICT_TEST_PROCESS_HEADER
 // makes every answer name the process that gave it.
@@ -32,8 +31,7 @@ async function healthByProcess(url: string, enough: (answers: Map<string, Answer
 }
 
 t.test('--processes 2: two processes serve one port and stay in step; one that dies is replaced', async (t) => {
-  const cwd = mkdtempSync(join(tmpdir(), 'verdict-cluster-'));
-  t.teardown(() => rmSync(cwd, { recursive: true, force: true }));
+  const cwd = scratchDir(t);
   const server = await startVerdict(t, ['--store', 'embedded', '--data-dir', join(cwd, 'data'), '--processes', '2', '--workers', '1'], {
     env: { LOG_LEVEL: 'warn', VERDICT_TEST_PROCESS_HEADER: '1' },
     cwd,

@@ -1,11 +1,10 @@
-import t, { type Test } from 'tap';
+import t from 'tap';
 import Database from 'better-sqlite3';
-import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEFAULT_CONFIG } from '../src/config.js';
 import { DATABASE_FILE, EmbeddedStore } from '../src/store/embedded.js';
 import { openStore } from '../src/store/open.js';
-import { startServer, temporaryDataDir } from './helpers/server.js';
+import { scratchDir, startServer } from './helpers/server.js';
 import { runVerdict } from './helpers/child.js';
 
 // What the embedded store promises beyond the store contract: durable writes, and data directories
@@ -13,12 +12,6 @@ import { runVerdict } from './helpers/child.js';
 
 /** SQLite's `PRAGMA synchronous` values. */
 const SYNCHRONOUS = { OFF: 0, NORMAL: 1, FULL: 2, EXTRA: 3 };
-
-function dataDir(t: Test): string {
-  const dir = temporaryDataDir();
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
 
 /** Opens the database file of `dir`, which must exist (a missing one would be created empty). */
 function openDatabase(dir: string): Database.Database {
@@ -35,7 +28,7 @@ function schemaVersion(dir: string): number {
 }
 
 t.test('every connection the server opens writes through to disk: WAL, synchronous=FULL', async (t) => {
-  const dir = dataDir(t);
+  const dir = scratchDir(t);
   for (const opening of ['a new data directory', 'an existing one']) {
     const store = await openStore({ ...DEFAULT_CONFIG, store: 'embedded', dataDir: dir });
     try {
@@ -71,7 +64,7 @@ const OLD_ENTITY = {
 };
 
 t.test('a data directory written by the first schema is upgraded in place at start, its data kept', async (t) => {
-  const dir = dataDir(t);
+  const dir = scratchDir(t);
   const db = new Database(join(dir, DATABASE_FILE));
   db.exec(FIRST_SCHEMA);
   db.prepare('INSERT INTO policies (name, document) VALUES (?, ?)').run(OLD_POLICY.name, JSON.stringify(OLD_POLICY));
@@ -90,13 +83,13 @@ t.test('a data directory written by the first schema is upgraded in place at sta
   t.equal(written.headers['verdict-revision'], '2', 'the revision goes on from the old one');
   await server.close();
 
-  const fresh = dataDir(t);
+  const fresh = scratchDir(t);
   await new EmbeddedStore(fresh).close();
   t.equal(schemaVersion(dir), schemaVersion(fresh), 'the upgraded directory is at the schema a new one starts with');
 });
 
 t.test('a data directory written by a newer schema is refused with one line, and left as it was', async (t) => {
-  const dir = dataDir(t);
+  const dir = scratchDir(t);
   const store = new EmbeddedStore(dir);
   await store.createPolicy({ ...OLD_POLICY, default_effect: 'deny', rules: [] });
   await store.close();

@@ -42,9 +42,13 @@ export function runVerdict(t: Test, args: string[], env: NodeJS.ProcessEnv = {},
   child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
   const exited = new Promise<Exit>((resolve) => child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr })));
-  t.teardown(() => {
+  const kill = () => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  });
+  };
+  t.teardown(kill);
+  // A test file cut off by its timeout runs no teardown: its children must not outlive it.
+  process.once('exit', kill);
+  void exited.then(() => process.off('exit', kill));
   return { process: child, output: () => ({ stdout, stderr }), exited };
 }
 
@@ -76,6 +80,21 @@ export async function startVerdict(t: Test, args: string[], options: { env?: Nod
     }
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
+}
+
+/** Resolves once the child's standard output matches `pattern`, checked as output arrives; rejects if it ends first. */
+export function outputMatches(child: Child, pattern: RegExp): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const stdout = child.process.stdout!;
+    const check = () => {
+      if (!pattern.test(child.output().stdout)) return;
+      stdout.off('data', check);
+      resolve();
+    };
+    stdout.on('data', check);
+    void child.exited.then(({ stdout: all }) => (pattern.test(all) ? resolve() : reject(new Error(`the output never matched ${pattern}: ${all}`))));
+    check();
+  });
 }
 
 export interface Answer {

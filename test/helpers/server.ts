@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Test } from 'tap';
 import { request } from 'undici';
 import { buildApp } from '../../src/app.js';
 import { DEFAULT_CONFIG, type Config } from '../../src/config.js';
@@ -25,6 +26,13 @@ export interface TestServer {
 
 export function temporaryDataDir(): string {
   return mkdtempSync(join(tmpdir(), 'verdict-test-'));
+}
+
+/** A fresh directory, removed at the end of the test. */
+export function scratchDir(t: Test): string {
+  const dir = temporaryDataDir();
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
 }
 
 /**
