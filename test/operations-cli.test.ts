@@ -1,18 +1,14 @@
-import t, { type Test } from 'tap';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import t from 'tap';
+import { statSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { Pool } from 'undici';
-import { ask, freePort, runVerdict, waitFor, type Answer } from './helpers/child.js';
+import { ask, freePort, outputMatches, runVerdict, waitFor, type Answer } from './helpers/child.js';
+import { scratchDir } from './helpers/server.js';
 
 const check = { principal: { attributes: { role: 'admin' } }, resource: { attributes: { kind: 'doc' } }, action: 'read' };
 const QUIET = { LOG_LEVEL: 'warn', ADMIN_AUTHN_REQUIRED: 'false' };
 
-function scratch(t: Test): string {
-  const dir = mkdtempSync(join(tmpdir(), 'verdict-ops-'));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
 
 t.test('readiness is 503 naming what is loading until the store answers, and healthcheck says so', async (t) => {
   const unreachableMongo = `mongodb://127.0.0.1:${await freePort()}/`;
@@ -35,7 +31,7 @@ t.test('readiness is 503 naming what is loading until the store answers, and hea
 });
 
 t.test('a server on TCP and a Unix socket: ready, checks, healthcheck, metrics on their own port, logs without secrets', async (t) => {
-  const dir = scratch(t);
+  const dir = scratchDir(t);
   const socket = join(dir, 'verdict.sock');
   const [port, metricsPort] = [await freePort(), await freePort()];
   const url = `http://127.0.0.1:${port}`;
@@ -49,6 +45,7 @@ t.test('a server on TCP and a Unix socket: ready, checks, healthcheck, metrics o
   const ready = await waitFor(url, '/ready', 200);
   t.same(ready.body, { status: 'ready', degraded: false, checks: { snapshot: 'ok', store: 'ok', workers: 'ok' } });
 
+  t.equal(statSync(socket).mode & 0o777, 0o660, 'the socket is mode 0660: owner and group may connect, others not');
   const overSocket = await ask(`unix:${socket}`, 'POST', '/check', check);
   t.equal(overSocket.status, 200);
   t.same(overSocket.body, { allowed: false, reason: 'Action denied by default because there are no policies' });
@@ -80,36 +77,46 @@ t.test('a server on TCP and a Unix socket: ready, checks, healthcheck, metrics o
 });
 
 t.test('SIGTERM during a stream of checks: readiness flips, every request sent is answered, exit 0', async (t) => {
-  const dir = scratch(t);
+  const dir = scratchDir(t);
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const server = runVerdict(t, ['start', '--store', 'embedded', '--port', String(port), '--data-dir', dir, '--shutdown-delay-ms', '500', '--shutdown-grace-ms', '5000'], QUIET);
+  // The delay is the load balancer's time to see the 503; the test sees it a moment after the signal is handled.
+  const args = ['start', '--store', 'embedded', '--port', String(port), '--data-dir', dir, '--shutdown-delay-ms', '3000', '--shutdown-grace-ms', '10000'];
+  const server = runVerdict(t, args, { ...QUIET, LOG_LEVEL: 'info' });
   await waitFor(url, '/ready', 200);
 
   // Clients behave as a load balancer does: they stop sending once readiness says 503.
+  const STREAMS = 8;
   let notReady = false;
   let signalled = false;
   let answeredAfterSignal = 0;
   const answers: Answer[] = [];
   const failures: string[] = [];
+  let streaming!: () => void;
+  const everyStreamAnswered = new Promise<void>((resolve) => (streaming = resolve));
   const stream = async () => {
     while (!notReady) {
       try {
         const answer = await ask(url, 'POST', '/check/bulk', Array.from({ length: 200 }, () => check));
         answers.push(answer);
+        if (answers.length >= STREAMS) streaming();
         if (signalled) answeredAfterSignal++;
       } catch (error) {
         failures.push(String(error));
+        streaming();
         return;
       }
     }
   };
-  const streams = Array.from({ length: 8 }, stream);
-  await new Promise((resolve) => setTimeout(resolve, 300));
+  const streams = Array.from({ length: STREAMS }, stream);
+  await everyStreamAnswered;
   server.process.kill('SIGTERM');
   signalled = true;
-  const duringShutdown = await waitFor(url, '/ready', 503, 1000);
+  // The line is logged as readiness flips, in one step of the server's event loop.
+  await outputMatches(server, /"msg":"shutting down"/);
+  const duringShutdown = await ask(url, 'GET', '/ready');
   notReady = true;
+  t.equal(duringShutdown.status, 503, 'readiness is 503 once the signal is handled');
   t.equal(duringShutdown.body.checks.shutdown, 'shutting down', 'readiness names the shutdown');
   await Promise.all(streams);
   const { code, stderr } = await server.exited;
@@ -127,13 +134,13 @@ t.test('SIGTERM during a stream of checks: readiness flips, every request sent i
 });
 
 t.test('SIGTERM under keep-alive load: no request is cut, over several runs', async (t) => {
-  const dir = scratch(t);
+  const dir = scratchDir(t);
   const CLIENTS = 16;
   const checkBody = JSON.stringify(check);
   for (let run = 1; run <= 3; run++) {
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
-    const server = runVerdict(t, ['start', '--port', String(port), '--data-dir', join(dir, `run-${run}`)], QUIET);
+    const server = runVerdict(t, ['start', '--store', 'embedded', '--port', String(port), '--data-dir', join(dir, `run-${run}`)], QUIET);
     await waitFor(url, '/ready', 200);
     const pool = new Pool(url, { connections: CLIENTS, pipelining: 1 });
     let signalled = false;
@@ -183,7 +190,7 @@ t.test('SIGTERM under keep-alive load: no request is cut, over several runs', as
 });
 
 t.test('--decision-log stdout: one line per decision on standard output, all written before exit', async (t) => {
-  const dir = scratch(t);
+  const dir = scratchDir(t);
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const server = runVerdict(t, ['start', '--store', 'embedded', '--port', String(port), '--data-dir', join(dir, 'data'), '--decision-log', 'stdout'], QUIET);
@@ -197,4 +204,38 @@ t.test('--decision-log stdout: one line per decision on standard output, all wri
   const lines = stdout.split('\n').filter(Boolean).map((line) => JSON.parse(line));
   t.equal(lines.length, checks + 2);
   t.ok(lines.every((line) => line.allowed === false && line.request.action === 'read'));
+});
+
+/** Resolves once what `socket` has received matches `pattern`. */
+function received(socket: Socket, pattern: RegExp): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let text = '';
+    const onData = (chunk: Buffer) => {
+      text += chunk.toString('latin1');
+      if (!pattern.test(text)) return;
+      socket.off('data', onData);
+      resolve();
+    };
+    socket.on('data', onData);
+    socket.once('close', () => reject(new Error(`closed before ${pattern}: ${text}`)));
+  });
+}
+
+t.test('a request still in flight when --shutdown-grace-ms runs out is cut off: exit 1, saying so', async (t) => {
+  const dir = scratchDir(t);
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const server = runVerdict(t, ['start', '--store', 'embedded', '--port', String(port), '--data-dir', dir, '--shutdown-grace-ms', '1000'], QUIET);
+  await waitFor(url, '/ready', 200);
+  // A request whose body never finishes arriving. "100 Continue" says the server holds it.
+  const client = connect(port, '127.0.0.1');
+  t.teardown(() => client.destroy());
+  client.write('POST /check HTTP/1.1\r\nHost: verdict\r\nContent-Type: application/json\r\nContent-Length: 100\r\nExpect: 100-continue\r\n\r\n');
+  await received(client, /^HTTP\/1\.1 100 Continue\r\n/);
+  client.write('{"principal":');
+  server.process.kill('SIGTERM');
+  const { code, signal, stdout } = await server.exited;
+  t.equal(signal, null);
+  t.equal(code, 1, 'exit 1');
+  t.match(stdout, /"msg":"killed by timeout \(1000ms\)"/, 'the log says the grace ran out');
 });
