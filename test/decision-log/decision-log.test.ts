@@ -1,9 +1,9 @@
 import t, { type Test } from 'tap';
-import { readFileSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { DecisionLog } from '../../src/decision-log/decision-log.js';
 import type { DecisionRecord } from '../../src/decision-log/line.js';
-import { temporaryDataDir } from '../helpers/server.js';
+import { startServer, temporaryDataDir } from '../helpers/server.js';
 
 // The real writer thread, writing a real file.
 
@@ -122,4 +122,27 @@ t.test('a writer thread that dies: the lines it held and every later one are cou
   t.equal(dropped, 3, 'later lines are dropped at once');
   await log.close();
   t.same(readLines(file), []);
+});
+
+t.test('a server whose decision log cannot be written (/dev/full): decisions go on, every line is counted as dropped', { skip: existsSync('/dev/full') ? false : 'no /dev/full on this machine' }, async (t) => {
+  const server = await startServer({ decisionLog: '/dev/full' });
+  const check = { principal: { attributes: { role: 'admin' } }, resource: { attributes: { kind: 'doc' } }, action: 'read' };
+  const denied = { allowed: false, reason: 'Action denied by default because there are no policies' };
+  for (let index = 0; index < 10; index++) {
+    const answer = await server.call('POST', '/check', check);
+    t.same([answer.status, answer.body], [200, denied], `check ${index + 1} is decided`);
+  }
+  t.same((await server.call('POST', '/check/bulk', [check, check, check])).body, [denied, denied, denied]);
+  const decisions = 10 + 3;
+  // The writer reports each failed write from its own thread; its count is awaited, not guessed at.
+  let dropped = 0;
+  for (const deadline = Date.now() + 10_000; dropped < decisions && Date.now() < deadline; ) {
+    const metrics = String((await server.call('GET', '/metrics')).body);
+    dropped = Number(/^verdict_decision_log_dropped_total (\d+)$/m.exec(metrics)?.[1]);
+    if (dropped < decisions) await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  t.equal(dropped, decisions, 'every line the disk refused is counted');
+  t.equal((await server.call('GET', '/ready')).status, 200, 'the server stays ready');
+  await server.close();
+  t.pass('and closes');
 });

@@ -1,0 +1,70 @@
+import t from 'tap';
+import { rmSync } from 'node:fs';
+import { EmbeddedStore } from '../src/store/embedded.js';
+import { EntityAttributeCache } from '../src/registry/entity-cache.js';
+import type { Entity } from '../src/schemas/entity.js';
+import { startServer, temporaryDataDir } from './helpers/server.js';
+
+// --entity-cache-size: registered entities kept in memory for checks (LRU; loaded at start; misses
+// read the store). The cache answers a hit at once and a miss with a promise (it reads the store),
+// which tells from outside which entities it holds.
+
+const REGISTERED_AT = '2026-01-01T00:00:00.000Z';
+const entity = (level: number): Entity => ({
+  uri: `user:${level}`,
+  type: 'principal',
+  attributes: [{ key: 'level', value: level, updated_at: REGISTERED_AT, registered_at: REGISTERED_AT }],
+  registered_at: REGISTERED_AT,
+});
+
+t.test('a cache of two: the first two registered are loaded at start, then the least recently used goes first', async (t) => {
+  const dir = temporaryDataDir();
+  const store = new EmbeddedStore(dir);
+  t.teardown(async () => {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  for (let level = 0; level < 5; level++) await store.createEntity(entity(level));
+  const cache = new EntityAttributeCache(store, 2);
+  await cache.warm();
+
+  /** The level of `uri` and whether the cache held it; a miss loads it, and so changes what is held. */
+  const look = async (uri: string) => {
+    const found = cache.lookup(uri);
+    return { held: !(found instanceof Promise), level: (await found)?.get('level') };
+  };
+  t.same(await look('user:0'), { held: true, level: 0 }, 'loaded at start');
+  t.same(await look('user:1'), { held: true, level: 1 }, 'loaded at start');
+  t.same(await look('user:2'), { held: false, level: 2 }, 'beyond the size: read from the store');
+  t.same(await look('user:2'), { held: true, level: 2 }, 'and kept');
+  t.same(await look('user:1'), { held: true, level: 1 }, 'the more recently used of the first two is kept');
+  t.same(await look('user:0'), { held: false, level: 0 }, 'the least recently used went first');
+  t.same(await look('user:2'), { held: false, level: 2 }, 'then the next least recently used');
+  t.same(await look('user:0'), { held: true, level: 0 });
+  t.same(await look('nobody'), { held: false, level: undefined }, 'an unregistered uri is read once');
+  t.same(await look('nobody'), { held: true, level: undefined }, 'and remembered as such');
+});
+
+t.test('a server with --entity-cache-size 2 decides on every one of many registered entities, and on their updates', async (t) => {
+  const server = await startServer({ entityCacheSize: 2 });
+  t.teardown(server.close);
+  const registry = '/admin/fetchers/registry/entities';
+  for (let level = 0; level < 6; level++) t.equal((await server.call('POST', registry, { uri: `user:${level}`, attributes: { level } })).status, 200);
+  const policy = {
+    name: 'seniors',
+    rules: [{ name: 'level-3-up', effect: 'allow', principal_conditions: [{ path: 'attributes.level', operator: 'gte', value: 3 }], resource_conditions: [], actions: ['read'] }],
+  };
+  t.equal((await server.call('POST', '/admin/policies', policy)).status, 200);
+  const decide = async (level: number) =>
+    (await server.call('POST', '/check', { principal: { uri: `user:${level}` }, resource: { attributes: { kind: 'doc' } }, action: 'read' })).body.allowed;
+  const expected = [false, false, false, true, true, true];
+  for (const round of [1, 2]) {
+    const decided = [];
+    for (let level = 0; level < 6; level++) decided.push(await decide(level));
+    t.same(decided, expected, `round ${round}: each entity decided on its own attributes`);
+  }
+  t.equal((await server.call('PUT', `${registry}/user%3A0`, { uri: 'user:0', attributes: { level: 9 } })).status, 200);
+  t.equal(await decide(0), true, 'an update reaches the checks');
+  for (let level = 1; level < 6; level++) await decide(level);
+  t.equal(await decide(0), true, 'and stays after the entity was evicted and read again');
+});
