@@ -6,6 +6,7 @@ import { DATABASE_FILE, EmbeddedStore } from '../src/store/embedded.js';
 import { openStore } from '../src/store/open.js';
 import { scratchDir, startServer } from './helpers/server.js';
 import { runVerdict } from './helpers/child.js';
+import { TEST_WRITER } from './helpers/writer.js';
 
 // What the embedded store promises beyond the store contract: durable writes, and data directories
 // of other releases upgraded or refused.
@@ -30,7 +31,7 @@ function schemaVersion(dir: string): number {
 t.test('every connection the server opens writes through to disk: WAL, synchronous=FULL', async (t) => {
   const dir = scratchDir(t);
   for (const opening of ['a new data directory', 'an existing one']) {
-    const store = await openStore({ ...DEFAULT_CONFIG, store: 'embedded', dataDir: dir });
+    const store = await openStore({ ...DEFAULT_CONFIG, store: 'embedded', dataDir: dir }, { auditValues: false });
     try {
       if (!(store instanceof EmbeddedStore)) throw new Error('the embedded store was not opened');
       // Pragmas are per connection: a SIGKILL cannot tell NORMAL from FULL, only a power cut can.
@@ -91,7 +92,7 @@ t.test('a data directory written by the first schema is upgraded in place at sta
 t.test('a data directory written by a newer schema is refused with one line, and left as it was', async (t) => {
   const dir = scratchDir(t);
   const store = new EmbeddedStore(dir);
-  await store.createPolicy({ ...OLD_POLICY, default_effect: 'deny', rules: [] });
+  await store.createPolicy({ ...OLD_POLICY, default_effect: 'deny', rules: [] }, TEST_WRITER);
   await store.close();
   const known = schemaVersion(dir);
   const db = openDatabase(dir);

@@ -4,6 +4,7 @@ import { EmbeddedStore } from '../src/store/embedded.js';
 import { EntityAttributeCache } from '../src/registry/entity-cache.js';
 import type { Entity } from '../src/schemas/entity.js';
 import { startServer, temporaryDataDir } from './helpers/server.js';
+import { TEST_WRITER } from './helpers/writer.js';
 
 // --entity-cache-size: registered entities kept in memory for checks (LRU; loaded at start; misses
 // read the store). The cache answers a hit at once and a miss with a promise (it reads the store),
@@ -24,7 +25,7 @@ t.test('a cache of two: the first two registered are loaded at start, then the l
     await store.close();
     rmSync(dir, { recursive: true, force: true });
   });
-  for (let level = 0; level < 5; level++) await store.createEntity(entity(level));
+  for (let level = 0; level < 5; level++) await store.createEntity(entity(level), TEST_WRITER);
   const cache = new EntityAttributeCache(store, 2);
   await cache.warm();
 
