@@ -1,14 +1,13 @@
 import t from 'tap';
-import { rmSync } from 'node:fs';
 import { request } from 'undici';
-import { startCli, type CliServer } from '../helpers/cli.js';
-import { temporaryDataDir } from '../helpers/server.js';
+import { startVerdict, type RunningVerdict } from '../helpers/child.js';
+import { scratchDir } from '../helpers/server.js';
 
 // Read-your-writes across processes: two real Verdict processes on one data directory. A client
 // writes through one and checks through the other with the write's revision in
 // verdict-min-revision; the other answers only once it serves that revision.
 
-async function call(server: CliServer, method: 'GET' | 'POST', path: string, body?: unknown, headers: Record<string, string> = {}) {
+async function call(server: RunningVerdict, method: 'GET' | 'POST', path: string, body?: unknown, headers: Record<string, string> = {}) {
   const response = await request(server.url + path, {
     method,
     body: body === undefined ? undefined : JSON.stringify(body),
@@ -25,16 +24,10 @@ const checkOf = (action: string) => ({ principal: { attributes: { a: 1 } }, reso
 const planOf = (action: string) => ({ principal: { attributes: { a: 1 } }, action });
 
 t.test('verdict-min-revision: a check waits for the revision written through another process, or is 503 after the wait', async (t) => {
-  const dataDir = temporaryDataDir();
-  const writer = await startCli(['--data-dir', dataDir, '--min-revision-wait-ms', '5000']);
-  const reader = await startCli(['--data-dir', dataDir, '--min-revision-wait-ms', '5000']);
-  t.teardown(async () => {
-    for (const server of [writer, reader]) {
-      server.child.kill('SIGKILL');
-      await server.exited;
-    }
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+  const dataDir = scratchDir(t);
+  const args = ['--store', 'embedded', '--data-dir', dataDir, '--min-revision-wait-ms', '5000', '--log-level', 'warn'];
+  const writer = await startVerdict(t, args);
+  const reader = await startVerdict(t, args);
 
   for (let round = 1; round <= 5; round++) {
     const written = await call(writer, 'POST', '/admin/policies', allow(`act-${round}`));
