@@ -133,16 +133,10 @@ t.test('a server whose decision log cannot be written (/dev/full): decisions go 
     t.same([answer.status, answer.body], [200, denied], `check ${index + 1} is decided`);
   }
   t.same((await server.call('POST', '/check/bulk', [check, check, check])).body, [denied, denied, denied]);
-  const decisions = 10 + 3;
-  // The writer reports each failed write from its own thread; its count is awaited, not guessed at.
-  let dropped = 0;
-  for (const deadline = Date.now() + 10_000; dropped < decisions && Date.now() < deadline; ) {
-    const metrics = String((await server.call('GET', '/metrics')).body);
-    dropped = Number(/^verdict_decision_log_dropped_total (\d+)$/m.exec(metrics)?.[1]);
-    if (dropped < decisions) await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  t.equal(dropped, decisions, 'every line the disk refused is counted');
   t.equal((await server.call('GET', '/ready')).status, 200, 'the server stays ready');
+  // The writer runs at the lowest priority and may get no CPU for long on a busy machine: closing
+  // waits until it has tried every line, and its reports arrive before it is gone.
   await server.close();
-  t.pass('and closes');
+  const [dropped] = (await server.metrics.decisionLogDropped.get()).values;
+  t.equal(dropped?.value, 10 + 3, 'every line the disk refused is counted');
 });

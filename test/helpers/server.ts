@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import type { Test } from 'tap';
 import { request } from 'undici';
 import { buildApp } from '../../src/app.js';
+import type { Metrics } from '../../src/metrics.js';
 import { DEFAULT_CONFIG, type Config } from '../../src/config.js';
 import type { Store } from '../../src/store/store.js';
 
@@ -21,6 +22,8 @@ export interface TestServer {
   call(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<JsonResponse>;
   /** Sends `text` as it is, for malformed bodies and odd content types. */
   send(method: string, path: string, text: string, headers?: Record<string, string>): Promise<JsonResponse>;
+  /** The server's metrics, still readable after close (for figures that only closing settles). */
+  metrics: Metrics;
   close(): Promise<void>;
 }
 
@@ -70,6 +73,7 @@ export async function startServer(overrides: Partial<Config> = {}, store?: Store
         ? send(method, path, undefined, headers)
         : send(method, path, JSON.stringify(body), { 'content-type': 'application/json', ...headers }),
     send: (method, path, text, headers = {}) => send(method, path, text, headers),
+    metrics: app.metrics,
     close: async () => {
       await app.close();
       if (ownsDataDir) rmSync(config.dataDir, { recursive: true, force: true });
