@@ -60,7 +60,7 @@ t.test('a bare switch on the real CLI: --admin-authn-required --no-registry', as
   const url = `http://127.0.0.1:${port}`;
   const child = runVerdict(
     t,
-    ['start', '--port', String(port), '--data-dir', dataDir, '--log-level', 'warn', '--admin-authn-required', '--no-registry'],
+    ['start', '--store', 'embedded', '--port', String(port), '--data-dir', dataDir, '--log-level', 'warn', '--admin-authn-required', '--no-registry'],
     { ADMIN_API_KEY: 'flag-test-key', ADMIN_AUTHN_REQUIRED: '', REGISTRY_ENABLED: '' },
   );
   await waitFor(url, '/health', 200, child);

@@ -156,8 +156,8 @@ const HAND_WRITTEN: Policy[] = [
     name: 'hand-written-first-policy-0001',
     description: null,
     rules: [
-      { name: 'hr-may-not-audit', effect: 'deny', principal_conditions: [{ path: 'attributes.team', operator: '==', value: 'hr' }], resource_conditions: [], actions: ['audit-by-hand'] },
-      { name: 'it-audits-laptops', effect: 'allow', principal_conditions: [{ path: 'attributes.team', operator: 'in', value: ['it', 'ops'] }], resource_conditions: [{ path: 'attributes.kind', operator: '==', value: 'laptop' }], actions: ['audit-by-hand'] },
+      { name: 'hr-may-not-audit', description: null, effect: 'deny', principal_conditions: [{ path: 'attributes.team', operator: '==', value: 'hr' }], resource_conditions: [], actions: ['audit-by-hand'] },
+      { name: 'it-audits-laptops', description: null, effect: 'allow', principal_conditions: [{ path: 'attributes.team', operator: 'in', value: ['it', 'ops'] }], resource_conditions: [{ path: 'attributes.kind', operator: '==', value: 'laptop' }], actions: ['audit-by-hand'] },
     ],
     default_effect: 'deny',
   },
@@ -165,7 +165,7 @@ const HAND_WRITTEN: Policy[] = [
     version: '1.0',
     name: 'hand-written-second-policy-0002',
     description: null,
-    rules: [{ name: 'auditors-audit', effect: 'allow', principal_conditions: [{ path: 'attributes.auditor', operator: '==', value: true }], resource_conditions: [], actions: ['audit-by-hand'] }],
+    rules: [{ name: 'auditors-audit', description: null, effect: 'allow', principal_conditions: [{ path: 'attributes.auditor', operator: '==', value: true }], resource_conditions: [], actions: ['audit-by-hand'] }],
     default_effect: 'allow',
   },
 ];

@@ -25,7 +25,7 @@ function oneLine(t: Test, exit: Exit): string {
 }
 
 t.test('bad configuration: exit code 2', async (t) => {
-  const exit = await runVerdict(t, ['start', '--port', 'eighty', '--data-dir', join(scratch(t), 'data')]).exited;
+  const exit = await runVerdict(t, ['start', '--store', 'embedded', '--port', 'eighty', '--data-dir', join(scratch(t), 'data')]).exited;
   t.equal(exit.code, 2);
   t.match(oneLine(t, exit), /--port must be an integer/);
 });

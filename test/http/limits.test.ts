@@ -70,7 +70,7 @@ t.test("an oversized body's 413 reaches fetch (undici), which sends the whole bo
   const url = `http://127.0.0.1:${port}`;
   const dataDir = temporaryDataDir();
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
-  const server = runVerdict(t, ['start', '--port', String(port), '--data-dir', dataDir, '--workers', '1'], { LOG_LEVEL: 'warn' });
+  const server = runVerdict(t, ['start', '--store', 'embedded', '--port', String(port), '--data-dir', dataDir, '--workers', '1'], { LOG_LEVEL: 'warn' });
   await waitFor(url, '/ready', 200, server);
   const fiveMegabytes = JSON.stringify(check({ blob: 'x'.repeat(5_000_000) }));
   const chunked = () =>
