@@ -14,8 +14,8 @@ t.test('readiness is 503 naming what is loading until the store answers, and hea
   const unreachableMongo = `mongodb://127.0.0.1:${await freePort()}/`;
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  runVerdict(t, ['start', '--store', 'mongodb', '--port', String(port), '--mongodb-uri', unreachableMongo], QUIET);
-  const ready = await waitFor(url, '/ready', 503);
+  const server = runVerdict(t, ['start', '--store', 'mongodb', '--port', String(port), '--mongodb-uri', unreachableMongo], QUIET);
+  const ready = await waitFor(url, '/ready', 503, server);
   t.equal(ready.body.status, 'not ready');
   t.equal(ready.body.checks.snapshot, 'loading policies');
   t.match(ready.body.detail, /snapshot/);
@@ -42,7 +42,7 @@ t.test('a server on TCP and a Unix socket: ready, checks, healthcheck, metrics o
     ['start', '--store', 'embedded', '--port', String(port), '--socket', socket, '--metrics-port', String(metricsPort), '--data-dir', join(dir, 'data')],
     { LOG_LEVEL: 'debug', ADMIN_AUTHN_REQUIRED: 'true', ADMIN_API_KEY: key },
   );
-  const ready = await waitFor(url, '/ready', 200);
+  const ready = await waitFor(url, '/ready', 200, server);
   t.same(ready.body, { status: 'ready', degraded: false, checks: { snapshot: 'ok', store: 'ok', workers: 'ok' } });
 
   t.equal(statSync(socket).mode & 0o777, 0o660, 'the socket is mode 0660: owner and group may connect, others not');
@@ -83,7 +83,7 @@ t.test('SIGTERM during a stream of checks: readiness flips, every request sent i
   // The delay is the load balancer's time to see the 503; the test sees it a moment after the signal is handled.
   const args = ['start', '--store', 'embedded', '--port', String(port), '--data-dir', dir, '--shutdown-delay-ms', '3000', '--shutdown-grace-ms', '10000'];
   const server = runVerdict(t, args, { ...QUIET, LOG_LEVEL: 'info' });
-  await waitFor(url, '/ready', 200);
+  await waitFor(url, '/ready', 200, server);
 
   // Clients behave as a load balancer does: they stop sending once readiness says 503.
   const STREAMS = 8;
@@ -141,7 +141,7 @@ t.test('SIGTERM under keep-alive load: no request is cut, over several runs', as
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
     const server = runVerdict(t, ['start', '--store', 'embedded', '--port', String(port), '--data-dir', join(dir, `run-${run}`)], QUIET);
-    await waitFor(url, '/ready', 200);
+    await waitFor(url, '/ready', 200, server);
     const pool = new Pool(url, { connections: CLIENTS, pipelining: 1 });
     let signalled = false;
     let answered = 0;
@@ -194,7 +194,7 @@ t.test('--decision-log stdout: one line per decision on standard output, all wri
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const server = runVerdict(t, ['start', '--store', 'embedded', '--port', String(port), '--data-dir', join(dir, 'data'), '--decision-log', 'stdout'], QUIET);
-  await waitFor(url, '/ready', 200);
+  await waitFor(url, '/ready', 200, server);
   const checks = 20;
   for (let index = 0; index < checks; index++) t.equal((await ask(url, 'POST', '/check', check)).status, 200);
   t.equal((await ask(url, 'POST', '/check/bulk', [check, check])).status, 200);
@@ -226,7 +226,7 @@ t.test('a request still in flight when --shutdown-grace-ms runs out is cut off: 
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const server = runVerdict(t, ['start', '--store', 'embedded', '--port', String(port), '--data-dir', dir, '--shutdown-grace-ms', '1000'], QUIET);
-  await waitFor(url, '/ready', 200);
+  await waitFor(url, '/ready', 200, server);
   // A request whose body never finishes arriving. "100 Continue" says the server holds it.
   const client = connect(port, '127.0.0.1');
   t.teardown(() => client.destroy());
