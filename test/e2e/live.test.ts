@@ -1,7 +1,7 @@
 import t from 'tap';
 import type { Browser, Page } from 'playwright-core';
 import { ALLOWED, BY_DEFAULT, BY_GUARD, createLivePolicies } from '../helpers/live-traffic.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { scratchDir, startServer, type TestServer } from '../helpers/server.js';
 import { chromiumMissing, field, heading, launchChromium, openDashboard, screenshot } from '../helpers/browser.js';
 import type { Config } from '../../src/config.js';
 
@@ -171,6 +171,27 @@ async function run() {
     t.equal(await page.locator('.decision .badge').textContent(), 'Denied');
     t.equal(await field(page, 'Principal attributes (JSON object)').inputValue(), '{"department":"it","intern":true}');
     await screenshot(page, 'live-replay');
+  });
+
+  t.test('after a restart the view holds the new process\'s figures only, not the sum of both', async (t) => {
+    const dataDir = scratchDir(t);
+    const first = await startServer({ dataDir });
+    await createLivePolicies(first);
+    for (let count = 0; count < 3; count++) await first.call('POST', '/check', ALLOWED);
+    await nextSecond(first);
+    const { page, context } = await openDashboard(chromium, first.url);
+    t.teardown(() => context.close());
+    await page.goto(`${first.url}/dashboard/#/live`);
+    await tile(page, 'Allowed').filter({ hasText: /^3 \(100%\)$/ }).waitFor();
+
+    await first.close();
+    const second = await startServer({ dataDir, port: Number(new URL(first.url).port) });
+    t.teardown(() => second.close());
+    await second.call('POST', '/check', BY_GUARD);
+    await nextSecond(second);
+    await tile(page, 'Denied').filter({ hasText: /^1 / }).waitFor();
+    t.equal(await tile(page, 'Denied').textContent(), '1 (100%)', "the second process's denial");
+    t.equal(await tile(page, 'Allowed').textContent(), '0 (0%)', "the first process's decisions are gone");
   });
 
   t.test('an empty window says so, with no percentile', async (t) => {

@@ -39,15 +39,15 @@ export function scratchDir(t: Test): string {
 }
 
 /**
- * A real Verdict listening on a free loopback port, on its own embedded store. `dataDir` reuses a
- * directory (to test restarts); otherwise a fresh one is made and removed on close. `store`: an
- * open store to serve from instead (see helpers/intercepted-store.ts).
+ * A real Verdict listening on a free loopback port (or on `port`, to restart one where it was), on
+ * its own embedded store. `dataDir` reuses a directory (to test restarts); otherwise a fresh one is
+ * made and removed on close. `store`: an open store to serve from instead (see helpers/intercepted-store.ts).
  */
 export async function startServer(overrides: Partial<Config> = {}, store?: Store): Promise<TestServer> {
   const ownsDataDir = overrides.dataDir === undefined;
   const config: Config = { ...DEFAULT_CONFIG, logLevel: 'silent', port: 0, workers: 1, dataDir: temporaryDataDir(), ...overrides };
   const app = await buildApp(config, store);
-  await app.listen({ host: '127.0.0.1', port: 0 });
+  await app.listen({ host: '127.0.0.1', port: config.port });
   const address = app.server.address();
   if (address === null || typeof address === 'string') throw new Error('server has no TCP address');
   const url = `http://127.0.0.1:${address.port}`;

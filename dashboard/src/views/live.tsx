@@ -34,19 +34,24 @@ function Tile({ label, value }: { label: string; value: string }) {
 
 export function Live() {
   const [state, setState] = useState<LiveState>({ seconds: [] });
-  const held = useRef<LiveSecond[]>([]);
+  /** The seconds held so far, all of one process: the one that started at `startedAt`. */
+  const held = useRef<{ startedAt?: number; seconds: LiveSecond[] }>({ seconds: [] });
 
   useEffect(() => {
     let stopped = false;
     const refresh = async () => {
-      const last = held.current.at(-1)?.at;
+      const last = held.current.seconds.at(-1)?.at;
+      const read = (since?: number) => call<LiveAnswer>('GET', `/admin/live${since === undefined ? '' : `?since=${since}`}`);
       try {
-        const [answer, revision] = await Promise.all([
-          call<LiveAnswer>('GET', `/admin/live${last === undefined ? '' : `?since=${last}`}`),
-          fetchRevision().catch(() => undefined),
-        ]);
-        held.current = mergeSeconds(held.current, answer.seconds, answer.now, answer.window_seconds);
-        if (!stopped) setState({ answer, seconds: held.current, revision });
+        const [newer, revision] = await Promise.all([read(last), fetchRevision().catch(() => undefined)]);
+        let answer = newer;
+        // Another process answered (a restart, or another of --processes N): its figures replace the ones held.
+        if (answer.started_at !== held.current.startedAt) {
+          if (last !== undefined) answer = await read();
+          held.current = { startedAt: answer.started_at, seconds: [] };
+        }
+        held.current.seconds = mergeSeconds(held.current.seconds, answer.seconds, answer.now, answer.window_seconds);
+        if (!stopped) setState({ answer, seconds: held.current.seconds, revision });
       } catch (error) {
         if (!stopped) setState((previous) => ({ ...previous, problem: (error as Error).message }));
       }
