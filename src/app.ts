@@ -12,7 +12,7 @@ import { EntityAttributeCache } from './registry/entity-cache.js';
 import { BulkPool } from './pool/bulk-pool.js';
 import type { RegisteredAttributes } from './registry/resolve.js';
 import type { AppContext } from './http/context.js';
-import { installValidators } from './http/validators.js';
+import { lazySchemaCompilers } from './http/schema-compilers.js';
 import { installErrorHandling } from './http/errors.js';
 import { installJsonBodyParser } from './http/json-body.js';
 import { adminKeyCheck, API_KEY_HEADER, trustedProxies } from './http/admin-auth.js';
@@ -73,7 +73,6 @@ export async function buildApp(config: Config, openedStore?: Store): Promise<Fas
   const snapshots = await PolicySnapshots.load(store);
   metrics.observeSnapshots(snapshots);
   const entities = new EntityAttributeCache(store, config.entityCacheSize);
-  if (config.registryEnabled) await entities.warm();
   const registered: RegisteredAttributes = config.registryEnabled ? entities.lookup : () => undefined;
   const { allowed, denied, bulkSize } = metrics;
   const live = new LiveCounters(new RuleTally(Date.now()), config.recentDenials === 0 ? undefined : new RecentDenials(config.recentDenials, config.recentDenialsValues));
@@ -106,7 +105,8 @@ export async function buildApp(config: Config, openedStore?: Store): Promise<Fas
   // and taking them all out of service would stop decisions that the last snapshot can still make.
   const readiness = new Readiness({
     required: {
-      workers: () => (bulk === undefined || bulk.threads > 0 ? undefined : 'no worker thread is running'),
+      // Threads start with the first bulk that needs them; until then, none running is no fault.
+      workers: () => (bulk === undefined || !bulk.inUse || bulk.threads > 0 ? undefined : 'no worker thread is running'),
     },
     degrading: {
       snapshot: () => {
@@ -142,6 +142,7 @@ export async function buildApp(config: Config, openedStore?: Store): Promise<Fas
     // Per-request log lines only when asked for: the hot path stays free of logging by default.
     logController: new LogController({ disableRequestLogging: !['debug', 'trace'].includes(config.logLevel) }),
     childLoggerFactory: lazyRequestLogger,
+    schemaController: { compilersFactory: lazySchemaCompilers },
     bodyLimit: config.bodyLimit,
     // Unique across processes and restarts: audit records name the request that wrote them.
     genReqId: requestIds(),
@@ -180,8 +181,15 @@ export async function buildApp(config: Config, openedStore?: Store): Promise<Fas
       live.feedApplied(seconds);
     },
   });
+  if (config.registryEnabled) {
+    // Beside the first checks rather than before readiness: a check it has not reached reads the store.
+    entities.warm().catch((error: unknown) =>
+      app.log.warn({ err: error }, 'could not fill the entity cache at start; checks read entities from the store as they name them'),
+    );
+  }
   app.addHook('onClose', async () => {
     readiness.beginShutdown();
+    entities.close();
     liveWindow.stop();
     stopFollowing();
     snapshots.close();
@@ -192,7 +200,6 @@ export async function buildApp(config: Config, openedStore?: Store): Promise<Fas
   });
   instrumentRoutes(app, metrics, live);
 
-  installValidators(app);
   installErrorHandling(app);
   installJsonBodyParser(app, config);
   await registerDocs(app);

@@ -1,6 +1,6 @@
 import { BlockList, isIP } from 'node:net';
 import type { FastifyInstance, FastifyRequest, onRequestHookHandler } from 'fastify';
-import rateLimit from '@fastify/rate-limit';
+import type {} from '@fastify/rate-limit';
 import { ClientError } from '../errors.js';
 import { ConfigError, type Config } from '../config.js';
 import { KeyRing } from '../admin-keys.js';
@@ -71,6 +71,8 @@ export async function adminKeyCheck(app: FastifyInstance, config: Config): Promi
   }
   if (keys.size === 0) app.log.warn('no admin key is configured yet: every admin request is refused until the keys file lists one');
   app.addHook('onClose', async () => keys.close());
+  // Loaded only when authentication is on.
+  const { default: rateLimit } = await import('@fastify/rate-limit');
   await app.register(rateLimit, { global: false });
   const failures = app.createRateLimit({ max: config.adminAuthFailuresPerMinute, timeWindow: FAILURE_WINDOW_MILLIS });
   return async (request, reply) => {

@@ -12,6 +12,7 @@ import { ERROR_RESPONSES } from './responses.js';
 import { RequestValidationError } from '../errors.js';
 import { MIN_REVISION_DOC } from './min-revision.js';
 import { acceptJson } from './json-body.js';
+import { compiledOnFirstUse } from './schema-compilers.js';
 
 /** The public check interface: `POST /check` and `POST /check/bulk`. No authentication. */
 export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { context }) => {
@@ -36,7 +37,7 @@ export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { 
   await app.register(async (bulkScope) => {
     // The bulk body stays text here: readBulkBody parses it on the front or in a worker.
     acceptJson(bulkScope, (text) => text);
-    const validate = compileBulkValidator();
+    const validate = compiledOnFirstUse(compileBulkValidator);
     const { pool } = context;
 
     bulkScope.post('/check/bulk', {

@@ -47,13 +47,22 @@ export function readyBody({ ready, degraded, checks }: ReadinessReport): ReadyBo
   return { status, degraded, detail: `${summary}: ${failing.map(([name, outcome]) => `${name} (${outcome})`).join(', ')}`, checks };
 }
 
+/**
+ * The probes' answers as JSON.stringify writes them, so that the first probe of a start loads no
+ * schema compiler (see lazySchemaCompilers). Their bodies are built in their schema's key order
+ * with no other key, so the text is the one fast-json-stringify would write.
+ */
+const asPlainJson = () => (body: unknown) => JSON.stringify(body);
+
 /** Liveness (the process answers) and readiness (it can decide, from a loaded snapshot, and is not stopping). */
 export const healthRoutes: FastifyPluginAsync<RoutesOptions> = async (app, { context }) => {
   app.get('/health', {
+    serializerCompiler: asPlainJson,
     schema: { tags: ['operations'], summary: 'Liveness', response: { 200: healthSchema } },
     handler: async () => ({ status: 'ok' as const, revision: context.snapshots.current.revision }),
   });
   app.get('/ready', {
+    serializerCompiler: asPlainJson,
     schema: { tags: ['operations'], summary: 'Readiness', response: { 200: readySchema, 503: readySchema } },
     handler: async (_request, reply) => {
       const report = await context.readiness.report();

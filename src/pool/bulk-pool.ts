@@ -1,4 +1,4 @@
-import { Piscina } from 'piscina';
+import type { Piscina } from 'piscina';
 import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
 import { ClientError, RequestValidationError } from '../errors.js';
 import type { BulkOutcome, BulkTask, WorkerStart } from './bulk-task.js';
@@ -23,38 +23,52 @@ const TASKS_QUEUED_PER_WORKER = 4;
 /**
  * Worker threads that take big bulk checks off the front thread: JSON parsing, validation and
  * evaluation all happen in a worker, so bulk throughput is not bounded by one core. A task is
- * decided at the snapshot revision the front held when it queued it, or a later one.
+ * decided at the snapshot revision the front held when it queued it, or a later one. The threads
+ * (and Piscina) start with the first bulk given to the pool: a process that never gets one never
+ * pays for them.
  */
 export class BulkPool {
-  private readonly pool: Piscina<BulkTask, BulkOutcome>;
+  /** Undefined until the first bulk. */
+  private starting: Promise<Piscina<BulkTask, BulkOutcome>> | undefined;
+  private pool: Piscina<BulkTask, BulkOutcome> | undefined;
   private readonly runningTasks: RunningTasks;
   /** When the watchdog first saw each task running in a worker (performance.now()), by task id. */
   private readonly runningSince = new Map<number, number>();
   /** Tasks whose worker was terminated for taking too long. */
   private readonly timedOut = new Set<number>();
-  private readonly watchdog: NodeJS.Timeout;
+  private watchdog: NodeJS.Timeout | undefined;
   private lastTaskId = 0;
+  private closed = false;
 
   constructor(
-    workers: number,
+    private readonly workers: number,
     private readonly snapshots: PolicySnapshots,
     private readonly limits: BulkLimits,
     private readonly timeoutMillis: number,
     private readonly observe: BulkObserver = () => {},
-    recentDenials = 0,
+    private readonly recentDenials = 0,
   ) {
     this.runningTasks = RunningTasks.create(workers);
-    const workerData: WorkerStart = { runningTasks: this.runningTasks.buffer, recentDenials };
-    this.pool = new Piscina({
-      filename: WORKER_FILE,
-      minThreads: workers,
-      maxThreads: workers,
-      idleTimeout: Infinity,
-      concurrentTasksPerWorker: TASKS_QUEUED_PER_WORKER,
-      workerData,
+  }
+
+  /** The pool, started on first use. */
+  private started(): Promise<Piscina<BulkTask, BulkOutcome>> {
+    this.starting ??= import('piscina').then(({ Piscina }) => {
+      const workerData: WorkerStart = { runningTasks: this.runningTasks.buffer, recentDenials: this.recentDenials };
+      const pool = new Piscina<BulkTask, BulkOutcome>({
+        filename: WORKER_FILE,
+        minThreads: this.workers,
+        maxThreads: this.workers,
+        idleTimeout: Infinity,
+        concurrentTasksPerWorker: TASKS_QUEUED_PER_WORKER,
+        workerData,
+      });
+      pool.on('workerDestroy', (worker: { id: number }) => this.runningTasks.release(worker.id));
+      this.watchdog = setInterval(this.stopOverdueWorkers, Math.min(1000, Math.max(10, this.timeoutMillis / 10))).unref();
+      this.pool = pool;
+      return pool;
     });
-    this.pool.on('workerDestroy', (worker: { id: number }) => this.runningTasks.release(worker.id));
-    this.watchdog = setInterval(this.stopOverdueWorkers, Math.min(1000, Math.max(10, timeoutMillis / 10))).unref();
+    return this.starting;
   }
 
   /**
@@ -70,8 +84,10 @@ export class BulkPool {
     const task: BulkTask = { id: this.lastTaskId, text, revision: current.revision, limits: this.limits };
     let outcome: BulkOutcome;
     try {
-      outcome = await this.pool.run(task);
-      if (outcome.kind === 'stale') outcome = await this.pool.run({ ...task, policies });
+      if (this.closed) return undefined;
+      const pool = await this.started();
+      outcome = await pool.run(task);
+      if (outcome.kind === 'stale') outcome = await pool.run({ ...task, policies });
     } catch {
       // Deciding inline what a worker could not finish in time would stall the front as well.
       if (this.timedOut.has(task.id)) throw new WorkerTimeoutError(`A bulk check took longer than ${this.timeoutMillis} ms`);
@@ -106,30 +122,36 @@ export class BulkPool {
       if (since === undefined || now - since <= this.timeoutMillis) continue;
       this.timedOut.add(taskId);
       this.runningTasks.release(threadId);
-      void this.pool.threads.find((worker) => worker.threadId === threadId)?.terminate();
+      void this.pool?.threads.find((worker) => worker.threadId === threadId)?.terminate();
     }
     for (const taskId of this.runningSince.keys()) if (!seen.has(taskId)) this.runningSince.delete(taskId);
   };
 
+  /** Whether the threads have been started (by the first bulk). */
+  get inUse(): boolean {
+    return this.starting !== undefined;
+  }
+
   get threads(): number {
-    return this.pool.threads.length;
+    return this.pool?.threads.length ?? 0;
   }
 
   get queueSize(): number {
-    return this.pool.queueSize;
+    return this.pool?.queueSize ?? 0;
   }
 
   get utilization(): number {
-    return this.pool.utilization;
+    return this.pool?.utilization ?? 0;
   }
 
   /** Worker time spent on tasks since the pool started, in ms (Piscina's own estimate, as for utilization). */
   get busyMilliseconds(): number {
-    return this.pool.utilization * this.pool.duration * this.pool.maxThreads;
+    return this.pool === undefined ? 0 : this.pool.utilization * this.pool.duration * this.pool.maxThreads;
   }
 
-  close(): Promise<void> {
+  async close(): Promise<void> {
+    this.closed = true;
     clearInterval(this.watchdog);
-    return this.pool.destroy();
+    if (this.starting !== undefined) await (await this.starting).destroy();
   }
 }

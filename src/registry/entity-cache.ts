@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { LRUCache } from 'lru-cache';
 import type { Store } from '../store/store.js';
 import { attributeMapOf } from './entities.js';
@@ -15,6 +16,7 @@ export class EntityAttributeCache {
   private readonly entries: LRUCache<string, ReadonlyMap<string, unknown>>;
   /** Advances on every invalidation, so a store read that raced with a write is not cached. */
   private generation = 0;
+  private closed = false;
 
   constructor(
     private readonly store: Store,
@@ -32,17 +34,29 @@ export class EntityAttributeCache {
 
   /**
    * Loads registered entities, in registration order, until the cache is full, so that checks
-   * find them in memory from the first request on. Run once at start.
+   * find them in memory. Run once at start, beside the checks: it yields between pages, and a check
+   * that comes first reads the store as any miss does. A page read while an entry was invalidated
+   * is left out, since it may hold what the write replaced.
    */
   async warm(pageSize = 1000): Promise<void> {
     const capacity = this.entries.max;
-    for (let offset = 0; offset < capacity; offset += pageSize) {
+    for (let offset = 0; offset < capacity && !this.closed; offset += pageSize) {
+      const generation = this.generation;
       const page = await this.store.listEntities(offset, Math.min(pageSize, capacity - offset));
-      for (const entity of page) {
-        if (!this.entries.has(entity.uri)) this.entries.set(entity.uri, attributeMapOf(entity));
+      if (this.closed) return;
+      if (generation === this.generation) {
+        for (const entity of page) {
+          if (!this.entries.has(entity.uri)) this.entries.set(entity.uri, attributeMapOf(entity));
+        }
       }
       if (page.length < pageSize) return;
+      await nextTurn();
     }
+  }
+
+  /** Stops a warm-up under way (before the store closes). */
+  close(): void {
+    this.closed = true;
   }
 
   invalidate(uri: string): void {

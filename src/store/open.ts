@@ -1,11 +1,11 @@
 import type { Config } from '../config.js';
 import { EmbeddedStore } from './embedded.js';
-import { MongoStore } from './mongodb.js';
-import { MemoryMongoStartError, startMemoryMongo } from './mongodb-memory.js';
 import { StoreUnavailableError, type Store, type StoreOptions } from './store.js';
+import type { MemoryMongo } from './mongodb-memory.js';
 
 /** A started throw-away replica set for development, or one line saying why there is none. */
-async function startMemoryReplicaSet(): ReturnType<typeof startMemoryMongo> {
+async function startMemoryReplicaSet(): Promise<MemoryMongo> {
+  const { MemoryMongoStartError, startMemoryMongo } = await import('./mongodb-memory.js');
   try {
     return await startMemoryMongo('replica set');
   } catch (error) {
@@ -14,14 +14,20 @@ async function startMemoryReplicaSet(): ReturnType<typeof startMemoryMongo> {
   }
 }
 
-/** Opens the store the configuration names: the embedded one by default, MongoDB for many processes. */
+/**
+ * Opens the store the configuration names: the embedded one by default, MongoDB for many processes.
+ * The MongoDB driver is loaded only by a configuration that uses it.
+ */
 export async function openStore(config: Config, options: StoreOptions): Promise<Store> {
   switch (config.store) {
     case 'embedded':
       return new EmbeddedStore(config.dataDir, options);
-    case 'mongodb':
+    case 'mongodb': {
+      const { MongoStore } = await import('./mongodb.js');
       return MongoStore.open({ ...options, uri: config.mongodbUri, database: config.mongodbDatabase });
+    }
     case 'mongodb-memory': {
+      const { MongoStore } = await import('./mongodb.js');
       const server = await startMemoryReplicaSet();
       const store = await MongoStore.open({ ...options, uri: server.uri, database: config.mongodbDatabase });
       const close = store.close.bind(store);
