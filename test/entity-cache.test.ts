@@ -1,13 +1,14 @@
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { rmSync } from 'node:fs';
 import { EmbeddedStore } from '../src/store/embedded.js';
 import { EntityAttributeCache } from '../src/registry/entity-cache.js';
 import type { Entity } from '../src/schemas/entity.js';
 import { startServer, temporaryDataDir } from './helpers/server.js';
+import { interceptedStore } from './helpers/intercepted-store.js';
 import { TEST_WRITER } from './helpers/writer.js';
 
-// --entity-cache-size: registered entities kept in memory for checks (LRU; loaded at start; misses
-// read the store). The cache answers a hit at once and a miss with a promise (it reads the store),
+// --entity-cache-size: registered entities kept in memory for checks (LRU; filled after start,
+// beside the first checks; misses read the store). The cache answers a hit at once and a miss with a promise (it reads the store),
 // which tells from outside which entities it holds.
 
 const REGISTERED_AT = '2026-01-01T00:00:00.000Z';
@@ -68,4 +69,60 @@ t.test('a server with --entity-cache-size 2 decides on every one of many registe
   t.equal(await decide(0), true, 'an update reaches the checks');
   for (let level = 1; level < 6; level++) await decide(level);
   t.equal(await decide(0), true, 'and stays after the entity was evicted and read again');
+});
+
+// The warm-up runs beside the checks after a start, so writes can land while it reads. The store is
+// real; its page reads are intercepted only to place a write at the exact moment between a page's
+// read and its use.
+
+const withRole = (uri: string, role: string): Entity => ({
+  uri,
+  type: 'principal',
+  attributes: [{ key: 'role', value: role, updated_at: REGISTERED_AT, registered_at: REGISTERED_AT }],
+  registered_at: REGISTERED_AT,
+});
+
+async function storeWith(t: Test, count: number, role: string): Promise<EmbeddedStore> {
+  const dataDir = temporaryDataDir();
+  const store = new EmbeddedStore(dataDir);
+  t.teardown(async () => {
+    await store.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+  await store.createEntities(Array.from({ length: count }, (_, index) => withRole(`user:${index}`, role)), TEST_WRITER);
+  return store;
+}
+
+t.test('a page read while its entity was written is not cached: the check sees the write', async (t) => {
+  const store = await storeWith(t, 3, 'guest');
+  let cache: EntityAttributeCache;
+  const racing = interceptedStore(store, {
+    listEntities: async (proceed) => {
+      const page = await proceed();
+      // Another writer changes user:1 after the page was read; the change feed invalidates it.
+      await store.updateEntity('user:1', () => withRole('user:1', 'staff'), TEST_WRITER);
+      cache.invalidate('user:1');
+      return page;
+    },
+  });
+  cache = new EntityAttributeCache(racing, 100);
+  await cache.warm();
+  t.same(await cache.lookup('user:1'), new Map([['role', 'staff']]), 'the attributes as written, not as the page held them');
+});
+
+t.test('closing stops a warm-up between pages', async (t) => {
+  const store = await storeWith(t, 30, 'guest');
+  let pages = 0;
+  let cache: EntityAttributeCache;
+  const counting = interceptedStore(store, {
+    listEntities: async (proceed) => {
+      pages++;
+      cache.close();
+      return proceed();
+    },
+  });
+  cache = new EntityAttributeCache(counting, 100);
+  await cache.warm(10);
+  t.equal(pages, 1, 'no page is read after close');
+  t.ok(cache.lookup('user:0') instanceof Promise, 'and the page read during close is not kept');
 });

@@ -50,7 +50,7 @@ const workerThreads = async (url: string) => {
 t.test('a start on the embedded store loads no MongoDB driver, rate limiter, pool or schema compiler before a request needs it', async (t) => {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const server = runVerdict(t, ['start', '--port', String(port), '--workers', '1'], reporting(t));
+  const server = runVerdict(t, ['start', '--store', 'embedded', '--port', String(port), '--workers', '1'], reporting(t));
   const ready = await waitFor(url, '/ready', 200, STARTED_WITHIN_MS);
   t.same(ready.body.checks, { snapshot: 'ok', store: 'ok', workers: 'ok' }, 'ready, worker threads not started yet');
   t.equal(await workerThreads(url), 0, 'no worker thread runs');
@@ -77,7 +77,7 @@ t.test('a start on the embedded store loads no MongoDB driver, rate limiter, poo
 t.test('admin authentication loads its rate limiter', async (t) => {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const server = runVerdict(t, ['start', '--port', String(port)], { ...reporting(t), ADMIN_AUTHN_REQUIRED: 'true', ADMIN_API_KEY: 'a-key-for-this-test' });
+  const server = runVerdict(t, ['start', '--store', 'embedded', '--port', String(port)], { ...reporting(t), ADMIN_AUTHN_REQUIRED: 'true', ADMIN_API_KEY: 'a-key-for-this-test' });
   await waitFor(url, '/ready', 200, STARTED_WITHIN_MS);
   const report = nextReport(server);
   server.process.kill('SIGWINCH');
