@@ -23,6 +23,14 @@ export function keyedPolicies(count: number): Policy[] {
   }));
 }
 
+/** `count` policies each granting the members of one team one document: a member's plan names one document. */
+export function teamPolicies(count: number): Policy[] {
+  return keyedPolicies(count).map((policy, index) => ({
+    ...policy,
+    rules: policy.rules.map((rule) => ({ ...rule, principal_conditions: [{ path: 'attributes.team', operator: '==' as const, value: `team-${index}` }] })),
+  }));
+}
+
 export function keyedRequests(policyCount: number, count: number): DecisionRequest[] {
   return Array.from({ length: count }, (_, index) => ({
     principal: { uri: undefined, attributes: new Map([['role', 'reader']]) },
@@ -57,12 +65,14 @@ export function engineDecisionsPerSecond(policyCount: number, roundMillis = 400)
 }
 
 /**
- * Plans per second of the engine alone on one thread, each rendered as a MongoDB filter: a reader
- * whom every policy grants one document, so the plan names all `policyCount` of them.
+ * Plans per second of the engine alone on one thread, each rendered as a MongoDB filter. `everyone`:
+ * a reader whom every policy grants one document, so the plan names all `policyCount` of them.
+ * `one team`: a member of one team among `policyCount` (teamPolicies), so the plan names one.
  */
-export function enginePlansPerSecond(policyCount: number, roundMillis = 400): number {
-  const snapshot = compile(keyedPolicies(policyCount), 1);
-  const request: DecisionRequest = { principal: { uri: undefined, attributes: new Map([['role', 'reader']]) }, resource: { uri: undefined, attributes: new Map() }, action: 'read' };
+export function enginePlansPerSecond(policyCount: number, shape: 'everyone' | 'one team' = 'everyone', roundMillis = 400): number {
+  const snapshot = compile(shape === 'everyone' ? keyedPolicies(policyCount) : teamPolicies(policyCount), 1);
+  const principal = shape === 'everyone' ? new Map([['role', 'reader']]) : new Map([['team', `team-${Math.floor(policyCount / 2)}`]]);
+  const request: DecisionRequest = { principal: { uri: undefined, attributes: principal }, resource: { uri: undefined, attributes: new Map() }, action: 'read' };
   let conditional = 0;
   const rate = bestRate(() => {
     const planned = plan(snapshot, request);

@@ -288,16 +288,26 @@ function engineFigures(): Record<number, number> {
   return engine;
 }
 
-/** Plans (with their MongoDB filter) per second, engine alone, each with its ratio to decisions per second at the same count. */
-function planFigures(decisions: Record<number, number>): Record<number, number> {
+/**
+ * Plans (with their MongoDB filter) per second, engine alone, each with its ratio to decisions per
+ * second at the same count: for a principal every policy grants a document, and for a member of
+ * one team among as many as there are policies (teamPlans), whose plan should cost as much at 10,000.
+ */
+function planFigures(decisions: Record<number, number>): { plans: Record<number, number>; teamPlans: Record<number, number> } {
   const plans: Record<number, number> = {};
+  const teamPlans: Record<number, number> = {};
+  const rate = (value: number) => (value >= 10_000 ? thousands(value) : value.toFixed(1));
   for (const count of [10, 10_000]) {
     plans[count] = enginePlansPerSecond(count);
     console.log(
-      `plans, engine alone, ${String(count).padStart(6)} policies: ${thousands(plans[count]!)} plans/s, each naming ${count} documents (${ratio(plans[count]!, decisions[count]!)} of decisions/s)`,
+      `plans, engine alone, ${String(count).padStart(6)} policies: ${rate(plans[count]!)} plans/s, each naming ${count} documents (${ratio(plans[count]!, decisions[count]!)} of decisions/s)`,
+    );
+    teamPlans[count] = enginePlansPerSecond(count, 'one team');
+    console.log(
+      `plans, engine alone, ${String(count).padStart(6)} policies, one per team: ${rate(teamPlans[count]!)} plans/s, each naming 1 document (${ratio(teamPlans[count]!, decisions[count]!)} of decisions/s)`,
     );
   }
-  return plans;
+  return { plans, teamPlans };
 }
 
 interface Tracked {
@@ -367,6 +377,7 @@ async function main(): Promise<void> {
   const tracked: Tracked = {};
   let engine: Record<number, number> = {};
   let plans: Record<number, number> = {};
+  let teamPlans: Record<number, number> = {};
   try {
     let template: string | undefined;
     if (PARTS.has('http') || PARTS.has('start') || PARTS.has('cache')) {
@@ -404,7 +415,7 @@ async function main(): Promise<void> {
     if (PARTS.has('writes')) tracked.writes = await writeFigures();
     if (PARTS.has('engine')) {
       engine = engineFigures();
-      plans = planFigures(engine);
+      ({ plans, teamPlans } = planFigures(engine));
     }
     printSummary(tracked, processesLabel);
     const resultsDir = join(repositoryRoot, 'bench/results');
@@ -413,7 +424,7 @@ async function main(): Promise<void> {
     const settings = {
       parts: [...PARTS], runs: RUNS, seconds: SECONDS, connections: CONNECTIONS, args: VERDICT_ARGS, compareArgs: COMPARE_ARGS, processes: PROCESSES, loadAverage: loadavg(),
     };
-    writeFileSync(file, JSON.stringify({ ...settings, ...tracked, engine, plans }, null, 2));
+    writeFileSync(file, JSON.stringify({ ...settings, ...tracked, engine, plans, teamPlans }, null, 2));
     console.log(`saved ${file}`);
   } finally {
     for (const { server } of servers) await stop(server);
