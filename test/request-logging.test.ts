@@ -14,7 +14,7 @@ t.test('at the default level: no line for a check, a warning for a request names
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const server = runVerdict(t, ['start', '--port', String(port), '--data-dir', dir, '--min-revision-wait-ms', '10'], { LOG_LEVEL: 'info' });
+  const server = runVerdict(t, ['start', '--store', 'embedded', '--port', String(port), '--data-dir', dir, '--min-revision-wait-ms', '10'], { LOG_LEVEL: 'info' });
   await waitFor(url, '/ready', 200, server);
   t.equal((await ask(url, 'POST', '/check', CHECK)).status, 200);
   // A revision this process never reaches: 503, logged as a warning of the request.
