@@ -111,12 +111,20 @@ t.test('attribute keys and values of any kind are written as valid JSON, keys su
 t.test('a writer thread that dies: the lines it held and every later one are counted as dropped, and close does not wait', async (t) => {
   const file = logFile(t);
   let dropped = 0;
-  const log = DecisionLog.open(file, (lines) => (dropped += lines));
+  let heldLinesCounted!: () => void;
+  const writerDied = new Promise<void>((resolve) => (heldLinesCounted = resolve));
+  const log = DecisionLog.open(file, (lines) => {
+    dropped += lines;
+    if (dropped >= 2) heldLinesCounted();
+  });
   // A record the writer cannot serialize (attributes that are not a Map) makes the writer thread throw.
   const broken = decided('broken');
   log.record({ ...broken, input: { ...broken.input, principal: { uri: undefined, attributes: 42 } } } as unknown as DecisionRecord);
   log.record(decided('held'));
-  for (let waited = 0; dropped < 2 && waited < 5000; waited += 10) await new Promise((resolve) => setTimeout(resolve, 10));
+  // The writer thread runs at the lowest priority and may wait long for the CPU on a busy machine;
+  // it never keeps a process alive (unref), so this test does while it waits for the writer's end.
+  const keepAlive = setInterval(() => {}, 60_000);
+  await writerDied.finally(() => clearInterval(keepAlive));
   t.equal(dropped, 2, 'the batch the writer held');
   log.record(decided('later'));
   t.equal(dropped, 3, 'later lines are dropped at once');
