@@ -105,6 +105,20 @@ async function expectOutcome(url: string, scenario: Scenario): Promise<void> {
   if (status !== 200 || !expected) throw new Error(`${scenario.name}: Verdict answered ${JSON.stringify(answer).slice(0, 200)}`);
 }
 
+/**
+ * Resolves once the server has used less than a tenth of a core for half a second (at most after a
+ * minute): a server is ready before it has filled its entity cache, which it does beside the checks.
+ */
+async function untilIdle(server: RunningServer): Promise<void> {
+  const windowMillis = 500;
+  for (let waited = 0, cpu = cpuSeconds(server.child.pid!); waited < 60_000; waited += windowMillis) {
+    await sleep(windowMillis);
+    const now = cpuSeconds(server.child.pid!);
+    if ((now - cpu) * 1000 < windowMillis / 10) return;
+    cpu = now;
+  }
+}
+
 /** Checks naming every registered entity once, in bulks of 1000, so that the entity cache holds them all. */
 async function touchEveryEntity(url: string): Promise<void> {
   for (let offset = 0; offset < REGISTRY_SIZE; offset += 1000) {
@@ -389,7 +403,9 @@ async function main(): Promise<void> {
       const verdictOn = async (args: string[], readyAnswers = 1, nodeOptions: string[] = []) => {
         const dataDir = copyOf(template!);
         dataDirs.push(dataDir);
-        return startVerdict(dataDir, args, { readyAnswers, nodeOptions });
+        const server = await startVerdict(dataDir, args, { readyAnswers, nodeOptions });
+        await untilIdle(server);
+        return server;
       };
       servers.push({ label: 'baseline', server: await startBaseline() });
       const profile = CPU_PROFILE_DIR === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', CPU_PROFILE_DIR];
