@@ -34,8 +34,11 @@ const WRITES = Number(process.env.BENCH_WRITES ?? 50);
 const LARGE_POLICY_SET = 10_000;
 /** Front processes of the `--processes N` figures; 1 leaves them out. */
 const PROCESSES = Number(process.env.BENCH_PROCESSES ?? 2);
-/** Time a started server is left alone before its idle RSS is read. */
-const IDLE_SETTLE_MILLIS = 2000;
+/**
+ * Time a started server is left alone before its idle RSS is read: V8 gives back the heap a start
+ * grew only after several seconds without work (about 20 s for Verdict).
+ */
+const IDLE_SETTLE_MILLIS = Number(process.env.BENCH_IDLE_SECONDS ?? 30) * 1000;
 const VERDICT_ARGS = (process.env.BENCH_VERDICT_ARGS ?? '').split(' ').filter(Boolean);
 /** When set, a second Verdict with these flags runs beside the first, interleaved, as "Verdict+". */
 const COMPARE_ARGS = process.env.BENCH_COMPARE_ARGS?.split(' ').filter(Boolean);
@@ -211,11 +214,16 @@ async function startFigures(loadedDataDir: string): Promise<StartFigures> {
   };
   const samples = { baseline: [] as StartFigure[], empty: [] as StartFigure[], loaded: [] as StartFigure[] };
   for (let run = 0; run < RUNS; run++) {
-    for (const kind of ['baseline', 'empty', 'loaded'] as const) {
-      const server = await starts[kind]();
+    // Started one after the other (each start alone on the machine), then left idle together.
+    const started: [keyof StartFigures, RunningServer & StartCost][] = [];
+    try {
+      for (const kind of ['baseline', 'empty', 'loaded'] as const) started.push([kind, await starts[kind]()]);
       await sleep(IDLE_SETTLE_MILLIS);
-      samples[kind].push({ millis: server.startMillis, cpuMillis: server.startCpuMillis, idleRss: rssMegabytes(server.child.pid!) });
-      await stop(server);
+      for (const [kind, server] of started) {
+        samples[kind].push({ millis: server.startMillis, cpuMillis: server.startCpuMillis, idleRss: rssMegabytes(server.child.pid!) });
+      }
+    } finally {
+      for (const [, server] of started) await stop(server);
     }
   }
   rmSync(emptyDataDir, { recursive: true, force: true });
