@@ -90,6 +90,7 @@ interface Scenario {
 const URI_SCENARIO = `check, principal uri from ${REGISTRY_SIZE / 1000}k registry`;
 const scenarios: Scenario[] = [
   { name: 'check, attributes', path: '/check', bodies: Array.from({ length: 100 }, (_, i) => attributeCheck(i)), items: 1 },
+  { name: 'check, attributes, explained', path: '/check?explain=true', bodies: Array.from({ length: 100 }, (_, i) => attributeCheck(i)), items: 1 },
   // Denials cost a little more than allowed checks: the live view keeps the last ones.
   { name: 'check, attributes, denied', path: '/check', bodies: Array.from({ length: 100 }, (_, i) => attributeCheck(i, 'write')), items: 1, denied: true },
   { name: URI_SCENARIO, path: '/check', bodies: Array.from({ length: REGISTRY_SIZE }, (_, i) => uriCheck((i * 7919) % REGISTRY_SIZE)), items: 1 },

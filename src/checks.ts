@@ -1,5 +1,5 @@
 import type { CheckRequest } from './schemas/check.js';
-import { evaluate, type Decision, type DecisionRequest } from './engine/index.js';
+import { evaluate, withExplanation, type Decision, type DecisionRequest } from './engine/index.js';
 import { readCheckRequest, type CheckInput } from './registry/check-request.js';
 import { AttributeConflict, resolveCheck, type RegisteredAttributes } from './registry/resolve.js';
 import type { PolicySnapshots } from './snapshot/policy-snapshots.js';
@@ -34,37 +34,40 @@ export class CheckService {
     private readonly observers: CheckObservers = {},
   ) {}
 
-  /** Throws RequestValidationError (422) for an unusable request and ClientError (400) for an attribute conflict. */
-  check(request: CheckRequest): Decision | Promise<Decision> {
+  /**
+   * Throws RequestValidationError (422) for an unusable request and ClientError (400) for an
+   * attribute conflict. With `explain`, the decision carries how it came about.
+   */
+  check(request: CheckRequest, explain = false): Decision | Promise<Decision> {
     const input = readCheckRequest(request, ['body']);
     if (Array.isArray(input)) throw new RequestValidationError(input);
     try {
-      const decision = this.decide(input);
+      const decision = this.decide(input, explain);
       return decision instanceof Promise ? decision.catch(conflictAsClientError) : decision;
     } catch (error) {
       return conflictAsClientError(error);
     }
   }
 
-  /** Decides checks already read (see readBulkBody); a conflict only denies its own item. */
-  checkMany(inputs: CheckInput[]): Decision[] | Promise<Decision[]> {
+  /** Decides checks already read (see readBulkBody); a conflict only denies its own item (with no explanation). */
+  checkMany(inputs: CheckInput[], explain = false): Decision[] | Promise<Decision[]> {
     this.observers.bulk?.(inputs.length);
-    return answerEach(inputs, (input) => this.decide(input), conflictAsDenial);
+    return answerEach(inputs, (input) => this.decide(input, explain), conflictAsDenial);
   }
 
   /** Throws (or rejects with) AttributeConflict. */
-  private decide(input: CheckInput): Decision | Promise<Decision> {
+  private decide(input: CheckInput, explain: boolean): Decision | Promise<Decision> {
     const startedAt = performance.now();
     const request = resolveCheck(input, this.registered);
-    if (request instanceof Promise) return request.then((resolved) => this.evaluateNow(input, resolved, startedAt));
-    return this.evaluateNow(input, request, startedAt);
+    if (request instanceof Promise) return request.then((resolved) => this.evaluateNow(input, resolved, startedAt, explain));
+    return this.evaluateNow(input, request, startedAt, explain);
   }
 
   /** Evaluates against the snapshot current at this moment, which includes every acknowledged policy write. */
-  private evaluateNow(input: CheckInput, request: DecisionRequest, startedAt: number): Decision {
+  private evaluateNow(input: CheckInput, request: DecisionRequest, startedAt: number, explain: boolean): Decision {
     const snapshot = this.snapshots.current;
     const decision = evaluate(snapshot, request);
     this.observers.decision?.(input, request, decision, snapshot.revision, startedAt);
-    return decision;
+    return explain ? withExplanation(snapshot, request, decision) : decision;
   }
 }

@@ -5,7 +5,7 @@
  * or newer after the store was reset and its revisions started again.
  */
 import { threadId, workerData } from 'node:worker_threads';
-import { compile, evaluate, type Snapshot } from '../src/engine/index.js';
+import { compile, evaluate, withExplanation, type Decision, type Snapshot } from '../src/engine/index.js';
 import { compileBulkValidator, namesRegisteredEntity, readBulkBody } from '../src/registry/bulk-request.js';
 import { ClientError, RequestValidationError } from '../src/errors.js';
 import type { BulkOutcome, BulkTask, WorkerStart } from '../src/pool/bulk-task.js';
@@ -45,7 +45,10 @@ function decide(task: BulkTask): BulkOutcome {
   }
   if (inputs.some(namesRegisteredEntity)) return { kind: 'needs-registry' };
   const current = snapshot;
-  const decisions = inputs.map((input) => evaluate(current, input));
+  const decisions = inputs.map((input): Decision => {
+    const decision = evaluate(current, input);
+    return task.explain ? withExplanation(current, input, decision) : decision;
+  });
   const tally = tallyBulk(inputs, decisions, start.recentDenials);
   const elapsedMs = performance.now() - startedAt;
   return { kind: 'decided', json: JSON.stringify(decisions), tally, revision: current.revision, elapsedMs };

@@ -11,6 +11,8 @@ export interface CompiledCondition {
   test: Predicate;
   /** The condition as a plan states it when the entity is not known: operator in its canonical spelling. */
   comparison: Comparison;
+  /** The condition as written, for explanations and validation. */
+  source: Condition;
 }
 
 export interface CompiledRule {
@@ -33,6 +35,10 @@ export interface Snapshot {
   rulesByAction: ReadonlyMap<string, ActionRules>;
   /** The decision when no rule matches: from the policies' default effects. */
   fallback: Decision;
+  /** The policies compiled, in creation order. */
+  policies: readonly Policy[];
+  /** Every rule compiled, by `order`: rule j of policy i after all rules of the policies before it. */
+  rules: readonly CompiledRule[];
 }
 
 /**
@@ -61,6 +67,7 @@ export class ConditionCompiler {
         lookup: compileLookup(condition.path),
         test: OPERATOR_DEFINITIONS[condition.operator].build(condition.value),
         comparison: { path: condition.path, operator: CANONICAL_OPERATOR[condition.operator], value: condition.value },
+        source: condition,
       };
       this.conditions.set(key, compiled);
     }
@@ -68,16 +75,18 @@ export class ConditionCompiler {
   }
 }
 
-export function conditionsHold(conditions: readonly CompiledCondition[], entity: ResolvedEntity): boolean {
-  for (const { lookup, test } of conditions) {
+/** The position of the first condition that `entity` does not satisfy, or -1 when all hold. */
+export function firstFailingCondition(conditions: readonly CompiledCondition[], entity: ResolvedEntity): number {
+  for (let index = 0; index < conditions.length; index++) {
+    const { lookup, test } = conditions[index]!;
     const value = lookup(entity);
-    if (value === MISSING || !test(value)) return false;
+    if (value === MISSING || !test(value)) return index;
   }
-  return true;
+  return -1;
 }
 
 export function ruleMatches(rule: CompiledRule, request: DecisionRequest): boolean {
-  return conditionsHold(rule.principal, request.principal) && conditionsHold(rule.resource, request.resource);
+  return firstFailingCondition(rule.principal, request.principal) === -1 && firstFailingCondition(rule.resource, request.resource) === -1;
 }
 
 function fallbackDecision(policies: readonly Policy[]): Decision {
@@ -90,17 +99,18 @@ function fallbackDecision(policies: readonly Policy[]): Decision {
 export function compile(policies: readonly Policy[], revision: number): Snapshot {
   const rulesOfAction = new Map<string, IndexableRule[]>();
   const conditions = new ConditionCompiler();
-  let order = 0;
+  const rules: CompiledRule[] = [];
   policies.forEach((policy, policyIndex) => {
     for (const rule of policy.rules) {
       const compiled: CompiledRule = {
-        order: order++,
+        order: rules.length,
         policyIndex,
         denies: rule.effect === 'deny',
         principal: conditions.list(rule.principal_conditions),
         resource: conditions.list(rule.resource_conditions),
         decision: ruleDecision(rule.effect, rule.name, policy.name),
       };
+      rules.push(compiled);
       const indexable = { compiled, principal: rule.principal_conditions, resource: rule.resource_conditions };
       for (const action of new Set(rule.actions)) {
         const rules = rulesOfAction.get(action);
@@ -110,5 +120,5 @@ export function compile(policies: readonly Policy[], revision: number): Snapshot
     }
   });
   const rulesByAction = new Map([...rulesOfAction].map(([action, rules]) => [action, new ActionRules(rules, conditions)]));
-  return { revision, policyCount: policies.length, rulesByAction, fallback: fallbackDecision(policies) };
+  return { revision, policyCount: policies.length, rulesByAction, fallback: fallbackDecision(policies), policies, rules };
 }

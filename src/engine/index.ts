@@ -4,6 +4,7 @@ export { evaluate } from './evaluate.js';
 export { plan, type Plan, type PlanKind } from './plan.js';
 export { mapComparisons, type Comparison, type ConditionTree } from './condition-tree.js';
 export { DEFAULT_MONGO_FILTER_OPTIONS, mongoFilter, mongoOptionIssue, SELECTS_NOTHING, type MongoFilter, type MongoFilterOptions } from './mongodb-filter.js';
+export { explain, withExplanation, type Explanation, type ExplainedDecision } from './explain.js';
 export { normalizePolicy, policyIssues, type PolicyLimits } from './validate.js';
 export { buildSimplePolicy, type SimplePolicySide } from './simple-policy.js';
 export { slugify } from './slug.js';

@@ -1,5 +1,5 @@
 import type { DecisionRequest, ResolvedEntity } from './entity.js';
-import { conditionsHold, type CompiledCondition, type CompiledRule, type Snapshot } from './compile.js';
+import { firstFailingCondition, type CompiledCondition, type CompiledRule, type Snapshot } from './compile.js';
 import { and, not, or, type ConditionTree } from './condition-tree.js';
 import { MISSING } from './paths.js';
 
@@ -26,7 +26,7 @@ function isKnown(condition: CompiledCondition, resource: ResolvedEntity): boolea
  * decided by the compiled conditions themselves, and so are resource conditions on what is known.
  */
 function residue(rule: CompiledRule, request: DecisionRequest): ConditionTree {
-  if (!conditionsHold(rule.principal, request.principal)) return false;
+  if (firstFailingCondition(rule.principal, request.principal) !== -1) return false;
   const { resource } = request;
   if (resource.uri === undefined && resource.attributes.size === 0) {
     // Nothing is known of the resource (the common plan): every resource condition stays open.

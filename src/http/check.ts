@@ -1,12 +1,15 @@
 import type { FastifyPluginAsync } from 'fastify';
+import type { FromSchema } from 'json-schema-to-ts';
 import type { JsonSchemaToTsProvider } from '@fastify/type-provider-json-schema-to-ts';
 import {
+  checkQuerySchema,
   checkRequestListSchema,
   checkRequestSchema,
   checkResponseListSchema,
   checkResponseSchema,
 } from '../schemas/check.js';
 import { compileBulkValidator, readBulkBody } from '../registry/bulk-request.js';
+import { createAjv } from '../schemas/validation.js';
 import type { RoutesOptions } from './context.js';
 import { ERROR_RESPONSES } from './responses.js';
 import { RequestValidationError } from '../errors.js';
@@ -28,16 +31,18 @@ export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { 
       description:
         'Principal and resource each by registered `uri`, supplied `attributes`, or both (merged). Nested or flat form. ' +
         MIN_REVISION_DOC,
+      querystring: checkQuerySchema,
       body: checkRequestSchema,
       response: { 200: checkResponseSchema, ...ERROR_RESPONSES },
     },
-    handler: (request) => checks.check(request.body),
+    handler: (request) => checks.check(request.body, request.query.explain),
   });
 
   await app.register(async (bulkScope) => {
     // The bulk body stays text here: readBulkBody parses it on the front or in a worker.
     acceptJson(bulkScope, (text) => text);
     const validate = compiledOnFirstUse(compileBulkValidator);
+    const validateQuery = compiledOnFirstUse(() => createAjv(true).compile(checkQuerySchema));
     const { pool } = context;
 
     bulkScope.post('/check/bulk', {
@@ -46,20 +51,22 @@ export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { 
         tags: ['checks'],
         summary: 'Decide many checks in one call',
         description: `A list of check requests (either form); the answers come back in the same order. At most ${config.bulkCheckMaxRequests} per call. ${MIN_REVISION_DOC}`,
+        querystring: checkQuerySchema,
         body: checkRequestListSchema,
         response: { 200: checkResponseListSchema, ...ERROR_RESPONSES },
       },
       // The schema documents the body; readBulkBody validates it, wherever it is read.
-      validatorCompiler: () => () => true,
+      validatorCompiler: ({ httpPart }) => (httpPart === 'querystring' ? validateQuery : () => true),
       handler: async (request, reply) => {
         const text = request.body as string | undefined;
         // No body at all (no content type either): as /check answers it.
         if (text === undefined) throw new RequestValidationError([{ loc: ['body'], msg: 'must be of type array', type: 'type_error' }]);
+        const { explain } = request.query as FromSchema<typeof checkQuerySchema>;
         if (pool !== undefined && text.length >= pool.minimumBodyLength) {
-          const decided = await pool.bulk.decide(text);
+          const decided = await pool.bulk.decide(text, explain);
           if (decided !== undefined) return reply.type('application/json').send(decided);
         }
-        return checks.checkMany(readBulkBody(text, validate, config));
+        return checks.checkMany(readBulkBody(text, validate, config), explain);
       },
     });
   });

@@ -72,16 +72,16 @@ export class BulkPool {
   }
 
   /**
-   * The decisions as JSON text, or undefined when the front must decide (an item names a
+   * The decisions as JSON text (each with its explanation when `explain`), or undefined when the front must decide (an item names a
    * registered entity, or the worker died: Piscina replaces it and the caller decides inline,
    * never a guess). Throws the client errors the body deserves, and WorkerTimeoutError when a
    * worker ran the bulk for longer than the timeout (the worker is terminated and replaced; bulks
    * queued on it are decided on the front).
    */
-  async decide(text: string): Promise<string | undefined> {
+  async decide(text: string, explain = false): Promise<string | undefined> {
     const { current, policies } = this.snapshots;
     this.lastTaskId = (this.lastTaskId % 0x7fffffff) + 1;
-    const task: BulkTask = { id: this.lastTaskId, text, revision: current.revision, limits: this.limits };
+    const task: BulkTask = { id: this.lastTaskId, text, revision: current.revision, limits: this.limits, explain };
     let outcome: BulkOutcome;
     try {
       if (this.closed) return undefined;

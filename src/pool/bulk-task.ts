@@ -10,6 +10,8 @@ export interface BulkTask {
   text: string;
   revision: number;
   limits: BulkLimits;
+  /** Each decision carries its explanation. */
+  explain: boolean;
   /** The policies of `revision`: sent only to a worker that answered `stale`. */
   policies?: Policy[];
 }

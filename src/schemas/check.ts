@@ -56,11 +56,93 @@ export type SuppliedAttributes = FromSchema<typeof suppliedAttributesSchema>;
 
 export const checkRequestListSchema = { type: 'array', items: checkRequestSchema } as const;
 
+const effectSchema = { type: 'string', enum: ['allow', 'deny'] } as const;
+
+const entityTraceSchema = {
+  type: 'object',
+  description: 'The uri named (or null) and the attributes the decision was made on, registered and supplied merged.',
+  properties: { uri: { type: ['string', 'null'] }, attributes: { type: 'object', additionalProperties: true } },
+  required: ['uri', 'attributes'],
+} as const;
+
+/**
+ * What `?explain=true` adds to an answer (see src/engine/explain.ts). Required properties come
+ * first: the serializer writes them first, and the pool's workers must write the same bytes.
+ */
+export const explanationSchema = {
+  type: 'object',
+  description: 'How the decision came about.',
+  properties: {
+    revision: { type: 'integer', description: 'The policy snapshot revision decided on.' },
+    action: { type: 'string' },
+    principal: entityTraceSchema,
+    resource: entityTraceSchema,
+    policies: {
+      type: 'array',
+      description: 'Every policy with a rule for the action, in creation order, and each such rule in order.',
+      items: {
+        type: 'object',
+        properties: {
+          name: { type: 'string' },
+          default_effect: effectSchema,
+          rules: {
+            type: 'array',
+            items: {
+              type: 'object',
+              properties: {
+                name: { type: 'string' },
+                effect: effectSchema,
+                matched: { type: 'boolean' },
+                failed: {
+                  type: 'object',
+                  description: 'The first condition that did not hold: the value found at its path, or `missing: true`.',
+                  properties: {
+                    side: { type: 'string', enum: ['principal', 'resource'] },
+                    path: { type: 'string' },
+                    operator: { type: 'string' },
+                    expected: anyJsonValueSchema,
+                    actual: anyJsonValueSchema,
+                    missing: { type: 'boolean' },
+                  },
+                  required: ['side', 'path', 'operator', 'expected'],
+                },
+              },
+              required: ['name', 'effect', 'matched'],
+            },
+          },
+        },
+        required: ['name', 'default_effect', 'rules'],
+      },
+    },
+    decided_by: {
+      type: 'object',
+      description: 'The rule whose decision this is, or the default effect that applied, with a sentence saying why.',
+      properties: {
+        kind: { type: 'string', enum: ['rule', 'default', 'no_policies'] },
+        effect: effectSchema,
+        why: { type: 'string' },
+        policy: { type: 'string' },
+        rule: { type: 'string' },
+      },
+      required: ['kind', 'effect', 'why'],
+    },
+  },
+  required: ['revision', 'action', 'principal', 'resource', 'policies', 'decided_by'],
+} as const;
+
 export const checkResponseSchema = {
   type: 'object',
-  properties: { allowed: { type: 'boolean' }, reason: { type: 'string' } },
+  properties: { allowed: { type: 'boolean' }, reason: { type: 'string' }, explain: explanationSchema },
   required: ['allowed', 'reason'],
   additionalProperties: false,
+} as const;
+
+/** The query string of the check routes. */
+export const checkQuerySchema = {
+  type: 'object',
+  properties: {
+    explain: { type: 'boolean', default: false, description: 'Add an `explain` object to each answer: how its decision came about.' },
+  },
 } as const;
 export type CheckResponse = FromSchema<typeof checkResponseSchema>;
 

@@ -144,10 +144,20 @@ async function run() {
       await runCheck(page, { principalUri: 'user:alice', resourceAttributes: '{"kind": "laptop"}', action: 'administer' });
       await page.getByText('Rule it-admins allowed the action in policy it-desk').waitFor();
       t.equal(await page.locator('.decision .badge').textContent(), 'Allowed');
+      const trace = page.getByRole('region', { name: 'Why' });
+      t.match(await trace.getByRole('row').nth(1).textContent(), /it-desk.*it-admins \(decided\).*allow.*matched/, 'the trace names the deciding rule');
+      t.match(await trace.textContent(), /Principal, as decided on.*user:alice \{"department":"it"\}/, 'the registered attributes decided on');
 
       await runCheck(page, { principalUri: 'user:alice', resourceAttributes: '{"kind": "hr-record"}', action: 'read' });
       await page.getByText('Action denied by default effect').waitFor();
       t.equal(await page.locator('.decision .badge').textContent(), 'Denied');
+      await page.getByText("No rule for action 'read' matched, and policy it-desk has default_effect deny.").waitFor();
+      t.match(
+        await page.getByRole('region', { name: 'Why' }).getByRole('row').nth(1).textContent(),
+        /hr-records.*principal attributes.department == "hr" does not hold: it is "it"/,
+        'the first condition that failed, with the value found',
+      );
+      await screenshot(page, 'playground-trace');
 
       await runCheck(page, { principalAttributes: '{"department": "hr"}', resourceAttributes: '{"kind": "hr-record"}', action: 'read' });
       await page.getByText('Rule hr-records allowed the action in policy hr-records').waitFor();

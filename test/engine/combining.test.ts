@@ -4,9 +4,10 @@
  */
 import t from 'tap';
 import { DEFAULT_CONFIG as LIMITS } from '../../src/config.js';
-import { compile, deciderOf, evaluate, policyIssues, type DecisionRequest, type ResolvedEntity } from '../../src/engine/index.js';
+import { compile, deciderOf, evaluate, explain, policyIssues, type Decision, type DecisionRequest, type ResolvedEntity } from '../../src/engine/index.js';
+import type { Snapshot } from '../../src/engine/compile.js';
 import type { Condition, Operator, Policy, Rule } from '../../src/schemas/policy.js';
-import { reference } from './reference.js';
+import { reference, ruleApplies } from './reference.js';
 
 /** mulberry32: a small seeded generator. */
 function random(seed: number): () => number {
@@ -102,6 +103,27 @@ function randomEntity(): ResolvedEntity {
   return { uri: chance(0.5) ? pick(URIS) : undefined, attributes };
 }
 
+/**
+ * Where the explanation of a decision disagrees with the literal reading, if anywhere: every rule
+ * of the action must be listed with whether it applies, and the rule named as deciding must be the
+ * one the reason names.
+ */
+function explanationDisagreement(policies: Policy[], snapshot: Snapshot, requests: DecisionRequest[], decisions: Decision[]) {
+  for (const [index, request] of requests.entries()) {
+    const decision = decisions[index]!;
+    const explanation = explain(snapshot, request, decision);
+    const expected = policies
+      .map((policy) => ({ name: policy.name, rules: policy.rules.filter((rule) => rule.actions.includes(request.action)) }))
+      .filter((policy) => policy.rules.length > 0)
+      .map((policy) => ({ name: policy.name, rules: policy.rules.map((rule) => ({ name: rule.name, matched: ruleApplies(rule, request) })) }));
+    const listed = explanation.policies.map((policy) => ({ name: policy.name, rules: policy.rules.map(({ name, matched }) => ({ name, matched })) }));
+    const { kind, rule, policy } = explanation.decided_by;
+    const named = kind === 'rule' ? `Rule ${rule} ${decision.allowed ? 'allowed' : 'denied'} the action in policy ${policy}` : decision.reason;
+    if (JSON.stringify(listed) !== JSON.stringify(expected) || named !== decision.reason) return { request, decision, explanation, expected };
+  }
+  return undefined;
+}
+
 t.test('the engine agrees with a literal reading of decisions.md', async (t) => {
   const seen = new Map<string, number>();
   for (let set = 0; set < 600; set++) {
@@ -118,6 +140,11 @@ t.test('the engine agrees with a literal reading of decisions.md', async (t) => 
     const found = requests.map((request) => evaluate(snapshot, request));
     const foundWithDeciders = found.map((decision) => ({ decision, decider: deciderOf(decision) }));
     if (!t.same(foundWithDeciders, expected, `policy set ${set}: decisions and what gave them`)) {
+      t.comment(JSON.stringify(policies));
+      break;
+    }
+    const disagreement = explanationDisagreement(policies, snapshot, requests, found);
+    if (!t.equal(disagreement, undefined, `explanations of policy set ${set}`)) {
       t.comment(JSON.stringify(policies));
       break;
     }

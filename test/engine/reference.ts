@@ -13,7 +13,8 @@ function conditionHolds(condition: Condition, entity: ResolvedEntity): boolean {
   return value !== MISSING && OPERATOR_DEFINITIONS[condition.operator].build(condition.value)(value);
 }
 
-function ruleApplies(rule: Rule, request: DecisionRequest): boolean {
+/** Whether the rule covers the action and all its conditions hold. */
+export function ruleApplies(rule: Rule, request: DecisionRequest): boolean {
   return (
     rule.actions.includes(request.action) &&
     rule.principal_conditions.every((c) => conditionHolds(c, request.principal)) &&

@@ -7,10 +7,12 @@ import { EntitySide, checkRequestBody, emptySide } from './entity-side.js';
 import { useCheckForm } from '../check-form.js';
 import { WhichResources } from './which-resources.js';
 import { takeReplay, type ReplayedCheck } from '../replay.js';
+import { DecisionTrace, type Explanation } from './decision-trace.js';
 
 interface Decision {
   allowed: boolean;
   reason: string;
+  explain?: Explanation;
 }
 
 const FIELDS = ['principal', 'principal.uri', 'principal.attributes', 'resource', 'resource.uri', 'resource.attributes', 'action'];
@@ -29,7 +31,7 @@ function SingleCheck({ replay }: { replay?: ReplayedCheck }) {
   const [principal, setPrincipal] = useState(replay?.principal ?? emptySide());
   const [resource, setResource] = useState(replay?.resource ?? emptySide());
   const [action, setAction] = useState(replay?.action ?? '');
-  const { errors, alerts, answer: decision, submit } = useCheckForm(FIELDS, (body) => call<Decision>('POST', '/check', body));
+  const { errors, alerts, answer: decision, submit } = useCheckForm(FIELDS, (body) => call<Decision>('POST', '/check?explain=true', body));
 
   useEffect(() => {
     if (replay !== undefined && replay.maskedKeys.length === 0) void submit(undefined, checkRequestBody(principal, resource, action));
@@ -76,6 +78,7 @@ function SingleCheck({ replay }: { replay?: ReplayedCheck }) {
             <DecisionBadge allowed={decision.allowed} /> <span class="reason">{decision.reason}</span>
           </p>
         )}
+        {decision?.explain !== undefined && <DecisionTrace explanation={decision.explain} />}
       </div>
     </form>
   );

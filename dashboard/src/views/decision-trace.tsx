@@ -1,0 +1,97 @@
+/** How a decision came about: the `explain` object of an answer to `/check?explain=true`. */
+
+interface FailedCondition {
+  side: 'principal' | 'resource';
+  path: string;
+  operator: string;
+  expected: unknown;
+  actual?: unknown;
+  missing?: boolean;
+}
+
+interface RuleTrace {
+  name: string;
+  effect: 'allow' | 'deny';
+  matched: boolean;
+  failed?: FailedCondition;
+}
+
+export interface Explanation {
+  revision: number;
+  action: string;
+  principal: { uri: string | null; attributes: Record<string, unknown> };
+  resource: { uri: string | null; attributes: Record<string, unknown> };
+  policies: { name: string; default_effect: 'allow' | 'deny'; rules: RuleTrace[] }[];
+  decided_by: { kind: string; effect: string; why: string; policy?: string; rule?: string };
+}
+
+const json = (value: unknown) => JSON.stringify(value);
+
+function ruleOutcome({ matched, failed }: RuleTrace): string {
+  if (matched || failed === undefined) return 'matched';
+  const found = failed.missing ? 'it is missing' : `it is ${json(failed.actual)}`;
+  return `${failed.side} ${failed.path} ${failed.operator} ${json(failed.expected)} does not hold: ${found}`;
+}
+
+function Entity({ label, entity }: { label: string; entity: Explanation['principal'] }) {
+  return (
+    <>
+      <dt>{label}</dt>
+      <dd class="mono">
+        {entity.uri !== null && `${entity.uri} `}
+        {json(entity.attributes)}
+      </dd>
+    </>
+  );
+}
+
+export function DecisionTrace({ explanation }: { explanation: Explanation }) {
+  const { decided_by: decidedBy } = explanation;
+  return (
+    <section class="trace" aria-labelledby="trace-heading">
+      <h3 id="trace-heading">Why</h3>
+      <p class="why">{decidedBy.why}.</p>
+      <dl>
+        <Entity label="Principal, as decided on" entity={explanation.principal} />
+        <Entity label="Resource, as decided on" entity={explanation.resource} />
+        <dt>Action</dt>
+        <dd>{explanation.action}</dd>
+        <dt>Policy revision</dt>
+        <dd>{explanation.revision}</dd>
+      </dl>
+      {explanation.policies.length === 0 ? (
+        <p>No policy has a rule for this action.</p>
+      ) : (
+        <table>
+          <caption>Rules for action {explanation.action}</caption>
+          <thead>
+            <tr>
+              <th scope="col">Policy</th>
+              <th scope="col">Rule</th>
+              <th scope="col">Effect</th>
+              <th scope="col">Outcome</th>
+            </tr>
+          </thead>
+          <tbody>
+            {explanation.policies.flatMap((policy) =>
+              policy.rules.map((rule) => {
+                const decisive = decidedBy.kind === 'rule' && decidedBy.policy === policy.name && decidedBy.rule === rule.name;
+                return (
+                  <tr key={`${policy.name}/${rule.name}`} class={decisive ? 'decisive' : undefined}>
+                    <td>{policy.name}</td>
+                    <td>
+                      {rule.name}
+                      {decisive && <strong> (decided)</strong>}
+                    </td>
+                    <td>{rule.effect}</td>
+                    <td class={rule.matched ? undefined : 'mono'}>{ruleOutcome(rule)}</td>
+                  </tr>
+                );
+              }),
+            )}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}

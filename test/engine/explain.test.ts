@@ -1,0 +1,152 @@
+import t from 'tap';
+import { compile, evaluate, explain, type DecisionRequest } from '../../src/engine/index.js';
+import { OPERATORS, type Condition, type Operator, type Policy } from '../../src/schemas/policy.js';
+import { cond, entity, policy, request, rule } from './helpers.js';
+
+function explained(policies: Policy[], decisionRequest: DecisionRequest) {
+  const snapshot = compile(policies, 7);
+  const decision = evaluate(snapshot, decisionRequest);
+  return { decision, explanation: explain(snapshot, decisionRequest, decision) };
+}
+
+/** For each operator: a condition and an attribute value that fails it, and one that satisfies it. */
+const FAILING_AND_HOLDING: Record<Operator, [unknown, unknown, unknown]> = {
+  '==': ['it', 'hr', 'it'],
+  equals: [3, '3', 3],
+  '!=': ['it', 'it', 'hr'],
+  not_equals: [true, true, false],
+  contains: ['b', ['a'], ['a', 'b']],
+  not_contains: ['lap', 'laptop', 'desk'],
+  startswith: ['lap', 'desktop', 'laptop'],
+  endswith: ['top', 'tablet', 'laptop'],
+  gt: [18, 18, 19],
+  '>': [18, 17, 19],
+  gte: [18, 17, 18],
+  '>=': [18, 17.5, 18],
+  lt: [18, 18, 17],
+  '<': [18, 19, 17],
+  lte: [18, 19, 18],
+  '<=': [18, 18.5, 18],
+  in: [['it', 'hr'], 'sales', 'hr'],
+  not_in: [['it', 'hr'], 'it', 'sales'],
+};
+
+t.test('every operator: the failed condition with its expected and actual values, or matched', async (t) => {
+  t.same(Object.keys(FAILING_AND_HOLDING).sort(), [...OPERATORS].sort(), 'every wire operator is covered');
+  for (const operator of OPERATORS) {
+    const [value, failing, holding] = FAILING_AND_HOLDING[operator];
+    const policies = [policy('p', [rule('r', { principal: [cond(operator, value)] })])];
+    const failed = explained(policies, request(entity({ x: failing }))).explanation;
+    t.same(
+      failed.policies,
+      [{ name: 'p', default_effect: 'deny', rules: [{ name: 'r', effect: 'allow', matched: false, failed: { side: 'principal', path: 'attributes.x', operator, expected: value, actual: failing } }] }],
+      `${operator} fails on ${JSON.stringify(failing)}`,
+    );
+    const held = explained(policies, request(entity({ x: holding }))).explanation;
+    t.same(held.policies[0]!.rules, [{ name: 'r', effect: 'allow', matched: true }], `${operator} holds on ${JSON.stringify(holding)}`);
+    t.same(held.decided_by, { kind: 'rule', effect: 'allow', why: "Rule r is the first rule of policy p to match, and it allows: no policy's first matching rule denies", policy: 'p', rule: 'r' });
+  }
+});
+
+t.test('a missing attribute (even for != and not_in), a missing nested step and a missing uri', async (t) => {
+  const cases: [Condition, string][] = [
+    [cond('!=', 'it', 'attributes.department'), 'attributes.department'],
+    [cond('not_in', ['it'], 'attributes.department'), 'attributes.department'],
+    [cond('==', 'Paris', 'attributes.address.city'), 'attributes.address.city'],
+    [cond('==', 'user:alice', 'uri'), 'uri'],
+  ];
+  for (const [condition, path] of cases) {
+    const { decision, explanation } = explained([policy('p', [rule('r', { resource: [condition] })])], request(entity({ x: 1 }), entity({ address: {} })));
+    t.equal(decision.allowed, false);
+    t.same(explanation.policies[0]!.rules[0]!.failed, { side: 'resource', path, operator: condition.operator, expected: condition.value, missing: true }, path);
+  }
+});
+
+t.test('the first failing condition is reported, principal side before resource side', async (t) => {
+  const policies = [
+    policy('p', [
+      rule('r', {
+        principal: [cond('==', 'it', 'attributes.department'), cond('gte', 3, 'attributes.level')],
+        resource: [cond('==', 'laptop', 'attributes.kind')],
+      }),
+    ]),
+  ];
+  const principal = entity({ department: 'it', level: 2 });
+  const { explanation } = explained(policies, request(principal, entity({ kind: 'desk' })));
+  t.same(explanation.policies[0]!.rules[0]!.failed, { side: 'principal', path: 'attributes.level', operator: 'gte', expected: 3, actual: 2 });
+  const onResource = explained(policies, request(entity({ department: 'it', level: 3 }), entity({ kind: 'desk' }))).explanation;
+  t.same(onResource.policies[0]!.rules[0]!.failed, { side: 'resource', path: 'attributes.kind', operator: '==', expected: 'laptop', actual: 'desk' });
+});
+
+t.test('deny over allow: both rules listed as matched, the deny rule decides', async (t) => {
+  const policies = [
+    policy('allowing', [rule('readers', { principal: [cond('==', 'reader', 'attributes.role')] })]),
+    policy('denying', [rule('suspended', { effect: 'deny', principal: [cond('==', true, 'attributes.suspended')] })]),
+  ];
+  const { decision, explanation } = explained(policies, request(entity({ role: 'reader', suspended: true })));
+  t.same(decision, { allowed: false, reason: 'Rule suspended denied the action in policy denying' });
+  t.same(
+    explanation.policies.map((p) => p.rules),
+    [[{ name: 'readers', effect: 'allow', matched: true }], [{ name: 'suspended', effect: 'deny', matched: true }]],
+  );
+  t.same(explanation.decided_by, {
+    kind: 'rule',
+    effect: 'deny',
+    why: 'Rule suspended is the first rule of policy denying to match, and it denies: a deny wins over any allow',
+    policy: 'denying',
+    rule: 'suspended',
+  });
+});
+
+t.test('within a policy the first matching rule decides; rules of other actions are not listed', async (t) => {
+  const policies = [
+    policy('p', [
+      rule('writers', { actions: ['write'] }),
+      rule('first', { principal: [cond('==', 'it', 'attributes.department')] }),
+      rule('second', {}),
+    ]),
+  ];
+  const { explanation } = explained(policies, request(entity({ department: 'it' })));
+  t.same(explanation.policies[0]!.rules.map((r) => r.name), ['first', 'second']);
+  t.equal(explanation.decided_by.rule, 'first');
+});
+
+t.test('defaults: deny names the first policy whose default is deny; allow; no policies; no rule for the action', async (t) => {
+  const unmatched = [rule('r', { principal: [cond('==', 'it', 'attributes.department')] })];
+  const hr = request(entity({ department: 'hr' }));
+  const deny = explained([policy('open', unmatched, 'allow'), policy('closed', [], 'deny'), policy('shut', [], 'deny')], hr);
+  t.same(deny.decision, { allowed: false, reason: 'Action denied by default effect' });
+  t.same(deny.explanation.decided_by, {
+    kind: 'default',
+    effect: 'deny',
+    why: "No rule for action 'access' matched, and policy closed has default_effect deny",
+    policy: 'closed',
+  });
+  t.same(deny.explanation.policies.map((p) => p.name), ['open'], 'only policies with a rule for the action are listed');
+  const allow = explained([policy('open', unmatched, 'allow')], hr).explanation.decided_by;
+  t.same(allow, { kind: 'default', effect: 'allow', why: "No rule for action 'access' matched, and every policy's default_effect is allow", policy: 'open' });
+  const none = explained([], hr);
+  t.same(none.decision, { allowed: false, reason: 'Action denied by default because there are no policies' });
+  t.same(none.explanation.decided_by, { kind: 'no_policies', effect: 'deny', why: 'There are no policies' });
+  t.same(none.explanation.policies, []);
+  const otherAction = explained([policy('p', unmatched)], request(entity({ department: 'it' }), entity(), 'delete')).explanation;
+  t.equal(otherAction.decided_by.why, "No policy has a rule for action 'delete', and policy p has default_effect deny");
+});
+
+t.test('the attributes decided on, the uri and the revision', async (t) => {
+  const { explanation } = explained([], request(entity([['__proto__', 1], ['tags', ['a']]], 'user:alice'), entity({ kind: 'laptop' }), 'read'));
+  t.equal(explanation.revision, 7);
+  t.equal(explanation.action, 'read');
+  t.equal(JSON.stringify(explanation.principal), '{"uri":"user:alice","attributes":{"__proto__":1,"tags":["a"]}}');
+  t.same(explanation.resource, { uri: null, attributes: { kind: 'laptop' } });
+});
+
+t.test('rules found through the index (equality-keyed) are explained with all their conditions', async (t) => {
+  const policies = [
+    policy('p', [
+      rule('by-kind', { principal: [cond('==', 'it', 'attributes.department')], resource: [cond('==', 'laptop', 'attributes.kind')] }),
+    ]),
+  ];
+  const { explanation } = explained(policies, request(entity({ department: 'sales' }), entity({ kind: 'laptop' })));
+  t.same(explanation.policies[0]!.rules[0]!.failed, { side: 'principal', path: 'attributes.department', operator: '==', expected: 'it', actual: 'sales' });
+});
