@@ -1,11 +1,20 @@
-import type { AnsweredPolicy, Condition, Policy } from './schemas/policy.js';
-import { buildSimplePolicy, normalizePolicy, policyIssues, slugify, spellOperator, type OperatorStyle, type PolicyLimits } from './engine/index.js';
+import type { FastifySchemaValidationError } from 'fastify';
+import { policySchema, type AnsweredPolicy, type Condition, type Policy } from './schemas/policy.js';
+import type { ValidationIssue } from './schemas/errors.js';
+import { createAjv, validationIssues } from './schemas/validation.js';
+import { buildSimplePolicy, normalizePolicy, policyIssues, policyWarnings, slugify, spellOperator, type OperatorStyle, type PolicyLimits } from './engine/index.js';
 import type { CheckInput } from './registry/check-request.js';
 import { DuplicateKeyError, type Store } from './store/store.js';
 import type { PolicySnapshots } from './snapshot/policy-snapshots.js';
 import { ClientError, notFound, RequestValidationError, UnavailableError } from './errors.js';
 import { policyTarget, type AuditRecord, type Writer } from './audit/record.js';
 import type { AuditPage, AuditTrail } from './audit/audit-trail.js';
+
+/** What `POST /admin/policies/validate` answers for policies that `POST /admin/policies` would accept. */
+export interface ValidationReport {
+  valid: true;
+  warnings: ValidationIssue[];
+}
 
 /**
  * A policy as every answer gives it: operators spelled in `style`, and each rule with its
@@ -32,6 +41,8 @@ export function policyAnswer(policy: Policy, style: OperatorStyle): AnsweredPoli
  * returns only once the snapshot that checks use includes the change (read your writes).
  */
 export class PolicyService {
+  private readonly validatePolicy = createAjv(false).compile<Policy>(policySchema);
+
   constructor(
     private readonly store: Store,
     private readonly snapshots: PolicySnapshots,
@@ -146,6 +157,41 @@ export class PolicyService {
           'it will apply it as soon as the store answers: do not send the write again',
       );
     }
+  }
+
+  /**
+   * Checks a policy or a list of policies as a write would, without writing: 422 with the issues a
+   * write would get, else warnings about what is valid but probably not meant, each policy taken
+   * as part of the current set (in place of the stored policy of its name, or after the others).
+   */
+  validate(body: unknown): ValidationReport {
+    const sent = Array.isArray(body) ? body : [body];
+    const locate = (index: number) => (Array.isArray(body) ? ['body', index] : ['body']);
+    const issues: ValidationIssue[] = [];
+    sent.forEach((policy, index) => {
+      if (!this.validatePolicy(policy)) {
+        const [, ...within] = locate(index);
+        const found = validationIssues(this.validatePolicy.errors as FastifySchemaValidationError[], 'body');
+        issues.push(...found.map((issue) => ({ ...issue, loc: ['body', ...within, ...issue.loc.slice(1)] })));
+      } else {
+        issues.push(...policyIssues(policy, locate(index), this.limits));
+      }
+    });
+    const policies = issues.length === 0 ? (sent as Policy[]).map(normalizePolicy) : [];
+    policies.forEach((policy, index) => {
+      if (policies.findIndex((other) => other.name === policy.name) < index) {
+        issues.push({ loc: [...locate(index), 'name'], msg: `policy '${policy.name}' is already earlier in this list`, type: 'value_error' });
+      }
+    });
+    if (issues.length > 0) throw new RequestValidationError(issues);
+    const set = [...this.snapshots.policies];
+    const positions = policies.map((policy) => {
+      const stored = set.findIndex((other) => other.name === policy.name);
+      if (stored === -1) return set.push(policy) - 1;
+      set[stored] = policy;
+      return stored;
+    });
+    return { valid: true, warnings: policyWarnings(set, positions, (position) => locate(positions.indexOf(position))) };
   }
 
   private accept(sent: Policy): Policy {

@@ -2,6 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { JsonSchemaToTsProvider } from '@fastify/type-provider-json-schema-to-ts';
 import { policyListSchema, policySchema, storedPolicySchema } from '../schemas/policy.js';
 import { nestedCheckRequestSchema } from '../schemas/check.js';
+import { validationIssueSchema } from '../schemas/errors.js';
 import { readCheckRequest } from '../registry/check-request.js';
 import { RequestValidationError } from '../errors.js';
 import { API_KEY_SECURITY } from './admin-auth.js';
@@ -34,6 +35,16 @@ const simplePolicyQuery = {
   required: ['name'],
 } as const;
 
+const validationReportSchema = {
+  type: 'object',
+  properties: {
+    valid: { type: 'boolean', const: true },
+    warnings: { type: 'array', items: validationIssueSchema, description: '`type`: never_matches, shadowed, unknown_action or duplicate_condition.' },
+  },
+  required: ['valid', 'warnings'],
+  additionalProperties: false,
+} as const;
+
 const tags = ['policies'];
 const security = API_KEY_SECURITY;
 
@@ -57,6 +68,23 @@ export const policyRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, {
       response: { 200: storedPolicySchema, ...ERROR_RESPONSES },
     },
     handler: (request) => policies.create(request.body, writerOf(request)),
+  });
+
+  app.post('/admin/policies/validate', {
+    schema: {
+      tags,
+      security,
+      summary: 'Check a policy, or a list of policies, without applying it',
+      description:
+        'Answers 422 with what `POST /admin/policies` would refuse, else 200 with warnings about what is valid but probably not meant: ' +
+        'a rule that can never match, a rule shadowed by an earlier rule of its policy, an action that looks like a typo of one another policy names, ' +
+        'a duplicate condition. Each policy is taken with the stored ones, in place of the stored policy of its name.',
+      body: { anyOf: [policySchema, { type: 'array', items: policySchema }] },
+      response: { 200: validationReportSchema, ...ERROR_RESPONSES },
+    },
+    // The body is validated per policy by the service, so that issues are located as a write's are.
+    validatorCompiler: () => () => true,
+    handler: (request) => policies.validate(request.body),
   });
 
   app.post('/admin/policies/simple', {

@@ -88,8 +88,20 @@ async function run() {
       await page.getByText('Not valid JSON: put text in double quotes').waitFor();
 
       await value.fill('"it"');
+      const checks = page.getByRole('region', { name: 'Checks as you type' });
+      await checks.getByText('Rule 1, actions: must NOT have fewer than 1 items').waitFor();
+      await field(page, 'Actions').fill('read');
+      await checks.getByText('No problems and no warnings.').waitFor();
+      const principal = page.getByRole('group', { name: 'Principal conditions' });
+      await principal.getByLabel('Operator', { exact: true }).selectOption('in');
+      await value.fill('[]');
+      await checks.getByText('Rule 1, principal conditions: this rule can never match: attributes.department in [] holds for no value').waitFor();
+      await screenshot(page, 'policy-warnings');
+      await principal.getByLabel('Operator', { exact: true }).selectOption('==');
+      await value.fill('"it"');
+      await field(page, 'Actions').fill('');
       await page.getByRole('button', { name: 'Create policy' }).click();
-      await page.getByText('must NOT have fewer than 1 items').waitFor();
+      await page.locator('.field-error').getByText('must NOT have fewer than 1 items').waitFor();
       t.equal(await field(page, 'Actions').getAttribute('aria-invalid'), 'true', 'the empty action list is marked');
       t.equal(await value.getAttribute('aria-invalid'), 'false');
       await screenshot(page, 'policy-validation');

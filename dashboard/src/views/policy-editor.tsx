@@ -6,6 +6,7 @@ import { draftFieldKeys, draftFromPolicy, EFFECTS, emptyPolicy, emptyRule, polic
 import { go, links } from '../routes.js';
 import { RuleFields } from './rule-fields.js';
 import { useCanWrite } from '../access.js';
+import { PolicyChecks } from './policy-checks.js';
 
 type Mode = 'form' | 'json';
 
@@ -88,6 +89,20 @@ export function PolicyEditor({ name }: { name?: string }) {
     setMode(next);
   };
 
+  /** The policy as it stands while the operator types, when it can be read (checked without a word when it cannot). */
+  const typed = (): Policy | undefined => {
+    if (draft === undefined) return undefined;
+    if (mode === 'form') {
+      const converted = policyFromDraft(draft);
+      return converted.ok ? converted.policy : undefined;
+    }
+    try {
+      return JSON.parse(raw) as Policy;
+    } catch {
+      return undefined;
+    }
+  };
+
   const remove = async () => {
     try {
       await call('DELETE', policyPath(name!));
@@ -158,6 +173,7 @@ export function PolicyEditor({ name }: { name?: string }) {
               </button>
             </>
           )}
+          <PolicyChecks policy={typed()} />
           {canWrite && (
             <div class="actions">
               <button type="submit" class="primary">

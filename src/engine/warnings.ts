@@ -1,0 +1,161 @@
+import type { Operator, Policy, Rule } from '../schemas/policy.js';
+import type { ValidationIssue } from '../schemas/errors.js';
+import { ConditionCompiler, type CompiledCondition } from './compile.js';
+
+type Location = (string | number)[];
+type SideKey = 'principal_conditions' | 'resource_conditions';
+const SIDES: readonly SideKey[] = ['principal_conditions', 'resource_conditions'];
+
+/** Synonyms spelled one way, so that `==` and `equals` on the same value count as the same condition. */
+const CANONICAL: Partial<Record<Operator, Operator>> = { equals: '==', not_equals: '!=', '>': 'gt', '>=': 'gte', '<': 'lt', '<=': 'lte' };
+const COMPARISONS = new Set<Operator>(['gt', '>', 'gte', '>=', 'lt', '<', 'lte', '<=']);
+
+const conditionKey = ({ source }: CompiledCondition) =>
+  `${source.path}\u0000${CANONICAL[source.operator] ?? source.operator}\u0000${JSON.stringify(source.value)}`;
+
+const describe = ({ source }: CompiledCondition) => `${source.path} ${source.operator} ${JSON.stringify(source.value)}`;
+
+/** The values a condition lets through by equality (`==`, or `in` a list), if it is such a condition. */
+function demandedValues({ source }: CompiledCondition): readonly unknown[] | undefined {
+  if (source.operator === '==' || source.operator === 'equals') return [source.value];
+  if (source.operator === 'in') return source.value as unknown[];
+  return undefined;
+}
+
+/**
+ * Values among which, if the conditions on one path can hold together at all, one satisfies them
+ * all: the values an equality admits (the attribute must be one of them), else every number the
+ * conditions name with the midpoints between them and a number beyond each end (comparisons need a
+ * number, and between two named numbers every value behaves alike). Undefined when no such finite
+ * set exists (no equality and no comparison: some other value always gets through).
+ */
+function witnesses(conditions: readonly CompiledCondition[]): readonly unknown[] | undefined {
+  for (const condition of conditions) {
+    const values = demandedValues(condition);
+    if (values !== undefined) return values;
+  }
+  if (!conditions.some(({ source }) => COMPARISONS.has(source.operator))) return undefined;
+  const named = conditions.flatMap(({ source }) => (Array.isArray(source.value) ? source.value : [source.value]));
+  const numbers = [...new Set(named.filter((value): value is number => typeof value === 'number'))].sort((a, b) => a - b);
+  const between = numbers.slice(1).map((value, index) => (numbers[index]! + value) / 2);
+  return [...numbers, ...between, numbers[0]! - 1, numbers.at(-1)! + 1];
+}
+
+/** The conditions on one path of one side that no value can satisfy together, if any. */
+function contradiction(conditions: readonly CompiledCondition[]): readonly CompiledCondition[] | undefined {
+  const candidates = witnesses(conditions);
+  if (candidates === undefined) return undefined;
+  const holdsForSome = candidates.some((value) => conditions.every(({ test }) => test(value)));
+  return holdsForSome ? undefined : conditions;
+}
+
+/** Whether every entity that satisfies `conditions` satisfies `condition` as well. */
+function implied(condition: CompiledCondition, conditions: readonly CompiledCondition[]): boolean {
+  const key = conditionKey(condition);
+  return conditions.some((other) => {
+    if (conditionKey(other) === key) return true;
+    if (other.source.path !== condition.source.path) return false;
+    const values = demandedValues(other);
+    return values !== undefined && values.every((value) => condition.test(value));
+  });
+}
+
+interface CompiledRuleConditions {
+  rule: Rule;
+  sides: Record<SideKey, readonly CompiledCondition[]>;
+}
+
+function neverMatches({ sides }: CompiledRuleConditions, at: Location): ValidationIssue[] {
+  for (const side of SIDES) {
+    const byPath = new Map<string, CompiledCondition[]>();
+    for (const condition of sides[side]) byPath.set(condition.source.path, [...(byPath.get(condition.source.path) ?? []), condition]);
+    for (const [path, conditions] of byPath) {
+      const clash = contradiction(conditions);
+      if (clash === undefined) continue;
+      const which = clash.length === 1 ? `${describe(clash[0]!)} holds for no value` : `no value of ${path} satisfies ${clash.map(describe).join(' and ')}`;
+      return [{ loc: [...at, side], msg: `this rule can never match: ${which}`, type: 'never_matches' }];
+    }
+  }
+  return [];
+}
+
+function duplicates({ sides }: CompiledRuleConditions, at: Location): ValidationIssue[] {
+  return SIDES.flatMap((side) => {
+    const seen = new Set<string>();
+    return sides[side].flatMap((condition, index) => {
+      const key = conditionKey(condition);
+      const repeated = seen.has(key);
+      seen.add(key);
+      if (!repeated) return [];
+      return [{ loc: [...at, side, index], msg: `duplicate condition: ${describe(condition)} is already in this rule`, type: 'duplicate_condition' }];
+    });
+  });
+}
+
+/**
+ * Within a policy the first matching rule decides: a later rule whose every match is also a match
+ * of an earlier rule (for the actions they share) never decides them.
+ */
+function shadowing(rules: readonly CompiledRuleConditions[], index: number, at: Location): ValidationIssue[] {
+  const later = rules[index]!;
+  for (const earlier of rules.slice(0, index)) {
+    const shared = later.rule.actions.filter((action) => earlier.rule.actions.includes(action));
+    if (shared.length === 0) continue;
+    const covers = SIDES.every((side) => earlier.sides[side].every((condition) => implied(condition, later.sides[side])));
+    if (!covers) continue;
+    const actions = shared.length === later.rule.actions.length ? '' : ` for ${shared.map((action) => `'${action}'`).join(', ')}`;
+    const effect =
+      earlier.rule.effect === later.rule.effect
+        ? `it is shadowed by rule '${earlier.rule.name}' above, of the same effect`
+        : `rule '${earlier.rule.name}' above matches whenever it does and ${earlier.rule.effect}s`;
+    return [{ loc: at, msg: `this rule never decides${actions}: ${effect}`, type: 'shadowed' }];
+  }
+  return [];
+}
+
+/** How many single-character edits (a swap of neighbours counts as one) turn one action into the other, up to 3. */
+function editDistance(left: string, right: string): number {
+  if (Math.abs(left.length - right.length) > 2) return 3;
+  const rows = Array.from({ length: left.length + 1 }, (_, i) => Array.from({ length: right.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+  for (let i = 1; i <= left.length; i++) {
+    for (let j = 1; j <= right.length; j++) {
+      const substitution = rows[i - 1]![j - 1]! + (left[i - 1] === right[j - 1] ? 0 : 1);
+      let best = Math.min(rows[i - 1]![j]! + 1, rows[i]![j - 1]! + 1, substitution);
+      if (i > 1 && j > 1 && left[i - 1] === right[j - 2] && left[i - 2] === right[j - 1]) best = Math.min(best, rows[i - 2]![j - 2]! + 1);
+      rows[i]![j] = best;
+    }
+  }
+  return Math.min(rows[left.length]![right.length]!, 3);
+}
+
+/** Actions a rule names that no rule of any other policy names, when one that is nearly the same is named: likely a typo. */
+function lonelyActions(rule: Rule, elsewhere: ReadonlySet<string>, at: Location): ValidationIssue[] {
+  return rule.actions.flatMap((action, index) => {
+    if (elsewhere.has(action)) return [];
+    const folded = action.toLowerCase().replace(/[-_ ]/g, '');
+    const near = [...elsewhere].find((other) => other.toLowerCase().replace(/[-_ ]/g, '') === folded || editDistance(action, other) <= (action.length > 4 ? 2 : 1));
+    if (near === undefined) return [];
+    return [{ loc: [...at, 'actions', index], msg: `no rule of any other policy names action '${action}': did you mean '${near}'?`, type: 'unknown_action' }];
+  });
+}
+
+/**
+ * What is valid but probably not meant, in the policies at `checked` (positions in `policies`, the
+ * whole set in creation order): rules that can never match, rules that never decide, actions that
+ * look like typos of another policy's, duplicate conditions. Reasons on the compiled conditions
+ * that evaluation uses. `locate(i)` says where policy i sits in the request.
+ */
+export function policyWarnings(policies: readonly Policy[], checked: readonly number[], locate: (index: number) => Location): ValidationIssue[] {
+  const compiler = new ConditionCompiler();
+  const compiled = policies.map((policy) =>
+    policy.rules.map((rule) => ({ rule, sides: { principal_conditions: compiler.list(rule.principal_conditions), resource_conditions: compiler.list(rule.resource_conditions) } })),
+  );
+  return checked.flatMap((policyIndex) => {
+    const elsewhere = new Set(policies.flatMap((policy, index) => (index === policyIndex ? [] : policy.rules.flatMap((rule) => rule.actions))));
+    const rules = compiled[policyIndex]!;
+    return rules.flatMap((rule, ruleIndex) => {
+      const at = [...locate(policyIndex), 'rules', ruleIndex];
+      return [...neverMatches(rule, at), ...shadowing(rules, ruleIndex, at), ...lonelyActions(rule.rule, elsewhere, at), ...duplicates(rule, at)];
+    });
+  });
+}

@@ -1,0 +1,107 @@
+import t from 'tap';
+import { compile, evaluate, policyWarnings } from '../../src/engine/index.js';
+import type { Condition, Operator, Policy } from '../../src/schemas/policy.js';
+import { cond, entity, policy, request, rule } from './helpers.js';
+
+const warningsOf = (policies: Policy[], checked = policies.map((_, index) => index)) =>
+  policyWarnings(policies, checked, (index) => ['body', index]).map(({ loc, type, msg }) => ({ loc: loc.join('.'), type, msg }));
+
+const oneRule = (principal: Condition[]) => [policy('p', [rule('r', { principal })])];
+
+/** Values a probe tries for attribute x: numbers around the bounds used above, strings, lists. */
+const PROBES: unknown[] = [
+  ...Array.from({ length: 41 }, (_, index) => index / 2 - 5),
+  5.25, 5.75, 'a', 'b', 'ab', '', 3, '3', true, null, ['a'], ['a', 'b'], {},
+];
+
+t.test('rules that can never match: conditions on one path no value satisfies together', async (t) => {
+  const never: [string, Condition[], string][] = [
+    ['two equalities', [cond('==', 'a'), cond('==', 'b')], 'no value of attributes.x satisfies attributes.x == "a" and attributes.x == "b"'],
+    ['equality and its negation (synonyms)', [cond('equals', 3), cond('not_equals', 3)], 'no value of attributes.x satisfies attributes.x equals 3 and attributes.x not_equals 3'],
+    ['in and not_in', [cond('in', ['a', 'b']), cond('not_in', ['b', 'a'])], 'no value of attributes.x satisfies attributes.x in ["a","b"] and attributes.x not_in ["b","a"]'],
+    ['an empty in', [cond('in', [])], 'attributes.x in [] holds for no value'],
+    ['disjoint ranges', [cond('gt', 10), cond('lt', 5)], 'no value of attributes.x satisfies attributes.x gt 10 and attributes.x lt 5'],
+    ['a single point removed', [cond('>=', 5), cond('<=', 5), cond('!=', 5)], 'no value of attributes.x satisfies attributes.x >= 5 and attributes.x <= 5 and attributes.x != 5'],
+    ['a number and a string test', [cond('gte', 1), cond('startswith', 'a')], 'no value of attributes.x satisfies attributes.x gte 1 and attributes.x startswith "a"'],
+    ['equality outside a range', [cond('==', 4), cond('gt', 4)], 'no value of attributes.x satisfies attributes.x == 4 and attributes.x gt 4'],
+  ];
+  for (const [name, conditions, why] of never) {
+    t.same(warningsOf(oneRule(conditions)), [{ loc: 'body.0.rules.0.principal_conditions', type: 'never_matches', msg: `this rule can never match: ${why}` }], name);
+    const snapshot = compile(oneRule(conditions), 1);
+    t.notOk(PROBES.some((value) => evaluate(snapshot, request(entity({ x: value }))).allowed), `${name}: indeed no probe value matches`);
+  }
+  const satisfiable: [string, Condition[]][] = [
+    ['an open interval with a hole', [cond('gt', 5), cond('lt', 6), cond('!=', 5.5)]],
+    ['a range', [cond('gte', 1), cond('lte', 1)]],
+    ['negations only', [cond('!=', 'a'), cond('not_in', ['b'])]],
+    ['string tests only', [cond('startswith', 'a'), cond('endswith', 'b')]],
+    ['equality inside a range', [cond('==', 4), cond('gte', 4)]],
+    ['different paths', [cond('==', 'a', 'attributes.x'), cond('==', 'b', 'attributes.y')]],
+    ['membership in a list attribute', [cond('contains', 'a'), cond('contains', 'b')]],
+  ];
+  for (const [name, conditions] of satisfiable) t.same(warningsOf(oneRule(conditions)), [], name);
+});
+
+t.test('soundness: whatever is reported as never matching matches no probe, over random condition pairs', async (t) => {
+  let seed = 7;
+  const next = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const pick = <T>(items: readonly T[]) => items[Math.floor(next() * items.length)]!;
+  const operators: Operator[] = ['==', '!=', 'in', 'not_in', 'gt', 'gte', 'lt', 'lte', 'startswith', 'contains'];
+  let reported = 0;
+  for (let round = 0; round < 3000; round++) {
+    const conditions = Array.from({ length: 1 + Math.floor(next() * 3) }, () => {
+      const operator = pick(operators);
+      const scalar = ['gt', 'gte', 'lt', 'lte'].includes(operator) ? pick([0, 1, 2, 5, 5.5]) : pick([0, 1, 5, 'a', 'b', 'ab']);
+      const value = operator === 'in' || operator === 'not_in' ? [scalar, pick([1, 'a'])].slice(0, Math.floor(next() * 3)) : operator === 'startswith' ? pick(['a', 'b']) : scalar;
+      return cond(operator, value);
+    });
+    const flagged = warningsOf(oneRule(conditions)).some((warning) => warning.type === 'never_matches');
+    if (!flagged) continue;
+    reported++;
+    const snapshot = compile(oneRule(conditions), 1);
+    const matching = PROBES.find((value) => evaluate(snapshot, request(entity({ x: value }))).allowed);
+    if (matching !== undefined) {
+      t.fail(`${JSON.stringify(conditions)} was reported as never matching, yet ${JSON.stringify(matching)} matches`);
+      break;
+    }
+  }
+  t.ok(reported > 100, `${reported} contradictions found and confirmed`);
+});
+
+t.test('shadowed rules: an earlier rule of the policy matches whenever this one does', async (t) => {
+  const general = rule('general', { principal: [cond('in', ['it', 'hr'], 'attributes.department')], actions: ['read', 'write'] });
+  const specific = rule('specific', { principal: [cond('==', 'it', 'attributes.department'), cond('gte', 3, 'attributes.level')], actions: ['read'] });
+  t.same(warningsOf([policy('p', [general, specific])]), [
+    { loc: 'body.0.rules.1', type: 'shadowed', msg: "this rule never decides: it is shadowed by rule 'general' above, of the same effect" },
+  ]);
+  const partly = { ...specific, actions: ['read', 'delete'] };
+  t.same(warningsOf([policy('p', [general, partly])]).map((w) => w.msg), [
+    "this rule never decides for 'read': it is shadowed by rule 'general' above, of the same effect",
+  ]);
+  const denying = { ...specific, effect: 'deny' as const };
+  t.same(warningsOf([policy('p', [general, denying])]).map((w) => w.msg), [
+    "this rule never decides: rule 'general' above matches whenever it does and allows",
+  ]);
+  t.same(warningsOf([policy('p', [specific, general])]), [], 'the more specific rule first is fine');
+  t.same(warningsOf([policy('p', [general]), policy('q', [specific])]), [], 'rules of other policies do not shadow');
+  const unconditional = rule('everyone', { actions: ['read'] });
+  t.same(warningsOf([policy('p', [unconditional, rule('after', { resource: [cond('==', 'doc', 'attributes.kind')], actions: ['read'] })])]).map((w) => w.type), ['shadowed']);
+});
+
+t.test('actions no rule of any other policy names, when another policy names one nearly the same', async (t) => {
+  const readers = policy('readers', [rule('r', { actions: ['read', 'write'] })]);
+  const typo = policy('typo', [rule('t', { principal: [cond('==', 1)], actions: ['raed', 'Write', 'archive'] })]);
+  t.same(warningsOf([readers, typo], [1]), [
+    { loc: 'body.1.rules.0.actions.0', type: 'unknown_action', msg: "no rule of any other policy names action 'raed': did you mean 'read'?" },
+    { loc: 'body.1.rules.0.actions.1', type: 'unknown_action', msg: "no rule of any other policy names action 'Write': did you mean 'write'?" },
+  ]);
+  t.same(warningsOf([typo], [0]), [], 'alone, a policy has no one to disagree with');
+});
+
+t.test('duplicate conditions, synonyms included', async (t) => {
+  const twice = rule('twice', { principal: [cond('==', 'it'), cond('gte', 2, 'attributes.level'), cond('equals', 'it')], resource: [cond('>', 1), cond('gt', 1)] });
+  t.same(warningsOf([policy('p', [twice])]), [
+    { loc: 'body.0.rules.0.principal_conditions.2', type: 'duplicate_condition', msg: 'duplicate condition: attributes.x equals "it" is already in this rule' },
+    { loc: 'body.0.rules.0.resource_conditions.1', type: 'duplicate_condition', msg: 'duplicate condition: attributes.x gt 1 is already in this rule' },
+  ]);
+});
