@@ -42,6 +42,12 @@ const IDLE_SETTLE_MILLIS = Number(process.env.BENCH_IDLE_SECONDS ?? 30) * 1000;
 const VERDICT_ARGS = (process.env.BENCH_VERDICT_ARGS ?? '').split(' ').filter(Boolean);
 /** When set, a second Verdict with these flags runs beside the first, interleaved, as "Verdict+". */
 const COMPARE_ARGS = process.env.BENCH_COMPARE_ARGS?.split(' ').filter(Boolean);
+/**
+ * When set, "Verdict+" runs this other build's CLI (e.g. main's `dist/src/cli.js` in another
+ * worktree), with the same arguments: a change measured against its base in the same runs.
+ */
+const COMPARE_CLI = process.env.BENCH_COMPARE_CLI;
+const COMPARING = COMPARE_ARGS !== undefined || COMPARE_CLI !== undefined;
 /** The parts to run, comma-separated (default all): http, start, cache, writes, engine. */
 const ALL_PARTS = ['http', 'start', 'cache', 'writes', 'engine'] as const;
 const PARTS = new Set(process.env.BENCH_PARTS?.split(',').map((part) => part.trim()).filter(Boolean) ?? ALL_PARTS);
@@ -394,7 +400,7 @@ async function main(): Promise<void> {
     `Verdict benchmark (${[...PARTS].join(', ')}): ${RUNS} runs × ${SECONDS}s per figure, ${CONNECTIONS} connections, medians; ` +
       `Verdict args: ${VERDICT_ARGS.join(' ') || '(defaults)'}; load average ${loadavg()[0]!.toFixed(1)} on entry`,
   );
-  if (COMPARE_ARGS !== undefined) console.log(`Verdict+ (compared in the same runs) args: ${[...VERDICT_ARGS, ...COMPARE_ARGS].join(' ')}`);
+  if (COMPARING) console.log(`Verdict+ (compared in the same runs) args: ${[...VERDICT_ARGS, ...(COMPARE_ARGS ?? [])].join(' ')}; build: ${COMPARE_CLI ?? 'this one'}`);
   const dataDirs: string[] = [];
   const servers: { label: string; server: RunningServer }[] = [];
   const tracked: Tracked = {};
@@ -409,17 +415,17 @@ async function main(): Promise<void> {
       await seed(template, { to: POLICIES }, REGISTRY_SIZE);
     }
     if (PARTS.has('http')) {
-      const verdictOn = async (args: string[], readyAnswers = 1, nodeOptions: string[] = []) => {
+      const verdictOn = async (args: string[], readyAnswers = 1, nodeOptions: string[] = [], cli?: string) => {
         const dataDir = copyOf(template!);
         dataDirs.push(dataDir);
-        const server = await startVerdict(dataDir, args, { readyAnswers, nodeOptions });
+        const server = await startVerdict(dataDir, args, { readyAnswers, nodeOptions, cli });
         await untilIdle(server);
         return server;
       };
       servers.push({ label: 'baseline', server: await startBaseline() });
       const profile = CPU_PROFILE_DIR === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', CPU_PROFILE_DIR];
       servers.push({ label: 'Verdict', server: await verdictOn(VERDICT_ARGS, 1, profile) });
-      if (COMPARE_ARGS !== undefined) servers.push({ label: 'Verdict+', server: await verdictOn([...VERDICT_ARGS, ...COMPARE_ARGS]) });
+      if (COMPARING) servers.push({ label: 'Verdict+', server: await verdictOn([...VERDICT_ARGS, ...(COMPARE_ARGS ?? [])], 1, [], COMPARE_CLI) });
       if (PROCESSES > 1) {
         servers.push({ label: processesLabel, server: await verdictOn([...VERDICT_ARGS, '--processes', String(PROCESSES)], 2 * PROCESSES) });
       }
@@ -447,7 +453,7 @@ async function main(): Promise<void> {
     mkdirSync(resultsDir, { recursive: true });
     const file = join(resultsDir, `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
     const settings = {
-      parts: [...PARTS], runs: RUNS, seconds: SECONDS, connections: CONNECTIONS, args: VERDICT_ARGS, compareArgs: COMPARE_ARGS, processes: PROCESSES, loadAverage: loadavg(),
+      parts: [...PARTS], runs: RUNS, seconds: SECONDS, connections: CONNECTIONS, args: VERDICT_ARGS, compareArgs: COMPARE_ARGS, compareCli: COMPARE_CLI, processes: PROCESSES, loadAverage: loadavg(),
     };
     writeFileSync(file, JSON.stringify({ ...settings, ...tracked, engine, plans, teamPlans }, null, 2));
     console.log(`saved ${file}`);

@@ -55,18 +55,19 @@ export async function stop(server: RunningServer): Promise<void> {
 /**
  * Starts `verdict start` on `dataDir` with `args` and resolves once GET /ready has answered 200
  * `readyAnswers` times in a row, each on a new connection (with `--processes N`, ask for 2N so
- * that every process is seen ready), with the milliseconds from spawn to the first 200.
+ * that every process is seen ready), with the milliseconds from spawn to the first 200. `cli` runs
+ * another build's `dist/src/cli.js` instead of this one's.
  */
 export async function startVerdict(
   dataDir: string,
   args: string[],
-  options: { readyAnswers?: number; nodeOptions?: string[] } = {},
+  options: { readyAnswers?: number; nodeOptions?: string[]; cli?: string } = {},
 ): Promise<RunningServer & StartCost> {
   const port = await freePort();
   const started = performance.now();
   const child = spawn(
     process.execPath,
-    [...(options.nodeOptions ?? []), CLI, 'start', '--port', String(port), '--data-dir', dataDir, '--log-level', 'silent', ...args],
+    [...(options.nodeOptions ?? []), options.cli ?? CLI, 'start', '--port', String(port), '--data-dir', dataDir, '--log-level', 'silent', ...args],
     { stdio: ['ignore', 'ignore', 'inherit'] },
   );
   const url = `http://127.0.0.1:${port}`;
