@@ -27,6 +27,10 @@ Commands:
                register the entities of a JSON Lines file (one registration body a line) with
                the running server these flags describe, in all-or-nothing batches of at most
                --bulk-register-max-entities; the admin key is read from ADMIN_API_KEY
+  test [paths...] [--format text|tap|junit]
+               run policy test files (*.test.yaml, *.test.yml, *.test.json; directories are searched)
+               offline, on the server's engine; exit 0 when every case passes, else 1.
+               Their schema: docs/policy-test.schema.json.
   version      print the version
   help         print this help
 
@@ -111,6 +115,11 @@ async function main(argv: string[]): Promise<void> {
       return printNewKey(args);
     case 'import':
       return importCommand(args);
+    case 'test': {
+      const { policyTest } = await import('./policy-tests/command.js');
+      process.exitCode = policyTest(args);
+      return;
+    }
     case 'version':
     case '--version':
       console.log(VERSION);

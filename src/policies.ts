@@ -1,8 +1,7 @@
-import type { FastifySchemaValidationError } from 'fastify';
-import { policySchema, type AnsweredPolicy, type Condition, type Policy } from './schemas/policy.js';
+import type { AnsweredPolicy, Condition, Policy } from './schemas/policy.js';
 import type { ValidationIssue } from './schemas/errors.js';
-import { createAjv, validationIssues } from './schemas/validation.js';
 import { buildSimplePolicy, normalizePolicy, policyIssues, policyWarnings, slugify, spellOperator, type OperatorStyle, type PolicyLimits } from './engine/index.js';
+import { PolicySetReader } from './policy-set.js';
 import type { CheckInput } from './registry/check-request.js';
 import { DuplicateKeyError, type Store } from './store/store.js';
 import type { PolicySnapshots } from './snapshot/policy-snapshots.js';
@@ -41,14 +40,16 @@ export function policyAnswer(policy: Policy, style: OperatorStyle): AnsweredPoli
  * returns only once the snapshot that checks use includes the change (read your writes).
  */
 export class PolicyService {
-  private readonly validatePolicy = createAjv(false).compile<Policy>(policySchema);
+  private readonly reader: PolicySetReader;
 
   constructor(
     private readonly store: Store,
     private readonly snapshots: PolicySnapshots,
     private readonly settings: PolicyLimits & { operatorStyle: OperatorStyle },
     private readonly audit: AuditTrail,
-  ) {}
+  ) {
+    this.reader = new PolicySetReader(settings);
+  }
 
   async list(): Promise<AnsweredPolicy[]> {
     return (await this.store.loadPolicies()).policies.map((policy) => this.answer(policy));
@@ -165,25 +166,10 @@ export class PolicyService {
    * as part of the current set (in place of the stored policy of its name, or after the others).
    */
   validate(body: unknown): ValidationReport {
-    const sent = Array.isArray(body) ? body : [body];
     const locate = (index: number) => (Array.isArray(body) ? ['body', index] : ['body']);
-    const issues: ValidationIssue[] = [];
-    sent.forEach((policy, index) => {
-      if (!this.validatePolicy(policy)) {
-        const [, ...within] = locate(index);
-        const found = validationIssues(this.validatePolicy.errors as FastifySchemaValidationError[], 'body');
-        issues.push(...found.map((issue) => ({ ...issue, loc: ['body', ...within, ...issue.loc.slice(1)] })));
-      } else {
-        issues.push(...policyIssues(policy, locate(index), this.limits));
-      }
-    });
-    const policies = issues.length === 0 ? (sent as Policy[]).map(normalizePolicy) : [];
-    policies.forEach((policy, index) => {
-      if (policies.findIndex((other) => other.name === policy.name) < index) {
-        issues.push({ loc: [...locate(index), 'name'], msg: `policy '${policy.name}' is already earlier in this list`, type: 'value_error' });
-      }
-    });
-    if (issues.length > 0) throw new RequestValidationError(issues);
+    const read = this.reader.read(Array.isArray(body) ? body : [body], locate);
+    if ('issues' in read) throw new RequestValidationError(read.issues);
+    const { policies } = read;
     const set = [...this.snapshots.policies];
     const positions = policies.map((policy) => {
       const stored = set.findIndex((other) => other.name === policy.name);

@@ -44,7 +44,7 @@ t.test('a policy a write would refuse: the same 422, for one policy and located 
     );
   }
   const twice = await server.call('POST', '/admin/policies/validate', [HR_RECORDS, { ...HR_RECORDS, name: 'HR records' }]);
-  t.same(twice.body, { detail: [{ loc: ['body', 1, 'name'], msg: "policy 'hr-records' is already earlier in this list", type: 'value_error' }] });
+  t.same(twice.body, { detail: [{ loc: ['body', 1, 'name'], msg: "policy 'hr-records' is already defined earlier", type: 'value_error' }] });
   t.same((await server.call('GET', '/admin/policies')).body, [], 'nothing was written');
 });
 

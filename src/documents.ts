@@ -1,0 +1,23 @@
+import { readFileSync } from 'node:fs';
+import { extname } from 'node:path';
+import YAML from 'yaml';
+
+/** A file that cannot be read as the document it should be: the message names the file and the place. */
+export class DocumentError extends Error {}
+
+export const DOCUMENT_EXTENSIONS = ['.json', '.yaml', '.yml'];
+
+/** The value a JSON or YAML file holds (chosen by its extension); YAML may hold anything JSON can. */
+export function readDocument(path: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new DocumentError(`${path}: ${(error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (error as Error).message}`);
+  }
+  try {
+    return extname(path) === '.json' ? JSON.parse(text) : YAML.parse(text, { prettyErrors: true });
+  } catch (error) {
+    throw new DocumentError(`${path}: ${(error as Error).message.split('\n')[0]}`);
+  }
+}

@@ -1,0 +1,38 @@
+import type { FastifySchemaValidationError } from 'fastify';
+import { policySchema, type Policy } from './schemas/policy.js';
+import type { ValidationIssue } from './schemas/errors.js';
+import { createAjv, validationIssues } from './schemas/validation.js';
+import { normalizePolicy, policyIssues, type PolicyLimits } from './engine/index.js';
+
+type Location = (string | number)[];
+
+/**
+ * Reads policies from untrusted JSON values as a policy write does (schema with its defaults, then
+ * the engine's checks, then names slugified), for the validate route, `verdict test` and policy
+ * files alike. Names must be unique among the policies read together.
+ */
+export class PolicySetReader {
+  private readonly matchesSchema = createAjv(false).compile<Policy>(policySchema);
+
+  constructor(private readonly limits: PolicyLimits) {}
+
+  /** The policies, normalized, or every issue found, each located under `locate(index)`. */
+  read(values: readonly unknown[], locate: (index: number) => Location): { policies: Policy[] } | { issues: ValidationIssue[] } {
+    const issues: ValidationIssue[] = [];
+    values.forEach((value, index) => {
+      if (this.matchesSchema(value)) {
+        issues.push(...policyIssues(value, locate(index), this.limits));
+        return;
+      }
+      const found = validationIssues(this.matchesSchema.errors as FastifySchemaValidationError[], 'body');
+      issues.push(...found.map((issue) => ({ ...issue, loc: [...locate(index), ...issue.loc.slice(1)] })));
+    });
+    if (issues.length > 0) return { issues };
+    const policies = (values as Policy[]).map(normalizePolicy);
+    policies.forEach((policy, index) => {
+      const first = policies.findIndex((other) => other.name === policy.name);
+      if (first < index) issues.push({ loc: [...locate(index), 'name'], msg: `policy '${policy.name}' is already defined earlier`, type: 'value_error' });
+    });
+    return issues.length > 0 ? { issues } : { policies };
+  }
+}

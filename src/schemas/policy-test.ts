@@ -1,0 +1,69 @@
+import type { FromSchema } from 'json-schema-to-ts';
+import { policySchema } from './policy.js';
+import { principalReferenceSchema, resourceReferenceSchema, suppliedAttributesSchema } from './check.js';
+
+/**
+ * A policy test file, as `verdict test` reads it (YAML or JSON). Shipped as JSON Schema in
+ * docs/policy-test.schema.json, which test/policy-tests/schema-file.test.ts keeps equal to this.
+ */
+export const policyTestFileSchema = {
+  title: 'Verdict policy test file',
+  description: 'Policies under test, optional registry entities, and cases each deciding one check against them.',
+  type: 'object',
+  properties: {
+    description: { type: 'string' },
+    policies: {
+      type: 'array',
+      description: 'The whole policy set under test, in creation order: policies written inline, or files holding a policy or a list of them.',
+      items: {
+        anyOf: [
+          {
+            type: 'object',
+            properties: { file: { type: 'string', minLength: 1, description: 'A JSON or YAML policy file, relative to this test file.' } },
+            required: ['file'],
+            additionalProperties: false,
+          },
+          policySchema,
+        ],
+      },
+      default: [],
+    },
+    entities: {
+      type: 'array',
+      description: 'Registry entities that cases may name by uri.',
+      items: {
+        type: 'object',
+        properties: {
+          uri: { type: 'string', minLength: 1 },
+          type: { enum: ['principal', 'resource'] },
+          attributes: suppliedAttributesSchema,
+        },
+        required: ['uri', 'attributes'],
+        additionalProperties: false,
+      },
+      default: [],
+    },
+    cases: {
+      type: 'array',
+      minItems: 1,
+      items: {
+        type: 'object',
+        properties: {
+          name: { type: 'string', minLength: 1 },
+          principal: principalReferenceSchema,
+          resource: resourceReferenceSchema,
+          action: { type: 'string', minLength: 1, description: 'Defaults to `access`.' },
+          allowed: { type: 'boolean', description: 'The decision expected.' },
+          reason: { type: 'string', description: 'The reason expected, exactly; not compared when absent.' },
+        },
+        required: ['name', 'principal', 'resource', 'allowed'],
+        additionalProperties: false,
+      },
+    },
+  },
+  required: ['cases'],
+  additionalProperties: false,
+} as const;
+
+export type PolicyTestFile = FromSchema<typeof policyTestFileSchema>;
+export type PolicyTestCase = PolicyTestFile['cases'][number];

@@ -1,0 +1,164 @@
+import t, { type Test } from 'tap';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Ajv } from 'ajv';
+import { XMLParser } from 'fast-xml-parser';
+import { Parser, type FinalResults } from 'tap-parser';
+import YAML from 'yaml';
+import { policyTestFileSchema } from '../../src/schemas/policy-test.js';
+import { runVerdict } from '../helpers/child.js';
+import { startServer } from '../helpers/server.js';
+
+// `verdict test` as users run it: the real CLI in a child process, on files on disk; each output
+// format parsed back with a parser of that format.
+
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const EXAMPLE = join(ROOT, 'examples/first-example.test.yaml');
+
+async function verdictTest(t: Test, ...args: string[]) {
+  return runVerdict(t, ['test', ...args]).exited;
+}
+
+function parseTap(text: string): Promise<FinalResults> {
+  return new Promise((resolve) => {
+    const parser = new Parser(resolve);
+    parser.end(text);
+  });
+}
+
+/** A directory with a policy file, a test file that fails in two ways, and one that cannot be run. */
+function failingFixtures(t: Test): string {
+  const dir = mkdtempSync(join(tmpdir(), 'verdict-policy-tests-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  mkdirSync(join(dir, 'policies'));
+  writeFileSync(
+    join(dir, 'policies/it-desk.yaml'),
+    YAML.stringify({
+      name: 'IT desk',
+      rules: [{ name: 'IT admins', effect: 'allow', principal_conditions: [{ path: 'attributes.department', operator: '==', value: 'it' }], actions: ['administer'] }],
+    }),
+  );
+  writeFileSync(
+    join(dir, 'desk.test.yaml'),
+    YAML.stringify({
+      policies: [{ file: 'policies/it-desk.yaml' }],
+      cases: [
+        { name: 'IT administers', principal: { attributes: { department: 'it' } }, resource: { attributes: { kind: 'laptop' } }, action: 'administer', allowed: true },
+        { name: 'sales <&> "administers"', principal: { attributes: { department: 'sales' } }, resource: { attributes: { kind: 'laptop' } }, action: 'administer', allowed: true },
+        { name: 'wrong reason', principal: { attributes: { department: 'it' } }, resource: { attributes: { kind: 'laptop' } }, action: 'administer', allowed: true, reason: 'Rule x allowed the action in policy y' },
+      ],
+    }),
+  );
+  writeFileSync(
+    join(dir, 'unusable.test.json'),
+    JSON.stringify({ policies: [{ name: 'adults', rules: [{ name: 'r', effect: 'allow', principal_conditions: [{ path: 'attributes.age', operator: 'gt', value: '18' }], actions: ['read'] }] }], cases: [{ name: 'c', principal: { attributes: { age: 20 } }, resource: { uri: 'doc' }, allowed: true }] }),
+  );
+  writeFileSync(join(dir, 'notes.yaml'), 'not: a test file\n');
+  return dir;
+}
+
+t.test("the shipped example for the README's first example passes, one line per case and a summary", async (t) => {
+  const exit = await verdictTest(t, 'examples');
+  t.equal(exit.code, 0, exit.stderr);
+  t.same(exit.stdout.trimEnd().split('\n'), [
+    'ok    examples/first-example.test.yaml: Alice may administer a laptop',
+    'ok    examples/first-example.test.yaml: Alice may not read HR records',
+    'ok    examples/first-example.test.yaml: someone from HR, named by attributes alone, may',
+    'ok    examples/first-example.test.yaml: supplied attributes never override the registry',
+    '4 passed, 0 failed',
+  ]);
+});
+
+t.test("the example's expectations are what a real server answers", async (t) => {
+  const example = YAML.parse(readFileSync(EXAMPLE, 'utf8'));
+  const server = await startServer();
+  t.teardown(server.close);
+  for (const policy of example.policies) t.equal((await server.call('POST', '/admin/policies', policy)).status, 200);
+  for (const entity of example.entities) t.equal((await server.call('POST', '/admin/fetchers/registry/entities', entity)).status, 200);
+  for (const { name, principal, resource, action, allowed, reason } of example.cases) {
+    const answer = await server.call('POST', '/check', { principal, resource, action });
+    const decision = answer.status === 400 ? { allowed: false, reason: answer.body.detail } : answer.body;
+    t.same(decision, { allowed, reason }, name);
+  }
+});
+
+t.test('failures: what was expected, what was decided and why; an unusable file; exit code 1', async (t) => {
+  const dir = failingFixtures(t);
+  const exit = await verdictTest(t, dir);
+  t.equal(exit.code, 1);
+  const lines = exit.stdout.trimEnd().split('\n').map((line) => line.replaceAll(`${dir}/`, ''));
+  t.same(lines, [
+    'ok    desk.test.yaml: IT administers',
+    'FAIL  desk.test.yaml: sales <&> "administers": expected allowed, got denied (Action denied by default effect)',
+    "        No rule for action 'administer' matched, and policy it-desk has default_effect deny",
+    '        rule it-admins of policy it-desk: principal attributes.department == "it" does not hold: found "sales"',
+    'FAIL  desk.test.yaml: wrong reason: expected allowed (Rule x allowed the action in policy y), got allowed (Rule it-admins allowed the action in policy it-desk)',
+    "        Rule it-admins is the first rule of policy it-desk to match, and it allows: no policy's first matching rule denies",
+    '        rule it-admins of policy it-desk: matched',
+    "ERROR unusable.test.json: policies.0.rules.0.principal_conditions.0.value: operator 'gt' needs a number value",
+    '1 passed, 3 failed',
+  ]);
+});
+
+t.test('--format tap, parsed back by a TAP parser', async (t) => {
+  const dir = failingFixtures(t);
+  const exit = await verdictTest(t, dir, '--format', 'tap');
+  t.equal(exit.code, 1);
+  const results = await parseTap(exit.stdout);
+  t.equal(results.count, 4);
+  t.equal(results.pass, 1);
+  t.equal(results.fail, 3);
+  const [sales, reason, unusable] = results.failures;
+  t.match(sales!.name, /desk\.test\.yaml: sales <&> "administers"$/);
+  t.same(sales!.diag.expected, { allowed: true });
+  t.same(sales!.diag.actual, { allowed: false, reason: 'Action denied by default effect' });
+  t.match(sales!.diag.why[1], /does not hold: found "sales"/);
+  t.same(reason!.diag.expected, { allowed: true, reason: 'Rule x allowed the action in policy y' });
+  t.match(unusable!.name, /unusable\.test\.json: could not be run$/);
+  t.match(unusable!.diag.message, /operator 'gt' needs a number value/);
+  const passing = await parseTap((await verdictTest(t, EXAMPLE, '--format', 'tap')).stdout);
+  t.same([passing.ok, passing.count, passing.pass], [true, 4, 4]);
+});
+
+t.test('--format junit, parsed back by an XML parser', async (t) => {
+  const dir = failingFixtures(t);
+  const exit = await verdictTest(t, dir, '--format', 'junit');
+  t.equal(exit.code, 1);
+  const xml = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: '', isArray: (name) => ['testsuite', 'testcase'].includes(name) }).parse(exit.stdout);
+  const suites = xml.testsuites;
+  t.same([suites.tests, suites.failures, suites.errors], ['4', '2', '1']);
+  const [desk, unusable] = suites.testsuite;
+  t.match(desk.name, /desk\.test\.yaml$/);
+  t.same(desk.testcase.map((testCase: { name: string }) => testCase.name), ['IT administers', 'sales <&> "administers"', 'wrong reason']);
+  t.equal(desk.testcase[0].failure, undefined);
+  t.equal(desk.testcase[1].failure.message, 'expected allowed, got denied (Action denied by default effect)');
+  t.match(desk.testcase[1].failure['#text'], /does not hold: found "sales"/);
+  t.match(unusable.testcase[0].error.message, /operator 'gt' needs a number value/);
+});
+
+t.test('usage errors exit 2; directories yield only *.test.* files', async (t) => {
+  const format = await verdictTest(t, EXAMPLE, '--format', 'xml');
+  t.equal(format.code, 2);
+  t.match(format.stderr, /--format must be one of text, tap, junit, got 'xml'/);
+  const empty = mkdtempSync(join(tmpdir(), 'verdict-no-tests-'));
+  t.teardown(() => rmSync(empty, { recursive: true, force: true }));
+  writeFileSync(join(empty, 'policy.yaml'), 'name: x\nrules: []\n');
+  const none = await verdictTest(t, empty);
+  t.equal(none.code, 2);
+  t.match(none.stderr, /no test files \(\*\.test\.yaml, \*\.test\.yml, \*\.test\.json\) under/);
+  const missing = await verdictTest(t, join(empty, 'nowhere'));
+  t.equal(missing.code, 2);
+  t.match(missing.stderr, /no such file or directory/);
+});
+
+t.test('docs/policy-test.schema.json is the schema verdict test validates with, and the example satisfies it', async (t) => {
+  const shipped = JSON.parse(readFileSync(join(ROOT, 'docs/policy-test.schema.json'), 'utf8'));
+  const { $schema, ...schema } = shipped;
+  t.equal($schema, 'http://json-schema.org/draft-07/schema#');
+  t.same(schema, JSON.parse(JSON.stringify(policyTestFileSchema)), 'regenerate the file from src/schemas/policy-test.ts when this fails');
+  const validate = new Ajv({ strict: false, allowUnionTypes: true }).compile(shipped);
+  t.ok(validate(YAML.parse(readFileSync(EXAMPLE, 'utf8'))), JSON.stringify(validate.errors));
+  t.notOk(validate({ cases: [{ name: 'no expectation', principal: { uri: 'u' }, resource: { uri: 'r' } }] }), 'a case needs allowed');
+});
