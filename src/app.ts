@@ -3,6 +3,7 @@ import type { Config } from './config.js';
 import { openStore } from './store/open.js';
 import type { Store } from './store/store.js';
 import { PolicySnapshots } from './snapshot/policy-snapshots.js';
+import { PolicyDirectory } from './policy-files/policy-directory.js';
 import { followChanges } from './snapshot/follow-changes.js';
 import { CheckService } from './checks.js';
 import { PlanService } from './plans.js';
@@ -70,8 +71,11 @@ export const STORE_PROBE_TIMEOUT_MS = 2000;
 export async function buildApp(config: Config, openedStore?: Store): Promise<FastifyInstance> {
   const metrics = new Metrics();
   const store = openedStore ?? (await openStore(config, { auditValues: config.auditValues, observer: metrics.auditObserver }));
-  const snapshots = await PolicySnapshots.load(store);
+  // Policies come from the store, or from a directory of files when one is given (the registry stays in the store).
+  const policyFiles = config.policiesDir === '' ? undefined : PolicyDirectory.open(config.policiesDir, store, config);
+  const snapshots = await PolicySnapshots.load(policyFiles ?? store);
   metrics.observeSnapshots(snapshots);
+  if (policyFiles !== undefined) metrics.observePolicyFiles(policyFiles);
   const entities = new EntityAttributeCache(store, config.entityCacheSize);
   const registered: RegisteredAttributes = config.registryEnabled ? entities.lookup : () => undefined;
   const { allowed, denied, bulkSize } = metrics;
@@ -123,6 +127,16 @@ export async function buildApp(config: Config, openedStore?: Store): Promise<Fas
           return `unreachable: ${(error as Error).message}`;
         }
       },
+      // Invalid policy files never replace the last good set, which keeps deciding (there is one:
+      // invalid files at start stop the start).
+      ...(policyFiles && {
+        policyFiles: () => {
+          const rejected = policyFiles.rejected;
+          if (rejected === undefined) return undefined;
+          const since = new Date(rejected.since).toISOString();
+          return `changed files not applied since ${since}, serving revision ${snapshots.current.revision}: ${rejected.problems.join('; ')}`;
+        },
+      }),
     },
   });
   const checks = new CheckService(snapshots, registered, {
@@ -174,6 +188,14 @@ export async function buildApp(config: Config, openedStore?: Store): Promise<Fas
       },
     });
   pruner?.start();
+  const stopWatchingFiles = policyFiles?.watch();
+  policyFiles?.on('applied', (revision) => {
+    app.log.info({ dir: policyFiles.dir, revision }, 'policy files changed: applying them');
+    snapshots.refresh().catch(() => undefined);
+  });
+  policyFiles?.on('rejected', ({ problems }) =>
+    app.log.error({ dir: policyFiles.dir, problems }, 'policy files changed but are not all valid: serving the last good set'),
+  );
   const stopFollowing = followChanges(store, snapshots, entities, app.log, {
     error: () => metrics.changeFeedErrors.inc(),
     applied: (seconds) => {
@@ -191,6 +213,7 @@ export async function buildApp(config: Config, openedStore?: Store): Promise<Fas
     readiness.beginShutdown();
     entities.close();
     liveWindow.stop();
+    stopWatchingFiles?.();
     stopFollowing();
     snapshots.close();
     await pruner?.stop();
@@ -219,7 +242,7 @@ export async function buildApp(config: Config, openedStore?: Store): Promise<Fas
     audit,
     minRevisionCheck: minRevisionCheck(snapshots, config.minRevisionWaitMs),
     plans: new PlanService(snapshots, registered, config.operatorStyle),
-    policies: new PolicyService(store, snapshots, config, audit),
+    policies: new PolicyService(store, snapshots, config, audit, config.policiesDir),
     registry: new RegistryService(store, (uri) => entities.invalidate(uri)),
     adminKeyCheck: await adminKeyCheck(app, config),
   };

@@ -31,6 +31,9 @@ Commands:
                run policy test files (*.test.yaml, *.test.yml, *.test.json; directories are searched)
                offline, on the server's engine; exit 0 when every case passes, else 1.
                Their schema: docs/policy-test.schema.json.
+  policies export <dir> [--url <server>] | [--data-dir <dir>] | [--mongodb-uri <uri>]
+               write the policies of a running server (default http://127.0.0.1:8421; the admin key
+               from ADMIN_API_KEY) or of a store as YAML files, numbered in creation order, for --policies.
   version      print the version
   help         print this help
 
@@ -115,6 +118,12 @@ async function main(argv: string[]): Promise<void> {
       return printNewKey(args);
     case 'import':
       return importCommand(args);
+    case 'policies': {
+      const [subcommand, ...rest] = args;
+      if (subcommand !== 'export') throw new ConfigError(`unknown command 'policies ${subcommand ?? ''}'; run 'verdict --help'`);
+      const { exportPolicies } = await import('./policy-files/export.js');
+      return exportPolicies(rest);
+    }
     case 'test': {
       const { policyTest } = await import('./policy-tests/command.js');
       process.exitCode = policyTest(args);

@@ -14,6 +14,8 @@ export interface Config {
   /** Where policies and entities live; `mongodb` when a MongoDB URI is given, else `embedded`. */
   store: StoreKind;
   dataDir: string;
+  /** A directory whose policy files are the whole policy set (policy writes then answer 409); empty: policies live in the store. */
+  policiesDir: string;
   /** Never logged: it may hold credentials. */
   mongodbUri: string;
   mongodbDatabase: string;
@@ -89,6 +91,7 @@ export const DEFAULT_CONFIG: Config = {
   port: 8421,
   store: 'embedded',
   dataDir: './data',
+  policiesDir: '',
   mongodbUri: '',
   mongodbDatabase: 'verdict',
   adminAuthRequired: false,
@@ -154,6 +157,12 @@ const OPTIONS = {
     defaultHelp: 'mongodb with a URI, else embedded',
   },
   'data-dir': { type: 'string', env: 'DATA_DIR', help: 'directory of the embedded store', default: DEFAULT_CONFIG.dataDir },
+  policies: {
+    type: 'string',
+    env: 'POLICIES_DIR',
+    help: 'serve the policies of the *.json/*.yaml/*.yml files in this directory, reloaded when they change; policy writes answer 409',
+    default: '',
+  },
   'mongodb-uri': { type: 'string', env: 'MONGODB_URI', help: 'MongoDB connection string (a replica set)', default: '' },
   'mongodb-db': { type: 'string', env: 'MONGODB_DB', help: 'MongoDB database name', default: DEFAULT_CONFIG.mongodbDatabase },
   'admin-authn-required': {
@@ -490,6 +499,7 @@ export function loadConfig(args: string[], env: NodeJS.ProcessEnv): Config {
     mongodbDatabase,
     port: parseInteger(port.label, port.text, 0, 65535),
     dataDir,
+    policiesDir: read('policies').text.trim(),
     adminAuthRequired: parseBoolean(authRequired.label, authRequired.text),
     adminApiKey: env.ADMIN_API_KEY ?? '',
     adminKeysFile: read('admin-keys-file').text.trim(),

@@ -9,12 +9,19 @@ export const DOCUMENT_EXTENSIONS = ['.json', '.yaml', '.yml'];
 
 /** The value a JSON or YAML file holds (chosen by its extension); YAML may hold anything JSON can. */
 export function readDocument(path: string): unknown {
-  let text: string;
+  return parseDocument(path, readText(path));
+}
+
+export function readText(path: string): string {
   try {
-    text = readFileSync(path, 'utf8');
+    return readFileSync(path, 'utf8');
   } catch (error) {
     throw new DocumentError(`${path}: ${(error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (error as Error).message}`);
   }
+}
+
+/** `text`, read from `path`, parsed as the extension of `path` says. */
+export function parseDocument(path: string, text: string): unknown {
   try {
     return extname(path) === '.json' ? JSON.parse(text) : YAML.parse(text, { prettyErrors: true });
   } catch (error) {

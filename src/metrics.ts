@@ -4,6 +4,7 @@ import type { BulkPool } from './pool/bulk-pool.js';
 import type { AuditObserver } from './store/store.js';
 import type { RuleTally } from './live/rule-tally.js';
 import { PlainCounter, PlainHistogram } from './plain-metrics.js';
+import type { PolicyDirectory } from './policy-files/policy-directory.js';
 
 /** Request latencies are mostly tens of microseconds; the upper buckets catch stalls. */
 const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
@@ -130,6 +131,21 @@ export class Metrics {
         for (const { decider, total } of tally.totals()) if (decider.kind === 'default') this.inc({ effect: decider.effect }, total);
       },
     });
+  }
+
+  /** Adds what says whether the policy files on disk are in force (`--policies`). */
+  observePolicyFiles(directory: PolicyDirectory): void {
+    this.gauge(
+      'verdict_policy_files_in_force',
+      'Whether the policy files on disk are the policies in force (1), or a change was refused and the last good set serves (0)',
+      () => (directory.rejected === undefined ? 1 : 0),
+    );
+    const rejected = new Counter({
+      name: 'verdict_policy_files_rejected_total',
+      help: 'Changes to the policy files that were not applied because a file was not valid',
+      registers: [this.registry],
+    });
+    directory.on('rejected', () => rejected.inc());
   }
 
   /** A gauge read when /metrics is scraped. */

@@ -47,21 +47,25 @@ export class PolicyService {
     private readonly snapshots: PolicySnapshots,
     private readonly settings: PolicyLimits & { operatorStyle: OperatorStyle },
     private readonly audit: AuditTrail,
+    /** The directory the policies are managed from (`--policies`), if they are; writes are then refused. */
+    private readonly filesDir = '',
   ) {
     this.reader = new PolicySetReader(settings);
   }
 
   async list(): Promise<AnsweredPolicy[]> {
-    return (await this.store.loadPolicies()).policies.map((policy) => this.answer(policy));
+    const policies = this.filesDir !== '' ? this.snapshots.policies : (await this.store.loadPolicies()).policies;
+    return policies.map((policy) => this.answer(policy));
   }
 
   async get(name: string): Promise<AnsweredPolicy> {
-    const policy = await this.store.getPolicy(name);
+    const policy = this.filesDir !== '' ? this.snapshots.policies.find((stored) => stored.name === name) : await this.store.getPolicy(name);
     if (policy === undefined) throw notFound('Policy');
     return this.answer(policy);
   }
 
   async create(sent: Policy, by: Writer): Promise<AnsweredPolicy> {
+    this.refuseWhenManagedFromFiles();
     const policy = this.accept(sent);
     try {
       await this.store.createPolicy(policy, by);
@@ -78,6 +82,7 @@ export class PolicyService {
    * with a `.` could not be matched as sent and is refused.
    */
   async createSimple(name: string, check: CheckInput, by: Writer): Promise<AnsweredPolicy> {
+    this.refuseWhenManagedFromFiles();
     const slug = slugify(name);
     if (slug === '') {
       throw new RequestValidationError([{ loc: ['query', 'name'], msg: `name '${name}' has no letters or digits to make a slug from`, type: 'value_error' }]);
@@ -93,6 +98,7 @@ export class PolicyService {
 
   /** Replaces the policy named `name`, which keeps its place in creation order. */
   async replace(name: string, sent: Policy, by: Writer): Promise<AnsweredPolicy> {
+    this.refuseWhenManagedFromFiles();
     const policy = this.accept(sent);
     if (policy.name !== name) {
       throw new ClientError(400, `Name mismatch: the body names '${policy.name}' (slugified), the path '${name}'`);
@@ -103,6 +109,7 @@ export class PolicyService {
   }
 
   async delete(name: string, by: Writer): Promise<true> {
+    this.refuseWhenManagedFromFiles();
     if (!(await this.store.deletePolicy(name, by))) throw notFound('Policy');
     await this.applied(`Policy '${name}' was deleted`);
     return true;
@@ -178,6 +185,14 @@ export class PolicyService {
       return stored;
     });
     return { valid: true, warnings: policyWarnings(set, positions, (position) => locate(positions.indexOf(position))) };
+  }
+
+  private refuseWhenManagedFromFiles(): void {
+    if (this.filesDir === '') return;
+    throw new ClientError(
+      409,
+      `Policies are managed from files in ${this.filesDir} (--policies): change the files there instead; policy reads, validation and the registry still work`,
+    );
   }
 
   private accept(sent: Policy): Policy {

@@ -5,13 +5,15 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
 import { Deployment } from 'kubernetes-models/apps/v1';
-import { Secret, Service } from 'kubernetes-models/v1';
-import { loadConfig, type Config } from '../src/config.js';
+import { ConfigMap, Secret, Service } from 'kubernetes-models/v1';
+import { parse as parseYaml } from 'yaml';
+import { DEFAULT_CONFIG, loadConfig, type Config } from '../src/config.js';
 import { STORE_PROBE_TIMEOUT_MS } from '../src/app.js';
+import { PolicySetReader } from '../src/policy-set.js';
 import { ask, freePort, runVerdict, waitFor } from './helpers/child.js';
 
 const DEPLOY = fileURLToPath(new URL('../../deploy/', import.meta.url));
-const MODELS: Record<string, new (data: any) => { validate(): void }> = { Deployment, Service, Secret };
+const MODELS: Record<string, new (data: any) => { validate(): void }> = { Deployment, Service, Secret, ConfigMap };
 
 type Manifest = Record<string, any>;
 
@@ -75,7 +77,7 @@ function bytes(quantity: string): number {
 }
 
 t.test('every manifest passes the Kubernetes schema', async (t) => {
-  for (const example of ['sidecar', 'central']) {
+  for (const example of ['sidecar', 'central', 'policies-configmap']) {
     for (const manifest of manifests(example)) {
       const Model = MODELS[manifest.kind];
       t.ok(Model, `${example}: a known kind ${manifest.kind}`);
@@ -164,6 +166,23 @@ t.test("every probe answers 200 from a server started with its container's setti
     server.process.kill('SIGTERM');
     t.equal((await server.exited).code, 0, `${example}: stops cleanly`);
   }
+});
+
+t.test('policies-configmap: the sidecar serving the files of a ConfigMap, mounted whole, each a valid policy', async (t) => {
+  const all = manifests('policies-configmap');
+  const configMap = all.find((manifest) => manifest.kind === 'ConfigMap')!;
+  const pod = all.find((manifest) => manifest.kind === 'Deployment')!.spec.template.spec;
+  const verdict = (pod.initContainers as Manifest[]).find((container) => container.name === 'verdict')!;
+  const config = checkVerdictContainer(verdict, 'policies-configmap');
+  const mount = (verdict.volumeMounts as Manifest[]).find((candidate) => candidate.mountPath === config.policiesDir);
+  t.ok(mount, 'POLICIES_DIR is a mounted volume');
+  t.equal(mount!.subPath, undefined, 'mounted whole: a subPath mount is never updated');
+  const volume = (pod.volumes as Manifest[]).find((candidate) => candidate.name === mount!.name)!;
+  t.equal(volume.configMap.name, configMap.metadata.name, 'the volume is the ConfigMap defined here');
+  const files = Object.keys(configMap.data).sort();
+  t.ok(files.every((file) => /\.(json|ya?ml)$/.test(file)), 'every key is a policy file name');
+  const read = new PolicySetReader(DEFAULT_CONFIG).read(files.map((file) => parseYaml(configMap.data[file])), (index) => [files[index]!]);
+  t.same('issues' in read ? read.issues : [], [], 'every file holds a valid policy');
 });
 
 t.test('Dockerfile: multi-stage, production dependencies, non-root, tini as PID 1, healthcheck without curl', async (t) => {

@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { compile, type Snapshot } from '../engine/index.js';
-import type { FeedPosition, Store } from '../store/store.js';
+import type { FeedPosition } from '../store/store.js';
+import type { PolicySource } from './policy-source.js';
 import type { Policy } from '../schemas/policy.js';
 
 /** After a failed rebuild the next attempt waits this long, doubling after each failure up to `max`. */
@@ -24,10 +25,11 @@ interface SnapshotEvents {
 }
 
 /**
- * Holds the snapshot that checks are evaluated against and rebuilds it from the store after each
- * policy change. Rebuilds run one at a time and a snapshot never replaces a newer one, unless a
- * reload is forced (the store's history was reset). A rebuild that fails does not stop the ones
- * after it, and is retried with back-off until one succeeds; `failing` says since when.
+ * Holds the snapshot that checks are evaluated against and rebuilds it from its policy source (the
+ * store, or a directory of policy files) after each policy change. Rebuilds run one at a time and a
+ * snapshot never replaces a newer one, unless a reload is forced (the store's history was reset). A
+ * rebuild that fails does not stop the ones after it, and is retried with back-off until one
+ * succeeds; `failing` says since when.
  */
 export class PolicySnapshots extends EventEmitter<SnapshotEvents> {
   /** When `current` was built (epoch milliseconds). */
@@ -43,7 +45,7 @@ export class PolicySnapshots extends EventEmitter<SnapshotEvents> {
   private closed = false;
 
   private constructor(
-    private readonly store: Store,
+    private readonly source: PolicySource,
     public current: Snapshot,
     /** The policies `current` was compiled from, for workers that compile their own copy. */
     public policies: Policy[],
@@ -54,9 +56,9 @@ export class PolicySnapshots extends EventEmitter<SnapshotEvents> {
     this.setMaxListeners(0);
   }
 
-  static async load(store: Store): Promise<PolicySnapshots> {
-    const { policies, revision, feedPosition } = await store.loadPolicies();
-    return new PolicySnapshots(store, compile(policies, revision), policies, feedPosition);
+  static async load(source: PolicySource): Promise<PolicySnapshots> {
+    const { policies, revision, feedPosition } = await source.loadPolicies();
+    return new PolicySnapshots(source, compile(policies, revision), policies, feedPosition);
   }
 
   /**
@@ -106,8 +108,8 @@ export class PolicySnapshots extends EventEmitter<SnapshotEvents> {
     const forcing = this.forcedReloadsAsked;
     const force = forcing > this.forcedReloadsDone;
     try {
-      if (force || (await this.store.policyRevision()) > this.current.revision) {
-        const { policies, revision } = await this.store.loadPolicies();
+      if (force || (await this.source.policyRevision()) > this.current.revision) {
+        const { policies, revision } = await this.source.loadPolicies();
         if (force || revision > this.current.revision) this.publish(compile(policies, revision), policies);
       }
       this.forcedReloadsDone = forcing;

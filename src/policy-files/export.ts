@@ -1,0 +1,67 @@
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import YAML from 'yaml';
+import type { Policy } from '../schemas/policy.js';
+import { ConfigError, loadConfig } from '../config.js';
+import { openStore } from '../store/open.js';
+
+const USAGE = 'usage: verdict policies export <dir> [--url <server>] | [--data-dir <dir>] | [--mongodb-uri <uri> [--mongodb-db <name>]]';
+
+async function fromServer(url: string): Promise<Policy[]> {
+  const key = process.env.ADMIN_API_KEY;
+  let response: Response;
+  try {
+    response = await fetch(new URL('/admin/policies', url), { headers: key === undefined ? {} : { 'way-api-key': key } });
+  } catch (error) {
+    throw new ConfigError(`could not reach ${url}: ${((error as Error).cause as Error | undefined)?.message ?? (error as Error).message}`);
+  }
+  const body = await response.text();
+  if (response.status !== 200) throw new ConfigError(`${url} answered ${response.status} to GET /admin/policies: ${body}`);
+  return JSON.parse(body) as Policy[];
+}
+
+async function fromStore(args: string[]): Promise<Policy[]> {
+  const config = loadConfig(args, process.env);
+  if (config.store === 'embedded' && !existsSync(config.dataDir)) throw new ConfigError(`no data directory at ${config.dataDir}`);
+  const store = await openStore(config, { auditValues: config.auditValues });
+  try {
+    return (await store.loadPolicies()).policies;
+  } finally {
+    await store.close();
+  }
+}
+
+/**
+ * `verdict policies export <dir>`: writes the policies of a running server (`--url`, default the
+ * local one; the admin key from ADMIN_API_KEY) or of a store (`--data-dir`, `--mongodb-uri`) as one
+ * YAML file per policy, numbered so that the files' order is the policies' creation order, the
+ * order `--policies` reads them in. Refuses a directory that already holds policy files.
+ */
+export async function exportPolicies(args: string[]): Promise<void> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args,
+      options: { url: { type: 'string' }, 'data-dir': { type: 'string' }, 'mongodb-uri': { type: 'string' }, 'mongodb-db': { type: 'string' } },
+      allowPositionals: true,
+      strict: true,
+    });
+  } catch (error) {
+    throw new ConfigError(`${(error as Error).message}\n${USAGE}`);
+  }
+  const [dir, ...extra] = parsed.positionals;
+  if (dir === undefined || extra.length > 0) throw new ConfigError(USAGE);
+  const { url, ...storeOptions } = parsed.values;
+  const storeArgs = Object.entries(storeOptions).flatMap(([name, value]) => [`--${name}`, value as string]);
+  if (url !== undefined && storeArgs.length > 0) throw new ConfigError(`--url and a store (${storeArgs[0]}) are two sources: give one\n${USAGE}`);
+  const policies = storeArgs.length > 0 ? await fromStore(storeArgs) : await fromServer(url ?? 'http://127.0.0.1:8421');
+  mkdirSync(dir, { recursive: true });
+  const existing = readdirSync(dir).filter((name) => /\.(json|ya?ml)$/.test(name));
+  if (existing.length > 0) throw new ConfigError(`${dir} already holds policy files (${existing.slice(0, 3).join(', ')}): export into an empty directory`);
+  const width = Math.max(3, String(policies.length).length);
+  policies.forEach((policy, index) => {
+    writeFileSync(join(dir, `${String(index + 1).padStart(width, '0')}-${policy.name}.yaml`), YAML.stringify(policy));
+  });
+  console.log(`wrote ${policies.length} ${policies.length === 1 ? 'policy' : 'policies'} to ${dir}`);
+}

@@ -1,0 +1,60 @@
+import t, { type Test } from 'tap';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import YAML from 'yaml';
+import { startServer } from './helpers/server.js';
+import { runVerdict } from './helpers/child.js';
+
+// `verdict policies export` as users run it (the real CLI), and a server started on what it wrote.
+
+const itDesk = (department: string) => ({
+  name: 'IT desk',
+  rules: [
+    {
+      name: 'IT admins',
+      effect: 'allow',
+      principal_conditions: [{ path: 'attributes.department', operator: '==', value: department }],
+      resource_conditions: [{ path: 'attributes.kind', operator: '==', value: 'laptop' }],
+      actions: ['administer'],
+    },
+  ],
+});
+
+const CHECK = { principal: { attributes: { department: 'it' } }, resource: { attributes: { kind: 'laptop' } }, action: 'administer' };
+
+function policyDir(t: Test): string {
+  const dir = mkdtempSync(join(tmpdir(), 'verdict-export-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+t.test('verdict policies export: from a running server and from a data directory, then served from the files', async (t) => {
+  const source = await startServer();
+  t.teardown(source.close);
+  const second = { ...itDesk('sales'), name: 'Sales desk', default_effect: 'allow' };
+  for (const policy of [itDesk('it'), second]) t.equal((await source.call('POST', '/admin/policies', policy)).status, 200);
+  const stored = (await source.call('GET', '/admin/policies')).body;
+
+  const fromServer = join(policyDir(t), 'policies');
+  const exported = await runVerdict(t, ['policies', 'export', fromServer, '--url', source.url]).exited;
+  t.equal(exported.code, 0, exported.stderr);
+  t.equal(exported.stdout, `wrote 2 policies to ${fromServer}\n`);
+  t.same(readdirSync(fromServer), ['001-it-desk.yaml', '002-sales-desk.yaml'], 'numbered in creation order');
+  t.same(YAML.parse(readFileSync(join(fromServer, '001-it-desk.yaml'), 'utf8')), stored[0]);
+
+  const fromData = join(policyDir(t), 'policies');
+  const fromStore = await runVerdict(t, ['policies', 'export', fromData, '--data-dir', source.dataDir]).exited;
+  t.equal(fromStore.code, 0, fromStore.stderr);
+  t.same(readdirSync(fromData), readdirSync(fromServer));
+
+  const again = await runVerdict(t, ['policies', 'export', fromServer, '--url', source.url]).exited;
+  t.equal(again.code, 2, 'a directory that holds policy files is refused');
+  t.match(again.stderr, /already holds policy files/);
+
+  const files = await startServer({ policiesDir: fromServer });
+  t.teardown(files.close);
+  t.same((await files.call('GET', '/admin/policies')).body, stored, 'the same policies, in the same order');
+  const checks = [CHECK, { ...CHECK, principal: { attributes: { department: 'sales' } } }, { ...CHECK, action: 'read' }];
+  t.same((await files.call('POST', '/check/bulk', checks)).body, (await source.call('POST', '/check/bulk', checks)).body, 'the same decisions');
+});

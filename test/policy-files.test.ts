@@ -1,0 +1,145 @@
+import t, { type Test } from 'tap';
+import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import YAML from 'yaml';
+import { startServer, type TestServer } from './helpers/server.js';
+import { runVerdict } from './helpers/child.js';
+
+// --policies <dir> on a real server: the files are the policy set, changes are applied without a
+// restart, a broken change leaves the last good set serving and says so (/ready 200, degraded: the
+// process still decides), writes are refused. Files not valid at start stop the start: never ready.
+
+const itDesk = (department: string, operator = '==') => ({
+  name: 'IT desk',
+  rules: [
+    {
+      name: 'IT admins',
+      effect: 'allow',
+      principal_conditions: [{ path: 'attributes.department', operator, value: department }],
+      resource_conditions: [{ path: 'attributes.kind', operator: '==', value: 'laptop' }],
+      actions: ['administer'],
+    },
+  ],
+});
+
+const CHECK = { principal: { attributes: { department: 'it' } }, resource: { attributes: { kind: 'laptop' } }, action: 'administer' };
+
+function policyDir(t: Test): string {
+  const dir = mkdtempSync(join(tmpdir(), 'verdict-policies-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** Asks until `done` holds for the answer (the server applies file changes on its own schedule), at most 15 s. */
+async function until(server: TestServer, method: string, path: string, body: unknown, done: (answer: Awaited<ReturnType<TestServer['call']>>) => boolean) {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const answer = await server.call(method, path, body);
+    if (done(answer)) return answer;
+    if (Date.now() > deadline) throw new Error(`${method} ${path} still answers ${answer.status} ${JSON.stringify(answer.body)}`);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+const allowed = (server: TestServer) => server.call('POST', '/check', CHECK).then((answer) => answer.body.allowed as boolean);
+
+t.test('the files are the policy set: edited, broken (ready, degraded), fixed, without a restart', async (t) => {
+  const dir = policyDir(t);
+  const file = join(dir, 'it-desk.yaml');
+  writeFileSync(file, YAML.stringify(itDesk('it')));
+  writeFileSync(join(dir, 'README.md'), 'not a policy file');
+  const server = await startServer({ policiesDir: dir });
+  t.teardown(server.close);
+  t.same((await server.call('POST', '/check', CHECK)).body, { allowed: true, reason: 'Rule it-admins allowed the action in policy it-desk' });
+  t.same((await server.call('GET', '/admin/policies')).body.map((policy: { name: string }) => policy.name), ['it-desk']);
+  t.equal((await server.call('GET', '/admin/policies/it-desk')).body.rules[0].name, 'it-admins');
+  const ready = await server.call('GET', '/ready');
+  t.same([ready.status, ready.body.degraded, ready.body.checks.policyFiles], [200, false, 'ok']);
+  const revision = Number((await server.call('GET', '/health')).body.revision);
+
+  writeFileSync(file, YAML.stringify(itDesk('hr')));
+  await until(server, 'POST', '/check', CHECK, (answer) => answer.body.allowed === false);
+  t.ok((await server.call('GET', '/health')).body.revision > revision, 'a new revision');
+
+  writeFileSync(file, YAML.stringify(itDesk('it', 'gt')));
+  const degraded = await until(server, 'GET', '/ready', undefined, (answer) => answer.body.degraded === true);
+  t.equal(degraded.status, 200, 'still ready: the last good set decides');
+  t.equal(degraded.body.status, 'ready');
+  t.match(degraded.body.detail, /^Ready, degraded: policyFiles \(changed files not applied/);
+  t.match(degraded.body.checks.policyFiles, /^changed files not applied since \S+, serving revision \d+: .*it-desk\.yaml: rules\.0\.principal_conditions\.0\.value: operator 'gt' needs a number value$/);
+  t.equal(await allowed(server), false, 'the last good set still decides');
+  const metrics = (await server.call('GET', '/metrics')).body as string;
+  t.match(metrics, /^verdict_policy_files_in_force 0$/m);
+  t.match(metrics, /^verdict_policy_files_rejected_total 1$/m);
+
+  writeFileSync(file, YAML.stringify(itDesk('it')));
+  const fixed = await until(server, 'GET', '/ready', undefined, (answer) => answer.body.degraded === false);
+  t.same([fixed.status, fixed.body.checks.policyFiles], [200, 'ok']);
+  t.equal(await allowed(server), true, 'the fixed file is in force');
+  t.match((await server.call('GET', '/metrics')).body, /^verdict_policy_files_in_force 1$/m);
+
+  writeFileSync(join(dir, 'second.json'), JSON.stringify([{ ...itDesk('it'), name: 'copy' }, { ...itDesk('it'), name: 'IT desk' }]));
+  const duplicate = await until(server, 'GET', '/ready', undefined, (answer) => answer.body.degraded === true);
+  t.equal(duplicate.status, 200);
+  t.match(duplicate.body.checks.policyFiles, /second\.json: 1: name: policy 'it-desk' is already defined earlier/);
+  rmSync(join(dir, 'second.json'));
+  await until(server, 'GET', '/ready', undefined, (answer) => answer.body.degraded === false);
+});
+
+t.test('policy writes answer 409; reads, validation and the registry still work', async (t) => {
+  const dir = policyDir(t);
+  writeFileSync(join(dir, 'it-desk.json'), JSON.stringify(itDesk('it')));
+  const server = await startServer({ policiesDir: dir });
+  t.teardown(server.close);
+  const writes: [string, string, unknown][] = [
+    ['POST', '/admin/policies', itDesk('hr')],
+    ['PUT', '/admin/policies/it-desk', itDesk('hr')],
+    ['DELETE', '/admin/policies/it-desk', undefined],
+    ['POST', '/admin/policies/simple?name=x', CHECK],
+    ['POST', '/create-policy', { ...itDesk('hr'), name: 'other' }],
+  ];
+  for (const [method, path, body] of writes) {
+    const answer = await server.call(method, path, body);
+    t.equal(answer.status, 409, `${method} ${path}`);
+    t.match(answer.body.detail, /^Policies are managed from files in .* \(--policies\): change the files there instead/);
+  }
+  t.equal(await allowed(server), true, 'nothing changed');
+  t.equal((await server.call('POST', '/admin/policies/validate', itDesk('hr'))).status, 200);
+  t.equal((await server.call('GET', '/admin/policies/none')).status, 404);
+  t.equal((await server.call('POST', '/admin/fetchers/registry/entities', { uri: 'user:alice', attributes: { department: 'it' } })).status, 200);
+  t.same((await server.call('POST', '/check', { ...CHECK, principal: { uri: 'user:alice' } })).body.allowed, true);
+});
+
+t.test('a Kubernetes ConfigMap update: the ..data symlink swapped to a new directory', async (t) => {
+  const dir = policyDir(t);
+  const version = (name: string, department: string) => {
+    mkdirSync(join(dir, name));
+    writeFileSync(join(dir, name, 'it-desk.yaml'), YAML.stringify(itDesk(department)));
+  };
+  version('..2026_01_01_00_00_00.1', 'it');
+  symlinkSync('..2026_01_01_00_00_00.1', join(dir, '..data'));
+  symlinkSync('..data/it-desk.yaml', join(dir, 'it-desk.yaml'));
+  const server = await startServer({ policiesDir: dir });
+  t.teardown(server.close);
+  t.equal(await allowed(server), true);
+  // What the kubelet does: write the new version beside the old, point ..data_tmp at it, rename over ..data.
+  version('..2026_01_01_00_05_00.2', 'hr');
+  symlinkSync('..2026_01_01_00_05_00.2', join(dir, '..data_tmp'));
+  renameSync(join(dir, '..data_tmp'), join(dir, '..data'));
+  rmSync(join(dir, '..2026_01_01_00_00_00.1'), { recursive: true });
+  await until(server, 'POST', '/check', CHECK, (answer) => answer.body.allowed === false);
+  t.same((await server.call('GET', '/admin/policies')).body[0].rules[0].principal_conditions[0].value, 'hr');
+  t.same((await server.call('GET', '/ready')).body.checks.policyFiles, 'ok');
+});
+
+t.test('files that are not valid at start: the start stops with the file and field, exit code 2', async (t) => {
+  const dir = policyDir(t);
+  writeFileSync(join(dir, 'broken.yaml'), YAML.stringify(itDesk('it', 'startswith')).replace('value: it', 'value: 3'));
+  const exit = await runVerdict(t, ['start', '--port', '0', '--data-dir', join(dir, '.data'), '--policies', dir]).exited;
+  t.equal(exit.code, 2);
+  t.match(exit.stderr, /--policies \(POLICIES_DIR\) .*broken\.yaml: rules\.0\.principal_conditions\.0\.value: operator 'startswith' needs a string value/);
+  const missing = await runVerdict(t, ['start', '--port', '0', '--data-dir', join(dir, '.data'), '--policies', join(dir, 'nowhere')]).exited;
+  t.equal(missing.code, 2);
+  t.match(missing.stderr, /nowhere: ENOENT/);
+});
