@@ -136,10 +136,10 @@ t.test('a Kubernetes ConfigMap update: the ..data symlink swapped to a new direc
 t.test('files that are not valid at start: the start stops with the file and field, exit code 2', async (t) => {
   const dir = policyDir(t);
   writeFileSync(join(dir, 'broken.yaml'), YAML.stringify(itDesk('it', 'startswith')).replace('value: it', 'value: 3'));
-  const exit = await runVerdict(t, ['start', '--port', '0', '--data-dir', join(dir, '.data'), '--policies', dir]).exited;
+  const exit = await runVerdict(t, ['start', '--store', 'embedded', '--port', '0', '--data-dir', join(dir, '.data'), '--policies', dir]).exited;
   t.equal(exit.code, 2);
   t.match(exit.stderr, /--policies \(POLICIES_DIR\) .*broken\.yaml: rules\.0\.principal_conditions\.0\.value: operator 'startswith' needs a string value/);
-  const missing = await runVerdict(t, ['start', '--port', '0', '--data-dir', join(dir, '.data'), '--policies', join(dir, 'nowhere')]).exited;
+  const missing = await runVerdict(t, ['start', '--store', 'embedded', '--port', '0', '--data-dir', join(dir, '.data'), '--policies', join(dir, 'nowhere')]).exited;
   t.equal(missing.code, 2);
   t.match(missing.stderr, /nowhere: ENOENT/);
 });

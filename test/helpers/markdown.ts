@@ -17,7 +17,7 @@ export function readDocument(path: string): string {
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
 const PLACEHOLDER = '…';
 
-interface Block {
+export interface Block {
   kind: 'code';
   lang: string;
   text: string;
@@ -63,6 +63,11 @@ function segments(markdown: string): Segment[] {
   }
   result.push({ kind: 'text', text: markdown.slice(last) });
   return result;
+}
+
+/** The fenced code blocks of `markdown`, in order. */
+export function codeBlocks(markdown: string): Block[] {
+  return segments(markdown).filter((segment): segment is Block => segment.kind === 'code');
 }
 
 /** The curl commands of these documents: `curl -s [-X M] URL [-H 'h: v']... [-d 'body']`. */
