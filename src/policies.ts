@@ -135,6 +135,7 @@ export class PolicyService {
    * comes back (last in creation order). The version must still pass today's limits.
    */
   async restore(name: string, version: number, by: Writer): Promise<AnsweredPolicy> {
+    this.refuseWhenManagedFromFiles();
     const record = await this.version(name, version);
     if (!('version' in record) || record.after === null) {
       throw new ClientError(400, `Version ${version} of policy '${name}' is its deletion; restore an earlier version`);

@@ -98,6 +98,7 @@ t.test('policy writes answer 409; reads, validation and the registry still work'
     ['DELETE', '/admin/policies/it-desk', undefined],
     ['POST', '/admin/policies/simple?name=x', CHECK],
     ['POST', '/create-policy', { ...itDesk('hr'), name: 'other' }],
+    ['POST', '/admin/policies/it-desk/restore?version=1', undefined],
   ];
   for (const [method, path, body] of writes) {
     const answer = await server.call(method, path, body);
