@@ -38,12 +38,15 @@ export const ADMIN_WRITES: AdminWrite[] = [
   { method: 'POST', route: '/delete-entity', path: '/delete-entity?uri=user:2', target: 'entity:user:2' },
 ];
 
-/** The OpenAPI document's routes that change data: every method but GET on admin routes, and the earlier family's writes. */
+/** Admin routes that take a body by POST but write nothing. */
+const CHECKS_WITHOUT_WRITING = ['/admin/policies/validate'];
+
+/** The OpenAPI document's routes that change data: every method but GET on admin routes (less those that only check), and the earlier family's writes. */
 export function writeRoutesOf(openapi: { paths: Record<string, Record<string, unknown>> }): string[] {
   return Object.entries(openapi.paths).flatMap(([path, methods]) =>
     Object.keys(methods)
       .map((method) => method.toUpperCase())
-      .filter((method) => method !== 'GET' && method !== 'HEAD')
+      .filter((method) => method !== 'GET' && method !== 'HEAD' && !CHECKS_WITHOUT_WRITING.includes(path))
       .filter(() => path.startsWith('/admin/') || ['/create-policy', '/register-entity', '/update-entity', '/delete-entity'].includes(path))
       .map((method) => `${method} ${path}`),
   );
