@@ -82,6 +82,8 @@ export const policyRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, {
       body: { anyOf: [policySchema, { type: 'array', items: policySchema }] },
       response: { 200: validationReportSchema, ...ERROR_RESPONSES },
     },
+    // It changes nothing: a read key (a CI job's, say) may validate.
+    config: { readsOnly: true },
     // The body is validated per policy by the service, so that issues are located as a write's are.
     validatorCompiler: () => () => true,
     handler: (request) => policies.validate(request.body),

@@ -21,6 +21,7 @@ const PROTECTED: { method: string; path: string; body?: unknown }[] = [
     path: '/admin/policies/simple?name=s',
     body: { principal: { attributes: { a: 1 } }, resource: { attributes: { b: 2 } }, action: 'read' },
   },
+  { method: 'POST', path: '/admin/policies/validate', body: { name: 'p', rules: [] } },
   { method: 'GET', path: '/admin/policies/p' },
   { method: 'PUT', path: '/admin/policies/p', body: { name: 'p', rules: [] } },
   { method: 'DELETE', path: '/admin/policies/p' },
@@ -79,6 +80,9 @@ t.test('with auth on, the right key opens every protected route', async (t) => {
   const server = await protectedServer(t);
   const call = (method: string, path: string, body?: unknown) => server.call(method, path, body, GOOD);
 
+  const validated = await call('POST', '/admin/policies/validate', { name: 'p', rules: [] });
+  t.equal(validated.status, 200);
+  t.same(validated.body.warnings, []);
   const created = await call('POST', '/admin/policies', { name: 'p', rules: [] });
   t.equal(created.status, 200);
   t.equal(created.body.name, 'p');
@@ -170,6 +174,7 @@ t.test('with auth on, the key is checked before the body is read or validated', 
     ['POST', '/admin/policies'],
     ['PUT', '/admin/policies/p'],
     ['POST', '/admin/policies/simple'],
+    ['POST', '/admin/policies/validate'],
     ['POST', ENTITIES],
     ['PUT', `${ENTITIES}/e`],
     ['POST', '/register-entity'],

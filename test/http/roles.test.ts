@@ -67,6 +67,8 @@ t.test('a read key reads everything and gets 403 with a detail on every write ro
     .filter(([, methods]) => 'get' in methods)
     .map(([path]) => path);
   t.ok(paths.length >= 5, 'admin reads to try');
+  const validated = await server.call('POST', '/admin/policies/validate', { name: 'p9', rules: [] }, as(AUDITOR));
+  t.same([validated.status, validated.body.valid], [200, true], 'a read key validates a policy: that changes nothing');
   for (const path of [...paths, '/admin/policies/p1', '/admin/policies/p1/history', '/admin/policies/p1/history/1']) {
     t.equal((await server.call('GET', path, undefined, as(AUDITOR))).status, 200, `GET ${path} with a read key`);
   }

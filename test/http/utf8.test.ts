@@ -45,6 +45,7 @@ const BODIES: Record<string, string> = {
   'POST /admin/policies': '{"name":"p@","rules":[]}',
   'PUT /admin/policies/{name}': '{"name":"existing","description":"@","rules":[]}',
   'POST /admin/policies/simple': checkJson('user:@'),
+  'POST /admin/policies/validate': '[{"name":"p@","rules":[]}]',
   [`POST ${ENTITIES}`]: '{"uri":"user:@","attributes":{"a":1}}',
   [`POST ${ENTITIES}/$bulk`]: '[{"uri":"user:ok","attributes":{"a":1}},{"uri":"user:@","attributes":{"a":1}}]',
   [`PUT ${ENTITIES}/{uri}`]: '{"uri":"existing","attributes":{"a":"@"}}',
