@@ -3,7 +3,6 @@ import type { Config } from './config.js';
 import { openStore } from './store/open.js';
 import type { Store } from './store/store.js';
 import { PolicySnapshots } from './snapshot/policy-snapshots.js';
-import { PolicyDirectory } from './policy-files/policy-directory.js';
 import { followChanges } from './snapshot/follow-changes.js';
 import { CheckService } from './checks.js';
 import { PlanService } from './plans.js';
@@ -72,7 +71,9 @@ export async function buildApp(config: Config, openedStore?: Store): Promise<Fas
   const metrics = new Metrics();
   const store = openedStore ?? (await openStore(config, { auditValues: config.auditValues, observer: metrics.auditObserver }));
   // Policies come from the store, or from a directory of files when one is given (the registry stays in the store).
-  const policyFiles = config.policiesDir === '' ? undefined : PolicyDirectory.open(config.policiesDir, store, config);
+  // Loaded only then: a start without --policies need not load the YAML parser.
+  const policyFiles =
+    config.policiesDir === '' ? undefined : (await import('./policy-files/policy-directory.js')).PolicyDirectory.open(config.policiesDir, store, config);
   const snapshots = await PolicySnapshots.load(policyFiles ?? store);
   metrics.observeSnapshots(snapshots);
   if (policyFiles !== undefined) metrics.observePolicyFiles(policyFiles);

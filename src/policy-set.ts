@@ -1,4 +1,5 @@
 import type { FastifySchemaValidationError } from 'fastify';
+import type { ValidateFunction } from 'ajv';
 import { policySchema, type Policy } from './schemas/policy.js';
 import type { ValidationIssue } from './schemas/errors.js';
 import { createAjv, validationIssues } from './schemas/validation.js';
@@ -12,9 +13,14 @@ type Location = (string | number)[];
  * files alike. Names must be unique among the policies read together.
  */
 export class PolicySetReader {
-  private readonly matchesSchema = createAjv(false).compile<Policy>(policySchema);
+  /** Compiled by the first read, so that a start compiles no schema it may never use. */
+  private compiledSchema: ValidateFunction<Policy> | undefined;
 
   constructor(private readonly limits: PolicyLimits) {}
+
+  private get matchesSchema(): ValidateFunction<Policy> {
+    return (this.compiledSchema ??= createAjv(false).compile<Policy>(policySchema));
+  }
 
   /** The policies, normalized, or every issue found, each located under `locate(index)`. */
   read(values: readonly unknown[], locate: (index: number) => Location): { policies: Policy[] } | { issues: ValidationIssue[] } {
