@@ -154,7 +154,7 @@ async function run() {
     t.same(foreignRequests, [], 'the Live screen asked nothing of any other host');
   });
 
-  t.test('with --recent-denials-values, one click replays a denial and shows its decision', async (t) => {
+  t.test('with --recent-denials-values, one click replays a denial and shows its decision and why', async (t) => {
     const server = await serverWithPolicies({ recentDenialsValues: true });
     t.teardown(() => server.close());
     await server.call('POST', '/check', BY_GUARD);
@@ -170,6 +170,12 @@ async function run() {
     await page.locator('.decision').getByText('Rule no-interns denied the action in policy guard').waitFor();
     t.equal(await page.locator('.decision .badge').textContent(), 'Denied');
     t.equal(await field(page, 'Principal attributes (JSON object)').inputValue(), '{"department":"it","intern":true}');
+    const why = page.getByRole('region', { name: 'Why' });
+    t.equal(
+      await why.locator('.why').textContent(),
+      'Rule no-interns is the first rule of policy guard to match, and it denies: a deny wins over any allow.',
+      'the explanation of the replayed check',
+    );
     await screenshot(page, 'live-replay');
   });
 

@@ -43,7 +43,7 @@ function SingleCheck({ replay }: { replay?: ReplayedCheck }) {
       {replay !== undefined && (
         <p class="notice" role="status">
           {replay.maskedKeys.length === 0
-            ? 'A recent denial, replayed against the current policies and registry.'
+            ? 'A recent denial, replayed against the current policies and registry: its decision and why are below.'
             : `A recent denial, filled in without its attribute values, which the server does not keep (--recent-denials-values keeps them): fill in ${replay.maskedKeys.join(', ')} (null here), then run the check.`}
         </p>
       )}
