@@ -171,8 +171,12 @@ async function httpFigures(servers: { label: string; server: RunningServer }[]):
     // Unmeasured: the JIT compiles each server's paths for this scenario first.
     for (const { server } of servers) await loadWithWrk(server.url + scenario.path, scenario.bodies, WARM_UP_SECONDS, CONNECTIONS);
     const runs = servers.map(() => [] as Measured[]);
+    // Each run starts with another server: whichever goes second was measured faster (same build twice showed it).
     for (let run = 0; run < RUNS; run++) {
-      for (const [index, { server }] of servers.entries()) runs[index]!.push(await measure(server, scenario));
+      for (let turn = 0; turn < servers.length; turn++) {
+        const index = (run + turn) % servers.length;
+        runs[index]!.push(await measure(servers[index]!.server, scenario));
+      }
     }
     const byServer = Object.fromEntries(servers.map(({ label }, index) => [label, figureOf(runs[index]!, scenario.items)]));
     figures[scenario.name] = byServer;
