@@ -47,19 +47,27 @@ const by = TEST_WRITER;
 const summary = (records: AuditRecord[]) => records.map((record) => [record.operation, record.target, 'version' in record ? record.version : null]);
 
 /** The contract every store keeps; run on each driver. */
+/** Two handles on a fresh backing store (`store` opened with `options`), both closed and the store dropped when `t` ends. */
+async function openHandles(t: Test, backing: () => Promise<Backing>, options?: Partial<StoreOptions>): Promise<{ store: Store; other: Store }> {
+  const { open, drop } = await backing();
+  const opened: Store[] = [];
+  t.teardown(async () => {
+    for (const handle of opened) await handle.close();
+    await drop();
+  });
+  const store = await open(options);
+  opened.push(store);
+  const other = await open();
+  opened.push(other);
+  return { store, other };
+}
+
 function contract(t: Test, name: string, backing: () => Promise<Backing>): void {
   auditContract(t, name, backing);
   entityBatchContract(t, name, backing);
 
   t.test(`${name}: the store contract`, async (t) => {
-    const { open, drop } = await backing();
-    const store = await open();
-    const other = await open();
-    t.teardown(async () => {
-      await store.close();
-      await other.close();
-      await drop();
-    });
+    const { store, other } = await openHandles(t, backing);
 
     const { revision: firstRevision, policies: firstPolicies } = await store.loadPolicies();
     t.same({ revision: firstRevision, policies: firstPolicies }, { revision: 0, policies: [] }, 'starts empty at revision 0');
@@ -120,14 +128,7 @@ function contract(t: Test, name: string, backing: () => Promise<Backing>): void 
 /** Registering many entities at once: all or none, in order, each audited, heard by the other handle uri by uri. */
 function entityBatchContract(t: Test, name: string, backing: () => Promise<Backing>): void {
   t.test(`${name}: entities registered in one batch`, async (t) => {
-    const { open, drop } = await backing();
-    const store = await open();
-    const other = await open();
-    t.teardown(async () => {
-      await store.close();
-      await other.close();
-      await drop();
-    });
+    const { store, other } = await openHandles(t, backing);
     await store.createEntity(entity('user:before'), by);
     const heard: string[] = [];
     const { feedPosition } = await other.loadPolicies();
@@ -170,16 +171,9 @@ function entityBatchContract(t: Test, name: string, backing: () => Promise<Backi
 
 function auditContract(t: Test, name: string, backing: () => Promise<Backing>): void {
   t.test(`${name}: every write commits one audit record with it`, async (t) => {
-    const { open, drop } = await backing();
     const heard: string[] = [];
     const observer: AuditObserver = { recorded: (operation) => heard.push(operation), failed: () => heard.push('failed') };
-    const store = await open({ observer });
-    const other = await open();
-    t.teardown(async () => {
-      await store.close();
-      await other.close();
-      await drop();
-    });
+    const { store, other } = await openHandles(t, backing, { observer });
     t.same(await store.listAudit({ limit: 10 }), [], 'starts with no records');
 
     const started = Date.now();
@@ -231,12 +225,7 @@ function auditContract(t: Test, name: string, backing: () => Promise<Backing>): 
   });
 
   t.test(`${name}: restoring a version, of a deleted policy too`, async (t) => {
-    const { open, drop } = await backing();
-    const store = await open();
-    t.teardown(async () => {
-      await store.close();
-      await drop();
-    });
+    const { store } = await openHandles(t, backing);
     await store.createPolicy(policy('a', { description: 'v1' }), by);
     await store.createPolicy(policy('b'), by);
     await store.replacePolicy(policy('a', { description: 'v2' }), by);
@@ -255,12 +244,7 @@ function auditContract(t: Test, name: string, backing: () => Promise<Backing>): 
   });
 
   t.test(`${name}: audit queries and the cursor`, async (t) => {
-    const { open, drop } = await backing();
-    const store = await open();
-    t.teardown(async () => {
-      await store.close();
-      await drop();
-    });
+    const { store } = await openHandles(t, backing);
     const alice = { ...by, actor: 'alice' };
     await store.createPolicy(policy('p1'), by);
     await store.createEntity(entity('user:1'), alice);
@@ -287,12 +271,7 @@ function auditContract(t: Test, name: string, backing: () => Promise<Backing>): 
   });
 
   t.test(`${name}: retention prunes the oldest records, a batch at a time`, async (t) => {
-    const { open, drop } = await backing();
-    const store = await open();
-    t.teardown(async () => {
-      await store.close();
-      await drop();
-    });
+    const { store } = await openHandles(t, backing);
     for (let index = 0; index < 7; index++) await store.createEntity(entity(`user:${index}`), by);
     const all = await store.listAudit({ limit: 10 });
     t.equal(await store.pruneAudit({ maxCount: 3 }, 2), 2, 'at most a batch');
@@ -309,12 +288,7 @@ function auditContract(t: Test, name: string, backing: () => Promise<Backing>): 
   });
 
   t.test(`${name}: --audit-values records attribute values`, async (t) => {
-    const { open, drop } = await backing();
-    const store = await open({ auditValues: true });
-    t.teardown(async () => {
-      await store.close();
-      await drop();
-    });
+    const { store } = await openHandles(t, backing, { auditValues: true });
     await store.createEntity(entity('user:v', { secret: 's1', nested: { a: [1] } }), by);
     await store.updateEntity('user:v', (stored) => ({ ...stored, attributes: stored.attributes.map((a) => (a.key === 'secret' ? { ...a, value: 's2' } : a)) }), by);
     const [updated, created] = (await store.listAudit({ limit: 10 })) as any[];

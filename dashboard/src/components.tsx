@@ -105,8 +105,19 @@ export function Notice({ children }: { children: ComponentChildren }) {
   );
 }
 
-/** A delete button that asks once more, in place, before it acts. */
-export function ConfirmDelete({ what, onConfirm }: { what: string; onConfirm: () => void }) {
+/**
+ * A button that asks once more, in place, before it acts: `trigger` opens the question, `confirm` acts,
+ * Cancel closes it. The confirming button takes the focus, so a keyboard user answers at once.
+ */
+export function ConfirmButton(props: {
+  trigger: ComponentChildren;
+  triggerClass?: string;
+  question: ComponentChildren;
+  group: string;
+  confirm: string;
+  confirmClass: 'danger' | 'primary';
+  onConfirm: () => void;
+}) {
   const [asking, setAsking] = useState(false);
   const confirm = useRef<HTMLButtonElement>(null);
   useEffect(() => {
@@ -114,21 +125,36 @@ export function ConfirmDelete({ what, onConfirm }: { what: string; onConfirm: ()
   }, [asking]);
   if (!asking) {
     return (
-      <button type="button" class="danger" onClick={() => setAsking(true)}>
-        Delete
+      <button type="button" class={props.triggerClass} onClick={() => setAsking(true)}>
+        {props.trigger}
       </button>
     );
   }
   return (
-    <span class="confirm" role="group" aria-label="Confirm deletion">
-      <span>Delete {what}? This cannot be undone.</span>
-      <button type="button" class="danger" ref={confirm} onClick={onConfirm}>
-        Yes, delete
+    <span class="confirm" role="group" aria-label={props.group}>
+      <span>{props.question}</span>
+      <button type="button" class={props.confirmClass} ref={confirm} onClick={props.onConfirm}>
+        {props.confirm}
       </button>
       <button type="button" onClick={() => setAsking(false)}>
         Cancel
       </button>
     </span>
+  );
+}
+
+/** A delete button that asks once more, in place, before it acts. */
+export function ConfirmDelete({ what, onConfirm }: { what: string; onConfirm: () => void }) {
+  return (
+    <ConfirmButton
+      trigger="Delete"
+      triggerClass="danger"
+      question={`Delete ${what}? This cannot be undone.`}
+      group="Confirm deletion"
+      confirm="Yes, delete"
+      confirmClass="danger"
+      onConfirm={onConfirm}
+    />
   );
 }
 

@@ -1,7 +1,7 @@
 /** A policy's versions: who made each and when, any two side by side, and the restore of one (confirmed first). */
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { call, policyPath } from '../api.js';
-import { Alerts, Notice } from '../components.js';
+import { Alerts, ConfirmButton, Notice } from '../components.js';
 import { useCanWrite } from '../access.js';
 import { sideBySide, versionText, type AuditPage, type AuditRecord, type DiffCell } from '../audit-model.js';
 import { links } from '../routes.js';
@@ -60,30 +60,15 @@ function Diff({ left, right }: { left: AuditRecord; right: AuditRecord }) {
 
 /** A restore button that asks once more, in place, before it acts. */
 function ConfirmRestore({ version, name, onConfirm }: { version: number; name: string; onConfirm: () => void }) {
-  const [asking, setAsking] = useState(false);
-  const confirm = useRef<HTMLButtonElement>(null);
-  useEffect(() => {
-    if (asking) confirm.current?.focus();
-  }, [asking]);
-  if (!asking) {
-    return (
-      <button type="button" onClick={() => setAsking(true)}>
-        Restore version {version}
-      </button>
-    );
-  }
   return (
-    <span class="confirm" role="group" aria-label="Confirm restore">
-      <span>
-        Make version {version} the current {name}? Checks will be decided by it at once.
-      </span>
-      <button type="button" class="primary" ref={confirm} onClick={onConfirm}>
-        Yes, restore
-      </button>
-      <button type="button" onClick={() => setAsking(false)}>
-        Cancel
-      </button>
-    </span>
+    <ConfirmButton
+      trigger={`Restore version ${version}`}
+      question={`Make version ${version} the current ${name}? Checks will be decided by it at once.`}
+      group="Confirm restore"
+      confirm="Yes, restore"
+      confirmClass="primary"
+      onConfirm={onConfirm}
+    />
   );
 }
 
