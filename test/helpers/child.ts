@@ -68,18 +68,8 @@ export async function startVerdict(t: Test, args: string[], options: { env?: Nod
     url = `http://127.0.0.1:${port}`;
   }
   const child = runVerdict(t, ['start', ...args], options.env, options.cwd);
-  let ended: Exit | undefined;
-  void child.exited.then((exit) => (ended = exit));
-  // As long as the start takes on a busy machine: the test's own timeout guards a hang.
-  for (;;) {
-    if (ended !== undefined) throw new Error(`verdict exited (${ended.code ?? ended.signal}) before answering: ${ended.stderr}`);
-    try {
-      if ((await ask(url, 'GET', '/health')).status === 200) return { ...child, url };
-    } catch {
-      // not listening yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
+  await waitFor(url, '/health', 200, child);
+  return { ...child, url };
 }
 
 /** Resolves once the child's standard output matches `pattern`, checked as output arrives; rejects if it ends first. */
@@ -141,7 +131,7 @@ export function ask(address: string, method: string, path: string, body?: unknow
  * `limit` ms, or, given the server's child process, for as long as it runs (failing with its stderr
  * when it exits first), so that a slow start on a busy machine is waited for.
  */
-export async function waitFor(address: string, path: string, status: number, limit: number | Child = 15000): Promise<Answer> {
+export async function waitFor(address: string, path: string, status: number, limit: number | Child): Promise<Answer> {
   const deadline = typeof limit === 'number' ? Date.now() + limit : Infinity;
   let exited = false;
   if (typeof limit !== 'number') void limit.exited.then(() => (exited = true));
