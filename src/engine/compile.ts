@@ -16,10 +16,13 @@ export interface CompiledCondition {
 }
 
 export interface CompiledRule {
-  /** Position of the rule among all rules, in (policy creation order, rule order). */
+  /**
+   * Where the rule stands among all rules, as one number: its policy's position in creation order
+   * (see Snapshot.positions), then its place in the policy. Only comparisons mean anything.
+   */
   order: number;
-  /** Position of the rule's policy in creation order. */
-  policyIndex: number;
+  /** Its policy's position in creation order: equal for rules of the same policy. */
+  policyPosition: number;
   denies: boolean;
   principal: readonly CompiledCondition[];
   resource: readonly CompiledCondition[];
@@ -37,8 +40,25 @@ export interface Snapshot {
   fallback: Decision;
   /** The policies compiled, in creation order. */
   policies: readonly Policy[];
-  /** Every rule compiled, by `order`: rule j of policy i after all rules of the policies before it. */
-  rules: readonly CompiledRule[];
+  /** Each policy's position in creation order (increasing; the store's, when it keeps them), by index in `policies`. */
+  positions: readonly number[];
+  /** Each policy's rules compiled, by index in `policies`, then in rule order. */
+  rules: readonly (readonly CompiledRule[])[];
+  /** What deriving the next snapshot from this one needs (see derive). */
+  lineage: Lineage;
+}
+
+/** Shared by a snapshot and those derived from it; never read by evaluation. */
+interface Lineage {
+  /** Interns conditions across the lineage: it only grows, so a snapshot in use never sees it change. */
+  conditions: ConditionCompiler;
+  /** The positions given did not fit in rule orders (see RULE_SLOTS): they are indexes, and changes cannot be placed among them. */
+  renumbered: boolean;
+  /** How many policies the last full compile held, and how many changes were derived since. */
+  compiledPolicies: number;
+  derivedChanges: number;
+  /** How many of the policies default to deny: the fallback without looking at them all. */
+  denyDefaults: number;
 }
 
 /**
@@ -89,36 +109,162 @@ export function ruleMatches(rule: CompiledRule, request: DecisionRequest): boole
   return firstFailingCondition(rule.principal, request.principal) === -1 && firstFailingCondition(rule.resource, request.resource) === -1;
 }
 
-function fallbackDecision(policies: readonly Policy[]): Decision {
-  if (policies.length === 0) return DENIED_WITHOUT_POLICIES;
-  if (policies.some((policy) => policy.default_effect === 'deny')) return DENIED_BY_DEFAULT;
-  return ALLOWED_BY_DEFAULT;
+/** The decision when no rule matches, from how many policies there are and how many default to deny. */
+function fallbackDecision(policyCount: number, denyDefaults: number): Decision {
+  if (policyCount === 0) return DENIED_WITHOUT_POLICIES;
+  return denyDefaults > 0 ? DENIED_BY_DEFAULT : ALLOWED_BY_DEFAULT;
 }
 
-/** Compiles validated, normalized policies (in creation order). Run once per change, never per request. */
-export function compile(policies: readonly Policy[], revision: number): Snapshot {
-  const rulesOfAction = new Map<string, IndexableRule[]>();
-  const conditions = new ConditionCompiler();
+/**
+ * Room for each policy's rules in `order`: positions times this plus the rule's index stays a
+ * safe integer for positions below 2^32 (4 billion policy creations), and the limit on rules per
+ * policy (at most a million) stays below it.
+ */
+const RULE_SLOTS = 2 ** 21;
+const MAX_POSITION = 2 ** 32;
+
+const ordersFit = (policy: Policy, position: number) => policy.rules.length < RULE_SLOTS && position < MAX_POSITION;
+
+/** A policy's rules compiled, and how each action indexes them. */
+function compilePolicy(policy: Policy, position: number, conditions: ConditionCompiler): { rules: CompiledRule[]; indexable: IndexableRule[] } {
   const rules: CompiledRule[] = [];
-  policies.forEach((policy, policyIndex) => {
-    for (const rule of policy.rules) {
-      const compiled: CompiledRule = {
-        order: rules.length,
-        policyIndex,
-        denies: rule.effect === 'deny',
-        principal: conditions.list(rule.principal_conditions),
-        resource: conditions.list(rule.resource_conditions),
-        decision: ruleDecision(rule.effect, rule.name, policy.name),
-      };
-      rules.push(compiled);
-      const indexable = { compiled, principal: rule.principal_conditions, resource: rule.resource_conditions };
-      for (const action of new Set(rule.actions)) {
-        const rules = rulesOfAction.get(action);
-        if (rules === undefined) rulesOfAction.set(action, [indexable]);
-        else rules.push(indexable);
-      }
+  const indexable: IndexableRule[] = [];
+  policy.rules.forEach((rule, index) => {
+    const compiled: CompiledRule = {
+      order: position * RULE_SLOTS + index,
+      policyPosition: position,
+      denies: rule.effect === 'deny',
+      principal: conditions.list(rule.principal_conditions),
+      resource: conditions.list(rule.resource_conditions),
+      decision: ruleDecision(rule.effect, rule.name, policy.name),
+    };
+    rules.push(compiled);
+    indexable.push({ compiled, principal: rule.principal_conditions, resource: rule.resource_conditions });
+  });
+  return { rules, indexable };
+}
+
+/** Adds each of `rules` to the list of every action it covers. */
+function fileByAction(into: Map<string, IndexableRule[]>, policy: Policy, rules: readonly IndexableRule[]): void {
+  policy.rules.forEach((rule, index) => {
+    for (const action of new Set(rule.actions)) {
+      const list = into.get(action);
+      if (list === undefined) into.set(action, [rules[index]!]);
+      else list.push(rules[index]!);
     }
   });
-  const rulesByAction = new Map([...rulesOfAction].map(([action, rules]) => [action, new ActionRules(rules, conditions)]));
-  return { revision, policyCount: policies.length, rulesByAction, fallback: fallbackDecision(policies), policies, rules };
+}
+
+/**
+ * Compiles validated, normalized policies (in creation order). Run once per change, never per
+ * request. `positions` are their places in creation order (increasing), the store's when it keeps
+ * them, so that later changes can be derived (see derive); by default their indexes.
+ */
+export function compile(policies: readonly Policy[], revision: number, positions: readonly number[] = policies.map((_, index) => index)): Snapshot {
+  const renumbered = !policies.every((policy, index) => ordersFit(policy, positions[index]!));
+  if (renumbered) positions = policies.map((_, index) => index);
+  const rulesOfAction = new Map<string, IndexableRule[]>();
+  const conditions = new ConditionCompiler();
+  const rules = policies.map((policy, index) => {
+    const compiled = compilePolicy(policy, positions[index]!, conditions);
+    fileByAction(rulesOfAction, policy, compiled.indexable);
+    return compiled.rules;
+  });
+  const rulesByAction = new Map([...rulesOfAction].map(([action, rules]) => [action, ActionRules.build(rules, conditions)]));
+  const denyDefaults = policies.filter((policy) => policy.default_effect === 'deny').length;
+  return {
+    revision,
+    policyCount: policies.length,
+    rulesByAction,
+    fallback: fallbackDecision(policies.length, denyDefaults),
+    policies,
+    positions,
+    rules,
+    lineage: { conditions, renumbered, compiledPolicies: policies.length, derivedChanges: 0, denyDefaults },
+  };
+}
+
+/** A policy as it stands after a write: its content and position, or null when it was deleted. */
+export interface ChangedPolicy {
+  name: string;
+  now: { policy: Policy; position: number } | null;
+}
+
+/** Derived changes a lineage takes before compiling everything again: at least this many, and half its policies. */
+const RECOMPILE_AFTER = 64;
+
+/** Where `position` goes in the increasing `positions`: the index of the first one not below it. */
+function sortedIndex(positions: readonly number[], position: number): number {
+  let low = 0;
+  let high = positions.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if (positions[middle]! < position) low = middle + 1;
+    else high = middle;
+  }
+  return low;
+}
+
+/**
+ * The snapshot of `previous`'s policies with `changes` applied, under `revision`: compiles only the
+ * changed policies and re-indexes only the actions their rules cover, sharing everything else with
+ * `previous`, which does not change (a reader may hold it). Undefined when the changes cannot be
+ * placed (a position already taken, or too large): the caller loads the whole set instead.
+ * Compiles everything again once the changes derived since the last full compile outnumber half
+ * the policies: a new rule's filing key is chosen from the index as it stands, and the
+ * selectivity of those choices drifts as the set changes.
+ */
+export function derive(previous: Snapshot, changes: readonly ChangedPolicy[], revision: number): Snapshot | undefined {
+  if (previous.lineage.renumbered) return undefined;
+  const policies = [...previous.policies];
+  const positions = [...previous.positions];
+  const rules = [...previous.rules];
+  const removedOf = new Map<string, IndexableRule[]>();
+  const addedOf = new Map<string, IndexableRule[]>();
+  const { conditions } = previous.lineage;
+  let { denyDefaults } = previous.lineage;
+  for (const { name, now } of changes) {
+    const at = policies.findIndex((policy) => policy.name === name);
+    if (at !== -1) {
+      const old = policies[at]!;
+      const oldRules = rules[at]!;
+      fileByAction(removedOf, old, old.rules.map((rule, index) => ({ compiled: oldRules[index]!, principal: rule.principal_conditions, resource: rule.resource_conditions })));
+      if (old.default_effect === 'deny') denyDefaults--;
+      policies.splice(at, 1);
+      positions.splice(at, 1);
+      rules.splice(at, 1);
+    }
+    if (now === null) continue;
+    const { policy, position } = now;
+    const insertAt = sortedIndex(positions, position);
+    if (!ordersFit(policy, position) || positions[insertAt] === position) return undefined;
+    const compiled = compilePolicy(policy, position, conditions);
+    fileByAction(addedOf, policy, compiled.indexable);
+    if (policy.default_effect === 'deny') denyDefaults++;
+    policies.splice(insertAt, 0, policy);
+    positions.splice(insertAt, 0, position);
+    rules.splice(insertAt, 0, compiled.rules);
+  }
+  const derivedChanges = previous.lineage.derivedChanges + changes.length;
+  if (derivedChanges > Math.max(RECOMPILE_AFTER, previous.lineage.compiledPolicies / 2, policies.length / 2)) return compile(policies, revision, positions);
+  const rulesByAction = new Map(previous.rulesByAction);
+  for (const action of new Set([...removedOf.keys(), ...addedOf.keys()])) {
+    const removed = removedOf.get(action) ?? [];
+    // Changes come in any order; the index takes its rules in (policy, rule) order.
+    const added = (addedOf.get(action) ?? []).sort((a, b) => a.compiled.order - b.compiled.order);
+    const before = previous.rulesByAction.get(action);
+    const after = before === undefined ? ActionRules.build(added, conditions) : before.with(removed, added);
+    if (after === undefined) rulesByAction.delete(action);
+    else rulesByAction.set(action, after);
+  }
+  return {
+    revision,
+    policyCount: policies.length,
+    rulesByAction,
+    fallback: fallbackDecision(policies.length, denyDefaults),
+    policies,
+    positions,
+    rules,
+    lineage: { ...previous.lineage, derivedChanges, denyDefaults },
+  };
 }

@@ -13,10 +13,10 @@ export function evaluate(snapshot: Snapshot, request: DecisionRequest): Decision
   let allowing: Decision | undefined;
   let settledPolicy = -1;
   for (let rule = candidates.next(); rule !== undefined; rule = candidates.next()) {
-    if (rule.policyIndex === settledPolicy) continue;
+    if (rule.policyPosition === settledPolicy) continue;
     if (!ruleMatches(rule, request)) continue;
     if (rule.denies) return rule.decision;
-    settledPolicy = rule.policyIndex;
+    settledPolicy = rule.policyPosition;
     allowing ??= rule.decision;
   }
   return allowing ?? snapshot.fallback;

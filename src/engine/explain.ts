@@ -94,12 +94,11 @@ function defaultApplied(snapshot: Snapshot, decision: Decision, action: string, 
 export function explain(snapshot: Snapshot, request: DecisionRequest, decision: Decision): Explanation {
   const policies: PolicyTrace[] = [];
   let decidedBy: DecidedBy | undefined;
-  let order = 0;
-  for (const policy of snapshot.policies) {
+  snapshot.policies.forEach((policy, policyIndex) => {
     const rules: RuleTrace[] = [];
-    for (const rule of policy.rules) {
-      const compiled = snapshot.rules[order++]!;
-      if (!rule.actions.includes(request.action)) continue;
+    policy.rules.forEach((rule, ruleIndex) => {
+      const compiled = snapshot.rules[policyIndex]![ruleIndex]!;
+      if (!rule.actions.includes(request.action)) return;
       const failed =
         failure('principal', compiled.principal, request.principal) ?? failure('resource', compiled.resource, request.resource);
       rules.push(failed === undefined ? { name: rule.name, effect: rule.effect, matched: true } : { name: rule.name, effect: rule.effect, matched: false, failed });
@@ -111,9 +110,9 @@ export function explain(snapshot: Snapshot, request: DecisionRequest, decision: 
             : `${first}, and it allows: no policy's first matching rule denies`;
         decidedBy = { kind: 'rule', effect: rule.effect, why, policy: policy.name, rule: rule.name };
       }
-    }
+    });
     if (rules.length > 0) policies.push({ name: policy.name, default_effect: policy.default_effect, rules });
-  }
+  });
   return {
     revision: snapshot.revision,
     action: request.action,

@@ -1,5 +1,5 @@
 export type { Decision, DecisionRequest, ResolvedEntity } from './entity.js';
-export { compile, type Snapshot } from './compile.js';
+export { compile, derive, type ChangedPolicy, type Snapshot } from './compile.js';
 export { evaluate } from './evaluate.js';
 export { plan, type Plan, type PlanKind } from './plan.js';
 export { mapComparisons, type Comparison, type ConditionTree } from './condition-tree.js';

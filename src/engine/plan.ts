@@ -61,8 +61,8 @@ export function plan(snapshot: Snapshot, request: DecisionRequest): Plan {
   let policySettled = false;
   const candidates = snapshot.rulesByAction.get(request.action)?.planCandidates(request);
   for (let rule = candidates?.next(); rule !== undefined; rule = candidates?.next()) {
-    if (rule.policyIndex !== policy) {
-      policy = rule.policyIndex;
+    if (rule.policyPosition !== policy) {
+      policy = rule.policyPosition;
       if (earlierAllows.length > 0) earlierAllows.length = 0;
       policySettled = false;
     } else if (policySettled) {

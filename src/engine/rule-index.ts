@@ -25,11 +25,17 @@ type Side = 'principal' | 'resource';
 /** What the index reads of a condition: a policy's Condition, or a compiled condition's Comparison. */
 type IndexedCondition = Pick<Condition, 'path' | 'operator' | 'value'>;
 
-/** One way to narrow the candidates: the rules that demand each value of one attribute path. */
+/**
+ * One way to narrow the candidates: the rules that demand each value of one attribute path. A
+ * derived index shares `rulesByValue` with the one it came from and keeps its own changes in
+ * `changed` (an empty list: no rule left for that value); see CandidateRules.with.
+ */
 interface KeyedRules {
   side: Side;
+  path: string;
   lookup: Lookup;
-  rulesByValue: Map<Primitive, CompiledRule[]>;
+  rulesByValue: ReadonlyMap<Primitive, readonly CompiledRule[]>;
+  changed: ReadonlyMap<Primitive, readonly CompiledRule[]> | undefined;
 }
 
 /** A rule with its source conditions, as the index builder needs it. */
@@ -47,39 +53,59 @@ interface FilingKey {
   values: Primitive[];
 }
 
+const pathKeyOf = (side: Side, path: string) => `${side}\u0000${path}`;
+
 /**
- * For each rule, its most selective condition on one of `sides` that demands values by equality:
- * the one whose path's values split the rules into the most buckets, so a request's candidates
- * are few. Undefined for a rule with no such condition.
+ * A rule's most selective condition on one of `sides` that demands values by equality: the one
+ * whose path scores highest (`score`: how many buckets its values split the rules into, so a
+ * request's candidates are few; the first such condition on a tie). Undefined for a rule with no
+ * such condition.
  */
+function filingKey(rule: IndexableRule<IndexedCondition>, sides: readonly Side[], score: (side: Side, path: string) => number): FilingKey | undefined {
+  let best: (FilingKey & { score: number }) | undefined;
+  for (const side of sides) {
+    rule[side].forEach((condition, position) => {
+      const values = demandedValues(condition);
+      if (values === undefined) return;
+      const scored = score(side, condition.path);
+      if (best === undefined || scored > best.score) best = { side, position, path: condition.path, values, score: scored };
+    });
+  }
+  return best;
+}
+
+/** For each rule, its filing key, scored by the distinct values all `rules` demand of each path. */
 function filingKeys(rules: readonly IndexableRule<IndexedCondition>[], sides: readonly Side[]): (FilingKey | undefined)[] {
   const distinctValues = new Map<string, Set<Primitive>>();
-  const keyOf = (side: Side, path: string) => `${side}\u0000${path}`;
   for (const rule of rules) {
     for (const side of sides) {
       for (const condition of rule[side]) {
         const values = demandedValues(condition);
         if (values === undefined) continue;
-        const key = keyOf(side, condition.path);
+        const key = pathKeyOf(side, condition.path);
         const seen = distinctValues.get(key) ?? new Set();
         for (const value of values) seen.add(value);
         distinctValues.set(key, seen);
       }
     }
   }
-  return rules.map((rule) => {
-    let best: (FilingKey & { score: number }) | undefined;
-    for (const side of sides) {
-      rule[side].forEach((condition, position) => {
-        const values = demandedValues(condition);
-        if (values === undefined) return;
-        const score = distinctValues.get(keyOf(side, condition.path))!.size;
-        if (best === undefined || score > best.score) best = { side, position, path: condition.path, values, score };
-      });
-    }
-    return best;
-  });
+  return rules.map((rule) => filingKey(rule, sides, (side, path) => distinctValues.get(pathKeyOf(side, path))!.size));
 }
+
+/** `rules` (in order) without those whose order is in `removed`, and with `added` merged in by order. */
+function mergeByOrder(rules: readonly CompiledRule[], removed: ReadonlySet<number>, added: readonly CompiledRule[]): CompiledRule[] {
+  const kept = removed.size === 0 ? [...rules] : rules.filter((rule) => !removed.has(rule.order));
+  if (added.length === 0) return kept;
+  const merged = [...kept, ...added];
+  return merged.sort((a, b) => a.order - b.order);
+}
+
+/**
+ * A keyed path's changes are folded into a fresh map once they outnumber about the square root of
+ * its values: each derived index copies the changes, each fold copies the map, and this balances
+ * the two (about 100 of each at 10,000 values).
+ */
+const foldsChanges = (keyed: KeyedRules, changed: ReadonlyMap<Primitive, unknown>) => changed.size * changed.size > keyed.rulesByValue.size + 16;
 
 /**
  * Rules arranged so that a request only looks at those that can match it: each rule that demands a
@@ -87,29 +113,38 @@ function filingKeys(rules: readonly IndexableRule<IndexedCondition>[], sides: re
  * back in (policy, rule) order, the order combining depends on.
  */
 class CandidateRules<Source extends IndexedCondition> {
-  private readonly unkeyed: CompiledRule[] = [];
-  private readonly keyed: KeyedRules[] = [];
   /** Scratch space for merging candidate lists; evaluation and planning are synchronous, so it is never shared. */
   private readonly lists: (readonly CompiledRule[])[] = [];
   private readonly cursors: number[] = [];
   private listCount = 0;
 
-  /** `filed` is the rule as filed under `key`: it need not test that condition again. */
-  constructor(rules: readonly IndexableRule<Source>[], sides: readonly Side[], filed: (rule: IndexableRule<Source>, key: FilingKey) => CompiledRule) {
-    const keyedByPath = new Map<string, KeyedRules>();
+  private constructor(
+    private readonly unkeyed: readonly CompiledRule[],
+    private readonly keyed: readonly KeyedRules[],
+    private readonly sides: readonly Side[],
+    /** The rule as filed under `key`: it need not test that condition again. */
+    private readonly filed: (rule: IndexableRule<Source>, key: FilingKey) => CompiledRule,
+  ) {}
+
+  static build<Source extends IndexedCondition>(
+    rules: readonly IndexableRule<Source>[],
+    sides: readonly Side[],
+    filed: (rule: IndexableRule<Source>, key: FilingKey) => CompiledRule,
+  ): CandidateRules<Source> {
+    const unkeyed: CompiledRule[] = [];
+    const keyedByPath = new Map<string, Omit<KeyedRules, 'rulesByValue'> & { rulesByValue: Map<Primitive, CompiledRule[]> }>();
     const keys = filingKeys(rules, sides);
     rules.forEach((rule, index) => {
       const key = keys[index];
       if (key === undefined) {
-        this.unkeyed.push(rule.compiled);
+        unkeyed.push(rule.compiled);
         return;
       }
-      const pathKey = `${key.side}\u0000${key.path}`;
+      const pathKey = pathKeyOf(key.side, key.path);
       let keyed = keyedByPath.get(pathKey);
       if (keyed === undefined) {
-        keyed = { side: key.side, lookup: compileLookup(key.path), rulesByValue: new Map() };
+        keyed = { side: key.side, path: key.path, lookup: compileLookup(key.path), rulesByValue: new Map(), changed: undefined };
         keyedByPath.set(pathKey, keyed);
-        this.keyed.push(keyed);
       }
       const filedRule = filed(rule, key);
       for (const value of new Set(key.values)) {
@@ -118,6 +153,75 @@ class CandidateRules<Source extends IndexedCondition> {
         else list.push(filedRule);
       }
     });
+    return new CandidateRules(unkeyed, [...keyedByPath.values()], sides, filed);
+  }
+
+  /**
+   * These rules without `removed` (found by their order) and with `added`, as a new index that
+   * shares every untouched list with this one, which does not change. An added rule is filed
+   * under the equality condition whose path already splits the rules into the most buckets.
+   */
+  with(removed: readonly IndexableRule<Source>[], added: readonly IndexableRule<Source>[]): CandidateRules<Source> {
+    const removedOrders = new Set(removed.map((rule) => rule.compiled.order));
+    const keyedByPath = new Map(this.keyed.map((keyed) => [pathKeyOf(keyed.side, keyed.path), keyed]));
+    /** The new list of each touched value, per keyed path. */
+    const touched = new Map<string, Map<Primitive, CompiledRule[]>>();
+    const listOf = (keyed: KeyedRules, value: Primitive): CompiledRule[] => {
+      const pathKey = pathKeyOf(keyed.side, keyed.path);
+      let lists = touched.get(pathKey);
+      if (lists === undefined) touched.set(pathKey, (lists = new Map()));
+      let list = lists.get(value);
+      if (list === undefined) lists.set(value, (list = [...(keyed.changed?.get(value) ?? keyed.rulesByValue.get(value) ?? [])]));
+      return list;
+    };
+    for (const rule of removed) {
+      for (const side of this.sides) {
+        for (const condition of rule[side]) {
+          const keyed = keyedByPath.get(pathKeyOf(side, condition.path));
+          if (keyed === undefined) continue;
+          for (const value of demandedValues(condition) ?? []) {
+            const list = listOf(keyed, value);
+            const at = list.findIndex((filed) => filed.order === rule.compiled.order);
+            if (at !== -1) list.splice(at, 1);
+          }
+        }
+      }
+    }
+    const addedUnkeyed: CompiledRule[] = [];
+    for (const rule of added) {
+      const key = filingKey(rule, this.sides, (side, path) => keyedByPath.get(pathKeyOf(side, path))?.rulesByValue.size ?? 0);
+      if (key === undefined) {
+        addedUnkeyed.push(rule.compiled);
+        continue;
+      }
+      const pathKey = pathKeyOf(key.side, key.path);
+      let keyed = keyedByPath.get(pathKey);
+      if (keyed === undefined) {
+        keyed = { side: key.side, path: key.path, lookup: compileLookup(key.path), rulesByValue: new Map(), changed: undefined };
+        keyedByPath.set(pathKey, keyed);
+      }
+      const filedRule = this.filed(rule, key);
+      for (const value of new Set(key.values)) {
+        const list = listOf(keyed, value);
+        const at = list.findIndex((other) => other.order > filedRule.order);
+        list.splice(at === -1 ? list.length : at, 0, filedRule);
+      }
+    }
+    const keyed = [...keyedByPath.values()].flatMap((keyed) => {
+      const lists = touched.get(pathKeyOf(keyed.side, keyed.path));
+      if (lists === undefined) return [keyed];
+      const changed = new Map(keyed.changed);
+      for (const [value, list] of lists) changed.set(value, list);
+      if (!foldsChanges(keyed, changed)) return [{ ...keyed, changed }];
+      const rulesByValue = new Map(keyed.rulesByValue);
+      for (const [value, list] of changed) {
+        if (list.length === 0) rulesByValue.delete(value);
+        else rulesByValue.set(value, list);
+      }
+      return rulesByValue.size === 0 ? [] : [{ ...keyed, rulesByValue, changed: undefined }];
+    });
+    const unkeyed = mergeByOrder(this.unkeyed, removedOrders, addedUnkeyed);
+    return new CandidateRules(unkeyed, keyed, this.sides, this.filed);
   }
 
   /**
@@ -133,7 +237,7 @@ class CandidateRules<Source extends IndexedCondition> {
       const entity: ResolvedEntity = keyed.side === 'principal' ? request.principal : request.resource;
       const value = keyed.lookup(entity);
       if (value === MISSING || !isPrimitive(value)) continue;
-      const filed = keyed.rulesByValue.get(value);
+      const filed = keyed.changed?.get(value) ?? keyed.rulesByValue.get(value);
       if (filed !== undefined) lists[count++] = filed;
     }
     for (let i = 0; i < count; i++) this.cursors[i] = 0;
@@ -160,17 +264,32 @@ class CandidateRules<Source extends IndexedCondition> {
 
 /** The rules of one action, indexed for evaluation (by either side) and for planning (by the principal, built on the first plan). */
 export class ActionRules {
-  /** Every rule of the action with all its conditions, in (policy, rule) order: for questions that must see them all. */
-  readonly all: readonly CompiledRule[];
-  private readonly forDecisions: CandidateRules<Condition>;
   private forPlans: CandidateRules<Comparison> | undefined;
 
-  constructor(rules: readonly IndexableRule[], conditions: ConditionCompiler) {
-    this.all = rules.map((rule) => rule.compiled);
-    this.forDecisions = new CandidateRules(rules, ['principal', 'resource'], (rule, { side, position }) => ({
+  private constructor(
+    /** Every rule of the action with all its conditions, in (policy, rule) order: for questions that must see them all. */
+    readonly all: readonly CompiledRule[],
+    private readonly forDecisions: CandidateRules<Condition>,
+  ) {}
+
+  static build(rules: readonly IndexableRule[], conditions: ConditionCompiler): ActionRules {
+    const forDecisions = CandidateRules.build(rules, ['principal', 'resource'], (rule: IndexableRule, { side, position }) => ({
       ...rule.compiled,
       [side]: conditions.list(rule[side].filter((_, index) => index !== position)),
     }));
+    return new ActionRules(
+      rules.map((rule) => rule.compiled),
+      forDecisions,
+    );
+  }
+
+  /**
+   * The rules of the action without `removed` and with `added` (see CandidateRules.with), or
+   * undefined when none is left. This object, which a reader may hold, does not change.
+   */
+  with(removed: readonly IndexableRule[], added: readonly IndexableRule[]): ActionRules | undefined {
+    const all = mergeByOrder(this.all, new Set(removed.map((rule) => rule.compiled.order)), added.map((rule) => rule.compiled));
+    return all.length === 0 ? undefined : new ActionRules(all, this.forDecisions.with(removed, added));
   }
 
   /** The rules that can match `request`, for `evaluate`: see CandidateRules.candidates. */
@@ -183,7 +302,7 @@ export class ActionRules {
    * for `plan`; each with all its conditions. Built on first use: most snapshots are never planned on.
    */
   planCandidates(request: DecisionRequest): CandidateRules<Comparison> {
-    this.forPlans ??= new CandidateRules(
+    this.forPlans ??= CandidateRules.build(
       this.all.map((compiled) => ({ compiled, principal: compiled.principal.map((condition) => condition.comparison), resource: [] })),
       ['principal'],
       (rule) => rule.compiled,
