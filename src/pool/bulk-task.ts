@@ -13,7 +13,7 @@ export interface BulkTask {
   /** Each decision carries its explanation. */
   explain: boolean;
   /** The policies of `revision`: sent only to a worker that answered `stale`. */
-  policies?: Policy[];
+  policies?: readonly Policy[];
 }
 
 export type BulkOutcome =

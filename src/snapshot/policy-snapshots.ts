@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
-import { compile, type Snapshot } from '../engine/index.js';
-import type { FeedPosition } from '../store/store.js';
+import { compile, derive, type Snapshot } from '../engine/index.js';
+import type { FeedPosition, LoadedPolicies } from '../store/store.js';
 import type { PolicySource } from './policy-source.js';
 import type { Policy } from '../schemas/policy.js';
 
@@ -24,9 +24,18 @@ interface SnapshotEvents {
   closed: [];
 }
 
+/** A snapshot, and the epoch of the store history it was built from (see LoadedPolicies.epoch). */
+interface Built {
+  snapshot: Snapshot;
+  epoch: number | undefined;
+}
+
+const built = ({ policies, revision, positions, epoch }: LoadedPolicies): Built => ({ snapshot: compile(policies, revision, positions), epoch });
+
 /**
  * Holds the snapshot that checks are evaluated against and rebuilds it from its policy source (the
- * store, or a directory of policy files) after each policy change. Rebuilds run one at a time and a
+ * store, or a directory of policy files) after each policy change: from the policies the change
+ * wrote when the source can tell them (see catchUp), else from the whole set. Rebuilds run one at a time and a
  * snapshot never replaces a newer one, unless a reload is forced (the store's history was reset). A
  * rebuild that fails does not stop the ones after it, and is retried with back-off until one
  * succeeds; `failing` says since when.
@@ -47,8 +56,8 @@ export class PolicySnapshots extends EventEmitter<SnapshotEvents> {
   private constructor(
     private readonly source: PolicySource,
     public current: Snapshot,
-    /** The policies `current` was compiled from, for workers that compile their own copy. */
-    public policies: Policy[],
+    /** The store's epoch when `current`'s policies were last loaded whole (see LoadedPolicies.epoch). */
+    private epoch: number | undefined,
     /** Where the store's change feed stood at the first load: following changes from here misses none. */
     readonly loadedAt: FeedPosition,
   ) {
@@ -56,9 +65,15 @@ export class PolicySnapshots extends EventEmitter<SnapshotEvents> {
     this.setMaxListeners(0);
   }
 
+  /** The policies `current` was compiled from, for workers that compile their own copy. */
+  get policies(): readonly Policy[] {
+    return this.current.policies;
+  }
+
   static async load(source: PolicySource): Promise<PolicySnapshots> {
-    const { policies, revision, feedPosition } = await source.loadPolicies();
-    return new PolicySnapshots(source, compile(policies, revision), policies, feedPosition);
+    const loaded = await source.loadPolicies();
+    const { snapshot, epoch } = built(loaded);
+    return new PolicySnapshots(source, snapshot, epoch, loaded.feedPosition);
   }
 
   /**
@@ -108,9 +123,10 @@ export class PolicySnapshots extends EventEmitter<SnapshotEvents> {
     const forcing = this.forcedReloadsAsked;
     const force = forcing > this.forcedReloadsDone;
     try {
-      if (force || (await this.source.policyRevision()) > this.current.revision) {
-        const { policies, revision } = await this.source.loadPolicies();
-        if (force || revision > this.current.revision) this.publish(compile(policies, revision), policies);
+      if (force) this.publish(await this.reload());
+      else if ((await this.source.policyRevision()) > this.current.revision) {
+        const next = await this.catchUp();
+        if (next.snapshot.revision > this.current.revision) this.publish(next);
       }
       this.forcedReloadsDone = forcing;
       this.succeeded();
@@ -121,9 +137,26 @@ export class PolicySnapshots extends EventEmitter<SnapshotEvents> {
     }
   }
 
-  private publish(snapshot: Snapshot, policies: Policy[]): void {
+  /**
+   * The snapshot of the source's revision, derived from the current one and the policies written
+   * since when the source can tell them and they can be placed (see derive); else from the whole set.
+   */
+  private async catchUp(): Promise<Built> {
+    const loaded = await this.source.loadPolicies(this.current.revision);
+    if (!('changes' in loaded)) return built(loaded);
+    if (loaded.epoch !== this.epoch) return this.reload();
+    if (loaded.revision <= this.current.revision) return { snapshot: this.current, epoch: this.epoch };
+    const derived = derive(this.current, loaded.changes, loaded.revision);
+    return derived === undefined ? this.reload() : { snapshot: derived, epoch: this.epoch };
+  }
+
+  private async reload(): Promise<Built> {
+    return built(await this.source.loadPolicies());
+  }
+
+  private publish({ snapshot, epoch }: Built): void {
     this.current = snapshot;
-    this.policies = policies;
+    this.epoch = epoch;
     this.builtAt = Date.now();
     this.emit('published', snapshot);
   }

@@ -1,4 +1,4 @@
-import type { LoadedPolicies } from '../store/store.js';
+import type { LoadedPolicies, LoadedPolicyChanges } from '../store/store.js';
 
 /**
  * Where the snapshot builder reads policies: the store, or a directory of policy files (see
@@ -7,6 +7,8 @@ import type { LoadedPolicies } from '../store/store.js';
  */
 export interface PolicySource {
   loadPolicies(): Promise<LoadedPolicies>;
+  /** Only what changed after revision `since`, when the source can tell; else the whole set (see Store.loadPolicies). */
+  loadPolicies(since: number): Promise<LoadedPolicyChanges>;
   /** The revision loadPolicies would return now, without loading anything. */
   policyRevision(): Promise<number>;
 }

@@ -3,7 +3,15 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Policy } from '../schemas/policy.js';
 import type { Entity } from '../schemas/entity.js';
-import { DuplicateKeyError, type FeedPosition, type LoadedPolicies, type Store, type StoreChangeListener, type StoreOptions } from './store.js';
+import {
+  DuplicateKeyError,
+  type FeedPosition,
+  type LoadedPolicies,
+  type LoadedPolicyChanges,
+  type Store,
+  type StoreChangeListener,
+  type StoreOptions,
+} from './store.js';
 import {
   entityRecord,
   policyRecord,
@@ -74,6 +82,12 @@ const MIGRATIONS: readonly string[] = [
                         'client', '', 'request_id', '', 'route', '', 'operation', 'policy.baseline', 'version', 1,
                         'before', json('null'), 'after', json(document))
      FROM policies ORDER BY position;`,
+  // 5: which policy each policy revision wrote, so that a process can read only the policies written
+  // since the revision it holds (see loadPolicies); trimmed like the change log.
+  `CREATE TABLE IF NOT EXISTS policy_changes (
+     revision INTEGER PRIMARY KEY,
+     name TEXT NOT NULL
+   );`,
 ];
 
 interface AuditRow {
@@ -82,6 +96,11 @@ interface AuditRow {
 }
 
 const auditRecordOf = (row: AuditRow): AuditRecord => ({ id: row.id, ...(JSON.parse(row.record) as AuditDraft) });
+
+interface StoredPolicyRow {
+  position: number;
+  document: string;
+}
 
 interface ChangeRow {
   sequence: number;
@@ -143,9 +162,14 @@ export class EmbeddedStore implements Store {
     const db = this.db;
     this.statements = {
       policyRevision: db.prepare(`SELECT revision FROM revisions WHERE collection = 'policies'`).pluck(),
-      bumpRevision: db.prepare(`UPDATE revisions SET revision = revision + 1 WHERE collection = ?`),
-      allPolicies: db.prepare('SELECT document FROM policies ORDER BY position').pluck(),
+      bumpRevision: db.prepare(`UPDATE revisions SET revision = revision + 1 WHERE collection = ? RETURNING revision`).pluck(),
+      allPolicies: db.prepare('SELECT position, document FROM policies ORDER BY position'),
       policy: db.prepare('SELECT document FROM policies WHERE name = ?').pluck(),
+      storedPolicy: db.prepare('SELECT position, document FROM policies WHERE name = ?'),
+      policyChangesAfter: db.prepare('SELECT DISTINCT name FROM policy_changes WHERE revision > ?').pluck(),
+      policyChangesCount: db.prepare('SELECT count(*) FROM policy_changes WHERE revision > ?').pluck(),
+      logPolicyChange: db.prepare('INSERT INTO policy_changes (revision, name) VALUES (?, ?)'),
+      trimPolicyChanges: db.prepare('DELETE FROM policy_changes WHERE revision <= ?'),
       insertPolicy: db.prepare('INSERT INTO policies (name, document) VALUES (?, ?)'),
       updatePolicy: db.prepare('UPDATE policies SET document = ? WHERE name = ?'),
       deletePolicy: db.prepare('DELETE FROM policies WHERE name = ?'),
@@ -171,12 +195,31 @@ export class EmbeddedStore implements Store {
     };
   }
 
-  async loadPolicies(): Promise<LoadedPolicies> {
-    return this.db.transaction(() => ({
-      revision: this.statements.policyRevision.get() as number,
-      policies: (this.statements.allPolicies.all() as string[]).map((document) => JSON.parse(document) as Policy),
-      feedPosition: feedPosition(this.statements.lastChange.get() as number),
-    }))();
+  loadPolicies(): Promise<LoadedPolicies>;
+  loadPolicies(since: number): Promise<LoadedPolicyChanges>;
+  async loadPolicies(since?: number): Promise<LoadedPolicyChanges> {
+    return this.db.transaction((): LoadedPolicyChanges => {
+      const revision = this.statements.policyRevision.get() as number;
+      if (since !== undefined && since <= revision) {
+        // Complete only when every revision since has its row: the log is trimmed, and revisions before migration 5 have none.
+        if ((this.statements.policyChangesCount.get(since) as number) === revision - since) {
+          const names = this.statements.policyChangesAfter.all(since) as string[];
+          return { revision, changes: names.map((name) => ({ name, now: this.storedPolicy(name) ?? null })) };
+        }
+      }
+      const rows = this.statements.allPolicies.all() as StoredPolicyRow[];
+      return {
+        revision,
+        policies: rows.map((row) => JSON.parse(row.document) as Policy),
+        positions: rows.map((row) => row.position),
+        feedPosition: feedPosition(this.statements.lastChange.get() as number),
+      };
+    })();
+  }
+
+  private storedPolicy(name: string): { policy: Policy; position: number } | undefined {
+    const row = this.statements.storedPolicy.get(name) as StoredPolicyRow | undefined;
+    return row === undefined ? undefined : { policy: JSON.parse(row.document) as Policy, position: row.position };
   }
 
   async policyRevision(): Promise<number> {
@@ -389,7 +432,11 @@ export class EmbeddedStore implements Store {
   }
 
   private recordChange(collection: Collection, key: string): void {
-    this.statements.bumpRevision.run(collection);
+    const revision = this.statements.bumpRevision.get(collection) as number;
+    if (collection === 'policies') {
+      this.statements.logPolicyChange.run(revision, key);
+      this.statements.trimPolicyChanges.run(revision - this.changesKept);
+    }
     this.statements.logChange.run(collection, key, Date.now());
     this.statements.trimChanges.run(this.changesKept);
   }

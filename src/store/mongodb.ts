@@ -13,7 +13,18 @@ import {
 } from 'mongodb';
 import type { Policy } from '../schemas/policy.js';
 import type { Entity } from '../schemas/entity.js';
-import { DuplicateKeyError, StoreUnavailableError, type FeedPosition, type LoadedPolicies, type Store, type StoreChangeListener, type StoreOptions } from './store.js';
+import { randomInt } from 'node:crypto';
+import {
+  DuplicateKeyError,
+  StoreUnavailableError,
+  type FeedPosition,
+  type LoadedPolicies,
+  type LoadedPolicyChanges,
+  type PolicyChanges,
+  type Store,
+  type StoreChangeListener,
+  type StoreOptions,
+} from './store.js';
 import {
   entityRecord,
   policyRecord,
@@ -45,10 +56,18 @@ interface StoredDocument {
 }
 
 interface Counter {
-  /** `policy-position`, `entity-position`, `policy-revision`, `audit-sequence`, or `policy-version:<name>`. */
+  /** `policy-position`, `entity-position`, `policy-revision`, `audit-sequence`, `policy-version:<name>`, or `store-epoch`. */
   _id: string;
   value: number;
 }
+
+/** Which policy a policy revision wrote: kept for the last POLICY_CHANGES_KEPT revisions (see loadPolicies). */
+interface PolicyChangeRecord {
+  _id: number;
+  name: string;
+}
+
+const POLICY_CHANGES_KEPT = 10_000;
 
 /** An audit record: numbered from the `audit-sequence` counter, its JSON in `record`, the fields queries use beside it. */
 interface StoredAuditRecord {
@@ -133,6 +152,7 @@ export class MongoStore implements Store {
   private readonly entities: Collection<StoredDocument>;
   private readonly counters: Collection<Counter>;
   private readonly audit: Collection<StoredAuditRecord>;
+  private readonly policyChanges: Collection<PolicyChangeRecord>;
   private readonly followers = new Set<ChangeStreamFollower>();
 
   private constructor(
@@ -144,6 +164,7 @@ export class MongoStore implements Store {
     this.entities = db.collection('entities');
     this.counters = db.collection('counters');
     this.audit = db.collection('audit');
+    this.policyChanges = db.collection('policy_changes');
   }
 
   /**
@@ -193,6 +214,8 @@ export class MongoStore implements Store {
       { unique: true, partialFilterExpression: { policy_version: { $exists: true } } },
     );
     await this.recordBaselines();
+    // Tells this database's revisions from those of one that replaced it (dropped and refilled): see loadPolicies.
+    await this.counters.updateOne({ _id: 'store-epoch' }, { $setOnInsert: { value: randomInt(2 ** 47) } }, { upsert: true });
   }
 
   /**
@@ -265,9 +288,12 @@ export class MongoStore implements Store {
     recorded.push(draft.operation);
   }
 
-  /** Within a write: the revision, then the policy's next version and its audit record. */
+  /** Within a write: the revision and which policy it wrote, then the policy's next version and its audit record. */
   private async recordPolicyWrite(transaction: Transaction, by: Writer, change: PolicyChange): Promise<void> {
-    await this.counters.updateOne({ _id: 'policy-revision' }, { $inc: { value: 1 } }, { upsert: true, session: transaction.session });
+    const { session } = transaction;
+    const revision = await this.nextValue('policy-revision', session);
+    await this.policyChanges.insertOne({ _id: revision, name: change.name }, { session });
+    await this.policyChanges.deleteMany({ _id: { $lte: revision - POLICY_CHANGES_KEPT } }, { session });
     await this.recordPolicyVersion(transaction, by, change);
   }
 
@@ -305,15 +331,22 @@ export class MongoStore implements Store {
    * concern), taken at or after a majority read whose operation time is the feed position: a
    * change stream started there misses nothing committed after the snapshot.
    */
-  async loadPolicies(): Promise<LoadedPolicies> {
+  loadPolicies(): Promise<LoadedPolicies>;
+  loadPolicies(since: number): Promise<LoadedPolicyChanges>;
+  async loadPolicies(since?: number): Promise<LoadedPolicyChanges> {
     const session = this.client.startSession({ causalConsistency: true });
     try {
+      if (since !== undefined) {
+        const changes = await this.policyChangesSince(since, session);
+        if (changes !== undefined) return changes;
+      }
       await this.counters.findOne({ _id: 'policy-revision' }, { session });
       const operationTime = session.operationTime;
       if (operationTime === undefined) throw new Error('MongoDB reported no operation time (not a replica set member?)');
-      const { revision, stored } = await session.withTransaction(
+      const { revision, epoch, stored } = await session.withTransaction(
         async () => ({
           revision: await this.counters.findOne({ _id: 'policy-revision' }, { session }),
+          epoch: await this.counters.findOne({ _id: 'store-epoch' }, { session }),
           stored: await this.policies.find({}, { session }).sort({ position: 1 }).toArray(),
         }),
         { readConcern: { level: 'snapshot' } },
@@ -321,6 +354,8 @@ export class MongoStore implements Store {
       return {
         revision: revision?.value ?? 0,
         policies: stored.map((row) => JSON.parse(row.document) as Policy),
+        positions: stored.map((row) => row.position),
+        epoch: epoch?.value,
         feedPosition: feedPosition(operationTime),
       };
     } catch (error) {
@@ -328,6 +363,35 @@ export class MongoStore implements Store {
     } finally {
       await session.endSession();
     }
+  }
+
+  /**
+   * The policies written after revision `since`, as they stand now, read in one snapshot; undefined
+   * when the kept records no longer reach back that far (or never did: a database written before
+   * they were kept), or `since` is ahead of this database.
+   */
+  private async policyChangesSince(since: number, session: ClientSession): Promise<PolicyChanges | undefined> {
+    return session.withTransaction(
+      async () => {
+        const revision = (await this.counters.findOne({ _id: 'policy-revision' }, { session }))?.value ?? 0;
+        if (since > revision) return undefined;
+        const written = await this.policyChanges.find({ _id: { $gt: since } }, { session, projection: { name: 1 } }).toArray();
+        if (written.length !== revision - since) return undefined;
+        const names = [...new Set(written.map((change) => change.name))];
+        const rows = await this.policies.find({ _id: { $in: names } }, { session }).toArray();
+        const byName = new Map(rows.map((row) => [row._id, row]));
+        const epoch = (await this.counters.findOne({ _id: 'store-epoch' }, { session }))?.value;
+        return {
+          revision,
+          epoch,
+          changes: names.map((name) => {
+            const row = byName.get(name);
+            return { name, now: row === undefined ? null : { policy: JSON.parse(row.document) as Policy, position: row.position } };
+          }),
+        };
+      },
+      { readConcern: { level: 'snapshot' } },
+    );
   }
 
   async policyRevision(): Promise<number> {

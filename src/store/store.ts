@@ -1,4 +1,5 @@
 import type { Policy } from '../schemas/policy.js';
+import type { ChangedPolicy } from '../engine/compile.js';
 import type { Entity } from '../schemas/entity.js';
 import type { AuditOperation, AuditQuery, AuditRecord, AuditRetention, Writer } from '../audit/record.js';
 
@@ -28,6 +29,16 @@ export type FeedPosition = { readonly [feedPositionBrand]: true };
 
 export interface LoadedPolicies extends PolicySet {
   /**
+   * Each policy's place in creation order, increasing (a policy created or restored after its
+   * deletion gets a new one, past every other; a replaced one keeps its own). Absent: the indexes.
+   */
+  positions?: number[];
+  /**
+   * Identifies the store's history (MongoDB: a database dropped and refilled gets another), when it
+   * has one: changes read later apply to this set only under the same epoch.
+   */
+  epoch?: number;
+  /**
    * Where the change feed stood when the policies were read: watching from here misses nothing
    * committed after this load (a change it already holds may be announced again).
    */
@@ -35,6 +46,17 @@ export interface LoadedPolicies extends PolicySet {
 }
 
 /** What changed in the store, as every process hears it. */
+/** The policies written after a revision, each as it stands at `revision` (see Store.loadPolicies). */
+export interface PolicyChanges {
+  revision: number;
+  /** See LoadedPolicies.epoch. */
+  epoch?: number;
+  changes: ChangedPolicy[];
+}
+
+/** What `loadPolicies(since)` returns: only what changed, when the store can tell, else the whole set. */
+export type LoadedPolicyChanges = LoadedPolicies | PolicyChanges;
+
 export type StoreChange =
   /** `committedAt`: when the (earliest) change was committed, epoch ms, when the store knows. */
   | { kind: 'policies'; committedAt: number | undefined }
@@ -70,6 +92,12 @@ export interface StoreOptions {
  */
 export interface Store {
   loadPolicies(): Promise<LoadedPolicies>;
+  /**
+   * The policies written after revision `since`, as they stand now, when the store still knows
+   * which (it keeps a bounded log of them); otherwise, or when `since` is ahead of the store (it
+   * was dropped and refilled), the whole set.
+   */
+  loadPolicies(since: number): Promise<LoadedPolicyChanges>;
   /** The revision loadPolicies would return now, without loading anything. */
   policyRevision(): Promise<number>;
   getPolicy(name: string): Promise<Policy | undefined>;
