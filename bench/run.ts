@@ -56,8 +56,12 @@ for (const part of PARTS) {
 }
 /** Only the HTTP scenarios whose name contains this text. */
 const ONLY = process.env.BENCH_ONLY;
-/** When set, the single-process Verdict writes a V8 CPU profile (node --cpu-prof) into this directory on exit. */
+/**
+ * When set, the single-process Verdict of the HTTP figures, and the one holding 10,000 policies of
+ * the write figures, write a V8 CPU profile (node --cpu-prof) into this directory on exit.
+ */
 const CPU_PROFILE_DIR = process.env.BENCH_CPU_PROF;
+const profiled = CPU_PROFILE_DIR === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', CPU_PROFILE_DIR];
 
 const repositoryRoot = join(fileURLToPath(new URL('..', import.meta.url)), '..');
 const execFileAsync = promisify(execFile);
@@ -277,7 +281,7 @@ async function writeFigures(): Promise<WriteFigures> {
   for (const [size, count] of Object.entries(sets)) {
     const dataDir = benchDirectory();
     await seed(dataDir, { to: count });
-    servers[size] = { server: await startVerdict(dataDir, VERDICT_ARGS), dataDir };
+    servers[size] = { server: await startVerdict(dataDir, VERDICT_ARGS, { nodeOptions: size === 'large' ? profiled : [] }), dataDir };
   }
   const rates: Record<string, number[]> = { small: [], large: [] };
   const cpu: Record<string, number[]> = { small: [], large: [] };
@@ -427,8 +431,7 @@ async function main(): Promise<void> {
         return server;
       };
       servers.push({ label: 'baseline', server: await startBaseline() });
-      const profile = CPU_PROFILE_DIR === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', CPU_PROFILE_DIR];
-      servers.push({ label: 'Verdict', server: await verdictOn(VERDICT_ARGS, 1, profile) });
+      servers.push({ label: 'Verdict', server: await verdictOn(VERDICT_ARGS, 1, profiled) });
       if (COMPARING) servers.push({ label: 'Verdict+', server: await verdictOn([...VERDICT_ARGS, ...(COMPARE_ARGS ?? [])], 1, [], COMPARE_CLI) });
       if (PROCESSES > 1) {
         servers.push({ label: processesLabel, server: await verdictOn([...VERDICT_ARGS, '--processes', String(PROCESSES)], 2 * PROCESSES) });

@@ -2,7 +2,7 @@ import t, { type Test } from 'tap';
 import { rmSync } from 'node:fs';
 import { EmbeddedStore } from '../src/store/embedded.js';
 import { MongoStore } from '../src/store/mongodb.js';
-import { DuplicateKeyError, type AuditObserver, type Store, type StoreChange, type StoreOptions } from '../src/store/store.js';
+import { DuplicateKeyError, type AuditObserver, type LoadedPolicyChanges, type Store, type StoreChange, type StoreOptions } from '../src/store/store.js';
 import type { AuditRecord } from '../src/audit/record.js';
 import type { Policy } from '../src/schemas/policy.js';
 import type { Entity } from '../src/schemas/entity.js';
@@ -65,6 +65,7 @@ async function openHandles(t: Test, backing: () => Promise<Backing>, options?: P
 function contract(t: Test, name: string, backing: () => Promise<Backing>): void {
   auditContract(t, name, backing);
   entityBatchContract(t, name, backing);
+  policyChangesContract(t, name, backing);
 
   t.test(`${name}: the store contract`, async (t) => {
     const { store, other } = await openHandles(t, backing);
@@ -121,6 +122,47 @@ function contract(t: Test, name: string, backing: () => Promise<Backing>): void 
       'every change says when it was committed',
     );
     t.ok(heard.some((change) => change.kind === 'policies'), 'a policy change is announced');
+  });
+}
+
+/** What a load since a revision says, compactly: the revision, and each changed policy's description and position (null: deleted), by name. */
+function changesOf(loaded: LoadedPolicyChanges) {
+  if (!('changes' in loaded)) return { revision: loaded.revision, whole: loaded.policies.map((p) => p.name) };
+  const changes = [...loaded.changes].sort((a, b) => a.name.localeCompare(b.name));
+  return { revision: loaded.revision, changes: changes.map(({ name, now }) => [name, now === null ? null : [now.policy.description, now.position]]) };
+}
+
+/** Loading only the policies written since a revision: what a process that holds that revision needs to catch up. */
+function policyChangesContract(t: Test, name: string, backing: () => Promise<Backing>): void {
+  t.test(`${name}: the policies written since a revision, as they stand now`, async (t) => {
+    const { store, other } = await openHandles(t, backing);
+    for (const created of ['a', 'b', 'c']) await store.createPolicy(policy(created, { description: `${created}1` }), by);
+    const whole = await other.loadPolicies();
+    const [a, b, c] = whole.positions!;
+    t.ok(a! < b! && b! < c!, 'a whole load gives each policy its position, increasing in creation order');
+
+    await store.replacePolicy(policy('a', { description: 'a2' }), by);
+    await store.deletePolicy('b', by);
+    await store.createPolicy(policy('d', { description: 'd1' }), by);
+    await store.deletePolicy('c', by);
+    await store.restorePolicy(policy('c', { description: 'c1' }), 1, by);
+    const since = changesOf(await other.loadPolicies(3));
+    t.equal(since.revision, 8);
+    const positionOf = (changed: string) => (since.changes!.find(([name]) => name === changed)![1] as [string, number])[1];
+    const [aNow, cNow, dNow] = [positionOf('a'), positionOf('c'), positionOf('d')];
+    t.same(
+      since.changes,
+      [['a', ['a2', a]], ['b', null], ['c', ['c1', cNow]], ['d', ['d1', dNow]]],
+      'each policy written since, once, as it stands: replaced in place, deleted, restored and created',
+    );
+    t.equal(aNow, a, 'a replaced policy keeps its position');
+    t.ok(c! < dNow! && dNow! < cNow!, 'a policy restored after its deletion comes after every other');
+    t.same(changesOf(await other.loadPolicies(7)), { revision: 8, changes: [['c', ['c1', cNow]]] }, 'only what was written after the revision');
+    t.same(changesOf(await other.loadPolicies(8)), { revision: 8, changes: [] }, 'nothing at the current revision');
+    t.same(changesOf(await other.loadPolicies(9)), { revision: 8, whole: ['a', 'd', 'c'] }, 'the whole set when the revision is ahead of the store (it was dropped and refilled)');
+    const { epoch } = await other.loadPolicies();
+    const changed = await other.loadPolicies(7);
+    t.equal('changes' in changed && changed.epoch, epoch, 'changes carry the epoch of the whole set they apply to');
   });
 }
 
@@ -300,6 +342,18 @@ function auditContract(t: Test, name: string, backing: () => Promise<Backing>): 
 contract(t, 'embedded', async () => {
   const dataDir = temporaryDataDir();
   return { open: async (options) => new EmbeddedStore(dataDir, options), drop: async () => rmSync(dataDir, { recursive: true, force: true }) };
+});
+
+t.test('embedded: a load since a revision the kept log no longer reaches back to is the whole set', async (t) => {
+  const dataDir = temporaryDataDir();
+  const store = new EmbeddedStore(dataDir, { changesKept: 2 });
+  t.teardown(async () => {
+    await store.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+  for (const created of ['a', 'b', 'c', 'd']) await store.createPolicy(policy(created), by);
+  t.same(changesOf(await store.loadPolicies(1)), { revision: 4, whole: ['a', 'b', 'c', 'd'] }, 'three revisions back, two kept');
+  t.same(changesOf(await store.loadPolicies(2)), { revision: 4, changes: [['c', [null, 3]], ['d', [null, 4]]] }, 'two back, as kept');
 });
 
 const mongo = await reachableMongo();
