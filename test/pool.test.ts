@@ -117,3 +117,49 @@ t.test("a worker tells the front what decided each bulk and its last denials, fo
   );
   t.ok(pool.busyMilliseconds > 0, 'the worker time it took is counted');
 });
+
+t.test('a worker a few writes behind is sent the policies they changed and derives its snapshot; further behind, the whole set', async (t) => {
+  const dataDir = temporaryDataDir();
+  const store = new EmbeddedStore(dataDir);
+  await store.createPolicy(ALLOW_A_1_TO_GO, TEST_WRITER);
+  const snapshots = await PolicySnapshots.load(store);
+  // The real snapshots, with what they answer the pool about changes counted.
+  const sent: ('changes' | 'none')[] = [];
+  const watched = new Proxy(snapshots, {
+    get(target, name, receiver) {
+      if (name !== 'changesBetween') return Reflect.get(target, name, receiver);
+      return (from: number, to: number, generation: number) => {
+        const changes = target.changesBetween(from, to, generation);
+        sent.push(changes === undefined ? 'none' : 'changes');
+        return changes;
+      };
+    },
+  });
+  const pool = new BulkPool(1, watched, DEFAULT_CONFIG, 10_000);
+  t.teardown(async () => {
+    await pool.close();
+    await store.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+  const reasons = async () =>
+    (JSON.parse((await pool.decide(JSON.stringify([1, 2].map((a) => ({ principal: { attributes: { a } }, resource: { attributes: { b: 2 } }, action: 'go' })))))!) as { reason: string }[]).map(
+      (decision) => decision.reason,
+    );
+  t.same(await reasons(), ['Rule r allowed the action in policy p', 'Action denied by default effect'], 'the worker loads revision 1 whole');
+
+  await store.replacePolicy({ ...ALLOW_A_1_TO_GO, rules: [{ ...ALLOW_A_1_TO_GO.rules[0]!, principal_conditions: [{ path: 'attributes.a', operator: '==', value: 2 }] }] }, TEST_WRITER);
+  await snapshots.refresh();
+  await store.createPolicy({ ...ALLOW_A_1_TO_GO, name: 'q', default_effect: 'allow', rules: [] }, TEST_WRITER);
+  await snapshots.refresh();
+  t.same(await reasons(), ['Action denied by default effect', 'Rule r allowed the action in policy p'], 'two writes later, from the changes');
+  t.same(sent, ['changes'], 'sent the changes, not the whole set');
+
+  await store.deletePolicy('p', TEST_WRITER);
+  await snapshots.refresh();
+  t.same(await reasons(), ['Action allowed by default effect', 'Action allowed by default effect'], 'a deletion too');
+  await snapshots.refresh({ force: true });
+  await store.createPolicy({ ...ALLOW_A_1_TO_GO, name: 'r', rules: [] }, TEST_WRITER);
+  await snapshots.refresh();
+  t.same(await reasons(), ['Action denied by default effect', 'Action denied by default effect'], 'after a reload of the whole set, from the whole set');
+  t.same(sent, ['changes', 'changes'], 'not even asked for changes: the worker holds another generation');
+});

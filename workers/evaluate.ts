@@ -1,11 +1,12 @@
 /**
  * The pool's worker: reads a bulk body (parse, validate) and decides it against the snapshot it
- * holds, off the front thread. The snapshot arrives with a task only when this worker's copy is
- * not at the revision the front held when it queued the task (see src/pool/bulk-pool.ts): older,
- * or newer after the store was reset and its revisions started again.
+ * holds, off the front thread. When this worker's copy is not at the revision the front held when
+ * it queued the task (older, or newer after the store was reset and its revisions started again),
+ * it answers `stale` and the task comes back with the policies written since the revision it holds,
+ * to derive the snapshot from, or with the whole set (see src/pool/bulk-pool.ts).
  */
 import { threadId, workerData } from 'node:worker_threads';
-import { compile, evaluate, withExplanation, type Decision, type Snapshot } from '../src/engine/index.js';
+import { compile, derive, evaluate, withExplanation, type Decision, type Snapshot } from '../src/engine/index.js';
 import { compileBulkValidator, namesRegisteredEntity, readBulkBody } from '../src/registry/bulk-request.js';
 import { ClientError, RequestValidationError } from '../src/errors.js';
 import type { BulkOutcome, BulkTask, WorkerStart } from '../src/pool/bulk-task.js';
@@ -14,6 +15,8 @@ import { injectFaultIfAsked } from './faults.js';
 import { tallyBulk } from '../src/live/bulk-tally.js';
 
 let snapshot: Snapshot | undefined;
+/** The generation of the front's snapshots that `snapshot` belongs to (see PolicySnapshots.generation). */
+let generation = -1;
 const validate = compileBulkValidator();
 const start = workerData as WorkerStart;
 const runningTasks = new RunningTasks(start.runningTasks);
@@ -29,10 +32,14 @@ export default function decideBulk(task: BulkTask): BulkOutcome {
 }
 
 function decide(task: BulkTask): BulkOutcome {
-  if (task.policies !== undefined && (snapshot === undefined || task.revision !== snapshot.revision)) {
-    snapshot = compile(task.policies, task.revision);
+  const holds = (current: Snapshot | undefined) => current !== undefined && current.revision === task.revision && generation === task.generation;
+  if (task.changes !== undefined && snapshot?.revision === task.changes.from && generation === task.generation) {
+    snapshot = derive(snapshot, task.changes.policies, task.revision) ?? snapshot;
+  } else if (task.policies !== undefined && !holds(snapshot)) {
+    snapshot = compile(task.policies, task.revision, task.positions);
+    generation = task.generation;
   }
-  if (snapshot === undefined || snapshot.revision !== task.revision) return { kind: 'stale' };
+  if (snapshot === undefined || !holds(snapshot)) return { kind: 'stale', holds: snapshot && { revision: snapshot.revision, generation } };
   const startedAt = performance.now();
   injectFaultIfAsked(task.text);
   let inputs;

@@ -1,5 +1,6 @@
 import type { Piscina } from 'piscina';
 import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
+import type { Snapshot } from '../engine/index.js';
 import { ClientError, RequestValidationError } from '../errors.js';
 import type { BulkOutcome, BulkTask, WorkerStart } from './bulk-task.js';
 import type { BulkLimits } from '../registry/bulk-request.js';
@@ -79,15 +80,17 @@ export class BulkPool {
    * queued on it are decided on the front).
    */
   async decide(text: string, explain = false): Promise<string | undefined> {
-    const { current, policies } = this.snapshots;
+    const { current, generation } = this.snapshots;
     this.lastTaskId = (this.lastTaskId % 0x7fffffff) + 1;
-    const task: BulkTask = { id: this.lastTaskId, text, revision: current.revision, limits: this.limits, explain };
+    const task: BulkTask = { id: this.lastTaskId, text, revision: current.revision, generation, limits: this.limits, explain };
     let outcome: BulkOutcome;
     try {
       if (this.closed) return undefined;
       const pool = await this.started();
       outcome = await pool.run(task);
-      if (outcome.kind === 'stale') outcome = await pool.run({ ...task, policies });
+      if (outcome.kind === 'stale') outcome = await pool.run({ ...task, ...this.catchUpFrom(outcome.holds, task, current) });
+      // The changes reached another worker, which holds yet another revision.
+      if (outcome.kind === 'stale') outcome = await pool.run({ ...task, policies: current.policies, positions: current.positions });
     } catch {
       // Deciding inline what a worker could not finish in time would stall the front as well.
       if (this.timedOut.has(task.id)) throw new WorkerTimeoutError(`A bulk check took longer than ${this.timeoutMillis} ms`);
@@ -105,6 +108,13 @@ export class BulkPool {
       default:
         return undefined;
     }
+  }
+
+  /** What a worker holding `holds` needs to decide `task`, at `snapshot`: the policies written since, when they are kept, else the whole set. */
+  private catchUpFrom(holds: Extract<BulkOutcome, { kind: 'stale' }>['holds'], task: BulkTask, snapshot: Snapshot): Pick<BulkTask, 'changes' | 'policies' | 'positions'> {
+    const changes = holds === undefined || holds.generation !== task.generation ? undefined : this.snapshots.changesBetween(holds.revision, task.revision, task.generation);
+    if (holds === undefined || changes === undefined) return { policies: snapshot.policies, positions: snapshot.positions };
+    return { changes: { from: holds.revision, policies: changes } };
   }
 
   /**

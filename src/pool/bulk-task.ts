@@ -1,4 +1,5 @@
 import type { Policy } from '../schemas/policy.js';
+import type { ChangedPolicy } from '../engine/index.js';
 import type { ValidationIssue } from '../schemas/errors.js';
 import type { BulkLimits } from '../registry/bulk-request.js';
 import type { BulkTally } from '../live/live-counters.js';
@@ -9,18 +10,26 @@ export interface BulkTask {
   id: number;
   text: string;
   revision: number;
+  /** The generation of the front's snapshot (see PolicySnapshots.generation): with `revision`, which policies to decide by. */
+  generation: number;
   limits: BulkLimits;
   /** Each decision carries its explanation. */
   explain: boolean;
-  /** The policies of `revision`: sent only to a worker that answered `stale`. */
+  /**
+   * The policies written since the revision a worker that answered `stale` holds (`from`, of the
+   * task's generation), up to `revision`: it derives its snapshot from them (see PolicySnapshots.changesBetween).
+   */
+  changes?: { from: number; policies: readonly ChangedPolicy[] };
+  /** The policies of `revision` and their positions: sent to a worker that answered `stale` when changes cannot be. */
   policies?: readonly Policy[];
+  positions?: readonly number[];
 }
 
 export type BulkOutcome =
   /** The decisions, serialized, in request order, and what decided them, at the worker's snapshot revision, in elapsedMs. */
   | { kind: 'decided'; json: string; tally: BulkTally; revision: number; elapsedMs: number }
-  /** The worker holds another revision than the task's: send the policies along. */
-  | { kind: 'stale' }
+  /** The worker holds another snapshot than the task's (`holds`; none yet: undefined): send the changes or the policies along. */
+  | { kind: 'stale'; holds: { revision: number; generation: number } | undefined }
   /** An item names a registered entity: the front, which holds the entity cache, decides. */
   | { kind: 'needs-registry' }
   | { kind: 'refused'; statusCode: number; detail: string | ValidationIssue[] };

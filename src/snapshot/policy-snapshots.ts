@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import { compile, derive, type Snapshot } from '../engine/index.js';
+import { compile, derive, type ChangedPolicy, type Snapshot } from '../engine/index.js';
 import type { FeedPosition, LoadedPolicies } from '../store/store.js';
 import type { PolicySource } from './policy-source.js';
 import type { Policy } from '../schemas/policy.js';
@@ -24,11 +24,22 @@ interface SnapshotEvents {
   closed: [];
 }
 
-/** A snapshot, and the epoch of the store history it was built from (see LoadedPolicies.epoch). */
+/** A snapshot, the epoch of the store history it was built from (see LoadedPolicies.epoch), and the changes it was derived by, if it was. */
 interface Built {
   snapshot: Snapshot;
   epoch: number | undefined;
+  changes?: readonly ChangedPolicy[];
 }
+
+/** One snapshot derived from the one before: the revisions it went from and to, and the policies the store said changed. */
+interface Step {
+  from: number;
+  to: number;
+  changes: readonly ChangedPolicy[];
+}
+
+/** Steps kept for workers that are a few revisions behind (see changesBetween). */
+const STEPS_KEPT = 16;
 
 const built = ({ policies, revision, positions, epoch }: LoadedPolicies): Built => ({ snapshot: compile(policies, revision, positions), epoch });
 
@@ -52,6 +63,14 @@ export class PolicySnapshots extends EventEmitter<SnapshotEvents> {
   private retryTimer: NodeJS.Timeout | undefined;
   private retryMillis = RETRY_MILLIS.first;
   private closed = false;
+  /**
+   * Counts the loads of the whole set: snapshots of one generation descend from one load by their
+   * changes, so a revision names one set of policies only within a generation (a forced reload may
+   * bring a store's history back to a revision it had reached before, with other policies).
+   */
+  generation = 0;
+  /** The snapshots derived in a row in this generation, oldest first (at most STEPS_KEPT). */
+  private readonly steps: Step[] = [];
 
   private constructor(
     private readonly source: PolicySource,
@@ -147,14 +166,37 @@ export class PolicySnapshots extends EventEmitter<SnapshotEvents> {
     if (loaded.epoch !== this.epoch) return this.reload();
     if (loaded.revision <= this.current.revision) return { snapshot: this.current, epoch: this.epoch };
     const derived = derive(this.current, loaded.changes, loaded.revision);
-    return derived === undefined ? this.reload() : { snapshot: derived, epoch: this.epoch };
+    return derived === undefined ? this.reload() : { snapshot: derived, epoch: this.epoch, changes: loaded.changes };
   }
 
   private async reload(): Promise<Built> {
     return built(await this.source.loadPolicies());
   }
 
-  private publish({ snapshot, epoch }: Built): void {
+  /**
+   * The policies written from revision `from` up to `to` of `generation`, each as it stands at `to`,
+   * when every snapshot between was derived in this generation and is still kept: what a worker
+   * holding `from` needs to derive `to` itself (see workers/evaluate.ts). Undefined otherwise: it
+   * needs the whole set.
+   */
+  changesBetween(from: number, to: number, generation: number): ChangedPolicy[] | undefined {
+    if (generation !== this.generation) return undefined;
+    const first = this.steps.findIndex((step) => step.from === from);
+    if (first === -1) return undefined;
+    const byName = new Map<string, ChangedPolicy>();
+    for (const step of this.steps.slice(first)) {
+      if (step.to > to) break;
+      for (const change of step.changes) byName.set(change.name, change);
+      if (step.to === to) return [...byName.values()];
+    }
+    return undefined;
+  }
+
+  private publish({ snapshot, epoch, changes }: Built): void {
+    if (changes === undefined) {
+      this.generation++;
+      this.steps.length = 0;
+    } else if (this.steps.push({ from: this.current.revision, to: snapshot.revision, changes }) > STEPS_KEPT) this.steps.shift();
     this.current = snapshot;
     this.epoch = epoch;
     this.builtAt = Date.now();
