@@ -163,3 +163,29 @@ t.test('a worker a few writes behind is sent the policies they changed and deriv
   t.same(await reasons(), ['Action denied by default effect', 'Action denied by default effect'], 'after a reload of the whole set, from the whole set');
   t.same(sent, ['changes', 'changes'], 'not even asked for changes: the worker holds another generation');
 });
+
+t.test('after a forced reload to the revision the worker holds, of another history (the store was reset and refilled), workers decide with the new snapshot', async (t) => {
+  const [before, after] = [temporaryDataDir(), temporaryDataDir()];
+  const dropped = new EmbeddedStore(before);
+  const refilled = new EmbeddedStore(after);
+  let reset = false;
+  const store = interceptedStore(dropped, { loadPolicies: (proceed) => (reset ? refilled.loadPolicies() : proceed()) });
+  await dropped.createPolicy(ALLOW_A_1_TO_GO, TEST_WRITER);
+  await refilled.createPolicy({ ...ALLOW_A_1_TO_GO, name: 'other', rules: [] }, TEST_WRITER);
+  const snapshots = await PolicySnapshots.load(store);
+  const pool = new BulkPool(1, snapshots, DEFAULT_CONFIG, 10_000);
+  t.teardown(async () => {
+    snapshots.close();
+    await pool.close();
+    await dropped.close();
+    await refilled.close();
+    rmSync(before, { recursive: true, force: true });
+    rmSync(after, { recursive: true, force: true });
+  });
+  const body = `[${JSON.stringify({ principal: { attributes: { a: 1 } }, resource: { attributes: { b: 2 } }, action: 'go' })}]`;
+  t.equal(JSON.parse((await pool.decide(body))!)[0].allowed, true, 'the worker holds revision 1, with policy p');
+  reset = true;
+  await snapshots.refresh({ force: true });
+  t.equal(snapshots.current.revision, 1, 'revision 1 again, of the refilled store');
+  t.same(JSON.parse((await pool.decide(body))!), [{ allowed: false, reason: 'Action denied by default effect' }], "never the dropped store's policy p");
+});

@@ -32,14 +32,14 @@ export default function decideBulk(task: BulkTask): BulkOutcome {
 }
 
 function decide(task: BulkTask): BulkOutcome {
-  const holds = (current: Snapshot | undefined) => current !== undefined && current.revision === task.revision && generation === task.generation;
+  const isTasks = (held: Snapshot | undefined) => held !== undefined && held.revision === task.revision && generation === task.generation;
   if (task.changes !== undefined && snapshot?.revision === task.changes.from && generation === task.generation) {
     snapshot = derive(snapshot, task.changes.policies, task.revision) ?? snapshot;
-  } else if (task.policies !== undefined && !holds(snapshot)) {
+  } else if (task.policies !== undefined && !isTasks(snapshot)) {
     snapshot = compile(task.policies, task.revision, task.positions);
     generation = task.generation;
   }
-  if (snapshot === undefined || !holds(snapshot)) return { kind: 'stale', holds: snapshot && { revision: snapshot.revision, generation } };
+  if (snapshot === undefined || !isTasks(snapshot)) return { kind: 'stale', holds: snapshot && { revision: snapshot.revision, generation } };
   const startedAt = performance.now();
   injectFaultIfAsked(task.text);
   let inputs;

@@ -216,9 +216,9 @@ function sortedIndex(positions: readonly number[], position: number): number {
  */
 export function derive(previous: Snapshot, changes: readonly ChangedPolicy[], revision: number): Snapshot | undefined {
   if (previous.lineage.renumbered) return undefined;
-  const policies = [...previous.policies];
-  const positions = [...previous.positions];
-  const rules = [...previous.rules];
+  const policies = previous.policies.slice();
+  const positions = previous.positions.slice();
+  const rules = previous.rules.slice();
   const removedOf = new Map<string, IndexableRule[]>();
   const addedOf = new Map<string, IndexableRule[]>();
   const { conditions } = previous.lineage;

@@ -92,12 +92,23 @@ function filingKeys(rules: readonly IndexableRule<IndexedCondition>[], sides: re
   return rules.map((rule) => filingKey(rule, sides, (side, path) => distinctValues.get(pathKeyOf(side, path))!.size));
 }
 
-/** `rules` (in order) without those whose order is in `removed`, and with `added` merged in by order. */
+/** Where a rule of `order` goes in `rules`, which are in order: after every rule before it. */
+function insertionPoint(rules: readonly CompiledRule[], order: number): number {
+  let low = 0;
+  let high = rules.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if (rules[middle]!.order < order) low = middle + 1;
+    else high = middle;
+  }
+  return low;
+}
+
+/** `rules` (in order) without those whose order is in `removed`, and with `added` put in their places. */
 function mergeByOrder(rules: readonly CompiledRule[], removed: ReadonlySet<number>, added: readonly CompiledRule[]): CompiledRule[] {
-  const kept = removed.size === 0 ? [...rules] : rules.filter((rule) => !removed.has(rule.order));
-  if (added.length === 0) return kept;
-  const merged = [...kept, ...added];
-  return merged.sort((a, b) => a.order - b.order);
+  const merged = removed.size === 0 ? rules.slice() : rules.filter((rule) => !removed.has(rule.order));
+  for (const rule of added) merged.splice(insertionPoint(merged, rule.order), 0, rule);
+  return merged;
 }
 
 /**
@@ -203,8 +214,7 @@ class CandidateRules<Source extends IndexedCondition> {
       const filedRule = this.filed(rule, key);
       for (const value of new Set(key.values)) {
         const list = listOf(keyed, value);
-        const at = list.findIndex((other) => other.order > filedRule.order);
-        list.splice(at === -1 ? list.length : at, 0, filedRule);
+        list.splice(insertionPoint(list, filedRule.order), 0, filedRule);
       }
     }
     const keyed = [...keyedByPath.values()].flatMap((keyed) => {

@@ -112,7 +112,7 @@ export class BulkPool {
 
   /** What a worker holding `holds` needs to decide `task`, at `snapshot`: the policies written since, when they are kept, else the whole set. */
   private catchUpFrom(holds: Extract<BulkOutcome, { kind: 'stale' }>['holds'], task: BulkTask, snapshot: Snapshot): Pick<BulkTask, 'changes' | 'policies' | 'positions'> {
-    const changes = holds === undefined || holds.generation !== task.generation ? undefined : this.snapshots.changesBetween(holds.revision, task.revision, task.generation);
+    const changes = holds?.generation === task.generation ? this.snapshots.changesBetween(holds.revision, task.revision, task.generation) : undefined;
     if (holds === undefined || changes === undefined) return { policies: snapshot.policies, positions: snapshot.positions };
     return { changes: { from: holds.revision, policies: changes } };
   }
