@@ -33,7 +33,7 @@ import { whoamiRoutes } from './http/whoami.js';
 import { AuditTrail } from './audit/audit-trail.js';
 import { AuditPruner } from './audit/retention.js';
 import { minRevisionCheck } from './http/min-revision.js';
-import { REVISION_HEADER } from './http/revision.js';
+import { revisionOnEveryAnswer, type ServedRevision } from './http/revision.js';
 import { LiveCounters } from './live/live-counters.js';
 import { LiveWindow } from './live/live-window.js';
 import { RuleTally } from './live/rule-tally.js';
@@ -224,19 +224,17 @@ export async function buildApp(config: Config, openedStore?: Store): Promise<Fas
   });
   instrumentRoutes(app, metrics, live);
 
-  installErrorHandling(app);
+  // Which policy snapshot answered: after an admin write, the revision that includes it.
+  const revision: ServedRevision = () => snapshots.current.revision;
+  revisionOnEveryAnswer(app, revision);
+  installErrorHandling(app, revision);
   installJsonBodyParser(app, config);
   await registerDocs(app);
-
-  // Which policy snapshot answered: after an admin write, the revision that includes it.
-  app.addHook('onSend', (_request, reply, payload, done) => {
-    reply.header(REVISION_HEADER, snapshots.current.revision);
-    done(null, payload);
-  });
   const audit = new AuditTrail(store);
   const context: AppContext = {
     config,
     snapshots,
+    revision,
     pool,
     readiness,
     checks,

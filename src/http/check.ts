@@ -16,15 +16,17 @@ import { RequestValidationError } from '../errors.js';
 import { MIN_REVISION_DOC } from './min-revision.js';
 import { acceptJson } from './json-body.js';
 import { compiledOnFirstUse } from './schema-compilers.js';
+import { NAMES_ITS_REVISION, REVISION_HEADER, withRevision } from './revision.js';
 
 /** The public check interface: `POST /check` and `POST /check/bulk`. No authentication. */
 export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { context }) => {
   const app = fastify.withTypeProvider<JsonSchemaToTsProvider>();
-  const { checks, config } = context;
+  const { checks, config, revision } = context;
   const onRequest = context.minRevisionCheck;
 
   app.post('/check', {
     onRequest,
+    config: NAMES_ITS_REVISION,
     schema: {
       tags: ['checks'],
       summary: 'Decide one check',
@@ -35,7 +37,7 @@ export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { 
       body: checkRequestSchema,
       response: { 200: checkResponseSchema, ...ERROR_RESPONSES },
     },
-    handler: (request) => checks.check(request.body, request.query.explain),
+    handler: (request, reply) => withRevision(reply, revision, checks.check(request.body, request.query.explain)),
   });
 
   await app.register(async (bulkScope) => {
@@ -47,6 +49,7 @@ export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { 
 
     bulkScope.post('/check/bulk', {
       onRequest,
+      config: NAMES_ITS_REVISION,
       schema: {
         tags: ['checks'],
         summary: 'Decide many checks in one call',
@@ -64,9 +67,9 @@ export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { 
         const { explain } = request.query as FromSchema<typeof checkQuerySchema>;
         if (pool !== undefined && text.length >= pool.minimumBodyLength) {
           const decided = await pool.bulk.decide(text, explain);
-          if (decided !== undefined) return reply.type('application/json').send(decided);
+          if (decided !== undefined) return reply.type('application/json').header(REVISION_HEADER, revision()).send(decided);
         }
-        return checks.checkMany(readBulkBody(text, validate, config), explain);
+        return withRevision(reply, revision, checks.checkMany(readBulkBody(text, validate, config), explain));
       },
     });
   });

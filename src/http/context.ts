@@ -8,11 +8,14 @@ import type { BulkPool } from '../pool/bulk-pool.js';
 import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
 import type { Readiness } from '../readiness.js';
 import type { AuditTrail } from '../audit/audit-trail.js';
+import type { ServedRevision } from './revision.js';
 
 /** What the route plugins work with; built once by buildApp. */
 export interface AppContext {
   config: Config;
   snapshots: PolicySnapshots;
+  /** The revision of the snapshot in use, which every answer names (see revision.ts). */
+  revision: ServedRevision;
   checks: CheckService;
   plans: PlanService;
   policies: PolicyService;

@@ -1,10 +1,11 @@
 import type { IncomingMessage } from 'node:http';
-import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
 import FindMyWay from 'find-my-way';
 import { ClientError, RequestValidationError, UnavailableError } from '../errors.js';
 import { StoreUnavailableError } from '../store/store.js';
 import { WorkerTimeoutError } from '../pool/bulk-pool.js';
 import { validationIssues } from '../schemas/validation.js';
+import { REVISION_HEADER, type ServedRevision } from './revision.js';
 
 const CONTENT_TYPE_ERRORS = new Set(['FST_ERR_CTP_INVALID_MEDIA_TYPE', 'FST_ERR_CTP_INVALID_CONTENT_LENGTH']);
 
@@ -33,50 +34,53 @@ function discardRestOfBody(raw: IncomingMessage, maxBytes: number): Promise<void
   });
 }
 
-function sendValidationIssues(reply: FastifyReply, issues: unknown[]) {
-  return reply.code(422).send({ detail: issues });
+/** What an error is answered with: its status and `{detail}` body. */
+async function answerOf(error: FastifyError, request: FastifyRequest, app: FastifyInstance): Promise<[number, { detail: unknown }]> {
+  if (error instanceof RequestValidationError) return [422, { detail: error.issues }];
+  if (error instanceof ClientError) return [error.statusCode, { detail: error.detail }];
+  if (error instanceof UnavailableError) {
+    request.log.warn({ err: error }, 'service unavailable');
+    return [503, { detail: error.detail }];
+  }
+  if (error instanceof StoreUnavailableError || error instanceof WorkerTimeoutError) {
+    request.log.warn({ err: error }, 'service unavailable');
+    return [503, { detail: `${error.message}; retry shortly` }];
+  }
+  if (error.validation) return [422, { detail: validationIssues(error.validation, error.validationContext) }];
+  if (CONTENT_TYPE_ERRORS.has(error.code)) {
+    return [400, { detail: `Unsupported Content-Type '${request.headers['content-type'] ?? ''}': send application/json` }];
+  }
+  if (error instanceof SyntaxError || error.code === 'FST_ERR_CTP_INVALID_JSON_BODY') {
+    return [400, { detail: `Malformed JSON body: ${error.message}` }];
+  }
+  if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+    await discardRestOfBody(request.raw, DISCARDED_BODY_LIMITS * app.initialConfig.bodyLimit!);
+    return [413, { detail: `Request body is larger than the limit of ${app.initialConfig.bodyLimit} bytes` }];
+  }
+  const status = error.statusCode ?? 500;
+  if (status >= 400 && status < 500) return [status, { detail: error.message }];
+  request.log.error({ err: error }, 'request failed');
+  return [500, { detail: 'Internal server error' }];
 }
 
 /**
  * Every error becomes `{detail}`: 422 lists the offending fields, other client errors say what to
- * fix, and anything else is a 500 that is logged and reveals nothing.
+ * fix, and anything else is a 500 that is logged and reveals nothing. Each names the revision served
+ * (`revision`), on every route: routes that name it without a hook have no other way to (see revision.ts).
  */
-export function installErrorHandling(app: FastifyInstance): void {
+export function installErrorHandling(app: FastifyInstance, revision: ServedRevision): void {
   app.setErrorHandler(async (error: FastifyError, request, reply) => {
-    if (error instanceof RequestValidationError) return sendValidationIssues(reply, error.issues);
-    if (error instanceof ClientError) return reply.code(error.statusCode).send({ detail: error.detail });
-    if (error instanceof UnavailableError) {
-      request.log.warn({ err: error }, 'service unavailable');
-      return reply.code(503).send({ detail: error.detail });
-    }
-    if (error instanceof StoreUnavailableError || error instanceof WorkerTimeoutError) {
-      request.log.warn({ err: error }, 'service unavailable');
-      return reply.code(503).send({ detail: `${error.message}; retry shortly` });
-    }
-    if (error.validation) return sendValidationIssues(reply, validationIssues(error.validation, error.validationContext));
-    if (CONTENT_TYPE_ERRORS.has(error.code)) {
-      return reply.code(400).send({ detail: `Unsupported Content-Type '${request.headers['content-type'] ?? ''}': send application/json` });
-    }
-    if (error instanceof SyntaxError || error.code === 'FST_ERR_CTP_INVALID_JSON_BODY') {
-      return reply.code(400).send({ detail: `Malformed JSON body: ${error.message}` });
-    }
-    if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
-      await discardRestOfBody(request.raw, DISCARDED_BODY_LIMITS * app.initialConfig.bodyLimit!);
-      return reply.code(413).send({ detail: `Request body is larger than the limit of ${app.initialConfig.bodyLimit} bytes` });
-    }
-    const status = error.statusCode ?? 500;
-    if (status >= 400 && status < 500) return reply.code(status).send({ detail: error.message });
-    request.log.error({ err: error }, 'request failed');
-    return reply.code(500).send({ detail: 'Internal server error' });
+    const [status, body] = await answerOf(error, request, app);
+    return reply.code(status).header(REVISION_HEADER, revision()).send(body);
   });
-  installNotFound(app);
+  installNotFound(app, revision);
 }
 
 /**
  * Unknown paths get 404; known paths asked with another method get 405 and an Allow header.
  * A mirror of the route table (find-my-way, Fastify's own router) tells which methods a URL has.
  */
-function installNotFound(app: FastifyInstance): void {
+function installNotFound(app: FastifyInstance, revision: ServedRevision): void {
   const routes = FindMyWay({ maxParamLength: app.initialConfig.maxParamLength ?? 100 });
   const methods = new Set<string>();
   app.addHook('onRoute', (route) => {
@@ -89,6 +93,7 @@ function installNotFound(app: FastifyInstance): void {
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?', 1)[0]!;
     const allowed = [...methods].filter((method) => routes.find(method as FindMyWay.HTTPMethod, path) !== null);
+    reply.header(REVISION_HEADER, revision());
     // A route that answers this method and still finds nothing (a missing static file) is a 404.
     if (allowed.length > 0 && !allowed.includes(request.method)) {
       return reply.code(405).header('allow', allowed.join(', ')).send({ detail: 'Method Not Allowed' });

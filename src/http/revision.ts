@@ -1,2 +1,47 @@
+import type { FastifyInstance, FastifyReply, onSendHookHandler } from 'fastify';
+
 /** The response header carrying the policy snapshot revision that the answering process serves. */
 export const REVISION_HEADER = 'verdict-revision';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The handler names the revision itself, with `withRevision` (see revisionOnEveryAnswer). */
+    namesItsRevision?: boolean;
+  }
+}
+
+/** The config of a route whose handler names the revision itself. */
+export const NAMES_ITS_REVISION = { namesItsRevision: true };
+
+/** The revision this process serves now. */
+export type ServedRevision = () => number;
+
+/**
+ * Every answer names the revision this process serves as it is sent: after an admin write, the
+ * revision that includes it. An onSend hook names it on every route registered after this call,
+ * except routes whose config is NAMES_ITS_REVISION (the check routes, which name it with
+ * `withRevision`: the hook cost about a microsecond of server CPU per check). The error and
+ * not-found handlers name it themselves, for every route (see errors.ts).
+ */
+export function revisionOnEveryAnswer(app: FastifyInstance, revision: ServedRevision): void {
+  const nameRevision: onSendHookHandler = (_request, reply, payload, done) => {
+    reply.header(REVISION_HEADER, revision());
+    done(null, payload);
+  };
+  app.addHook('onRoute', (route) => {
+    if (route.config?.namesItsRevision === true) return;
+    route.onSend = route.onSend === undefined ? [nameRevision] : [nameRevision, ...[route.onSend].flat()];
+  });
+}
+
+/** `answer` as a NAMES_ITS_REVISION route's handler returns it, its reply naming the revision served once it is decided. */
+export function withRevision<T>(reply: FastifyReply, revision: ServedRevision, answer: T | Promise<T>): T | Promise<T> {
+  if (!(answer instanceof Promise)) {
+    reply.header(REVISION_HEADER, revision());
+    return answer;
+  }
+  return answer.then((decided) => {
+    reply.header(REVISION_HEADER, revision());
+    return decided;
+  });
+}
