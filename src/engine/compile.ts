@@ -59,6 +59,29 @@ interface Lineage {
   derivedChanges: number;
   /** How many of the policies default to deny: the fallback without looking at them all. */
   denyDefaults: number;
+  /** Each policy's position by name, shared by the whole lineage (see positionsByName). */
+  names: PositionsByName;
+}
+
+/**
+ * Each policy's position by name, for one snapshot of a lineage (`of`): the one the last change was
+ * derived into. It moves on with each derived change instead of being copied, so a change finds the
+ * policy it replaces without looking through them all; deriving from another snapshot of the
+ * lineage rebuilds it. Evaluation never reads it.
+ */
+interface PositionsByName {
+  of: Snapshot | undefined;
+  positions: Map<string, number>;
+}
+
+/** The position of each of `snapshot`'s policies by name. */
+function positionsByName(snapshot: Snapshot): Map<string, number> {
+  const { names } = snapshot.lineage;
+  if (names.of !== snapshot) {
+    names.positions = new Map(snapshot.policies.map((policy, index) => [policy.name, snapshot.positions[index]!]));
+    names.of = snapshot;
+  }
+  return names.positions;
 }
 
 /**
@@ -180,7 +203,7 @@ export function compile(policies: readonly Policy[], revision: number, positions
     policies,
     positions,
     rules,
-    lineage: { conditions, renumbered, compiledPolicies: policies.length, derivedChanges: 0, denyDefaults },
+    lineage: { conditions, renumbered, compiledPolicies: policies.length, derivedChanges: 0, denyDefaults, names: { of: undefined, positions: new Map() } },
   };
 }
 
@@ -223,9 +246,15 @@ export function derive(previous: Snapshot, changes: readonly ChangedPolicy[], re
   const addedOf = new Map<string, IndexableRule[]>();
   const { conditions } = previous.lineage;
   let { denyDefaults } = previous.lineage;
+  const positionOf = positionsByName(previous);
+  /** The position of each changed policy after the change (undefined: deleted), applied to positionOf once the change is derived. */
+  const moved = new Map<string, number | undefined>();
+  const stored = (name: string) => (moved.has(name) ? moved.get(name) : positionOf.get(name));
   for (const { name, now } of changes) {
-    const at = policies.findIndex((policy) => policy.name === name);
+    const was = stored(name);
+    const at = was === undefined ? -1 : sortedIndex(positions, was);
     if (at !== -1) {
+      if (policies[at]?.name !== name) return undefined;
       const old = policies[at]!;
       const oldRules = rules[at]!;
       fileByAction(removedOf, old, old.rules.map((rule, index) => ({ compiled: oldRules[index]!, principal: rule.principal_conditions, resource: rule.resource_conditions })));
@@ -234,6 +263,7 @@ export function derive(previous: Snapshot, changes: readonly ChangedPolicy[], re
       positions.splice(at, 1);
       rules.splice(at, 1);
     }
+    moved.set(name, now?.position);
     if (now === null) continue;
     const { policy, position } = now;
     const insertAt = sortedIndex(positions, position);
@@ -257,7 +287,7 @@ export function derive(previous: Snapshot, changes: readonly ChangedPolicy[], re
     if (after === undefined) rulesByAction.delete(action);
     else rulesByAction.set(action, after);
   }
-  return {
+  const derived: Snapshot = {
     revision,
     policyCount: policies.length,
     rulesByAction,
@@ -267,4 +297,10 @@ export function derive(previous: Snapshot, changes: readonly ChangedPolicy[], re
     rules,
     lineage: { ...previous.lineage, derivedChanges, denyDefaults },
   };
+  for (const [name, position] of moved) {
+    if (position === undefined) positionOf.delete(name);
+    else positionOf.set(name, position);
+  }
+  previous.lineage.names.of = derived;
+  return derived;
 }

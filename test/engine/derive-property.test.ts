@@ -124,6 +124,8 @@ t.test(`snapshots derived change by change decide as a fresh compile (${RUNS} hi
         const previous = snapshot;
         const before = requests.map((asked) => decisionOf(previous, asked));
         const derived = derive(previous, [...pending.values()], revision);
+        // Another snapshot derived from the same one (a fork of the lineage) must not disturb either.
+        const fork = derived !== undefined && endsBatch && kind === 'restore' ? derive(previous, [...pending.values()], revision) : undefined;
         pending = new Map();
         if (derived === undefined) {
           refusedSteps++;
@@ -138,6 +140,7 @@ t.test(`snapshots derived change by change decide as a fresh compile (${RUNS} hi
         for (const asked of requests) {
           const got = decisionOf(snapshot, asked);
           const expected = decisionOf(fresh, asked);
+          if (fork !== undefined && JSON.stringify(decisionOf(fork, asked)) !== JSON.stringify(expected)) throw new Error('a fork of the lineage decides otherwise');
           if (JSON.stringify(got) !== JSON.stringify(expected)) {
             throw new Error(`derived and fresh snapshots disagree on ${JSON.stringify({ ...asked, principal: [...asked.principal.attributes], resource: [...asked.resource.attributes], uri: asked.resource.uri })}:\n${JSON.stringify(got)}\n${JSON.stringify(expected)}\npolicies: ${JSON.stringify(stored)}`);
           }
