@@ -1,5 +1,5 @@
 /**
- * The pool's worker: reads a bulk body (parse, validate) and decides it against the snapshot it
+ * The pool's worker: reads a bulk body (decode, parse, validate) and decides it against the snapshot it
  * holds, off the front thread. When this worker's copy is not at the revision the front held when
  * it queued the task (older, or newer after the store was reset and its revisions started again),
  * it answers `stale` and the task comes back with the policies written since the revision it holds,
@@ -41,10 +41,11 @@ function decide(task: BulkTask): BulkOutcome {
   }
   if (snapshot === undefined || !isTasks(snapshot)) return { kind: 'stale', holds: snapshot && { revision: snapshot.revision, generation } };
   const startedAt = performance.now();
-  injectFaultIfAsked(task.text);
+  const text = Buffer.from(task.body).toString('utf8');
+  injectFaultIfAsked(text);
   let inputs;
   try {
-    inputs = readBulkBody(task.text, validate, task.limits);
+    inputs = readBulkBody(text, validate, task.limits);
   } catch (error) {
     if (error instanceof ClientError) return { kind: 'refused', statusCode: error.statusCode, detail: error.detail };
     if (error instanceof RequestValidationError) return { kind: 'refused', statusCode: 422, detail: error.issues };

@@ -14,7 +14,7 @@ import type { RoutesOptions } from './context.js';
 import { ERROR_RESPONSES } from './responses.js';
 import { RequestValidationError } from '../errors.js';
 import { MIN_REVISION_DOC } from './min-revision.js';
-import { acceptJson } from './json-body.js';
+import { acceptJsonBytes } from './json-body.js';
 import { compiledOnFirstUse } from './schema-compilers.js';
 import { NAMES_ITS_REVISION, REVISION_HEADER, withRevision } from './revision.js';
 
@@ -41,8 +41,8 @@ export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { 
   });
 
   await app.register(async (bulkScope) => {
-    // The bulk body stays text here: readBulkBody parses it on the front or in a worker.
-    acceptJson(bulkScope, (text) => text);
+    // The bulk body stays bytes here: a worker decodes and reads it, or the front does (readBulkBody).
+    acceptJsonBytes(bulkScope, (bytes) => bytes);
     const validate = compiledOnFirstUse(compileBulkValidator);
     const validateQuery = compiledOnFirstUse(() => createAjv(true).compile(checkQuerySchema));
     const { pool } = context;
@@ -61,15 +61,15 @@ export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { 
       // The schema documents the body; readBulkBody validates it, wherever it is read.
       validatorCompiler: ({ httpPart }) => (httpPart === 'querystring' ? validateQuery : () => true),
       handler: async (request, reply) => {
-        const text = request.body as string | undefined;
+        const bytes = request.body as Buffer | undefined;
         // No body at all (no content type either): as /check answers it.
-        if (text === undefined) throw new RequestValidationError([{ loc: ['body'], msg: 'must be of type array', type: 'type_error' }]);
+        if (bytes === undefined) throw new RequestValidationError([{ loc: ['body'], msg: 'must be of type array', type: 'type_error' }]);
         const { explain } = request.query as FromSchema<typeof checkQuerySchema>;
-        if (pool !== undefined && text.length >= pool.minimumBodyLength) {
-          const decided = await pool.bulk.decide(text, explain);
+        if (pool !== undefined && bytes.length >= pool.minimumBodyLength) {
+          const decided = await pool.bulk.decide(bytes, explain);
           if (decided !== undefined) return reply.type('application/json').header(REVISION_HEADER, revision()).send(decided);
         }
-        return withRevision(reply, revision, checks.checkMany(readBulkBody(text, validate, config), explain));
+        return withRevision(reply, revision, checks.checkMany(readBulkBody(bytes.toString('utf8'), validate, config), explain));
       },
     });
   });

@@ -9,11 +9,16 @@ import { requestLimitIssues, type RequestLimits } from '../request-limits.js';
  * 400 rather than replaced: two different URIs would otherwise become one.
  */
 export function acceptJson(scope: FastifyInstance, read: (text: string) => unknown): void {
+  acceptJsonBytes(scope, (bytes) => read(bytes.toString('utf8')));
+}
+
+/** As acceptJson, handing `read` the body's bytes, known to be valid UTF-8, undecoded. */
+export function acceptJsonBytes(scope: FastifyInstance, read: (bytes: Buffer) => unknown): void {
   scope.removeAllContentTypeParsers();
   scope.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => {
     try {
       if (!isUtf8(body as Buffer)) throw new ClientError(400, 'Request body is not valid UTF-8');
-      done(null, read((body as Buffer).toString('utf8')));
+      done(null, read(body as Buffer));
     } catch (error) {
       done(error as Error, undefined);
     }

@@ -10,8 +10,8 @@ import type { BulkTally } from '../live/live-counters.js';
 /** A worker did not finish a bulk in time: answered 503, the client may retry. */
 export class WorkerTimeoutError extends Error {}
 
-/** Told of every bulk a worker decided: its body, its decisions as JSON, what decided them, at which revision, in how long. */
-export type BulkObserver = (bulk: { body: string; json: string; tally: BulkTally; revision: number; elapsedMs: number }) => void;
+/** Told of every bulk a worker decided: its body (UTF-8), its decisions as JSON, what decided them, at which revision, in how long. */
+export type BulkObserver = (bulk: { body: Buffer; json: string; tally: BulkTally; revision: number; elapsedMs: number }) => void;
 
 const WORKER_FILE = new URL('../../workers/evaluate.js', import.meta.url).href;
 
@@ -79,18 +79,25 @@ export class BulkPool {
    * worker ran the bulk for longer than the timeout (the worker is terminated and replaced; bulks
    * queued on it are decided on the front).
    */
-  async decide(text: string, explain = false): Promise<string | undefined> {
+  async decide(body: Buffer | string, explain = false): Promise<string | undefined> {
+    const bytes = typeof body === 'string' ? Buffer.from(body) : body;
     const { current, generation } = this.snapshots;
     this.lastTaskId = (this.lastTaskId % 0x7fffffff) + 1;
-    const task: BulkTask = { id: this.lastTaskId, text, revision: current.revision, generation, limits: this.limits, explain };
+    const task = { id: this.lastTaskId, revision: current.revision, generation, limits: this.limits, explain };
+    // Each run moves a copy of the bytes to the worker: no structured clone of a decoded string,
+    // and the front keeps the body, to decide it itself when the worker cannot.
+    const run = (pool: Piscina<BulkTask, BulkOutcome>, extra: Partial<BulkTask> = {}) => {
+      const moved = new Uint8Array(bytes).buffer;
+      return pool.run({ ...task, ...extra, body: moved }, { transferList: [moved] });
+    };
     let outcome: BulkOutcome;
     try {
       if (this.closed) return undefined;
       const pool = await this.started();
-      outcome = await pool.run(task);
-      if (outcome.kind === 'stale') outcome = await pool.run({ ...task, ...this.catchUpFrom(outcome.holds, task, current) });
+      outcome = await run(pool);
+      if (outcome.kind === 'stale') outcome = await run(pool, this.catchUpFrom(outcome.holds, task, current));
       // The changes reached another worker, which holds yet another revision.
-      if (outcome.kind === 'stale') outcome = await pool.run({ ...task, policies: current.policies, positions: current.positions });
+      if (outcome.kind === 'stale') outcome = await run(pool, { policies: current.policies, positions: current.positions });
     } catch {
       // Deciding inline what a worker could not finish in time would stall the front as well.
       if (this.timedOut.has(task.id)) throw new WorkerTimeoutError(`A bulk check took longer than ${this.timeoutMillis} ms`);
@@ -100,7 +107,7 @@ export class BulkPool {
     }
     switch (outcome.kind) {
       case 'decided':
-        this.observe({ ...outcome, body: text });
+        this.observe({ ...outcome, body: bytes });
         return outcome.json;
       case 'refused':
         if (typeof outcome.detail === 'string') throw new ClientError(outcome.statusCode, outcome.detail);
@@ -111,7 +118,7 @@ export class BulkPool {
   }
 
   /** What a worker holding `holds` needs to decide `task`, at `snapshot`: the policies written since, when they are kept, else the whole set. */
-  private catchUpFrom(holds: Extract<BulkOutcome, { kind: 'stale' }>['holds'], task: BulkTask, snapshot: Snapshot): Pick<BulkTask, 'changes' | 'policies' | 'positions'> {
+  private catchUpFrom(holds: Extract<BulkOutcome, { kind: 'stale' }>['holds'], task: Pick<BulkTask, 'revision' | 'generation'>, snapshot: Snapshot): Pick<BulkTask, 'changes' | 'policies' | 'positions'> {
     const changes = holds?.generation === task.generation ? this.snapshots.changesBetween(holds.revision, task.revision, task.generation) : undefined;
     if (holds === undefined || changes === undefined) return { policies: snapshot.policies, positions: snapshot.positions };
     return { changes: { from: holds.revision, policies: changes } };

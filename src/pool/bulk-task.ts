@@ -8,7 +8,8 @@ import type { BulkTally } from '../live/live-counters.js';
 export interface BulkTask {
   /** Never 0; unique among the tasks in flight. */
   id: number;
-  text: string;
+  /** The body's bytes, valid UTF-8 (the front checked), moved to the worker (a transferred buffer). */
+  body: ArrayBuffer;
   revision: number;
   /** The generation of the front's snapshot (see PolicySnapshots.generation): with `revision`, which policies to decide by. */
   generation: number;
