@@ -42,6 +42,9 @@ function firstBreach(value: unknown, depth: number, limits: RequestLimits): Brea
   return undefined;
 }
 
+/** Whether a parsed value found at `depth` in a body keeps within the limits (see firstBreach). */
+export const withinLimits = (value: unknown, depth: number, limits: RequestLimits): boolean => firstBreach(value, depth, limits) === undefined;
+
 /**
  * Whether JSON text this short cannot break the limits: a string is never longer than the text,
  * and each level of nesting takes two characters of it. Most single checks end here.

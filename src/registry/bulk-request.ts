@@ -6,6 +6,7 @@ import { FormsDisagree, readCheckRequest, type CheckInput } from './check-reques
 import { ClientError, RequestValidationError } from '../errors.js';
 import type { ValidationIssue } from '../schemas/errors.js';
 import { requestLimitIssues } from '../request-limits.js';
+import { isValidCheckList } from './check-shape.js';
 import type { Config } from '../config.js';
 
 /** What bounds a bulk body; plain data, so that it travels to the pool's workers. */
@@ -64,12 +65,15 @@ export function readBulkBody(text: string, validate: BulkValidator, limits: Bulk
   }
   const listError = bulkListError(body, maxRequests);
   if (listError !== undefined) throw listError;
-  const tooBig = requestLimitIssues(body, limits, text.length);
-  if (tooBig.length > 0) throw new RequestValidationError(tooBig);
-  if (!validate(body)) {
-    throw new RequestValidationError(validationIssues(validate.errors as FastifySchemaValidationError[], 'body'));
+  // The common body passes the hand check; any other is judged by the limits walk and Ajv, whose details the 422 carries.
+  if (!(Array.isArray(body) && isValidCheckList(body, limits))) {
+    const tooBig = requestLimitIssues(body, limits, text.length);
+    if (tooBig.length > 0) throw new RequestValidationError(tooBig);
+    if (!validate(body)) {
+      throw new RequestValidationError(validationIssues(validate.errors as FastifySchemaValidationError[], 'body'));
+    }
   }
-  return readBulkItems(body, readCheckRequest);
+  return readBulkItems(body as CheckRequest[], readCheckRequest);
 }
 
 export const namesRegisteredEntity = (input: CheckInput) => input.principal.uri !== undefined || input.resource.uri !== undefined;
