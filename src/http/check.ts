@@ -8,7 +8,7 @@ import {
   checkResponseListSchema,
   checkResponseSchema,
 } from '../schemas/check.js';
-import { compileBulkValidator, readBulkBody } from '../registry/bulk-request.js';
+import { compileBulkValidator, plainlyNamesUri, readBulkBody } from '../registry/bulk-request.js';
 import { createAjv } from '../schemas/validation.js';
 import type { RoutesOptions } from './context.js';
 import { ERROR_RESPONSES } from './responses.js';
@@ -65,7 +65,7 @@ export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { 
         // No body at all (no content type either): as /check answers it.
         if (bytes === undefined) throw new RequestValidationError([{ loc: ['body'], msg: 'must be of type array', type: 'type_error' }]);
         const { explain } = request.query as FromSchema<typeof checkQuerySchema>;
-        if (pool !== undefined && bytes.length >= pool.minimumBodyLength) {
+        if (pool !== undefined && bytes.length >= pool.minimumBodyLength && !plainlyNamesUri(bytes)) {
           const decided = await pool.bulk.decideToJson(bytes, explain);
           // The charset Fastify adds to JSON text, which it does not add to bytes.
           if (decided !== undefined) return reply.type('application/json; charset=utf-8').header(REVISION_HEADER, revision()).send(decided);

@@ -103,3 +103,27 @@ t.test('client errors from a worker are the same as from the front', async (t) =
   const indexed = await pooled.send('POST', '/check/bulk', bodies[5]!, json);
   t.same(indexed.body.detail[0].loc, ['body', 2, 'action']);
 });
+
+t.test('a bulk that plainly names a uri is decided on the front without a trip to a worker; one naming it otherwise still comes back', async (t) => {
+  const { pooled } = await servers(t);
+  t.equal((await pooled.call('POST', '/admin/fetchers/registry/entities', { uri: 'user:ann', attributes: { department: 'it' } })).status, 200);
+  const threads = async () => Number(/^verdict_worker_pool_threads (\d+)$/m.exec((await pooled.call('GET', '/metrics')).body as string)?.[1]);
+  const allowedAnn = { allowed: true, reason: 'Rule it-reads-rule allowed the action in policy it-reads' };
+  const resource = '"resource":{"attributes":{"level":2}},"action":"read"';
+
+  // As JSON encoders write it, compact or spaced (Python's json.dumps), nested or flat.
+  for (const body of [`[{"principal":{"uri":"user:ann"},${resource}}]`, `[{"principal_uri": "user:ann",${resource}}]`, `[{"principal" : {"uri"\n:\t"user:ann"},${resource}}]`]) {
+    const answer = await pooled.send('POST', '/check/bulk', body, { 'content-type': 'application/json' });
+    t.same([answer.status, answer.body], [200, [allowedAnn]], body);
+  }
+  t.equal(await threads(), 0, 'no worker was started: the front decided every one');
+
+  // A null uri (as the Python SDK sends it) names nothing: the bulk goes to a worker.
+  const unnamed = await pooled.send('POST', '/check/bulk', `[{"principal":{"uri":null,"attributes":{"department":"it"}},${resource}}]`, { 'content-type': 'application/json' });
+  t.same([unnamed.status, unnamed.body], [200, [allowedAnn]]);
+  t.equal(await threads(), 2, 'the workers started with it');
+
+  // A key written with an escape is not seen at a glance: the worker reads it and hands the bulk back.
+  const escaped = await pooled.send('POST', '/check/bulk', `[{"principal":{"\\u0075ri":"user:ann"},${resource}}]`, { 'content-type': 'application/json' });
+  t.same([escaped.status, escaped.body], [200, [allowedAnn]], 'decided on the registered attributes');
+});
