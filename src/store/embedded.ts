@@ -147,12 +147,14 @@ export class EmbeddedStore implements Store {
   private readonly stopWatching = new Set<NodeJS.Timeout>();
   private readonly auditQueries = new Map<string, Database.Statement>();
   private readonly changesKept: number;
+  private readonly clock: () => number;
 
   constructor(
     dataDirectory: string,
     private readonly options: Partial<StoreOptions> & { changesKept?: number } = {},
   ) {
     this.changesKept = options.changesKept ?? DEFAULT_CHANGES_KEPT;
+    this.clock = options.clock ?? Date.now;
     mkdirSync(dataDirectory, { recursive: true });
     this.db = new Database(join(dataDirectory, DATABASE_FILE));
     this.db.pragma('journal_mode = WAL');
@@ -280,7 +282,7 @@ export class EmbeddedStore implements Store {
   private recordPolicyWrite(by: Writer, change: PolicyChange): void {
     this.recordChange('policies', change.name);
     const version = this.statements.nextPolicyVersion.get(change.name) as number;
-    this.recordAudit(policyRecord(by, Date.now(), { ...change, version }), version);
+    this.recordAudit(policyRecord(by, this.clock(), { ...change, version }), version);
   }
 
   async getEntity(uri: string): Promise<Entity | undefined> {
@@ -346,7 +348,7 @@ export class EmbeddedStore implements Store {
 
   private recordEntityWrite(by: Writer, change: Omit<Parameters<typeof entityRecord>[2], 'withValues'>): void {
     this.recordChange('entities', change.uri);
-    this.recordAudit(entityRecord(by, Date.now(), { ...change, withValues: this.options.auditValues ?? false }), null);
+    this.recordAudit(entityRecord(by, this.clock(), { ...change, withValues: this.options.auditValues ?? false }), null);
   }
 
   async listAudit(query: AuditQuery): Promise<AuditRecord[]> {
@@ -387,7 +389,7 @@ export class EmbeddedStore implements Store {
           if (newestPrunable !== undefined) pruned += this.statements.pruneThrough.run(newestPrunable, batch).changes;
         }
         if (retention.maxAgeMs !== undefined && pruned < batch) {
-          pruned += this.statements.pruneOlderThan.run(Date.now() - retention.maxAgeMs, batch - pruned).changes;
+          pruned += this.statements.pruneOlderThan.run(this.clock() - retention.maxAgeMs, batch - pruned).changes;
         }
         return pruned;
       })

@@ -153,6 +153,7 @@ export class MongoStore implements Store {
   private readonly counters: Collection<Counter>;
   private readonly audit: Collection<StoredAuditRecord>;
   private readonly policyChanges: Collection<PolicyChangeRecord>;
+  private readonly clock: () => number;
   private readonly followers = new Set<ChangeStreamFollower>();
 
   private constructor(
@@ -165,6 +166,7 @@ export class MongoStore implements Store {
     this.counters = db.collection('counters');
     this.audit = db.collection('audit');
     this.policyChanges = db.collection('policy_changes');
+    this.clock = options.clock ?? Date.now;
   }
 
   /**
@@ -299,16 +301,16 @@ export class MongoStore implements Store {
 
   private async recordPolicyVersion(transaction: Transaction, by: Writer, change: PolicyChange): Promise<void> {
     const version = await this.nextValue(`policy-version:${change.name}`, transaction.session);
-    await this.recordAudit(transaction, policyRecord(by, Date.now(), { ...change, version }), version);
+    await this.recordAudit(transaction, policyRecord(by, this.clock(), { ...change, version }), version);
   }
 
   private async recordEntityWrite(transaction: Transaction, by: Writer, change: Omit<Parameters<typeof entityRecord>[2], 'withValues'>) {
-    await this.recordAudit(transaction, entityRecord(by, Date.now(), { ...change, withValues: this.options.auditValues ?? false }));
+    await this.recordAudit(transaction, entityRecord(by, this.clock(), { ...change, withValues: this.options.auditValues ?? false }));
   }
 
   /** The audit records of new entities: their ids reserved at once and inserted together. */
   private async recordEntitiesCreated({ session, recorded }: Transaction, by: Writer, entities: readonly Entity[]): Promise<void> {
-    const time = Date.now();
+    const time = this.clock();
     const withValues = this.options.auditValues ?? false;
     const drafts = entities.map((entity) => entityRecord(by, time, { operation: 'entity.create', uri: entity.uri, before: undefined, after: entity, withValues }));
     const firstId = (await this.nextValue('audit-sequence', session, drafts.length)) - drafts.length + 1;
@@ -561,7 +563,7 @@ export class MongoStore implements Store {
         if (newestPrunable !== undefined) pruned += await prune({ _id: { $lte: newestPrunable._id } }, batch);
       }
       if (retention.maxAgeMs !== undefined && pruned < batch) {
-        pruned += await prune({ time: { $lt: new Date(Date.now() - retention.maxAgeMs) } }, batch - pruned);
+        pruned += await prune({ time: { $lt: new Date(this.clock() - retention.maxAgeMs) } }, batch - pruned);
       }
       return pruned;
     } catch (error) {

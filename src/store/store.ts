@@ -45,7 +45,6 @@ export interface LoadedPolicies extends PolicySet {
   feedPosition: FeedPosition;
 }
 
-/** What changed in the store, as every process hears it. */
 /** The policies written after a revision, each as it stands at `revision` (see Store.loadPolicies). */
 export interface PolicyChanges {
   revision: number;
@@ -57,6 +56,7 @@ export interface PolicyChanges {
 /** What `loadPolicies(since)` returns: only what changed, when the store can tell, else the whole set. */
 export type LoadedPolicyChanges = LoadedPolicies | PolicyChanges;
 
+/** What changed in the store, as every process hears it. */
 export type StoreChange =
   /** `committedAt`: when the (earliest) change was committed, epoch ms, when the store knows. */
   | { kind: 'policies'; committedAt: number | undefined }
@@ -81,6 +81,8 @@ export interface StoreOptions {
   /** Record registry attribute values in the audit trail (otherwise only which keys changed). */
   auditValues: boolean;
   observer?: AuditObserver;
+  /** The clock audit records are stamped and retention ages are measured by (epoch ms); Date.now by default. */
+  clock?: () => number;
 }
 
 /**
