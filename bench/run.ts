@@ -199,8 +199,22 @@ async function httpFigures(servers: { label: string; server: RunningServer }[]):
           ` errors ${figure.errors}`,
       );
     }
+    const plus = servers.findIndex(({ label }) => label === 'Verdict+');
+    if (plus !== -1) console.log(`  ${pairedCpuDifference(runs[plus]!, runs[1]!)}`);
   }
   return figures;
+}
+
+/**
+ * Verdict+'s CPU per request minus Verdict's, as the median of the differences between runs measured
+ * one after the other (the machine's load moves both of a pair alike), with each difference: whether
+ * two servers differ run after run, or only by the noise. Two processes of the same build can differ
+ * for as long as they run (BENCH_COMPARE_CLI set to this build shows how much; see docs/development.md).
+ */
+function pairedCpuDifference(plus: Measured[], verdict: Measured[]): string {
+  const differences = plus.map((run, index) => run.cpuMicrosPerRequest - verdict[index]!.cpuMicrosPerRequest);
+  const sign = (value: number) => `${value > 0 ? '+' : ''}${value.toFixed(1)}`;
+  return `Verdict+ minus Verdict, paired runs: CPU ${sign(median(differences))} µs/request (median of ${differences.length}: ${differences.map(sign).join(' ')})`;
 }
 
 /** Start-up of one kind of server: wall-clock and CPU milliseconds to ready, RSS once idle (medians). */
