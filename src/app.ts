@@ -98,7 +98,7 @@ export async function buildApp(config: Config, openedStore?: Store): Promise<Fas
             live.decidedInWorker(tally, revision);
             const count = tally.allowed + tally.denied;
             bulkSize.observe(count);
-            decisionLog?.recordBulk({ time: Date.now(), body: body.toString('utf8'), decisions: json.toString('utf8'), count, revision, latencyMs: elapsedMs / count });
+            decisionLog?.recordBulk({ time: Date.now(), body: body.toString('utf8'), decisions: json, count, revision, latencyMs: elapsedMs / count });
           },
           config.recentDenials,
         );

@@ -6,7 +6,6 @@
  * to derive the snapshot from, or with the whole set (see src/pool/bulk-pool.ts).
  */
 import { threadId, workerData } from 'node:worker_threads';
-import { move, transferableSymbol, valueSymbol } from 'piscina';
 import { compile, derive, evaluate, withExplanation, type Decision, type Snapshot } from '../src/engine/index.js';
 import { compileBulkValidator, namesRegisteredEntity, readBulkBody } from '../src/registry/bulk-request.js';
 import { ClientError, RequestValidationError } from '../src/errors.js';
@@ -15,7 +14,6 @@ import { RunningTasks } from '../src/pool/running-tasks.js';
 import { injectFaultIfAsked } from './faults.js';
 import { tallyBulk } from '../src/live/bulk-tally.js';
 
-const utf8 = new TextEncoder();
 let snapshot: Snapshot | undefined;
 /** The generation of the front's snapshots that `snapshot` belongs to (see PolicySnapshots.generation). */
 let generation = -1;
@@ -60,12 +58,6 @@ function decide(task: BulkTask): BulkOutcome {
     return task.explain ? withExplanation(current, input, decision) : decision;
   });
   const tally = tallyBulk(inputs, decisions, start.recentDenials);
-  // Bytes the front sends as they are: no string to copy across, nor to encode again on the front.
-  const json = utf8.encode(JSON.stringify(decisions)).buffer as ArrayBuffer;
   const elapsedMs = performance.now() - startedAt;
-  return movingAlong({ kind: 'decided', json, tally, revision: current.revision, elapsedMs }, json);
+  return { kind: 'decided', json: JSON.stringify(decisions), tally, revision: current.revision, elapsedMs };
 }
-
-/** The outcome, with `buffer` transferred to the front rather than copied (Piscina's transferable protocol). */
-const movingAlong = (outcome: BulkOutcome, buffer: ArrayBuffer): BulkOutcome =>
-  move({ [transferableSymbol]: buffer, [valueSymbol]: outcome }) as unknown as BulkOutcome;

@@ -66,9 +66,8 @@ export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { 
         if (bytes === undefined) throw new RequestValidationError([{ loc: ['body'], msg: 'must be of type array', type: 'type_error' }]);
         const { explain } = request.query as FromSchema<typeof checkQuerySchema>;
         if (pool !== undefined && bytes.length >= pool.minimumBodyLength && !plainlyNamesUri(bytes)) {
-          const decided = await pool.bulk.decideToJson(bytes, explain);
-          // The charset Fastify adds to JSON text, which it does not add to bytes.
-          if (decided !== undefined) return reply.type('application/json; charset=utf-8').header(REVISION_HEADER, revision()).send(decided);
+          const decided = await pool.bulk.decide(bytes, explain);
+          if (decided !== undefined) return reply.type('application/json').header(REVISION_HEADER, revision()).send(decided);
         }
         return withRevision(reply, revision, checks.checkMany(readBulkBody(bytes.toString('utf8'), validate, config), explain));
       },

@@ -10,8 +10,8 @@ import type { BulkTally } from '../live/live-counters.js';
 /** A worker did not finish a bulk in time: answered 503, the client may retry. */
 export class WorkerTimeoutError extends Error {}
 
-/** Told of every bulk a worker decided: its body and its decisions as JSON (UTF-8), what decided them, at which revision, in how long. */
-export type BulkObserver = (bulk: { body: Buffer; json: Buffer; tally: BulkTally; revision: number; elapsedMs: number }) => void;
+/** Told of every bulk a worker decided: its body (UTF-8), its decisions as JSON, what decided them, at which revision, in how long. */
+export type BulkObserver = (bulk: { body: Buffer; json: string; tally: BulkTally; revision: number; elapsedMs: number }) => void;
 
 const WORKER_FILE = new URL('../../workers/evaluate.js', import.meta.url).href;
 
@@ -72,19 +72,14 @@ export class BulkPool {
     return this.starting;
   }
 
-  /** As decideToJson, the decisions as JSON text. */
-  async decide(body: Buffer | string, explain = false): Promise<string | undefined> {
-    return (await this.decideToJson(body, explain))?.toString('utf8');
-  }
-
   /**
-   * The decisions as JSON, UTF-8 bytes the worker wrote (each with its explanation when `explain`),
-   * or undefined when the front must decide (an item names a registered entity, or the worker died:
-   * Piscina replaces it and the caller decides inline, never a guess). Throws the client errors the
-   * body deserves, and WorkerTimeoutError when a worker ran the bulk for longer than the timeout
-   * (the worker is terminated and replaced; bulks queued on it are decided on the front).
+   * The decisions as JSON text (each with its explanation when `explain`), or undefined when the front must decide (an item names a
+   * registered entity, or the worker died: Piscina replaces it and the caller decides inline,
+   * never a guess). Throws the client errors the body deserves, and WorkerTimeoutError when a
+   * worker ran the bulk for longer than the timeout (the worker is terminated and replaced; bulks
+   * queued on it are decided on the front).
    */
-  async decideToJson(body: Buffer | string, explain = false): Promise<Buffer | undefined> {
+  async decide(body: Buffer | string, explain = false): Promise<string | undefined> {
     const bytes = typeof body === 'string' ? Buffer.from(body) : body;
     const { current, generation } = this.snapshots;
     this.lastTaskId = (this.lastTaskId % 0x7fffffff) + 1;
@@ -111,11 +106,9 @@ export class BulkPool {
       this.timedOut.delete(task.id);
     }
     switch (outcome.kind) {
-      case 'decided': {
-        const json = Buffer.from(outcome.json);
-        this.observe({ ...outcome, body: bytes, json });
-        return json;
-      }
+      case 'decided':
+        this.observe({ ...outcome, body: bytes });
+        return outcome.json;
       case 'refused':
         if (typeof outcome.detail === 'string') throw new ClientError(outcome.statusCode, outcome.detail);
         throw new RequestValidationError(outcome.detail);

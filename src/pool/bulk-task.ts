@@ -27,11 +27,8 @@ export interface BulkTask {
 }
 
 export type BulkOutcome =
-  /**
-   * The decisions as JSON (UTF-8, moved back to the front: a transferred buffer), in request order,
-   * and what decided them, at the worker's snapshot revision, in elapsedMs.
-   */
-  | { kind: 'decided'; json: ArrayBuffer; tally: BulkTally; revision: number; elapsedMs: number }
+  /** The decisions, serialized, in request order, and what decided them, at the worker's snapshot revision, in elapsedMs. */
+  | { kind: 'decided'; json: string; tally: BulkTally; revision: number; elapsedMs: number }
   /** The worker holds another snapshot than the task's (`holds`; none yet: undefined): send the changes or the policies along. */
   | { kind: 'stale'; holds: { revision: number; generation: number } | undefined }
   /** An item names a registered entity: the front, which holds the entity cache, decides. */
