@@ -1,4 +1,4 @@
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { rmSync } from 'node:fs';
 import { EmbeddedStore } from '../src/store/embedded.js';
 import { PolicySnapshots } from '../src/snapshot/policy-snapshots.js';
@@ -17,6 +17,32 @@ const ALLOW_A_1_TO_GO: Policy = {
   default_effect: 'deny',
   rules: [{ name: 'r', effect: 'allow', principal_conditions: [{ path: 'attributes.a', operator: '==', value: 1 }], resource_conditions: [], actions: ['go'] }],
 };
+
+/**
+ * A pool over a store that `reset()` replaces: loads then read `refilled` in place of `dropped` (as
+ * when a database is dropped and filled again). `fill` writes each store's policies before the
+ * snapshots first load.
+ */
+async function poolOverResetStore(t: Test, fill: (dropped: EmbeddedStore, refilled: EmbeddedStore) => Promise<void>) {
+  const [before, after] = [temporaryDataDir(), temporaryDataDir()];
+  const dropped = new EmbeddedStore(before);
+  const refilled = new EmbeddedStore(after);
+  let reset = false;
+  const store = interceptedStore(dropped, { loadPolicies: (proceed) => (reset ? refilled.loadPolicies() : proceed()) });
+  await fill(dropped, refilled);
+  const snapshots = await PolicySnapshots.load(store);
+  const pool = new BulkPool(1, snapshots, DEFAULT_CONFIG, 10_000);
+  t.teardown(async () => {
+    snapshots.close();
+    await pool.close();
+    await dropped.close();
+    await refilled.close();
+    rmSync(before, { recursive: true, force: true });
+    rmSync(after, { recursive: true, force: true });
+  });
+  const body = `[${JSON.stringify({ principal: { attributes: { a: 1 } }, resource: { attributes: { b: 2 } }, action: 'go' })}]`;
+  return { snapshots, pool, body, reset: () => (reset = true) };
+}
 
 // The pool on its own, with real worker threads: proves bulks are decided in a worker (the HTTP
 // tests in test/http/bulk-pool.test.ts could not tell a worker's answer from the front's fallback).
@@ -53,11 +79,6 @@ t.test('a worker decides a bulk at the revision the front holds, and hands back 
 });
 
 t.test('after a forced reload to a lower revision (the store was reset), workers decide with the new snapshot', async (t) => {
-  const [before, after] = [temporaryDataDir(), temporaryDataDir()];
-  const dropped = new EmbeddedStore(before);
-  const refilled = new EmbeddedStore(after);
-  let reset = false;
-  const store = interceptedStore(dropped, { loadPolicies: (proceed) => (reset ? refilled.loadPolicies() : proceed()) });
   const allowGo = {
     version: '1.0',
     name: 'p',
@@ -65,21 +86,12 @@ t.test('after a forced reload to a lower revision (the store was reset), workers
     default_effect: 'deny' as const,
     rules: [{ name: 'r', effect: 'allow' as const, principal_conditions: [], resource_conditions: [], actions: ['go'] }],
   };
-  await dropped.createPolicy(allowGo, TEST_WRITER);
-  await dropped.createPolicy({ ...allowGo, name: 'q' }, TEST_WRITER);
-  const snapshots = await PolicySnapshots.load(store);
-  const pool = new BulkPool(1, snapshots, DEFAULT_CONFIG, 10_000);
-  t.teardown(async () => {
-    snapshots.close();
-    await pool.close();
-    await dropped.close();
-    await refilled.close();
-    rmSync(before, { recursive: true, force: true });
-    rmSync(after, { recursive: true, force: true });
+  const { snapshots, pool, body, reset } = await poolOverResetStore(t, async (dropped) => {
+    await dropped.createPolicy(allowGo, TEST_WRITER);
+    await dropped.createPolicy({ ...allowGo, name: 'q' }, TEST_WRITER);
   });
-  const body = `[${JSON.stringify({ principal: { attributes: { a: 1 } }, resource: { attributes: { b: 2 } }, action: 'go' })}]`;
   t.equal(JSON.parse((await pool.decide(body))!)[0].allowed, true, 'the worker holds revision 2');
-  reset = true;
+  reset();
   await snapshots.refresh({ force: true });
   t.equal(snapshots.current.revision, 0);
   t.same(JSON.parse((await pool.decide(body))!), [{ allowed: false, reason: 'Action denied by default because there are no policies' }], 'never the dropped policies');
@@ -165,26 +177,12 @@ t.test('a worker a few writes behind is sent the policies they changed and deriv
 });
 
 t.test('after a forced reload to the revision the worker holds, of another history (the store was reset and refilled), workers decide with the new snapshot', async (t) => {
-  const [before, after] = [temporaryDataDir(), temporaryDataDir()];
-  const dropped = new EmbeddedStore(before);
-  const refilled = new EmbeddedStore(after);
-  let reset = false;
-  const store = interceptedStore(dropped, { loadPolicies: (proceed) => (reset ? refilled.loadPolicies() : proceed()) });
-  await dropped.createPolicy(ALLOW_A_1_TO_GO, TEST_WRITER);
-  await refilled.createPolicy({ ...ALLOW_A_1_TO_GO, name: 'other', rules: [] }, TEST_WRITER);
-  const snapshots = await PolicySnapshots.load(store);
-  const pool = new BulkPool(1, snapshots, DEFAULT_CONFIG, 10_000);
-  t.teardown(async () => {
-    snapshots.close();
-    await pool.close();
-    await dropped.close();
-    await refilled.close();
-    rmSync(before, { recursive: true, force: true });
-    rmSync(after, { recursive: true, force: true });
+  const { snapshots, pool, body, reset } = await poolOverResetStore(t, async (dropped, refilled) => {
+    await dropped.createPolicy(ALLOW_A_1_TO_GO, TEST_WRITER);
+    await refilled.createPolicy({ ...ALLOW_A_1_TO_GO, name: 'other', rules: [] }, TEST_WRITER);
   });
-  const body = `[${JSON.stringify({ principal: { attributes: { a: 1 } }, resource: { attributes: { b: 2 } }, action: 'go' })}]`;
   t.equal(JSON.parse((await pool.decide(body))!)[0].allowed, true, 'the worker holds revision 1, with policy p');
-  reset = true;
+  reset();
   await snapshots.refresh({ force: true });
   t.equal(snapshots.current.revision, 1, 'revision 1 again, of the refilled store');
   t.same(JSON.parse((await pool.decide(body))!), [{ allowed: false, reason: 'Action denied by default effect' }], "never the dropped store's policy p");

@@ -195,16 +195,18 @@ export function compile(policies: readonly Policy[], revision: number, positions
   });
   const rulesByAction = new Map([...rulesOfAction].map(([action, rules]) => [action, ActionRules.build(rules, conditions)]));
   const denyDefaults = policies.filter((policy) => policy.default_effect === 'deny').length;
-  return {
-    revision,
-    policyCount: policies.length,
-    rulesByAction,
-    fallback: fallbackDecision(policies.length, denyDefaults),
-    policies,
-    positions,
-    rules,
-    lineage: { conditions, renumbered, compiledPolicies: policies.length, derivedChanges: 0, denyDefaults, names: { of: undefined, positions: new Map() } },
-  };
+  const lineage = { conditions, renumbered, compiledPolicies: policies.length, derivedChanges: 0, denyDefaults, names: { of: undefined, positions: new Map() } };
+  return snapshotOf(revision, { policies, positions, rules }, rulesByAction, lineage);
+}
+
+/** The snapshot of `policies` (with their positions and compiled rules, index for index) under `revision`. */
+function snapshotOf(
+  revision: number,
+  { policies, positions, rules }: Pick<Snapshot, 'policies' | 'positions' | 'rules'>,
+  rulesByAction: Snapshot['rulesByAction'],
+  lineage: Lineage,
+): Snapshot {
+  return { revision, policyCount: policies.length, rulesByAction, fallback: fallbackDecision(policies.length, lineage.denyDefaults), policies, positions, rules, lineage };
 }
 
 /** A policy as it stands after a write: its content and position, or null when it was deleted. */
@@ -287,16 +289,7 @@ export function derive(previous: Snapshot, changes: readonly ChangedPolicy[], re
     if (after === undefined) rulesByAction.delete(action);
     else rulesByAction.set(action, after);
   }
-  const derived: Snapshot = {
-    revision,
-    policyCount: policies.length,
-    rulesByAction,
-    fallback: fallbackDecision(policies.length, denyDefaults),
-    policies,
-    positions,
-    rules,
-    lineage: { ...previous.lineage, derivedChanges, denyDefaults },
-  };
+  const derived = snapshotOf(revision, { policies, positions, rules }, rulesByAction, { ...previous.lineage, derivedChanges, denyDefaults });
   for (const [name, position] of moved) {
     if (position === undefined) positionOf.delete(name);
     else positionOf.set(name, position);
