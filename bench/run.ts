@@ -225,7 +225,7 @@ interface StartFigure {
 }
 
 interface StartFigures {
-  /** Bare Fastify, to listening. */
+  /** Bare Fastify, to its first answer. */
   baseline: StartFigure;
   /** Verdict on an empty embedded store, to GET /ready 200. */
   empty: StartFigure;
@@ -240,9 +240,9 @@ async function startFigures(loadedDataDir: string): Promise<StartFigures> {
     baseline: startBaseline,
     empty: () => {
       rmSync(emptyDataDir, { recursive: true, force: true });
-      return startVerdict(emptyDataDir, VERDICT_ARGS);
+      return startVerdict(emptyDataDir, VERDICT_ARGS, { pollOnceLoggedReady: true });
     },
-    loaded: () => startVerdict(loadedDataDir, VERDICT_ARGS),
+    loaded: () => startVerdict(loadedDataDir, VERDICT_ARGS, { pollOnceLoggedReady: true }),
   };
   const samples = { baseline: [] as StartFigure[], empty: [] as StartFigure[], loaded: [] as StartFigure[] };
   for (let run = 0; run < RUNS; run++) {
@@ -266,7 +266,7 @@ async function startFigures(loadedDataDir: string): Promise<StartFigures> {
   });
   const figures: StartFigures = { baseline: medianOf(samples.baseline), empty: medianOf(samples.empty), loaded: medianOf(samples.loaded) };
   const labels: Record<keyof StartFigures, string> = {
-    baseline: 'start to listening, bare Fastify',
+    baseline: 'start to its first answer, bare Fastify',
     empty: 'start to /ready 200, empty embedded store',
     loaded: `start to /ready 200, ${LOADED_POLICIES} policies, ${REGISTRY_SIZE / 1000}k entities`,
   };
@@ -396,7 +396,7 @@ function printSummary({ http, rssAfterEntities, rssAfterLoad, start, bytesPerEnt
   }
   if (start !== undefined) {
     const seconds = ({ millis, cpuMillis }: StartFigure) => `${(millis / 1000).toFixed(2)} s (CPU ${(cpuMillis / 1000).toFixed(2)} s)`;
-    add('process start to /ready 200, empty embedded store', `${seconds(start.empty)}; bare Fastify listening ${seconds(start.baseline)}`, '≤ 0.3 s');
+    add('process start to /ready 200, empty embedded store', `${seconds(start.empty)}; bare Fastify answering ${seconds(start.baseline)}`, '≤ 0.3 s');
     add(`start to /ready 200, ${LOADED_POLICIES} policies and 100k entities`, seconds(start.loaded), '≤ 1 s');
     add('idle RSS, empty store', `${start.empty.idleRss.toFixed(0)} MB (bare Fastify ${start.baseline.idleRss.toFixed(0)} MB)`, '≤ 75 MB');
   }
