@@ -1,7 +1,8 @@
 import t from 'tap';
 import type { Browser, Page } from 'playwright-core';
 import { startServer, type TestServer } from '../helpers/server.js';
-import { chromiumMissing, field, heading, launchChromium, openDashboard, screenshot } from '../helpers/browser.js';
+import { until } from '../helpers/until.js';
+import { chromiumMissing, field, heading, launchChromium, openDashboard, openPage, screenshot } from '../helpers/browser.js';
 
 /**
  * The dashboard in a real headless Chromium against a real Verdict: README's first example done
@@ -45,7 +46,7 @@ async function run() {
   t.test('a new operator reproduces the first example from the dashboard alone', async (t) => {
     server = await startServer();
     t.teardown(() => server.close());
-    const { page, context, foreignRequests } = await openDashboard(chromium, server.url);
+    const { page, context, foreignRequests, cspViolations } = await openDashboard(chromium, server.url);
     t.teardown(() => context.close());
 
     await t.test('create a policy through the form', async (t) => {
@@ -271,6 +272,33 @@ async function run() {
     });
 
     t.same(foreignRequests, [], 'the dashboard asked nothing of any other host');
+    t.same(cspViolations, [], 'and its Content-Security-Policy blocked nothing it does');
+  });
+
+  t.test('the dashboard and /docs render under their Content-Security-Policy, which stops a script injected inline', async (t) => {
+    server = await startServer();
+    t.teardown(() => server.close());
+    for (const [path, rendered] of [
+      ['/dashboard', (page: Page) => heading(page, 'Policies').waitFor()],
+      ['/docs', (page: Page) => page.getByText('/admin/policies/{name}/restore', { exact: true }).first().waitFor()],
+    ] as const) {
+      const { page, context, foreignRequests, cspViolations } = await openPage(chromium, server.url, path);
+      t.teardown(() => context.close());
+      await rendered(page);
+      await page.waitForLoadState('networkidle');
+      await screenshot(page, `csp${path.replace('/', '-')}`);
+      t.same(cspViolations, [], `${path}: rendered with nothing blocked`);
+      t.same(foreignRequests, [], `${path}: nothing asked of another host`);
+      const injectedRan = await page.evaluate(() => {
+        const script = document.createElement('script');
+        script.textContent = 'document.body.dataset.injected = "ran"';
+        document.head.append(script);
+        return document.body.dataset.injected === 'ran';
+      });
+      t.equal(injectedRan, false, `${path}: an inline script does not run`);
+      await until(() => cspViolations.length > 0, `${path}: a report of the blocked script`).catch(() => undefined);
+      t.match(cspViolations, [/^script-src-elem blocked inline/], `${path}: the policy reported it`);
+    }
   });
 
   t.test('with authentication on, the key is asked for once and a wrong one is refused clearly', async (t) => {
