@@ -36,7 +36,11 @@ export function runVerdict(t: Test, args: string[], env: NodeJS.ProcessEnv = {},
   if (args[0] === 'start' && !namesStore) {
     throw new Error(`name the store of a server a test starts: ${args.join(' ')}`);
   }
-  const child = spawn(process.execPath, [CLI, ...args], { env: childEnvironment(env), cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  return tracked(t, spawn(process.execPath, [CLI, ...args], { env: childEnvironment(env), cwd, stdio: ['ignore', 'pipe', 'pipe'] }));
+}
+
+/** A child process whose output is kept, killed at the end of the test if still running. */
+export function tracked(t: Test, child: ChildProcess): Child {
   let stdout = '';
   let stderr = '';
   child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
