@@ -16,6 +16,7 @@ import { lazySchemaCompilers } from './http/schema-compilers.js';
 import { installErrorHandling } from './http/errors.js';
 import { installJsonBodyParser } from './http/json-body.js';
 import { adminKeyCheck, adminKeysOf, API_KEY_HEADER, trustedProxies } from './http/admin-auth.js';
+import { openAdminGuard } from './http/open-admin.js';
 import { registerDocs } from './http/docs.js';
 import { healthRoutes } from './http/health.js';
 import { checkRoutes } from './http/check.js';
@@ -254,7 +255,7 @@ export async function buildApp(config: Config, openedStore?: Store): Promise<Fas
     plans: new PlanService(snapshots, registered, config.operatorStyle),
     policies: new PolicyService(store, snapshots, config, audit, config.policiesDir),
     registry: new RegistryService(store, (uri) => entities.invalidate(uri)),
-    adminKeyCheck: adminKeys && (await adminKeyCheck(app, config, adminKeys)),
+    adminGuard: adminKeys === undefined ? openAdminGuard(config) : await adminKeyCheck(app, config, adminKeys),
   };
   await app.register(healthRoutes, { context });
   if (config.metricsPort === undefined) await app.register(metricsRoutes, { metrics });
@@ -263,7 +264,7 @@ export async function buildApp(config: Config, openedStore?: Store): Promise<Fas
   await app.register(legacyRoutes, { context });
   await app.register(dashboardRoutes);
   await app.register(async (admin) => {
-    if (context.adminKeyCheck !== undefined) admin.addHook('onRequest', context.adminKeyCheck);
+    admin.addHook('onRequest', context.adminGuard);
     await admin.register(policyRoutes, { context });
     await admin.register(auditRoutes, { context });
     await admin.register(whoamiRoutes);

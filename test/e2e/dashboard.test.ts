@@ -239,6 +239,15 @@ async function run() {
       t.equal((await server.call('GET', '/admin/policies/it-desk')).body.default_effect, 'allow', 'saved from the JSON view');
     });
 
+    await t.test('restore an earlier version: a POST with no body, from the dashboard with authentication off', async (t) => {
+      await page.goto(`${server.url}/dashboard/#/policy/it-desk/history`);
+      await heading(page, 'History of it-desk').waitFor();
+      await page.getByRole('button', { name: 'Restore version 2' }).click();
+      await page.getByRole('button', { name: 'Yes, restore' }).click();
+      await page.getByRole('status').getByText('Version 2 is the current policy again').waitFor();
+      t.equal((await server.call('GET', '/admin/policies/it-desk')).body.default_effect, 'deny', 'version 2 is in force again');
+    });
+
     await t.test('delete a policy and an entity, after confirming', async (t) => {
       await page.goto(`${server.url}/dashboard/#/policy/hr-records`);
       await heading(page, 'Policy hr-records').waitFor();

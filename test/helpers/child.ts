@@ -108,7 +108,14 @@ export function ask(address: string, method: string, path: string, body?: unknow
   const text = body === undefined ? undefined : JSON.stringify(body);
   return new Promise((resolve, reject) => {
     const outgoing = httpRequest(
-      { ...target, method, path, agent: false, headers: text === undefined ? headers : { 'content-type': 'application/json', ...headers } },
+      {
+        ...target,
+        method,
+        path,
+        agent: false,
+        // A write says it is JSON also with no body, as clients must while admin authentication is off.
+        headers: text === undefined && (method === 'GET' || method === 'HEAD') ? headers : { 'content-type': 'application/json', ...headers },
+      },
       (response) => {
         let raw = '';
         response.setEncoding('utf8').on('data', (chunk: string) => (raw += chunk));

@@ -149,7 +149,7 @@ t.test('a keys file that no longer parses: the last good keys stay, /ready says 
 
 t.test('keys configuration that cannot work stops the start, saying why', async (t) => {
   const env = { ADMIN_AUTHN_REQUIRED: 'true' };
-  t.throws(() => loadConfig(['--admin-keys-file', '/x'], {}), { constructor: ConfigError, message: /needs admin authentication/ }, 'a keys file without authentication');
+  t.equal(loadConfig(['--admin-keys-file', '/x'], {}).adminAuthRequired, true, 'a keys file turns authentication on');
   t.throws(() => loadConfig([], env), /ADMIN_API_KEY is empty and no --admin-keys-file/, 'authentication with no key at all');
   t.equal(loadConfig(['--admin-keys-file', '/x'], env).adminKeysFile, '/x', 'a keys file alone is enough');
   const cases: [string, string[], RegExp][] = [
