@@ -1,4 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { EventEmitter } from 'node:events';
 import { readFileSync, watch, type FSWatcher } from 'node:fs';
 import { basename, dirname } from 'node:path';
 
@@ -59,23 +60,43 @@ export interface KeyRingOptions {
   defaultKey: string;
   /** `--admin-keys-file`; empty for none. */
   file: string;
-  /** Hears of every reload of the file: how many keys it holds now, or why it was not taken. */
-  reloaded?: (result: { keys: number } | { error: Error }) => void;
 }
+
+/** A keys file that changed but was not taken: since when, and why. */
+export interface RejectedKeysFile {
+  since: number;
+  error: Error;
+}
+
+interface KeyRingEvents {
+  /** The file was read again (or found removed): this many keys are in force now. */
+  reloaded: [keys: number];
+  /** The file changed but could not be read or parsed: the keys stay as they were. */
+  rejected: [RejectedKeysFile];
+}
+
+const isMissing = (error: unknown) => (error as NodeJS.ErrnoException).code === 'ENOENT';
 
 /**
  * The admin keys a server accepts: ADMIN_API_KEY and the keys of `--admin-keys-file`, which is
- * read again whenever its directory changes (an editor's rename, a Kubernetes secret's symlink swap);
- * a file that no longer parses leaves the keys as they were.
+ * read again whenever its directory changes (an editor's rename, a Kubernetes secret's symlink swap).
+ * A file removed takes its keys with it. A file that no longer parses, or cannot be read, leaves the
+ * keys as they were, and `rejected` says since when and why until a good one replaces it: refusing
+ * every key because of a typo would lock every operator out.
  */
-export class KeyRing {
+export class KeyRing extends EventEmitter<KeyRingEvents> {
   private entries: Entry[];
-  private watcher: FSWatcher | undefined;
+  private readonly watcher: FSWatcher | undefined;
+  /** The file's text last read (undefined: none, or removed), taken or not: a change of the directory that leaves it the same is no change. */
   private lastText: string | undefined;
+  rejected: RejectedKeysFile | undefined;
 
   /** Throws an Error saying what is wrong with the file. */
   constructor(private readonly options: KeyRingOptions) {
-    this.entries = this.read();
+    super();
+    const text = options.file === '' ? undefined : this.readFile();
+    this.entries = this.parse(text);
+    this.lastText = text;
     if (options.file !== '') {
       this.watcher = watch(dirname(options.file), { persistent: false }, (_event, changed) => {
         // Only our file, or a change that may have replaced it without naming it (a symlink swap).
@@ -100,16 +121,18 @@ export class KeyRing {
     this.watcher?.close();
   }
 
-  private read(): Entry[] {
-    const entries: Entry[] = this.options.defaultKey === '' ? [] : [{ name: DEFAULT_KEY_NAME, role: 'admin', digest: keyDigest(this.options.defaultKey) }];
-    if (this.options.file === '') return entries;
-    let text: string;
+  private readFile(): string {
     try {
-      text = readFileSync(this.options.file, 'utf8');
+      return readFileSync(this.options.file, 'utf8');
     } catch (error) {
       throw new Error(`cannot read the admin keys file ${this.options.file}: ${(error as Error).message}`);
     }
-    this.lastText = text;
+  }
+
+  /** ADMIN_API_KEY's entry and those of the file's `text` (none when undefined). */
+  private parse(text: string | undefined): Entry[] {
+    const entries: Entry[] = this.options.defaultKey === '' ? [] : [{ name: DEFAULT_KEY_NAME, role: 'admin', digest: keyDigest(this.options.defaultKey) }];
+    if (text === undefined) return entries;
     try {
       return [...entries, ...parseKeysFile(text, this.options.defaultKey === '' ? undefined : DEFAULT_KEY_NAME)];
     } catch (error) {
@@ -118,14 +141,25 @@ export class KeyRing {
   }
 
   private reload(): void {
+    let text: string | undefined;
     try {
-      const previous = this.lastText;
-      const entries = this.read();
-      if (this.lastText === previous) return;
-      this.entries = entries;
-      this.options.reloaded?.({ keys: entries.length });
+      text = readFileSync(this.options.file, 'utf8');
     } catch (error) {
-      this.options.reloaded?.({ error: error as Error });
+      if (!isMissing(error)) return this.reject(new Error(`cannot read the admin keys file ${this.options.file}: ${(error as Error).message}`));
     }
+    if (text === this.lastText) return;
+    this.lastText = text;
+    try {
+      this.entries = this.parse(text);
+    } catch (error) {
+      return this.reject(error as Error);
+    }
+    this.rejected = undefined;
+    this.emit('reloaded', this.entries.length);
+  }
+
+  private reject(error: Error): void {
+    this.rejected = { since: this.rejected?.since ?? Date.now(), error };
+    this.emit('rejected', this.rejected);
   }
 }

@@ -15,7 +15,8 @@ import type { AppContext } from './http/context.js';
 import { lazySchemaCompilers } from './http/schema-compilers.js';
 import { installErrorHandling } from './http/errors.js';
 import { installJsonBodyParser } from './http/json-body.js';
-import { adminKeyCheck, API_KEY_HEADER, trustedProxies } from './http/admin-auth.js';
+import { adminKeyCheck, adminKeysOf, API_KEY_HEADER, trustedProxies } from './http/admin-auth.js';
+import { openAdminGuard } from './http/open-admin.js';
 import { registerDocs } from './http/docs.js';
 import { healthRoutes } from './http/health.js';
 import { checkRoutes } from './http/check.js';
@@ -106,6 +107,9 @@ export async function buildApp(config: Config, openedStore?: Store): Promise<Fas
   if (bulk !== undefined) metrics.observePool(bulk);
   const liveWindow = new LiveWindow(live, bulk);
   liveWindow.start();
+  const adminKeys = adminKeysOf(config);
+  const adminKeysFile = config.adminKeysFile === '' ? undefined : adminKeys;
+  if (adminKeysFile !== undefined) metrics.observeAdminKeysFile(adminKeysFile);
   // A store or a snapshot rebuild failing degrades: every process on a shared store fails at once,
   // and taking them all out of service would stop decisions that the last snapshot can still make.
   const readiness = new Readiness({
@@ -136,6 +140,14 @@ export async function buildApp(config: Config, openedStore?: Store): Promise<Fas
           if (rejected === undefined) return undefined;
           const since = new Date(rejected.since).toISOString();
           return `changed files not applied since ${since}, serving revision ${snapshots.current.revision}: ${rejected.problems.join('; ')}`;
+        },
+      }),
+      // Nor does a keys file that no longer parses replace the keys in force: a typo would lock every operator out.
+      ...(adminKeysFile && {
+        adminKeys: () => {
+          const rejected = adminKeysFile.rejected;
+          if (rejected === undefined) return undefined;
+          return `not reloaded since ${new Date(rejected.since).toISOString()}: ${rejected.error.message}; the keys it held before stay in force`;
         },
       }),
     },
@@ -243,7 +255,7 @@ export async function buildApp(config: Config, openedStore?: Store): Promise<Fas
     plans: new PlanService(snapshots, registered, config.operatorStyle),
     policies: new PolicyService(store, snapshots, config, audit, config.policiesDir),
     registry: new RegistryService(store, (uri) => entities.invalidate(uri)),
-    adminKeyCheck: await adminKeyCheck(app, config),
+    adminGuard: adminKeys === undefined ? openAdminGuard(config) : await adminKeyCheck(app, config, adminKeys),
   };
   await app.register(healthRoutes, { context });
   if (config.metricsPort === undefined) await app.register(metricsRoutes, { metrics });
@@ -252,7 +264,7 @@ export async function buildApp(config: Config, openedStore?: Store): Promise<Fas
   await app.register(legacyRoutes, { context });
   await app.register(dashboardRoutes);
   await app.register(async (admin) => {
-    if (context.adminKeyCheck !== undefined) admin.addHook('onRequest', context.adminKeyCheck);
+    admin.addHook('onRequest', context.adminGuard);
     await admin.register(policyRoutes, { context });
     await admin.register(auditRoutes, { context });
     await admin.register(whoamiRoutes);

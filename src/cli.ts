@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-import { ConfigError, loadConfig } from './config.js';
+import { checkAdminExposure, ConfigError, loadConfig } from './config.js';
+import { isLoopbackHost } from './loopback.js';
 import { optionsTable } from './help.js';
 import { VERSION } from './version.js';
 import { isSupervisor, superviseProcesses } from './cluster.js';
@@ -43,6 +44,8 @@ ${optionsTable(Math.max(HELP_WIDTH, process.stdout.columns ?? 0))}
 
 async function start(args: string[]): Promise<void> {
   const config = loadConfig(args, process.env);
+  // Before any process of a cluster starts, and before anything listens.
+  checkAdminExposure(config);
   if (isSupervisor(config.processes)) {
     superviseProcesses(config.processes);
     return;
@@ -55,9 +58,18 @@ async function start(args: string[]): Promise<void> {
   app = await buildApp(config);
   listeners.serve(app.routing, metricsListener(app.metrics, app.routing));
   app.log.info(
-    { ...listeners.addresses, store: config.store, dataDir: config.dataDir, adminAuthRequired: config.adminAuthRequired },
+    {
+      ...listeners.addresses,
+      store: config.store,
+      dataDir: config.dataDir,
+      adminAuthRequired: config.adminAuthRequired,
+      adminAuth: config.adminAuthReason,
+    },
     'Verdict is ready',
   );
+  if (!config.adminAuthRequired && !isLoopbackHost(config.host)) {
+    app.log.warn(`the admin interface is open to every client that reaches ${config.host} (--allow-open-admin): whoever does may change every policy`);
+  }
 }
 
 async function healthcheck(args: string[]): Promise<void> {

@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util';
 import { parseRetention } from './audit/retention.js';
 import type { AuditRetention } from './audit/record.js';
 import { OPERATOR_STYLES, type OperatorStyle } from './engine/operators.js';
+import { isLoopbackHost } from './loopback.js';
 
 export const STORES = ['embedded', 'mongodb', 'mongodb-memory'] as const;
 export type StoreKind = (typeof STORES)[number];
@@ -19,10 +20,17 @@ export interface Config {
   /** Never logged: it may hold credentials. */
   mongodbUri: string;
   mongodbDatabase: string;
+  /** On when a key is set (ADMIN_API_KEY, --admin-keys-file), unless ADMIN_AUTHN_REQUIRED says false; see adminAuthReason. */
   adminAuthRequired: boolean;
+  /** Whether admin authentication is on and why, in words for the start's log line (never a key). */
+  adminAuthReason: string;
+  /** Start with admin authentication off even on an address other than loopback (see checkAdminExposure). */
+  allowOpenAdmin: boolean;
+  /** While admin authentication is off, names besides loopback and `host` that admin requests may give as their Host (see open-admin.ts). */
+  adminHosts: string[];
   /** Only read when adminAuthRequired; never logged. */
   adminApiKey: string;
-  /** Named admin keys with roles, one `name role sha256-digest` a line; empty for none. Needs adminAuthRequired. */
+  /** Named admin keys with roles, one `name role sha256-digest` a line; empty for none. Only read when adminAuthRequired. */
   adminKeysFile: string;
   /** Failed admin authentications one non-local client may make per minute before it is answered 429. */
   adminAuthFailuresPerMinute: number;
@@ -95,6 +103,9 @@ export const DEFAULT_CONFIG: Config = {
   mongodbUri: '',
   mongodbDatabase: 'verdict',
   adminAuthRequired: false,
+  adminAuthReason: 'off: no admin key is set',
+  allowOpenAdmin: false,
+  adminHosts: [],
   adminApiKey: '',
   adminKeysFile: '',
   adminAuthFailuresPerMinute: 10,
@@ -169,8 +180,22 @@ const OPTIONS = {
     type: 'string',
     switch: true,
     env: 'ADMIN_AUTHN_REQUIRED',
-    help: 'require the WAY-API-KEY header (value of ADMIN_API_KEY) on admin routes',
+    help: 'require the WAY-API-KEY header (ADMIN_API_KEY or a key of --admin-keys-file) on admin routes; false turns it off even with a key set',
+    default: '',
+    defaultHelp: 'on when a key is set',
+  },
+  'allow-open-admin': {
+    type: 'string',
+    switch: true,
+    env: 'ALLOW_OPEN_ADMIN',
+    help: 'start with admin authentication off on an address other than loopback (otherwise refused): whoever reaches it may change every policy',
     default: 'false',
+  },
+  'admin-hosts': {
+    type: 'string',
+    env: 'ADMIN_HOSTS',
+    help: 'while admin authentication is off, host names admin requests may address besides loopback and --host (their Host header), comma-separated',
+    default: '',
   },
   'admin-keys-file': {
     type: 'string',
@@ -409,6 +434,36 @@ function parseTrustProxy(name: string, text: string): Config['trustProxy'] {
   return entries;
 }
 
+const HOST_NAME = /^[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*\.?$/;
+
+/** Host names and IP addresses, comma-separated; empty for none. */
+function parseHosts(name: string, text: string): string[] {
+  if (text.trim() === '') return [];
+  const hosts = text.split(',').map((entry) => entry.trim().toLowerCase());
+  const bad = hosts.find((host) => isIP(host) === 0 && !HOST_NAME.test(host));
+  if (bad !== undefined) throw new ConfigError(`${name} takes host names and IP addresses, comma-separated, with no port or scheme; got '${bad}'`);
+  return hosts;
+}
+
+/**
+ * Whether admin authentication is on, and why: ADMIN_AUTHN_REQUIRED (its flag or variable) when it
+ * is given, else whether a key is set. Only an explicit false keeps it off with a key set, and the
+ * reason then says the key is ignored.
+ */
+function adminAuthentication(
+  setting: { label: string; text: string },
+  apiKey: string,
+  keysFile: { label: string; text: string },
+): { required: boolean; reason: string } {
+  const keys = [...(apiKey.trim() === '' ? [] : ['ADMIN_API_KEY']), ...(keysFile.text.trim() === '' ? [] : [keysFile.label])];
+  const keysAre = `${keys.join(' and ')} ${keys.length === 1 ? 'is' : 'are'}`;
+  if (setting.text.trim() === '') {
+    return keys.length === 0 ? { required: false, reason: 'off: no admin key is set' } : { required: true, reason: `on: ${keysAre} set` };
+  }
+  if (parseBoolean(setting.label, setting.text)) return { required: true, reason: `on: ${setting.label} is true` };
+  return { required: false, reason: keys.length === 0 ? `off: ${setting.label} is false` : `off: ${setting.label} is false, so ${keysAre} ignored` };
+}
+
 function parseBoolean(name: string, text: string): boolean {
   const normalized = text.trim().toLowerCase();
   if (['true', '1', 'yes', 'on'].includes(normalized)) return true;
@@ -440,7 +495,11 @@ export function loadConfig(args: string[], env: NodeJS.ProcessEnv): Config {
   };
 
   const port = read('port');
-  const authRequired = read('admin-authn-required');
+  const adminKeysFile = read('admin-keys-file');
+  const adminApiKey = env.ADMIN_API_KEY ?? '';
+  const adminAuth = adminAuthentication(read('admin-authn-required'), adminApiKey, adminKeysFile);
+  const allowOpenAdmin = read('allow-open-admin');
+  const adminHosts = read('admin-hosts');
   const trustProxy = read('trust-proxy');
   const bulk = read('bulk-check-max-requests');
   const integer = (name: OptionName, min: number, max: number) => {
@@ -500,9 +559,12 @@ export function loadConfig(args: string[], env: NodeJS.ProcessEnv): Config {
     port: parseInteger(port.label, port.text, 0, 65535),
     dataDir,
     policiesDir: read('policies').text.trim(),
-    adminAuthRequired: parseBoolean(authRequired.label, authRequired.text),
-    adminApiKey: env.ADMIN_API_KEY ?? '',
-    adminKeysFile: read('admin-keys-file').text.trim(),
+    adminAuthRequired: adminAuth.required,
+    adminAuthReason: adminAuth.reason,
+    allowOpenAdmin: parseBoolean(allowOpenAdmin.label, allowOpenAdmin.text),
+    adminHosts: parseHosts(adminHosts.label, adminHosts.text),
+    adminApiKey,
+    adminKeysFile: adminKeysFile.text.trim(),
     adminAuthFailuresPerMinute: integer('admin-auth-failures-per-minute', 1, 1_000_000),
     trustProxy: parseTrustProxy(trustProxy.label, trustProxy.text),
     bulkCheckMaxRequests: parseInteger(bulk.label, bulk.text, 1, 1_000_000),
@@ -539,11 +601,24 @@ export function loadConfig(args: string[], env: NodeJS.ProcessEnv): Config {
       `${shutdownDelay.label} (${config.shutdownDelayMs}) must be shorter than ${shutdownGrace.label} (${config.shutdownGraceMs})`,
     );
   }
-  if (config.adminKeysFile !== '' && !config.adminAuthRequired) {
-    throw new ConfigError('--admin-keys-file (ADMIN_KEYS_FILE) needs admin authentication: set --admin-authn-required true (ADMIN_AUTHN_REQUIRED)');
-  }
   if (config.adminAuthRequired && config.adminApiKey.trim() === '' && config.adminKeysFile === '') {
-    throw new ConfigError('admin authentication is required (ADMIN_AUTHN_REQUIRED) but ADMIN_API_KEY is empty and no --admin-keys-file is set; set a key');
+    throw new ConfigError(
+      "admin authentication is required (ADMIN_AUTHN_REQUIRED) but ADMIN_API_KEY is empty and no --admin-keys-file is set; set a key ('verdict key --name NAME' makes one)",
+    );
   }
   return config;
+}
+
+/**
+ * Refuses (a ConfigError) to serve the admin routes without authentication on an address other than
+ * loopback, where whoever reaches it could change every policy, unless --allow-open-admin says that
+ * is meant. Only the API's address counts: the metrics port serves no admin route, and a Unix socket
+ * is reached from this machine only.
+ */
+export function checkAdminExposure(config: Config): void {
+  if (config.adminAuthRequired || config.allowOpenAdmin || isLoopbackHost(config.host)) return;
+  throw new ConfigError(
+    `admin authentication is off and --host ${config.host} is not a loopback address: whoever reaches it could change every policy. ` +
+      'Set ADMIN_API_KEY (or --admin-keys-file) to require a key, listen on 127.0.0.1, or pass --allow-open-admin (ALLOW_OPEN_ADMIN=true) if the admin interface is meant to be open',
+  );
 }

@@ -5,6 +5,7 @@ import type { AuditObserver } from './store/store.js';
 import type { RuleTally } from './live/rule-tally.js';
 import { PlainCounter, PlainHistogram } from './plain-metrics.js';
 import type { PolicyDirectory } from './policy-files/policy-directory.js';
+import type { KeyRing } from './admin-keys.js';
 
 /** Request latencies are mostly tens of microseconds; the upper buckets catch stalls. */
 const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
@@ -135,17 +136,29 @@ export class Metrics {
 
   /** Adds what says whether the policy files on disk are in force (`--policies`). */
   observePolicyFiles(directory: PolicyDirectory): void {
-    this.gauge(
-      'verdict_policy_files_in_force',
+    this.observeReloads(
+      directory,
+      'verdict_policy_files',
       'Whether the policy files on disk are the policies in force (1), or a change was refused and the last good set serves (0)',
-      () => (directory.rejected === undefined ? 1 : 0),
+      'Changes to the policy files that were not applied because a file was not valid',
     );
-    const rejected = new Counter({
-      name: 'verdict_policy_files_rejected_total',
-      help: 'Changes to the policy files that were not applied because a file was not valid',
-      registers: [this.registry],
-    });
-    directory.on('rejected', () => rejected.inc());
+  }
+
+  /** Adds what says whether the admin keys file on disk is in force (`--admin-keys-file`). */
+  observeAdminKeysFile(keys: KeyRing): void {
+    this.observeReloads(
+      keys,
+      'verdict_admin_keys_file',
+      'Whether the admin keys in force are those of the keys file on disk (1), or a change was refused and the last good keys stay (0)',
+      'Changes to the admin keys file that were not applied because it could not be read or parsed',
+    );
+  }
+
+  /** For a file reloaded when it changes: `<name>_in_force`, 0 while a change is refused, and `<name>_rejected_total`. */
+  private observeReloads(source: { rejected: unknown; on(event: 'rejected', listener: () => void): unknown }, name: string, inForceHelp: string, rejectedHelp: string): void {
+    this.gauge(`${name}_in_force`, inForceHelp, () => (source.rejected === undefined ? 1 : 0));
+    const rejected = new Counter({ name: `${name}_rejected_total`, help: rejectedHelp, registers: [this.registry] });
+    source.on('rejected', () => rejected.inc());
   }
 
   /** A gauge read when /metrics is scraped. */

@@ -7,12 +7,14 @@ import { parseAllDocuments } from 'yaml';
 import { Deployment } from 'kubernetes-models/apps/v1';
 import { ConfigMap, Secret, Service } from 'kubernetes-models/v1';
 import { parse as parseYaml } from 'yaml';
-import { DEFAULT_CONFIG, loadConfig, type Config } from '../src/config.js';
+import { checkAdminExposure, ConfigError, DEFAULT_CONFIG, loadConfig, type Config } from '../src/config.js';
 import { STORE_PROBE_TIMEOUT_MS } from '../src/app.js';
 import { PolicySetReader } from '../src/policy-set.js';
 import { ask, freePort, runVerdict, waitFor } from './helpers/child.js';
+import { imageVariables, parseDockerfile } from './helpers/dockerfile.js';
 
 const DEPLOY = fileURLToPath(new URL('../../deploy/', import.meta.url));
+const EXAMPLES = ['sidecar', 'central', 'policies-configmap'];
 const MODELS: Record<string, new (data: any) => { validate(): void }> = { Deployment, Service, Secret, ConfigMap };
 
 type Manifest = Record<string, any>;
@@ -77,7 +79,7 @@ function bytes(quantity: string): number {
 }
 
 t.test('every manifest passes the Kubernetes schema', async (t) => {
-  for (const example of ['sidecar', 'central', 'policies-configmap']) {
+  for (const example of EXAMPLES) {
     for (const manifest of manifests(example)) {
       const Model = MODELS[manifest.kind];
       t.ok(Model, `${example}: a known kind ${manifest.kind}`);
@@ -105,7 +107,8 @@ t.test('sidecar: Verdict starts before the app on loopback and a shared socket, 
   }
   t.equal(config.store, 'mongodb', 'policies and entities in MongoDB, shared by every pod, not in the pod');
   for (const variable of verdict.env as Manifest[]) {
-    if (variable.valueFrom !== undefined) {
+    // The admin key's secret is the operator's to create: see 'no manifest ships a working admin key'.
+    if (variable.valueFrom !== undefined && variable.name !== 'ADMIN_API_KEY') {
       t.ok(secrets.includes(variable.valueFrom.secretKeyRef.name), `${variable.name} comes from a secret defined here`);
       t.notOk(variable.valueFrom.secretKeyRef.optional, `${variable.name} is required: without it a pod would start on a store of its own`);
     }
@@ -124,7 +127,10 @@ t.test('central: a Deployment on MongoDB behind a Service', async (t) => {
   const config = checkVerdictContainer(verdict, 'central');
   t.equal(config.store, 'mongodb', 'MONGODB_URI chooses the MongoDB store');
   for (const variable of verdict.env as Manifest[]) {
-    if (variable.valueFrom !== undefined) t.ok(secrets.includes(variable.valueFrom.secretKeyRef.name), `${variable.name} comes from a secret defined here`);
+    // The admin key's secret is the operator's to create: see 'no manifest ships a working admin key'.
+    if (variable.valueFrom !== undefined && variable.name !== 'ADMIN_API_KEY') {
+      t.ok(secrets.includes(variable.valueFrom.secretKeyRef.name), `${variable.name} comes from a secret defined here`);
+    }
   }
   t.same(service.spec.selector, deployment.spec.selector.matchLabels, 'the Service selects the pods');
   const ports = Object.fromEntries((verdict.ports as Manifest[]).map((port) => [port.name, port.containerPort]));
@@ -193,4 +199,64 @@ t.test('Dockerfile: multi-stage, production dependencies, non-root, tini as PID 
   t.match(dockerfile, /^ENTRYPOINT \["\/usr\/bin\/tini", "--", "node", "dist\/src\/cli.js"\]$/m);
   t.match(dockerfile, /^HEALTHCHECK .*CMD \["node", "dist\/src\/cli.js", "healthcheck"\]$/m);
   t.notMatch(dockerfile, /curl|wget/);
+});
+
+/** The Verdict container of an example's Deployment (a native sidecar or the pod's container). */
+function verdictContainerOf(all: Manifest[]): Manifest {
+  const pod = all.find((manifest) => manifest.kind === 'Deployment')!.spec.template.spec;
+  return [...(pod.initContainers ?? []), ...pod.containers].find((container: Manifest) => container.name === 'verdict');
+}
+
+const literalVariables = (container: Manifest): Record<string, string> =>
+  Object.fromEntries((container.env as Manifest[]).filter((variable) => variable.value !== undefined).map((variable) => [variable.name, variable.value]));
+
+/** Whether `start` with these settings is refused (a ConfigError) rather than serving. */
+function startRefused(args: string[], env: NodeJS.ProcessEnv): boolean {
+  try {
+    checkAdminExposure(loadConfig(args, env));
+    return false;
+  } catch (error) {
+    if (error instanceof ConfigError) return true;
+    throw error;
+  }
+}
+
+const OPERATORS_KEY = 'a-key-the-operator-made';
+
+t.test('no manifest ships a working admin key, and every one requires the key the operator creates', async (t) => {
+  for (const example of EXAMPLES) {
+    const all = manifests(example);
+    const shipped = all.filter((manifest) => manifest.kind === 'Secret');
+    for (const secret of shipped) {
+      const names = [...Object.keys(secret.data ?? {}), ...Object.keys(secret.stringData ?? {})];
+      t.notOk(names.some((name) => /ADMIN|KEY/i.test(name)), `${example}: the secret ${secret.metadata.name} ships no admin key (${names.join(', ')})`);
+    }
+    const container = verdictContainerOf(all);
+    const variables = container.env as Manifest[];
+    const key = variables.find((variable) => variable.name === 'ADMIN_API_KEY');
+    t.equal(key?.value, undefined, `${example}: ADMIN_API_KEY has no value written here`);
+    const reference = key?.valueFrom?.secretKeyRef;
+    t.ok(reference, `${example}: ADMIN_API_KEY comes from a secret`);
+    t.notOk(reference?.optional, `${example}: a required one: without it the pod does not start`);
+    t.notOk(
+      shipped.some((secret) => secret.metadata.name === reference?.name),
+      `${example}: the secret ${reference?.name} is the operator's to create: no manifest here defines it`,
+    );
+    t.notOk(variables.some((variable) => variable.name === 'ALLOW_OPEN_ADMIN'), `${example}: never an open admin interface`);
+    const args = container.args.slice(1);
+    t.ok(startRefused(args, { ...literalVariables(container), ADMIN_API_KEY: '' }), `${example}: a secret holding an empty key stops the start`);
+    t.notOk(startRefused(args, { ...literalVariables(container), ADMIN_API_KEY: OPERATORS_KEY }), `${example}: the operator's key lets it start`);
+    t.ok(loadConfig(args, { ...literalVariables(container), ADMIN_API_KEY: OPERATORS_KEY }).adminAuthRequired, `${example}: admin authentication on`);
+  }
+});
+
+t.test('the image ships no admin key and never starts with an open admin interface beyond loopback', async (t) => {
+  const instructions = parseDockerfile(readFileSync(join(DEPLOY, 'Dockerfile'), 'utf8'));
+  const image = imageVariables(instructions);
+  t.notOk(instructions.some((instruction) => /ADMIN_API_KEY|ALLOW_OPEN_ADMIN/.test(instruction.args)), 'no ENV, ARG or command sets a key or opens admin');
+  t.ok(startRefused([], image), `a fresh container (${Object.entries(image).map(([name, value]) => `${name}=${value}`).join(' ')}) refuses to start without a key`);
+  t.ok(startRefused([], { ...image, ADMIN_API_KEY: '' }), 'and with an empty key');
+  const keyed = loadConfig([], { ...image, ADMIN_API_KEY: OPERATORS_KEY });
+  t.notOk(startRefused([], { ...image, ADMIN_API_KEY: OPERATORS_KEY }), 'with the operator\'s key it starts');
+  t.ok(keyed.adminAuthRequired, 'admin authentication on');
 });

@@ -1,6 +1,6 @@
 import t from 'tap';
-import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,6 +21,9 @@ import { ask, freePort, waitFor } from './helpers/child.js';
  */
 
 t.setTimeout(600_000);
+
+/** The key the operator gives the container (ADMIN_API_KEY). */
+const KEY = 'a-key-the-operator-made';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -64,8 +67,18 @@ t.test('the image follows deploy/Dockerfile: it builds, holds production depende
 
   const [init, separator, program, ...programArgs] = image.entrypoint;
   t.same([init, separator, program], ['/usr/bin/tini', '--', 'node'], 'tini starts node');
+  // A fresh `docker run` with no key: refused, saying how to give it one, before it listens anywhere.
+  const unkeyed = spawnSync(process.execPath, [...programArgs, ...image.cmd], {
+    cwd: app,
+    env: { ...env, ...mapPaths(image, image.env), PORT: String(await freePort()) },
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
+  t.equal(unkeyed.status, 2, `without ADMIN_API_KEY the image does not start (${unkeyed.stderr.trim()})`);
+  t.match(unkeyed.stderr, /ADMIN_API_KEY/, 'it says to set the key');
+
   const port = await freePort();
-  const serverEnv = { ...env, ...mapPaths(image, image.env), HOST: '127.0.0.1', PORT: String(port) };
+  const serverEnv = { ...env, ...mapPaths(image, image.env), HOST: '127.0.0.1', PORT: String(port), ADMIN_API_KEY: KEY };
   const server = spawn(process.execPath, [...programArgs, ...image.cmd], { cwd: app, env: serverEnv, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   server.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
@@ -80,6 +93,10 @@ t.test('the image follows deploy/Dockerfile: it builds, holds production depende
   });
   t.equal(ready.body.status, 'ready', 'GET /ready: 200');
   t.ok(existsSync(join(image.root, 'data', 'verdict.db')), 'the embedded store is in the /data volume');
+  t.equal(statSync(join(image.root, 'data')).mode & 0o777, 0o700, 'the /data volume is its owner\'s only');
+  t.equal(statSync(join(image.root, 'data', 'verdict.db')).mode & 0o777, 0o600, 'and so is the database');
+  t.equal((await ask(url, 'GET', '/admin/policies')).status, 401, 'admin needs the key');
+  t.equal((await ask(url, 'GET', '/admin/policies', undefined, { 'way-api-key': KEY })).status, 200, 'the key opens it');
 
   const page = await ask(url, 'GET', '/dashboard/');
   t.equal(page.status, 200, 'GET /dashboard/: 200');

@@ -1,5 +1,6 @@
 import t, { type Test } from 'tap';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import YAML from 'yaml';
@@ -57,4 +58,43 @@ t.test('verdict policies export: from a running server and from a data directory
   t.same((await files.call('GET', '/admin/policies')).body, stored, 'the same policies, in the same order');
   const checks = [CHECK, { ...CHECK, principal: { attributes: { department: 'sales' } } }, { ...CHECK, action: 'read' }];
   t.same((await files.call('POST', '/check/bulk', checks)).body, (await source.call('POST', '/check/bulk', checks)).body, 'the same decisions');
+});
+
+/** A real HTTP server on loopback answering each request with `answer`; it keeps the headers of every request it got. */
+async function recordingServer(t: Test, answer: (path: string, response: import('node:http').ServerResponse) => void) {
+  const received: { path: string; headers: IncomingHttpHeaders }[] = [];
+  const server: Server = createServer((request, response) => {
+    received.push({ path: request.url!, headers: request.headers });
+    answer(request.url!, response);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, received };
+}
+
+const KEY = 'the-admin-key-of-the-first-server';
+
+t.test('verdict policies export --url: a redirect to another origin never gets the admin key', async (t) => {
+  const elsewhere = await recordingServer(t, (_path, response) => response.writeHead(200, { 'content-type': 'application/json' }).end('[]'));
+  const redirecting = await recordingServer(t, (path, response) => response.writeHead(302, { location: `${elsewhere.url}${path}` }).end());
+  const dir = join(policyDir(t), 'policies');
+  const exported = await runVerdict(t, ['policies', 'export', dir, '--url', redirecting.url], { ADMIN_API_KEY: KEY }).exited;
+  t.equal(redirecting.received[0]?.headers['way-api-key'], KEY, 'the server named by --url got the key');
+  t.notOk(elsewhere.received.some(({ headers }) => JSON.stringify(headers).includes(KEY)), 'the server it redirected to never saw it');
+  t.equal(exported.code, 2, 'the export stops');
+  t.match(exported.stderr, new RegExp(`redirected to ${elsewhere.url}/admin/policies.*another origin.*--url ${elsewhere.url}`), 'saying where it was sent and what to do');
+  t.notMatch(exported.stderr + exported.stdout, KEY, 'never printing the key');
+});
+
+t.test('verdict policies export --url: a redirect within the same origin is followed, with the key', async (t) => {
+  const policy = { version: '1.0', name: 'moved', description: null, rules: [], default_effect: 'deny' };
+  const server = await recordingServer(t, (path, response) => {
+    if (path === '/admin/policies') return response.writeHead(308, { location: '/v2/admin/policies' }).end();
+    response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify([policy]));
+  });
+  const dir = join(policyDir(t), 'policies');
+  const exported = await runVerdict(t, ['policies', 'export', dir, '--url', server.url], { ADMIN_API_KEY: KEY }).exited;
+  t.equal(exported.code, 0, exported.stderr);
+  t.same(server.received.map(({ path, headers }) => [path, headers['way-api-key']]), [['/admin/policies', KEY], ['/v2/admin/policies', KEY]]);
+  t.same(readdirSync(dir), ['001-moved.yaml']);
 });

@@ -36,7 +36,9 @@ export async function call<T>(method: string, path: string, body?: unknown): Pro
   const headers: Record<string, string> = {};
   const key = adminKey.get();
   if (key !== null) headers[KEY_HEADER] = key;
-  if (body !== undefined) headers['content-type'] = 'application/json';
+  // Every write says it is JSON, a body-less one too: with admin authentication off, the server
+  // refuses a write that does not, so that another site's page cannot send one.
+  if (method !== 'GET') headers['content-type'] = 'application/json';
   const response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   const text = await response.text();
   let parsed: unknown = text;

@@ -1,6 +1,7 @@
 import { closeSync, openSync } from 'node:fs';
 import { once } from 'node:events';
 import { Worker } from 'node:worker_threads';
+import { PRIVATE_FILE } from '../private-files.js';
 import type { BulkDecisionRecord, DecisionRecord } from './line.js';
 import { linesOf, type DecisionLogEntry, type WriterMessage, type WriterReport, type WriterStart } from './entries.js';
 
@@ -41,7 +42,8 @@ export class DecisionLog {
 
   /** `target` is a file path (appended to, opened now so that a bad path fails at start) or `stdout`. */
   static open(target: string, onDrop: (lines: number) => void, capacity = DECISION_LOG_CAPACITY): DecisionLog {
-    const ownedFd = target === 'stdout' ? undefined : openSync(target, 'a');
+    // A file made here is its user's alone; one that exists keeps the mode its owner gave it.
+    const ownedFd = target === 'stdout' ? undefined : openSync(target, 'a', PRIVATE_FILE);
     const start: WriterStart = { fd: ownedFd ?? 1, unwritten: new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT) };
     const writer = new Worker(WRITER_FILE, { workerData: start });
     return new DecisionLog(writer, new Int32Array(start.unwritten), ownedFd, onDrop, capacity);

@@ -1,9 +1,9 @@
-import { BlockList, isIP } from 'node:net';
 import type { FastifyInstance, FastifyRequest, onRequestHookHandler } from 'fastify';
 import type {} from '@fastify/rate-limit';
 import { ClientError } from '../errors.js';
 import { ConfigError, type Config } from '../config.js';
 import { KeyRing } from '../admin-keys.js';
+import { isLoopbackAddress } from '../loopback.js';
 
 export const API_KEY_HEADER = 'way-api-key';
 export const API_KEY_SECURITY = [{ adminApiKey: [] }];
@@ -21,20 +21,22 @@ declare module 'fastify' {
 const readsOnly = (request: FastifyRequest) =>
   request.method === 'GET' || request.method === 'HEAD' || request.routeOptions.config.readsOnly === true;
 
-const LOOPBACK = new BlockList();
-LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
-LOOPBACK.addAddress('::1', 'ipv6');
-
 /**
  * Whether a client address is the sidecar's own pod: loopback (IPv4-mapped included), or no address
  * at all, which is how a Unix-socket client appears. Such clients share one address with the app
  * and the dashboard, so locking that address out would lock out the right key with the wrong one.
  */
 export function isLocalClient(address: string | undefined): boolean {
-  if (address === undefined) return true;
-  const family = isIP(address);
-  return family !== 0 && LOOPBACK.check(address, family === 4 ? 'ipv4' : 'ipv6');
+  return address === undefined || isLoopbackAddress(address);
 }
+
+/**
+ * Whether a request comes from this machine: its connection (the socket's peer, which no header
+ * can name) and the client the request names (`request.ip`, which --trust-proxy takes from
+ * X-Forwarded-For) both local. The peer alone would make every client of a proxy on loopback
+ * local; the forwarded address alone would let a client name itself 127.0.0.1.
+ */
+const isLocalRequest = (request: FastifyRequest) => isLocalClient(request.socket.remoteAddress) && isLocalClient(request.ip);
 
 /**
  * Fastify's trustProxy for `--trust-proxy`. Fastify reads `true` as "believe every forwarded address",
@@ -45,30 +47,28 @@ export function trustedProxies(setting: Config['trustProxy']): false | string[] 
   return setting === true ? (_address, hop) => hop === 0 : setting;
 }
 
-/**
- * The admin key check as an onRequest hook, run before the body is read, or undefined when
- * authentication is off. The keys are ADMIN_API_KEY (an `admin` key named `default`) and those of
- * `--admin-keys-file` (see KeyRing; every digest is compared in constant time). A `read` key may only
- * read: 403 on anything else. Failures from a non-local address (`request.ip`, which `--trust-proxy`
- * takes from X-Forwarded-For) count against that address: once it has failed
- * `adminAuthFailuresPerMinute` times in a minute, it gets 429 until the minute is over, whatever key
- * it sends, so guessing stays slow. Local clients get 401 for a wrong key and are never locked out.
- */
-export async function adminKeyCheck(app: FastifyInstance, config: Config): Promise<onRequestHookHandler | undefined> {
+/** The admin keys (see KeyRing) when authentication is on; a ConfigError says what is wrong with the keys file. */
+export function adminKeysOf(config: Config): KeyRing | undefined {
   if (!config.adminAuthRequired) return undefined;
-  let keys: KeyRing;
   try {
-    keys = new KeyRing({
-      defaultKey: config.adminApiKey.trim() === '' ? '' : config.adminApiKey,
-      file: config.adminKeysFile,
-      reloaded: (result) =>
-        'error' in result
-          ? app.log.error({ err: result.error }, 'admin keys file not reloaded; the keys stay as they were')
-          : app.log.info({ keys: result.keys }, 'admin keys file reloaded'),
-    });
+    return new KeyRing({ defaultKey: config.adminApiKey.trim() === '' ? '' : config.adminApiKey, file: config.adminKeysFile });
   } catch (error) {
     throw new ConfigError((error as Error).message);
   }
+}
+
+/**
+ * The admin key check as an onRequest hook, run before the body is read. The keys are ADMIN_API_KEY
+ * (an `admin` key named `default`) and those of `--admin-keys-file` (see KeyRing; every digest is
+ * compared in constant time). A `read` key may only read: 403 on anything else. Failures from a
+ * client that is not local (see isLocalRequest) count against its address (`request.ip`, which
+ * `--trust-proxy` takes from X-Forwarded-For): once it has failed `adminAuthFailuresPerMinute` times
+ * in a minute, it gets 429 until the minute is over, whatever key it sends, so guessing stays slow.
+ * Local clients get 401 for a wrong key and are never locked out.
+ */
+export async function adminKeyCheck(app: FastifyInstance, config: Config, keys: KeyRing): Promise<onRequestHookHandler> {
+  keys.on('reloaded', (count) => app.log.info({ keys: count }, 'admin keys file reloaded'));
+  keys.on('rejected', ({ error }) => app.log.error({ err: error }, 'admin keys file not reloaded; the keys stay as they were'));
   if (keys.size === 0) app.log.warn('no admin key is configured yet: every admin request is refused until the keys file lists one');
   app.addHook('onClose', async () => keys.close());
   // Loaded only when authentication is on.
@@ -76,7 +76,7 @@ export async function adminKeyCheck(app: FastifyInstance, config: Config): Promi
   await app.register(rateLimit, { global: false });
   const failures = app.createRateLimit({ max: config.adminAuthFailuresPerMinute, timeWindow: FAILURE_WINDOW_MILLIS });
   return async (request, reply) => {
-    const limited = !isLocalClient(request.ip);
+    const limited = !isLocalRequest(request);
     if (limited) {
       const recent = await failures(request, { increment: false });
       if (!recent.isAllowed && recent.remaining === 0) {

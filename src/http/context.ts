@@ -26,8 +26,8 @@ export interface AppContext {
   pool?: { bulk: BulkPool; minimumBodyLength: number };
   /** Holds a check back until this process serves the revision it asks for (see min-revision.ts). */
   minRevisionCheck: onRequestHookHandler;
-  /** The admin key check (see admin-auth.ts), when authentication is on. */
-  adminKeyCheck?: onRequestHookHandler;
+  /** Run first on every admin and earlier-family write route: the admin key check (admin-auth.ts) when authentication is on, else the open admin guard (open-admin.ts). */
+  adminGuard: onRequestHookHandler;
 }
 
 export interface RoutesOptions {

@@ -28,7 +28,7 @@ const deletedEntitySchema = {
 export const legacyRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { context }) => {
   const app = fastify.withTypeProvider<JsonSchemaToTsProvider>();
   const { checks, policies, registry, config } = context;
-  const onRequest = context.adminKeyCheck ?? [];
+  const onRequest = context.adminGuard;
   const security = API_KEY_SECURITY;
 
   app.post('/check-access', {

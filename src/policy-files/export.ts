@@ -5,20 +5,44 @@ import YAML from 'yaml';
 import type { Policy } from '../schemas/policy.js';
 import { ConfigError, loadConfig } from '../config.js';
 import { openStore } from '../store/open.js';
+import { PRIVATE_DIRECTORY, PRIVATE_FILE } from '../private-files.js';
 
 const USAGE = 'usage: verdict policies export <dir> [--url <server>] | [--data-dir <dir>] | [--mongodb-uri <uri> [--mongodb-db <name>]]';
 
+/** Most redirects followed within the server's origin. */
+const MAX_REDIRECTS = 5;
+
+/**
+ * GET /admin/policies of the server at `url`, with the admin key from ADMIN_API_KEY. Redirects are
+ * followed within the server's origin only: the key is never sent anywhere else, and a redirect to
+ * another origin stops the export, naming it, for the user to pass as --url if that is the server.
+ */
 async function fromServer(url: string): Promise<Policy[]> {
   const key = process.env.ADMIN_API_KEY;
-  let response: Response;
-  try {
-    response = await fetch(new URL('/admin/policies', url), { headers: key === undefined ? {} : { 'way-api-key': key } });
-  } catch (error) {
-    throw new ConfigError(`could not reach ${url}: ${((error as Error).cause as Error | undefined)?.message ?? (error as Error).message}`);
+  const headers: Record<string, string> = key === undefined ? {} : { 'way-api-key': key };
+  let target = new URL('/admin/policies', url);
+  for (let redirects = 0; ; redirects++) {
+    let response: Response;
+    try {
+      response = await fetch(target, { headers, redirect: 'manual' });
+    } catch (error) {
+      throw new ConfigError(`could not reach ${url}: ${((error as Error).cause as Error | undefined)?.message ?? (error as Error).message}`);
+    }
+    const location = response.headers.get('location');
+    if (response.status >= 300 && response.status < 400 && location !== null) {
+      await response.body?.cancel();
+      const next = new URL(location, target);
+      if (next.origin !== target.origin) {
+        throw new ConfigError(`${url} redirected to ${next.href}, another origin, which is never sent the admin key; if that is the server, export with --url ${next.origin}`);
+      }
+      if (redirects === MAX_REDIRECTS) throw new ConfigError(`${url} redirected more than ${MAX_REDIRECTS} times`);
+      target = next;
+      continue;
+    }
+    const body = await response.text();
+    if (response.status !== 200) throw new ConfigError(`${url} answered ${response.status} to GET ${target.pathname}: ${body}`);
+    return JSON.parse(body) as Policy[];
   }
-  const body = await response.text();
-  if (response.status !== 200) throw new ConfigError(`${url} answered ${response.status} to GET /admin/policies: ${body}`);
-  return JSON.parse(body) as Policy[];
 }
 
 async function fromStore(args: string[]): Promise<Policy[]> {
@@ -56,12 +80,12 @@ export async function exportPolicies(args: string[]): Promise<void> {
   const storeArgs = Object.entries(storeOptions).flatMap(([name, value]) => [`--${name}`, value as string]);
   if (url !== undefined && storeArgs.length > 0) throw new ConfigError(`--url and a store (${storeArgs[0]}) are two sources: give one\n${USAGE}`);
   const policies = storeArgs.length > 0 ? await fromStore(storeArgs) : await fromServer(url ?? 'http://127.0.0.1:8421');
-  mkdirSync(dir, { recursive: true });
+  mkdirSync(dir, { recursive: true, mode: PRIVATE_DIRECTORY });
   const existing = readdirSync(dir).filter((name) => /\.(json|ya?ml)$/.test(name));
   if (existing.length > 0) throw new ConfigError(`${dir} already holds policy files (${existing.slice(0, 3).join(', ')}): export into an empty directory`);
   const width = Math.max(3, String(policies.length).length);
   policies.forEach((policy, index) => {
-    writeFileSync(join(dir, `${String(index + 1).padStart(width, '0')}-${policy.name}.yaml`), YAML.stringify(policy));
+    writeFileSync(join(dir, `${String(index + 1).padStart(width, '0')}-${policy.name}.yaml`), YAML.stringify(policy), { mode: PRIVATE_FILE });
   });
   console.log(`wrote ${policies.length} ${policies.length === 1 ? 'policy' : 'policies'} to ${dir}`);
 }

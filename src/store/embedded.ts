@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
+import { PRIVATE_DIRECTORY, PRIVATE_FILE } from '../private-files.js';
 import type { Policy } from '../schemas/policy.js';
 import type { Entity } from '../schemas/entity.js';
 import {
@@ -155,8 +156,12 @@ export class EmbeddedStore implements Store {
   ) {
     this.changesKept = options.changesKept ?? DEFAULT_CHANGES_KEPT;
     this.clock = options.clock ?? Date.now;
-    mkdirSync(dataDirectory, { recursive: true });
-    this.db = new Database(join(dataDirectory, DATABASE_FILE));
+    // Policies, entities and the audit trail: the user's alone. SQLite would make its file 0644 (less the
+    // umask), and its journal files take the database file's mode, so the file is made here first.
+    mkdirSync(dataDirectory, { recursive: true, mode: PRIVATE_DIRECTORY });
+    const databaseFile = join(dataDirectory, DATABASE_FILE);
+    closeSync(openSync(databaseFile, 'a', PRIVATE_FILE));
+    this.db = new Database(databaseFile);
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = FULL');
     this.db.pragma('busy_timeout = 5000');

@@ -1,7 +1,8 @@
 import t from 'tap';
 import type { Browser, Page } from 'playwright-core';
 import { startServer, type TestServer } from '../helpers/server.js';
-import { chromiumMissing, field, heading, launchChromium, openDashboard, screenshot } from '../helpers/browser.js';
+import { until } from '../helpers/until.js';
+import { chromiumMissing, field, heading, launchChromium, openDashboard, openPage, screenshot } from '../helpers/browser.js';
 
 /**
  * The dashboard in a real headless Chromium against a real Verdict: README's first example done
@@ -45,7 +46,7 @@ async function run() {
   t.test('a new operator reproduces the first example from the dashboard alone', async (t) => {
     server = await startServer();
     t.teardown(() => server.close());
-    const { page, context, foreignRequests } = await openDashboard(chromium, server.url);
+    const { page, context, foreignRequests, cspViolations } = await openDashboard(chromium, server.url);
     t.teardown(() => context.close());
 
     await t.test('create a policy through the form', async (t) => {
@@ -238,6 +239,15 @@ async function run() {
       t.equal((await server.call('GET', '/admin/policies/it-desk')).body.default_effect, 'allow', 'saved from the JSON view');
     });
 
+    await t.test('restore an earlier version: a POST with no body, from the dashboard with authentication off', async (t) => {
+      await page.goto(`${server.url}/dashboard/#/policy/it-desk/history`);
+      await heading(page, 'History of it-desk').waitFor();
+      await page.getByRole('button', { name: 'Restore version 2' }).click();
+      await page.getByRole('button', { name: 'Yes, restore' }).click();
+      await page.getByRole('status').getByText('Version 2 is the current policy again').waitFor();
+      t.equal((await server.call('GET', '/admin/policies/it-desk')).body.default_effect, 'deny', 'version 2 is in force again');
+    });
+
     await t.test('delete a policy and an entity, after confirming', async (t) => {
       await page.goto(`${server.url}/dashboard/#/policy/hr-records`);
       await heading(page, 'Policy hr-records').waitFor();
@@ -271,6 +281,33 @@ async function run() {
     });
 
     t.same(foreignRequests, [], 'the dashboard asked nothing of any other host');
+    t.same(cspViolations, [], 'and its Content-Security-Policy blocked nothing it does');
+  });
+
+  t.test('the dashboard and /docs render under their Content-Security-Policy, which stops a script injected inline', async (t) => {
+    server = await startServer();
+    t.teardown(() => server.close());
+    for (const [path, rendered] of [
+      ['/dashboard', (page: Page) => heading(page, 'Policies').waitFor()],
+      ['/docs', (page: Page) => page.getByText('/admin/policies/{name}/restore', { exact: true }).first().waitFor()],
+    ] as const) {
+      const { page, context, foreignRequests, cspViolations } = await openPage(chromium, server.url, path);
+      t.teardown(() => context.close());
+      await rendered(page);
+      await page.waitForLoadState('networkidle');
+      await screenshot(page, `csp${path.replace('/', '-')}`);
+      t.same(cspViolations, [], `${path}: rendered with nothing blocked`);
+      t.same(foreignRequests, [], `${path}: nothing asked of another host`);
+      const injectedRan = await page.evaluate(() => {
+        const script = document.createElement('script');
+        script.textContent = 'document.body.dataset.injected = "ran"';
+        document.head.append(script);
+        return document.body.dataset.injected === 'ran';
+      });
+      t.equal(injectedRan, false, `${path}: an inline script does not run`);
+      await until(() => cspViolations.length > 0, `${path}: a report of the blocked script`).catch(() => undefined);
+      t.match(cspViolations, [/^script-src-elem blocked inline/], `${path}: the policy reported it`);
+    }
   });
 
   t.test('with authentication on, the key is asked for once and a wrong one is refused clearly', async (t) => {

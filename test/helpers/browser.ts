@@ -39,10 +39,12 @@ export interface DashboardPage {
   context: BrowserContext;
   /** Every request the page tried to send anywhere but `origin` (they are refused). */
   foreignRequests: string[];
+  /** Everything the page's Content-Security-Policy blocked: `directive: what` for each. */
+  cspViolations: string[];
 }
 
-/** A new tab (own sessionStorage) at 1280×800 that may talk to `origin` only; in the light or dark system setting. */
-export async function openDashboard(browser: Browser, origin: string, colorScheme: 'light' | 'dark' = 'light'): Promise<DashboardPage> {
+/** A new tab (own sessionStorage) at 1280×800 that may talk to `origin` only, open at `path`; in the light or dark system setting. */
+export async function openPage(browser: Browser, origin: string, path: string, colorScheme: 'light' | 'dark' = 'light'): Promise<DashboardPage> {
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, colorScheme });
   const foreignRequests: string[] = [];
   await context.route('**/*', (route) => {
@@ -51,10 +53,23 @@ export async function openDashboard(browser: Browser, origin: string, colorSchem
     foreignRequests.push(url);
     return route.abort();
   });
+  // Chromium fires securitypolicyviolation for each load, script, style or frame the policy blocks.
+  const cspViolations: string[] = [];
+  await context.exposeBinding('reportCspViolation', (_source, violation: string) => cspViolations.push(violation));
+  await context.addInitScript(() =>
+    document.addEventListener('securitypolicyviolation', (event) =>
+      (window as unknown as { reportCspViolation(violation: string): void }).reportCspViolation(
+        `${event.effectiveDirective} blocked ${event.blockedURI || 'inline'} at ${event.sourceFile}:${event.lineNumber} ${event.sample}`,
+      ),
+    ),
+  );
   const page = await context.newPage();
-  await page.goto(`${origin}/dashboard`);
-  return { page, context, foreignRequests };
+  await page.goto(`${origin}${path}`);
+  return { page, context, foreignRequests, cspViolations };
 }
+
+/** The dashboard in a new tab: see openPage. */
+export const openDashboard = (browser: Browser, origin: string, colorScheme: 'light' | 'dark' = 'light') => openPage(browser, origin, '/dashboard', colorScheme);
 
 export async function screenshot(page: Page, name: string): Promise<void> {
   mkdirSync(ARTIFACTS, { recursive: true });

@@ -55,6 +55,22 @@ export function parseDockerfile(text: string): Instruction[] {
   return instructions;
 }
 
+/** The variables one ENV instruction sets (its `NAME=value` pairs). */
+export function variablesOf(envArgs: string): Record<string, string> {
+  return Object.fromEntries(
+    envArgs.split(/\s+/).map((pair) => {
+      const [name, ...value] = pair.split('=');
+      return [name!, value.join('=')];
+    }),
+  );
+}
+
+/** The variables the image (the last stage) sets. */
+export function imageVariables(instructions: Instruction[]): Record<string, string> {
+  const lastStage = instructions.slice(instructions.map((instruction) => instruction.keyword).lastIndexOf('FROM'));
+  return Object.assign({}, ...lastStage.filter((instruction) => instruction.keyword === 'ENV').map((instruction) => variablesOf(instruction.args)));
+}
+
 /** What a container's command leaves out here, or undefined when the test runs it. */
 function leftOut(words: string[]): string | undefined {
   if (words[0] === 'apt-get') return 'OS packages of the base image: this machine has its own';
@@ -112,10 +128,7 @@ export async function followDockerfile(instructions: Instruction[], context: str
         mkdirSync(workdirOf(current), { recursive: true });
         break;
       case 'ENV':
-        for (const pair of args.split(/\s+/)) {
-          const [name, ...value] = pair.split('=');
-          current.env[name!] = value.join('=');
-        }
+        Object.assign(current.env, variablesOf(args));
         break;
       case 'COPY': {
         const words = args.split(/\s+/);

@@ -110,9 +110,46 @@ t.test('the keys file is reloaded when it changes; a broken one leaves the keys 
   t.equal(await until(server, AUDITOR, 401), 401);
 });
 
+t.test('a removed keys file removes its keys; ADMIN_API_KEY stays, and the file is read again when it is back', async (t) => {
+  const { server, file } = await withKeys(t, [line('alice', 'admin', ALICE), line('auditor', 'read', AUDITOR)]);
+  t.equal((await server.call('GET', '/admin/whoami', undefined, as(ALICE))).status, 200);
+  rmSync(file.path);
+  t.equal(await until(server, ALICE, 401), 401, "the file's keys are refused once it is gone");
+  t.equal((await server.call('GET', '/admin/whoami', undefined, as(AUDITOR))).status, 401, 'every one of them');
+  t.equal((await server.call('GET', '/admin/whoami', undefined, as(DEFAULT))).status, 200, 'ADMIN_API_KEY still works');
+  t.same((await server.call('GET', '/ready')).body.degraded, false, 'no file is no broken file: the server does what the files say');
+  file.write([line('auditor', 'read', AUDITOR)]);
+  t.equal(await until(server, AUDITOR, 200), 200, 'a new file applies');
+  t.equal((await server.call('GET', '/admin/whoami', undefined, as(ALICE))).status, 401);
+});
+
+t.test('a keys file that no longer parses: the last good keys stay, /ready says degraded and why, a metric says so', async (t) => {
+  const { server, file } = await withKeys(t, [line('auditor', 'read', AUDITOR)]);
+  const metric = async (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec((await server.call('GET', '/metrics')).body)?.[1]);
+  t.same([await metric('verdict_admin_keys_file_in_force'), await metric('verdict_admin_keys_file_rejected_total')], [1, 0]);
+  file.write([line('alice', 'admin', ALICE), 'broken']);
+  let ready = (await server.call('GET', '/ready')).body;
+  for (let attempt = 0; attempt < 400 && !ready.degraded; attempt++) {
+    await new Promise((resolve) => setTimeout(resolve, 25));
+    ready = (await server.call('GET', '/ready')).body;
+  }
+  t.equal(ready.status, 'ready', 'still ready: the last good keys serve');
+  t.equal(ready.degraded, true, 'but degraded');
+  t.match(ready.checks.adminKeys, new RegExp(`${file.path}.*line 3: expected 'name role sha256-digest'.*the keys it held before stay in force`), 'naming the file, the line and what happens');
+  t.same([await metric('verdict_admin_keys_file_in_force'), await metric('verdict_admin_keys_file_rejected_total')], [0, 1]);
+  t.equal((await server.call('GET', '/admin/whoami', undefined, as(AUDITOR))).status, 200, 'the last good keys still work');
+  t.equal((await server.call('GET', '/admin/whoami', undefined, as(ALICE))).status, 401, 'the broken file adds none');
+
+  file.write([line('alice', 'admin', ALICE)]);
+  t.equal(await until(server, ALICE, 200), 200, 'a good file applies');
+  const recovered = (await server.call('GET', '/ready')).body;
+  t.same([recovered.degraded, recovered.checks.adminKeys], [false, 'ok']);
+  t.same([await metric('verdict_admin_keys_file_in_force'), await metric('verdict_admin_keys_file_rejected_total')], [1, 1]);
+});
+
 t.test('keys configuration that cannot work stops the start, saying why', async (t) => {
   const env = { ADMIN_AUTHN_REQUIRED: 'true' };
-  t.throws(() => loadConfig(['--admin-keys-file', '/x'], {}), { constructor: ConfigError, message: /needs admin authentication/ }, 'a keys file without authentication');
+  t.equal(loadConfig(['--admin-keys-file', '/x'], {}).adminAuthRequired, true, 'a keys file turns authentication on');
   t.throws(() => loadConfig([], env), /ADMIN_API_KEY is empty and no --admin-keys-file/, 'authentication with no key at all');
   t.equal(loadConfig(['--admin-keys-file', '/x'], env).adminKeysFile, '/x', 'a keys file alone is enough');
   const cases: [string, string[], RegExp][] = [
