@@ -69,6 +69,11 @@ export class Metrics {
     help: 'Admin writes that failed in the store: neither the write nor its audit record was committed',
     registers: [this.registry],
   });
+  readonly auditWritesUnconfirmed = new Counter({
+    name: 'verdict_audit_writes_unconfirmed_total',
+    help: 'Admin writes the store did not confirm in time (answered 503): each, with its audit record, may have been committed or not',
+    registers: [this.registry],
+  });
   readonly auditPruned = new Counter({
     name: 'verdict_audit_records_pruned_total',
     help: 'Audit records deleted by the retention (--audit-retention)',
@@ -84,6 +89,7 @@ export class Metrics {
   readonly auditObserver: AuditObserver = {
     recorded: (operation) => this.auditRecords.labels(operation).inc(),
     failed: () => this.auditWriteFailures.inc(),
+    unconfirmed: () => this.auditWritesUnconfirmed.inc(),
   };
 
   constructor() {

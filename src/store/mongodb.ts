@@ -37,8 +37,9 @@ import {
   type PolicyChange,
   type Writer,
 } from '../audit/record.js';
-import { rethrowStoreError } from './mongodb-errors.js';
+import { rethrowStoreError, rethrowWriteError, unavailability, unconfirmedWrite } from './mongodb-errors.js';
 import { ChangeStreamFollower } from './change-stream-follower.js';
+import { CommitOutcomeUnknownError, runTransaction } from './mongodb-transaction.js';
 
 /**
  * A policy or entity: keyed by its name or uri (so a delete event names it), ordered by a unique
@@ -95,23 +96,43 @@ const INDEX_OPTIONS_CONFLICT = 85;
 /** The followed collections; every other collection's events are filtered out on the server. */
 const FOLLOWED = ['policies', 'entities'];
 
+/** How long MongoDB operations may take, in ms (see clientOptions). */
+export interface MongoTimeouts {
+  /** A write (or a snapshot read) starts no new attempt, and sends no commit again, after this. */
+  retry: number;
+  /** The longest MongoDB waits for a majority to acknowledge a write (its `wtimeout`). */
+  majority: number;
+  /** The longest the driver waits for one answer, or for a free connection: past `majority`, so that MongoDB's own answer comes first. */
+  answer: number;
+}
+
+export const MONGODB_TIMEOUTS: MongoTimeouts = { retry: 10_000, majority: 5_000, answer: 15_000 };
+
 export interface MongoStoreOptions extends Partial<StoreOptions> {
   uri: string;
   database: string;
-  /** How long start-up waits for a reachable server before giving up. */
+  /** How long the driver waits for a server it can use, at start and for every operation. */
   serverSelectionTimeoutMS?: number;
+  timeouts?: MongoTimeouts;
 }
 
 /**
- * How every Verdict connects, whatever the URI says: majority writes and reads, and reads from the
- * primary (a secondary may not have a write yet that this process has acknowledged). The read
- * concern is given as `readConcernLevel`, the key a URI uses, so that this one wins over the URI's.
+ * How every Verdict connects, whatever the URI says: majority writes and reads, reads from the
+ * primary (a secondary may not have a write yet that this process has acknowledged), and every
+ * stage of an operation bounded (`timeoutMS`, which would bound an operation as a whole, has no
+ * effect from driver 7.8). The read concern is given as `readConcernLevel`, the key a URI uses, so
+ * that this one wins over the URI's.
  */
-export const CLIENT_OPTIONS: MongoClientOptions = {
-  writeConcern: { w: 'majority' },
-  readConcernLevel: 'majority',
-  readPreference: 'primary',
-};
+export function clientOptions(timeouts: MongoTimeouts, serverSelectionTimeoutMS: number): MongoClientOptions {
+  return {
+    writeConcern: { w: 'majority', wtimeoutMS: timeouts.majority },
+    readConcernLevel: 'majority',
+    readPreference: 'primary',
+    serverSelectionTimeoutMS,
+    socketTimeoutMS: timeouts.answer,
+    waitQueueTimeoutMS: timeouts.answer,
+  };
+}
 
 /**
  * Why a server that answered `hello` with this cannot hold the store, or undefined when it can:
@@ -160,6 +181,7 @@ export class MongoStore implements Store {
     private readonly client: MongoClient,
     private readonly db: Db,
     private readonly options: Partial<StoreOptions>,
+    private readonly timeouts: MongoTimeouts,
   ) {
     this.policies = db.collection('policies');
     this.entities = db.collection('entities');
@@ -175,12 +197,13 @@ export class MongoStore implements Store {
    */
   static async open(options: MongoStoreOptions): Promise<MongoStore> {
     const timeoutMs = options.serverSelectionTimeoutMS ?? 10_000;
-    const client = new MongoClient(options.uri, { ...CLIENT_OPTIONS, serverSelectionTimeoutMS: timeoutMs });
+    const timeouts = options.timeouts ?? MONGODB_TIMEOUTS;
+    const client = new MongoClient(options.uri, clientOptions(timeouts, timeoutMs));
     try {
       await client.connect();
       const refusal = topologyRefusal(await client.db('admin').command({ hello: 1 }));
       if (refusal !== undefined) throw new Error(refusal);
-      const store = new MongoStore(client, client.db(options.database), options);
+      const store = new MongoStore(client, client.db(options.database), options, timeouts);
       await store.prepare();
       return store;
     } catch (error) {
@@ -193,7 +216,8 @@ export class MongoStore implements Store {
             'check that MongoDB runs there and this machine reaches it (address, port, firewall, TLS), and that the URI names its replica set',
         );
       }
-      throw new StoreUnavailableError(`cannot use MongoDB: ${(error as Error).message} (at ${hosts})`);
+      const reason = unavailability(error) ?? (error as Error).message;
+      throw new StoreUnavailableError(`cannot use MongoDB: ${reason} (at ${hosts})`);
     }
   }
 
@@ -250,26 +274,40 @@ export class MongoStore implements Store {
 
   /**
    * Runs `work` in one transaction: the write, its revision or position counters and its audit
-   * record commit together or not at all. The driver retries `work` on transient errors (a write
-   * conflict with another process), so it must only read and write through the session.
+   * record commit together or not at all. `work` runs again on transient errors (a write conflict
+   * with another process), so it must only read and write through the session. A write that could
+   * not be committed in time says whether it may have been (see runTransaction).
    */
   private async write<T>(work: (transaction: Transaction) => Promise<T>): Promise<T> {
     const session = this.client.startSession();
     let recorded: AuditOperation[] = [];
     try {
-      const result = await session.withTransaction(async () => {
-        recorded = [];
-        return work({ session, recorded });
-      });
+      const result = await runTransaction(
+        session,
+        () => {
+          recorded = [];
+          return work({ session, recorded });
+        },
+        this.timeouts.retry,
+      );
       for (const operation of recorded) this.options.observer?.recorded(operation);
       return result;
     } catch (error) {
       if (error instanceof DuplicateKeyError) throw error;
+      if (error instanceof CommitOutcomeUnknownError) {
+        this.options.observer?.unconfirmed?.();
+        throw unconfirmedWrite(error, this.timeouts.retry);
+      }
       this.options.observer?.failed();
-      return rethrowStoreError(error);
+      return rethrowWriteError(error);
     } finally {
       await session.endSession();
     }
+  }
+
+  /** A read-only transaction at snapshot read concern, bounded as writes are. */
+  private readSnapshot<T>(session: ClientSession, read: () => Promise<T>): Promise<T> {
+    return runTransaction(session, read, this.timeouts.retry, { readConcern: { level: 'snapshot' } });
   }
 
   /** Inserts `document`; an existing key is a DuplicateKeyError saying `duplicate`. */
@@ -345,14 +383,11 @@ export class MongoStore implements Store {
       await this.counters.findOne({ _id: 'policy-revision' }, { session });
       const operationTime = session.operationTime;
       if (operationTime === undefined) throw new Error('MongoDB reported no operation time (not a replica set member?)');
-      const { revision, epoch, stored } = await session.withTransaction(
-        async () => ({
-          revision: await this.counters.findOne({ _id: 'policy-revision' }, { session }),
-          epoch: await this.counters.findOne({ _id: 'store-epoch' }, { session }),
-          stored: await this.policies.find({}, { session }).sort({ position: 1 }).toArray(),
-        }),
-        { readConcern: { level: 'snapshot' } },
-      );
+      const { revision, epoch, stored } = await this.readSnapshot(session, async () => ({
+        revision: await this.counters.findOne({ _id: 'policy-revision' }, { session }),
+        epoch: await this.counters.findOne({ _id: 'store-epoch' }, { session }),
+        stored: await this.policies.find({}, { session }).sort({ position: 1 }).toArray(),
+      }));
       return {
         revision: revision?.value ?? 0,
         policies: stored.map((row) => JSON.parse(row.document) as Policy),
@@ -373,27 +408,24 @@ export class MongoStore implements Store {
    * they were kept), or `since` is ahead of this database.
    */
   private async policyChangesSince(since: number, session: ClientSession): Promise<PolicyChanges | undefined> {
-    return session.withTransaction(
-      async () => {
-        const revision = (await this.counters.findOne({ _id: 'policy-revision' }, { session }))?.value ?? 0;
-        if (since > revision) return undefined;
-        const written = await this.policyChanges.find({ _id: { $gt: since } }, { session, projection: { name: 1 } }).toArray();
-        if (written.length !== revision - since) return undefined;
-        const names = [...new Set(written.map((change) => change.name))];
-        const rows = await this.policies.find({ _id: { $in: names } }, { session }).toArray();
-        const byName = new Map(rows.map((row) => [row._id, row]));
-        const epoch = (await this.counters.findOne({ _id: 'store-epoch' }, { session }))?.value;
-        return {
-          revision,
-          epoch,
-          changes: names.map((name) => {
-            const row = byName.get(name);
-            return { name, now: row === undefined ? null : { policy: JSON.parse(row.document) as Policy, position: row.position } };
-          }),
-        };
-      },
-      { readConcern: { level: 'snapshot' } },
-    );
+    return this.readSnapshot(session, async () => {
+      const revision = (await this.counters.findOne({ _id: 'policy-revision' }, { session }))?.value ?? 0;
+      if (since > revision) return undefined;
+      const written = await this.policyChanges.find({ _id: { $gt: since } }, { session, projection: { name: 1 } }).toArray();
+      if (written.length !== revision - since) return undefined;
+      const names = [...new Set(written.map((change) => change.name))];
+      const rows = await this.policies.find({ _id: { $in: names } }, { session }).toArray();
+      const byName = new Map(rows.map((row) => [row._id, row]));
+      const epoch = (await this.counters.findOne({ _id: 'store-epoch' }, { session }))?.value;
+      return {
+        revision,
+        epoch,
+        changes: names.map((name) => {
+          const row = byName.get(name);
+          return { name, now: row === undefined ? null : { policy: JSON.parse(row.document) as Policy, position: row.position } };
+        }),
+      };
+    });
   }
 
   async policyRevision(): Promise<number> {

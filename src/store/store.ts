@@ -16,6 +16,12 @@ export class DuplicateKeyError extends Error {
 /** The store cannot be reached: the request is answered 503, decisions go on from the last snapshot. */
 export class StoreUnavailableError extends Error {}
 
+/**
+ * A write the store could not confirm in time: it may have been applied, or not. Answered 503 with
+ * the message as the detail (which says to read it back before sending it again, never to retry blindly).
+ */
+export class StoreWriteUnconfirmedError extends StoreUnavailableError {}
+
 export interface PolicySet {
   /** Increases with every policy write; the snapshot built from this set carries it. */
   revision: number;
@@ -75,6 +81,8 @@ export interface AuditObserver {
   recorded(operation: AuditOperation): void;
   /** A write failed in the store (not refused as a duplicate): neither it nor its record was committed. */
   failed(): void;
+  /** The store could not confirm a write in time: it and its record may have been committed, or not. */
+  unconfirmed?(): void;
 }
 
 export interface StoreOptions {
