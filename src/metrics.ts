@@ -6,6 +6,7 @@ import type { RuleTally } from './live/rule-tally.js';
 import { PlainCounter, PlainHistogram } from './plain-metrics.js';
 import type { PolicyDirectory } from './policy-files/policy-directory.js';
 import type { KeyRing } from './admin-keys.js';
+import type { FeedHealth } from './snapshot/follow-changes.js';
 
 /** Request latencies are mostly tens of microseconds; the upper buckets catch stalls. */
 const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
@@ -102,6 +103,15 @@ export class Metrics {
     this.gauge('verdict_snapshot_revision', 'Revision of the policy snapshot that decisions use', () => snapshots.current.revision);
     this.gauge('verdict_snapshot_age_seconds', 'Seconds since the policy snapshot in use was built', () => (Date.now() - snapshots.builtAt) / 1000);
     this.gauge('verdict_policies', 'Policies in the snapshot in use', () => snapshots.policies.length);
+  }
+
+  /** Adds how long the store's change feed has been interrupted. */
+  observeFeed(feed: FeedHealth): void {
+    this.gauge(
+      'verdict_change_feed_interrupted_seconds',
+      "Seconds since this process lost the store's change feed, 0 while it follows (meanwhile writes by other processes are not applied here)",
+      () => (feed.interruption === undefined ? 0 : (Date.now() - feed.interruption.since) / 1000),
+    );
   }
 
   /** Adds the gauges of the bulk worker pool. */
