@@ -13,7 +13,6 @@ import {
 } from 'mongodb';
 import type { Policy } from '../schemas/policy.js';
 import type { Entity } from '../schemas/entity.js';
-import { randomInt } from 'node:crypto';
 import {
   DuplicateKeyError,
   StoreUnavailableError,
@@ -40,45 +39,19 @@ import {
 import { rethrowStoreError, rethrowWriteError, unavailability, unconfirmedWrite } from './mongodb-errors.js';
 import { ChangeStreamFollower } from './change-stream-follower.js';
 import { CommitOutcomeUnknownError, runTransaction } from './mongodb-transaction.js';
-
-/**
- * A policy or entity: keyed by its name or uri (so a delete event names it), ordered by a unique
- * position from a counter, kept as JSON text so that every value keeps its JSON type and any
- * attribute key (`__proto__`, `a.b`, `$x`) is stored as it is. `version` moves on every write, so
- * that a write leaving the text as it was still reaches the change feed (MongoDB logs no change
- * for an update that changes nothing).
- */
-interface StoredDocument {
-  _id: string;
-  position: number;
-  document: string;
-  /** Absent on documents written before versions were kept. */
-  version?: number;
-}
-
-interface Counter {
-  /** `policy-position`, `entity-position`, `policy-revision`, `audit-sequence`, `policy-version:<name>`, or `store-epoch`. */
-  _id: string;
-  value: number;
-}
-
-/** Which policy a policy revision wrote: kept for the last POLICY_CHANGES_KEPT revisions (see loadPolicies). */
-interface PolicyChangeRecord {
-  _id: number;
-  name: string;
-}
+import {
+  COLLECTION_NAMES,
+  collectionsOf,
+  ENTITY_COUNT,
+  type Counter,
+  type PolicyChangeRecord,
+  type StoreCollections,
+  type StoredAuditRecord,
+  type StoredDocument,
+} from './mongodb-collections.js';
+import { countEntities, createIndexes, ensureEpoch, raiseCounters } from './mongodb-set-up.js';
 
 const POLICY_CHANGES_KEPT = 10_000;
-
-/** An audit record: numbered from the `audit-sequence` counter, its JSON in `record`, the fields queries use beside it. */
-interface StoredAuditRecord {
-  _id: number;
-  time: Date;
-  target: string;
-  actor: string;
-  policy_version?: number;
-  record: string;
-}
 
 /** The write in progress: its session, and the audit operations it recorded. */
 interface Transaction {
@@ -92,8 +65,7 @@ const BASELINE_WRITER: Writer = { actor: 'verdict', client: '', requestId: '', r
 const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 const DUPLICATE_KEY = 11000;
-const INDEX_OPTIONS_CONFLICT = 85;
-/** The followed collections; every other collection's events are filtered out on the server. */
+/** The followed collections; every other collection's events are filtered out on the server, but for their drops and renames. */
 const FOLLOWED = ['policies', 'entities'];
 
 /** How long MongoDB operations may take, in ms (see clientOptions). */
@@ -136,12 +108,21 @@ export function clientOptions(timeouts: MongoTimeouts, serverSelectionTimeoutMS:
 
 /**
  * Why a server that answered `hello` with this cannot hold the store, or undefined when it can:
- * transactions and change streams need a replica set member or a mongos. (Servers older than
- * MongoDB 4.4, which lack the rest of what is used, are refused by the driver itself.)
+ * transactions and change streams need a replica set member or a mongos, and a connection made
+ * directly to one member (`directConnection`) must reach the primary, since it reaches no other.
+ * (Servers older than MongoDB 4.4, which lack the rest of what is used, are refused by the driver itself.)
  */
-export function topologyRefusal(hello: Document): string | undefined {
-  if (hello.msg === 'isdbgrid' || typeof hello.setName === 'string') return undefined;
-  return 'it is a standalone server, and Verdict needs a replica set (transactions and change streams): start mongod with --replSet and initiate it, or connect to a replica set or mongos';
+export function topologyRefusal(hello: Document, directConnection = false): string | undefined {
+  if (hello.msg === 'isdbgrid') return undefined;
+  if (typeof hello.setName !== 'string') {
+    return 'it is a standalone server, and Verdict needs a replica set (transactions and change streams): start mongod with --replSet and initiate it, or connect to a replica set or mongos';
+  }
+  if (!directConnection || hello.isWritablePrimary === true) return undefined;
+  const member = hello.secondary === true ? 'a secondary' : hello.arbiterOnly === true ? 'an arbiter' : 'a member';
+  return (
+    `the URI connects directly (directConnection=true) to ${String(hello.me ?? 'its host')}, ${member} of replica set ${hello.setName}, not its primary, ` +
+    `so every write would fail: name the replica set instead (replicaSet=${hello.setName}, without directConnection) or connect directly to the primary`
+  );
 }
 
 /** A position in a MongoDB change feed: an operation time, where a change stream can start. */
@@ -156,12 +137,29 @@ const storedAudit = (id: number, draft: AuditDraft): StoredAuditRecord => ({
   record: JSON.stringify(draft),
 });
 
-/** The uri whose insert failed as a duplicate, from the write error's position in the batch. */
-function duplicateUri(error: MongoServerError, entities: readonly Entity[]): string | undefined {
-  if (!(error instanceof MongoBulkWriteError)) return undefined;
+/** The first write error of a failed insert: the error itself, or of a batch the first of its write errors. */
+function firstWriteError(error: MongoServerError): { index: number; keyPattern?: Document } {
+  if (!(error instanceof MongoBulkWriteError)) return { index: 0, keyPattern: error.keyPattern as Document | undefined };
   const [first] = [error.writeErrors].flat();
-  return first === undefined ? undefined : entities[first.index]?.uri;
+  return { index: first?.index ?? -1, keyPattern: (first?.err as { keyPattern?: Document } | undefined)?.keyPattern };
 }
+
+/**
+ * Whether an insert failed because a document of that key (name or uri) exists, rather than on a
+ * value a counter made (a position): servers that do not say which index count as the former.
+ */
+function takenKey(error: unknown): error is MongoServerError {
+  if (!(error instanceof MongoServerError && error.code === DUPLICATE_KEY)) return false;
+  const { keyPattern } = firstWriteError(error);
+  return keyPattern === undefined || '_id' in keyPattern;
+}
+
+/**
+ * A duplicate key that a write's own inserts did not take for a name or uri (those are
+ * DuplicateKeyErrors by then): a value a counter handed out was taken already, so the counters
+ * were reset under this store (see raiseCounters).
+ */
+const counterBehind = (error: unknown) => error instanceof MongoServerError && error.code === DUPLICATE_KEY;
 
 /**
  * The shared store for many Verdict processes: policies and entities in MongoDB (a replica set,
@@ -169,6 +167,7 @@ function duplicateUri(error: MongoServerError, entities: readonly Entity[]): str
  * follows the others' writes through a change stream that resumes where it stopped.
  */
 export class MongoStore implements Store {
+  private readonly collections: StoreCollections;
   private readonly policies: Collection<StoredDocument>;
   private readonly entities: Collection<StoredDocument>;
   private readonly counters: Collection<Counter>;
@@ -176,6 +175,9 @@ export class MongoStore implements Store {
   private readonly policyChanges: Collection<PolicyChangeRecord>;
   private readonly clock: () => number;
   private readonly followers = new Set<ChangeStreamFollower>();
+  /** Times the change feed lost track (a drop, say), and how many of them the set-up has been made again for. */
+  private resets = { seen: 0, setUp: 0 };
+  private settingUp: Promise<void> | undefined;
 
   private constructor(
     private readonly client: MongoClient,
@@ -183,11 +185,8 @@ export class MongoStore implements Store {
     private readonly options: Partial<StoreOptions>,
     private readonly timeouts: MongoTimeouts,
   ) {
-    this.policies = db.collection('policies');
-    this.entities = db.collection('entities');
-    this.counters = db.collection('counters');
-    this.audit = db.collection('audit');
-    this.policyChanges = db.collection('policy_changes');
+    this.collections = collectionsOf(db);
+    ({ policies: this.policies, entities: this.entities, counters: this.counters, audit: this.audit, policyChanges: this.policyChanges } = this.collections);
     this.clock = options.clock ?? Date.now;
   }
 
@@ -201,10 +200,10 @@ export class MongoStore implements Store {
     const client = new MongoClient(options.uri, clientOptions(timeouts, timeoutMs));
     try {
       await client.connect();
-      const refusal = topologyRefusal(await client.db('admin').command({ hello: 1 }));
+      const refusal = topologyRefusal(await client.db('admin').command({ hello: 1 }), client.options.directConnection);
       if (refusal !== undefined) throw new Error(refusal);
       const store = new MongoStore(client, client.db(options.database), options, timeouts);
-      await store.prepare();
+      await store.setUp();
       return store;
     } catch (error) {
       await client.close().catch(() => undefined);
@@ -221,27 +220,42 @@ export class MongoStore implements Store {
     }
   }
 
-  private async prepare(): Promise<void> {
-    // Positions are unique: a non-unique index from an earlier release is replaced.
-    for (const collection of [this.policies, this.entities]) {
-      try {
-        await collection.createIndex({ position: 1 }, { unique: true });
-      } catch (error) {
-        if (!(error instanceof MongoServerError && error.code === INDEX_OPTIONS_CONFLICT)) throw error;
-        await collection.dropIndex('position_1');
-        await collection.createIndex({ position: 1 }, { unique: true });
-      }
-    }
-    await this.audit.createIndex({ target: 1, _id: -1 });
-    await this.audit.createIndex({ actor: 1, _id: -1 });
-    await this.audit.createIndex({ time: 1 });
-    await this.audit.createIndex(
-      { target: 1, policy_version: 1 },
-      { unique: true, partialFilterExpression: { policy_version: { $exists: true } } },
-    );
+  /** Everything the store needs of the database besides its documents (see mongodb-set-up.ts). */
+  private async setUp(): Promise<void> {
+    await createIndexes(this.collections);
+    // Before the baselines, which a counters collection dropped would otherwise take for a database without an audit trail.
+    await raiseCounters(this.collections);
     await this.recordBaselines();
-    // Tells this database's revisions from those of one that replaced it (dropped and refilled): see loadPolicies.
-    await this.counters.updateOne({ _id: 'store-epoch' }, { $setOnInsert: { value: randomInt(2 ** 47) } }, { upsert: true });
+    await ensureEpoch(this.collections);
+    await this.withSession((session) => countEntities(this.collections, session, this.timeouts.retry));
+  }
+
+  /**
+   * Makes the set-up again if the change feed lost track since it was last made (its collections
+   * may have been dropped), once at a time, and again if it lost track meanwhile.
+   */
+  private async setUpAfterResets(): Promise<void> {
+    while (this.resets.setUp < this.resets.seen) {
+      this.settingUp ??= (async () => {
+        const seen = this.resets.seen;
+        try {
+          await this.setUp();
+          this.resets.setUp = seen;
+        } finally {
+          this.settingUp = undefined;
+        }
+      })();
+      await this.settingUp;
+    }
+  }
+
+  private async withSession<T>(use: (session: ClientSession) => Promise<T>): Promise<T> {
+    const session = this.client.startSession();
+    try {
+      return await use(session);
+    } finally {
+      await session.endSession();
+    }
   }
 
   /**
@@ -251,7 +265,7 @@ export class MongoStore implements Store {
    */
   private async recordBaselines(): Promise<void> {
     if ((await this.counters.findOne({ _id: 'audit-sequence' })) !== null) return;
-    await this.write(async (transaction) => {
+    await this.transact(async (transaction) => {
       const { session } = transaction;
       if ((await this.counters.findOne({ _id: 'audit-sequence' }, { session })) !== null) return;
       await this.counters.insertOne({ _id: 'audit-sequence', value: 0 }, { session });
@@ -276,13 +290,25 @@ export class MongoStore implements Store {
    * Runs `work` in one transaction: the write, its revision or position counters and its audit
    * record commit together or not at all. `work` runs again on transient errors (a write conflict
    * with another process), so it must only read and write through the session. A write that could
-   * not be committed in time says whether it may have been (see runTransaction).
+   * not be committed in time says whether it may have been (see runTransaction). Once after a
+   * counter handed out a value already taken, the counters are raised and the write made again.
    */
   private async write<T>(work: (transaction: Transaction) => Promise<T>): Promise<T> {
+    try {
+      await this.setUpAfterResets();
+    } catch (error) {
+      this.options.observer?.failed();
+      return rethrowWriteError(error);
+    }
+    return this.transact(work);
+  }
+
+  /** The transaction of `write`, without waiting for the set-up (which makes baselines with it). */
+  private async transact<T>(work: (transaction: Transaction) => Promise<T>): Promise<T> {
     const session = this.client.startSession();
     let recorded: AuditOperation[] = [];
-    try {
-      const result = await runTransaction(
+    const attempt = () =>
+      runTransaction(
         session,
         () => {
           recorded = [];
@@ -290,6 +316,12 @@ export class MongoStore implements Store {
         },
         this.timeouts.retry,
       );
+    try {
+      const result = await attempt().catch(async (error: unknown) => {
+        if (!counterBehind(error)) throw error;
+        await raiseCounters(this.collections);
+        return attempt();
+      });
       for (const operation of recorded) this.options.observer?.recorded(operation);
       return result;
     } catch (error) {
@@ -315,7 +347,7 @@ export class MongoStore implements Store {
     try {
       await collection.insertOne(document, { session });
     } catch (error) {
-      if (error instanceof MongoServerError && error.code === DUPLICATE_KEY) throw new DuplicateKeyError(duplicate);
+      if (takenKey(error)) throw new DuplicateKeyError(duplicate);
       throw error;
     }
   }
@@ -502,8 +534,22 @@ export class MongoStore implements Store {
     return rows.map((row) => JSON.parse(row.document) as Entity);
   }
 
+  /**
+   * The count kept with every registration and deletion (made exact at set-up), one document read;
+   * counted from the collection only while that count cannot be trusted (its counter was dropped).
+   */
   async countEntities(): Promise<number> {
-    return this.entities.countDocuments().catch(rethrowStoreError);
+    try {
+      const kept = await this.counters.findOne({ _id: ENTITY_COUNT });
+      return kept?.exact ? kept.value : await this.entities.countDocuments();
+    } catch (error) {
+      return rethrowStoreError(error);
+    }
+  }
+
+  /** Within a write: moves the kept entity count (see countEntities). */
+  private async countRegistered(session: ClientSession, change: number): Promise<void> {
+    await this.counters.updateOne({ _id: ENTITY_COUNT }, { $inc: { value: change } }, { upsert: true, session });
   }
 
   async createEntity(entity: Entity, by: Writer): Promise<void> {
@@ -512,6 +558,7 @@ export class MongoStore implements Store {
       const position = await this.nextValue('entity-position', session);
       const document = { _id: entity.uri, position, document: JSON.stringify(entity), version: 1 };
       await this.insertNew(this.entities, document, session, `Entity '${entity.uri}' already exists`);
+      await this.countRegistered(session, 1);
       await this.recordEntityWrite(transaction, by, { operation: 'entity.create', uri: entity.uri, before: undefined, after: entity });
     });
   }
@@ -526,12 +573,13 @@ export class MongoStore implements Store {
       try {
         await this.entities.insertMany(rows, { session, ordered: true });
       } catch (error) {
-        if (error instanceof MongoServerError && error.code === DUPLICATE_KEY) {
-          const uri = duplicateUri(error, entities);
+        if (takenKey(error)) {
+          const uri = entities[firstWriteError(error).index]?.uri;
           throw new DuplicateKeyError(uri === undefined ? 'An entity of this call is already registered' : `Entity '${uri}' already exists`, uri);
         }
         throw error;
       }
+      await this.countRegistered(session, entities.length);
       await this.recordEntitiesCreated(transaction, by, entities);
     });
   }
@@ -555,6 +603,7 @@ export class MongoStore implements Store {
       const before = await this.readEntity(uri, session);
       if (before === undefined) return false;
       await this.entities.deleteOne({ _id: uri }, { session });
+      await this.countRegistered(session, -1);
       await this.recordEntityWrite(transaction, by, { operation: 'entity.delete', uri, before, after: undefined });
       return true;
     });
@@ -605,17 +654,31 @@ export class MongoStore implements Store {
 
   /**
    * Follows every write to the two collections through a change stream (see ChangeStreamFollower),
-   * and the events that end their history (a drop, a rename from or onto them, the database dropped).
+   * and the events that end a history: any of the store's collections dropped, renamed or renamed
+   * onto, the database dropped. Whenever the feed loses track, the set-up is made again (in the
+   * background: writes wait for it), since a drop takes indexes, counters and the epoch with it.
    */
   watch(listener: StoreChangeListener, from?: FeedPosition): () => void {
     const pipeline = [
       {
         $match: {
-          $or: [{ 'ns.coll': { $in: FOLLOWED } }, { 'to.coll': { $in: FOLLOWED } }, { operationType: { $in: ['dropDatabase', 'invalidate'] } }],
+          $or: [
+            { 'ns.coll': { $in: FOLLOWED } },
+            { operationType: { $in: ['drop', 'rename'] }, 'ns.coll': { $in: COLLECTION_NAMES } },
+            { 'to.coll': { $in: COLLECTION_NAMES } },
+            { operationType: { $in: ['dropDatabase', 'invalidate'] } },
+          ],
         },
       },
     ];
-    const follower = new ChangeStreamFollower((start) => this.db.watch(pipeline, start), listener, {
+    const relay: StoreChangeListener = (change) => {
+      if (change.kind === 'everything') {
+        this.resets.seen++;
+        this.setUpAfterResets().catch(() => undefined);
+      }
+      listener(change);
+    };
+    const follower = new ChangeStreamFollower((start) => this.db.watch(pipeline, start), relay, {
       from: from === undefined ? undefined : operationTimeAt(from),
     });
     this.followers.add(follower);

@@ -33,6 +33,14 @@ t.test('a standalone server is refused in one line saying what to do; replica se
   t.equal(topologyRefusal(mongos), undefined, 'a mongos');
 });
 
+t.test('a connection made directly to one member is refused unless that member is the primary', async (t) => {
+  t.equal(topologyRefusal(primary, true), undefined, 'the primary');
+  t.match(topologyRefusal(secondary, true), /^the URI connects directly \(directConnection=true\) to db-0:27017, a secondary of replica set rs0, not its primary, so every write would fail: name the replica set instead \(replicaSet=rs0/);
+  t.match(topologyRefusal({ ...secondary, secondary: false, arbiterOnly: true }, true), /an arbiter of replica set rs0/);
+  t.equal(topologyRefusal(mongos, true), undefined, 'a mongos');
+  t.match(topologyRefusal(standalone, true), /standalone server/);
+});
+
 t.test('reads go to the primary, writes wait for a majority, and every wait is bounded, whatever the connection string asks', async (t) => {
   const uri = 'mongodb://127.0.0.1:1/?readPreference=secondaryPreferred&w=1&wtimeoutMS=0&readConcernLevel=local&socketTimeoutMS=0&waitQueueTimeoutMS=0';
   const client = new MongoClient(uri, clientOptions(MONGODB_TIMEOUTS, 10_000));
