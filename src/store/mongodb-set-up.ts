@@ -33,10 +33,18 @@ async function greatest<T extends Document>(collection: Collection<T>, field: st
   return Number((row as Document | undefined)?.[field] ?? 0);
 }
 
+/** Raises each counter to `floor` when it is below it (`$max` never lowers one, so processes doing this at once agree). */
+async function raise(counters: Collection<Counter>, floors: Map<string, number>): Promise<void> {
+  const raises: AnyBulkWriteOperation<Counter>[] = [...floors]
+    .filter(([, floor]) => floor > 0)
+    .map(([counter, floor]) => ({ updateOne: { filter: { _id: counter }, update: { $max: { value: floor } }, upsert: true } }));
+  if (raises.length > 0) await counters.bulkWrite(raises, { ordered: false });
+}
+
 /**
- * Raises every counter to at least the greatest value its collection holds, so that counters reset
- * (their collection dropped, or restored from an older copy) never hand out a revision, position,
- * audit id or policy version again. `$max` only ever raises: processes doing this at once agree.
+ * Raises the revision, position and audit counters to at least the greatest value their
+ * collections hold, so that counters reset (dropped, or restored from an older copy) never hand
+ * one out again: a revision handed out twice would be taken by other processes for one they hold.
  */
 export async function raiseCounters({ policies, entities, counters, audit, policyChanges }: StoreCollections): Promise<void> {
   const floors = new Map([
@@ -45,15 +53,21 @@ export async function raiseCounters({ policies, entities, counters, audit, polic
     ['policy-position', await greatest(policies, 'position')],
     ['entity-position', await greatest(entities, 'position')],
   ]);
-  const versions = audit.aggregate<{ _id: string; version: number }>([
+  await raise(counters, floors);
+}
+
+/**
+ * Raises each policy's version counter to the greatest version its audit records hold: done only
+ * once a version was handed out again, which the unique index on (target, version) refuses.
+ */
+export async function raisePolicyVersions({ counters, audit }: StoreCollections): Promise<void> {
+  const newest = audit.aggregate<{ _id: string; version: number }>([
     { $match: { policy_version: { $exists: true } } },
     { $group: { _id: '$target', version: { $max: '$policy_version' } } },
   ]);
-  for await (const { _id: target, version } of versions) floors.set(`policy-version:${target.slice('policy:'.length)}`, version);
-  const raises: AnyBulkWriteOperation<Counter>[] = [...floors]
-    .filter(([, floor]) => floor > 0)
-    .map(([counter, floor]) => ({ updateOne: { filter: { _id: counter }, update: { $max: { value: floor } }, upsert: true } }));
-  if (raises.length > 0) await counters.bulkWrite(raises, { ordered: false });
+  const floors = new Map<string, number>();
+  for await (const { _id: target, version } of newest) floors.set(`policy-version:${target.slice('policy:'.length)}`, version);
+  await raise(counters, floors);
 }
 
 /** Tells this database's revisions from those of one that replaced it (dropped and refilled): see MongoStore.loadPolicies. */

@@ -49,7 +49,7 @@ import {
   type StoredAuditRecord,
   type StoredDocument,
 } from './mongodb-collections.js';
-import { countEntities, createIndexes, ensureEpoch, raiseCounters } from './mongodb-set-up.js';
+import { countEntities, createIndexes, ensureEpoch, raiseCounters, raisePolicyVersions } from './mongodb-set-up.js';
 
 const POLICY_CHANGES_KEPT = 10_000;
 
@@ -227,7 +227,8 @@ export class MongoStore implements Store {
     await raiseCounters(this.collections);
     await this.recordBaselines();
     await ensureEpoch(this.collections);
-    await this.withSession((session) => countEntities(this.collections, session, this.timeouts.retry));
+    // Without an exact count (a registry too large to count in one transaction), $count counts the collection.
+    await this.withSession((session) => countEntities(this.collections, session, this.timeouts.retry)).catch(() => undefined);
   }
 
   /**
@@ -320,6 +321,7 @@ export class MongoStore implements Store {
       const result = await attempt().catch(async (error: unknown) => {
         if (!counterBehind(error)) throw error;
         await raiseCounters(this.collections);
+        await raisePolicyVersions(this.collections);
         return attempt();
       });
       for (const operation of recorded) this.options.observer?.recorded(operation);
