@@ -32,8 +32,6 @@ export interface ScriptedMongo {
   operations(): Received[];
   /** Queues change events for every open change stream; the next getMore returns them. */
   sendChanges(...events: Document[]): void;
-  /** Resumes every command kept without an answer, with this reply. */
-  answerKept(reply: Document): void;
   close(): Promise<void>;
 }
 
@@ -206,9 +204,6 @@ export async function scriptedMongo(answer: Answer = () => undefined): Promise<S
     received,
     operations: () => received.filter((command) => !BOOKKEEPING.has(command.name)),
     sendChanges: (...sent) => events.push(...sent),
-    answerKept: (reply) => {
-      for (const resume of kept.splice(0)) resume(reply);
-    },
     close: () =>
       new Promise((resolve) => {
         for (const resume of kept.splice(0)) resume({ ok: 0, errmsg: 'closed', code: 91, codeName: 'ShutdownInProgress' });
