@@ -3,7 +3,7 @@ import type { Config } from './config.js';
 import { openStore } from './store/open.js';
 import type { Store } from './store/store.js';
 import { PolicySnapshots } from './snapshot/policy-snapshots.js';
-import { followChanges } from './snapshot/follow-changes.js';
+import { FeedHealth, followChanges } from './snapshot/follow-changes.js';
 import { CheckService } from './checks.js';
 import { PlanService } from './plans.js';
 import { PolicyService } from './policies.js';
@@ -110,6 +110,8 @@ export async function buildApp(config: Config, openedStore?: Store): Promise<Fas
   const adminKeys = adminKeysOf(config);
   const adminKeysFile = config.adminKeysFile === '' ? undefined : adminKeys;
   if (adminKeysFile !== undefined) metrics.observeAdminKeysFile(adminKeysFile);
+  const feed = new FeedHealth();
+  metrics.observeFeed(feed);
   // A store or a snapshot rebuild failing degrades: every process on a shared store fails at once,
   // and taking them all out of service would stop decisions that the last snapshot can still make.
   const readiness = new Readiness({
@@ -131,6 +133,11 @@ export async function buildApp(config: Config, openedStore?: Store): Promise<Fas
         } catch (error) {
           return `unreachable: ${(error as Error).message}`;
         }
+      },
+      // Without the feed, writes by other processes are not applied here: decisions may be stale.
+      feed: () => {
+        const lost = feed.interruption;
+        return lost && `interrupted since ${new Date(lost.since).toISOString()}, retrying: ${lost.reason}`;
       },
       // Invalid policy files never replace the last good set, which keeps deciding (there is one:
       // invalid files at start stop the start).
@@ -210,6 +217,7 @@ export async function buildApp(config: Config, openedStore?: Store): Promise<Fas
     app.log.error({ dir: policyFiles.dir, problems }, 'policy files changed but are not all valid: serving the last good set'),
   );
   const stopFollowing = followChanges(store, snapshots, entities, app.log, {
+    health: feed,
     error: () => metrics.changeFeedErrors.inc(),
     applied: (seconds) => {
       metrics.changeFeedLag.observe(seconds);

@@ -6,6 +6,7 @@ import type { RuleTally } from './live/rule-tally.js';
 import { PlainCounter, PlainHistogram } from './plain-metrics.js';
 import type { PolicyDirectory } from './policy-files/policy-directory.js';
 import type { KeyRing } from './admin-keys.js';
+import type { FeedHealth } from './snapshot/follow-changes.js';
 
 /** Request latencies are mostly tens of microseconds; the upper buckets catch stalls. */
 const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
@@ -69,6 +70,11 @@ export class Metrics {
     help: 'Admin writes that failed in the store: neither the write nor its audit record was committed',
     registers: [this.registry],
   });
+  readonly auditWritesUnconfirmed = new Counter({
+    name: 'verdict_audit_writes_unconfirmed_total',
+    help: 'Admin writes the store did not confirm in time (answered 503): each, with its audit record, may have been committed or not',
+    registers: [this.registry],
+  });
   readonly auditPruned = new Counter({
     name: 'verdict_audit_records_pruned_total',
     help: 'Audit records deleted by the retention (--audit-retention)',
@@ -84,6 +90,7 @@ export class Metrics {
   readonly auditObserver: AuditObserver = {
     recorded: (operation) => this.auditRecords.labels(operation).inc(),
     failed: () => this.auditWriteFailures.inc(),
+    unconfirmed: () => this.auditWritesUnconfirmed.inc(),
   };
 
   constructor() {
@@ -96,6 +103,15 @@ export class Metrics {
     this.gauge('verdict_snapshot_revision', 'Revision of the policy snapshot that decisions use', () => snapshots.current.revision);
     this.gauge('verdict_snapshot_age_seconds', 'Seconds since the policy snapshot in use was built', () => (Date.now() - snapshots.builtAt) / 1000);
     this.gauge('verdict_policies', 'Policies in the snapshot in use', () => snapshots.policies.length);
+  }
+
+  /** Adds how long the store's change feed has been interrupted. */
+  observeFeed(feed: FeedHealth): void {
+    this.gauge(
+      'verdict_change_feed_interrupted_seconds',
+      "Seconds since this process lost the store's change feed, 0 while it follows (meanwhile writes by other processes are not applied here)",
+      () => (feed.interruption === undefined ? 0 : (Date.now() - feed.interruption.since) / 1000),
+    );
   }
 
   /** Adds the gauges of the bulk worker pool. */

@@ -34,7 +34,7 @@ t.test('--metrics-host: /metrics, /health and /ready there, the API on its own a
   ]);
   const probes = `http://${metricsHost}:${metricsPort}`;
   const ready = await waitFor(probes, '/ready', 200, server);
-  t.same(ready.body, { status: 'ready', degraded: false, checks: { snapshot: 'ok', store: 'ok', workers: 'ok' } }, 'GET /ready on the metrics port');
+  t.same(ready.body, { status: 'ready', degraded: false, checks: { snapshot: 'ok', store: 'ok', feed: 'ok', workers: 'ok' } }, 'GET /ready on the metrics port');
   const health = await ask(probes, 'GET', '/health');
   t.equal(health.status, 200, 'GET /health on the metrics port');
   t.equal(health.body.status, 'ok');

@@ -43,7 +43,7 @@ t.test('a server on TCP and a Unix socket: ready, checks, healthcheck, metrics o
     { LOG_LEVEL: 'debug', ADMIN_AUTHN_REQUIRED: 'true', ADMIN_API_KEY: key },
   );
   const ready = await waitFor(url, '/ready', 200, server);
-  t.same(ready.body, { status: 'ready', degraded: false, checks: { snapshot: 'ok', store: 'ok', workers: 'ok' } });
+  t.same(ready.body, { status: 'ready', degraded: false, checks: { snapshot: 'ok', store: 'ok', feed: 'ok', workers: 'ok' } });
 
   t.equal(statSync(socket).mode & 0o777, 0o660, 'the socket is mode 0660: owner and group may connect, others not');
   const overSocket = await ask(`unix:${socket}`, 'POST', '/check', check);

@@ -51,7 +51,7 @@ t.test('a start on the embedded store loads no MongoDB driver, rate limiter, poo
   const url = `http://127.0.0.1:${port}`;
   const server = runVerdict(t, ['start', '--store', 'embedded', '--port', String(port), '--workers', '1'], reporting(t));
   const ready = await waitFor(url, '/ready', 200, server);
-  t.same(ready.body.checks, { snapshot: 'ok', store: 'ok', workers: 'ok' }, 'ready, worker threads not started yet');
+  t.same(ready.body.checks, { snapshot: 'ok', store: 'ok', feed: 'ok', workers: 'ok' }, 'ready, worker threads not started yet');
   t.equal(await workerThreads(url), 0, 'no worker thread runs');
   let report = nextReport(server);
   server.process.kill('SIGWINCH');

@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
 import FindMyWay from 'find-my-way';
 import { ClientError, RequestValidationError, UnavailableError } from '../errors.js';
-import { StoreUnavailableError } from '../store/store.js';
+import { StoreUnavailableError, StoreWriteUnconfirmedError } from '../store/store.js';
 import { WorkerTimeoutError } from '../pool/bulk-pool.js';
 import { validationIssues } from '../schemas/validation.js';
 import { REVISION_HEADER, type ServedRevision } from './revision.js';
@@ -41,6 +41,10 @@ async function answerOf(error: FastifyError, request: FastifyRequest, app: Fasti
   if (error instanceof UnavailableError) {
     request.log.warn({ err: error }, 'service unavailable');
     return [503, { detail: error.detail }];
+  }
+  if (error instanceof StoreWriteUnconfirmedError) {
+    request.log.warn({ err: error }, 'write not confirmed by the store');
+    return [503, { detail: error.message }];
   }
   if (error instanceof StoreUnavailableError || error instanceof WorkerTimeoutError) {
     request.log.warn({ err: error }, 'service unavailable');

@@ -3,12 +3,28 @@ import type { Store } from '../store/store.js';
 import type { EntityAttributeCache } from '../registry/entity-cache.js';
 import type { PolicySnapshots } from './policy-snapshots.js';
 
+/** Whether this process follows the store's change feed, for readiness and metrics. */
+export class FeedHealth {
+  /** Since when (epoch ms) and why the feed is interrupted; undefined while it follows. */
+  interruption: { since: number; reason: string } | undefined;
+
+  interrupted(reason: string): void {
+    this.interruption = { since: this.interruption?.since ?? Date.now(), reason };
+  }
+
+  resumed(): void {
+    this.interruption = undefined;
+  }
+}
+
 /** What the follower reports besides its log lines. */
 export interface FollowObservers {
   /** A change could not be applied. */
   error?: () => void;
   /** A change is being served, `seconds` after it was committed. */
   applied?: (seconds: number) => void;
+  /** Told when the feed is interrupted and when it follows again. */
+  health?: FeedHealth;
 }
 
 /**
@@ -50,9 +66,11 @@ export function followChanges(
         void rebuild(true);
         return;
       case 'interrupted':
+        observers.health?.interrupted(change.reason);
         log.warn({ reason: change.reason }, 'lost the store change feed; serving the last snapshot and cached entities while it retries');
         return;
       case 'resumed':
+        observers.health?.resumed();
         log.info('the store change feed is back');
         return;
     }

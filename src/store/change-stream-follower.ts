@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { MongoServerError, type ChangeStreamDocument, type ResumeToken, type Timestamp } from 'mongodb';
 import type { StoreChange, StoreChangeListener } from './store.js';
+import { unavailability } from './mongodb-errors.js';
 
 /** Where a change stream opens: after a change, at an operation time, or (empty) wherever the server is now. */
 export type StreamStart =
@@ -23,8 +24,14 @@ export interface FollowerOptions {
   backoffMillis?: { first: number; max: number };
 }
 
-/** Server codes after which a change stream cannot resume from its token (CappedPositionLost, ChangeStreamFatalError, ChangeStreamHistoryLost). */
-const HISTORY_LOST = new Set([136, 280, 286]);
+/** Server codes after which a change stream cannot resume from its token (CappedPositionLost, InvalidResumeToken, ChangeStreamFatalError, ChangeStreamHistoryLost). */
+const HISTORY_LOST = new Set([136, 260, 280, 286]);
+/**
+ * A stream the server refuses to reopen this many times in a row (it answered, so this is no
+ * outage: an unauthorized user, a token it will not take), or a change the listener fails on this
+ * many times, gives up its resume point: the follower starts over from a new stream.
+ */
+const FAILURES_BEFORE_STARTING_OVER = 3;
 const BACKOFF_MILLIS = { first: 100, max: 5000 };
 /** Events that say the followed collections' history is gone (dropped or renamed): reload everything. */
 const RESET_EVENTS = new Set(['drop', 'rename', 'dropDatabase']);
@@ -47,18 +54,28 @@ function changeOf(event: ChangeStreamDocument): StoreChange | undefined {
   return { kind: 'entity', uri: String((event.documentKey as { _id: unknown })._id), committedAt };
 }
 
+const hasStart = (start: StreamStart) => 'resumeAfter' in start || 'startAfter' in start || 'startAtOperationTime' in start;
+
 /**
  * Follows a change stream for as long as it is not stopped, and never loses a change silently:
- * a stream that fails is reopened after a growing pause, after the last resume token seen (the
- * driver moves it on empty batches too) or, before any, at the starting operation time. When
- * there is no such point, or the server has lost the history to resume from, the new stream is
- * opened first and `everything` announced once it is live, so a write in between is not missed.
+ * a stream that fails is reopened after a growing pause, after the last change the listener took
+ * (or the last resume token of an empty batch) or, before any, at the starting operation time.
+ * When there is no such point, the server has lost the history to resume from, or it keeps
+ * refusing to resume (see FAILURES_BEFORE_STARTING_OVER), the new stream is opened first and
+ * `everything` announced once it is live, so a write in between is not missed. Outages (the
+ * server unreachable, a failover) are waited out with the resume point kept, however long.
  */
 export class ChangeStreamFollower {
   private start: StreamStart;
   private stream: FollowedStream | undefined;
   private interrupted = false;
   private reloadWhenLive = false;
+  /** Reopens the server refused since a stream was last live. */
+  private refusals = 0;
+  /** Times in a row the listener failed on a change. */
+  private undelivered = 0;
+  /** The last failure was the listener's, not the stream's. */
+  private failedDelivering = false;
   private readonly stopping = new AbortController();
   /** Settles when the follower has stopped. */
   readonly finished: Promise<void>;
@@ -102,35 +119,49 @@ export class ChangeStreamFollower {
     const stream = this.open(this.start);
     this.stream = stream;
     let live = false;
+    /** Every change before this point has been taken by the listener. */
+    let delivered = this.start;
     const becameLive = () => {
       if (live) return;
       live = true;
+      this.refusals = 0;
       onLive();
       if (this.interrupted) {
+        this.tell({ kind: 'resumed' });
         this.interrupted = false;
-        this.listener({ kind: 'resumed' });
       }
       if (this.reloadWhenLive) {
+        this.tell({ kind: 'everything' });
         this.reloadWhenLive = false;
-        this.listener({ kind: 'everything' });
       }
     };
+    // The driver moves the token after an empty batch, and also just before it hands over a change:
+    // that change is not taken until the listener has run (see deliver).
     stream.on('resumeTokenChanged', (token) => {
       this.start = { resumeAfter: token };
       becameLive();
     });
+    /** Hands `change` to the listener, then moves the resume point to `after`; if the listener fails, the stream will reopen before the change. */
+    const deliver = (change: StoreChange | undefined, after: StreamStart) => {
+      try {
+        if (change !== undefined) this.tell(change);
+      } catch (error) {
+        this.start = delivered;
+        this.undelivered++;
+        throw error;
+      }
+      this.undelivered = 0;
+      delivered = this.start = after;
+    };
     try {
       for await (const event of stream) {
         becameLive();
         if (event.operationType === 'invalidate') {
           // The stream ends here; a new one can only start after the invalidation, not resume from it.
-          this.start = { startAfter: event._id };
-          this.listener({ kind: 'everything' });
+          deliver({ kind: 'everything' }, { startAfter: event._id });
           return true;
         }
-        this.start = { resumeAfter: event._id };
-        const change = changeOf(event);
-        if (change !== undefined) this.listener(change);
+        deliver(changeOf(event), { resumeAfter: event._id });
       }
       return false;
     } finally {
@@ -138,13 +169,42 @@ export class ChangeStreamFollower {
     }
   }
 
-  private failed(error: unknown): void {
-    if (!this.interrupted) this.listener({ kind: 'interrupted', reason: (error as Error).message });
-    this.interrupted = true;
-    if (error instanceof MongoServerError && HISTORY_LOST.has(Number(error.code))) this.start = {};
-    // With nowhere to resume from, what was written before the next stream opens is unknown.
-    if (!('resumeAfter' in this.start || 'startAfter' in this.start || 'startAtOperationTime' in this.start)) {
-      this.reloadWhenLive = true;
+  /** Calls the listener; when it fails, the failure is the listener's (see failed). */
+  private tell(change: StoreChange): void {
+    try {
+      this.listener(change);
+    } catch (error) {
+      this.failedDelivering = true;
+      throw error;
     }
+  }
+
+  private failed(error: unknown): void {
+    let reason = (error as Error).message;
+    if (!this.failedDelivering && unavailability(error) === undefined) this.refusals++;
+    this.failedDelivering = false;
+    const startOver = hasStart(this.start) && this.startingOver(error);
+    if (startOver) {
+      reason = `${reason} (${startOver}: following from a new stream, and reloading everything once it is open)`;
+      this.start = {};
+    }
+    if (!this.interrupted || startOver) {
+      try {
+        this.listener({ kind: 'interrupted', reason });
+        this.interrupted = true;
+      } catch {
+        // Told again at the next failure; the loop goes on whatever the listener does.
+      }
+    }
+    // With nowhere to resume from, what was written before the next stream opens is unknown.
+    if (!hasStart(this.start)) this.reloadWhenLive = true;
+  }
+
+  /** Why the resume point is to be given up after `error`, if it is. */
+  private startingOver(error: unknown): string | undefined {
+    if (error instanceof MongoServerError && HISTORY_LOST.has(Number(error.code))) return 'the history to resume from is lost';
+    if (this.refusals >= FAILURES_BEFORE_STARTING_OVER) return `MongoDB refused to resume ${this.refusals} times in a row`;
+    if (this.undelivered >= FAILURES_BEFORE_STARTING_OVER) return `the change could not be applied ${this.undelivered} times in a row`;
+    return undefined;
   }
 }

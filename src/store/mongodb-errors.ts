@@ -8,7 +8,8 @@ import {
   MongoTopologyClosedError,
   MongoWriteConcernError,
 } from 'mongodb';
-import { StoreUnavailableError } from './store.js';
+import { StoreUnavailableError, StoreWriteUnconfirmedError } from './store.js';
+import { CommitOutcomeUnknownError } from './mongodb-transaction.js';
 
 /**
  * Server error codes that mean the replica set cannot serve the operation now (an election, a
@@ -43,6 +44,7 @@ const UNAVAILABLE_LABELS = [
 
 /** Why `error` means "MongoDB cannot serve this now", or undefined when it does not (a bug: a 500, logged). */
 export function unavailability(error: unknown): string | undefined {
+  if (error instanceof CommitOutcomeUnknownError) return unavailability(error.cause) ?? error.message;
   if (!(error instanceof MongoError)) return undefined;
   if (error instanceof MongoNetworkError || error instanceof MongoServerSelectionError || error instanceof MongoOperationTimeoutError) {
     return error.message;
@@ -63,4 +65,19 @@ export function rethrowStoreError(error: unknown): never {
   const reason = unavailability(error);
   if (reason !== undefined) throw new StoreUnavailableError(`MongoDB is unavailable (${reason})`);
   throw error;
+}
+
+/** As rethrowStoreError, for a write that was not committed: the message says so (it is safe to send again). */
+export function rethrowWriteError(error: unknown): never {
+  const reason = unavailability(error);
+  if (reason !== undefined) throw new StoreUnavailableError(`MongoDB is unavailable (${reason}); the write was not applied`);
+  throw error;
+}
+
+/** The error for a write whose commit MongoDB did not confirm within `retryMs`. */
+export function unconfirmedWrite(error: CommitOutcomeUnknownError, retryMs: number): StoreWriteUnconfirmedError {
+  return new StoreWriteUnconfirmedError(
+    `MongoDB did not confirm the write within ${retryMs / 1000} s (${unavailability(error)}): ` +
+      'it may have been applied, or not: read it back before sending it again',
+  );
 }

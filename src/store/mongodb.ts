@@ -13,7 +13,6 @@ import {
 } from 'mongodb';
 import type { Policy } from '../schemas/policy.js';
 import type { Entity } from '../schemas/entity.js';
-import { randomInt } from 'node:crypto';
 import {
   DuplicateKeyError,
   StoreUnavailableError,
@@ -37,47 +36,22 @@ import {
   type PolicyChange,
   type Writer,
 } from '../audit/record.js';
-import { rethrowStoreError } from './mongodb-errors.js';
+import { rethrowStoreError, rethrowWriteError, unavailability, unconfirmedWrite } from './mongodb-errors.js';
 import { ChangeStreamFollower } from './change-stream-follower.js';
-
-/**
- * A policy or entity: keyed by its name or uri (so a delete event names it), ordered by a unique
- * position from a counter, kept as JSON text so that every value keeps its JSON type and any
- * attribute key (`__proto__`, `a.b`, `$x`) is stored as it is. `version` moves on every write, so
- * that a write leaving the text as it was still reaches the change feed (MongoDB logs no change
- * for an update that changes nothing).
- */
-interface StoredDocument {
-  _id: string;
-  position: number;
-  document: string;
-  /** Absent on documents written before versions were kept. */
-  version?: number;
-}
-
-interface Counter {
-  /** `policy-position`, `entity-position`, `policy-revision`, `audit-sequence`, `policy-version:<name>`, or `store-epoch`. */
-  _id: string;
-  value: number;
-}
-
-/** Which policy a policy revision wrote: kept for the last POLICY_CHANGES_KEPT revisions (see loadPolicies). */
-interface PolicyChangeRecord {
-  _id: number;
-  name: string;
-}
+import { CommitOutcomeUnknownError, runTransaction } from './mongodb-transaction.js';
+import {
+  COLLECTION_NAMES,
+  collectionsOf,
+  ENTITY_COUNT,
+  type Counter,
+  type PolicyChangeRecord,
+  type StoreCollections,
+  type StoredAuditRecord,
+  type StoredDocument,
+} from './mongodb-collections.js';
+import { countEntities, createIndexes, ensureEpoch, raiseCounters, raisePolicyVersions } from './mongodb-set-up.js';
 
 const POLICY_CHANGES_KEPT = 10_000;
-
-/** An audit record: numbered from the `audit-sequence` counter, its JSON in `record`, the fields queries use beside it. */
-interface StoredAuditRecord {
-  _id: number;
-  time: Date;
-  target: string;
-  actor: string;
-  policy_version?: number;
-  record: string;
-}
 
 /** The write in progress: its session, and the audit operations it recorded. */
 interface Transaction {
@@ -91,36 +65,64 @@ const BASELINE_WRITER: Writer = { actor: 'verdict', client: '', requestId: '', r
 const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 const DUPLICATE_KEY = 11000;
-const INDEX_OPTIONS_CONFLICT = 85;
-/** The followed collections; every other collection's events are filtered out on the server. */
+/** The followed collections; every other collection's events are filtered out on the server, but for their drops and renames. */
 const FOLLOWED = ['policies', 'entities'];
+
+/** How long MongoDB operations may take, in ms (see clientOptions). */
+export interface MongoTimeouts {
+  /** A write (or a snapshot read) starts no new attempt, and sends no commit again, after this. */
+  retry: number;
+  /** The longest MongoDB waits for a majority to acknowledge a write (its `wtimeout`). */
+  majority: number;
+  /** The longest the driver waits for one answer, or for a free connection: past `majority`, so that MongoDB's own answer comes first. */
+  answer: number;
+}
+
+export const MONGODB_TIMEOUTS: MongoTimeouts = { retry: 10_000, majority: 5_000, answer: 15_000 };
 
 export interface MongoStoreOptions extends Partial<StoreOptions> {
   uri: string;
   database: string;
-  /** How long start-up waits for a reachable server before giving up. */
+  /** How long the driver waits for a server it can use, at start and for every operation. */
   serverSelectionTimeoutMS?: number;
+  timeouts?: MongoTimeouts;
 }
 
 /**
- * How every Verdict connects, whatever the URI says: majority writes and reads, and reads from the
- * primary (a secondary may not have a write yet that this process has acknowledged). The read
- * concern is given as `readConcernLevel`, the key a URI uses, so that this one wins over the URI's.
+ * How every Verdict connects, whatever the URI says: majority writes and reads, reads from the
+ * primary (a secondary may not have a write yet that this process has acknowledged), and every
+ * stage of an operation bounded (`timeoutMS`, which would bound an operation as a whole, has no
+ * effect from driver 7.8). The read concern is given as `readConcernLevel`, the key a URI uses, so
+ * that this one wins over the URI's.
  */
-export const CLIENT_OPTIONS: MongoClientOptions = {
-  writeConcern: { w: 'majority' },
-  readConcernLevel: 'majority',
-  readPreference: 'primary',
-};
+export function clientOptions(timeouts: MongoTimeouts, serverSelectionTimeoutMS: number): MongoClientOptions {
+  return {
+    writeConcern: { w: 'majority', wtimeoutMS: timeouts.majority },
+    readConcernLevel: 'majority',
+    readPreference: 'primary',
+    serverSelectionTimeoutMS,
+    socketTimeoutMS: timeouts.answer,
+    waitQueueTimeoutMS: timeouts.answer,
+  };
+}
 
 /**
  * Why a server that answered `hello` with this cannot hold the store, or undefined when it can:
- * transactions and change streams need a replica set member or a mongos. (Servers older than
- * MongoDB 4.4, which lack the rest of what is used, are refused by the driver itself.)
+ * transactions and change streams need a replica set member or a mongos, and a connection made
+ * directly to one member (`directConnection`) must reach the primary, since it reaches no other.
+ * (Servers older than MongoDB 4.4, which lack the rest of what is used, are refused by the driver itself.)
  */
-export function topologyRefusal(hello: Document): string | undefined {
-  if (hello.msg === 'isdbgrid' || typeof hello.setName === 'string') return undefined;
-  return 'it is a standalone server, and Verdict needs a replica set (transactions and change streams): start mongod with --replSet and initiate it, or connect to a replica set or mongos';
+export function topologyRefusal(hello: Document, directConnection = false): string | undefined {
+  if (hello.msg === 'isdbgrid') return undefined;
+  if (typeof hello.setName !== 'string') {
+    return 'it is a standalone server, and Verdict needs a replica set (transactions and change streams): start mongod with --replSet and initiate it, or connect to a replica set or mongos';
+  }
+  if (!directConnection || hello.isWritablePrimary === true) return undefined;
+  const member = hello.secondary === true ? 'a secondary' : hello.arbiterOnly === true ? 'an arbiter' : 'a member';
+  return (
+    `the URI connects directly (directConnection=true) to ${String(hello.me ?? 'its host')}, ${member} of replica set ${hello.setName}, not its primary, ` +
+    `so every write would fail: name the replica set instead (replicaSet=${hello.setName}, without directConnection) or connect directly to the primary`
+  );
 }
 
 /** A position in a MongoDB change feed: an operation time, where a change stream can start. */
@@ -135,12 +137,29 @@ const storedAudit = (id: number, draft: AuditDraft): StoredAuditRecord => ({
   record: JSON.stringify(draft),
 });
 
-/** The uri whose insert failed as a duplicate, from the write error's position in the batch. */
-function duplicateUri(error: MongoServerError, entities: readonly Entity[]): string | undefined {
-  if (!(error instanceof MongoBulkWriteError)) return undefined;
+/** The first write error of a failed insert: the error itself, or of a batch the first of its write errors. */
+function firstWriteError(error: MongoServerError): { index: number; keyPattern?: Document } {
+  if (!(error instanceof MongoBulkWriteError)) return { index: 0, keyPattern: error.keyPattern as Document | undefined };
   const [first] = [error.writeErrors].flat();
-  return first === undefined ? undefined : entities[first.index]?.uri;
+  return { index: first?.index ?? -1, keyPattern: (first?.err as { keyPattern?: Document } | undefined)?.keyPattern };
 }
+
+/**
+ * Whether an insert failed because a document of that key (name or uri) exists, rather than on a
+ * value a counter made (a position): servers that do not say which index count as the former.
+ */
+function takenKey(error: unknown): error is MongoServerError {
+  if (!(error instanceof MongoServerError && error.code === DUPLICATE_KEY)) return false;
+  const { keyPattern } = firstWriteError(error);
+  return keyPattern === undefined || '_id' in keyPattern;
+}
+
+/**
+ * A duplicate key that a write's own inserts did not take for a name or uri (those are
+ * DuplicateKeyErrors by then): a value a counter handed out was taken already, so the counters
+ * were reset under this store (see raiseCounters).
+ */
+const counterBehind = (error: unknown) => error instanceof MongoServerError && error.code === DUPLICATE_KEY;
 
 /**
  * The shared store for many Verdict processes: policies and entities in MongoDB (a replica set,
@@ -148,6 +167,7 @@ function duplicateUri(error: MongoServerError, entities: readonly Entity[]): str
  * follows the others' writes through a change stream that resumes where it stopped.
  */
 export class MongoStore implements Store {
+  private readonly collections: StoreCollections;
   private readonly policies: Collection<StoredDocument>;
   private readonly entities: Collection<StoredDocument>;
   private readonly counters: Collection<Counter>;
@@ -155,17 +175,18 @@ export class MongoStore implements Store {
   private readonly policyChanges: Collection<PolicyChangeRecord>;
   private readonly clock: () => number;
   private readonly followers = new Set<ChangeStreamFollower>();
+  /** Times the change feed lost track (a drop, say), and how many of them the set-up has been made again for. */
+  private resets = { seen: 0, setUp: 0 };
+  private settingUp: Promise<void> | undefined;
 
   private constructor(
     private readonly client: MongoClient,
     private readonly db: Db,
     private readonly options: Partial<StoreOptions>,
+    private readonly timeouts: MongoTimeouts,
   ) {
-    this.policies = db.collection('policies');
-    this.entities = db.collection('entities');
-    this.counters = db.collection('counters');
-    this.audit = db.collection('audit');
-    this.policyChanges = db.collection('policy_changes');
+    this.collections = collectionsOf(db);
+    ({ policies: this.policies, entities: this.entities, counters: this.counters, audit: this.audit, policyChanges: this.policyChanges } = this.collections);
     this.clock = options.clock ?? Date.now;
   }
 
@@ -175,13 +196,14 @@ export class MongoStore implements Store {
    */
   static async open(options: MongoStoreOptions): Promise<MongoStore> {
     const timeoutMs = options.serverSelectionTimeoutMS ?? 10_000;
-    const client = new MongoClient(options.uri, { ...CLIENT_OPTIONS, serverSelectionTimeoutMS: timeoutMs });
+    const timeouts = options.timeouts ?? MONGODB_TIMEOUTS;
+    const client = new MongoClient(options.uri, clientOptions(timeouts, timeoutMs));
     try {
       await client.connect();
-      const refusal = topologyRefusal(await client.db('admin').command({ hello: 1 }));
+      const refusal = topologyRefusal(await client.db('admin').command({ hello: 1 }), client.options.directConnection);
       if (refusal !== undefined) throw new Error(refusal);
-      const store = new MongoStore(client, client.db(options.database), options);
-      await store.prepare();
+      const store = new MongoStore(client, client.db(options.database), options, timeouts);
+      await store.setUp();
       return store;
     } catch (error) {
       await client.close().catch(() => undefined);
@@ -193,31 +215,48 @@ export class MongoStore implements Store {
             'check that MongoDB runs there and this machine reaches it (address, port, firewall, TLS), and that the URI names its replica set',
         );
       }
-      throw new StoreUnavailableError(`cannot use MongoDB: ${(error as Error).message} (at ${hosts})`);
+      const reason = unavailability(error) ?? (error as Error).message;
+      throw new StoreUnavailableError(`cannot use MongoDB: ${reason} (at ${hosts})`);
     }
   }
 
-  private async prepare(): Promise<void> {
-    // Positions are unique: a non-unique index from an earlier release is replaced.
-    for (const collection of [this.policies, this.entities]) {
-      try {
-        await collection.createIndex({ position: 1 }, { unique: true });
-      } catch (error) {
-        if (!(error instanceof MongoServerError && error.code === INDEX_OPTIONS_CONFLICT)) throw error;
-        await collection.dropIndex('position_1');
-        await collection.createIndex({ position: 1 }, { unique: true });
-      }
-    }
-    await this.audit.createIndex({ target: 1, _id: -1 });
-    await this.audit.createIndex({ actor: 1, _id: -1 });
-    await this.audit.createIndex({ time: 1 });
-    await this.audit.createIndex(
-      { target: 1, policy_version: 1 },
-      { unique: true, partialFilterExpression: { policy_version: { $exists: true } } },
-    );
+  /** Everything the store needs of the database besides its documents (see mongodb-set-up.ts). */
+  private async setUp(): Promise<void> {
+    await createIndexes(this.collections);
+    // Before the baselines, which a counters collection dropped would otherwise take for a database without an audit trail.
+    await raiseCounters(this.collections);
     await this.recordBaselines();
-    // Tells this database's revisions from those of one that replaced it (dropped and refilled): see loadPolicies.
-    await this.counters.updateOne({ _id: 'store-epoch' }, { $setOnInsert: { value: randomInt(2 ** 47) } }, { upsert: true });
+    await ensureEpoch(this.collections);
+    // Without an exact count (a registry too large to count in one transaction), $count counts the collection.
+    await this.withSession((session) => countEntities(this.collections, session, this.timeouts.retry)).catch(() => undefined);
+  }
+
+  /**
+   * Makes the set-up again if the change feed lost track since it was last made (its collections
+   * may have been dropped), once at a time, and again if it lost track meanwhile.
+   */
+  private async setUpAfterResets(): Promise<void> {
+    while (this.resets.setUp < this.resets.seen) {
+      this.settingUp ??= (async () => {
+        const seen = this.resets.seen;
+        try {
+          await this.setUp();
+          this.resets.setUp = seen;
+        } finally {
+          this.settingUp = undefined;
+        }
+      })();
+      await this.settingUp;
+    }
+  }
+
+  private async withSession<T>(use: (session: ClientSession) => Promise<T>): Promise<T> {
+    const session = this.client.startSession();
+    try {
+      return await use(session);
+    } finally {
+      await session.endSession();
+    }
   }
 
   /**
@@ -227,7 +266,7 @@ export class MongoStore implements Store {
    */
   private async recordBaselines(): Promise<void> {
     if ((await this.counters.findOne({ _id: 'audit-sequence' })) !== null) return;
-    await this.write(async (transaction) => {
+    await this.transact(async (transaction) => {
       const { session } = transaction;
       if ((await this.counters.findOne({ _id: 'audit-sequence' }, { session })) !== null) return;
       await this.counters.insertOne({ _id: 'audit-sequence', value: 0 }, { session });
@@ -250,26 +289,59 @@ export class MongoStore implements Store {
 
   /**
    * Runs `work` in one transaction: the write, its revision or position counters and its audit
-   * record commit together or not at all. The driver retries `work` on transient errors (a write
-   * conflict with another process), so it must only read and write through the session.
+   * record commit together or not at all. `work` runs again on transient errors (a write conflict
+   * with another process), so it must only read and write through the session. A write that could
+   * not be committed in time says whether it may have been (see runTransaction). Once after a
+   * counter handed out a value already taken, the counters are raised and the write made again.
    */
   private async write<T>(work: (transaction: Transaction) => Promise<T>): Promise<T> {
+    try {
+      await this.setUpAfterResets();
+    } catch (error) {
+      this.options.observer?.failed();
+      return rethrowWriteError(error);
+    }
+    return this.transact(work);
+  }
+
+  /** The transaction of `write`, without waiting for the set-up (which makes baselines with it). */
+  private async transact<T>(work: (transaction: Transaction) => Promise<T>): Promise<T> {
     const session = this.client.startSession();
     let recorded: AuditOperation[] = [];
+    const attempt = () =>
+      runTransaction(
+        session,
+        () => {
+          recorded = [];
+          return work({ session, recorded });
+        },
+        this.timeouts.retry,
+      );
     try {
-      const result = await session.withTransaction(async () => {
-        recorded = [];
-        return work({ session, recorded });
+      const result = await attempt().catch(async (error: unknown) => {
+        if (!counterBehind(error)) throw error;
+        await raiseCounters(this.collections);
+        await raisePolicyVersions(this.collections);
+        return attempt();
       });
       for (const operation of recorded) this.options.observer?.recorded(operation);
       return result;
     } catch (error) {
       if (error instanceof DuplicateKeyError) throw error;
+      if (error instanceof CommitOutcomeUnknownError) {
+        this.options.observer?.unconfirmed?.();
+        throw unconfirmedWrite(error, this.timeouts.retry);
+      }
       this.options.observer?.failed();
-      return rethrowStoreError(error);
+      return rethrowWriteError(error);
     } finally {
       await session.endSession();
     }
+  }
+
+  /** A read-only transaction at snapshot read concern, bounded as writes are. */
+  private readSnapshot<T>(session: ClientSession, read: () => Promise<T>): Promise<T> {
+    return runTransaction(session, read, this.timeouts.retry, { readConcern: { level: 'snapshot' } });
   }
 
   /** Inserts `document`; an existing key is a DuplicateKeyError saying `duplicate`. */
@@ -277,7 +349,7 @@ export class MongoStore implements Store {
     try {
       await collection.insertOne(document, { session });
     } catch (error) {
-      if (error instanceof MongoServerError && error.code === DUPLICATE_KEY) throw new DuplicateKeyError(duplicate);
+      if (takenKey(error)) throw new DuplicateKeyError(duplicate);
       throw error;
     }
   }
@@ -345,14 +417,11 @@ export class MongoStore implements Store {
       await this.counters.findOne({ _id: 'policy-revision' }, { session });
       const operationTime = session.operationTime;
       if (operationTime === undefined) throw new Error('MongoDB reported no operation time (not a replica set member?)');
-      const { revision, epoch, stored } = await session.withTransaction(
-        async () => ({
-          revision: await this.counters.findOne({ _id: 'policy-revision' }, { session }),
-          epoch: await this.counters.findOne({ _id: 'store-epoch' }, { session }),
-          stored: await this.policies.find({}, { session }).sort({ position: 1 }).toArray(),
-        }),
-        { readConcern: { level: 'snapshot' } },
-      );
+      const { revision, epoch, stored } = await this.readSnapshot(session, async () => ({
+        revision: await this.counters.findOne({ _id: 'policy-revision' }, { session }),
+        epoch: await this.counters.findOne({ _id: 'store-epoch' }, { session }),
+        stored: await this.policies.find({}, { session }).sort({ position: 1 }).toArray(),
+      }));
       return {
         revision: revision?.value ?? 0,
         policies: stored.map((row) => JSON.parse(row.document) as Policy),
@@ -373,27 +442,24 @@ export class MongoStore implements Store {
    * they were kept), or `since` is ahead of this database.
    */
   private async policyChangesSince(since: number, session: ClientSession): Promise<PolicyChanges | undefined> {
-    return session.withTransaction(
-      async () => {
-        const revision = (await this.counters.findOne({ _id: 'policy-revision' }, { session }))?.value ?? 0;
-        if (since > revision) return undefined;
-        const written = await this.policyChanges.find({ _id: { $gt: since } }, { session, projection: { name: 1 } }).toArray();
-        if (written.length !== revision - since) return undefined;
-        const names = [...new Set(written.map((change) => change.name))];
-        const rows = await this.policies.find({ _id: { $in: names } }, { session }).toArray();
-        const byName = new Map(rows.map((row) => [row._id, row]));
-        const epoch = (await this.counters.findOne({ _id: 'store-epoch' }, { session }))?.value;
-        return {
-          revision,
-          epoch,
-          changes: names.map((name) => {
-            const row = byName.get(name);
-            return { name, now: row === undefined ? null : { policy: JSON.parse(row.document) as Policy, position: row.position } };
-          }),
-        };
-      },
-      { readConcern: { level: 'snapshot' } },
-    );
+    return this.readSnapshot(session, async () => {
+      const revision = (await this.counters.findOne({ _id: 'policy-revision' }, { session }))?.value ?? 0;
+      if (since > revision) return undefined;
+      const written = await this.policyChanges.find({ _id: { $gt: since } }, { session, projection: { name: 1 } }).toArray();
+      if (written.length !== revision - since) return undefined;
+      const names = [...new Set(written.map((change) => change.name))];
+      const rows = await this.policies.find({ _id: { $in: names } }, { session }).toArray();
+      const byName = new Map(rows.map((row) => [row._id, row]));
+      const epoch = (await this.counters.findOne({ _id: 'store-epoch' }, { session }))?.value;
+      return {
+        revision,
+        epoch,
+        changes: names.map((name) => {
+          const row = byName.get(name);
+          return { name, now: row === undefined ? null : { policy: JSON.parse(row.document) as Policy, position: row.position } };
+        }),
+      };
+    });
   }
 
   async policyRevision(): Promise<number> {
@@ -470,8 +536,22 @@ export class MongoStore implements Store {
     return rows.map((row) => JSON.parse(row.document) as Entity);
   }
 
+  /**
+   * The count kept with every registration and deletion (made exact at set-up), one document read;
+   * counted from the collection only while that count cannot be trusted (its counter was dropped).
+   */
   async countEntities(): Promise<number> {
-    return this.entities.countDocuments().catch(rethrowStoreError);
+    try {
+      const kept = await this.counters.findOne({ _id: ENTITY_COUNT });
+      return kept?.exact ? kept.value : await this.entities.countDocuments();
+    } catch (error) {
+      return rethrowStoreError(error);
+    }
+  }
+
+  /** Within a write: moves the kept entity count (see countEntities). */
+  private async countRegistered(session: ClientSession, change: number): Promise<void> {
+    await this.counters.updateOne({ _id: ENTITY_COUNT }, { $inc: { value: change } }, { upsert: true, session });
   }
 
   async createEntity(entity: Entity, by: Writer): Promise<void> {
@@ -480,6 +560,7 @@ export class MongoStore implements Store {
       const position = await this.nextValue('entity-position', session);
       const document = { _id: entity.uri, position, document: JSON.stringify(entity), version: 1 };
       await this.insertNew(this.entities, document, session, `Entity '${entity.uri}' already exists`);
+      await this.countRegistered(session, 1);
       await this.recordEntityWrite(transaction, by, { operation: 'entity.create', uri: entity.uri, before: undefined, after: entity });
     });
   }
@@ -494,12 +575,13 @@ export class MongoStore implements Store {
       try {
         await this.entities.insertMany(rows, { session, ordered: true });
       } catch (error) {
-        if (error instanceof MongoServerError && error.code === DUPLICATE_KEY) {
-          const uri = duplicateUri(error, entities);
+        if (takenKey(error)) {
+          const uri = entities[firstWriteError(error).index]?.uri;
           throw new DuplicateKeyError(uri === undefined ? 'An entity of this call is already registered' : `Entity '${uri}' already exists`, uri);
         }
         throw error;
       }
+      await this.countRegistered(session, entities.length);
       await this.recordEntitiesCreated(transaction, by, entities);
     });
   }
@@ -523,6 +605,7 @@ export class MongoStore implements Store {
       const before = await this.readEntity(uri, session);
       if (before === undefined) return false;
       await this.entities.deleteOne({ _id: uri }, { session });
+      await this.countRegistered(session, -1);
       await this.recordEntityWrite(transaction, by, { operation: 'entity.delete', uri, before, after: undefined });
       return true;
     });
@@ -573,17 +656,31 @@ export class MongoStore implements Store {
 
   /**
    * Follows every write to the two collections through a change stream (see ChangeStreamFollower),
-   * and the events that end their history (a drop, a rename from or onto them, the database dropped).
+   * and the events that end a history: any of the store's collections dropped, renamed or renamed
+   * onto, the database dropped. Whenever the feed loses track, the set-up is made again (in the
+   * background: writes wait for it), since a drop takes indexes, counters and the epoch with it.
    */
   watch(listener: StoreChangeListener, from?: FeedPosition): () => void {
     const pipeline = [
       {
         $match: {
-          $or: [{ 'ns.coll': { $in: FOLLOWED } }, { 'to.coll': { $in: FOLLOWED } }, { operationType: { $in: ['dropDatabase', 'invalidate'] } }],
+          $or: [
+            { 'ns.coll': { $in: FOLLOWED } },
+            { operationType: { $in: ['drop', 'rename'] }, 'ns.coll': { $in: COLLECTION_NAMES } },
+            { 'to.coll': { $in: COLLECTION_NAMES } },
+            { operationType: { $in: ['dropDatabase', 'invalidate'] } },
+          ],
         },
       },
     ];
-    const follower = new ChangeStreamFollower((start) => this.db.watch(pipeline, start), listener, {
+    const relay: StoreChangeListener = (change) => {
+      if (change.kind === 'everything') {
+        this.resets.seen++;
+        this.setUpAfterResets().catch(() => undefined);
+      }
+      listener(change);
+    };
+    const follower = new ChangeStreamFollower((start) => this.db.watch(pipeline, start), relay, {
       from: from === undefined ? undefined : operationTimeAt(from),
     });
     this.followers.add(follower);

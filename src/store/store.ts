@@ -16,6 +16,12 @@ export class DuplicateKeyError extends Error {
 /** The store cannot be reached: the request is answered 503, decisions go on from the last snapshot. */
 export class StoreUnavailableError extends Error {}
 
+/**
+ * A write the store could not confirm in time: it may have been applied, or not. Answered 503 with
+ * the message as the detail (which says to read it back before sending it again, never to retry blindly).
+ */
+export class StoreWriteUnconfirmedError extends StoreUnavailableError {}
+
 export interface PolicySet {
   /** Increases with every policy write; the snapshot built from this set carries it. */
   revision: number;
@@ -75,6 +81,8 @@ export interface AuditObserver {
   recorded(operation: AuditOperation): void;
   /** A write failed in the store (not refused as a duplicate): neither it nor its record was committed. */
   failed(): void;
+  /** The store could not confirm a write in time: it and its record may have been committed, or not. */
+  unconfirmed?(): void;
 }
 
 export interface StoreOptions {
@@ -130,13 +138,20 @@ export interface Store {
   updateEntity(uri: string, change: (entity: Entity) => Entity, by: Writer): Promise<Entity | undefined>;
   deleteEntity(uri: string, by: Writer): Promise<boolean>;
 
-  /** Audit records matching `query`, newest first. */
+  /**
+   * Audit records matching `query`, newest first: by id, which grows in the order their writes
+   * committed. A record's time is the clock of the process that made the write, when it made it:
+   * with several processes on one store, times may run backwards from one record to the next by as
+   * much as their clocks disagree, and `since`/`until` select by those times.
+   */
   listAudit(query: AuditQuery): Promise<AuditRecord[]>;
   /** The record of the write that made version `version` of policy `name`, if it is still kept. */
   policyVersion(name: string, version: number): Promise<AuditRecord | undefined>;
   /**
-   * Deletes up to `batch` of the oldest records that `retention` no longer keeps, in one short
-   * transaction; returns how many went (fewer than `batch`: nothing is left to prune).
+   * Deletes up to `batch` of the oldest records that `retention` no longer keeps, holding the store
+   * no longer than that takes (embedded: one short transaction; MongoDB: one delete, in no
+   * transaction, so that processes pruning at once never conflict); returns how many went (fewer
+   * than `batch`: nothing is left to prune, or another process pruned some of them meanwhile).
    */
   pruneAudit(retention: AuditRetention, batch: number): Promise<number>;
 

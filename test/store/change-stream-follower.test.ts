@@ -5,7 +5,8 @@ import { ChangeStreamFollower, type FollowedStream, type StreamStart } from '../
 import type { StoreChange } from '../../src/store/store.js';
 
 // The MongoDB store's follower driven by scripted change streams (no MongoDB server runs here):
-// each stream plays its steps in order, as the driver's ChangeStream would report them.
+// each stream plays its steps in order, as the driver's ChangeStream would report them (which moves
+// its resume token to a change's just before it hands the change over).
 
 type Step =
   /** The driver moved the resume token (after an empty batch): the stream is live. */
@@ -38,7 +39,10 @@ class ScriptedStream extends EventEmitter implements FollowedStream {
       }
       if ('token' in step) this.emit('resumeTokenChanged', { _data: step.token });
       else if ('fail' in step) throw step.fail;
-      else yield step.event;
+      else {
+        this.emit('resumeTokenChanged', step.event._id);
+        yield step.event;
+      }
     }
     await new Promise<void>((resolve) => (this.wake = resolve));
   }
@@ -58,9 +62,14 @@ const resetEvent = (data: string, operationType: 'drop' | 'dropDatabase' | 'inva
   ({ _id: token(data), operationType, ns: { db: 'verdict', coll: 'policies' } }) as unknown as ChangeStreamDocument;
 const lostHistory = () => new MongoServerError({ ok: 0, errmsg: 'resume point may no longer be in the oplog', code: 286, codeName: 'ChangeStreamHistoryLost' });
 const networkError = () => new MongoNetworkError('connection closed');
+const unauthorized = () => new MongoServerError({ ok: 0, errmsg: 'not authorized on verdict to execute command { aggregate: 1 }', code: 13, codeName: 'Unauthorized' });
+const invalidToken = () => new MongoServerError({ ok: 0, errmsg: 'cannot resume stream; the resume token was not found', code: 260, codeName: 'InvalidResumeToken' });
 
-/** Runs a follower over the scripted streams; the log holds every open (with its start) and every change heard, in order. */
-function follow(streams: Step[][], from?: Timestamp) {
+/**
+ * Runs a follower over the scripted streams; the log holds every open (with its start) and every
+ * change heard, in order. `fails(change)`: the listener throws on that change instead of taking it.
+ */
+function follow(streams: Step[][], from?: Timestamp, fails: (change: StoreChange) => boolean = () => false) {
   const log: Array<{ open: StreamStart } | StoreChange> = [];
   let opened = 0;
   let done: () => void = () => undefined;
@@ -72,7 +81,10 @@ function follow(streams: Step[][], from?: Timestamp) {
       if (opened >= streams.length) setImmediate(done);
       return new ScriptedStream(steps);
     },
-    (change) => log.push('committedAt' in change ? { ...change, committedAt: undefined } : change),
+    (change) => {
+      if (fails(change)) throw new Error('the listener failed');
+      log.push('committedAt' in change ? { ...change, committedAt: undefined } : change);
+    },
     { from, backoffMillis: { first: 1, max: 4 } },
   );
   /** Resolves once the last scripted stream has played. */
@@ -132,7 +144,7 @@ t.test('lost history: the new stream opens first, then everything is reloaded (s
   await follower.stop();
   t.same(log, [
     { open: { startAtOperationTime: atTime } },
-    { kind: 'interrupted', reason: 'resume point may no longer be in the oplog' },
+    { kind: 'interrupted', reason: 'resume point may no longer be in the oplog (the history to resume from is lost: following from a new stream, and reloading everything once it is open)' },
     { open: {} },
     { open: {} },
     { kind: 'resumed' },
@@ -159,6 +171,69 @@ t.test('a stream that ends by itself (closed under the follower) is reopened whe
   await played();
   await follower.stop();
   t.same(log, [{ open: { startAtOperationTime: atTime } }, { open: { resumeAfter: token('a') } }], 'no reload, no interruption reported');
+});
+
+t.test('a change the listener fails on is not lost: the stream reopens before it (scripted change stream)', async (t) => {
+  let failures = 0;
+  const failsOnce = (change: StoreChange) => change.kind === 'entity' && failures++ === 0;
+  const { log, follower, played } = follow([[{ token: 'a' }, { event: policyChange('b') }, { event: entityChange('c', 'user:x') }, 'wait'], [{ event: entityChange('c', 'user:x') }, 'wait']], atTime, failsOnce);
+  await played();
+  await follower.stop();
+  t.same(log, [
+    { open: { startAtOperationTime: atTime } },
+    { kind: 'policies', committedAt: undefined },
+    { kind: 'interrupted', reason: 'the listener failed' },
+    { open: { resumeAfter: token('b') } },
+    { kind: 'resumed' },
+    { kind: 'entity', uri: 'user:x', committedAt: undefined },
+  ], 'reopened after the last change taken, and the failed one heard again');
+});
+
+t.test('a change the listener fails on three times is given up for a new stream and a reload of everything (scripted change stream)', async (t) => {
+  const { log, follower, played } = follow(
+    [[{ event: entityChange('c', 'user:x') }, 'wait'], [{ event: entityChange('c', 'user:x') }, 'wait'], [{ event: entityChange('c', 'user:x') }, 'wait'], [{ token: 'd' }, 'wait']],
+    atTime,
+    (change) => change.kind === 'entity',
+  );
+  await played();
+  await follower.stop();
+  const start = { open: { startAtOperationTime: atTime } };
+  t.same(log.filter((entry) => 'open' in entry), [start, start, start, { open: {} }], 'before the change while it may still be taken, then from a new stream');
+  t.match(log.filter((entry) => 'kind' in entry && entry.kind === 'interrupted').at(-1), { reason: /could not be applied 3 times in a row: following from a new stream, and reloading everything/ });
+  t.same(log.slice(-2), [{ kind: 'resumed' }, { kind: 'everything' }]);
+});
+
+t.test('a resume the server keeps refusing is given up after three refusals: a new stream, then everything reloaded (scripted change stream)', async (t) => {
+  const { log, follower, played } = follow([[{ token: 'a' }, { fail: unauthorized() }], [{ fail: unauthorized() }], [{ fail: unauthorized() }], [{ token: 'b' }, 'wait']], atTime);
+  await played();
+  await follower.stop();
+  t.same(log, [
+    { open: { startAtOperationTime: atTime } },
+    { kind: 'interrupted', reason: unauthorized().message },
+    { open: { resumeAfter: token('a') } },
+    { open: { resumeAfter: token('a') } },
+    { kind: 'interrupted', reason: `${unauthorized().message} (MongoDB refused to resume 3 times in a row: following from a new stream, and reloading everything once it is open)` },
+    { open: {} },
+    { kind: 'resumed' },
+    { kind: 'everything' },
+  ]);
+});
+
+t.test('a resume token the server calls invalid (260) is given up at once (scripted change stream)', async (t) => {
+  const { log, follower, played } = follow([[{ token: 'a' }, { fail: invalidToken() }], [{ token: 'b' }, 'wait']], atTime);
+  await played();
+  await follower.stop();
+  t.same(log.filter((entry) => 'open' in entry), [{ open: { startAtOperationTime: atTime } }, { open: {} }]);
+  t.same(log.slice(-2), [{ kind: 'resumed' }, { kind: 'everything' }]);
+});
+
+t.test('an outage never gives up the resume point, however many reopens fail (scripted change stream)', async (t) => {
+  const outage: Step[][] = Array.from({ length: 6 }, () => [{ fail: networkError() }]);
+  const { log, follower, played } = follow([[{ token: 'a' }, { fail: networkError() }], ...outage, [{ token: 'b' }, 'wait']], atTime);
+  await played();
+  await follower.stop();
+  t.ok(log.filter((entry) => 'open' in entry).slice(1).every((entry) => JSON.stringify(entry) === JSON.stringify({ open: { resumeAfter: token('a') } })), 'every reopen resumes where it stood');
+  t.same(log.filter((entry) => !('open' in entry)), [{ kind: 'interrupted', reason: 'connection closed' }, { kind: 'resumed' }], 'nothing to reload');
 });
 
 t.test('stop() cancels a pending reopen and ends the follower (scripted change stream)', async (t) => {

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { MongoClient, ReadPreference } from 'mongodb';
-import { CLIENT_OPTIONS, topologyRefusal } from '../../src/store/mongodb.js';
+import { clientOptions, MONGODB_TIMEOUTS, topologyRefusal } from '../../src/store/mongodb.js';
 
 // What the MongoDB store decides about a server and a connection string before it uses them,
 // checked without a server (none runs here): hello replies as MongoDB 7 sends them, and the
@@ -33,10 +33,23 @@ t.test('a standalone server is refused in one line saying what to do; replica se
   t.equal(topologyRefusal(mongos), undefined, 'a mongos');
 });
 
-t.test('reads go to the primary and writes wait for a majority, whatever the connection string asks', async (t) => {
-  const client = new MongoClient('mongodb://127.0.0.1:1/?readPreference=secondaryPreferred&w=1&readConcernLevel=local', CLIENT_OPTIONS);
+t.test('a connection made directly to one member is refused unless that member is the primary', async (t) => {
+  t.equal(topologyRefusal(primary, true), undefined, 'the primary');
+  t.match(topologyRefusal(secondary, true), /^the URI connects directly \(directConnection=true\) to db-0:27017, a secondary of replica set rs0, not its primary, so every write would fail: name the replica set instead \(replicaSet=rs0/);
+  t.match(topologyRefusal({ ...secondary, secondary: false, arbiterOnly: true }, true), /an arbiter of replica set rs0/);
+  t.equal(topologyRefusal(mongos, true), undefined, 'a mongos');
+  t.match(topologyRefusal(standalone, true), /standalone server/);
+});
+
+t.test('reads go to the primary, writes wait for a majority, and every wait is bounded, whatever the connection string asks', async (t) => {
+  const uri = 'mongodb://127.0.0.1:1/?readPreference=secondaryPreferred&w=1&wtimeoutMS=0&readConcernLevel=local&socketTimeoutMS=0&waitQueueTimeoutMS=0';
+  const client = new MongoClient(uri, clientOptions(MONGODB_TIMEOUTS, 10_000));
   t.equal(client.readPreference.mode, ReadPreference.PRIMARY, 'a secondary may not hold a write this process acknowledged');
   t.equal(client.writeConcern?.w, 'majority');
+  t.equal(client.writeConcern?.wtimeoutMS, MONGODB_TIMEOUTS.majority, 'a majority is waited for a bounded time');
   t.equal(client.readConcern?.level, 'majority');
+  t.equal(client.options.socketTimeoutMS, MONGODB_TIMEOUTS.answer, 'an answer is waited for a bounded time');
+  t.equal(client.options.waitQueueTimeoutMS, MONGODB_TIMEOUTS.answer, 'a connection is waited for a bounded time');
+  t.ok(MONGODB_TIMEOUTS.answer > MONGODB_TIMEOUTS.majority, "MongoDB's own answer to a majority wait comes before the socket gives up");
   await client.close();
 });

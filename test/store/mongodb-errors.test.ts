@@ -12,8 +12,9 @@ import {
   MongoTransactionError,
   MongoWriteConcernError,
 } from 'mongodb';
-import { rethrowStoreError, unavailability } from '../../src/store/mongodb-errors.js';
-import { StoreUnavailableError } from '../../src/store/store.js';
+import { rethrowStoreError, rethrowWriteError, unavailability, unconfirmedWrite } from '../../src/store/mongodb-errors.js';
+import { CommitOutcomeUnknownError } from '../../src/store/mongodb-transaction.js';
+import { StoreUnavailableError, StoreWriteUnconfirmedError } from '../../src/store/store.js';
 
 // How MongoDB failures reach clients, checked on the driver's own error classes (mongodb 7.9),
 // built as the driver builds them from a server's reply: no MongoDB server runs here.
@@ -81,4 +82,17 @@ t.test('driver misuse and other server errors are bugs: passed on as they are (5
 
 t.test('rethrowStoreError: unavailable becomes StoreUnavailableError with the reason', async (t) => {
   t.throws(() => rethrowStoreError(serverError(10107, 'NotWritablePrimary')), new StoreUnavailableError('MongoDB is unavailable (NotWritablePrimary: NotWritablePrimary from the server)'));
+});
+
+t.test('a write not committed says it was not applied; one whose commit is unconfirmed says it may have been', async (t) => {
+  t.throws(
+    () => rethrowWriteError(serverError(10107, 'NotWritablePrimary')),
+    new StoreUnavailableError('MongoDB is unavailable (NotWritablePrimary: NotWritablePrimary from the server); the write was not applied'),
+  );
+  const unknown = new CommitOutcomeUnknownError(new MongoWriteConcernError({ ok: 1, writeConcernError: { code: 64, codeName: 'WriteConcernFailed', errmsg: 'waiting for replication timed out' } }));
+  t.match(unavailability(unknown), /^write concern not satisfied/, 'an unknown commit is unavailability, by its cause');
+  const unconfirmed = unconfirmedWrite(unknown, 10_000);
+  t.type(unconfirmed, StoreWriteUnconfirmedError);
+  t.equal(unconfirmed.message, 'MongoDB did not confirm the write within 10 s (write concern not satisfied: waiting for replication timed out): it may have been applied, or not: read it back before sending it again');
+  t.throws(() => rethrowWriteError(new Error('a bug')), new Error('a bug'), 'anything else is passed on');
 });

@@ -40,7 +40,8 @@ if ('skipped' in mongo) {
   for (const name of [
     'mongodb: a feed outlives an outage longer than server selection, after an earlier event',
     'mongodb: a feed outlives an outage longer than server selection, with no event before it',
-    'mongodb: a dropped database reaches the follower, which is told to reload everything',
+    'mongodb: a dropped database reaches the follower, which is told to reload everything and sets the database up again',
+    'mongodb: counters dropped under running processes: writes go on, revisions and positions keep growing, the entity count stays exact',
   ]) {
     t.test(name, { skip: mongo.skipped }, () => undefined);
   }
@@ -85,12 +86,13 @@ if ('skipped' in mongo) {
     });
   }
 
-  t.test('mongodb: a dropped database reaches the follower, which is told to reload everything', async (t) => {
+  t.test('mongodb: a dropped database reaches the follower, which is told to reload everything and sets the database up again', async (t) => {
     const database = mongo.freshDatabase();
     const writer = await MongoStore.open({ uri: mongo.uri, database });
     const follower = await MongoStore.open({ uri: mongo.uri, database });
     const heard: StoreChange[] = [];
-    const { feedPosition } = await follower.loadPolicies();
+    const { feedPosition, epoch: firstEpoch } = await follower.loadPolicies();
+    const indexesAtStart = await indexNames(database);
     const stop = follower.watch((change) => heard.push(change), feedPosition);
     t.teardown(async () => {
       stop();
@@ -109,5 +111,62 @@ if ('skipped' in mongo) {
     await writer.createPolicy(policy('reborn'), TEST_WRITER);
     await until(() => heard.slice(before).some((change) => change.kind === 'policies'), 'a write after the drop');
     t.same((await follower.loadPolicies()).policies.map((p) => p.name), ['reborn']);
+    await eventually(async () => JSON.stringify(await indexNames(database)) === JSON.stringify(indexesAtStart), 'the indexes to be made again');
+    await eventually(async () => (await follower.loadPolicies()).epoch !== undefined, 'an epoch for the new database');
+    t.not((await follower.loadPolicies()).epoch, firstEpoch, 'another epoch than the dropped database had');
   });
+
+  t.test('mongodb: counters dropped under running processes: writes go on, revisions and positions keep growing, the entity count stays exact', async (t) => {
+    const database = mongo.freshDatabase();
+    const writer = await MongoStore.open({ uri: mongo.uri, database });
+    const follower = await MongoStore.open({ uri: mongo.uri, database });
+    const heard: StoreChange[] = [];
+    const stop = follower.watch((change) => heard.push(change), (await follower.loadPolicies()).feedPosition);
+    t.teardown(async () => {
+      stop();
+      await follower.close();
+      await writer.close();
+      await mongo.dropDatabase(database);
+    });
+    for (const name of ['a', 'b', 'c']) await writer.createPolicy(policy(name), TEST_WRITER);
+    for (const uri of ['user:1', 'user:2']) await writer.createEntity({ uri, type: null, attributes: [], registered_at: '2026-01-01T00:00:00.000Z' }, TEST_WRITER);
+    const { revision, epoch } = await follower.loadPolicies();
+    const client = await MongoClient.connect(mongo.uri);
+    await client.db(database).collection('counters').drop();
+    await client.close();
+    await until(() => heard.some((change) => change.kind === 'everything'), 'the drop to be announced');
+    // The writer follows nothing: only its own write can tell it that its counters are behind.
+    await writer.createPolicy(policy('after'), TEST_WRITER);
+    await writer.createEntity({ uri: 'user:3', type: null, attributes: [], registered_at: '2026-01-01T00:00:00.000Z' }, TEST_WRITER);
+    const loaded = await follower.loadPolicies();
+    t.equal(loaded.revision, revision + 1, 'the next revision, none handed out again');
+    t.same(loaded.policies.map((p) => p.name), ['a', 'b', 'c', 'after'], 'the new policy after the others');
+    t.equal(await follower.countEntities(), 3);
+    t.same((await follower.listAudit({ target: 'policy:after', limit: 5 })).map((record) => 'version' in record && record.version), [1]);
+    await eventually(async () => (await follower.loadPolicies()).epoch !== undefined, 'an epoch again');
+    t.not((await follower.loadPolicies()).epoch, epoch, 'another epoch: a process that missed the drop reloads everything');
+  });
+}
+
+/** The names of the indexes of the store's collections. */
+async function indexNames(database: string): Promise<string[]> {
+  const client = await MongoClient.connect((mongo as { uri: string }).uri);
+  try {
+    const names: string[] = [];
+    for (const collection of ['policies', 'entities', 'audit']) {
+      for (const index of await client.db(database).collection(collection).listIndexes().toArray()) names.push(`${collection}.${String(index.name)}`);
+    }
+    return names.sort();
+  } finally {
+    await client.close();
+  }
+}
+
+/** Resolves once `condition()` resolves true, checking every 50 ms; throws after 20 s, naming `what`. */
+async function eventually(condition: () => Promise<boolean>, what: string): Promise<void> {
+  for (let waited = 0; waited < 20_000; waited += 50) {
+    if (await condition()) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`gave up waiting for ${what}`);
 }

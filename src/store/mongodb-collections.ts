@@ -1,0 +1,67 @@
+import type { Collection, Db } from 'mongodb';
+
+/**
+ * A policy or entity: keyed by its name or uri (so a delete event names it), ordered by a unique
+ * position from a counter, kept as JSON text so that every value keeps its JSON type and any
+ * attribute key (`__proto__`, `a.b`, `$x`) is stored as it is. `version` moves on every write, so
+ * that a write leaving the text as it was still reaches the change feed (MongoDB logs no change
+ * for an update that changes nothing).
+ */
+export interface StoredDocument {
+  _id: string;
+  position: number;
+  document: string;
+  /** Absent on documents written before versions were kept. */
+  version?: number;
+}
+
+export interface Counter {
+  /**
+   * `policy-position`, `entity-position`, `policy-revision`, `audit-sequence`,
+   * `policy-version:<name>`, `store-epoch`, or `entity-count`.
+   */
+  _id: string;
+  value: number;
+  /** On `entity-count`: counted from the collection at set-up and kept since, so it may be trusted. */
+  exact?: true;
+}
+
+/** Which policy a policy revision wrote: kept for the last POLICY_CHANGES_KEPT revisions (see MongoStore.loadPolicies). */
+export interface PolicyChangeRecord {
+  _id: number;
+  name: string;
+}
+
+/** An audit record: numbered from the `audit-sequence` counter, its JSON in `record`, the fields queries use beside it. */
+export interface StoredAuditRecord {
+  _id: number;
+  time: Date;
+  target: string;
+  actor: string;
+  policy_version?: number;
+  record: string;
+}
+
+/** The MongoDB store's collections. */
+export interface StoreCollections {
+  policies: Collection<StoredDocument>;
+  entities: Collection<StoredDocument>;
+  counters: Collection<Counter>;
+  audit: Collection<StoredAuditRecord>;
+  policyChanges: Collection<PolicyChangeRecord>;
+}
+
+export function collectionsOf(db: Db): StoreCollections {
+  return {
+    policies: db.collection('policies'),
+    entities: db.collection('entities'),
+    counters: db.collection('counters'),
+    audit: db.collection('audit'),
+    policyChanges: db.collection('policy_changes'),
+  };
+}
+
+/** Every collection's name: a drop or rename of any of them undoes some of the set-up (see mongodb-set-up.ts). */
+export const COLLECTION_NAMES = ['policies', 'entities', 'counters', 'audit', 'policy_changes'];
+
+export const ENTITY_COUNT = 'entity-count';

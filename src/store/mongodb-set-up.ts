@@ -1,0 +1,96 @@
+import { randomInt } from 'node:crypto';
+import { MongoServerError, type AnyBulkWriteOperation, type ClientSession, type Collection, type Document } from 'mongodb';
+import { ENTITY_COUNT, type Counter, type StoreCollections } from './mongodb-collections.js';
+import { runTransaction } from './mongodb-transaction.js';
+
+// What the MongoDB store needs of a database besides its documents, made sure of at start and
+// again whenever the change feed loses track (a collection or the database dropped): every step
+// is idempotent, and processes taking them at once agree.
+
+const INDEX_OPTIONS_CONFLICT = 85;
+
+/** Unique positions and the audit trail's query indexes. */
+export async function createIndexes({ policies, entities, audit }: StoreCollections): Promise<void> {
+  // Positions are unique: a non-unique index from an earlier release is replaced.
+  for (const collection of [policies, entities]) {
+    try {
+      await collection.createIndex({ position: 1 }, { unique: true });
+    } catch (error) {
+      if (!(error instanceof MongoServerError && error.code === INDEX_OPTIONS_CONFLICT)) throw error;
+      await collection.dropIndex('position_1');
+      await collection.createIndex({ position: 1 }, { unique: true });
+    }
+  }
+  await audit.createIndex({ target: 1, _id: -1 });
+  await audit.createIndex({ actor: 1, _id: -1 });
+  await audit.createIndex({ time: 1 });
+  await audit.createIndex({ target: 1, policy_version: 1 }, { unique: true, partialFilterExpression: { policy_version: { $exists: true } } });
+}
+
+/** The greatest value of `field` in `collection`, 0 when it is empty. */
+async function greatest<T extends Document>(collection: Collection<T>, field: string): Promise<number> {
+  const [row] = await collection.find({}, { projection: { [field]: 1 } }).sort({ [field]: -1 }).limit(1).toArray();
+  return Number((row as Document | undefined)?.[field] ?? 0);
+}
+
+/** Raises each counter to `floor` when it is below it (`$max` never lowers one, so processes doing this at once agree). */
+async function raise(counters: Collection<Counter>, floors: Map<string, number>): Promise<void> {
+  const raises: AnyBulkWriteOperation<Counter>[] = [...floors]
+    .filter(([, floor]) => floor > 0)
+    .map(([counter, floor]) => ({ updateOne: { filter: { _id: counter }, update: { $max: { value: floor } }, upsert: true } }));
+  if (raises.length > 0) await counters.bulkWrite(raises, { ordered: false });
+}
+
+/**
+ * Raises the revision, position and audit counters to at least the greatest value their
+ * collections hold, so that counters reset (dropped, or restored from an older copy) never hand
+ * one out again: a revision handed out twice would be taken by other processes for one they hold.
+ */
+export async function raiseCounters({ policies, entities, counters, audit, policyChanges }: StoreCollections): Promise<void> {
+  const floors = new Map([
+    ['policy-revision', await greatest(policyChanges, '_id')],
+    ['audit-sequence', await greatest(audit, '_id')],
+    ['policy-position', await greatest(policies, 'position')],
+    ['entity-position', await greatest(entities, 'position')],
+  ]);
+  await raise(counters, floors);
+}
+
+/**
+ * Raises each policy's version counter to the greatest version its audit records hold: done only
+ * once a version was handed out again, which the unique index on (target, version) refuses.
+ */
+export async function raisePolicyVersions({ counters, audit }: StoreCollections): Promise<void> {
+  const newest = audit.aggregate<{ _id: string; version: number }>([
+    { $match: { policy_version: { $exists: true } } },
+    { $group: { _id: '$target', version: { $max: '$policy_version' } } },
+  ]);
+  const floors = new Map<string, number>();
+  for await (const { _id: target, version } of newest) floors.set(`policy-version:${target.slice('policy:'.length)}`, version);
+  await raise(counters, floors);
+}
+
+/** Tells this database's revisions from those of one that replaced it (dropped and refilled): see MongoStore.loadPolicies. */
+export async function ensureEpoch({ counters }: StoreCollections): Promise<void> {
+  await counters.updateOne({ _id: 'store-epoch' }, { $setOnInsert: { value: randomInt(2 ** 47) } }, { upsert: true });
+}
+
+/**
+ * Makes the kept entity count exact (see MongoStore.countEntities): counted again, in a snapshot,
+ * unless it is exact already and agrees with the collection's own estimate. Every registration
+ * and deletion moves the count in its transaction, so one committed meanwhile conflicts with the
+ * recount, which then runs again.
+ */
+export async function countEntities({ entities, counters }: StoreCollections, session: ClientSession, retryMs: number): Promise<void> {
+  const kept = await counters.findOne({ _id: ENTITY_COUNT });
+  if (kept?.exact && kept.value === (await entities.estimatedDocumentCount())) return;
+  await runTransaction(
+    session,
+    async () => {
+      const value = await entities.countDocuments({}, { session });
+      await counters.updateOne({ _id: ENTITY_COUNT }, { $set: { value, exact: true } }, { upsert: true, session });
+    },
+    retryMs,
+    { readConcern: { level: 'snapshot' } },
+  );
+}
