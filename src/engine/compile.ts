@@ -85,6 +85,14 @@ function positionsByName(snapshot: Snapshot): Map<string, number> {
 }
 
 /**
+ * What identifies a condition: the JSON text of its (path, operator, value) tuple, which no other
+ * condition has, whatever characters its path or value hold (a joined key would not be: a path
+ * holding the separator could spell another policy's conditions and take their place).
+ */
+export const conditionKey = (condition: Pick<Condition, 'path' | 'operator' | 'value'>): string =>
+  JSON.stringify([condition.path, condition.operator, condition.value]);
+
+/**
  * Compiles conditions once per distinct condition and per distinct list: thousands of rules that
  * share `attributes.role == "reader"` share one compiled condition, which stays in the CPU cache.
  */
@@ -93,8 +101,9 @@ export class ConditionCompiler {
   private readonly lists = new Map<string, readonly CompiledCondition[]>();
 
   list(conditions: readonly Condition[]): readonly CompiledCondition[] {
-    const keys = conditions.map((condition) => `${condition.path}\u0000${condition.operator}\u0000${JSON.stringify(condition.value)}`);
-    const listKey = keys.join('\u0001');
+    const keys = conditions.map(conditionKey);
+    // The JSON text of the list of tuples: as distinct as the lists.
+    const listKey = `[${keys.join(',')}]`;
     let list = this.lists.get(listKey);
     if (list === undefined) {
       list = conditions.map((condition, index) => this.one(keys[index]!, condition));

@@ -1,17 +1,16 @@
 import type { Operator, Policy, Rule } from '../schemas/policy.js';
 import type { ValidationIssue } from '../schemas/errors.js';
-import { ConditionCompiler, type CompiledCondition } from './compile.js';
+import { ConditionCompiler, conditionKey as keyOf, type CompiledCondition } from './compile.js';
+import { CANONICAL_OPERATOR } from './operators.js';
 
 type Location = (string | number)[];
 type SideKey = 'principal_conditions' | 'resource_conditions';
 const SIDES: readonly SideKey[] = ['principal_conditions', 'resource_conditions'];
 
-/** Synonyms spelled one way, so that `==` and `equals` on the same value count as the same condition. */
-const CANONICAL: Partial<Record<Operator, Operator>> = { equals: '==', not_equals: '!=', '>': 'gt', '>=': 'gte', '<': 'lt', '<=': 'lte' };
 const COMPARISONS = new Set<Operator>(['gt', '>', 'gte', '>=', 'lt', '<', 'lte', '<=']);
 
-const conditionKey = ({ source }: CompiledCondition) =>
-  `${source.path}\u0000${CANONICAL[source.operator] ?? source.operator}\u0000${JSON.stringify(source.value)}`;
+/** Synonyms spelled one way, so that `==` and `equals` on the same value count as the same condition. */
+const conditionKey = ({ source }: CompiledCondition) => keyOf({ ...source, operator: CANONICAL_OPERATOR[source.operator] });
 
 const describe = ({ source }: CompiledCondition) => `${source.path} ${source.operator} ${JSON.stringify(source.value)}`;
 
