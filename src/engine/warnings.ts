@@ -2,6 +2,8 @@ import type { Operator, Policy, Rule } from '../schemas/policy.js';
 import type { ValidationIssue } from '../schemas/errors.js';
 import { ConditionCompiler, conditionKey as keyOf, type CompiledCondition } from './compile.js';
 import { CANONICAL_OPERATOR } from './operators.js';
+import { formatCondition } from './condition-tree.js';
+import { slugify } from './slug.js';
 
 type Location = (string | number)[];
 type SideKey = 'principal_conditions' | 'resource_conditions';
@@ -12,7 +14,10 @@ const COMPARISONS = new Set<Operator>(['gt', '>', 'gte', '>=', 'lt', '<', 'lte',
 /** Synonyms spelled one way, so that `==` and `equals` on the same value count as the same condition. */
 const conditionKey = ({ source }: CompiledCondition) => keyOf({ ...source, operator: CANONICAL_OPERATOR[source.operator] });
 
-const describe = ({ source }: CompiledCondition) => `${source.path} ${source.operator} ${JSON.stringify(source.value)}`;
+const describe = ({ source }: CompiledCondition) => formatCondition(source);
+
+/** `exists` and `not_exists`: conditions on whether a value is there at all. */
+const isPresenceTest = ({ source }: CompiledCondition) => source.operator === 'exists' || source.operator === 'not_exists';
 
 /** The values a condition lets through by equality (`==`, or `in` a list), if it is such a condition. */
 function demandedValues({ source }: CompiledCondition): readonly unknown[] | undefined {
@@ -42,6 +47,10 @@ function witnesses(conditions: readonly CompiledCondition[]): readonly unknown[]
 
 /** The conditions on one path of one side that no value can satisfy together, if any. */
 function contradiction(conditions: readonly CompiledCondition[]): readonly CompiledCondition[] | undefined {
+  // Every condition but not_exists needs a value there.
+  const absent = conditions.find((condition) => condition.holdsWhenMissing);
+  const present = conditions.find((condition) => !condition.holdsWhenMissing);
+  if (absent !== undefined) return present === undefined ? undefined : conditions.filter((condition) => condition === absent || condition === present);
   const candidates = witnesses(conditions);
   if (candidates === undefined) return undefined;
   const holdsForSome = candidates.some((value) => conditions.every(({ test }) => test(value)));
@@ -54,6 +63,8 @@ function implied(condition: CompiledCondition, conditions: readonly CompiledCond
   return conditions.some((other) => {
     if (conditionKey(other) === key) return true;
     if (other.source.path !== condition.source.path) return false;
+    // `exists` asks only that a value be there, as every condition but not_exists does.
+    if (condition.source.operator === 'exists' && !other.holdsWhenMissing) return true;
     const values = demandedValues(other);
     return values !== undefined && values.every((value) => condition.test(value));
   });
@@ -138,23 +149,125 @@ function lonelyActions(rule: Rule, elsewhere: ReadonlySet<string>, at: Location)
   });
 }
 
+/** A compiled rule and where it stands: its policy's index in the set, and its own in the policy. */
+interface PlacedRule extends CompiledRuleConditions {
+  policy: number;
+  index: number;
+}
+
+const sideKey = (side: SideKey, path: string) => JSON.stringify([side, path]);
+
+/** Closing rules looked at for one gap at most: past them, the gap is reported as open (a warning too many, never one missed). */
+const CLOSERS_EXAMINED = 100;
+
+/**
+ * Deny rules that can deny what a request leaving a path out gets past another deny rule: those
+ * with a `not_exists` condition, by side and path.
+ */
+function absenceDenials(compiled: readonly (readonly CompiledRuleConditions[])[]): Map<string, PlacedRule[]> {
+  const byPath = new Map<string, PlacedRule[]>();
+  compiled.forEach((rules, policy) =>
+    rules.forEach((rule, index) => {
+      if (rule.rule.effect !== 'deny') return;
+      for (const side of SIDES) {
+        for (const path of new Set(rule.sides[side].filter((condition) => condition.holdsWhenMissing).map((condition) => condition.source.path))) {
+          const key = sideKey(side, path);
+          byPath.set(key, [...(byPath.get(key) ?? []), { ...rule, policy, index }]);
+        }
+      }
+    }),
+  );
+  return byPath;
+}
+
+/**
+ * Whether `closer` denies every request that meets `denying`'s conditions but those on `path` of
+ * `side`, which it leaves out: it covers the actions, holds when the path leads nowhere, demands
+ * nothing more than `denying` does, and no allow rule of its policy can decide such a request first.
+ */
+function closes(closer: PlacedRule, denying: PlacedRule, side: SideKey, path: string, compiled: readonly (readonly CompiledRuleConditions[])[]): boolean {
+  if (!denying.rule.actions.every((action) => closer.rule.actions.includes(action))) return false;
+  const demandsNoMore = SIDES.every((each) => {
+    const others = denying.sides[each].filter((condition) => each !== side || condition.source.path !== path);
+    return closer.sides[each].every((condition) => (each === side && condition.source.path === path && condition.holdsWhenMissing) || implied(condition, others));
+  });
+  if (!demandsNoMore) return false;
+  // Rules of its policy before it, but those before `denying` in the same policy, which would decide before either.
+  const policyRules = compiled[closer.policy]!;
+  const from = closer.policy === denying.policy ? denying.index + 1 : 0;
+  const before = policyRules.slice(from, closer.index);
+  return !before.some(({ rule }) => rule.effect === 'allow' && rule.actions.some((action) => denying.rule.actions.includes(action)));
+}
+
+/** The deny rule that denies what `denying` lets through when `path` is left out, in its own words. */
+function closingRule({ rule, sides }: CompiledRuleConditions, side: SideKey, path: string): Record<string, unknown> {
+  const conditions = (each: SideKey) => {
+    const kept = sides[each].filter((condition) => each !== side || condition.source.path !== path).map(({ source }) => ({ path: source.path, operator: source.operator, value: source.value }));
+    return each === side ? [...kept, { path, operator: 'not_exists' }] : kept;
+  };
+  const left = path === 'uri' ? 'uri' : path.slice('attributes.'.length);
+  return {
+    name: slugify(`${rule.name}-without-${left}`).slice(0, 256),
+    effect: 'deny',
+    principal_conditions: conditions('principal_conditions'),
+    resource_conditions: conditions('resource_conditions'),
+    actions: rule.actions,
+  };
+}
+
+/**
+ * A missing attribute makes any condition on it false, so a request that leaves out an attribute a
+ * deny rule tests is not denied by it: one warning per path of a deny rule (but `exists` and
+ * `not_exists`, which are about presence), unless a deny rule denies such requests (see closes),
+ * with the rule that would.
+ */
+function escapesByOmission(denying: PlacedRule, compiled: readonly (readonly CompiledRuleConditions[])[], closers: ReadonlyMap<string, readonly PlacedRule[]>, at: Location): ValidationIssue[] {
+  if (denying.rule.effect !== 'deny') return [];
+  return SIDES.flatMap((side) => {
+    const conditions = denying.sides[side];
+    const paths = new Set<string>();
+    return conditions.flatMap((condition, index) => {
+      const { path } = condition.source;
+      if (isPresenceTest(condition) || paths.has(path)) return [];
+      paths.add(path);
+      if (conditions.some((other) => other.source.path === path && other.holdsWhenMissing)) return [];
+      const candidates = (closers.get(sideKey(side, path)) ?? []).slice(0, CLOSERS_EXAMINED);
+      if (candidates.some((closer) => closes(closer, denying, side, path, compiled))) return [];
+      const whose = side === 'principal_conditions' ? "the principal's" : "the resource's";
+      const msg =
+        `a request that leaves out ${whose} ${path} escapes this deny rule (a missing attribute makes any condition on it false); ` +
+        `to deny such requests too, add this rule next to it, with no allow rule between them: ${JSON.stringify(closingRule(denying, side, path))}`;
+      return [{ loc: [...at, side, index], msg, type: 'escaped_by_omission' }];
+    });
+  });
+}
+
 /**
  * What is valid but probably not meant, in the policies at `checked` (positions in `policies`, the
  * whole set in creation order): rules that can never match, rules that never decide, actions that
- * look like typos of another policy's, duplicate conditions. Reasons on the compiled conditions
- * that evaluation uses. `locate(i)` says where policy i sits in the request.
+ * look like typos of another policy's, duplicate conditions, deny rules a request escapes by
+ * leaving an attribute out. Reasons on the compiled conditions that evaluation uses. `locate(i)`
+ * says where policy i sits in the request.
  */
 export function policyWarnings(policies: readonly Policy[], checked: readonly number[], locate: (index: number) => Location): ValidationIssue[] {
   const compiler = new ConditionCompiler();
   const compiled = policies.map((policy) =>
     policy.rules.map((rule) => ({ rule, sides: { principal_conditions: compiler.list(rule.principal_conditions), resource_conditions: compiler.list(rule.resource_conditions) } })),
   );
+  const closers = absenceDenials(compiled);
   return checked.flatMap((policyIndex) => {
     const elsewhere = new Set(policies.flatMap((policy, index) => (index === policyIndex ? [] : policy.rules.flatMap((rule) => rule.actions))));
     const rules = compiled[policyIndex]!;
     return rules.flatMap((rule, ruleIndex) => {
       const at = [...locate(policyIndex), 'rules', ruleIndex];
-      return [...neverMatches(rule, at), ...shadowing(rules, ruleIndex, at), ...lonelyActions(rule.rule, elsewhere, at), ...duplicates(rule, at)];
+      const placed = { ...rule, policy: policyIndex, index: ruleIndex };
+      return [
+        ...neverMatches(rule, at),
+        ...shadowing(rules, ruleIndex, at),
+        ...lonelyActions(rule.rule, elsewhere, at),
+        ...duplicates(rule, at),
+        ...escapesByOmission(placed, compiled, closers, at),
+      ];
     });
   });
 }

@@ -95,7 +95,7 @@ export const explanationSchema = {
                 matched: { type: 'boolean' },
                 failed: {
                   type: 'object',
-                  description: 'The first condition that did not hold: the value found at its path, or `missing: true`.',
+                  description: 'The first condition that did not hold (`expected`: its value, absent for `exists` and `not_exists`): the value found at its path, or `missing: true`.',
                   properties: {
                     side: { type: 'string', enum: ['principal', 'resource'] },
                     path: { type: 'string' },
@@ -104,7 +104,7 @@ export const explanationSchema = {
                     actual: anyJsonValueSchema,
                     missing: { type: 'boolean' },
                   },
-                  required: ['side', 'path', 'operator', 'expected'],
+                  required: ['side', 'path', 'operator'],
                 },
               },
               required: ['name', 'effect', 'matched'],

@@ -59,7 +59,8 @@ function describe(error: ErrorObject): { last?: string; msg: string; type: strin
 /** Ajv's errors as the `loc`/`msg`/`type` items of a 422 body. */
 export function validationIssues(errors: FastifySchemaValidationError[], part: string | undefined): ValidationIssue[] {
   const root = LOCATION_OF_PART[part ?? 'body'] ?? 'body';
-  return errors.map((error) => {
+  // An `if` error only says that a branch failed; the branch's own errors say what is wrong.
+  return errors.filter((error) => error.keyword !== 'if').map((error) => {
     const { last, msg, type } = describe(error as ErrorObject);
     const loc = [root, ...pointerSegments(error.instancePath)];
     if (last !== undefined) loc.push(last);

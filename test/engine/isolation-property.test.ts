@@ -23,7 +23,7 @@ const SEED = process.env.ISOLATION_SEED === undefined ? undefined : Number(proce
 /** Attribute keys: plain ones, and ones holding what keys are made of. */
 const KEYS = ['a', 'b', 'a\u0000', 'a\u0001b', '\u0000', 'a"', 'a,', '[a]', 'a\\', '"a","=="'];
 const VALUES = ['x', 'y', '', 'x\u0000', '"x"', 0, 1, 2];
-const OPERATORS: Operator[] = ['==', '==', 'in', '!=', 'not_in', '<', 'gt', 'startswith', 'contains'];
+const OPERATORS: Operator[] = ['==', '==', 'in', '!=', 'not_in', '<', 'gt', 'startswith', 'contains', 'exists', 'not_exists'];
 const ACTIONS = ['read', 'write'];
 
 const value = fc.constantFrom(...VALUES);
@@ -33,12 +33,13 @@ function conditionValue(operator: Operator): fc.Arbitrary<unknown> {
   if (operator === 'in' || operator === 'not_in') return fc.array(value, { maxLength: 3 });
   if (operator === '<' || operator === 'gt') return fc.constantFrom(0, 1, 2);
   if (operator === 'startswith') return fc.constantFrom('x', '"', '');
+  if (operator === 'exists' || operator === 'not_exists') return fc.constant(undefined);
   return value;
 }
 
 const condition: fc.Arbitrary<Condition> = fc
   .record({ path: keyPath, operator: fc.constantFrom(...OPERATORS) })
-  .chain(({ path, operator }) => conditionValue(operator).map((chosen): Condition => ({ path, operator, value: chosen })));
+  .chain(({ path, operator }) => conditionValue(operator).map((chosen): Condition => (chosen === undefined ? { path, operator } : { path, operator, value: chosen })));
 
 /**
  * A condition whose path spells `first` and the path of `second` as keys made by joining would
@@ -47,12 +48,12 @@ const condition: fc.Arbitrary<Condition> = fc
  * two-condition list [first, second].
  */
 const spliced = (first: Condition, second: Condition, style: 'joined' | 'json'): Condition => {
-  const text = JSON.stringify(first.value);
+  const text = JSON.stringify(first.value) ?? '';
   const path =
     style === 'joined'
       ? `${first.path}\u0000${first.operator}\u0000${text}\u0001${second.path}`
       : `${first.path}","${first.operator}",${text}],["${second.path}`;
-  return { path, operator: second.operator, value: second.value };
+  return second.value === undefined ? { path, operator: second.operator } : { path, operator: second.operator, value: second.value };
 };
 
 const rule = fc.record({
