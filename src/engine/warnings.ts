@@ -155,51 +155,30 @@ interface PlacedRule extends CompiledRuleConditions {
   index: number;
 }
 
+type Compiled = readonly (readonly CompiledRuleConditions[])[];
+
 const sideKey = (side: SideKey, path: string) => JSON.stringify([side, path]);
 
-/** Closing rules looked at for one gap at most: past them, the gap is reported as open (a warning too many, never one missed). */
-const CLOSERS_EXAMINED = 100;
-
 /**
- * Deny rules that can deny what a request leaving a path out gets past another deny rule: those
- * with a `not_exists` condition, by side and path.
+ * Conditions compared, at most, in looking for the rules that close the gaps of one validation:
+ * past that, a gap is reported as open (a warning too many, never one missed), so that a body
+ * crafted to make every rule a candidate for every other costs no more than this.
  */
-function absenceDenials(compiled: readonly (readonly CompiledRuleConditions[])[]): Map<string, PlacedRule[]> {
-  const byPath = new Map<string, PlacedRule[]>();
-  compiled.forEach((rules, policy) =>
-    rules.forEach((rule, index) => {
-      if (rule.rule.effect !== 'deny') return;
-      for (const side of SIDES) {
-        for (const path of new Set(rule.sides[side].filter((condition) => condition.holdsWhenMissing).map((condition) => condition.source.path))) {
-          const key = sideKey(side, path);
-          byPath.set(key, [...(byPath.get(key) ?? []), { ...rule, policy, index }]);
-        }
-      }
-    }),
-  );
-  return byPath;
+const CLOSING_WORK_BUDGET = 1_000_000;
+
+/** Omission warnings given in one validation at most; one more says how many others there are. */
+export const MAX_OMISSION_WARNINGS = 100;
+
+/** Longest closing rule a warning spells out as JSON; a longer one is described instead. */
+const MAX_CLOSING_RULE_TEXT = 1000;
+
+/** The deny rule that denies what `denying` lets through when `path` is left out, as JSON, or described when that is long. */
+function closingRuleText(denying: CompiledRuleConditions, side: SideKey, path: string): string {
+  const text = JSON.stringify(closingRule(denying, side, path));
+  if (text.length <= MAX_CLOSING_RULE_TEXT) return text;
+  return `a deny rule with this rule's actions and conditions, but {"path":${JSON.stringify(path)},"operator":"not_exists"} in place of those on ${path}`;
 }
 
-/**
- * Whether `closer` denies every request that meets `denying`'s conditions but those on `path` of
- * `side`, which it leaves out: it covers the actions, holds when the path leads nowhere, demands
- * nothing more than `denying` does, and no allow rule of its policy can decide such a request first.
- */
-function closes(closer: PlacedRule, denying: PlacedRule, side: SideKey, path: string, compiled: readonly (readonly CompiledRuleConditions[])[]): boolean {
-  if (!denying.rule.actions.every((action) => closer.rule.actions.includes(action))) return false;
-  const demandsNoMore = SIDES.every((each) => {
-    const others = denying.sides[each].filter((condition) => each !== side || condition.source.path !== path);
-    return closer.sides[each].every((condition) => (each === side && condition.source.path === path && condition.holdsWhenMissing) || implied(condition, others));
-  });
-  if (!demandsNoMore) return false;
-  // Rules of its policy before it, but those before `denying` in the same policy, which would decide before either.
-  const policyRules = compiled[closer.policy]!;
-  const from = closer.policy === denying.policy ? denying.index + 1 : 0;
-  const before = policyRules.slice(from, closer.index);
-  return !before.some(({ rule }) => rule.effect === 'allow' && rule.actions.some((action) => denying.rule.actions.includes(action)));
-}
-
-/** The deny rule that denies what `denying` lets through when `path` is left out, in its own words. */
 function closingRule({ rule, sides }: CompiledRuleConditions, side: SideKey, path: string): Record<string, unknown> {
   const conditions = (each: SideKey) => {
     const kept = sides[each].filter((condition) => each !== side || condition.source.path !== path).map(({ source }) => ({ path: source.path, operator: source.operator, value: source.value }));
@@ -217,29 +196,86 @@ function closingRule({ rule, sides }: CompiledRuleConditions, side: SideKey, pat
 
 /**
  * A missing attribute makes any condition on it false, so a request that leaves out an attribute a
- * deny rule tests is not denied by it: one warning per path of a deny rule (but `exists` and
- * `not_exists`, which are about presence), unless a deny rule denies such requests (see closes),
- * with the rule that would.
+ * deny rule tests is not denied by it. For each deny rule, one warning per path it tests (but with
+ * `exists` and `not_exists`, which are about presence), with the rule that would deny such requests,
+ * unless a deny rule of the set does (see closes).
  */
-function escapesByOmission(denying: PlacedRule, compiled: readonly (readonly CompiledRuleConditions[])[], closers: ReadonlyMap<string, readonly PlacedRule[]>, at: Location): ValidationIssue[] {
-  if (denying.rule.effect !== 'deny') return [];
-  return SIDES.flatMap((side) => {
-    const conditions = denying.sides[side];
-    const paths = new Set<string>();
-    return conditions.flatMap((condition, index) => {
-      const { path } = condition.source;
-      if (isPresenceTest(condition) || paths.has(path)) return [];
-      paths.add(path);
-      if (conditions.some((other) => other.source.path === path && other.holdsWhenMissing)) return [];
-      const candidates = (closers.get(sideKey(side, path)) ?? []).slice(0, CLOSERS_EXAMINED);
-      if (candidates.some((closer) => closes(closer, denying, side, path, compiled))) return [];
-      const whose = side === 'principal_conditions' ? "the principal's" : "the resource's";
-      const msg =
-        `a request that leaves out ${whose} ${path} escapes this deny rule (a missing attribute makes any condition on it false); ` +
-        `to deny such requests too, add this rule next to it, with no allow rule between them: ${JSON.stringify(closingRule(denying, side, path))}`;
-      return [{ loc: [...at, side, index], msg, type: 'escaped_by_omission' }];
+function omissionWarnings(compiled: Compiled): { of(rule: PlacedRule, at: Location): ValidationIssue[]; more(): ValidationIssue[] } {
+  /** Deny rules holding a `not_exists` condition, by side and path: the only ones that can close a gap. */
+  const closers = new Map<string, PlacedRule[]>();
+  compiled.forEach((rules, policy) =>
+    rules.forEach((rule, index) => {
+      if (rule.rule.effect !== 'deny') return;
+      for (const side of SIDES) {
+        for (const path of new Set(rule.sides[side].filter((condition) => condition.holdsWhenMissing).map((condition) => condition.source.path))) {
+          const key = sideKey(side, path);
+          const placed = { ...rule, policy, index };
+          const list = closers.get(key);
+          if (list === undefined) closers.set(key, [placed]);
+          else list.push(placed);
+        }
+      }
+    }),
+  );
+  let work = 0;
+  let given = 0;
+  let notGiven: Location | undefined;
+  let notGivenCount = 0;
+
+  /**
+   * Whether `closer` denies every request that meets `denying`'s conditions but those on `path` of
+   * `side`, which it leaves out: it covers the actions, holds when the path leads nowhere, demands
+   * nothing more than `denying` does, and no allow rule of its policy can decide such a request first.
+   */
+  const closes = (closer: PlacedRule, denying: PlacedRule, side: SideKey, path: string): boolean => {
+    const actions = denying.rule.actions;
+    work += actions.length * closer.rule.actions.length;
+    if (work > CLOSING_WORK_BUDGET || !actions.every((action) => closer.rule.actions.includes(action))) return false;
+    const demandsNoMore = SIDES.every((each) => {
+      const others = denying.sides[each].filter((condition) => each !== side || condition.source.path !== path);
+      work += others.length * closer.sides[each].length;
+      return work <= CLOSING_WORK_BUDGET && closer.sides[each].every((condition) => (each === side && condition.source.path === path && condition.holdsWhenMissing) || implied(condition, others));
     });
-  });
+    if (!demandsNoMore) return false;
+    // The rules of its policy before it, but those before `denying` in the same policy, which would decide before either.
+    const from = closer.policy === denying.policy ? denying.index + 1 : 0;
+    const before = compiled[closer.policy]!.slice(from, closer.index);
+    work += before.length;
+    return work <= CLOSING_WORK_BUDGET && !before.some(({ rule }) => rule.effect === 'allow' && rule.actions.some((action) => actions.includes(action)));
+  };
+
+  const of = (denying: PlacedRule, at: Location): ValidationIssue[] => {
+    if (denying.rule.effect !== 'deny') return [];
+    return SIDES.flatMap((side) => {
+      const conditions = denying.sides[side];
+      const absent = new Set(conditions.filter((condition) => condition.holdsWhenMissing).map((condition) => condition.source.path));
+      const warned = new Set<string>();
+      return conditions.flatMap((condition, index) => {
+        const { path } = condition.source;
+        if (isPresenceTest(condition) || absent.has(path) || warned.has(path)) return [];
+        warned.add(path);
+        const candidates = closers.get(sideKey(side, path));
+        if (candidates !== undefined && work <= CLOSING_WORK_BUDGET && candidates.some((closer) => closes(closer, denying, side, path))) return [];
+        const loc = [...at, side, index];
+        if (given === MAX_OMISSION_WARNINGS) {
+          notGiven ??= loc;
+          notGivenCount++;
+          return [];
+        }
+        given++;
+        const whose = side === 'principal_conditions' ? "the principal's" : "the resource's";
+        const msg =
+          `a request that leaves out ${whose} ${path} escapes this deny rule (a missing attribute makes any condition on it false); ` +
+          `to deny such requests too, add this rule next to it, with no allow rule between them: ${closingRuleText(denying, side, path)}`;
+        return [{ loc, msg, type: 'escaped_by_omission' }];
+      });
+    });
+  };
+  const more = (): ValidationIssue[] =>
+    notGiven === undefined
+      ? []
+      : [{ loc: notGiven, msg: `${notGivenCount} more attributes of deny rules, from here on, let a request escape by leaving them out: the first ${MAX_OMISSION_WARNINGS} are listed`, type: 'escaped_by_omission' }];
+  return { of, more };
 }
 
 /**
@@ -254,8 +290,8 @@ export function policyWarnings(policies: readonly Policy[], checked: readonly nu
   const compiled = policies.map((policy) =>
     policy.rules.map((rule) => ({ rule, sides: { principal_conditions: compiler.list(rule.principal_conditions), resource_conditions: compiler.list(rule.resource_conditions) } })),
   );
-  const closers = absenceDenials(compiled);
-  return checked.flatMap((policyIndex) => {
+  const escapesByOmission = omissionWarnings(compiled);
+  const warnings = checked.flatMap((policyIndex) => {
     const elsewhere = new Set(policies.flatMap((policy, index) => (index === policyIndex ? [] : policy.rules.flatMap((rule) => rule.actions))));
     const rules = compiled[policyIndex]!;
     return rules.flatMap((rule, ruleIndex) => {
@@ -266,8 +302,9 @@ export function policyWarnings(policies: readonly Policy[], checked: readonly nu
         ...shadowing(rules, ruleIndex, at),
         ...lonelyActions(rule.rule, elsewhere, at),
         ...duplicates(rule, at),
-        ...escapesByOmission(placed, compiled, closers, at),
+        ...escapesByOmission.of(placed, at),
       ];
     });
   });
+  return [...warnings, ...escapesByOmission.more()];
 }

@@ -1,5 +1,6 @@
 import t from 'tap';
 import { compile, evaluate, policyWarnings } from '../../src/engine/index.js';
+import { MAX_OMISSION_WARNINGS } from '../../src/engine/warnings.js';
 import type { Condition, Operator, Policy } from '../../src/schemas/policy.js';
 import { cond, entity, policy, request, rule } from './helpers.js';
 
@@ -170,4 +171,19 @@ t.test('soundness: leaving out a path a deny rule is not warned about never turn
     });
   }
   t.ok(silent > 200 && warned > 200, `${silent} paths closed and confirmed, ${warned} warned about`);
+});
+
+t.test('omission warnings are bounded: at most 100 and one saying how many more, and a long closing rule is described', async (t) => {
+  const denying = (index: number) => rule(`d${index}`, { effect: 'deny', principal: [cond('==', index, `attributes.a${index}`)], actions: ['read'] });
+  const many = warningsOf([policy('p', Array.from({ length: 150 }, (_, index) => denying(index)))]).filter((w) => w.type === 'escaped_by_omission');
+  t.equal(many.length, MAX_OMISSION_WARNINGS + 1);
+  t.same(many.at(-1), {
+    loc: `body.0.rules.${MAX_OMISSION_WARNINGS}.principal_conditions.0`,
+    type: 'escaped_by_omission',
+    msg: `50 more attributes of deny rules, from here on, let a request escape by leaving them out: the first ${MAX_OMISSION_WARNINGS} are listed`,
+  });
+
+  const long = rule('long', { effect: 'deny', principal: [cond('==', 1, 'attributes.a'), cond('==', 'x'.repeat(2000), 'attributes.b')], actions: ['read'] });
+  const [onA] = warningsOf([policy('p', [long])]);
+  t.match(onA!.msg, /add this rule next to it, with no allow rule between them: a deny rule with this rule's actions and conditions, but \{"path":"attributes.a","operator":"not_exists"\} in place of those on attributes.a$/);
 });
