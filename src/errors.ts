@@ -10,11 +10,25 @@ export class ClientError extends Error {
   }
 }
 
-/** A request that is well-formed JSON but breaks the contract: 422 with the offending fields. */
+/** Most issues a 422 lists; past them, one more item says that more were cut. */
+export const MAX_LISTED_ISSUES = 20;
+
+/** The issues a 422 lists: all of them, or the first MAX_LISTED_ISSUES and an item saying that more were cut. */
+export function listedIssues(issues: readonly ValidationIssue[]): ValidationIssue[] {
+  if (issues.length <= MAX_LISTED_ISSUES) return [...issues];
+  // No count: finding them all is itself bounded (see compileListingErrors), so it may not be known.
+  const cut = { loc: [issues[0]!.loc[0] ?? 'body'], msg: `more errors were found than the ${MAX_LISTED_ISSUES} listed: fix these and send the request again`, type: 'too_many_errors' };
+  return [...issues.slice(0, MAX_LISTED_ISSUES), cut];
+}
+
+/** A request that is well-formed JSON but breaks the contract: 422 with the offending fields (see listedIssues). */
 export class RequestValidationError extends Error {
   readonly statusCode = 422;
-  constructor(readonly issues: ValidationIssue[]) {
-    super(issues.map((issue) => `${issue.loc.join('.')}: ${issue.msg}`).join('; '));
+  readonly issues: ValidationIssue[];
+  constructor(issues: readonly ValidationIssue[]) {
+    const listed = listedIssues(issues);
+    super(listed.map((issue) => `${issue.loc.join('.')}: ${issue.msg}`).join('; '));
+    this.issues = listed;
   }
 }
 

@@ -21,7 +21,7 @@ export interface ValidationReport {
  */
 export function policyAnswer(policy: Policy, style: OperatorStyle): AnsweredPolicy {
   const spelled = (conditions: Condition[]) =>
-    conditions.map(({ path, operator, value }) => ({ path, operator: spellOperator(operator, style), value }));
+    conditions.map(({ path, operator, value }) => (value === undefined ? { path, operator: spellOperator(operator, style) } : { path, operator: spellOperator(operator, style), value }));
   return {
     ...policy,
     rules: policy.rules.map((rule) => ({

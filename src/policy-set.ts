@@ -2,7 +2,8 @@ import type { FastifySchemaValidationError } from 'fastify';
 import type { ValidateFunction } from 'ajv';
 import { policySchema, type Policy } from './schemas/policy.js';
 import type { ValidationIssue } from './schemas/errors.js';
-import { createAjv, validationIssues } from './schemas/validation.js';
+import { compileListingErrors, validationIssues } from './schemas/validation.js';
+import { MAX_LISTED_ISSUES } from './errors.js';
 import { normalizePolicy, policyIssues, type PolicyLimits } from './engine/index.js';
 
 type Location = (string | number)[];
@@ -19,20 +20,22 @@ export class PolicySetReader {
   constructor(private readonly limits: PolicyLimits) {}
 
   private get matchesSchema(): ValidateFunction<Policy> {
-    return (this.compiledSchema ??= createAjv(false).compile<Policy>(policySchema));
+    return (this.compiledSchema ??= compileListingErrors<Policy>(policySchema));
   }
 
   /** The policies, normalized, or every issue found, each located under `locate(index)`. */
   read(values: readonly unknown[], locate: (index: number) => Location): { policies: Policy[] } | { issues: ValidationIssue[] } {
     const issues: ValidationIssue[] = [];
-    values.forEach((value, index) => {
+    // Past the issues a 422 lists, the other values are not looked at: a list of thousands of broken policies costs no more.
+    for (let index = 0; index < values.length && issues.length <= MAX_LISTED_ISSUES; index++) {
+      const value = values[index];
       if (this.matchesSchema(value)) {
         issues.push(...policyIssues(value, locate(index), this.limits));
-        return;
+        continue;
       }
       const found = validationIssues(this.matchesSchema.errors as FastifySchemaValidationError[], 'body');
       issues.push(...found.map((issue) => ({ ...issue, loc: [...locate(index), ...issue.loc.slice(1)] })));
-    });
+    }
     if (issues.length > 0) return { issues };
     const policies = (values as Policy[]).map(normalizePolicy);
     policies.forEach((policy, index) => {

@@ -17,20 +17,32 @@ const CONFIGURATION = readDocument('docs/configuration.md');
 interface OperatorExample {
   operator: string;
   path: string;
+  /** Undefined where the table gives none (`exists`, `not_exists`). */
   value: unknown;
   holdsFor: unknown[];
   failsFor: unknown[];
+  /** Whether the condition holds when the attribute is left out: the table says "left out" where it does. */
+  holdsWhenMissing: boolean;
+  /** Whether the table says "left out" among the values the condition does not hold for. */
+  failsWhenMissing: boolean;
 }
+
+const LEFT_OUT = /left out/;
 
 function operatorExamples(): OperatorExample[] {
   return tableAfter(EVALUATION, '### Operators').flatMap(([operators, , path, value, holds, fails]) =>
-    codeSpans(operators!).map((operator) => ({
-      operator,
-      path: codeSpans(path!)[0]!,
-      value: JSON.parse(codeSpans(value!)[0]!),
-      holdsFor: codeSpans(holds!).map((text) => JSON.parse(text)),
-      failsFor: codeSpans(fails!).map((text) => JSON.parse(text)),
-    })),
+    codeSpans(operators!).map((operator) => {
+      const [valueText] = codeSpans(value!);
+      return {
+        operator,
+        path: codeSpans(path!)[0]!,
+        value: valueText === undefined ? undefined : JSON.parse(valueText),
+        holdsFor: codeSpans(holds!).map((text) => JSON.parse(text)),
+        failsFor: codeSpans(fails!).map((text) => JSON.parse(text)),
+        holdsWhenMissing: LEFT_OUT.test(holds!),
+        failsWhenMissing: LEFT_OUT.test(fails!),
+      };
+    }),
   );
 }
 
@@ -38,7 +50,11 @@ t.test('every operator the server accepts is documented once, with examples eith
   const examples = operatorExamples();
   t.strictSame(examples.map((example) => example.operator).sort(), [...OPERATORS].sort(), 'the table spells exactly the accepted operators');
   for (const example of examples) {
-    t.ok(example.holdsFor.length > 0 && example.failsFor.length > 0, `${example.operator}: an example that holds and one that does not`);
+    t.ok(
+      (example.holdsFor.length > 0 || example.holdsWhenMissing) && (example.failsFor.length > 0 || example.failsWhenMissing),
+      `${example.operator}: an example that holds and one that does not`,
+    );
+    t.notOk(example.holdsWhenMissing && example.failsWhenMissing, `${example.operator}: left out on one side only`);
   }
 });
 
@@ -73,7 +89,8 @@ t.test("the operator table's examples are decided as the table says", async (t) 
     for (const value of example.failsFor) {
       checks.push({ label: `${key} ${example.operator} ${JSON.stringify(example.value)} fails for ${JSON.stringify(value)}`, allowed: false, request: check({ [key]: value }) });
     }
-    checks.push({ label: `${key} ${example.operator}: a missing attribute satisfies no condition`, allowed: false, request: check({ unrelated: example.holdsFor[0] }) });
+    const missing = example.holdsWhenMissing ? 'holds when the attribute is left out' : 'a missing attribute satisfies no condition';
+    checks.push({ label: `${key} ${example.operator}: ${missing}`, allowed: example.holdsWhenMissing, request: check({ unrelated: example.holdsFor[0] ?? example.failsFor[0] }) });
   });
   const decided = await server.call('POST', '/check/bulk', checks.map((check) => check.request));
   t.equal(decided.status, 200);

@@ -7,9 +7,12 @@ import { parseJsonValue, type JsonValue } from './json-text.js';
 /** Every operator of decisions.md, as sent on the wire; synonyms listed after the primary spelling. */
 export const OPERATORS = [
   '==', '!=', 'contains', 'not_contains', 'startswith', 'endswith',
-  'gt', 'gte', 'lt', 'lte', 'in', 'not_in',
+  'gt', 'gte', 'lt', 'lte', 'in', 'not_in', 'exists', 'not_exists',
   'equals', 'not_equals', '>', '>=', '<', '<=',
 ] as const;
+
+/** Operators that test only whether the attribute is there: their conditions have no value. */
+export const takesNoValue = (operator: string) => operator === 'exists' || operator === 'not_exists';
 
 export const EFFECTS = ['allow', 'deny'] as const;
 export const SIDES = ['principal_conditions', 'resource_conditions'] as const;
@@ -18,7 +21,8 @@ export type Side = (typeof SIDES)[number];
 export interface Condition {
   path: string;
   operator: string;
-  value: JsonValue;
+  /** Absent for `exists` and `not_exists`. */
+  value?: JsonValue;
 }
 
 export interface Rule {
@@ -75,7 +79,7 @@ export const emptyPolicy = (): PolicyDraft => ({ name: '', description: '', defa
 
 export function draftFromPolicy(policy: Policy): PolicyDraft {
   const conditions = (list: Condition[] | undefined) =>
-    (list ?? []).map((condition) => ({ path: condition.path, operator: condition.operator, value: JSON.stringify(condition.value) }));
+    (list ?? []).map((condition) => ({ path: condition.path, operator: condition.operator, value: condition.value === undefined ? '' : JSON.stringify(condition.value) }));
   return {
     name: policy.name,
     description: policy.description ?? '',
@@ -100,7 +104,8 @@ export function policyFromDraft(draft: PolicyDraft): Converted {
   const errors: Record<string, string> = {};
   const rules = draft.rules.map((rule, ruleIndex) => {
     const conditions = (side: Side) =>
-      rule[side].map((condition, index) => {
+      rule[side].map((condition, index): Condition => {
+        if (takesNoValue(condition.operator)) return { path: condition.path, operator: condition.operator };
         const parsed = parseJsonValue(condition.value);
         if (!parsed.ok) errors[`rules.${ruleIndex}.${side}.${index}.value`] = parsed.message;
         return { path: condition.path, operator: condition.operator, value: parsed.ok ? parsed.value : null };

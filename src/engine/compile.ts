@@ -9,6 +9,8 @@ import { ActionRules, type IndexableRule } from './rule-index.js';
 export interface CompiledCondition {
   lookup: Lookup;
   test: Predicate;
+  /** What the condition says where its path leads nowhere (see holdsFor). */
+  holdsWhenMissing: boolean;
   /** The condition as a plan states it when the entity is not known: operator in its canonical spelling. */
   comparison: Comparison;
   /** The condition as written, for explanations and validation. */
@@ -85,6 +87,14 @@ function positionsByName(snapshot: Snapshot): Map<string, number> {
 }
 
 /**
+ * What identifies a condition: the JSON text of its (path, operator, value) tuple, which no other
+ * condition has, whatever characters its path or value hold (a joined key would not be: a path
+ * holding the separator could spell another policy's conditions and take their place).
+ */
+export const conditionKey = ({ path, operator, value }: Pick<Condition, 'path' | 'operator' | 'value'>): string =>
+  JSON.stringify(value === undefined ? [path, operator] : [path, operator, value]);
+
+/**
  * Compiles conditions once per distinct condition and per distinct list: thousands of rules that
  * share `attributes.role == "reader"` share one compiled condition, which stays in the CPU cache.
  */
@@ -93,8 +103,9 @@ export class ConditionCompiler {
   private readonly lists = new Map<string, readonly CompiledCondition[]>();
 
   list(conditions: readonly Condition[]): readonly CompiledCondition[] {
-    const keys = conditions.map((condition) => `${condition.path}\u0000${condition.operator}\u0000${JSON.stringify(condition.value)}`);
-    const listKey = keys.join('\u0001');
+    const keys = conditions.map(conditionKey);
+    // The JSON text of the list of tuples: as distinct as the lists.
+    const listKey = `[${keys.join(',')}]`;
     let list = this.lists.get(listKey);
     if (list === undefined) {
       list = conditions.map((condition, index) => this.one(keys[index]!, condition));
@@ -106,10 +117,13 @@ export class ConditionCompiler {
   private one(key: string, condition: Condition): CompiledCondition {
     let compiled = this.conditions.get(key);
     if (compiled === undefined) {
+      const { path, operator, value } = condition;
+      const definition = OPERATOR_DEFINITIONS[operator];
       compiled = {
-        lookup: compileLookup(condition.path),
-        test: OPERATOR_DEFINITIONS[condition.operator].build(condition.value),
-        comparison: { path: condition.path, operator: CANONICAL_OPERATOR[condition.operator], value: condition.value },
+        lookup: compileLookup(path),
+        test: definition.build(value),
+        holdsWhenMissing: definition.holdsWhenMissing === true,
+        comparison: value === undefined ? { path, operator: CANONICAL_OPERATOR[operator] } : { path, operator: CANONICAL_OPERATOR[operator], value },
         source: condition,
       };
       this.conditions.set(key, compiled);
@@ -118,12 +132,14 @@ export class ConditionCompiler {
   }
 }
 
+/** Whether `condition` holds for `found`, the value at its path (MISSING where it leads nowhere). */
+export const holdsFor = (condition: CompiledCondition, found: unknown): boolean => (found === MISSING ? condition.holdsWhenMissing : condition.test(found));
+
 /** The position of the first condition that `entity` does not satisfy, or -1 when all hold. */
 export function firstFailingCondition(conditions: readonly CompiledCondition[], entity: ResolvedEntity): number {
   for (let index = 0; index < conditions.length; index++) {
-    const { lookup, test } = conditions[index]!;
-    const value = lookup(entity);
-    if (value === MISSING || !test(value)) return index;
+    const condition = conditions[index]!;
+    if (!holdsFor(condition, condition.lookup(entity))) return index;
   }
   return -1;
 }

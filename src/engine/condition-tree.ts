@@ -1,10 +1,10 @@
 import type { Operator } from '../schemas/policy.js';
 
-/** A test of one resource path, as a policy's resource condition states it (operator in its canonical spelling). */
+/** A test of one resource path, as a policy's resource condition states it (operator in its canonical spelling; no value for `exists` and `not_exists`). */
 export interface Comparison {
   path: string;
   operator: Operator;
-  value: unknown;
+  value?: unknown;
 }
 
 /**
@@ -12,9 +12,10 @@ export interface Comparison {
  *
  *     tree       := true | false | { "and": [node, node, ...] } | { "or": [node, node, ...] } | { "not": node } | comparison
  *     comparison := { "path": "uri" | "attributes.<key>[.<key>|.<index>]...", "operator": <operator>, "value": <JSON> }
+ *                 | { "path": ..., "operator": "exists" | "not_exists" }
  *
  * A comparison holds exactly when a resource condition with the same path, operator and value would
- * (so it never holds for a missing path). Built only through `and`, `or` and `not` below, a tree is
+ * (so it never holds for a missing path, but for `not_exists`). Built only through `and`, `or` and `not` below, a tree is
  * simplified: `true`/`false` appear only as the whole tree, `and`/`or` have two or more distinct
  * children and never a child of their own kind, `not` never holds a `not`, and no `and` (`or`)
  * holds both a node and its negation.
@@ -181,5 +182,5 @@ export function formatCondition(tree: ConditionTree): string {
   if ('and' in tree) return tree.and.map(operand).join(' and ');
   if ('or' in tree) return tree.or.map(operand).join(' or ');
   if ('not' in tree) return `not (${formatCondition(tree.not)})`;
-  return `${tree.path} ${tree.operator} ${JSON.stringify(tree.value)}`;
+  return tree.value === undefined ? `${tree.path} ${tree.operator}` : `${tree.path} ${tree.operator} ${JSON.stringify(tree.value)}`;
 }

@@ -11,7 +11,8 @@ export interface FailedCondition {
   side: Side;
   path: string;
   operator: string;
-  expected: unknown;
+  /** The condition's value; absent for `exists` and `not_exists`, which take none. */
+  expected?: unknown;
   /** The value found at `path`; absent when `missing`. */
   actual?: unknown;
   missing?: true;
@@ -70,7 +71,7 @@ function failure(side: Side, conditions: readonly CompiledCondition[], entity: R
   if (index === -1) return undefined;
   const { lookup, source } = conditions[index]!;
   const actual = lookup(entity);
-  const where = { side, path: source.path, operator: source.operator, expected: source.value };
+  const where = source.value === undefined ? { side, path: source.path, operator: source.operator } : { side, path: source.path, operator: source.operator, expected: source.value };
   return actual === MISSING ? { ...where, missing: true } : { ...where, actual };
 }
 

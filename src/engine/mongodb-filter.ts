@@ -161,6 +161,8 @@ class ExactExpressions {
         return { $and: [{ $ne: [{ $type: found }, 'missing'] }, { $not: [this.holds(found, 'in', value)] }] };
       case 'not_contains':
         return { $and: [{ $in: [{ $type: found }, ['string', 'array']] }, { $not: [this.holds(found, 'contains', value)] }] };
+      case 'exists':
+        return { $ne: [{ $type: found }, 'missing'] };
       default:
         throw new Error(`operator '${operator}' is not canonical`);
     }
@@ -193,6 +195,9 @@ function queryFilter(field: string, operator: Comparison['operator'], value: unk
     case 'lt':
     case 'lte':
       return { [field]: { [`$${operator}`]: value, ...NOT_A_LIST } };
+    case 'exists':
+      // A list is a value like any other: no guard against MongoDB testing its elements.
+      return { [field]: { $exists: true } };
     case '!=':
       return negation(field, queryFilter(field, '==', value));
     case 'not_in':
@@ -233,6 +238,8 @@ class FilterWriter {
   private comparison(comparison: Comparison): MongoFilter {
     const { path, value } = comparison;
     const operator = CANONICAL_OPERATOR[comparison.operator];
+    // Where the engine finds nothing, MongoDB may find a value (through a list on the way): the exact complement of `exists`.
+    if (operator === 'not_exists') return { $nor: [this.comparison({ path, operator: 'exists' })] };
     if (hasLoneSurrogate(path) || hasLoneSurrogate(value)) {
       throw new NoExactFilter(`condition ${formatCondition(comparison)} holds text that is not valid Unicode (a lone surrogate), which MongoDB cannot store`);
     }

@@ -5,9 +5,11 @@ import { jsonEqual } from './json-equal.js';
 export type Predicate = (attribute: unknown) => boolean;
 
 interface OperatorDefinition {
-  /** Why a condition value is unusable with this operator, or undefined when it is fine. */
+  /** Why a condition value (undefined when none is given) is unusable with this operator, or undefined when it is fine. */
   checkValue(value: unknown): string | undefined;
   build(value: unknown): Predicate;
+  /** Whether the condition holds where its path leads nowhere: only `not_exists` does. */
+  holdsWhenMissing?: true;
 }
 
 export const OPERATOR_STYLES = ['spec', 'eunomia'] as const;
@@ -26,6 +28,7 @@ const isNumber = (value: unknown): value is number => typeof value === 'number';
 const isString = (value: unknown): value is string => typeof value === 'string';
 
 const anyValue = (): undefined => undefined;
+const noValue = (value: unknown) => (value === undefined ? undefined : "takes no value: leave 'value' out");
 const needsNumber = (value: unknown) => (isNumber(value) ? undefined : 'needs a number value');
 const needsString = (value: unknown) => (isString(value) ? undefined : 'needs a string value');
 const needsList = (value: unknown) => (Array.isArray(value) ? undefined : 'needs a list value');
@@ -113,6 +116,9 @@ export const OPERATOR_DEFINITIONS: Readonly<Record<Operator, OperatorDefinition>
       return (attribute) => !isMember(attribute);
     },
   },
+  // Presence: any value there (null included) is present; a missing path holds only for not_exists.
+  exists: { checkValue: noValue, build: () => () => true },
+  not_exists: { checkValue: noValue, build: () => () => false, holdsWhenMissing: true },
 };
 
 /** Each operator's first spelling in OPERATORS (`equals` → `==`, `>` → `gt`): synonyms share one definition. */

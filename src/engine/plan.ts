@@ -1,7 +1,6 @@
 import type { DecisionRequest, ResolvedEntity } from './entity.js';
-import { firstFailingCondition, type CompiledCondition, type CompiledRule, type Snapshot } from './compile.js';
+import { firstFailingCondition, holdsFor, type CompiledCondition, type CompiledRule, type Snapshot } from './compile.js';
 import { and, not, or, type ConditionTree } from './condition-tree.js';
-import { MISSING } from './paths.js';
 
 export type PlanKind = 'always_allowed' | 'always_denied' | 'conditional';
 
@@ -35,8 +34,7 @@ function residue(rule: CompiledRule, request: DecisionRequest): ConditionTree {
   const open: ConditionTree[] = [];
   for (const condition of rule.resource) {
     if (isKnown(condition, resource)) {
-      const value = condition.lookup(resource);
-      if (value === MISSING || !condition.test(value)) return false;
+      if (!holdsFor(condition, condition.lookup(resource))) return false;
     } else {
       open.push(condition.comparison);
     }

@@ -53,7 +53,8 @@ interface FilingKey {
   values: Primitive[];
 }
 
-const pathKeyOf = (side: Side, path: string) => `${side}\u0000${path}`;
+/** The JSON text of the (side, path) pair: one per pair, whatever characters the path holds. */
+const pathKeyOf = (side: Side, path: string) => JSON.stringify([side, path]);
 
 /**
  * A rule's most selective condition on one of `sides` that demands values by equality: the one

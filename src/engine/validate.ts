@@ -13,8 +13,21 @@ export interface PolicyLimits {
   maxConditionsPerRule: number;
 }
 
+const CONTROL_CHARACTER = /\p{Cc}/u;
+
+/**
+ * Paths and actions are matched and shared by their text: a control character in them is never
+ * meant, and invisible wherever they are shown.
+ */
+function controlCharacterIssues(text: string, what: string, at: Location): ValidationIssue[] {
+  const found = CONTROL_CHARACTER.exec(text);
+  if (found === null) return [];
+  const code = found[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0');
+  return [{ loc: at, msg: `${what} must not hold control characters (U+${code} at index ${found.index})`, type: 'value_error' }];
+}
+
 function conditionIssues(condition: Condition, at: Location): ValidationIssue[] {
-  const issues: ValidationIssue[] = [];
+  const issues = controlCharacterIssues(condition.path, 'path', [...at, 'path']);
   const path = parsePath(condition.path);
   if ('error' in path) issues.push({ loc: [...at, 'path'], msg: path.error, type: 'value_error' });
   issues.push(...storableValueIssues(condition.value, [...at, 'value']));
@@ -43,6 +56,7 @@ export function policyIssues(policy: Policy, at: Location, limits: PolicyLimits)
   policy.rules.forEach((rule, ruleIndex) => {
     const ruleAt = [...at, 'rules', ruleIndex];
     issues.push(...slugIssue(rule.name, [...ruleAt, 'name']));
+    rule.actions.forEach((action, index) => issues.push(...controlCharacterIssues(action, 'an action', [...ruleAt, 'actions', index])));
     if (rule.principal_conditions.length + rule.resource_conditions.length > limits.maxConditionsPerRule) {
       const msg = `a rule may have at most ${limits.maxConditionsPerRule} conditions, principal and resource together`;
       issues.push({ loc: ruleAt, msg, type: 'too_long' });

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
 import FindMyWay from 'find-my-way';
-import { ClientError, RequestValidationError, UnavailableError } from '../errors.js';
+import { ClientError, listedIssues, RequestValidationError, UnavailableError } from '../errors.js';
 import { StoreUnavailableError, StoreWriteUnconfirmedError } from '../store/store.js';
 import { WorkerTimeoutError } from '../pool/bulk-pool.js';
 import { validationIssues } from '../schemas/validation.js';
@@ -50,7 +50,7 @@ async function answerOf(error: FastifyError, request: FastifyRequest, app: Fasti
     request.log.warn({ err: error }, 'service unavailable');
     return [503, { detail: `${error.message}; retry shortly` }];
   }
-  if (error.validation) return [422, { detail: validationIssues(error.validation, error.validationContext) }];
+  if (error.validation) return [422, { detail: listedIssues(validationIssues(error.validation, error.validationContext)) }];
   if (CONTENT_TYPE_ERRORS.has(error.code)) {
     return [400, { detail: `Unsupported Content-Type '${request.headers['content-type'] ?? ''}': send application/json` }];
   }

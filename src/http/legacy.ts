@@ -13,7 +13,7 @@ import { writerOf } from './writer.js';
 const tags = ['earlier endpoints'];
 
 const deleteEntityQuery = { type: 'object', properties: { uri: { type: 'string', minLength: 1 } } } as const;
-const deleteEntityBody = { type: ['object', 'null'], properties: { uri: { type: 'string', minLength: 1 } } } as const;
+const deleteEntityBody = { type: ['object', 'null'], properties: { uri: { type: 'string', minLength: 1 } }, additionalProperties: false } as const;
 const deletedEntitySchema = {
   type: 'object',
   properties: { uri: { type: 'string' }, message: { type: 'string' } },

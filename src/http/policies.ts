@@ -39,7 +39,7 @@ const validationReportSchema = {
   type: 'object',
   properties: {
     valid: { type: 'boolean', const: true },
-    warnings: { type: 'array', items: validationIssueSchema, description: '`type`: never_matches, shadowed, unknown_action or duplicate_condition.' },
+    warnings: { type: 'array', items: validationIssueSchema, description: '`type`: never_matches, shadowed, unknown_action, duplicate_condition or escaped_by_omission.' },
   },
   required: ['valid', 'warnings'],
   additionalProperties: false,
@@ -78,7 +78,8 @@ export const policyRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, {
       description:
         'Answers 422 with what `POST /admin/policies` would refuse, else 200 with warnings about what is valid but probably not meant: ' +
         'a rule that can never match, a rule shadowed by an earlier rule of its policy, an action that looks like a typo of one another policy names, ' +
-        'a duplicate condition. Each policy is taken with the stored ones, in place of the stored policy of its name.',
+        'a duplicate condition, a deny rule that a request escapes by leaving out an attribute it tests (with the rule that closes the gap). ' +
+        'Each policy is taken with the stored ones, in place of the stored policy of its name.',
       body: { anyOf: [policySchema, { type: 'array', items: policySchema }] },
       response: { 200: validationReportSchema, ...ERROR_RESPONSES },
     },

@@ -1,7 +1,7 @@
-import type { Ajv, ValidateFunction } from 'ajv';
+import type { ValidateFunction } from 'ajv';
 import type { FastifySchemaCompiler, FastifyServerOptions } from 'fastify';
 import type FastJsonStringifyCompiler from '@fastify/fast-json-stringify-compiler';
-import { createAjv, requireWhenUsed } from '../schemas/validation.js';
+import { compileListingErrors, requireWhenUsed } from '../schemas/validation.js';
 
 type SerializerCompiler = FastJsonStringifyCompiler.SerializerCompiler;
 
@@ -30,10 +30,8 @@ type CompilersFactory = NonNullable<NonNullable<FastifyServerOptions['schemaCont
 export const lazySchemaCompilers: CompilersFactory = {
   // Fastify's typings describe @fastify/ajv-compiler's factory; Fastify calls what it returns as a FastifySchemaCompiler.
   buildValidator: (() => {
-    let bodies: Ajv | undefined;
-    let textParts: Ajv | undefined;
-    const ajvOf = (httpPart: string | undefined) => (httpPart === 'body' ? (bodies ??= createAjv(false)) : (textParts ??= createAjv(true)));
-    const compiler: FastifySchemaCompiler<object> = ({ schema, httpPart }) => compiledOnFirstUse(() => ajvOf(httpPart).compile(schema));
+    // Bodies keep their JSON types; query strings and path parameters are text, coerced.
+    const compiler: FastifySchemaCompiler<object> = ({ schema, httpPart }) => compiledOnFirstUse(() => compileListingErrors(schema, httpPart !== 'body'));
     return compiler;
   }) as unknown as CompilersFactory['buildValidator'],
   buildSerializer: (externalSchemas, options) => {

@@ -135,7 +135,7 @@ export class RuleTally {
   }
 
   private slotByKey(decider: CountedDecider): Slot {
-    const key = decider.kind === 'default' ? `default\u0000${decider.effect}` : `${decider.policy}\u0000${decider.rule}\u0000${decider.effect}`;
+    const key = JSON.stringify(decider.kind === 'default' ? [decider.effect] : [decider.policy, decider.rule, decider.effect]);
     let slot = this.slots.get(key);
     if (slot !== undefined) return slot;
     if (decider.kind === 'rule' && decider.policy !== OTHER_RULES) {

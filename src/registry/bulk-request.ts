@@ -1,7 +1,7 @@
 import type { ValidateFunction } from 'ajv';
 import type { FastifySchemaValidationError } from 'fastify';
 import { checkRequestListSchema, type CheckRequest } from '../schemas/check.js';
-import { createAjv, validationIssues } from '../schemas/validation.js';
+import { compileListingErrors, validationIssues } from '../schemas/validation.js';
 import { FormsDisagree, readCheckRequest, type CheckInput } from './check-request.js';
 import { ClientError, RequestValidationError } from '../errors.js';
 import type { ValidationIssue } from '../schemas/errors.js';
@@ -15,7 +15,7 @@ export type BulkLimits = Pick<Config, 'bulkCheckMaxRequests' | 'maxJsonDepth' | 
 export type BulkValidator = ValidateFunction<CheckRequest[]>;
 
 export function compileBulkValidator(): BulkValidator {
-  return createAjv(false).compile<CheckRequest[]>(checkRequestListSchema);
+  return compileListingErrors<CheckRequest[]>(checkRequestListSchema);
 }
 
 /**

@@ -45,8 +45,8 @@ function isValidCheck(check: unknown, limits: Limits): boolean {
         if (!isValidAttributes(value, 2, limits)) return false;
         break;
       default:
-        // Any other field is allowed, within the limits.
-        if (!withinLimits(value, 2, limits)) return false;
+        // An unknown field: Ajv names it.
+        return false;
     }
   }
   return true;
@@ -70,7 +70,7 @@ function isValidEntity(entity: unknown, side: 'principal' | 'resource', limits: 
         if (value !== null && !(value === side && isShortString(value, limits))) return false;
         break;
       default:
-        if (!withinLimits(value, 3, limits)) return false;
+        return false;
     }
   }
   return true;
@@ -92,7 +92,7 @@ function isValidAttributes(attributes: unknown, depth: number, limits: Limits): 
     if (!isObject(item) || depth + 1 >= limits.maxJsonDepth) return false;
     if (typeof item.key !== 'string' || item.key.length === 0 || item.value === undefined) return false;
     for (const key in item) {
-      if (key.length > limits.maxStringLength || !withinLimits(item[key], depth + 2, limits)) return false;
+      if ((key !== 'key' && key !== 'value') || !withinLimits(item[key], depth + 2, limits)) return false;
     }
   }
   return true;

@@ -14,6 +14,7 @@ export const suppliedAttributesSchema = {
     type: 'object',
     properties: { key: { type: 'string', minLength: 1 }, value: anyJsonValueSchema },
     required: ['key', 'value'],
+    additionalProperties: false,
   },
 } as const;
 
@@ -31,6 +32,7 @@ function entityReferenceSchema<Side extends 'principal' | 'resource'>(side: Side
       attributes: nullableAttributesSchema,
       type: { enum: [side, null] },
     },
+    additionalProperties: false,
   } as const;
 }
 
@@ -49,6 +51,8 @@ export const checkRequestSchema = {
     resource_uri: { type: ['string', 'null'] },
     resource_attributes: nullableAttributesSchema,
   },
+  // An unknown field is most likely a typo ("acton" would leave the action `access`).
+  additionalProperties: false,
 } as const;
 export type CheckRequest = FromSchema<typeof checkRequestSchema>;
 export type EntityReference = FromSchema<typeof principalReferenceSchema> | FromSchema<typeof resourceReferenceSchema>;
@@ -95,7 +99,7 @@ export const explanationSchema = {
                 matched: { type: 'boolean' },
                 failed: {
                   type: 'object',
-                  description: 'The first condition that did not hold: the value found at its path, or `missing: true`.',
+                  description: 'The first condition that did not hold (`expected`: its value, absent for `exists` and `not_exists`): the value found at its path, or `missing: true`.',
                   properties: {
                     side: { type: 'string', enum: ['principal', 'resource'] },
                     path: { type: 'string' },
@@ -104,7 +108,7 @@ export const explanationSchema = {
                     actual: anyJsonValueSchema,
                     missing: { type: 'boolean' },
                   },
-                  required: ['side', 'path', 'operator', 'expected'],
+                  required: ['side', 'path', 'operator'],
                 },
               },
               required: ['name', 'effect', 'matched'],
@@ -157,5 +161,6 @@ export const nestedCheckRequestSchema = {
     action: { type: 'string', minLength: 1, default: 'access' },
   },
   required: ['principal', 'resource'],
+  additionalProperties: false,
 } as const;
 export type NestedCheckRequest = FromSchema<typeof nestedCheckRequestSchema>;

@@ -21,6 +21,7 @@ export const entityCreateSchema = {
     attributes: nonEmptyAttributesSchema,
   },
   required: ['attributes'],
+  additionalProperties: false,
 } as const;
 export type EntityCreate = FromSchema<typeof entityCreateSchema>;
 
@@ -34,6 +35,7 @@ export const entityUpdateSchema = {
     attributes: nonEmptyAttributesSchema,
   },
   required: ['uri', 'attributes'],
+  additionalProperties: false,
 } as const;
 export type EntityUpdate = FromSchema<typeof entityUpdateSchema>;
 

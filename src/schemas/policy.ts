@@ -8,8 +8,12 @@ export const OPERATORS = [
   'contains', 'not_contains', 'startswith', 'endswith',
   'gt', '>', 'gte', '>=', 'lt', '<', 'lte', '<=',
   'in', 'not_in',
+  'exists', 'not_exists',
 ] as const;
 export type Operator = (typeof OPERATORS)[number];
+
+/** The operators that test whether the path leads to a value at all: they take no `value`. */
+export const PRESENCE_OPERATORS = ['exists', 'not_exists'] as const satisfies readonly Operator[];
 
 export const EFFECTS = ['allow', 'deny'] as const;
 export type Effect = (typeof EFFECTS)[number];
@@ -17,17 +21,26 @@ export type Effect = (typeof EFFECTS)[number];
 const nameSchema = { type: 'string', minLength: 1, maxLength: 256 } as const;
 const descriptionSchema = { type: ['string', 'null'], description: 'Free text; null when there is none.' } as const;
 
-export const conditionSchema = {
+/** A condition as answers give it: stored conditions are valid, and a serializer would test an `if` on every one. */
+const storedConditionSchema = {
   type: 'object',
   description:
-    "A test of one attribute. `path` is dotted: `uri` or `attributes.<key>[.<key>|.<index>]...`; a missing attribute satisfies no condition.",
+    'A test of one attribute. `path` is dotted: `uri` or `attributes.<key>[.<key>|.<index>]...`; a missing attribute satisfies no condition ' +
+    'but `not_exists`. Every operator takes a `value` but `exists` and `not_exists`, which take none.',
   properties: {
     path: { type: 'string', minLength: 1, maxLength: 1024, examples: ['attributes.department'] },
     operator: { type: 'string', enum: OPERATORS },
     value: anyJsonValueSchema,
   },
-  required: ['path', 'operator', 'value'],
+  required: ['path', 'operator'],
   additionalProperties: false,
+} as const;
+
+export const conditionSchema = {
+  ...storedConditionSchema,
+  // A value given to a presence operator is refused by the engine's checks (see operators.ts), with a message saying so.
+  if: { type: 'object', properties: { operator: { enum: PRESENCE_OPERATORS } }, required: ['operator'] },
+  else: { required: ['value'] },
 } as const;
 
 export const ruleSchema = {
@@ -62,6 +75,11 @@ export const policySchema = {
 /** The stored and returned policy: every field present (which also keeps the serialized field order). */
 const storedRuleSchema = {
   ...ruleSchema,
+  properties: {
+    ...ruleSchema.properties,
+    principal_conditions: { type: 'array', items: storedConditionSchema },
+    resource_conditions: { type: 'array', items: storedConditionSchema },
+  },
   required: ['name', 'description', 'effect', 'principal_conditions', 'resource_conditions', 'actions'],
 } as const;
 

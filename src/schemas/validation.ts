@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import type { Ajv, ErrorObject } from 'ajv';
+import type { Ajv, ErrorObject, ValidateFunction } from 'ajv';
 import type { FastifySchemaValidationError } from 'fastify';
 import type { ValidationIssue } from './errors.js';
 
@@ -7,11 +7,38 @@ import type { ValidationIssue } from './errors.js';
 export const requireWhenUsed = createRequire(import.meta.url);
 
 /**
+ * Errors an exhaustive validation collects before it stops: well past the 20 a 422 lists (see
+ * listedIssues), so that those are final (an `if` may hold errors it later drops, but only the
+ * latest), and few enough that a body with an error at every turn costs no more than a short one.
+ */
+export const MAX_COLLECTED_ERRORS = 100;
+
+/** What an exhaustive validator throws once it holds more than MAX_COLLECTED_ERRORS errors. */
+interface TooManyErrors {
+  tooManyErrors: ErrorObject[];
+}
+
+const isTooManyErrors = (thrown: unknown): thrown is TooManyErrors => typeof thrown === 'object' && thrown !== null && 'tooManyErrors' in thrown;
+
+const STOP_AFTER_TOO_MANY = `if(errors>${MAX_COLLECTED_ERRORS}){throw {tooManyErrors:vErrors};}`;
+
+/**
+ * Ajv's generated code for `allErrors`, made to stop once it holds too many errors: Ajv has no such
+ * option, and without one a hostile body costs an error object for each of its values. Every error
+ * Ajv adds ends in `errors++;`, and errors taken over from a called validator in
+ * `errors = vErrors.length;` (Ajv 8's code generator; test/http/error-lists.test.ts holds it to that).
+ */
+function stopsAfterTooManyErrors(code: string): string {
+  return code.replaceAll('errors++;', `errors++;${STOP_AFTER_TOO_MANY}`).replaceAll('errors = vErrors.length;', `errors = vErrors.length;${STOP_AFTER_TOO_MANY}`);
+}
+
+/**
  * An Ajv for request schemas. Ajv and its formats are loaded by the first call rather than at
  * start: schemas are compiled when their route is first used (see lazySchemaCompilers), and
- * loading Ajv was a tenth of a start's CPU time.
+ * loading Ajv was a tenth of a start's CPU time. `allErrors`: find every error (up to
+ * MAX_COLLECTED_ERRORS), not only the first.
  */
-export function createAjv(coerceTypes: boolean): Ajv {
+export function createAjv(coerceTypes: boolean, allErrors = false): Ajv {
   const { Ajv } = requireWhenUsed('ajv') as typeof import('ajv');
   const addFormats = (requireWhenUsed('ajv-formats') as { default: (ajv: Ajv) => Ajv }).default;
   // Bodies keep their JSON types ("1" is not 1); query strings and paths are text and are coerced.
@@ -19,11 +46,54 @@ export function createAjv(coerceTypes: boolean): Ajv {
     coerceTypes,
     useDefaults: true,
     removeAdditional: false,
-    allErrors: false,
+    allErrors,
     allowUnionTypes: true,
     strict: false,
+    ...(allErrors ? { code: { process: stopsAfterTooManyErrors } } : {}),
   });
   return addFormats(ajv);
+}
+
+/** Ajv instances shared by every validator of one kind: (coerced or not) × (first error or every error). */
+const ajvs = new Map<string, Ajv>();
+const sharedAjv = (coerceTypes: boolean, allErrors: boolean): Ajv => {
+  const key = `${coerceTypes}/${allErrors}`;
+  let ajv = ajvs.get(key);
+  if (ajv === undefined) ajvs.set(key, (ajv = createAjv(coerceTypes, allErrors)));
+  return ajv;
+};
+
+/**
+ * A validator of `schema` that stops at the first error (Ajv's advice for servers: a valid body,
+ * the common case, costs no more), and on a body it refuses looks again for every error, up to
+ * MAX_COLLECTED_ERRORS: `errors` then holds them all, in the order of the body. The validator that
+ * looks for every error is compiled by the first body refused.
+ */
+export function compileListingErrors<T>(schema: object, coerceTypes = false): ValidateFunction<T> {
+  const firstError = sharedAjv(coerceTypes, false).compile<T>(schema);
+  let everyError: ValidateFunction<T> | undefined;
+  let errors: ErrorObject[] | null = null;
+  const validate = ((data: unknown, context?: Parameters<ValidateFunction<T>>[1]) => {
+    if (firstError(data, context)) {
+      errors = null;
+      return true;
+    }
+    everyError ??= sharedAjv(coerceTypes, true).compile<T>(schema);
+    try {
+      everyError(data, context);
+      errors = everyError.errors ?? firstError.errors ?? null;
+    } catch (thrown) {
+      if (!isTooManyErrors(thrown)) throw thrown;
+      errors = thrown.tooManyErrors;
+    }
+    return false;
+  }) as ValidateFunction<T>;
+  Object.defineProperties(validate, {
+    errors: { get: () => errors },
+    schemaEnv: { get: () => firstError.schemaEnv },
+    schema: { get: () => firstError.schema },
+  });
+  return validate;
 }
 
 const LOCATION_OF_PART: Record<string, string> = { body: 'body', querystring: 'query', params: 'path', headers: 'header' };
@@ -59,7 +129,8 @@ function describe(error: ErrorObject): { last?: string; msg: string; type: strin
 /** Ajv's errors as the `loc`/`msg`/`type` items of a 422 body. */
 export function validationIssues(errors: FastifySchemaValidationError[], part: string | undefined): ValidationIssue[] {
   const root = LOCATION_OF_PART[part ?? 'body'] ?? 'body';
-  return errors.map((error) => {
+  // An `if` error only says that a branch failed; the branch's own errors say what is wrong.
+  return errors.filter((error) => error.keyword !== 'if').map((error) => {
     const { last, msg, type } = describe(error as ErrorObject);
     const loc = [root, ...pointerSegments(error.instancePath)];
     if (last !== undefined) loc.push(last);

@@ -42,6 +42,15 @@ t.test('an empty description, of the policy or of a rule, is sent as null; a rul
   t.ok(draftFieldKeys(draft).includes('rules.0.description'), 'a server message about it lands on its field');
 });
 
+t.test('exists and not_exists: shown with an empty value, sent without one', async (t) => {
+  const presence = { ...POLICY, rules: [{ ...POLICY.rules[0]!, principal_conditions: [{ path: 'attributes.badge', operator: 'exists' }, { path: 'attributes.banned', operator: 'not_exists' }] }] };
+  const draft = draftFromPolicy(presence);
+  t.same(draft.rules[0]!.principal_conditions.map((condition) => condition.value), ['', '']);
+  draft.rules[0]!.principal_conditions[0]!.value = 'left over from another operator';
+  const { version: _, ...sent } = presence;
+  t.strictSame(policyFromDraft(draft), { ok: true, policy: sent });
+});
+
 t.test('a value that is not JSON is reported on its own field', async (t) => {
   const draft = emptyPolicy();
   draft.rules[0]!.principal_conditions[0]!.value = 'it';

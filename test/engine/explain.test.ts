@@ -1,6 +1,6 @@
 import t from 'tap';
 import { compile, evaluate, explain, type DecisionRequest } from '../../src/engine/index.js';
-import { OPERATORS, type Condition, type Operator, type Policy } from '../../src/schemas/policy.js';
+import { OPERATORS, PRESENCE_OPERATORS, type Condition, type Operator, type Policy } from '../../src/schemas/policy.js';
 import { cond, entity, policy, request, rule } from './helpers.js';
 
 function explained(policies: Policy[], decisionRequest: DecisionRequest) {
@@ -9,8 +9,10 @@ function explained(policies: Policy[], decisionRequest: DecisionRequest) {
   return { decision, explanation: explain(snapshot, decisionRequest, decision) };
 }
 
-/** For each operator: a condition and an attribute value that fails it, and one that satisfies it. */
-const FAILING_AND_HOLDING: Record<Operator, [unknown, unknown, unknown]> = {
+type ValueOperator = Exclude<Operator, (typeof PRESENCE_OPERATORS)[number]>;
+
+/** For each operator that takes a value: a condition and an attribute value that fails it, and one that satisfies it. */
+const FAILING_AND_HOLDING: Record<ValueOperator, [unknown, unknown, unknown]> = {
   '==': ['it', 'hr', 'it'],
   equals: [3, '3', 3],
   '!=': ['it', 'it', 'hr'],
@@ -32,8 +34,9 @@ const FAILING_AND_HOLDING: Record<Operator, [unknown, unknown, unknown]> = {
 };
 
 t.test('every operator: the failed condition with its expected and actual values, or matched', async (t) => {
-  t.same(Object.keys(FAILING_AND_HOLDING).sort(), [...OPERATORS].sort(), 'every wire operator is covered');
-  for (const operator of OPERATORS) {
+  const valueOperators = OPERATORS.filter((operator): operator is ValueOperator => !(PRESENCE_OPERATORS as readonly Operator[]).includes(operator));
+  t.same(Object.keys(FAILING_AND_HOLDING).sort(), [...valueOperators].sort(), 'every wire operator that takes a value is covered');
+  for (const operator of valueOperators) {
     const [value, failing, holding] = FAILING_AND_HOLDING[operator];
     const policies = [policy('p', [rule('r', { principal: [cond(operator, value)] })])];
     const failed = explained(policies, request(entity({ x: failing }))).explanation;
@@ -46,6 +49,15 @@ t.test('every operator: the failed condition with its expected and actual values
     t.same(held.policies[0]!.rules, [{ name: 'r', effect: 'allow', matched: true }], `${operator} holds on ${JSON.stringify(holding)}`);
     t.same(held.decided_by, { kind: 'rule', effect: 'allow', why: "Rule r is the first rule of policy p to match, and it allows: no policy's first matching rule denies", policy: 'p', rule: 'r' });
   }
+});
+
+t.test('exists fails on a missing attribute, not_exists on a present one: the failure has no expected value', async (t) => {
+  const explainedFor = (operator: Operator, principal: ReturnType<typeof entity>) =>
+    explained([policy('p', [rule('r', { principal: [{ path: 'attributes.x', operator }] })])], request(principal)).explanation.policies[0]!.rules[0];
+  t.same(explainedFor('exists', entity({ y: 1 })), { name: 'r', effect: 'allow', matched: false, failed: { side: 'principal', path: 'attributes.x', operator: 'exists', missing: true } });
+  t.same(explainedFor('exists', entity({ x: null })), { name: 'r', effect: 'allow', matched: true });
+  t.same(explainedFor('not_exists', entity({ x: null })), { name: 'r', effect: 'allow', matched: false, failed: { side: 'principal', path: 'attributes.x', operator: 'not_exists', actual: null } });
+  t.same(explainedFor('not_exists', entity({ y: 1 })), { name: 'r', effect: 'allow', matched: true });
 });
 
 t.test('a missing attribute (even for != and not_in), a missing nested step and a missing uri', async (t) => {

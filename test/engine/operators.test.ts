@@ -2,7 +2,7 @@ import t from 'tap';
 import { OPERATORS, type Operator } from '../../src/schemas/policy.js';
 import { OPERATOR_DEFINITIONS } from '../../src/engine/operators.js';
 import { jsonEqual } from '../../src/engine/json-equal.js';
-import { holdsFor, holdsWhenMissing } from './helpers.js';
+import { entity, holds, holdsFor, holdsWhenMissing } from './helpers.js';
 
 /** The one assertion `check` needs, so any tap test object fits. */
 interface Asserts {
@@ -24,7 +24,23 @@ function check(t: Asserts, operators: Operator[], cases: Case[]): void {
 
 t.test('every wire operator has a definition', async (t) => {
   t.same(Object.keys(OPERATOR_DEFINITIONS).sort(), [...OPERATORS].sort());
-  t.equal(OPERATORS.length, 18);
+  t.equal(OPERATORS.length, 20);
+});
+
+t.test('exists and not_exists: whether the path leads to a value, whatever it is', async (t) => {
+  const present: unknown[] = ['a', '', 0, false, null, [], {}, [null], { a: null }];
+  for (const attribute of present) {
+    t.equal(holdsFor('exists', undefined, attribute), true, `exists holds for ${JSON.stringify(attribute)}`);
+    t.equal(holdsFor('not_exists', undefined, attribute), false, `not_exists fails for ${JSON.stringify(attribute)}`);
+  }
+  t.equal(holdsWhenMissing('exists', undefined), false, 'exists fails where nothing is');
+  t.equal(holdsWhenMissing('not_exists', undefined), true, 'not_exists holds where nothing is');
+  const nested = (operator: Operator, path: string, attributes: Record<string, unknown>) => holds({ path, operator }, entity(attributes));
+  t.equal(nested('not_exists', 'attributes.a.b', { a: 'text' }), true, 'a path that steps into a string leads nowhere');
+  t.equal(nested('not_exists', 'attributes.a.1', { a: ['x'] }), true, 'nor does a position past the end of a list');
+  t.equal(nested('exists', 'attributes.a.0', { a: ['x'] }), true);
+  t.equal(nested('not_exists', 'uri', {}), true, 'no uri named');
+  t.equal(holds({ path: 'uri', operator: 'exists' }, entity({ a: 1 }, 'user:1')), true);
 });
 
 t.test('== and equals', async (t) => {
@@ -266,16 +282,17 @@ t.test('not_in: the attribute is not a member of the condition list', async (t) 
   ]);
 });
 
-t.test('a missing attribute satisfies no condition, whatever the operator', async (t) => {
+t.test('a missing attribute satisfies no condition, whatever the operator, but not_exists', async (t) => {
   const values: Record<Operator, unknown> = {
     '==': 'a', equals: 'a',
     '!=': 'a', not_equals: 'a',
     contains: 'a', not_contains: 'a', startswith: 'a', endswith: 'a',
     gt: 1, '>': 1, gte: 1, '>=': 1, lt: 1, '<': 1, lte: 1, '<=': 1,
     in: ['a'], not_in: ['a'],
+    exists: undefined, not_exists: undefined,
   };
   for (const operator of OPERATORS) {
-    t.equal(holdsWhenMissing(operator, values[operator]), false, `missing ${operator} ${JSON.stringify(values[operator])}`);
+    t.equal(holdsWhenMissing(operator, values[operator]), operator === 'not_exists', `missing ${operator} ${JSON.stringify(values[operator])}`);
   }
   // The negative operators in particular, also with values that could never match anything present.
   t.equal(holdsWhenMissing('!=', null), false);
@@ -311,6 +328,10 @@ t.test('checkValue: which condition values each operator accepts', async (t) => 
     for (const value of [1, true, null, ['a'], { a: 'b' }]) {
       t.equal(OPERATOR_DEFINITIONS[operator].checkValue(value), 'needs a string value', `${operator} ${JSON.stringify(value)}`);
     }
+  }
+  for (const operator of ['exists', 'not_exists'] as const) {
+    t.equal(OPERATOR_DEFINITIONS[operator].checkValue(undefined), undefined, `${operator} without a value`);
+    for (const value of anything) t.equal(OPERATOR_DEFINITIONS[operator].checkValue(value), "takes no value: leave 'value' out", `${operator} ${JSON.stringify(value)}`);
   }
   for (const operator of ['in', 'not_in'] as const) {
     t.equal(OPERATOR_DEFINITIONS[operator].checkValue([]), undefined);

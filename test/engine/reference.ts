@@ -8,8 +8,11 @@ import { OPERATOR_DEFINITIONS } from '../../src/engine/operators.js';
 import { compileLookup, MISSING } from '../../src/engine/paths.js';
 import type { Condition, Policy, Rule } from '../../src/schemas/policy.js';
 
-function conditionHolds(condition: Condition, entity: ResolvedEntity): boolean {
+/** decisions.md: a missing attribute makes any condition on it false, but `not_exists`; `exists` and `not_exists` test only presence. */
+export function conditionHolds(condition: Pick<Condition, 'path' | 'operator' | 'value'>, entity: ResolvedEntity): boolean {
   const value = compileLookup(condition.path)(entity);
+  if (condition.operator === 'exists') return value !== MISSING;
+  if (condition.operator === 'not_exists') return value === MISSING;
   return value !== MISSING && OPERATOR_DEFINITIONS[condition.operator].build(condition.value)(value);
 }
 

@@ -1,5 +1,6 @@
 import t from 'tap';
 import { compile, evaluate, policyWarnings } from '../../src/engine/index.js';
+import { MAX_OMISSION_WARNINGS } from '../../src/engine/warnings.js';
 import type { Condition, Operator, Policy } from '../../src/schemas/policy.js';
 import { cond, entity, policy, request, rule } from './helpers.js';
 
@@ -79,7 +80,7 @@ t.test('shadowed rules: an earlier rule of the policy matches whenever this one 
     "this rule never decides for 'read': it is shadowed by rule 'general' above, of the same effect",
   ]);
   const denying = { ...specific, effect: 'deny' as const };
-  t.same(warningsOf([policy('p', [general, denying])]).map((w) => w.msg), [
+  t.same(warningsOf([policy('p', [general, denying])]).filter((w) => w.type === 'shadowed').map((w) => w.msg), [
     "this rule never decides: rule 'general' above matches whenever it does and allows",
   ]);
   t.same(warningsOf([policy('p', [specific, general])]), [], 'the more specific rule first is fine');
@@ -104,4 +105,85 @@ t.test('duplicate conditions, synonyms included', async (t) => {
     { loc: 'body.0.rules.0.principal_conditions.2', type: 'duplicate_condition', msg: 'duplicate condition: attributes.x equals "it" is already in this rule' },
     { loc: 'body.0.rules.0.resource_conditions.1', type: 'duplicate_condition', msg: 'duplicate condition: attributes.x gt 1 is already in this rule' },
   ]);
+});
+
+t.test('presence: not_exists beside any other condition on the path never matches; exists is implied by them', async (t) => {
+  const x = (operator: Operator, value?: unknown): Condition => (value === undefined ? { path: 'attributes.x', operator } : cond(operator, value));
+  t.same(warningsOf(oneRule([x('not_exists'), x('!=', 1)])), [
+    { loc: 'body.0.rules.0.principal_conditions', type: 'never_matches', msg: 'this rule can never match: no value of attributes.x satisfies attributes.x not_exists and attributes.x != 1' },
+  ]);
+  t.same(warningsOf(oneRule([x('exists'), x('not_exists')])).map((w) => w.type), ['never_matches']);
+  t.same(warningsOf(oneRule([x('exists'), x('!=', 1)])), [], 'exists with another condition can hold');
+  t.same(warningsOf(oneRule([x('not_exists'), cond('==', 1, 'attributes.y')])), [], 'other paths are other attributes');
+  const general = rule('general', { principal: [x('exists')] });
+  const specific = rule('specific', { principal: [x('gt', 3)] });
+  t.same(warningsOf([policy('p', [general, specific])]).map((w) => w.msg), ["this rule never decides: it is shadowed by rule 'general' above, of the same effect"]);
+  t.same(warningsOf([policy('p', [rule('absent', { principal: [x('not_exists')] }), specific])]), [], 'not_exists never shadows a rule that needs the value');
+});
+
+t.test('soundness: leaving out a path a deny rule is not warned about never turns its denial into an allow', async (t) => {
+  let seed = 11;
+  const next = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const pick = <T>(items: readonly T[]) => items[Math.floor(next() * items.length)]!;
+  const KEYS = ['a', 'b', 'c'];
+  let silent = 0;
+  let warned = 0;
+  for (let round = 0; round < 2000; round++) {
+    const keys = KEYS.filter(() => next() < 0.6);
+    if (keys.length === 0) continue;
+    const conditions = keys.map((key) => cond('==', pick([1, 2]), `attributes.${key}`));
+    const actions = next() < 0.7 ? ['read'] : ['read', 'write'];
+    const denying = rule('denying', { effect: 'deny', principal: conditions, actions });
+    /** A deny rule on not_exists of one path and some of the other conditions, perhaps with an action too few or a condition too many. */
+    const closer = () => {
+      const left = pick(keys);
+      const kept = conditions.filter((condition) => condition.path !== `attributes.${left}` && next() < 0.8);
+      const extra = next() < 0.15 ? [cond('==', 3, 'attributes.d')] : [];
+      return rule(`closes-${left}`, { effect: 'deny', principal: [...kept, ...extra, { path: `attributes.${left}`, operator: 'not_exists' }], actions: next() < 0.85 ? actions : ['read'] });
+    };
+    const allow = rule('allow', { principal: [cond('in', [1, 2], `attributes.${pick(KEYS)}`)], actions: ['read', 'write'] });
+    const own = [denying, ...Array.from({ length: Math.floor(next() * 4) }, () => (next() < 0.25 ? allow : closer()))];
+    for (let swaps = 0; swaps < own.length; swaps++) {
+      const [i, j] = [Math.floor(next() * own.length), Math.floor(next() * own.length)];
+      [own[i], own[j]] = [own[j]!, own[i]!];
+    }
+    const others = next() < 0.5 ? [policy('q', [...(next() < 0.3 ? [allow] : []), closer()], 'allow')] : [];
+    const policies = [policy('p', own, 'allow'), ...others];
+    const at = own.indexOf(denying);
+    const warnings = warningsOf(policies, [0]).filter((w) => w.type === 'escaped_by_omission' && w.loc.startsWith(`body.0.rules.${at}.`));
+    const snapshot = compile(policies, 1);
+    conditions.forEach((condition, index) => {
+      const isWarned = warnings.some((w) => w.loc === `body.0.rules.${at}.principal_conditions.${index}`);
+      if (isWarned) {
+        warned++;
+        return;
+      }
+      silent++;
+      const meeting = Object.fromEntries(conditions.map((other) => [other.path.slice('attributes.'.length), other.value]));
+      const leaving = Object.fromEntries(Object.entries(meeting).filter(([key]) => `attributes.${key}` !== condition.path));
+      for (const action of actions) {
+        const decide = (attributes: Record<string, unknown>) => evaluate(snapshot, request(entity(attributes), entity({ kind: 'doc' }), action)).allowed;
+        if (decide(leaving) && !decide(meeting)) {
+          t.fail(`no warning for ${condition.path} of ${JSON.stringify(policies)}, yet ${JSON.stringify(meeting)} is denied to ${action} and allowed without it`);
+          return;
+        }
+      }
+    });
+  }
+  t.ok(silent > 200 && warned > 200, `${silent} paths closed and confirmed, ${warned} warned about`);
+});
+
+t.test('omission warnings are bounded: at most 100 and one saying how many more, and a long closing rule is described', async (t) => {
+  const denying = (index: number) => rule(`d${index}`, { effect: 'deny', principal: [cond('==', index, `attributes.a${index}`)], actions: ['read'] });
+  const many = warningsOf([policy('p', Array.from({ length: 150 }, (_, index) => denying(index)))]).filter((w) => w.type === 'escaped_by_omission');
+  t.equal(many.length, MAX_OMISSION_WARNINGS + 1);
+  t.same(many.at(-1), {
+    loc: `body.0.rules.${MAX_OMISSION_WARNINGS}.principal_conditions.0`,
+    type: 'escaped_by_omission',
+    msg: `50 more attributes of deny rules, from here on, let a request escape by leaving them out: the first ${MAX_OMISSION_WARNINGS} are listed`,
+  });
+
+  const long = rule('long', { effect: 'deny', principal: [cond('==', 1, 'attributes.a'), cond('==', 'x'.repeat(2000), 'attributes.b')], actions: ['read'] });
+  const [onA] = warningsOf([policy('p', [long])]);
+  t.match(onA!.msg, /add this rule next to it, with no allow rule between them: a deny rule with this rule's actions and conditions, but \{"path":"attributes.a","operator":"not_exists"\} in place of those on attributes.a$/);
 });

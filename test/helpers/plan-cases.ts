@@ -1,7 +1,6 @@
 import fc from 'fast-check';
 import { OPERATORS, type Condition, type Operator, type Policy } from '../../src/schemas/policy.js';
-import { compileLookup, MISSING } from '../../src/engine/paths.js';
-import { OPERATOR_DEFINITIONS } from '../../src/engine/operators.js';
+import { conditionHolds } from '../engine/reference.js';
 import type { ConditionTree } from '../../src/engine/condition-tree.js';
 import type { ResolvedEntity } from '../../src/engine/index.js';
 import type { MongoFilterOptions } from '../../src/engine/mongodb-filter.js';
@@ -68,6 +67,9 @@ function conditionValue(operator: Operator, values: fc.Arbitrary<unknown>): fc.A
     case 'in':
     case 'not_in':
       return fc.array(values, { maxLength: 3 });
+    case 'exists':
+    case 'not_exists':
+      return fc.constant(undefined);
     default:
       return values;
   }
@@ -161,7 +163,8 @@ function aimedAttributes(policies: readonly Policy[]): [string, unknown][] {
   for (const { path, value } of policies.flatMap((policy) => policy.rules.flatMap((rule) => rule.resource_conditions))) {
     if (path === 'uri') continue;
     const [, key, ...steps] = path.split('.') as [string, string, ...string[]];
-    const values = Array.isArray(value) ? [value, ...value] : [value];
+    // A presence condition has no value: any value there makes it present.
+    const values = value === undefined ? ['a', null] : Array.isArray(value) ? [value, ...value] : [value];
     for (const near of values.flatMap(nearValues)) for (const nested of nestings(steps, near)) aimed.push([key, nested]);
   }
   return aimed;
@@ -227,12 +230,11 @@ export function storedDocument(document: ResourceDocument, layout: MongoFilterOp
   return stored;
 }
 
-/** The condition tree read directly, as its grammar defines it, with the engine's own lookups and operators. */
+/** The condition tree read directly, as its grammar defines it, each comparison as the reference reads a condition. */
 export function treeHolds(tree: ConditionTree, resource: ResolvedEntity): boolean {
   if (typeof tree === 'boolean') return tree;
   if ('and' in tree) return tree.and.every((child) => treeHolds(child, resource));
   if ('or' in tree) return tree.or.some((child) => treeHolds(child, resource));
   if ('not' in tree) return !treeHolds(tree.not, resource);
-  const found = compileLookup(tree.path)(resource);
-  return found !== MISSING && OPERATOR_DEFINITIONS[tree.operator].build(tree.value)(found);
+  return conditionHolds(tree, resource);
 }

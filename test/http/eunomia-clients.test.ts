@@ -308,6 +308,40 @@ t.test('registry writes as both SDKs send them; answers are EntityInDb with attr
   t.equal((await server.call('DELETE', `/admin/policies/none`)).status, 404);
 });
 
+t.test("every field Eunomia's SDK models send is accepted, though Verdict refuses fields it does not know", async (t) => {
+  const server = await fresh(t);
+  // The fields of each request model, as the SDKs send them: the Python SDK's model_dump() sends every field, nulls included.
+  const python = pythonCheckRequest({ uri: 'user:carol', attributes: { role: 'admin' } }, { attributes: { kind: 'doc' } }, 'read');
+  const typescript = typescriptCheckRequest({ uri: 'user:carol', attributes: { role: 'admin' } }, { uri: 'doc:2', attributes: { kind: 'doc' } }, 'read');
+  t.strictSame(Object.keys(python), ['principal', 'resource', 'action'], 'CheckRequest');
+  t.strictSame(Object.keys(python.principal), ['uri', 'attributes', 'type'], 'PrincipalCheck');
+  t.strictSame(python.resource, { uri: null, attributes: { kind: 'doc' }, type: 'resource' }, 'ResourceCheck, uri null');
+  t.strictSame(Object.keys(typescript.resource), ['uri', 'attributes', 'type'], 'ResourceAccess');
+  const created = pythonEntityCreate('user:ann', 'principal', { role: 'admin' });
+  t.strictSame(Object.keys(created), ['uri', 'attributes', 'type'], 'EntityCreate');
+  t.strictSame(Object.keys(created.attributes[0]!), ['key', 'value'], 'Attribute');
+  const updated = pythonEntityUpdate('user:ann', { role: 'owner' });
+  t.strictSame(Object.keys(updated), ['uri', 'attributes', 'type'], 'EntityUpdate, type null');
+
+  const answers: [string, { status: number }][] = [
+    ['register (Python)', await server.call('POST', ENTITIES, created)],
+    ['register (TypeScript)', await server.call('POST', ENTITIES, { uri: 'doc:1', type: 'resource', attributes: { kind: 'doc' } })],
+    ['register, earlier family', await server.call('POST', '/register-entity', pythonEntityCreate('user:bob', 'principal', { role: 'guest' }))],
+    ['update (Python)', await server.call('PUT', `${ENTITIES}/user%3Aann?override=false`, updated)],
+    ['update (TypeScript)', await server.call('PUT', `${ENTITIES}/doc%3A1?override=false`, { uri: 'doc:1', attributes: { owner: 'ann' } })],
+    ['update, earlier family', await server.call('POST', '/update-entity', pythonEntityUpdate('user:bob', { role: 'staff' }))],
+    ['check (Python)', await server.call('POST', '/check', python)],
+    ['check (TypeScript)', await server.call('POST', '/check', typescript)],
+    ['bulk_check (Python)', await server.call('POST', '/check/bulk', [python, python])],
+    ['check-access', await server.call('POST', '/check-access', python)],
+    ['create_simple_policy (Python)', await server.call('POST', '/admin/policies/simple?name=admins', python)],
+    ['delete, earlier family', await server.call('POST', '/delete-entity', { uri: 'user:bob' })],
+  ];
+  for (const [what, answer] of answers) t.equal(answer.status, 200, what);
+  const typo = await server.call('POST', '/check', { ...python, acton: 'write' });
+  t.equal(typo.status, 422, 'a field no SDK sends is refused');
+});
+
 t.test('the OpenAPI document describes rule descriptions and the operators', async (t) => {
   const server = await fresh(t);
   const document = await server.call('GET', '/docs/json');

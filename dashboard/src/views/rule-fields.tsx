@@ -1,6 +1,6 @@
 /** One rule of the policy editor: name, effect, actions and both lists of conditions. */
 import { SelectField, TextField } from '../components.js';
-import { EFFECTS, emptyCondition, OPERATORS, SIDES, type RuleDraft, type Side } from '../policy-draft.js';
+import { EFFECTS, emptyCondition, OPERATORS, SIDES, takesNoValue, type RuleDraft, type Side } from '../policy-draft.js';
 
 const SIDE_LABELS: Record<Side, string> = { principal_conditions: 'Principal conditions', resource_conditions: 'Resource conditions' };
 
@@ -71,14 +71,18 @@ export function RuleFields({ index, rule, errors, onChange, onRemove }: RuleFiel
                     options={OPERATORS}
                     error={errors[`${key}.operator`]}
                   />
-                  <TextField
-                    label="Value (JSON)"
-                    mono
-                    value={condition.value}
-                    onValue={(value) => setCondition(side, position, { value })}
-                    error={errors[`${key}.value`]}
-                    placeholder='"it"'
-                  />
+                  {takesNoValue(condition.operator) ? (
+                    <p class="hint">No value: {condition.operator === 'exists' ? 'holds when the attribute is there, whatever its value' : 'holds when the attribute is left out'}.</p>
+                  ) : (
+                    <TextField
+                      label="Value (JSON)"
+                      mono
+                      value={condition.value}
+                      onValue={(value) => setCondition(side, position, { value })}
+                      error={errors[`${key}.value`]}
+                      placeholder='"it"'
+                    />
+                  )}
                   <button
                     type="button"
                     class="quiet remove"
