@@ -107,10 +107,12 @@ t.test('a file that no longer parses is not left out: the last good set, its den
     ['an empty file', 'freeze.json', '', /freeze\.json: .*JSON/],
   ];
   for (const [label, name, text, problem] of broken) {
+    const revision = (await server.call('GET', '/health')).body.revision;
     writeFileSync(join(dir, name), text);
-    const degraded = await until(server, 'GET', '/ready', undefined, (answer) => answer.body.degraded === true);
-    t.equal(degraded.status, 200, `${label}: still ready`);
-    t.match(degraded.body.checks.policyFiles, problem, `${label}: /ready names the file`);
+    // Refused, or (wrongly) taken as a new set: either ends the wait.
+    const read = await until(server, 'GET', '/ready', undefined, (answer) => answer.body.degraded === true || answer.headers['verdict-revision'] !== String(revision));
+    t.same([read.status, read.body.degraded, read.headers['verdict-revision']], [200, true, String(revision)], `${label}: still ready, degraded, at the same revision`);
+    t.match(read.body.checks.policyFiles, problem, `${label}: /ready names the file`);
     t.same((await server.call('POST', '/check', CHECK)).body, frozen, `${label}: the last good set decides, its deny included`);
     t.same((await server.call('GET', '/admin/policies')).body.map((policy: { name: string }) => policy.name), ['laptop-freeze', 'it-desk'], `${label}: and is what the server lists`);
     writeFileSync(join(dir, name), files[name]);
