@@ -110,6 +110,30 @@ t.test('a page read while its entity was written is not cached: the check sees t
   t.same(await cache.lookup('user:1'), new Map([['role', 'staff']]), 'the attributes as written, not as the page held them');
 });
 
+t.test('a look-up read while its entity was written is not cached: the next check sees the write', async (t) => {
+  const store = await storeWith(t, 1, 'guest');
+  let cache: EntityAttributeCache;
+  let racing = true;
+  const raced = interceptedStore(store, {
+    getEntity: async (proceed) => {
+      const entity = await proceed();
+      if (racing) {
+        racing = false;
+        // Another writer changes user:0 after the look-up read it; the change feed invalidates it.
+        await store.updateEntity('user:0', () => withRole('user:0', 'staff'), TEST_WRITER);
+        cache.invalidate('user:0');
+      }
+      return entity;
+    },
+  });
+  cache = new EntityAttributeCache(raced, 100);
+  t.same(await cache.lookup('user:0'), new Map([['role', 'guest']]), 'the racing look-up answers what it read');
+  const next = cache.lookup('user:0');
+  t.ok(next instanceof Promise, 'what it read was not kept');
+  t.same(await next, new Map([['role', 'staff']]), 'the attributes as written');
+  t.same(cache.lookup('user:0'), new Map([['role', 'staff']]), 'and those are kept');
+});
+
 t.test('closing stops a warm-up between pages', async (t) => {
   const store = await storeWith(t, 30, 'guest');
   let pages = 0;

@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import { request } from 'undici';
 import { OPERATORS, type Policy } from '../src/schemas/policy.js';
 import { startServer } from './helpers/server.js';
+import { isAdminRoute, operationsOf } from './helpers/openapi.js';
 import { reference } from './engine/reference.js';
 
 // Thousands of generated and mutated requests (bodies, queries, headers, paths, methods) to every
@@ -13,34 +14,10 @@ import { reference } from './engine/reference.js';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 2500);
 const KEY = 'fuzz-key';
-const REGISTRY = '/admin/fetchers/registry/entities';
 const TIMEOUT_MS = 10_000;
 
-const ROUTES: [string, string][] = [
-  ['POST', '/check'],
-  ['POST', '/check/bulk'],
-  ['POST', '/check-access'],
-  ['GET', '/admin/policies'],
-  ['POST', '/admin/policies'],
-  ['POST', '/admin/policies/simple'],
-  ['GET', '/admin/policies/{}'],
-  ['PUT', '/admin/policies/{}'],
-  ['DELETE', '/admin/policies/{}'],
-  ['GET', REGISTRY],
-  ['GET', `${REGISTRY}/$count`],
-  ['POST', REGISTRY],
-  ['GET', `${REGISTRY}/{}`],
-  ['PUT', `${REGISTRY}/{}`],
-  ['DELETE', `${REGISTRY}/{}`],
-  ['POST', '/register-entity'],
-  ['POST', '/update-entity'],
-  ['POST', '/delete-entity'],
-  ['POST', '/create-policy'],
-  ['GET', '/health'],
-  ['GET', '/docs/json'],
-];
-/** Routes that need the admin key when authentication is on (decisions.md: the earlier family's writes too). */
-const PROTECTED_PATHS = [/^\/admin\//, /^\/(register-entity|update-entity|delete-entity|create-policy)(\?|$)/];
+/** Routes the OpenAPI document does not list, fuzzed beside those it does. */
+const UNDOCUMENTED_ROUTES: [string, string][] = [['GET', '/docs/json']];
 const HOSTILE = ['__proto__', 'constructor', 'prototype', 'hasOwnProperty', 'toString', '', ' ', '.', '..', '%', '%00', '\u0000', '\ud800', 'a.b'];
 
 const percentEncoded = (text: string) => [...Buffer.from(text)].map((byte) => `%${byte.toString(16).padStart(2, '0')}`).join('');
@@ -123,20 +100,23 @@ const mutatedText = fc
   });
 const bodyText = fc.oneof({ arbitrary: mutatedText, weight: 4 }, { arbitrary: validPolicy.map((body) => JSON.stringify(body)), weight: 1 });
 
-const query = fc.dictionary(
-  fc.oneof(fc.constantFrom('offset', 'limit', 'name', 'uri', 'override', '__proto__[limit]', 'constructor[prototype]'), word),
-  fc.oneof(fc.constantFrom('0', '5', '-1', '1e400', 'true', 'false', 'abc'), anyText),
-  { maxKeys: 3 },
-);
+/** Query strings: the parameters the document names (`names`), prototype names and any word, with odd values. */
+const queryOf = (names: string[]) =>
+  fc.dictionary(
+    fc.oneof(fc.constantFrom(...names, '__proto__[limit]', 'constructor[prototype]'), word),
+    fc.oneof(fc.constantFrom('0', '5', '-1', '1e400', 'true', 'false', 'abc'), anyText),
+    { maxKeys: 3 },
+  );
 
-const fuzzedRequest = fc.record({
-  route: fc.constantFrom(...ROUTES),
+/** A request to one of `routes` (a path parameter is written `{}`), with a query of the parameters `queryNames`. */
+const fuzzedRequestOf = (routes: [string, string][], queryNames: string[]) => fc.record({
+  route: fc.constantFrom(...routes),
   otherMethod: fc.oneof(
     { arbitrary: fc.constant(null), weight: 6 },
     { arbitrary: fc.constantFrom('GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD'), weight: 1 },
   ),
   parameter: fc.oneof(fc.constantFrom(...HOSTILE).map(percentEncoded), anyText.map(percentEncoded), fc.constantFrom('%zz', 'a%2Fb', '$count')),
-  query,
+  query: queryOf(queryNames),
   body: fc.option(bodyText, { freq: 10 }),
   contentType: fc.constantFrom('application/json', 'application/json', 'application/json; charset=utf-8', 'text/plain', 'application/x-www-form-urlencoded', 'APPLICATION/JSON', 'application/json; charset=latin1', undefined),
   key: fc.constantFrom(KEY, KEY, KEY, 'wrong', undefined),
@@ -194,6 +174,12 @@ t.test('fuzzed requests to every endpoint: never a 5xx, a hang, a crash or a suc
   for (const policy of HAND_WRITTEN) t.equal((await server.call('POST', '/admin/policies', policy, admin)).status, 200, `${policy.name} written`);
   t.equal((await server.call('POST', '/admin/fetchers/registry/entities', HAND_WRITTEN_ENTITY, admin)).status, 200, 'an entity registered');
 
+  // Every route the server documents, each path parameter fuzzed, and the query parameters it names.
+  const operations = operationsOf((await server.call('GET', '/docs/json')).body);
+  const routes = [...operations.map(({ method, route }): [string, string] => [method, route.replace(/\{[^}]+\}/g, '{}')]), ...UNDOCUMENTED_ROUTES];
+  t.ok(routes.length > 30, `${routes.length} routes to fuzz`);
+  const fuzzedRequest = fuzzedRequestOf(routes, [...new Set(operations.flatMap((operation) => operation.query))]);
+
   const prototypeKeys = Object.getOwnPropertyNames(Object.prototype).sort();
   let sent = 0;
   let refusedByClient = 0;
@@ -207,7 +193,7 @@ t.test('fuzzed requests to every endpoint: never a 5xx, a hang, a crash or a suc
       const search = Object.entries(fuzzed.query)
         .map(([name, text]) => `${percentEncoded(name)}=${percentEncoded(text)}`)
         .join('&');
-      const path = template.replace('{}', fuzzed.parameter) + (search === '' ? '' : `?${search}`);
+      const path = template.replaceAll('{}', fuzzed.parameter) + (search === '' ? '' : `?${search}`);
       const headers: Record<string, string> = {};
       if (fuzzed.contentType !== undefined) headers['content-type'] = fuzzed.contentType;
       if (fuzzed.key !== undefined) headers['way-api-key'] = fuzzed.key;
@@ -231,7 +217,7 @@ t.test('fuzzed requests to every endpoint: never a 5xx, a hang, a crash or a suc
       const text = await response.body.text();
       statuses.set(response.statusCode, (statuses.get(response.statusCode) ?? 0) + 1);
       if (response.statusCode >= 500) throw new Error(`${method} ${path} ${fuzzed.body?.slice(0, 200)} → ${response.statusCode} ${text}`);
-      if (headers['way-api-key'] !== KEY && PROTECTED_PATHS.some((pattern) => pattern.test(path))) {
+      if (headers['way-api-key'] !== KEY && isAdminRoute(path.split('?')[0]!)) {
         withoutKeyOnProtected++;
         if (response.statusCode < 300) throw new Error(`authentication bypass: ${method} ${path} with key ${JSON.stringify(fuzzed.key)} → ${response.statusCode} ${text.slice(0, 200)}`);
       }

@@ -4,7 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import YAML from 'yaml';
 import { startServer, type TestServer } from './helpers/server.js';
+import { ConfigError } from '../src/config.js';
 import { runVerdict } from './helpers/child.js';
+import { ADMIN_WRITES, writeRoutesOf } from './helpers/admin-writes.js';
 
 // --policies <dir> on a real server: the files are the policy set, changes are applied without a
 // restart, a broken change leaves the last good set serving and says so (/ready 200, degraded: the
@@ -87,20 +89,55 @@ t.test('the files are the policy set: edited, broken (ready, degraded), fixed, w
   await until(server, 'GET', '/ready', undefined, (answer) => answer.body.degraded === false);
 });
 
+t.test('a file that no longer parses is not left out: the last good set, its deny included, keeps deciding, and /ready names the file', async (t) => {
+  const dir = policyDir(t);
+  const freeze = {
+    name: 'laptop freeze',
+    rules: [{ name: 'nobody administers laptops', effect: 'deny', resource_conditions: [{ path: 'attributes.kind', operator: '==', value: 'laptop' }], actions: ['administer'] }],
+  };
+  const files = { 'freeze.json': JSON.stringify(freeze), 'it-desk.yaml': YAML.stringify(itDesk('it')) };
+  for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
+  const server = await startServer({ policiesDir: dir });
+  t.teardown(server.close);
+  const frozen = { allowed: false, reason: 'Rule nobody-administers-laptops denied the action in policy laptop-freeze' };
+  t.same((await server.call('POST', '/check', CHECK)).body, frozen, 'the deny decides');
+  const broken: [string, keyof typeof files, string, RegExp][] = [
+    ['truncated JSON', 'freeze.json', files['freeze.json'].slice(0, 40), /freeze\.json: .*JSON/],
+    ['an unclosed YAML flow sequence', 'it-desk.yaml', 'name: IT desk\nrules: [\n', /it-desk\.yaml: /],
+    ['an empty file', 'freeze.json', '', /freeze\.json: .*JSON/],
+  ];
+  for (const [label, name, text, problem] of broken) {
+    const revision = (await server.call('GET', '/health')).body.revision;
+    writeFileSync(join(dir, name), text);
+    // Refused, or (wrongly) taken as a new set: either ends the wait.
+    const read = await until(server, 'GET', '/ready', undefined, (answer) => answer.body.degraded === true || answer.headers['verdict-revision'] !== String(revision));
+    t.same([read.status, read.body.degraded, read.headers['verdict-revision']], [200, true, String(revision)], `${label}: still ready, degraded, at the same revision`);
+    t.match(read.body.checks.policyFiles, problem, `${label}: /ready names the file`);
+    t.same((await server.call('POST', '/check', CHECK)).body, frozen, `${label}: the last good set decides, its deny included`);
+    t.same((await server.call('GET', '/admin/policies')).body.map((policy: { name: string }) => policy.name), ['laptop-freeze', 'it-desk'], `${label}: and is what the server lists`);
+    writeFileSync(join(dir, name), files[name]);
+    await until(server, 'GET', '/ready', undefined, (answer) => answer.body.degraded === false);
+  }
+});
+
 t.test('policy writes answer 409; reads, validation and the registry still work', async (t) => {
   const dir = policyDir(t);
   writeFileSync(join(dir, 'it-desk.json'), JSON.stringify(itDesk('it')));
   const server = await startServer({ policiesDir: dir });
   t.teardown(server.close);
-  const writes: [string, string, unknown][] = [
-    ['POST', '/admin/policies', itDesk('hr')],
-    ['PUT', '/admin/policies/it-desk', itDesk('hr')],
-    ['DELETE', '/admin/policies/it-desk', undefined],
-    ['POST', '/admin/policies/simple?name=x', CHECK],
-    ['POST', '/create-policy', { ...itDesk('hr'), name: 'other' }],
-    ['POST', '/admin/policies/it-desk/restore?version=1', undefined],
-  ];
-  for (const [method, path, body] of writes) {
+  // Every policy write route the server documents, on the policy in force and on one that is not.
+  const policyRoutes = writeRoutesOf((await server.call('GET', '/docs/json')).body).filter((route) => /polic/.test(route));
+  t.ok(policyRoutes.length >= 6, `${policyRoutes.length} policy write routes`);
+  const writes = policyRoutes.flatMap((route) => {
+    const write = ADMIN_WRITES.find((known) => `${known.method} ${known.route}` === route);
+    if (write === undefined) {
+      t.fail(`${route}: no example call in test/helpers/admin-writes.ts`);
+      return [];
+    }
+    const onThePolicyInForce = write.path.replace(/\/(p1|s1)\b/, '/it-desk');
+    return onThePolicyInForce === write.path ? [write] : [write, { ...write, path: onThePolicyInForce }];
+  });
+  for (const { method, path, body } of writes) {
     const answer = await server.call(method, path, body);
     t.equal(answer.status, 409, `${method} ${path}`);
     t.match(answer.body.detail, /^Policies are managed from files in .* \(--policies\): change the files there instead/);
@@ -140,6 +177,10 @@ t.test('files that are not valid at start: the start stops with the file and fie
   const exit = await runVerdict(t, ['start', '--store', 'embedded', '--port', '0', '--data-dir', join(dir, '.data'), '--policies', dir]).exited;
   t.equal(exit.code, 2);
   t.match(exit.stderr, /--policies \(POLICIES_DIR\) .*broken\.yaml: rules\.0\.principal_conditions\.0\.value: operator 'startswith' needs a string value/);
+  // The same refusal (a ConfigError: exit code 2, as above) for a file that does not parse; in this process, to save a start.
+  writeFileSync(join(dir, 'broken.yaml'), YAML.stringify(itDesk('it')));
+  writeFileSync(join(dir, 'truncated.json'), JSON.stringify(itDesk('it')).slice(0, 30));
+  await t.rejects(startServer({ policiesDir: dir, dataDir: join(dir, '.data') }), { constructor: ConfigError, message: /^--policies \(POLICIES_DIR\) .*truncated\.json: .*JSON/ }, 'a file that does not parse stops it too');
   const missing = await runVerdict(t, ['start', '--store', 'embedded', '--port', '0', '--data-dir', join(dir, '.data'), '--policies', join(dir, 'nowhere')]).exited;
   t.equal(missing.code, 2);
   t.match(missing.stderr, /nowhere: ENOENT/);

@@ -176,6 +176,32 @@ t.test('a worker a few writes behind is sent the policies they changed and deriv
   t.same(sent, ['changes', 'changes'], 'not even asked for changes: the worker holds another generation');
 });
 
+t.test('a worker behind two replacements of one policy, each applied by the front on its own, derives the last', async (t) => {
+  const dataDir = temporaryDataDir();
+  const store = new EmbeddedStore(dataDir);
+  await store.createPolicy(ALLOW_A_1_TO_GO, TEST_WRITER);
+  const snapshots = await PolicySnapshots.load(store);
+  const pool = new BulkPool(1, snapshots, DEFAULT_CONFIG, 10_000);
+  t.teardown(async () => {
+    await pool.close();
+    await store.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+  const allowing = (a: number): Policy => ({ ...ALLOW_A_1_TO_GO, rules: [{ ...ALLOW_A_1_TO_GO.rules[0]!, principal_conditions: [{ path: 'attributes.a', operator: '==', value: a }] }] });
+  const allowedFor = async () =>
+    (JSON.parse((await pool.decide(JSON.stringify([1, 2, 3].map((a) => ({ principal: { attributes: { a } }, resource: { attributes: { b: 2 } }, action: 'go' })))))!) as { allowed: boolean }[]).map(
+      (decision) => decision.allowed,
+    );
+  t.same(await allowedFor(), [true, false, false], 'the worker holds revision 1');
+  // Two steps on the front, one revision each: the worker, still at 1, is sent both steps' changes at once.
+  for (const a of [2, 3]) {
+    await store.replacePolicy(allowing(a), TEST_WRITER);
+    await snapshots.refresh();
+  }
+  t.equal(snapshots.current.revision, 3);
+  t.same(await allowedFor(), [false, false, true], 'the policy as its last write left it, not as the first did');
+});
+
 t.test('after a forced reload to the revision the worker holds, of another history (the store was reset and refilled), workers decide with the new snapshot', async (t) => {
   const { snapshots, pool, body, reset } = await poolOverResetStore(t, async (dropped, refilled) => {
     await dropped.createPolicy(ALLOW_A_1_TO_GO, TEST_WRITER);

@@ -1,3 +1,5 @@
+import { isAdminRoute } from './openapi.js';
+
 /**
  * One successful call of every admin write route, in an order in which each succeeds on a fresh
  * server: the routes that audit and role tests go through. `route` is the OpenAPI path template.
@@ -47,7 +49,7 @@ export function writeRoutesOf(openapi: { paths: Record<string, Record<string, un
     Object.keys(methods)
       .map((method) => method.toUpperCase())
       .filter((method) => method !== 'GET' && method !== 'HEAD' && !CHECKS_WITHOUT_WRITING.includes(path))
-      .filter(() => path.startsWith('/admin/') || ['/create-policy', '/register-entity', '/update-entity', '/delete-entity'].includes(path))
+      .filter(() => isAdminRoute(path))
       .map((method) => `${method} ${path}`),
   );
 }

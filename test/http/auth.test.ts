@@ -6,39 +6,40 @@ import { ConfigError, DEFAULT_CONFIG, loadConfig, type Config } from '../../src/
 import { isLocalClient } from '../../src/http/admin-auth.js';
 import { ask } from '../helpers/child.js';
 import { startServer, temporaryDataDir, type TestServer } from '../helpers/server.js';
+import { ADMIN_WRITES } from '../helpers/admin-writes.js';
+import { examplePath, isAdminRoute, operationsOf } from '../helpers/openapi.js';
 
 const KEY = 'k3y';
 const INVALID = { detail: 'Invalid API key. Please provide a valid API key.' };
 const GOOD = { 'WAY-API-KEY': KEY };
 const ENTITIES = '/admin/fetchers/registry/entities';
 
-/** Every protected route, with a body that would be valid (so that only the key decides). */
-const PROTECTED: { method: string; path: string; body?: unknown }[] = [
-  { method: 'GET', path: '/admin/policies' },
-  { method: 'POST', path: '/admin/policies', body: { name: 'p', rules: [] } },
-  {
-    method: 'POST',
-    path: '/admin/policies/simple?name=s',
-    body: { principal: { attributes: { a: 1 } }, resource: { attributes: { b: 2 } }, action: 'read' },
-  },
-  { method: 'POST', path: '/admin/policies/validate', body: { name: 'p', rules: [] } },
-  { method: 'GET', path: '/admin/policies/p' },
-  { method: 'PUT', path: '/admin/policies/p', body: { name: 'p', rules: [] } },
-  { method: 'DELETE', path: '/admin/policies/p' },
-  { method: 'GET', path: ENTITIES },
-  { method: 'GET', path: `${ENTITIES}?offset=0&limit=5` },
-  { method: 'GET', path: `${ENTITIES}/$count` },
-  { method: 'POST', path: ENTITIES, body: { uri: 'e', attributes: { a: 1 } } },
-  { method: 'GET', path: `${ENTITIES}/e` },
-  { method: 'PUT', path: `${ENTITIES}/e`, body: { uri: 'e', attributes: { a: 2 } } },
-  { method: 'DELETE', path: `${ENTITIES}/e` },
-  { method: 'POST', path: '/register-entity', body: { uri: 'e', attributes: { a: 1 } } },
-  { method: 'POST', path: '/update-entity', body: { uri: 'e', attributes: { a: 2 } } },
-  { method: 'POST', path: '/delete-entity?uri=e' },
-  { method: 'POST', path: '/delete-entity', body: { uri: 'e' } },
-  { method: 'POST', path: '/create-policy', body: { name: 'p', rules: [] } },
-  { method: 'GET', path: '/admin/live' },
-];
+/** A body that would be valid on each protected route that takes one, so that only the key decides. */
+const BODIES = new Map<string, { path: string; body?: unknown }>([
+  ...ADMIN_WRITES.map((write): [string, { path: string; body?: unknown }] => [`${write.method} ${write.route}`, write]),
+  ['POST /admin/policies/validate', { path: '/admin/policies/validate', body: { name: 'p', rules: [] } }],
+]);
+
+/** One call of every route the server's OpenAPI document says takes the key, and a few more forms of some. */
+async function protectedCalls(t: Test, server: TestServer): Promise<{ method: string; path: string; body?: unknown }[]> {
+  const operations = operationsOf((await server.call('GET', '/docs/json', undefined, GOOD)).body);
+  t.strictSame(
+    operations.filter((operation) => operation.secured !== isAdminRoute(operation.route)).map(({ method, route }) => `${method} ${route}`),
+    [],
+    'the document marks exactly the admin routes and the earlier family\'s writes as taking the key',
+  );
+  const calls = operations.filter((operation) => operation.secured).map((operation) => {
+    const example = BODIES.get(`${operation.method} ${operation.route}`);
+    if (operation.takesBody && example === undefined) t.fail(`${operation.method} ${operation.route}: no example body`);
+    return { method: operation.method, path: example?.path ?? examplePath(operation), body: example?.body };
+  });
+  t.ok(calls.length > 20, `${calls.length} protected routes`);
+  return [
+    ...calls,
+    { method: 'GET', path: `${ENTITIES}?offset=0&limit=5` },
+    { method: 'POST', path: '/delete-entity', body: { uri: 'e' } },
+  ];
+}
 
 const WRONG_KEYS: [string, Record<string, string>][] = [
   ['no header', {}],
@@ -59,7 +60,7 @@ async function protectedServer(t: { teardown(fn: () => unknown): void }): Promis
 
 t.test('with auth on, every admin route and earlier-family write refuses a missing or wrong key', async (t) => {
   const server = await protectedServer(t);
-  for (const route of PROTECTED) {
+  for (const route of await protectedCalls(t, server)) {
     for (const [label, headers] of WRONG_KEYS) {
       const response = await server.call(route.method, route.path, route.body, headers);
       t.equal(response.status, 401, `${route.method} ${route.path} with ${label}`);
@@ -153,6 +154,22 @@ t.test('with auth on, the check interface and /health stay public', async (t) =>
     t.equal(health.status, 200);
     t.match(health.body, { status: 'ok', revision: Number });
   }
+  // Every route the OpenAPI document leaves without the key answers without one.
+  const plan = { principal: { attributes: { a: 1 } }, action: 'read' };
+  const publicBodies = new Map<string, unknown>([
+    ['POST /check', request],
+    ['POST /check/bulk', [request]],
+    ['POST /check-access', request],
+    ['POST /plan', plan],
+    ['POST /plan/bulk', [plan]],
+  ]);
+  const publicOperations = operationsOf((await server.call('GET', '/docs/json')).body).filter((operation) => !operation.secured);
+  t.ok(publicOperations.length >= 8, `${publicOperations.length} public routes`);
+  for (const operation of publicOperations) {
+    const name = `${operation.method} ${operation.route}`;
+    if (operation.takesBody && !publicBodies.has(name)) t.fail(`${name}: no example body`);
+    t.equal((await server.call(operation.method, examplePath(operation), publicBodies.get(name))).status, 200, `${name} without a key`);
+  }
   // Public routes keep their own errors: a bad check is 422, not 401.
   const invalid = await server.call('POST', '/check', { principal: {} });
   t.equal(invalid.status, 422);
@@ -170,18 +187,8 @@ t.test('with auth on, the key is checked before the body is read or validated', 
     ['text/plain', 'hello', { 'content-type': 'text/plain' }],
     ['no content type', 'hello', {}],
   ];
-  const writes: [string, string][] = [
-    ['POST', '/admin/policies'],
-    ['PUT', '/admin/policies/p'],
-    ['POST', '/admin/policies/simple'],
-    ['POST', '/admin/policies/validate'],
-    ['POST', ENTITIES],
-    ['PUT', `${ENTITIES}/e`],
-    ['POST', '/register-entity'],
-    ['POST', '/update-entity'],
-    ['POST', '/delete-entity'],
-    ['POST', '/create-policy'],
-  ];
+  // Every protected route that takes a body.
+  const writes = (await protectedCalls(t, server)).filter((call) => call.body !== undefined).map(({ method, path }) => [method, path] as const);
   for (const [method, path] of writes) {
     for (const [label, text, headers] of bodies) {
       const response = await server.send(method, path, text, headers);

@@ -793,6 +793,27 @@ t.test('POST /check/bulk', async (t) => {
   t.same(withConflict.body, [ALLOWED_ADMIN, { allowed: false, reason: conflict('user:bob', 'department') }, ALLOWED_WIPE]);
 });
 
+t.test('on the front and in the worker pool, a bulk over --bulk-check-max-requests is 400 and one with two unusable items names both; /plan/bulk too', async (t) => {
+  // Attributes only: in pool mode a worker reads and decides these bulks.
+  const usable = { principal_attributes: { department: 'it' }, resource_attributes: { kind: 'laptop' }, action: 'administer' };
+  const noPrincipal = { principal: {}, resource_attributes: { kind: 'laptop' } };
+  const noResource = { principal_attributes: { department: 'it' }, resource: { attributes: {} } };
+  for (const evaluation of ['inline', 'pool'] as const) {
+    const server = await startServer({ evaluation, workers: 1, bulkCheckMaxRequests: 4 });
+    t.teardown(server.close);
+    t.same((await server.call('POST', '/check/bulk', [usable, usable, usable, usable])).body, Array(4).fill({ allowed: false, reason: NO_POLICIES }), `${evaluation}: at the limit`);
+    const over = await server.call('POST', '/check/bulk', [usable, usable, usable, usable, usable]);
+    t.same([over.status, over.body], [400, { detail: 'Too many requests. Maximum allowed: 4' }], `${evaluation}: over it`);
+    const refused = await server.call('POST', '/check/bulk', [usable, noPrincipal, usable, noResource]);
+    t.equal(refused.status, 422, `${evaluation}: 422`);
+    t.same(refused.body.detail.map((issue: { loc: unknown[] }) => issue.loc), [['body', 1, 'principal'], ['body', 3, 'resource']], `${evaluation}: both items, in order`);
+    const planOf = (principal: unknown) => ({ principal, action: 'administer' });
+    const plans = await server.call('POST', '/plan/bulk', [planOf({}), planOf({ attributes: { department: 'it' } }), planOf({ attributes: {} })]);
+    t.equal(plans.status, 422, `${evaluation}: /plan/bulk 422`);
+    t.same(plans.body.detail.map((issue: { loc: unknown[] }) => issue.loc), [['body', 0, 'principal'], ['body', 2, 'principal']], `${evaluation}: /plan/bulk names both items, in order`);
+  }
+});
+
 t.test('bulk limit defaults to 1000', async (t) => {
   const server = await startServer();
   t.teardown(server.close);

@@ -1,5 +1,6 @@
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { startServer, type TestServer } from '../helpers/server.js';
+import { examplePath, operationsOf } from '../helpers/openapi.js';
 
 const JSON_TYPE = { 'content-type': 'application/json' };
 
@@ -24,24 +25,20 @@ function assertStringDetail(
   t.type(body.detail, 'string');
 }
 
-t.test('malformed JSON is 400 with a detail', async (t) => {
-  const server = await fresh(t);
-  const cases: [string, string][] = [
-    ['POST', '/check'],
-    ['POST', '/check/bulk'],
-    ['POST', '/check-access'],
-    ['POST', '/admin/policies'],
-    ['PUT', '/admin/policies/p'],
-    ['POST', '/admin/policies/simple?name=x'],
-    ['POST', '/admin/fetchers/registry/entities'],
-    ['POST', '/create-policy'],
-  ];
-  for (const [method, path] of cases) {
-    for (const text of ['{"principal": ', '{principal: 1}', "{'a': 1}", '[1, 2,]', 'nul', '{"a": 1} trailing']) {
-      const response = await server.send(method, path, text, JSON_TYPE);
-      t.equal(response.status, 400, `${method} ${path} ${text}`);
-      assertStringDetail(t, response.body);
-      assertNoLeak(t, response.body, `${method} ${path}`);
+t.test('malformed JSON is 400 with a detail, on every route that takes a body, and on bulks read in a worker', async (t) => {
+  for (const evaluation of ['inline', 'pool'] as const) {
+    const server = await fresh(t, { evaluation });
+    const operations = operationsOf((await server.call('GET', '/docs/json')).body).filter((operation) => operation.takesBody);
+    t.ok(operations.length > 15, `${operations.length} routes take a body`);
+    // The pool reads only /check/bulk: the other routes are tried once, inline.
+    for (const operation of evaluation === 'pool' ? operations.filter(({ route }) => route === '/check/bulk') : operations) {
+      const path = examplePath(operation);
+      for (const text of ['{"principal": ', '{principal: 1}', "{'a': 1}", '[1, 2,]', 'nul', '{"a": 1} trailing']) {
+        const response = await server.send(operation.method, path, text, JSON_TYPE);
+        t.equal(response.status, 400, `${evaluation}: ${operation.method} ${path} ${text}`);
+        assertStringDetail(t, response.body);
+        assertNoLeak(t, response.body, `${operation.method} ${path}`);
+      }
     }
   }
 });
@@ -225,8 +222,13 @@ t.test('DELETE with content-type application/json and an empty body works', asyn
   t.same(list.body, []);
 });
 
-t.test('hostile and odd input never yields a 5xx or a stack trace', async (t) => {
-  const server = await fresh(t, { bulkCheckMaxRequests: 5 });
+t.test('hostile and odd input never yields a 5xx or a stack trace, bulks on the front and in the pool', async (t) => {
+  for (const evaluation of ['inline', 'pool'] as const) await t.test(evaluation, (t) => hostileInput(t, evaluation));
+});
+
+/** In pool mode only the bulks, which a worker reads. */
+async function hostileInput(t: Test, evaluation: 'inline' | 'pool') {
+  const server = await fresh(t, { bulkCheckMaxRequests: 5, evaluation });
   const deep = '['.repeat(5000) + ']'.repeat(5000);
   const deepObject = '{"a":'.repeat(3000) + '1' + '}'.repeat(3000);
   // `clientMayRefuse`: a request the client itself may refuse to send as it is; any other failure to get an answer is the server's.
@@ -267,7 +269,7 @@ t.test('hostile and odd input never yields a 5xx or a stack trace', async (t) =>
       clientMayRefuse: true,
     },
   ];
-  for (const { method, path, text, headers, clientMayRefuse } of requests) {
+  for (const { method, path, text, headers, clientMayRefuse } of evaluation === 'pool' ? requests.filter((request) => request.path === '/check/bulk') : requests) {
     const label = `${method} ${path.slice(0, 60)} ${(text ?? '').slice(0, 60)}`;
     let response;
     try {
@@ -286,7 +288,7 @@ t.test('hostile and odd input never yields a 5xx or a stack trace', async (t) =>
     assertNoLeak(t, response.body, label);
   }
   t.equal((await server.call('GET', '/health')).status, 200, 'still alive');
-});
+}
 
 // Errors the router raises before any route (bad percent-encoding, over-long parameters) keep the {detail} shape.
 t.test('router-level errors: bad percent-encoding and over-long path parameters', async (t) => {

@@ -36,6 +36,31 @@ t.test('history lists every version, deletion included; one version reads back; 
   t.same([record.before.rules[0].name, record.after.rules[0].name], ['everyone', 'ops']);
 });
 
+t.test('restoring a replacement brings back the policy it wrote, not the one it replaced', async (t) => {
+  const server = await startServer();
+  t.teardown(server.close);
+  const forTeam = (team: string) => ({ ...OPS_ONLY, rules: [{ ...OPS_ONLY.rules[0], name: team, principal_conditions: [{ path: 'attributes.team', operator: '==', value: team }] }] });
+  const teamsAllowed = async () => {
+    const teams = [];
+    for (const team of ['ops', 'dev', 'qa']) if ((await server.call('POST', '/check', { ...CHECK, principal: { attributes: { team } } })).body.allowed) teams.push(team);
+    return teams;
+  };
+  t.equal((await server.call('POST', '/admin/policies', forTeam('ops'))).status, 200);
+  t.equal((await server.call('PUT', '/admin/policies/docs', forTeam('dev'))).status, 200);
+  t.equal((await server.call('PUT', '/admin/policies/docs', forTeam('qa'))).status, 200);
+  const second = (await server.call('GET', '/admin/policies/docs/history/2')).body;
+  t.same([second.before.rules[0].name, second.after.rules[0].name], ['ops', 'dev'], 'version 2 replaced ops by dev');
+
+  const restored = await server.call('POST', '/admin/policies/docs/restore?version=2');
+  t.equal(restored.status, 200);
+  t.same(restored.body, second.after, 'the answer is what version 2 wrote');
+  t.same((await server.call('GET', '/admin/policies/docs')).body, second.after);
+  t.same(await teamsAllowed(), ['dev'], 'and it decides');
+  const [record] = (await server.call('GET', '/admin/policies/docs/history')).body.records;
+  t.match(record, { version: 4, operation: 'policy.restore', restored_from: 2 });
+  t.same([record.before.rules[0].name, record.after.rules[0].name], ['qa', 'dev']);
+});
+
 t.test('a deleted policy can be restored; its deletion cannot', async (t) => {
   const server = await startServer();
   t.teardown(server.close);

@@ -1,7 +1,9 @@
 import t from 'tap';
 import { request } from 'undici';
 import { startVerdict, type RunningVerdict } from '../helpers/child.js';
-import { scratchDir } from '../helpers/server.js';
+import { scratchDir, startServer } from '../helpers/server.js';
+import { examplePath, operationsOf } from '../helpers/openapi.js';
+import { MIN_REVISION_HEADER } from '../../src/http/min-revision.js';
 
 // Read-your-writes across processes: two real Verdict processes on one data directory. A client
 // writes through one and checks through the other with the write's revision in
@@ -61,4 +63,34 @@ t.test('verdict-min-revision: a check waits for the revision written through ano
     t.same(await call(reader, 'POST', path, body, { 'verdict-min-revision': 'latest' }), { status: 400, revision: 5, body: malformed.body }, `${path}: 400 alike`);
   }
   t.equal((await call(reader, 'POST', '/check', checkOf('act-1'), { 'verdict-min-revision': '0' })).status, 200, 'a revision already served answers at once');
+});
+
+t.test('every route that documents verdict-min-revision honours it: 503 past the wait, 400 malformed, at once when served', async (t) => {
+  const server = await startServer({ minRevisionWaitMs: 50 });
+  t.teardown(server.close);
+  t.equal((await server.call('POST', '/admin/policies', allow('act'))).status, 200);
+  const operations = operationsOf((await server.call('GET', '/docs/json')).body);
+  const documenting = operations.filter((operation) => operation.description.includes(MIN_REVISION_HEADER));
+  t.strictSame(
+    operations.filter((operation) => !operation.secured && operation.takesBody && !documenting.includes(operation)).map(({ method, route }) => `${method} ${route}`),
+    [],
+    'every public route that decides documents the header',
+  );
+  const bodies = new Map<string, unknown>([
+    ['/check', checkOf('act')],
+    ['/check-access', checkOf('act')],
+    ['/check/bulk', [checkOf('act')]],
+    ['/plan', planOf('act')],
+    ['/plan/bulk', [planOf('act')]],
+  ]);
+  for (const operation of documenting) {
+    const name = `${operation.method} ${operation.route}`;
+    if (!bodies.has(operation.route)) t.fail(`${name}: no example body`);
+    const ask = (revision: string) => server.call(operation.method, examplePath(operation), bodies.get(operation.route), { [MIN_REVISION_HEADER]: revision });
+    const far = await ask('1000');
+    t.same([far.status, far.body.detail], [503, 'This process serves policy revision 1; revision 1000 did not reach it within 50 ms. Retry, or send the check to the process that answered the write'], `${name}: a revision that does not arrive`);
+    const malformed = await ask('latest');
+    t.same([malformed.status, malformed.body.detail], [400, "verdict-min-revision must be a revision number (from a verdict-revision header), got 'latest'"], `${name}: a malformed one`);
+    t.equal((await ask('1')).status, 200, `${name}: one already served answers at once`);
+  }
 });

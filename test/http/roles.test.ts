@@ -5,7 +5,8 @@ import { spawnSync } from 'node:child_process';
 import { startServer, temporaryDataDir, type TestServer } from '../helpers/server.js';
 import { ADMIN_WRITES, writeRoutesOf } from '../helpers/admin-writes.js';
 import { CLI } from '../helpers/child.js';
-import { keyDigest } from '../../src/admin-keys.js';
+import { KeyRing, keyDigest } from '../../src/admin-keys.js';
+import { until as waitFor } from '../helpers/until.js';
 import { ConfigError, loadConfig } from '../../src/config.js';
 
 const DEFAULT = 'the-default-key';
@@ -145,6 +146,36 @@ t.test('a keys file that no longer parses: the last good keys stay, /ready says 
   const recovered = (await server.call('GET', '/ready')).body;
   t.same([recovered.degraded, recovered.checks.adminKeys], [false, 'ok']);
   t.same([await metric('verdict_admin_keys_file_in_force'), await metric('verdict_admin_keys_file_rejected_total')], [1, 1]);
+});
+
+t.test('a keys file that no longer parses, or breaks a rule, is refused on reload: every key stays as it was (KeyRing on a real file)', async (t) => {
+  const file = keysFile(t, [line('alice', 'admin', ALICE), line('auditor', 'read', AUDITOR)]);
+  const ring = new KeyRing({ defaultKey: '', file: file.path });
+  t.teardown(() => ring.close());
+  const reloads: ({ keys: number } | { error: Error })[] = [];
+  ring.on('reloaded', (keys) => reloads.push({ keys }));
+  ring.on('rejected', ({ error }) => reloads.push({ error }));
+  const NEWCOMER = 'newcomer-key-0123456789';
+  // Each file adds a good key before the line at fault: taking the good lines alone would change the keys.
+  const cases: [string, string[], RegExp][] = [
+    ['a line of two fields', [line('carol', 'admin', NEWCOMER), 'alice admin'], /line 3: expected 'name role sha256-digest', got 2 field\(s\)/],
+    ['a line of free text', [line('carol', 'admin', NEWCOMER), 'this line is not a key'], /line 3: expected 'name role sha256-digest', got 6 field\(s\)/],
+    ['a line of control characters', [line('carol', 'admin', NEWCOMER), '\u0000\u0001'], /line 3: expected 'name role sha256-digest', got 1 field\(s\)/],
+    ['a role that does not exist', [line('carol', 'admin', NEWCOMER), `alice root ${keyDigest(ALICE).toString('hex')}`], /line 3: role 'root' is not one of admin, read/],
+    ['a digest that is not one', [line('carol', 'admin', NEWCOMER), 'alice admin not-a-digest'], /line 3: the digest must be 64 hexadecimal digits/],
+  ];
+  for (const [label, lines, problem] of cases) {
+    const from = reloads.length;
+    // The refusal of this file, or any file taken (which would be wrong).
+    const outcome = () => reloads.slice(from).find((result) => !('error' in result) || problem.test(result.error.message));
+    file.write(lines);
+    await waitFor(() => outcome() !== undefined, `the reload of a file with ${label}`);
+    t.match(outcome(), { error: { message: problem } }, `${label}: refused, naming the line`);
+    t.same([ring.find(ALICE), ring.find(AUDITOR), ring.find(NEWCOMER)], [{ name: 'alice', role: 'admin' }, { name: 'auditor', role: 'read' }, undefined], `${label}: the keys as they were`);
+  }
+  file.write([line('carol', 'admin', NEWCOMER)]);
+  await waitFor(() => ring.find(NEWCOMER) !== undefined, 'the next good file');
+  t.same([ring.find(ALICE), ring.size], [undefined, 1], 'the next good file is taken whole');
 });
 
 t.test('keys configuration that cannot work stops the start, saying why', async (t) => {

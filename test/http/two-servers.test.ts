@@ -73,6 +73,45 @@ function twoServersOn(name: string, sharedStore: () => Promise<SharedStore>): vo
     t.ok((await lagObservations(second)) >= 4, "the second server timed each of the first's four writes it served");
     t.ok((await lagObservations(first)) >= 1, "and the first the second's deletion");
   });
+
+  t.test(`${name}: a burst of writes, two to one policy and two to one entity, ends on the other server as the last write left each, on the front and in its worker`, async (t) => {
+    const shared = await sharedStore();
+    const first = await startServer(shared.config);
+    const second = await startServer({ ...shared.config, evaluation: 'pool', workers: 1 });
+    t.teardown(async () => {
+      await first.close();
+      await second.close();
+      await shared.drop();
+    });
+    const forTeam = (name: string, team: string) => ({
+      name,
+      rules: [{ name: 'team-uses', effect: 'allow', principal_conditions: [{ path: 'attributes.team', operator: '==', value: team }], resource_conditions: [], actions: ['use'] }],
+    });
+    const byUri = async () => (await second.call('POST', '/check', { principal: { uri: 'user:kim' }, resource: { attributes: { kind: 'laptop' } }, action: 'use' })).body.allowed;
+    // Attributes only: the second server's worker decides these.
+    const teamsAllowed = async () =>
+      (await second.call('POST', '/check/bulk', ['it', 'ops', 'qa'].map((team) => ({ principal: { attributes: { team } }, resource: { attributes: { kind: 'laptop' } }, action: 'use' })))).body.map(
+        (decision: { allowed: boolean }) => decision.allowed,
+      );
+    t.equal((await first.call('POST', '/admin/fetchers/registry/entities', { uri: 'user:kim', attributes: { team: 'it' } })).status, 200);
+    t.equal((await first.call('POST', '/admin/policies', forTeam('laptops', 'it'))).status, 200);
+    await eventually(t, teamsAllowed, [true, false, false], 'the worker of the other server holds the policy');
+    t.equal(await byUri(), true, 'and so does its front');
+
+    const burst: [string, string, unknown][] = [
+      ['PUT', '/admin/policies/laptops', forTeam('laptops', 'ops')],
+      ['PUT', '/admin/fetchers/registry/entities/user%3Akim', { uri: 'user:kim', attributes: { team: 'ops' } }],
+      ['POST', '/admin/policies', forTeam('interim', 'it')],
+      ['PUT', '/admin/policies/laptops', forTeam('laptops', 'qa')],
+      ['DELETE', '/admin/policies/interim', undefined],
+      ['PUT', '/admin/fetchers/registry/entities/user%3Akim', { uri: 'user:kim', attributes: { team: 'qa' } }],
+    ];
+    for (const [method, path, body] of burst) t.equal((await first.call(method, path, body)).status, 200, `${method} ${path}`);
+    await eventually(t, async () => (await second.call('GET', '/health')).body.revision, (await first.call('GET', '/health')).body.revision, 'the other server reaches the last revision');
+    t.same(await teamsAllowed(), [false, false, true], 'its worker decides by the last replacement, without the deleted policy');
+    await eventually(t, byUri, true, 'its front reads the entity as last written');
+    t.same((await second.call('GET', '/admin/policies')).body.map((policy: { name: string }) => policy.name), ['laptops']);
+  });
 }
 
 twoServersOn('embedded', async () => {

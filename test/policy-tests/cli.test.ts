@@ -102,6 +102,24 @@ t.test('failures: what was expected, what was decided and why; an unusable file;
   ]);
 });
 
+t.test('a test file, or a policy file it names, that does not parse: an error naming the file and the place; the other files still run', async (t) => {
+  const dir = failingFixtures(t);
+  rmSync(join(dir, 'unusable.test.json'));
+  writeFileSync(join(dir, 'truncated.test.json'), '{"policies": [{"file": "policies/it-desk.yaml"}], "cases": [');
+  writeFileSync(join(dir, 'broken.test.yaml'), 'policies: [\n  {file: policies/it-desk.yaml}\ncases: oops\n');
+  writeFileSync(join(dir, 'policies/broken.yaml'), 'name: IT desk\nrules: [\n');
+  writeFileSync(join(dir, 'names-broken.test.yaml'), YAML.stringify({ policies: [{ file: 'policies/broken.yaml' }], cases: [{ name: 'c', principal: { uri: 'u' }, resource: { uri: 'r' }, allowed: true }] }));
+  const exit = await verdictTest(t, dir);
+  t.equal(exit.code, 1);
+  const lines = exit.stdout.trimEnd().split('\n').map((line) => line.replaceAll(`${dir}/`, ''));
+  t.match(
+    lines.filter((line) => line.startsWith('ERROR')),
+    [/^ERROR broken\.test\.yaml: .+ at line 3, column 1/, /^ERROR policies\/broken\.yaml: .+ at line 3, column 1/, /^ERROR truncated\.test\.json: .*JSON/],
+    'one error a test file, each naming the file that does not parse (a policy file it names, too) and where',
+  );
+  t.equal(lines.at(-1), '1 passed, 5 failed', 'the three cases of the good file ran, and count with the three errors');
+});
+
 t.test('--format tap, parsed back by a TAP parser', async (t) => {
   const dir = failingFixtures(t);
   const exit = await verdictTest(t, dir, '--format', 'tap');
