@@ -5,6 +5,11 @@ import { ClientError } from './errors.js';
  * large, and how to ask a narrower question.
  */
 
+export function explanationsTooLarge(maxLength: number, checks: number): ClientError {
+  const narrower = checks > 1 ? 'explain fewer checks per call (or none)' : 'ask without explain=true';
+  return new ClientError(400, `The explanation${checks > 1 ? 's' : ''} would be longer than ${maxLength} characters: ${narrower}`);
+}
+
 export function planTooLarge(maxLength: number): ClientError {
   return new ClientError(
     400,

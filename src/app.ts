@@ -91,7 +91,7 @@ export async function buildApp(config: Config, openedStore?: Store): Promise<Fas
       : new BulkPool(
           config.workers,
           snapshots,
-          { bulkCheckMaxRequests: config.bulkCheckMaxRequests, maxJsonDepth: config.maxJsonDepth, maxStringLength: config.maxStringLength },
+          { bulkCheckMaxRequests: config.bulkCheckMaxRequests, maxJsonDepth: config.maxJsonDepth, maxStringLength: config.maxStringLength, maxAnswerSize: config.maxAnswerSize },
           config.workerTimeoutMs,
           ({ body, json, tally, revision, elapsedMs }) => {
             metrics.allowed.inc(tally.allowed);
@@ -159,7 +159,7 @@ export async function buildApp(config: Config, openedStore?: Store): Promise<Fas
       }),
     },
   });
-  const checks = new CheckService(snapshots, registered, {
+  const checks = new CheckService(snapshots, registered, config.maxAnswerSize, {
     decision: (input, request, decision, revision, startedAt) => {
       (decision.allowed ? allowed : denied).inc();
       live.decided(input, decision, revision);

@@ -6,7 +6,8 @@
  * to derive the snapshot from, or with the whole set (see src/pool/bulk-pool.ts).
  */
 import { threadId, workerData } from 'node:worker_threads';
-import { compile, derive, evaluate, withExplanation, type Decision, type Snapshot } from '../src/engine/index.js';
+import { AnswerBudget, compile, derive, evaluate, ExplanationTooLarge, withExplanation, type Decision, type Snapshot } from '../src/engine/index.js';
+import { explanationsTooLarge } from '../src/answer-limits.js';
 import { compileBulkValidator, namesRegisteredEntity, readBulkBody } from '../src/registry/bulk-request.js';
 import { ClientError, RequestValidationError } from '../src/errors.js';
 import type { BulkOutcome, BulkTask, WorkerStart } from '../src/pool/bulk-task.js';
@@ -53,10 +54,18 @@ function decide(task: BulkTask): BulkOutcome {
   }
   if (inputs.some(namesRegisteredEntity)) return { kind: 'needs-registry' };
   const current = snapshot;
-  const decisions = inputs.map((input): Decision => {
-    const decision = evaluate(current, input);
-    return task.explain ? withExplanation(current, input, decision) : decision;
-  });
+  const explanations = task.explain ? new AnswerBudget(task.limits.maxAnswerSize) : undefined;
+  let decisions: Decision[];
+  try {
+    decisions = inputs.map((input): Decision => {
+      const decision = evaluate(current, input);
+      return explanations === undefined ? decision : withExplanation(current, input, decision, explanations);
+    });
+  } catch (error) {
+    if (!(error instanceof ExplanationTooLarge)) throw error;
+    const refused = explanationsTooLarge(error.maxLength, inputs.length);
+    return { kind: 'refused', statusCode: refused.statusCode, detail: refused.detail };
+  }
   const tally = tallyBulk(inputs, decisions, start.recentDenials);
   const elapsedMs = performance.now() - startedAt;
   return { kind: 'decided', json: JSON.stringify(decisions), tally, revision: current.revision, elapsedMs };

@@ -77,3 +77,19 @@ t.test('plans of 300 allow rules followed by 30 deny rules: one /plan and a /pla
   boundedOrRefused(t, bulk, 'a /plan/bulk of 200 (a 12 KB request)');
   await stillDeciding(t, server);
 });
+
+t.test('/check/bulk?explain=true of a 115 KB body stays bounded', async (t) => {
+  const server = await smallHeapVerdict(t);
+  const rules = Array.from({ length: 300 }, (_, index) => ({
+    name: `rule-with-a-long-name-${index}`,
+    effect: 'allow',
+    principal_conditions: [{ path: 'attributes.team', operator: '==', value: `team-${index}` }],
+    resource_conditions: [{ path: 'attributes.owner', operator: '==', value: `user-${index}` }],
+    actions: ['read'],
+  }));
+  t.equal((await ask(server.url, 'POST', '/admin/policies', { name: 'teams', rules })).status, 200, 'the policy');
+  const checks = Array.from({ length: 1000 }, (_, index) => ({ principal: { attributes: { team: `t${index}` } }, resource: { attributes: { owner: 'nobody' } }, action: 'read' }));
+  const explained = await answerOf(server, 'POST', '/check/bulk?explain=true', checks);
+  boundedOrRefused(t, explained, 'explaining 1000 checks against 300 rules');
+  await stillDeciding(t, server);
+});
