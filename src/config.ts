@@ -57,7 +57,7 @@ export interface Config {
   maxPageSize: number;
   /** Most characters of JSON in one plan's condition; its MongoDB filter may have twice as many. */
   maxPlanSize: number;
-  /** Most characters of JSON that the plans or the explanations of one request hold together. */
+  /** Most characters of JSON that the plans or the explanations of one request, or a validation report, hold together. */
   maxAnswerSize: number;
   registryEnabled: boolean;
   /** Most registry entities whose attributes the front process keeps in memory. */
@@ -287,7 +287,7 @@ const OPTIONS = {
   'max-answer-size': {
     type: 'string',
     env: 'MAX_ANSWER_SIZE',
-    help: 'most characters of JSON that the plans or the explanations of one request hold together (400 beyond it)',
+    help: 'most characters of JSON that the plans or the explanations of one request hold together (400 beyond it), and a validation report (cut beyond it)',
     default: String(DEFAULT_CONFIG.maxAnswerSize),
   },
   registry: { type: 'string', switch: true, env: 'REGISTRY_ENABLED', help: 'serve the entity registry', default: 'true' },

@@ -38,7 +38,7 @@ async function stillDeciding(t: Test, server: RunningVerdict): Promise<void> {
 function boundedOrRefused(t: Test, answer: Answer & { size: number }, what: string): void {
   if (answer.status >= 400) {
     t.ok(answer.status < 500, `${what}: refused with a 4xx (${answer.status})`);
-    t.match(answer.body, { detail: String }, 'whose detail says why');
+    t.ok(typeof answer.body?.detail === 'string' || Array.isArray(answer.body?.detail), `whose detail says why: ${JSON.stringify(answer.body).slice(0, 300)}`);
   } else {
     t.equal(answer.status, 200, what);
     t.ok(answer.size <= BOUNDED, `${what}: ${answer.size} characters, within ${BOUNDED}`);
@@ -91,5 +91,14 @@ t.test('/check/bulk?explain=true of a 115 KB body stays bounded', async (t) => {
   const checks = Array.from({ length: 1000 }, (_, index) => ({ principal: { attributes: { team: `t${index}` } }, resource: { attributes: { owner: 'nobody' } }, action: 'read' }));
   const explained = await answerOf(server, 'POST', '/check/bulk?explain=true', checks);
   boundedOrRefused(t, explained, 'explaining 1000 checks against 300 rules');
+  await stillDeciding(t, server);
+});
+t.test("validate's did-you-mean over two 8,000-character actions", async (t) => {
+  const server = await smallHeapVerdict(t);
+  const policy = (name: string, action: string) => ({ name, rules: [{ name: 'r', effect: 'allow', actions: [action] }] });
+  const stored = await answerOf(server, 'POST', '/admin/policies', policy('one', 'x'.repeat(8000)));
+  boundedOrRefused(t, stored, 'storing an 8,000-character action');
+  const validated = await answerOf(server, 'POST', '/admin/policies/validate', policy('two', 'y'.repeat(8000)));
+  boundedOrRefused(t, validated, 'validating another');
   await stillDeciding(t, server);
 });
