@@ -260,7 +260,7 @@ export async function buildApp(config: Config, openedStore?: Store): Promise<Fas
     checks,
     audit,
     minRevisionCheck: minRevisionCheck(snapshots, config.minRevisionWaitMs),
-    plans: new PlanService(snapshots, registered, config.operatorStyle, config),
+    plans: new PlanService(snapshots, registered, config, bulk),
     policies: new PolicyService(store, snapshots, config, audit, config.policiesDir),
     registry: new RegistryService(store, (uri) => entities.invalidate(uri)),
     adminGuard: adminKeys === undefined ? openAdminGuard(config) : await adminKeyCheck(app, config, adminKeys),

@@ -325,7 +325,7 @@ const OPTIONS = {
   evaluation: {
     type: 'string',
     env: 'EVALUATION',
-    help: 'inline|pool|auto: where bulk checks are read and decided (auto: big bodies in the worker pool)',
+    help: 'inline|pool|auto: where bulk checks are read and decided (auto: big or explained bodies in the worker pool), and plans made (in the pool unless inline)',
     default: DEFAULT_CONFIG.evaluation,
   },
   'log-level': { type: 'string', env: 'LOG_LEVEL', help: LOG_LEVELS.join('|'), default: DEFAULT_CONFIG.logLevel },

@@ -371,7 +371,8 @@ interface PlacedRule extends CompiledRuleConditions {
   index: number;
 }
 
-type Compiled = readonly (readonly CompiledRuleConditions[])[];
+/** The compiled rules of policy i of the set, compiled when first asked for. */
+type CompiledPolicies = (policyIndex: number) => readonly CompiledRuleConditions[];
 
 const sideKey = (side: SideKey, path: string) => JSON.stringify([side, path]);
 
@@ -416,12 +417,14 @@ function closingRule({ rule, sides }: CompiledRuleConditions, side: SideKey, pat
  * `exists` and `not_exists`, which are about presence), with the rule that would deny such requests,
  * unless a deny rule of the set does (see closes).
  */
-function omissionWarnings(compiled: Compiled): { of(rule: PlacedRule, at: Location): ValidationIssue[]; more(): ValidationIssue[] } {
-  /** Deny rules holding a `not_exists` condition, by side and path: the only ones that can close a gap. */
+function omissionWarnings(policies: readonly Policy[], compiledOf: CompiledPolicies): { of(rule: PlacedRule, at: Location): ValidationIssue[]; more(): ValidationIssue[] } {
+  /** Deny rules holding a `not_exists` condition, by side and path: the only ones that can close a gap (only their policies are compiled). */
   const closers = new Map<string, PlacedRule[]>();
-  compiled.forEach((rules, policy) =>
-    rules.forEach((rule, index) => {
-      if (rule.rule.effect !== 'deny') return;
+  const mayClose = (rule: Rule) => rule.effect === 'deny' && SIDES.some((side) => rule[side].some((condition) => condition.operator === 'not_exists'));
+  policies.forEach(({ rules: sources }, policy) =>
+    sources.forEach((source, index) => {
+      if (!mayClose(source)) return;
+      const rule = compiledOf(policy)[index]!;
       for (const side of SIDES) {
         for (const path of new Set(rule.sides[side].filter((condition) => condition.holdsWhenMissing).map((condition) => condition.source.path))) {
           const key = sideKey(side, path);
@@ -457,9 +460,9 @@ function omissionWarnings(compiled: Compiled): { of(rule: PlacedRule, at: Locati
     if (!demandsNoMore) return false;
     // The rules of its policy before it, but those before `denying` in the same policy, which would decide before either.
     const from = closer.policy === denying.policy ? denying.index + 1 : 0;
-    const before = compiled[closer.policy]!.slice(from, closer.index);
+    const before = policies[closer.policy]!.rules.slice(from, closer.index);
     work += before.length;
-    return work <= CLOSING_WORK_BUDGET && !before.some(({ rule }) => rule.effect === 'allow' && rule.actions.some((action) => actions.includes(action)));
+    return work <= CLOSING_WORK_BUDGET && !before.some((rule) => rule.effect === 'allow' && rule.actions.some((action) => actions.includes(action)));
   };
 
   const of = (denying: PlacedRule, at: Location): ValidationIssue[] => {
@@ -514,13 +517,18 @@ export function* reportWarnings(
 ): Generator<void, ValidationIssue[], void> {
   const checking = new Checking(new AnswerBudget(maxLength), workLimit);
   const compiler = new ConditionCompiler();
-  const compiled = policies.map((policy) => policy.rules.map((rule) => compileRule(rule, compiler)));
+  const compiled = new Map<number, readonly CompiledRuleConditions[]>();
+  const compiledOf = (policyIndex: number) => {
+    let rules = compiled.get(policyIndex);
+    if (rules === undefined) compiled.set(policyIndex, (rules = policies[policyIndex]!.rules.map((rule) => compileRule(rule, compiler))));
+    return rules;
+  };
   const actions = new ActionIndex(policies);
-  const escapesByOmission = omissionWarnings(compiled);
+  const escapesByOmission = omissionWarnings(policies, compiledOf);
   const warnings: ValidationIssue[] = [];
   try {
     for (const policyIndex of checked) {
-      const rules = compiled[policyIndex]!;
+      const rules = compiledOf(policyIndex);
       const earlierRules = new RulesByAction();
       for (const [ruleIndex, rule] of rules.entries()) {
         const at = [...locate(policyIndex), 'rules', ruleIndex];

@@ -308,3 +308,33 @@ t.test('a plan too long to state exactly: coarser, saying so, selecting nothing 
   const item = await server.call('POST', '/plan/bulk', [question, { ...question, action: 'write' }]);
   t.strictSame([item.status, item.body.detail.startsWith('Item 1: The plan would be longer than 4096 characters')], [400, true]);
 });
+
+t.test('plans made in a worker thread are the bytes the front writes, refusals included', async (t) => {
+  const servers = await Promise.all((['pool', 'inline'] as const).map((evaluation) => startServer({ evaluation, workers: 1, maxPlanSize: 4096, maxAnswerSize: 16_384 })));
+  for (const server of servers) t.teardown(server.close);
+  const alternating = {
+    name: 'alternating',
+    rules: Array.from({ length: 30 }, (_, index) => [
+      { name: `grant-${index}`, effect: 'allow', resource_conditions: [{ path: `attributes.owner${index}`, operator: '==', value: 'alice' }], actions: ['read'] },
+      { name: `denial-${index}`, effect: 'deny', resource_conditions: [{ path: `attributes.flag${index}`, operator: 'in', value: [true, 'yes'] }], actions: ['read'] },
+    ]).flat(),
+  };
+  const rawAnswers: string[][] = [];
+  for (const server of servers) {
+    for (const policy of [IT_DESK, alternating]) t.equal((await server.call('POST', '/admin/policies', policy)).status, 200);
+    await server.call('POST', '/admin/fetchers/registry/entities', { uri: 'user:alice', type: 'principal', attributes: { department: 'it' } });
+    const answers: string[] = [];
+    const ask = async (path: string, body: unknown) => {
+      const answer = await server.send('POST', path, JSON.stringify(body), { 'content-type': 'application/json' });
+      answers.push(`${answer.status} ${JSON.stringify(answer.body)}`);
+    };
+    await ask('/plan', { principal: { uri: 'user:alice' }, action: 'administer' });
+    await ask('/plan', { principal: { attributes: { any: 1 } }, action: 'read', mongodb: { attributes_prefix: '', uri_field: '_id' } });
+    await ask('/plan', { principal: { uri: 'user:alice', attributes: { department: 'hr' } }, action: 'administer' });
+    await ask('/plan/bulk', [{ principal: { uri: 'user:alice' }, action: 'administer' }, { principal: { uri: 'user:alice', attributes: { department: 'hr' } } }, { principal: { attributes: { any: 1 } }, action: 'read' }]);
+    await ask('/plan/bulk', Array.from({ length: 6 }, () => ({ principal: { attributes: { any: 1 } }, action: 'read' })));
+    rawAnswers.push(answers);
+  }
+  t.strictSame(rawAnswers[0], rawAnswers[1]);
+  t.match(rawAnswers[0]!.map((answer) => answer.slice(0, 3)), ['200', '200', '400', '200', '400']);
+});
