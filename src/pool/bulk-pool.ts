@@ -23,11 +23,11 @@ const WORKER_FILE = new URL('../../workers/evaluate.js', import.meta.url).href;
 const TASKS_QUEUED_PER_WORKER = 4;
 
 /**
- * Worker threads that take big bulk checks off the front thread: JSON parsing, validation and
- * evaluation all happen in a worker, so bulk throughput is not bounded by one core. A task is
- * decided at the snapshot revision the front held when it queued it, or a later one. The threads
- * (and Piscina) start with the first bulk given to the pool: a process that never gets one never
- * pays for them.
+ * Worker threads that take big bulk checks, and plans, off the front thread: JSON parsing,
+ * validation and evaluation all happen in a worker, so bulk throughput is not bounded by one core,
+ * and work as long as a plan never holds up the checks the front answers. A task is decided at the
+ * snapshot revision the front held when it queued it, or a later one. The threads (and Piscina)
+ * start with the first task given to the pool: a process that never gets one never pays for them.
  */
 export class BulkPool {
   /** Undefined until the first bulk. */
