@@ -91,7 +91,7 @@ export async function buildApp(config: Config, openedStore?: Store): Promise<Fas
       : new BulkPool(
           config.workers,
           snapshots,
-          { bulkCheckMaxRequests: config.bulkCheckMaxRequests, maxJsonDepth: config.maxJsonDepth, maxStringLength: config.maxStringLength },
+          { bulkCheckMaxRequests: config.bulkCheckMaxRequests, maxJsonDepth: config.maxJsonDepth, maxStringLength: config.maxStringLength, maxAnswerSize: config.maxAnswerSize },
           config.workerTimeoutMs,
           ({ body, json, tally, revision, elapsedMs }) => {
             metrics.allowed.inc(tally.allowed);
@@ -159,7 +159,7 @@ export async function buildApp(config: Config, openedStore?: Store): Promise<Fas
       }),
     },
   });
-  const checks = new CheckService(snapshots, registered, {
+  const checks = new CheckService(snapshots, registered, config.maxAnswerSize, {
     decision: (input, request, decision, revision, startedAt) => {
       (decision.allowed ? allowed : denied).inc();
       live.decided(input, decision, revision);
@@ -260,7 +260,7 @@ export async function buildApp(config: Config, openedStore?: Store): Promise<Fas
     checks,
     audit,
     minRevisionCheck: minRevisionCheck(snapshots, config.minRevisionWaitMs),
-    plans: new PlanService(snapshots, registered, config.operatorStyle),
+    plans: new PlanService(snapshots, registered, config, bulk),
     policies: new PolicyService(store, snapshots, config, audit, config.policiesDir),
     registry: new RegistryService(store, (uri) => entities.invalidate(uri)),
     adminGuard: adminKeys === undefined ? openAdminGuard(config) : await adminKeyCheck(app, config, adminKeys),

@@ -1,10 +1,11 @@
 import type { CheckRequest } from './schemas/check.js';
-import { evaluate, withExplanation, type Decision, type DecisionRequest } from './engine/index.js';
+import { AnswerBudget, evaluate, ExplanationTooLarge, withExplanation, type Decision, type DecisionRequest } from './engine/index.js';
 import { readCheckRequest, type CheckInput } from './registry/check-request.js';
 import { AttributeConflict, resolveCheck, type RegisteredAttributes } from './registry/resolve.js';
 import type { PolicySnapshots } from './snapshot/policy-snapshots.js';
 import { ClientError, RequestValidationError } from './errors.js';
 import { answerEach } from './each-settled.js';
+import { explanationsTooLarge } from './answer-limits.js';
 
 const conflictAsClientError = (error: unknown): never => {
   if (error instanceof AttributeConflict) throw new ClientError(400, error.message);
@@ -31,43 +32,67 @@ export class CheckService {
   constructor(
     private readonly snapshots: PolicySnapshots,
     private readonly registered: RegisteredAttributes,
+    /** What the explanations of one call may hold together, in characters of JSON. */
+    private readonly maxAnswerSize: number,
     private readonly observers: CheckObservers = {},
   ) {}
 
   /**
    * Throws RequestValidationError (422) for an unusable request and ClientError (400) for an
-   * attribute conflict. With `explain`, the decision carries how it came about.
+   * attribute conflict or an explanation longer than the answer budget. With `explain`, the
+   * decision carries how it came about.
    */
   check(request: CheckRequest, explain = false): Decision | Promise<Decision> {
     const input = readCheckRequest(request, ['body']);
     if (Array.isArray(input)) throw new RequestValidationError(input);
-    try {
-      const decision = this.decide(input, explain);
-      return decision instanceof Promise ? decision.catch(conflictAsClientError) : decision;
-    } catch (error) {
+    const asClientError = (error: unknown): never => {
+      if (error instanceof ExplanationTooLarge) throw explanationsTooLarge(error.maxLength, 1);
       return conflictAsClientError(error);
+    };
+    try {
+      const decision = this.decide(input, this.explanations(explain));
+      return decision instanceof Promise ? decision.catch(asClientError) : decision;
+    } catch (error) {
+      return asClientError(error);
     }
   }
 
-  /** Decides checks already read (see readBulkBody); a conflict only denies its own item (with no explanation). */
+  /**
+   * Decides checks already read (see readBulkBody); a conflict only denies its own item (with no
+   * explanation). Explanations longer together than the answer budget fail the call (400).
+   */
   checkMany(inputs: CheckInput[], explain = false): Decision[] | Promise<Decision[]> {
     this.observers.bulk?.(inputs.length);
-    return answerEach(inputs, (input) => this.decide(input, explain), conflictAsDenial);
+    const explanations = this.explanations(explain);
+    const asClientError = (error: unknown): never => {
+      throw error instanceof ExplanationTooLarge ? explanationsTooLarge(error.maxLength, inputs.length) : error;
+    };
+    try {
+      const decisions = answerEach(inputs, (input) => this.decide(input, explanations), conflictAsDenial);
+      return decisions instanceof Promise ? decisions.catch(asClientError) : decisions;
+    } catch (error) {
+      return asClientError(error);
+    }
   }
 
-  /** Throws (or rejects with) AttributeConflict. */
-  private decide(input: CheckInput, explain: boolean): Decision | Promise<Decision> {
+  /** The budget of one call's explanations, or undefined when none is asked for. */
+  private explanations(explain: boolean): AnswerBudget | undefined {
+    return explain ? new AnswerBudget(this.maxAnswerSize) : undefined;
+  }
+
+  /** Throws (or rejects with) AttributeConflict or ExplanationTooLarge. */
+  private decide(input: CheckInput, explanations: AnswerBudget | undefined): Decision | Promise<Decision> {
     const startedAt = performance.now();
     const request = resolveCheck(input, this.registered);
-    if (request instanceof Promise) return request.then((resolved) => this.evaluateNow(input, resolved, startedAt, explain));
-    return this.evaluateNow(input, request, startedAt, explain);
+    if (request instanceof Promise) return request.then((resolved) => this.evaluateNow(input, resolved, startedAt, explanations));
+    return this.evaluateNow(input, request, startedAt, explanations);
   }
 
   /** Evaluates against the snapshot current at this moment, which includes every acknowledged policy write. */
-  private evaluateNow(input: CheckInput, request: DecisionRequest, startedAt: number, explain: boolean): Decision {
+  private evaluateNow(input: CheckInput, request: DecisionRequest, startedAt: number, explanations: AnswerBudget | undefined): Decision {
     const snapshot = this.snapshots.current;
     const decision = evaluate(snapshot, request);
     this.observers.decision?.(input, request, decision, snapshot.revision, startedAt);
-    return explain ? withExplanation(snapshot, request, decision) : decision;
+    return explanations === undefined ? decision : withExplanation(snapshot, request, decision, explanations);
   }
 }

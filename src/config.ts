@@ -55,6 +55,10 @@ export interface Config {
   maxConditionsPerRule: number;
   /** Largest `limit` of a registry list. */
   maxPageSize: number;
+  /** Most characters of JSON in one plan's condition; its MongoDB filter may have twice as many. */
+  maxPlanSize: number;
+  /** Most characters of JSON that the plans or the explanations of one request, or a validation report, hold together. */
+  maxAnswerSize: number;
   registryEnabled: boolean;
   /** Most registry entities whose attributes the front process keeps in memory. */
   entityCacheSize: number;
@@ -91,6 +95,9 @@ export interface Config {
   recentDenialsValues: boolean;
 }
 
+/** A plan's condition and its MongoDB filter together may be this many times --max-plan-size (see PlanService). */
+export const PLAN_ANSWER_GROWTH = 3;
+
 export const EVALUATION_MODES = ['inline', 'pool', 'auto'] as const;
 export type Evaluation = (typeof EVALUATION_MODES)[number];
 
@@ -119,6 +126,8 @@ export const DEFAULT_CONFIG: Config = {
   maxRulesPerPolicy: 1000,
   maxConditionsPerRule: 256,
   maxPageSize: 1000,
+  maxPlanSize: 256 * 1024,
+  maxAnswerSize: 1024 * 1024,
   registryEnabled: true,
   entityCacheSize: 100_000,
   processes: 1,
@@ -269,6 +278,18 @@ const OPTIONS = {
     help: 'largest limit of one registry list request',
     default: String(DEFAULT_CONFIG.maxPageSize),
   },
+  'max-plan-size': {
+    type: 'string',
+    env: 'MAX_PLAN_SIZE',
+    help: "most characters of JSON in one plan's condition (its MongoDB filter: twice as many); a larger plan is stated coarser, or refused",
+    default: String(DEFAULT_CONFIG.maxPlanSize),
+  },
+  'max-answer-size': {
+    type: 'string',
+    env: 'MAX_ANSWER_SIZE',
+    help: 'most characters of JSON that the plans or the explanations of one request hold together (400 beyond it), and a validation report (cut beyond it)',
+    default: String(DEFAULT_CONFIG.maxAnswerSize),
+  },
   registry: { type: 'string', switch: true, env: 'REGISTRY_ENABLED', help: 'serve the entity registry', default: 'true' },
   'entity-cache-size': {
     type: 'string',
@@ -304,7 +325,7 @@ const OPTIONS = {
   evaluation: {
     type: 'string',
     env: 'EVALUATION',
-    help: 'inline|pool|auto: where bulk checks are read and decided (auto: big bodies in the worker pool)',
+    help: 'inline|pool|auto: where bulk checks are read and decided (auto: big or explained bodies in the worker pool), and plans made (in the pool unless inline)',
     default: DEFAULT_CONFIG.evaluation,
   },
   'log-level': { type: 'string', env: 'LOG_LEVEL', help: LOG_LEVELS.join('|'), default: DEFAULT_CONFIG.logLevel },
@@ -577,6 +598,8 @@ export function loadConfig(args: string[], env: NodeJS.ProcessEnv): Config {
     maxRulesPerPolicy: integer('max-rules-per-policy', 1, 1_000_000),
     maxConditionsPerRule: integer('max-conditions-per-rule', 1, 1_000_000),
     maxPageSize: integer('max-page-size', 1, 1_000_000),
+    maxPlanSize: integer('max-plan-size', 1024, 1024 * 1024 * 1024),
+    maxAnswerSize: integer('max-answer-size', 1024, 1024 * 1024 * 1024),
     registryEnabled: parseBoolean(registry.label, registry.text),
     entityCacheSize: parseInteger(entityCacheSize.label, entityCacheSize.text, 1, 100_000_000),
     processes: parseInteger(processes.label, processes.text, 1, 256),
@@ -599,6 +622,11 @@ export function loadConfig(args: string[], env: NodeJS.ProcessEnv): Config {
   if (config.shutdownDelayMs >= config.shutdownGraceMs) {
     throw new ConfigError(
       `${shutdownDelay.label} (${config.shutdownDelayMs}) must be shorter than ${shutdownGrace.label} (${config.shutdownGraceMs})`,
+    );
+  }
+  if (PLAN_ANSWER_GROWTH * config.maxPlanSize > config.maxAnswerSize) {
+    throw new ConfigError(
+      `--max-plan-size (${config.maxPlanSize}) must be at most a third of --max-answer-size (${config.maxAnswerSize}): a plan's condition and its filter (twice as long) must fit in one answer`,
     );
   }
   if (config.adminAuthRequired && config.adminApiKey.trim() === '' && config.adminKeysFile === '') {

@@ -4,14 +4,14 @@
  */
 export function answerEach<Item, Answer>(
   items: readonly Item[],
-  answer: (item: Item) => Answer | Promise<Answer>,
+  answer: (item: Item, index: number) => Answer | Promise<Answer>,
   recover: (error: unknown) => Answer,
 ): Answer[] | Promise<Answer[]> {
   let waiting = false;
-  const answers = items.map((item) => {
+  const answers = items.map((item, index) => {
     let answered: Answer | Promise<Answer>;
     try {
-      answered = answer(item);
+      answered = answer(item, index);
     } catch (error) {
       return recover(error);
     }

@@ -1,19 +1,7 @@
 import type { PlanRequest, PlanResponse } from './schemas/plan.js';
 import type { CheckRequest } from './schemas/check.js';
 import type { ValidationIssue } from './schemas/errors.js';
-import {
-  DEFAULT_MONGO_FILTER_OPTIONS,
-  mapComparisons,
-  mongoFilter,
-  mongoOptionIssue,
-  plan,
-  SELECTS_NOTHING,
-  spellOperator,
-  type ConditionTree,
-  type DecisionRequest,
-  type MongoFilterOptions,
-  type OperatorStyle,
-} from './engine/index.js';
+import { DEFAULT_MONGO_FILTER_OPTIONS, mongoOptionIssue, type DecisionRequest, type MongoFilterOptions } from './engine/index.js';
 import { DEFAULT_ACTION, entityInput, isIssue, type CheckInput } from './registry/check-request.js';
 import { DuplicateAttribute, toAttributeMap } from './registry/attributes.js';
 import { AttributeConflict, resolveCheck, type RegisteredAttributes } from './registry/resolve.js';
@@ -21,6 +9,8 @@ import type { PolicySnapshots } from './snapshot/policy-snapshots.js';
 import { ClientError, RequestValidationError } from './errors.js';
 import { answerEach } from './each-settled.js';
 import { readBulkItems } from './registry/bulk-request.js';
+import { planAnswers, type PlanSettings, type PlanWork } from './plan-answers.js';
+import type { BulkPool } from './pool/bulk-pool.js';
 
 /** A plan request read: the check it resembles (the resource holding what is known of it) and the MongoDB layout. */
 export interface PlanInput {
@@ -61,65 +51,71 @@ export function readPlanRequest(request: PlanRequest, at: Location): PlanInput |
   };
 }
 
-/** The answer for a principal whose attributes conflict with the registry: nothing is allowed. */
-function conflictAsDenial(error: unknown): PlanResponse {
-  if (!(error instanceof AttributeConflict)) throw error;
-  return { kind: 'always_denied', condition: false, mongodb: SELECTS_NOTHING, reason: error.message };
-}
-
-/** The condition with its operators spelled in `style`, as policy answers spell them. */
-function spelled(condition: ConditionTree, style: OperatorStyle): ConditionTree {
-  if (style === 'spec') return condition;
-  return mapComparisons(condition, (comparison) => ({ ...comparison, operator: spellOperator(comparison.operator, style) }));
-}
+/** Answers made on the front, or their JSON as a worker wrote it. */
+export type Planned<Answer> = { answer: Answer } | { json: string };
 
 /**
  * Answers "which resources may this principal act on": resolves the principal exactly as a check
  * does (registry and supplied attributes merged, conflicts refused), plans against the current
  * snapshot, and renders the plan's condition as a MongoDB filter when one says exactly the same.
+ * Plans are made in the worker pool when there is one: a large plan costs tens of milliseconds,
+ * which the front thread owes to the checks it answers; the front resolves principals (it holds the
+ * registry's cache) and makes them itself only when no worker can.
  */
 export class PlanService {
   constructor(
     private readonly snapshots: PolicySnapshots,
     private readonly registered: RegisteredAttributes,
-    private readonly operatorStyle: OperatorStyle,
+    private readonly settings: PlanSettings,
+    private readonly pool?: BulkPool,
   ) {}
 
-  /** Throws RequestValidationError (422) for an unusable request and ClientError (400) for an attribute conflict. */
-  plan(request: PlanRequest): PlanResponse | Promise<PlanResponse> {
+  /**
+   * Throws RequestValidationError (422) for an unusable request, and ClientError (400) for an
+   * attribute conflict or a plan too long to state even coarsely.
+   */
+  async plan(request: PlanRequest): Promise<Planned<PlanResponse>> {
     const input = readPlanRequest(request, ['body']);
     if (Array.isArray(input)) throw new RequestValidationError(input);
-    const asClientError = (error: unknown): never => {
+    let resolved: DecisionRequest;
+    try {
+      resolved = await resolveCheck(input.check, this.registered);
+    } catch (error) {
       if (error instanceof AttributeConflict) throw new ClientError(400, error.message);
       throw error;
-    };
-    try {
-      const answer = this.answer(input);
-      return answer instanceof Promise ? answer.catch(asClientError) : answer;
-    } catch (error) {
-      return asClientError(error);
     }
+    const planned = await this.made([{ request: resolved, layout: input.layout }], true);
+    return 'json' in planned ? planned : { answer: planned.answer[0]! };
   }
 
-  /** Plans every request of a bulk, all read first as /check/bulk reads its items (see readBulkItems); a conflict only denies its own item. */
-  planMany(requests: PlanRequest[]): PlanResponse[] | Promise<PlanResponse[]> {
+  /**
+   * Plans every request of a bulk, all read first as /check/bulk reads its items (see readBulkItems);
+   * a conflict only denies its own item. An item too long to plan, or plans longer together than
+   * the answer budget, fail the call (400).
+   */
+  async planMany(requests: PlanRequest[]): Promise<Planned<PlanResponse[]>> {
     const inputs = readBulkItems(requests, readPlanRequest);
-    return answerEach(inputs, (input) => this.answer(input), conflictAsDenial);
+    const work = await answerEach(
+      inputs,
+      (input): PlanWork | Promise<PlanWork> => {
+        const resolved = resolveCheck(input.check, this.registered);
+        return resolved instanceof Promise ? resolved.then((request) => ({ request, layout: input.layout })) : { request: resolved, layout: input.layout };
+      },
+      conflictAsWork,
+    );
+    return this.made(work, false);
   }
 
-  /** Throws (or rejects with) AttributeConflict. */
-  private answer(input: PlanInput): PlanResponse | Promise<PlanResponse> {
-    const request = resolveCheck(input.check, this.registered);
-    if (request instanceof Promise) return request.then((resolved) => this.planNow(resolved, input.layout));
-    return this.planNow(request, input.layout);
+  /** The answers to `work`, made in a worker when one can. */
+  private async made(work: PlanWork[], single: boolean): Promise<Planned<PlanResponse[]>> {
+    const json = await this.pool?.plans(work, this.settings, single);
+    if (json !== undefined) return { json };
+    return { answer: planAnswers(this.snapshots.current, work, this.settings, !single) };
   }
+}
 
-  private planNow(request: DecisionRequest, layout: MongoFilterOptions): PlanResponse {
-    const planned = plan(this.snapshots.current, request);
-    // Spelled before the filter is written, so that a reason naming a condition spells it as the answer does.
-    const condition = spelled(planned.condition, this.operatorStyle);
-    const filter = mongoFilter(condition, layout);
-    if ('filter' in filter) return { kind: planned.kind, condition, mongodb: filter.filter, reason: planned.reason };
-    return { kind: planned.kind, condition, reason: `${planned.reason}; no MongoDB filter: ${filter.unsupported}` };
-  }
+/** A bulk item whose principal's attributes conflict with the registry: it is denied everything, the conflict its reason. */
+function conflictAsWork(error: unknown): PlanWork {
+  if (!(error instanceof AttributeConflict)) throw error;
+  return { conflict: error.message };
 }

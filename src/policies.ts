@@ -1,6 +1,7 @@
 import type { AnsweredPolicy, Condition, Policy } from './schemas/policy.js';
 import type { ValidationIssue } from './schemas/errors.js';
-import { buildSimplePolicy, normalizePolicy, policyIssues, policyWarnings, slugify, spellOperator, type OperatorStyle, type PolicyLimits } from './engine/index.js';
+import { buildSimplePolicy, normalizePolicy, policyIssues, reportWarnings, slugify, spellOperator, type OperatorStyle, type PolicyLimits } from './engine/index.js';
+import { runInSlices } from './slices.js';
 import { PolicySetReader } from './policy-set.js';
 import type { CheckInput } from './registry/check-request.js';
 import { DuplicateKeyError, type Store } from './store/store.js';
@@ -45,7 +46,7 @@ export class PolicyService {
   constructor(
     private readonly store: Store,
     private readonly snapshots: PolicySnapshots,
-    private readonly settings: PolicyLimits & { operatorStyle: OperatorStyle },
+    private readonly settings: PolicyLimits & { operatorStyle: OperatorStyle; maxAnswerSize: number },
     private readonly audit: AuditTrail,
     /** The directory the policies are managed from (`--policies`), if they are; writes are then refused. */
     private readonly filesDir = '',
@@ -172,20 +173,24 @@ export class PolicyService {
    * Checks a policy or a list of policies as a write would, without writing: 422 with the issues a
    * write would get, else warnings about what is valid but probably not meant, each policy taken
    * as part of the current set (in place of the stored policy of its name, or after the others).
+   * The report is held to the answer budget, and made in slices between which other requests run.
    */
-  validate(body: unknown): ValidationReport {
+  async validate(body: unknown): Promise<ValidationReport> {
     const locate = (index: number) => (Array.isArray(body) ? ['body', index] : ['body']);
     const read = this.reader.read(Array.isArray(body) ? body : [body], locate);
     if ('issues' in read) throw new RequestValidationError(read.issues);
     const { policies } = read;
     const set = [...this.snapshots.policies];
+    const storedAt = new Map(set.map((policy, position) => [policy.name, position]));
     const positions = policies.map((policy) => {
-      const stored = set.findIndex((other) => other.name === policy.name);
-      if (stored === -1) return set.push(policy) - 1;
+      const stored = storedAt.get(policy.name);
+      if (stored === undefined) return set.push(policy) - 1;
       set[stored] = policy;
       return stored;
     });
-    return { valid: true, warnings: policyWarnings(set, positions, (position) => locate(positions.indexOf(position))) };
+    const sentAt = new Map(positions.map((position, index) => [position, index]));
+    const warnings = await runInSlices(reportWarnings(set, positions, (position) => locate(sentAt.get(position)!), { maxLength: this.settings.maxAnswerSize }));
+    return { valid: true, warnings };
   }
 
   private refuseWhenManagedFromFiles(): void {

@@ -38,9 +38,10 @@ export class PolicySetReader {
     }
     if (issues.length > 0) return { issues };
     const policies = (values as Policy[]).map(normalizePolicy);
+    const names = new Set<string>();
     policies.forEach((policy, index) => {
-      const first = policies.findIndex((other) => other.name === policy.name);
-      if (first < index) issues.push({ loc: [...locate(index), 'name'], msg: `policy '${policy.name}' is already defined earlier`, type: 'value_error' });
+      if (names.has(policy.name)) issues.push({ loc: [...locate(index), 'name'], msg: `policy '${policy.name}' is already defined earlier`, type: 'value_error' });
+      names.add(policy.name);
     });
     return issues.length > 0 ? { issues } : { policies };
   }

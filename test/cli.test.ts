@@ -168,6 +168,9 @@ t.test('loadConfig', async (t) => {
     ['empty HOST', [], { HOST: '' }, /host|HOST/],
     ['empty DATA_DIR', [], { DATA_DIR: '' }, /data-dir|DATA_DIR/],
     ['bad log level', ['--log-level', 'loud'], {}, /log-level/],
+    ['a plan size beyond a third of the answer size', ['--max-plan-size', '400000'], {}, /--max-plan-size \(400000\) must be at most a third of --max-answer-size \(1048576\)/],
+    ['MAX_ANSWER_SIZE below three plans', [], { MAX_ANSWER_SIZE: '262144' }, /--max-plan-size \(262144\) must be at most a third of --max-answer-size \(262144\)/],
+    ['MAX_PLAN_SIZE=100', [], { MAX_PLAN_SIZE: '100' }, /MAX_PLAN_SIZE must be an integer from 1024/],
   ];
   for (const [label, args, env, names] of refused) {
     try {

@@ -9,6 +9,8 @@ import { temporaryDataDir } from './helpers/server.js';
 import { TEST_WRITER } from './helpers/writer.js';
 import { interceptedStore } from './helpers/intercepted-store.js';
 import type { Policy } from '../src/schemas/policy.js';
+import { DEFAULT_MONGO_FILTER_OPTIONS } from '../src/engine/index.js';
+import { planAnswers } from '../src/plan-answers.js';
 
 const ALLOW_A_1_TO_GO: Policy = {
   version: '1.0',
@@ -212,4 +214,39 @@ t.test('after a forced reload to the revision the worker holds, of another histo
   await snapshots.refresh({ force: true });
   t.equal(snapshots.current.revision, 1, 'revision 1 again, of the refilled store');
   t.same(JSON.parse((await pool.decide(body))!), [{ allowed: false, reason: 'Action denied by default effect' }], "never the dropped store's policy p");
+});
+
+t.test('a worker makes plans at the revision the front holds, refusing what is too long as the front would', async (t) => {
+  const dataDir = temporaryDataDir();
+  const store = new EmbeddedStore(dataDir);
+  const snapshots = await PolicySnapshots.load(store);
+  const pool = new BulkPool(1, snapshots, DEFAULT_CONFIG, 10_000);
+  t.teardown(async () => {
+    await pool.close();
+    await store.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+  const settings = { maxPlanSize: 1024, maxAnswerSize: 4096, operatorStyle: 'spec' as const };
+  const request = { principal: { uri: undefined, attributes: new Map([['a', 1]]) }, resource: { uri: undefined, attributes: new Map() }, action: 'go' };
+  const work = [{ request, layout: DEFAULT_MONGO_FILTER_OPTIONS }];
+  t.same(JSON.parse((await pool.plans(work, settings, true))!), { kind: 'always_denied', condition: false, reason: 'Action denied by default because there are no policies', mongodb: { _id: { $in: [] } } });
+
+  await store.createPolicy(ALLOW_A_1_TO_GO, TEST_WRITER);
+  await snapshots.refresh();
+  const both = [...work, { conflict: 'a conflict' }];
+  t.equal(
+    await pool.plans(both, settings, false),
+    JSON.stringify(planAnswers(snapshots.current, both, settings, true)),
+    'the bytes the front would write, at the revision it holds',
+  );
+  const grants: Policy = {
+    ...ALLOW_A_1_TO_GO,
+    name: 'grants',
+    rules: Array.from({ length: 40 }, (_, index) => ({ ...ALLOW_A_1_TO_GO.rules[0]!, name: `r${index}`, resource_conditions: [{ path: `attributes.x${index}`, operator: '==', value: index }], actions: ['plan'] })),
+  };
+  await store.createPolicy(grants, TEST_WRITER);
+  await snapshots.refresh();
+  const tooLong = [{ request: { ...request, action: 'plan' }, layout: DEFAULT_MONGO_FILTER_OPTIONS }];
+  await t.rejects(pool.plans(tooLong, settings, true), { message: /^The plan would be longer than 1024 characters/ });
+  await t.rejects(pool.plans([...work, ...tooLong], settings, false), { message: /^Item 1: The plan would be longer than 1024 characters/ });
 });

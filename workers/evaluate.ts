@@ -1,15 +1,17 @@
 /**
  * The pool's worker: reads a bulk body (decode, parse, validate) and decides it against the snapshot it
- * holds, off the front thread. When this worker's copy is not at the revision the front held when
+ * holds, or makes plans for principals the front resolved, off the front thread. When this worker's copy is not at the revision the front held when
  * it queued the task (older, or newer after the store was reset and its revisions started again),
  * it answers `stale` and the task comes back with the policies written since the revision it holds,
  * to derive the snapshot from, or with the whole set (see src/pool/bulk-pool.ts).
  */
 import { threadId, workerData } from 'node:worker_threads';
-import { compile, derive, evaluate, withExplanation, type Decision, type Snapshot } from '../src/engine/index.js';
+import { AnswerBudget, compile, derive, evaluate, ExplanationTooLarge, withExplanation, type Decision, type Snapshot } from '../src/engine/index.js';
+import { explanationsTooLarge } from '../src/answer-limits.js';
 import { compileBulkValidator, namesRegisteredEntity, readBulkBody } from '../src/registry/bulk-request.js';
 import { ClientError, RequestValidationError } from '../src/errors.js';
-import type { BulkOutcome, BulkTask, WorkerStart } from '../src/pool/bulk-task.js';
+import type { BulkTask, PlanTask, PoolOutcome, PoolTask, TaskAtRevision, WorkerStart } from '../src/pool/bulk-task.js';
+import { planAnswers } from '../src/plan-answers.js';
 import { RunningTasks } from '../src/pool/running-tasks.js';
 import { injectFaultIfAsked } from './faults.js';
 import { tallyBulk } from '../src/live/bulk-tally.js';
@@ -22,16 +24,19 @@ const start = workerData as WorkerStart;
 const runningTasks = new RunningTasks(start.runningTasks);
 const slot = runningTasks.claim(threadId);
 
-export default function decideBulk(task: BulkTask): BulkOutcome {
+export default function runTask(task: PoolTask): PoolOutcome {
   runningTasks.mark(slot, task.id);
   try {
-    return decide(task);
+    const current = snapshotAt(task);
+    if (current === undefined) return { kind: 'stale', holds: snapshot && { revision: snapshot.revision, generation } };
+    return task.kind === 'plans' ? plan(task, current) : decide(task, current);
   } finally {
     runningTasks.mark(slot, 0);
   }
 }
 
-function decide(task: BulkTask): BulkOutcome {
+/** The snapshot at the task's revision, made from what the task brings when this worker holds another; undefined when it cannot be. */
+function snapshotAt(task: TaskAtRevision): Snapshot | undefined {
   const isTasks = (held: Snapshot | undefined) => held !== undefined && held.revision === task.revision && generation === task.generation;
   if (task.changes !== undefined && snapshot?.revision === task.changes.from && generation === task.generation) {
     snapshot = derive(snapshot, task.changes.policies, task.revision) ?? snapshot;
@@ -39,7 +44,20 @@ function decide(task: BulkTask): BulkOutcome {
     snapshot = compile(task.policies, task.revision, task.positions);
     generation = task.generation;
   }
-  if (snapshot === undefined || !isTasks(snapshot)) return { kind: 'stale', holds: snapshot && { revision: snapshot.revision, generation } };
+  return isTasks(snapshot) ? snapshot : undefined;
+}
+
+function plan(task: PlanTask, current: Snapshot): PoolOutcome {
+  try {
+    const answers = planAnswers(current, task.work, task.settings, !task.single);
+    return { kind: 'planned', json: JSON.stringify(task.single ? answers[0] : answers) };
+  } catch (error) {
+    if (error instanceof ClientError) return { kind: 'refused', statusCode: error.statusCode, detail: error.detail };
+    throw error;
+  }
+}
+
+function decide(task: BulkTask, current: Snapshot): PoolOutcome {
   const startedAt = performance.now();
   const text = Buffer.from(task.body).toString('utf8');
   injectFaultIfAsked(text);
@@ -52,11 +70,18 @@ function decide(task: BulkTask): BulkOutcome {
     throw error;
   }
   if (inputs.some(namesRegisteredEntity)) return { kind: 'needs-registry' };
-  const current = snapshot;
-  const decisions = inputs.map((input): Decision => {
-    const decision = evaluate(current, input);
-    return task.explain ? withExplanation(current, input, decision) : decision;
-  });
+  const explanations = task.explain ? new AnswerBudget(task.limits.maxAnswerSize) : undefined;
+  let decisions: Decision[];
+  try {
+    decisions = inputs.map((input): Decision => {
+      const decision = evaluate(current, input);
+      return explanations === undefined ? decision : withExplanation(current, input, decision, explanations);
+    });
+  } catch (error) {
+    if (!(error instanceof ExplanationTooLarge)) throw error;
+    const refused = explanationsTooLarge(error.maxLength, inputs.length);
+    return { kind: 'refused', statusCode: refused.statusCode, detail: refused.detail };
+  }
   const tally = tallyBulk(inputs, decisions, start.recentDenials);
   const elapsedMs = performance.now() - startedAt;
   return { kind: 'decided', json: JSON.stringify(decisions), tally, revision: current.revision, elapsedMs };

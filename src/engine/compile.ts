@@ -225,6 +225,11 @@ function snapshotOf(
   return { revision, policyCount: policies.length, rulesByAction, fallback: fallbackDecision(policies.length, lineage.denyDefaults), policies, positions, rules, lineage };
 }
 
+/** Where a compiled rule of `snapshot` comes from: its policy's index in `snapshot.policies`, and its own index among that policy's rules. */
+export function sourceOf(snapshot: Snapshot, rule: CompiledRule): { policyIndex: number; ruleIndex: number } {
+  return { policyIndex: sortedIndex(snapshot.positions, rule.policyPosition), ruleIndex: rule.order - rule.policyPosition * RULE_SLOTS };
+}
+
 /** A policy as it stands after a write: its content and position, or null when it was deleted. */
 export interface ChangedPolicy {
   name: string;

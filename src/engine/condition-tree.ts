@@ -24,6 +24,8 @@ export type ConditionTree = boolean | { and: ConditionTree[] } | { or: Condition
 
 /** A key per distinct tree, memoized: simplification compares subtrees many times, and compiled comparisons are shared by every plan. */
 const keys = new WeakMap<object, string>();
+/** The length of each tree's JSON text, memoized: junctions record theirs as they are made. */
+const lengths = new WeakMap<object, number>();
 
 function keyOf(tree: ConditionTree): string {
   if (typeof tree === 'boolean') return String(tree);
@@ -35,6 +37,40 @@ function keyOf(tree: ConditionTree): string {
   else key = JSON.stringify([tree.path, tree.operator, tree.value]);
   keys.set(tree, key);
   return key;
+}
+
+/** `{"path":` and `,"operator":` and `,"value":` and `}` around a comparison's three JSON values. */
+const COMPARISON_FRAME = 30;
+/** `{"and":[` and `]}`; `{"or":[` and `]}`; `{"not":` and `}`. */
+const FRAME = { and: 10, or: 9, not: 8 } as const;
+
+/** The length of a junction's JSON text, from its children's lengths. */
+const junctionLength = (kind: Junction, childrenLength: number, count: number) => FRAME[kind] + childrenLength + count - 1;
+
+/**
+ * How many characters the tree's JSON text has, as an answer states it in the canonical spelling
+ * (`JSON.stringify(tree).length`), without writing it: plans are held to a budget of it as they are built.
+ */
+export function jsonLength(tree: ConditionTree): number {
+  if (typeof tree === 'boolean') return String(tree).length;
+  let length = lengths.get(tree);
+  if (length !== undefined) return length;
+  if ('and' in tree || 'or' in tree) {
+    const [kind, children] = 'and' in tree ? (['and', tree.and] as const) : (['or', tree.or] as const);
+    let childrenLength = 0;
+    for (const child of children) childrenLength += jsonLength(child);
+    length = junctionLength(kind, childrenLength, children.length);
+  } else if ('not' in tree) {
+    length = FRAME.not + jsonLength(tree.not);
+  } else if (tree.value === undefined) {
+    // `exists` and `not_exists` have no value: the key spells it `null`, the comparison leaves out `,"value":`.
+    length = keyOf(tree).length - 4 - 'null'.length + COMPARISON_FRAME - ',"value":'.length;
+  } else {
+    // The key is the JSON text of [path, operator, value]: the same three texts, framed by `[`, `]` and two commas.
+    length = keyOf(tree).length - 4 + COMPARISON_FRAME;
+  }
+  lengths.set(tree, length);
+  return length;
 }
 
 export function not(tree: ConditionTree): ConditionTree {
@@ -52,18 +88,35 @@ class Membership {
   readonly values: unknown[] = [];
   private readonly primitives = new Set<unknown>();
   private readonly others = new Set<string>();
+  /** The JSON text of the values, with the commas between them. */
+  private valuesLength = -1;
+  private pathLength = 0;
 
   add(member: Comparison): void {
-    this.members.push(member);
+    if (this.members.push(member) === 1) this.pathLength = JSON.stringify(member.path).length;
     if (member.operator === '==') this.addValue(member.value);
     else for (const value of member.value as unknown[]) this.addValue(value);
+  }
+
+  /** The first member alone says what the members say together. */
+  private get alone(): boolean {
+    return this.members.length === 1 || (this.members[0]!.operator === '==' && this.values.length === 1);
   }
 
   /** The one comparison the members say together: the first member itself when it says it all alone. */
   merged(): Comparison {
     const [first] = this.members as [Comparison];
-    const alone = this.members.length === 1 || (first.operator === '==' && this.values.length === 1);
-    return alone ? first : { path: first.path, operator: 'in', value: this.values };
+    if (this.alone) return first;
+    const merged: Comparison = { path: first.path, operator: 'in', value: this.values };
+    lengths.set(merged, this.length);
+    return merged;
+  }
+
+  /** jsonLength of `merged()`. */
+  get length(): number {
+    const [first] = this.members as [Comparison];
+    if (this.alone) return jsonLength(first);
+    return this.pathLength + '"in"'.length + Math.max(this.valuesLength, 0) + '[]'.length + COMPARISON_FRAME;
   }
 
   private addValue(value: unknown): void {
@@ -71,7 +124,9 @@ class Membership {
     const key = isPrimitive ? value : JSON.stringify(value);
     const seen = isPrimitive ? this.primitives : this.others;
     const before = seen.size;
-    if (seen.add(key).size > before) this.values.push(value);
+    if (seen.add(key).size === before) return;
+    this.values.push(value);
+    this.valuesLength += (isPrimitive ? JSON.stringify(value) : (key as string)).length + 1;
   }
 }
 
@@ -86,7 +141,7 @@ const isMembership = (node: Node): node is Comparison => 'path' in node && (node
  * list, and one `$in` in MongoDB, instead of thousands of branches); their values are told apart
  * by value, not by key.
  */
-class JunctionChildren {
+export class JunctionChildren {
   private readonly kept: (Node | Membership)[] = [];
   private decided = false;
   /** Keys of the kept children that are not negations, and of what the kept negations negate. */
@@ -95,6 +150,9 @@ class JunctionChildren {
   private readonly memberships = new Map<string, Membership>();
   /** The first kept child while it is alone, not yet keyed: a junction left with one child (a whole plan's `in`) is never keyed. */
   private unkeyed: Node | undefined;
+  /** The JSON length of the kept children that are not memberships, and of those that are. */
+  private nodesLength = 0;
+  private membershipsLength = 0;
 
   constructor(private readonly kind: Junction) {}
 
@@ -118,7 +176,7 @@ class JunctionChildren {
     if (this.kind === 'or' && isMembership(child)) return this.addMember(child);
     if (this.kept.length === 0) {
       this.unkeyed = child;
-      this.kept.push(child);
+      this.keep(child);
       return;
     }
     const isNegation = 'not' in child;
@@ -129,7 +187,18 @@ class JunctionChildren {
       return;
     }
     (isNegation ? this.negated : this.positive).add(key);
-    this.kept.push(child);
+    this.keep(child);
+  }
+
+  /**
+   * At least the JSON length of `result()` as the children added so far make it, without making
+   * it: exact, but where a member's negation decides the junction (which only shortens it).
+   */
+  get length(): number {
+    if (this.decided) return jsonLength(this.kind === 'or');
+    if (this.kept.length === 0) return jsonLength(this.kind !== 'or');
+    const childrenLength = this.nodesLength + this.membershipsLength;
+    return this.kept.length === 1 ? childrenLength : junctionLength(this.kind, childrenLength, this.kept.length);
   }
 
   /** The junction: the absorbing constant when decided, the other constant when nothing is left, else the node. */
@@ -142,7 +211,14 @@ class JunctionChildren {
     const children = this.kept.map((child) => (child instanceof Membership ? child.merged() : child));
     if (children.length === 0) return !absorbing;
     if (children.length === 1) return children[0]!;
-    return this.kind === 'and' ? { and: children } : { or: children };
+    const junction = this.kind === 'and' ? { and: children } : { or: children };
+    lengths.set(junction, this.length);
+    return junction;
+  }
+
+  private keep(child: Node): void {
+    this.kept.push(child);
+    this.nodesLength += jsonLength(child);
   }
 
   private addMember(member: Comparison): void {
@@ -151,8 +227,11 @@ class JunctionChildren {
       membership = new Membership();
       this.memberships.set(member.path, membership);
       this.kept.push(membership);
+    } else {
+      this.membershipsLength -= membership.length;
     }
     membership.add(member);
+    this.membershipsLength += membership.length;
   }
 }
 

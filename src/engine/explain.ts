@@ -1,6 +1,7 @@
 import type { Effect } from '../schemas/policy.js';
 import type { Decision, DecisionRequest, ResolvedEntity } from './entity.js';
-import { firstFailingCondition, type CompiledCondition, type Snapshot } from './compile.js';
+import { firstFailingCondition, sourceOf, type CompiledCondition, type Snapshot } from './compile.js';
+import { AnswerBudget } from './answer-budget.js';
 import { DENIED_WITHOUT_POLICIES } from './decisions.js';
 import { MISSING } from './paths.js';
 
@@ -62,17 +63,58 @@ export interface ExplainedDecision extends Decision {
   readonly explain: Explanation;
 }
 
-function entityTrace(entity: ResolvedEntity): EntityTrace {
-  return { uri: entity.uri ?? null, attributes: Object.fromEntries(entity.attributes) };
+/** The explanations of one answer would be longer than its budget allows. */
+export class ExplanationTooLarge extends Error {
+  constructor(readonly maxLength: number) {
+    super(`the explanations would be longer than ${maxLength} characters`);
+  }
 }
 
-function failure(side: Side, conditions: readonly CompiledCondition[], entity: ResolvedEntity): FailedCondition | undefined {
+/** The JSON length of a value, each value a condition holds measured once: they are shared by every explanation. */
+const valueLengths = new WeakMap<object, number>();
+const jsonLengthOf = (value: unknown) => (value === undefined ? 0 : JSON.stringify(value).length);
+function conditionValueLength(source: CompiledCondition['source']): number {
+  let length = valueLengths.get(source);
+  if (length === undefined) valueLengths.set(source, (length = jsonLengthOf(source.value) + jsonLengthOf(source.path)));
+  return length;
+}
+
+/** The field names, quotes and punctuation of each part, enough to hold whatever the parts' own texts leave out. */
+const FRAME = { explanation: 110, entity: 24, policy: 50, rule: 48, failed: 90, decidedBy: 120 };
+
+/** Counts each part of an explanation against the answer's budget as it is built; throws ExplanationTooLarge past it. */
+class Spending {
+  constructor(private readonly budget: AnswerBudget) {}
+
+  spend(characters: number): void {
+    if (!this.budget.spend(characters)) throw new ExplanationTooLarge(this.budget.maxLength);
+  }
+
+  /** Measures a text or a value the request brought (they are as long as it makes them) and spends it. */
+  spendOn(...values: unknown[]): void {
+    let length = 0;
+    for (const value of values) length += jsonLengthOf(value);
+    this.spend(length);
+  }
+}
+
+function entityTrace(entity: ResolvedEntity, spending: Spending): EntityTrace {
+  const trace = { uri: entity.uri ?? null, attributes: Object.fromEntries(entity.attributes) };
+  spending.spend(FRAME.entity);
+  spending.spendOn(trace.uri, trace.attributes);
+  return trace;
+}
+
+function failure(side: Side, conditions: readonly CompiledCondition[], entity: ResolvedEntity, spending: Spending): FailedCondition | undefined {
   const index = firstFailingCondition(conditions, entity);
   if (index === -1) return undefined;
   const { lookup, source } = conditions[index]!;
   const actual = lookup(entity);
   const where = source.value === undefined ? { side, path: source.path, operator: source.operator } : { side, path: source.path, operator: source.operator, expected: source.value };
-  return actual === MISSING ? { ...where, missing: true } : { ...where, actual };
+  spending.spend(FRAME.failed + conditionValueLength(source));
+  if (actual === MISSING) return { ...where, missing: true };
+  spending.spendOn(actual);
+  return { ...where, actual };
 }
 
 /** Why no rule decided: the default effect that applied, and which policy's. */
@@ -90,41 +132,47 @@ function defaultApplied(snapshot: Snapshot, decision: Decision, action: string, 
  * Describes `decision`, which `evaluate(snapshot, request)` returned: re-walks the rules of every
  * policy that cover the action, with the compiled conditions `evaluate` tests, and names the rule
  * whose decision it is (each compiled rule owns its decision object) or the default that applied.
- * A rule listed as matched decides nothing when an earlier rule of its policy matched too.
+ * A rule listed as matched decides nothing when an earlier rule of its policy matched too. Spends
+ * the explanation's JSON length from `budget` as it is built; throws ExplanationTooLarge past it.
  */
-export function explain(snapshot: Snapshot, request: DecisionRequest, decision: Decision): Explanation {
+export function explain(snapshot: Snapshot, request: DecisionRequest, decision: Decision, budget = new AnswerBudget(Infinity)): Explanation {
+  const spending = new Spending(budget);
+  // The action is said once, and again (twice at most) in decided_by.why.
+  const actionLength = jsonLengthOf(request.action);
+  spending.spend(FRAME.explanation + actionLength);
+  const principal = entityTrace(request.principal, spending);
+  const resource = entityTrace(request.resource, spending);
   const policies: PolicyTrace[] = [];
   let decidedBy: DecidedBy | undefined;
-  snapshot.policies.forEach((policy, policyIndex) => {
-    const rules: RuleTrace[] = [];
-    policy.rules.forEach((rule, ruleIndex) => {
-      const compiled = snapshot.rules[policyIndex]![ruleIndex]!;
-      if (!rule.actions.includes(request.action)) return;
-      const failed =
-        failure('principal', compiled.principal, request.principal) ?? failure('resource', compiled.resource, request.resource);
-      rules.push(failed === undefined ? { name: rule.name, effect: rule.effect, matched: true } : { name: rule.name, effect: rule.effect, matched: false, failed });
-      if (compiled.decision === decision) {
-        const first = `Rule ${rule.name} is the first rule of policy ${policy.name} to match`;
-        const why =
-          rule.effect === 'deny'
-            ? `${first}, and it denies: a deny wins over any allow`
-            : `${first}, and it allows: no policy's first matching rule denies`;
-        decidedBy = { kind: 'rule', effect: rule.effect, why, policy: policy.name, rule: rule.name };
-      }
-    });
-    if (rules.length > 0) policies.push({ name: policy.name, default_effect: policy.default_effect, rules });
-  });
-  return {
-    revision: snapshot.revision,
-    action: request.action,
-    principal: entityTrace(request.principal),
-    resource: entityTrace(request.resource),
-    policies,
-    decided_by: decidedBy ?? defaultApplied(snapshot, decision, request.action, policies.length > 0),
-  };
+  let current: { position: number; trace: PolicyTrace } | undefined;
+  // Only the action's rules, in (policy, rule) order: an explanation costs what it says, whatever else the snapshot holds.
+  for (const compiled of snapshot.rulesByAction.get(request.action)?.all ?? []) {
+    const { policyIndex, ruleIndex } = sourceOf(snapshot, compiled);
+    const policy = snapshot.policies[policyIndex]!;
+    const rule = policy.rules[ruleIndex]!;
+    if (current?.position !== compiled.policyPosition) {
+      spending.spend(FRAME.policy + policy.name.length);
+      current = { position: compiled.policyPosition, trace: { name: policy.name, default_effect: policy.default_effect, rules: [] } };
+      policies.push(current.trace);
+    }
+    spending.spend(FRAME.rule + rule.name.length);
+    const failed = failure('principal', compiled.principal, request.principal, spending) ?? failure('resource', compiled.resource, request.resource, spending);
+    current.trace.rules.push(failed === undefined ? { name: rule.name, effect: rule.effect, matched: true } : { name: rule.name, effect: rule.effect, matched: false, failed });
+    if (compiled.decision === decision) {
+      const first = `Rule ${rule.name} is the first rule of policy ${policy.name} to match`;
+      const why =
+        rule.effect === 'deny'
+          ? `${first}, and it denies: a deny wins over any allow`
+          : `${first}, and it allows: no policy's first matching rule denies`;
+      decidedBy = { kind: 'rule', effect: rule.effect, why, policy: policy.name, rule: rule.name };
+    }
+  }
+  decidedBy ??= defaultApplied(snapshot, decision, request.action, policies.length > 0);
+  spending.spend(FRAME.decidedBy + 2 * actionLength + 3 * (decidedBy.policy?.length ?? 0) + 2 * (decidedBy.rule?.length ?? 0));
+  return { revision: snapshot.revision, action: request.action, principal, resource, policies, decided_by: decidedBy };
 }
 
 /** `decision` with its explanation, fields in the order answers serialize them. */
-export function withExplanation(snapshot: Snapshot, request: DecisionRequest, decision: Decision): ExplainedDecision {
-  return { allowed: decision.allowed, reason: decision.reason, explain: explain(snapshot, request, decision) };
+export function withExplanation(snapshot: Snapshot, request: DecisionRequest, decision: Decision, budget?: AnswerBudget): ExplainedDecision {
+  return { allowed: decision.allowed, reason: decision.reason, explain: explain(snapshot, request, decision, budget) };
 }

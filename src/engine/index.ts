@@ -1,12 +1,13 @@
 export type { Decision, DecisionRequest, ResolvedEntity } from './entity.js';
 export { compile, derive, type ChangedPolicy, type Snapshot } from './compile.js';
 export { evaluate } from './evaluate.js';
-export { plan, type Plan, type PlanKind } from './plan.js';
-export { mapComparisons, type Comparison, type ConditionTree } from './condition-tree.js';
+export { plan, PlanTooLarge, type Plan, type PlanKind } from './plan.js';
+export { AnswerBudget } from './answer-budget.js';
+export { jsonLength, mapComparisons, type Comparison, type ConditionTree } from './condition-tree.js';
 export { DEFAULT_MONGO_FILTER_OPTIONS, mongoFilter, mongoOptionIssue, SELECTS_NOTHING, type MongoFilter, type MongoFilterOptions } from './mongodb-filter.js';
-export { explain, withExplanation, type Explanation, type ExplainedDecision } from './explain.js';
+export { explain, ExplanationTooLarge, withExplanation, type Explanation, type ExplainedDecision } from './explain.js';
 export { normalizePolicy, policyIssues, type PolicyLimits } from './validate.js';
-export { policyWarnings } from './warnings.js';
+export { policyWarnings, reportWarnings } from './warnings.js';
 export { buildSimplePolicy, type SimplePolicySide } from './simple-policy.js';
 export { slugify } from './slug.js';
 export { OPERATOR_STYLES, spellOperator, type OperatorStyle } from './operators.js';

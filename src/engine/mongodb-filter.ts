@@ -1,5 +1,5 @@
 import type { Comparison, ConditionTree } from './condition-tree.js';
-import { formatCondition } from './condition-tree.js';
+import { formatCondition, jsonLength } from './condition-tree.js';
 import { arrayIndex, parsePath } from './paths.js';
 import { CANONICAL_OPERATOR } from './operators.js';
 
@@ -214,21 +214,61 @@ function negation(field: string, positive: MongoFilter | undefined): MongoFilter
   return positive === undefined ? undefined : { [field]: { $exists: true }, $nor: [positive] };
 }
 
+/** At least the characters a junction adds around each child's filter (`{"$nor":[`…`]}`, commas). */
+const JUNCTION_FRAME = 12;
+
+/**
+ * How many times longer than its comparison an `$expr` filter may be (a list of numbers, each
+ * compared with a type test, comes to about 50), and what each step of its path adds: an estimate,
+ * made before writing it, of what writing it costs.
+ */
+const EXPR_GROWTH = 64;
+const EXPR_STEP = 400;
+
 class FilterWriter {
   /** Each comparison's filter with its own depth, to name the culprit when the whole is too deep. */
   private readonly depths: { comparison: Comparison; depth: number }[] = [];
+  /** At least the JSON length of what has been written. */
+  private written = 0;
 
-  constructor(private readonly options: MongoFilterOptions) {}
+  constructor(
+    private readonly options: MongoFilterOptions,
+    private readonly maxLength: number,
+  ) {}
 
   write(tree: ConditionTree): MongoFilter {
     if (tree === true) return {};
     if (tree === false) return SELECTS_NOTHING;
-    if ('and' in tree) return allOf(tree.and.map((child) => this.write(child)));
-    if ('or' in tree) return { $or: tree.or.map((child) => this.write(child)) };
-    if ('not' in tree) return { $nor: [this.write(tree.not)] };
+    if ('and' in tree) return allOf(tree.and.map((child) => this.writeChild(child)));
+    if ('or' in tree) return { $or: tree.or.map((child) => this.writeChild(child)) };
+    if ('not' in tree) return { $nor: [this.writeChild(tree.not)] };
     const filter = this.comparison(tree);
+    this.spend(JSON.stringify(filter).length);
     this.depths.push({ comparison: tree, depth: depthOf(filter) });
     return filter;
+  }
+
+  private writeChild(tree: ConditionTree): MongoFilter {
+    this.spend(JUNCTION_FRAME);
+    return this.write(tree);
+  }
+
+  private spend(characters: number): void {
+    this.written += characters;
+    if (this.written > this.maxLength) throw this.tooLong();
+  }
+
+  private tooLong(): NoExactFilter {
+    return new NoExactFilter(`the filter would be longer than ${this.maxLength} characters`);
+  }
+
+  /**
+   * Refuses to write a comparison whose filter, by an estimate made before writing it, would be
+   * far longer than the whole budget: its length is measured once written, so this only bounds
+   * what writing it may cost.
+   */
+  private affordable(estimate: number): void {
+    if (estimate > 4 * this.maxLength) throw this.tooLong();
   }
 
   deepestComparison(): Comparison | undefined {
@@ -250,10 +290,13 @@ class FilterWriter {
     if (steps.every(isPlainFieldStep)) {
       const leaf = queryFilter(field, operator, value);
       if (leaf !== undefined) {
+        // Each container names the path up to it: as long as the path, escapes and all, and a type test.
+        this.affordable(steps.length * (6 * field.length + 40));
         const containers = steps.slice(0, -1).map((_, index) => ({ [attributesPrefix + steps.slice(0, index + 1).join('.')]: NOT_A_LIST }));
         return allOf([...containers, leaf]);
       }
     }
+    this.affordable(EXPR_GROWTH * jsonLength(comparison) + EXPR_STEP * steps.length);
     const expressions = new ExactExpressions();
     const root = parsed.kind === 'uri' ? `$${uriField}` : attributesPrefix === '' ? '$$ROOT' : `$${attributesPrefix.slice(0, -1)}`;
     const found = parsed.kind === 'uri' ? root : expressions.valueAt(root, steps);
@@ -266,10 +309,11 @@ class FilterWriter {
  * default) that selects exactly the documents the condition holds for, or why none can. The
  * documents' values must be JSON's (strings, numbers, booleans, null, lists, embedded documents)
  * and the query must use the simple (binary) collation. Operators may come in either spelling
- * (`==` or `equals`); a reason naming a condition spells it as the tree does.
+ * (`==` or `equals`); a reason naming a condition spells it as the tree does. A filter whose JSON
+ * text would be longer than `maxLength` characters is not written: its reason says so.
  */
-export function mongoFilter(condition: ConditionTree, options: MongoFilterOptions = DEFAULT_MONGO_FILTER_OPTIONS): MongoFilterResult {
-  const writer = new FilterWriter(options);
+export function mongoFilter(condition: ConditionTree, options: MongoFilterOptions = DEFAULT_MONGO_FILTER_OPTIONS, maxLength = Infinity): MongoFilterResult {
+  const writer = new FilterWriter(options, maxLength);
   let filter: MongoFilter;
   try {
     filter = writer.write(condition);

@@ -1,14 +1,19 @@
 import type { DecisionRequest, ResolvedEntity } from './entity.js';
 import { firstFailingCondition, holdsFor, type CompiledCondition, type CompiledRule, type Snapshot } from './compile.js';
-import { and, not, or, type ConditionTree } from './condition-tree.js';
+import { and, JunctionChildren, jsonLength, not, or, type ConditionTree } from './condition-tree.js';
 
 export type PlanKind = 'always_allowed' | 'always_denied' | 'conditional';
 
-/** Which resources a principal may act on: `condition` holds exactly for the resources `evaluate` allows. */
+/**
+ * Which resources a principal may act on: `condition` holds exactly for the resources `evaluate`
+ * allows, or, with `exact: false`, for some of them and for none it denies.
+ */
 export interface Plan {
   kind: PlanKind;
   condition: ConditionTree;
   reason: string;
+  /** Present when the plan was too large to state exactly. */
+  exact?: false;
 }
 
 export const CONDITIONAL_REASON = 'Allowed for the resources that satisfy the condition';
@@ -42,54 +47,152 @@ function residue(rule: CompiledRule, request: DecisionRequest): ConditionTree {
   return open.length === 1 ? open[0]! : and(open);
 }
 
+/** A plan as exact as `maxLength` allows would still be longer: its conditions alone, without which it would say nothing. */
+export class PlanTooLarge extends Error {
+  constructor(readonly maxLength: number) {
+    super(`the plan would be longer than ${maxLength} characters`);
+  }
+}
+
+/**
+ * Deny rules in a row in one policy: they count where they hold and none of the allow rules of
+ * their policy before them holds (`allowResidues[exemptFrom, exemptTo)` in `plan`).
+ */
+interface DenyRun {
+  denies: ConditionTree[];
+  exemptFrom: number;
+  exemptTo: number;
+  /** The JSON length of the `or` of the exempting allow rules. */
+  exemptionsLength: number;
+}
+
+/**
+ * What exempting a deny run adds around its denies and the `or` of its exempting allow rules:
+ * `{"and":[`, `,{"not":`, `}]}`, and `{"or":[`, `]}` around the denies when there are several.
+ */
+const exemptionFrame = (run: DenyRun) => 19 + (run.denies.length > 1 ? FRAME_OF_OR : 0);
+
 /**
  * Partially evaluates the snapshot for `request`, whose principal is known and whose resource is
  * open but for the attributes (and uri) it holds. Follows `evaluate` exactly: within a policy the
  * first matching rule counts, so a deny rule counts only where no earlier allow rule of its policy
  * matches; a counting deny anywhere wins; else a matching allow rule, else the default effects.
+ *
+ * The condition's JSON text is held to `maxLength` characters as it is built. The rules' own
+ * conditions must fit; what may not is the exemption of each run of deny rules by the allow rules
+ * of its policy before it (`a deny counts unless an earlier allow holds`), which grows with allow
+ * rules times deny runs. A run whose exemption does not fit is stated without it: the plan then
+ * denies more than `evaluate` (never less), and says so with `exact: false`. Throws PlanTooLarge
+ * when even that does not fit.
  */
-export function plan(snapshot: Snapshot, request: DecisionRequest): Plan {
-  const denying: ConditionTree[] = [];
-  const allowing: ConditionTree[] = [];
+export function plan(snapshot: Snapshot, request: DecisionRequest, maxLength = Infinity): Plan {
+  /** Every allow residue in order, and as one `or`: what allows. */
+  const allowResidues: ConditionTree[] = [];
+  const allowing = new JunctionChildren('or');
+  /**
+   * At least the JSON length of the `or` of every deny residue, the denial of the coarsest plan:
+   * summed, since exempting a residue that denies everything brings back those it absorbed.
+   */
+  let denyingLength = FRAME_OF_OR;
+  const runs: DenyRun[] = [];
   let unconditionalAllow: CompiledRule | undefined;
   let policy = -1;
-  /** The residues of the allow rules met so far in this policy. */
-  const earlierAllows: ConditionTree[] = [];
+  /** Where the current policy's allow rules start in allowResidues, and how many it has met (counted past the budget too). */
+  let policyStart = 0;
+  let policyAllowCount = 0;
+  /** The current policy's allow rules as one `or`, once a deny rule follows them (most policies have no such rule). */
+  let policyAllows: JunctionChildren | undefined;
   /** An earlier allow rule of this policy holds for every resource: its later rules never count. */
   let policySettled = false;
+  let tooLarge = false;
+  const coarsestLength = () => {
+    if (snapshot.fallback.allowed) return FRAME_OF_CONDITION + denyingLength;
+    // With nothing allowing (yet), the plan is `false` whatever denies.
+    return allowResidues.length === 0 ? 0 : FRAME_OF_CONDITION + denyingLength + allowing.length;
+  };
   const candidates = snapshot.rulesByAction.get(request.action)?.planCandidates(request);
   for (let rule = candidates?.next(); rule !== undefined; rule = candidates?.next()) {
     if (rule.policyPosition !== policy) {
       policy = rule.policyPosition;
-      if (earlierAllows.length > 0) earlierAllows.length = 0;
+      policyStart = allowResidues.length;
+      policyAllowCount = 0;
+      policyAllows = undefined;
       policySettled = false;
     } else if (policySettled) {
       continue;
     }
     const demands = residue(rule, request);
     if (demands === false) continue;
+    if (rule.denies && demands === true && policyAllowCount === 0) {
+      return { kind: 'always_denied', condition: false, reason: rule.decision.reason };
+    }
+    if (!rule.denies) policyAllowCount++;
+    // Past the budget, only a deny rule that denies everything can still decide the answer.
+    if (tooLarge) continue;
     if (rule.denies) {
-      const counts = and([demands, ...earlierAllows.map(not)]);
-      if (counts === true) return { kind: 'always_denied', condition: false, reason: rule.decision.reason };
-      denying.push(counts);
+      let run = runs.at(-1);
+      if (run === undefined || run.exemptFrom !== policyStart || run.exemptTo !== allowResidues.length) {
+        if (policyAllows === undefined && allowResidues.length > policyStart) {
+          policyAllows = new JunctionChildren('or');
+          for (let index = policyStart; index < allowResidues.length; index++) policyAllows.add(allowResidues[index]!);
+        }
+        run = { denies: [], exemptFrom: policyStart, exemptTo: allowResidues.length, exemptionsLength: policyAllows?.length ?? 0 };
+        runs.push(run);
+      }
+      run.denies.push(demands);
+      denyingLength += jsonLength(demands) + 1;
     } else {
       if (demands === true) {
         unconditionalAllow ??= rule;
         policySettled = true;
       }
-      allowing.push(demands);
-      earlierAllows.push(demands);
+      allowResidues.push(demands);
+      allowing.add(demands);
+      policyAllows?.add(demands);
+    }
+    tooLarge = coarsestLength() > maxLength;
+  }
+  if (tooLarge || coarsestLength() > maxLength) throw new PlanTooLarge(maxLength);
+  let room = maxLength - coarsestLength();
+  let exact = true;
+  const counting: ConditionTree[] = [];
+  for (const run of runs) {
+    const exemptionLength = run.exemptionsLength + exemptionFrame(run);
+    if (run.exemptTo > run.exemptFrom && exemptionLength <= room) {
+      room -= exemptionLength;
+      counting.push(and([or(run.denies), not(or(allowResidues.slice(run.exemptFrom, run.exemptTo)))]));
+    } else {
+      if (run.exemptTo > run.exemptFrom) exact = false;
+      counting.push(...run.denies);
     }
   }
-  const denied = or(denying);
-  const condition = snapshot.fallback.allowed ? not(denied) : and([not(denied), or(allowing)]);
+  const denied = or(counting);
+  const condition = snapshot.fallback.allowed ? not(denied) : and([not(denied), allowing.result()]);
+  if (!exact) return coarsePlan(condition);
   if (condition === true) return { kind: 'always_allowed', condition, reason: (unconditionalAllow?.decision ?? snapshot.fallback).reason };
-  if (condition === false) return { kind: 'always_denied', condition, reason: alwaysDeniedReason(snapshot, denied, allowing) };
+  if (condition === false) return { kind: 'always_denied', condition, reason: alwaysDeniedReason(snapshot, denied, allowResidues.length) };
   return { kind: 'conditional', condition, reason: CONDITIONAL_REASON };
 }
 
-function alwaysDeniedReason(snapshot: Snapshot, denied: ConditionTree, allowing: readonly ConditionTree[]): string {
+/** `{"and":[{"not":` … `}, ` … `]}` around the denial and the allowing; `{"or":[` … `]}`. */
+const FRAME_OF_CONDITION = 20;
+const FRAME_OF_OR = 9;
+
+export const COARSE_REASON =
+  'some deny rules are stated without the earlier allow rules of their policy that exempt resources from them, ' +
+  'so some allowed resources do not satisfy the condition (none that is denied does): ask /check about those, ' +
+  'or narrow the question with what is known of the resources';
+
+/** A plan that denies more than `evaluate` does: `condition` never holds where it denies. */
+function coarsePlan(condition: ConditionTree): Plan {
+  const tooLarge = 'the exact plan is too large';
+  // Coarsening only adds denials, so the condition is never `true`.
+  if (condition === false) return { kind: 'always_denied', condition, reason: `No resource is known to be allowed: ${tooLarge}; ${COARSE_REASON}`, exact: false };
+  return { kind: 'conditional', condition, reason: `${CONDITIONAL_REASON}, but not all of them: ${tooLarge}; ${COARSE_REASON}`, exact: false };
+}
+
+function alwaysDeniedReason(snapshot: Snapshot, denied: ConditionTree, allowCount: number): string {
   if (denied === true) return 'The deny rules together cover every resource';
-  if (allowing.length === 0) return snapshot.fallback.reason;
+  if (allowCount === 0) return snapshot.fallback.reason;
   return 'Every resource an allow rule would allow is denied by a deny rule';
 }

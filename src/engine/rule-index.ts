@@ -93,22 +93,22 @@ function filingKeys(rules: readonly IndexableRule<IndexedCondition>[], sides: re
   return rules.map((rule) => filingKey(rule, sides, (side, path) => distinctValues.get(pathKeyOf(side, path))!.size));
 }
 
-/** Where a rule of `order` goes in `rules`, which are in order: after every rule before it. */
-function insertionPoint(rules: readonly CompiledRule[], order: number): number {
-  let low = 0;
-  let high = rules.length;
-  while (low < high) {
-    const middle = (low + high) >>> 1;
-    if (rules[middle]!.order < order) low = middle + 1;
-    else high = middle;
-  }
-  return low;
-}
+const NO_ORDERS: ReadonlySet<number> = new Set();
 
-/** `rules` (in order) without those whose order is in `removed`, and with `added` put in their places. */
+/**
+ * `rules` (in order) without those whose order is in `removed`, and with `added` (in order) put
+ * in their places, in one pass: not one insertion each, which moved a hundred thousand rules a
+ * thousand times when a policy of a thousand rules was written among them.
+ */
 function mergeByOrder(rules: readonly CompiledRule[], removed: ReadonlySet<number>, added: readonly CompiledRule[]): CompiledRule[] {
-  const merged = removed.size === 0 ? rules.slice() : rules.filter((rule) => !removed.has(rule.order));
-  for (const rule of added) merged.splice(insertionPoint(merged, rule.order), 0, rule);
+  const merged: CompiledRule[] = [];
+  let next = 0;
+  for (const rule of rules) {
+    if (removed.has(rule.order)) continue;
+    while (next < added.length && added[next]!.order < rule.order) merged.push(added[next++]!);
+    merged.push(rule);
+  }
+  while (next < added.length) merged.push(added[next++]!);
   return merged;
 }
 
@@ -178,12 +178,13 @@ class CandidateRules<Source extends IndexedCondition> {
     const keyedByPath = new Map(this.keyed.map((keyed) => [pathKeyOf(keyed.side, keyed.path), keyed]));
     /** The new list of each touched value, per keyed path. */
     const touched = new Map<string, Map<Primitive, CompiledRule[]>>();
+    /** A touched list: copied once, without the removed rules (each list is filtered once, not once per rule). */
     const listOf = (keyed: KeyedRules, value: Primitive): CompiledRule[] => {
       const pathKey = pathKeyOf(keyed.side, keyed.path);
       let lists = touched.get(pathKey);
       if (lists === undefined) touched.set(pathKey, (lists = new Map()));
       let list = lists.get(value);
-      if (list === undefined) lists.set(value, (list = [...(keyed.changed?.get(value) ?? keyed.rulesByValue.get(value) ?? [])]));
+      if (list === undefined) lists.set(value, (list = (keyed.changed?.get(value) ?? keyed.rulesByValue.get(value) ?? []).filter((filed) => !removedOrders.has(filed.order))));
       return list;
     };
     for (const rule of removed) {
@@ -191,14 +192,12 @@ class CandidateRules<Source extends IndexedCondition> {
         for (const condition of rule[side]) {
           const keyed = keyedByPath.get(pathKeyOf(side, condition.path));
           if (keyed === undefined) continue;
-          for (const value of demandedValues(condition) ?? []) {
-            const list = listOf(keyed, value);
-            const at = list.findIndex((filed) => filed.order === rule.compiled.order);
-            if (at !== -1) list.splice(at, 1);
-          }
+          for (const value of demandedValues(condition) ?? []) listOf(keyed, value);
         }
       }
     }
+    /** The rules added to each touched list (in order, as `added` is), merged into it once all are known. */
+    const additions = new Map<CompiledRule[], CompiledRule[]>();
     const addedUnkeyed: CompiledRule[] = [];
     for (const rule of added) {
       const key = filingKey(rule, this.sides, (side, path) => keyedByPath.get(pathKeyOf(side, path))?.rulesByValue.size ?? 0);
@@ -215,7 +214,15 @@ class CandidateRules<Source extends IndexedCondition> {
       const filedRule = this.filed(rule, key);
       for (const value of new Set(key.values)) {
         const list = listOf(keyed, value);
-        list.splice(insertionPoint(list, filedRule.order), 0, filedRule);
+        const more = additions.get(list);
+        if (more === undefined) additions.set(list, [filedRule]);
+        else more.push(filedRule);
+      }
+    }
+    for (const lists of touched.values()) {
+      for (const [value, list] of lists) {
+        const more = additions.get(list);
+        if (more !== undefined) lists.set(value, mergeByOrder(list, NO_ORDERS, more));
       }
     }
     const keyed = [...keyedByPath.values()].flatMap((keyed) => {

@@ -4,6 +4,7 @@ import { ConditionCompiler, conditionKey as keyOf, type CompiledCondition } from
 import { CANONICAL_OPERATOR } from './operators.js';
 import { formatCondition } from './condition-tree.js';
 import { slugify } from './slug.js';
+import { AnswerBudget } from './answer-budget.js';
 
 type Location = (string | number)[];
 type SideKey = 'principal_conditions' | 'resource_conditions';
@@ -11,8 +12,16 @@ const SIDES: readonly SideKey[] = ['principal_conditions', 'resource_conditions'
 
 const COMPARISONS = new Set<Operator>(['gt', '>', 'gte', '>=', 'lt', '<', 'lte', '<=']);
 
-/** Synonyms spelled one way, so that `==` and `equals` on the same value count as the same condition. */
-const conditionKey = ({ source }: CompiledCondition) => keyOf({ ...source, operator: CANONICAL_OPERATOR[source.operator] });
+/** Each compiled condition's key, made once (the checks compare conditions many times); synonyms spelled one way, so that `==` and `equals` on the same value count as the same condition. */
+const keys = new WeakMap<CompiledCondition, string>();
+function conditionKey(condition: CompiledCondition): string {
+  let key = keys.get(condition);
+  if (key === undefined) {
+    key = keyOf({ ...condition.source, operator: CANONICAL_OPERATOR[condition.source.operator] });
+    keys.set(condition, key);
+  }
+  return key;
+}
 
 const describe = ({ source }: CompiledCondition) => formatCondition(source);
 
@@ -24,6 +33,59 @@ function demandedValues({ source }: CompiledCondition): readonly unknown[] | und
   if (source.operator === '==' || source.operator === 'equals') return [source.value];
   if (source.operator === 'in') return source.value as unknown[];
   return undefined;
+}
+
+/**
+ * How far the checks of one report may go, in steps (a condition compared, a value tried, a cell
+ * of an edit distance): the report stops there, saying so. Some tenths of a second of work, in
+ * slices; far more than any policy a person writes needs.
+ */
+export const VALIDATION_WORK_LIMIT = 10_000_000;
+
+/** Steps between two pauses of reportWarnings: some milliseconds of work. */
+const SLICE_STEPS = 20_000;
+
+/** Why a report stopped early: its last warning. */
+class ReportStopped extends Error {
+  constructor(readonly warning: ValidationIssue) {
+    super(warning.msg);
+  }
+}
+
+/** Counts the work and the length of one report as it is made; stops it (ReportStopped) past either. */
+class Checking {
+  private work = 0;
+  private sinceSlice = 0;
+
+  constructor(
+    private readonly answer: AnswerBudget,
+    private readonly workLimit: number,
+  ) {}
+
+  step(count = 1): void {
+    this.work += count;
+    this.sinceSlice += count;
+    if (this.work > this.workLimit) {
+      throw new ReportStopped({ loc: ['body'], msg: 'the checks stop here, unfinished: validate fewer or smaller policies at a time to check them all', type: 'incomplete' });
+    }
+  }
+
+  /** Whether a slice of work is done since the last time this said so. */
+  sliceDone(): boolean {
+    if (this.sinceSlice < SLICE_STEPS) return false;
+    this.sinceSlice = 0;
+    return true;
+  }
+
+  report(into: ValidationIssue[], warnings: readonly ValidationIssue[]): void {
+    for (const warning of warnings) {
+      if (!this.answer.spend(JSON.stringify(warning).length + 1)) {
+        const msg = `the report stops here: its warnings would be longer than ${this.answer.maxLength} characters; fix these, or validate fewer policies at a time, to see the rest`;
+        throw new ReportStopped({ loc: ['body'], msg, type: 'incomplete' });
+      }
+      into.push(warning);
+    }
+  }
 }
 
 /**
@@ -46,41 +108,76 @@ function witnesses(conditions: readonly CompiledCondition[]): readonly unknown[]
 }
 
 /** The conditions on one path of one side that no value can satisfy together, if any. */
-function contradiction(conditions: readonly CompiledCondition[]): readonly CompiledCondition[] | undefined {
+function contradiction(conditions: readonly CompiledCondition[], checking: Checking): readonly CompiledCondition[] | undefined {
   // Every condition but not_exists needs a value there.
   const absent = conditions.find((condition) => condition.holdsWhenMissing);
   const present = conditions.find((condition) => !condition.holdsWhenMissing);
   if (absent !== undefined) return present === undefined ? undefined : conditions.filter((condition) => condition === absent || condition === present);
   const candidates = witnesses(conditions);
   if (candidates === undefined) return undefined;
+  checking.step(candidates.length * conditions.length);
   const holdsForSome = candidates.some((value) => conditions.every(({ test }) => test(value)));
   return holdsForSome ? undefined : conditions;
 }
 
-/** Whether every entity that satisfies `conditions` satisfies `condition` as well. */
-function implied(condition: CompiledCondition, conditions: readonly CompiledCondition[]): boolean {
-  const key = conditionKey(condition);
-  return conditions.some((other) => {
-    if (conditionKey(other) === key) return true;
-    if (other.source.path !== condition.source.path) return false;
+type Sides<T> = Record<SideKey, T>;
+
+/** Conditions as `implied` looks them up: by key, and by path. */
+interface ConditionIndex {
+  keys: ReadonlySet<string>;
+  byPath: ReadonlyMap<string, readonly CompiledCondition[]>;
+}
+
+function indexOf(conditions: readonly CompiledCondition[]): ConditionIndex {
+  const byPath = new Map<string, CompiledCondition[]>();
+  for (const condition of conditions) {
+    const list = byPath.get(condition.source.path);
+    if (list === undefined) byPath.set(condition.source.path, [condition]);
+    else list.push(condition);
+  }
+  return { keys: new Set(conditions.map(conditionKey)), byPath };
+}
+
+const NONE: readonly CompiledCondition[] = [];
+
+/** Whether every entity that satisfies the `indexed` conditions satisfies `condition` as well. */
+function implied(condition: CompiledCondition, indexed: ConditionIndex, checking?: Checking): boolean {
+  checking?.step();
+  if (indexed.keys.has(conditionKey(condition))) return true;
+  for (const other of indexed.byPath.get(condition.source.path) ?? NONE) {
     // `exists` asks only that a value be there, as every condition but not_exists does.
     if (condition.source.operator === 'exists' && !other.holdsWhenMissing) return true;
     const values = demandedValues(other);
-    return values !== undefined && values.every((value) => condition.test(value));
-  });
+    if (values === undefined) continue;
+    checking?.step(values.length);
+    if (values.every((value) => condition.test(value))) return true;
+  }
+  return false;
 }
 
+/** A rule with its conditions compiled, and what the checks look up in them. */
 interface CompiledRuleConditions {
   rule: Rule;
-  sides: Record<SideKey, readonly CompiledCondition[]>;
+  actions: ReadonlySet<string>;
+  sides: Sides<readonly CompiledCondition[]>;
+  indexed: Sides<ConditionIndex>;
 }
 
-function neverMatches({ sides }: CompiledRuleConditions, at: Location): ValidationIssue[] {
+function compileRule(rule: Rule, compiler: ConditionCompiler): CompiledRuleConditions {
+  const sides = { principal_conditions: compiler.list(rule.principal_conditions), resource_conditions: compiler.list(rule.resource_conditions) };
+  return { rule, actions: new Set(rule.actions), sides, indexed: { principal_conditions: indexOf(sides.principal_conditions), resource_conditions: indexOf(sides.resource_conditions) } };
+}
+
+function neverMatches({ sides }: CompiledRuleConditions, at: Location, checking: Checking): ValidationIssue[] {
   for (const side of SIDES) {
     const byPath = new Map<string, CompiledCondition[]>();
-    for (const condition of sides[side]) byPath.set(condition.source.path, [...(byPath.get(condition.source.path) ?? []), condition]);
+    for (const condition of sides[side]) {
+      const list = byPath.get(condition.source.path);
+      if (list === undefined) byPath.set(condition.source.path, [condition]);
+      else list.push(condition);
+    }
     for (const [path, conditions] of byPath) {
-      const clash = contradiction(conditions);
+      const clash = contradiction(conditions, checking);
       if (clash === undefined) continue;
       const which = clash.length === 1 ? `${describe(clash[0]!)} holds for no value` : `no value of ${path} satisfies ${clash.map(describe).join(' and ')}`;
       return [{ loc: [...at, side], msg: `this rule can never match: ${which}`, type: 'never_matches' }];
@@ -102,17 +199,44 @@ function duplicates({ sides }: CompiledRuleConditions, at: Location): Validation
   });
 }
 
+/** Whether every entity that satisfies the conditions of `later` satisfies those of `earlier`. */
+function covers(earlier: CompiledRuleConditions, later: CompiledRuleConditions, checking: Checking): boolean {
+  return SIDES.every((side) => earlier.sides[side].every((condition) => implied(condition, later.indexed[side], checking)));
+}
+
+/** The rules of one policy by the actions they name: which earlier rules share an action with a later one. */
+class RulesByAction {
+  private readonly rules = new Map<string, number[]>();
+
+  add(rule: CompiledRuleConditions, index: number): void {
+    for (const action of rule.actions) append(this.rules, action, index);
+  }
+
+  /** The indexes of the rules added so far that name one of `actions`, in increasing order. */
+  sharing(actions: ReadonlySet<string>, checking: Checking): number[] {
+    const lists = [...actions].map((action) => this.rules.get(action) ?? []);
+    if (lists.length === 1) return lists[0]!;
+    const indexes = new Set<number>();
+    for (const list of lists) {
+      checking.step(list.length);
+      for (const index of list) indexes.add(index);
+    }
+    return [...indexes].sort((a, b) => a - b);
+  }
+}
+
 /**
  * Within a policy the first matching rule decides: a later rule whose every match is also a match
- * of an earlier rule (for the actions they share) never decides them.
+ * of an earlier rule (for the actions they share) never decides them. `earlierRules` holds the
+ * rules before `index`.
  */
-function shadowing(rules: readonly CompiledRuleConditions[], index: number, at: Location): ValidationIssue[] {
+function shadowing(rules: readonly CompiledRuleConditions[], index: number, earlierRules: RulesByAction, at: Location, checking: Checking): ValidationIssue[] {
   const later = rules[index]!;
-  for (const earlier of rules.slice(0, index)) {
-    const shared = later.rule.actions.filter((action) => earlier.rule.actions.includes(action));
-    if (shared.length === 0) continue;
-    const covers = SIDES.every((side) => earlier.sides[side].every((condition) => implied(condition, later.sides[side])));
-    if (!covers) continue;
+  for (const earlierIndex of earlierRules.sharing(later.actions, checking)) {
+    const earlier = rules[earlierIndex]!;
+    if (!covers(earlier, later, checking)) continue;
+    checking.step(later.rule.actions.length);
+    const shared = later.rule.actions.filter((action) => earlier.actions.has(action));
     const actions = shared.length === later.rule.actions.length ? '' : ` for ${shared.map((action) => `'${action}'`).join(', ')}`;
     const effect =
       earlier.rule.effect === later.rule.effect
@@ -123,27 +247,119 @@ function shadowing(rules: readonly CompiledRuleConditions[], index: number, at: 
   return [];
 }
 
-/** How many single-character edits (a swap of neighbours counts as one) turn one action into the other, up to 3. */
-function editDistance(left: string, right: string): number {
-  if (Math.abs(left.length - right.length) > 2) return 3;
-  const rows = Array.from({ length: left.length + 1 }, (_, i) => Array.from({ length: right.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+/** The rows of withinEdits, reused: a report may compare thousands of actions. */
+let scratch = new Int32Array(0);
+
+/**
+ * Whether two actions are at most `limit` single-character edits apart (a swap of neighbours
+ * counts as one). Only the cells within `limit` of the diagonal are computed, in three rows that
+ * are reused: linear in the length, however long the actions are.
+ */
+export function withinEdits(left: string, right: string, limit: number): boolean {
+  if (Math.abs(left.length - right.length) > limit) return false;
+  const beyond = limit + 1;
+  const width = right.length + 1;
+  if (scratch.length < 3 * width) scratch = new Int32Array(3 * width);
+  let twoBack = scratch.subarray(0, width).fill(beyond);
+  let previous = scratch.subarray(width, 2 * width).fill(beyond);
+  let current = scratch.subarray(2 * width, 3 * width).fill(beyond);
+  for (let j = 0; j <= Math.min(limit, right.length); j++) previous[j] = j;
   for (let i = 1; i <= left.length; i++) {
-    for (let j = 1; j <= right.length; j++) {
-      const substitution = rows[i - 1]![j - 1]! + (left[i - 1] === right[j - 1] ? 0 : 1);
-      let best = Math.min(rows[i - 1]![j]! + 1, rows[i]![j - 1]! + 1, substitution);
-      if (i > 1 && j > 1 && left[i - 1] === right[j - 2] && left[i - 2] === right[j - 1]) best = Math.min(best, rows[i - 2]![j - 2]! + 1);
-      rows[i]![j] = best;
+    const low = Math.max(1, i - limit);
+    const high = Math.min(right.length, i + limit);
+    // Left of the band: column 0 (i deletions), or a cell no cheaper path reaches.
+    current[low - 1] = low === 1 && i <= limit ? i : beyond;
+    let rowBest = current[low - 1]!;
+    for (let j = low; j <= high; j++) {
+      let best = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (left[i - 1] === right[j - 1] ? 0 : 1));
+      if (i > 1 && j > 1 && left[i - 1] === right[j - 2] && left[i - 2] === right[j - 1]) best = Math.min(best, twoBack[j - 2]! + 1);
+      current[j] = Math.min(best, beyond);
+      rowBest = Math.min(rowBest, current[j]!);
     }
+    if (rowBest > limit) return false;
+    [twoBack, previous, current] = [previous, current, twoBack];
   }
-  return Math.min(rows[left.length]![right.length]!, 3);
+  return previous[right.length]! <= limit;
+}
+
+const folded = (action: string) => action.toLowerCase().replace(/[-_ ]/g, '');
+
+/** Where an action is named: in order across the set, its first naming and the first by another policy than the first's. */
+interface Naming {
+  first: number;
+  firstPolicy: number;
+  second: number | undefined;
+}
+
+/** Every action the policies name, for finding likely typos: by name, by folded spelling and by length, each looked up at once. */
+class ActionIndex {
+  private readonly namings = new Map<string, Naming>();
+  private readonly byFolded = new Map<string, string[]>();
+  private readonly byLength = new Map<number, string[]>();
+
+  constructor(policies: readonly Policy[]) {
+    let order = 0;
+    policies.forEach((policy, policyIndex) => {
+      for (const rule of policy.rules) {
+        for (const action of rule.actions) {
+          order++;
+          const naming = this.namings.get(action);
+          if (naming === undefined) {
+            this.namings.set(action, { first: order, firstPolicy: policyIndex, second: undefined });
+            append(this.byFolded, folded(action), action);
+            append(this.byLength, action.length, action);
+          } else if (naming.second === undefined && naming.firstPolicy !== policyIndex) {
+            naming.second = order;
+          }
+        }
+      }
+    });
+  }
+
+  /** Where a policy other than `policyIndex` first names `action`, in order across the set; undefined when none does. */
+  namedElsewhere(action: string, policyIndex: number): number | undefined {
+    const naming = this.namings.get(action);
+    if (naming === undefined) return undefined;
+    return naming.firstPolicy === policyIndex ? naming.second : naming.first;
+  }
+
+  /**
+   * The first action, in order across the set, that a policy other than `policyIndex` names and
+   * that is `action` spelled differently (case, `-`, `_`, spaces) or a few edits away from it.
+   */
+  nearest(action: string, policyIndex: number, checking: Checking): string | undefined {
+    const limit = action.length > 4 ? 2 : 1;
+    let best: { order: number; action: string } | undefined;
+    const consider = (other: string, near: () => boolean) => {
+      checking.step();
+      const order = this.namedElsewhere(other, policyIndex);
+      if (order === undefined || (best !== undefined && order >= best.order) || !near()) return;
+      best = { order, action: other };
+    };
+    for (const other of this.byFolded.get(folded(action)) ?? []) consider(other, () => true);
+    for (let length = action.length - limit; length <= action.length + limit; length++) {
+      for (const other of this.byLength.get(length) ?? []) {
+        consider(other, () => {
+          checking.step(other.length * (2 * limit + 1));
+          return withinEdits(action, other, limit);
+        });
+      }
+    }
+    return best?.action;
+  }
+}
+
+function append<Key, Value>(map: Map<Key, Value[]>, key: Key, value: Value): void {
+  const list = map.get(key);
+  if (list === undefined) map.set(key, [value]);
+  else list.push(value);
 }
 
 /** Actions a rule names that no rule of any other policy names, when one that is nearly the same is named: likely a typo. */
-function lonelyActions(rule: Rule, elsewhere: ReadonlySet<string>, at: Location): ValidationIssue[] {
+function lonelyActions(rule: Rule, policyIndex: number, actions: ActionIndex, at: Location, checking: Checking): ValidationIssue[] {
   return rule.actions.flatMap((action, index) => {
-    if (elsewhere.has(action)) return [];
-    const folded = action.toLowerCase().replace(/[-_ ]/g, '');
-    const near = [...elsewhere].find((other) => other.toLowerCase().replace(/[-_ ]/g, '') === folded || editDistance(action, other) <= (action.length > 4 ? 2 : 1));
+    if (actions.namedElsewhere(action, policyIndex) !== undefined) return [];
+    const near = actions.nearest(action, policyIndex, checking);
     if (near === undefined) return [];
     return [{ loc: [...at, 'actions', index], msg: `no rule of any other policy names action '${action}': did you mean '${near}'?`, type: 'unknown_action' }];
   });
@@ -155,7 +371,8 @@ interface PlacedRule extends CompiledRuleConditions {
   index: number;
 }
 
-type Compiled = readonly (readonly CompiledRuleConditions[])[];
+/** The compiled rules of policy i of the set, compiled when first asked for. */
+type CompiledPolicies = (policyIndex: number) => readonly CompiledRuleConditions[];
 
 const sideKey = (side: SideKey, path: string) => JSON.stringify([side, path]);
 
@@ -200,12 +417,14 @@ function closingRule({ rule, sides }: CompiledRuleConditions, side: SideKey, pat
  * `exists` and `not_exists`, which are about presence), with the rule that would deny such requests,
  * unless a deny rule of the set does (see closes).
  */
-function omissionWarnings(compiled: Compiled): { of(rule: PlacedRule, at: Location): ValidationIssue[]; more(): ValidationIssue[] } {
-  /** Deny rules holding a `not_exists` condition, by side and path: the only ones that can close a gap. */
+function omissionWarnings(policies: readonly Policy[], compiledOf: CompiledPolicies): { of(rule: PlacedRule, at: Location): ValidationIssue[]; more(): ValidationIssue[] } {
+  /** Deny rules holding a `not_exists` condition, by side and path: the only ones that can close a gap (only their policies are compiled). */
   const closers = new Map<string, PlacedRule[]>();
-  compiled.forEach((rules, policy) =>
-    rules.forEach((rule, index) => {
-      if (rule.rule.effect !== 'deny') return;
+  const mayClose = (rule: Rule) => rule.effect === 'deny' && SIDES.some((side) => rule[side].some((condition) => condition.operator === 'not_exists'));
+  policies.forEach(({ rules: sources }, policy) =>
+    sources.forEach((source, index) => {
+      if (!mayClose(source)) return;
+      const rule = compiledOf(policy)[index]!;
       for (const side of SIDES) {
         for (const path of new Set(rule.sides[side].filter((condition) => condition.holdsWhenMissing).map((condition) => condition.source.path))) {
           const key = sideKey(side, path);
@@ -234,14 +453,16 @@ function omissionWarnings(compiled: Compiled): { of(rule: PlacedRule, at: Locati
     const demandsNoMore = SIDES.every((each) => {
       const others = denying.sides[each].filter((condition) => each !== side || condition.source.path !== path);
       work += others.length * closer.sides[each].length;
-      return work <= CLOSING_WORK_BUDGET && closer.sides[each].every((condition) => (each === side && condition.source.path === path && condition.holdsWhenMissing) || implied(condition, others));
+      if (work > CLOSING_WORK_BUDGET) return false;
+      const othersIndexed = indexOf(others);
+      return closer.sides[each].every((condition) => (each === side && condition.source.path === path && condition.holdsWhenMissing) || implied(condition, othersIndexed));
     });
     if (!demandsNoMore) return false;
     // The rules of its policy before it, but those before `denying` in the same policy, which would decide before either.
     const from = closer.policy === denying.policy ? denying.index + 1 : 0;
-    const before = compiled[closer.policy]!.slice(from, closer.index);
+    const before = policies[closer.policy]!.rules.slice(from, closer.index);
     work += before.length;
-    return work <= CLOSING_WORK_BUDGET && !before.some(({ rule }) => rule.effect === 'allow' && rule.actions.some((action) => actions.includes(action)));
+    return work <= CLOSING_WORK_BUDGET && !before.some((rule) => rule.effect === 'allow' && rule.actions.some((action) => actions.includes(action)));
   };
 
   const of = (denying: PlacedRule, at: Location): ValidationIssue[] => {
@@ -283,28 +504,58 @@ function omissionWarnings(compiled: Compiled): { of(rule: PlacedRule, at: Locati
  * whole set in creation order): rules that can never match, rules that never decide, actions that
  * look like typos of another policy's, duplicate conditions, deny rules a request escapes by
  * leaving an attribute out. Reasons on the compiled conditions that evaluation uses. `locate(i)`
- * says where policy i sits in the request.
+ * says where policy i sits in the request. The report is held to `maxLength` characters of JSON
+ * and its checks to `workLimit` steps: past either, it stops with a last warning of type
+ * `incomplete` saying so. It pauses (yields) between rules after each slice of work, so that a
+ * caller can let other work run meanwhile; the result is the generator's return value.
  */
-export function policyWarnings(policies: readonly Policy[], checked: readonly number[], locate: (index: number) => Location): ValidationIssue[] {
+export function* reportWarnings(
+  policies: readonly Policy[],
+  checked: readonly number[],
+  locate: (index: number) => Location,
+  { maxLength = Infinity, workLimit = VALIDATION_WORK_LIMIT } = {},
+): Generator<void, ValidationIssue[], void> {
+  const checking = new Checking(new AnswerBudget(maxLength), workLimit);
   const compiler = new ConditionCompiler();
-  const compiled = policies.map((policy) =>
-    policy.rules.map((rule) => ({ rule, sides: { principal_conditions: compiler.list(rule.principal_conditions), resource_conditions: compiler.list(rule.resource_conditions) } })),
-  );
-  const escapesByOmission = omissionWarnings(compiled);
-  const warnings = checked.flatMap((policyIndex) => {
-    const elsewhere = new Set(policies.flatMap((policy, index) => (index === policyIndex ? [] : policy.rules.flatMap((rule) => rule.actions))));
-    const rules = compiled[policyIndex]!;
-    return rules.flatMap((rule, ruleIndex) => {
-      const at = [...locate(policyIndex), 'rules', ruleIndex];
-      const placed = { ...rule, policy: policyIndex, index: ruleIndex };
-      return [
-        ...neverMatches(rule, at),
-        ...shadowing(rules, ruleIndex, at),
-        ...lonelyActions(rule.rule, elsewhere, at),
-        ...duplicates(rule, at),
-        ...escapesByOmission.of(placed, at),
-      ];
-    });
-  });
-  return [...warnings, ...escapesByOmission.more()];
+  const compiled = new Map<number, readonly CompiledRuleConditions[]>();
+  const compiledOf = (policyIndex: number) => {
+    let rules = compiled.get(policyIndex);
+    if (rules === undefined) compiled.set(policyIndex, (rules = policies[policyIndex]!.rules.map((rule) => compileRule(rule, compiler))));
+    return rules;
+  };
+  const actions = new ActionIndex(policies);
+  const escapesByOmission = omissionWarnings(policies, compiledOf);
+  const warnings: ValidationIssue[] = [];
+  try {
+    for (const policyIndex of checked) {
+      const rules = compiledOf(policyIndex);
+      const earlierRules = new RulesByAction();
+      for (const [ruleIndex, rule] of rules.entries()) {
+        const at = [...locate(policyIndex), 'rules', ruleIndex];
+        checking.step(rule.sides.principal_conditions.length + rule.sides.resource_conditions.length);
+        checking.report(warnings, neverMatches(rule, at, checking));
+        checking.report(warnings, shadowing(rules, ruleIndex, earlierRules, at, checking));
+        earlierRules.add(rule, ruleIndex);
+        checking.report(warnings, lonelyActions(rule.rule, policyIndex, actions, at, checking));
+        checking.report(warnings, duplicates(rule, at));
+        checking.report(warnings, escapesByOmission.of({ ...rule, policy: policyIndex, index: ruleIndex }, at));
+        // A pause between rules, once a slice of work is done: whoever runs the report may let others run.
+        if (checking.sliceDone()) yield;
+      }
+    }
+    checking.report(warnings, escapesByOmission.more());
+  } catch (error) {
+    if (!(error instanceof ReportStopped)) throw error;
+    warnings.push(error.warning);
+  }
+  return warnings;
+}
+
+/** The warnings of reportWarnings, made without pausing. */
+export function policyWarnings(...args: Parameters<typeof reportWarnings>): ValidationIssue[] {
+  const report = reportWarnings(...args);
+  for (;;) {
+    const next = report.next();
+    if (next.done) return next.value;
+  }
 }

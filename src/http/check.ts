@@ -65,7 +65,8 @@ export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { 
         // No body at all (no content type either): as /check answers it.
         if (bytes === undefined) throw new RequestValidationError([{ loc: ['body'], msg: 'must be of type array', type: 'type_error' }]);
         const { explain } = request.query as FromSchema<typeof checkQuerySchema>;
-        if (pool !== undefined && bytes.length >= pool.minimumBodyLength && !plainlyNamesUri(bytes)) {
+        // Explanations are worth a worker at any size: they may be as long as the answer budget.
+        if (pool !== undefined && (bytes.length >= pool.minimumBodyLength || explain) && !plainlyNamesUri(bytes)) {
           const decided = await pool.bulk.decide(bytes, explain);
           if (decided !== undefined) return reply.type('application/json').header(REVISION_HEADER, revision()).send(decided);
         }

@@ -1,10 +1,16 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import type { JsonSchemaToTsProvider } from '@fastify/type-provider-json-schema-to-ts';
 import { planRequestListSchema, planRequestSchema, planResponseListSchema, planResponseSchema } from '../schemas/plan.js';
 import { bulkListError } from '../registry/bulk-request.js';
 import type { RoutesOptions } from './context.js';
 import { ERROR_RESPONSES } from './responses.js';
 import { MIN_REVISION_DOC } from './min-revision.js';
+import type { Planned } from '../plans.js';
+
+/** The answers, or the JSON a worker wrote of them, sent as it is. */
+function send<Answer>(reply: FastifyReply, planned: Planned<Answer>): Answer | FastifyReply {
+  return 'json' in planned ? reply.type('application/json').send(planned.json) : planned.answer;
+}
 
 const tags = ['plans'];
 
@@ -26,7 +32,7 @@ export const planRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { c
       body: planRequestSchema,
       response: { 200: planResponseSchema, ...ERROR_RESPONSES },
     },
-    handler: (request) => plans.plan(request.body),
+    handler: async (request, reply) => send(reply, await plans.plan(request.body)),
   });
 
   app.post('/plan/bulk', {
@@ -43,6 +49,6 @@ export const planRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { c
       const error = bulkListError(request.body, config.bulkCheckMaxRequests);
       if (error !== undefined) throw error;
     },
-    handler: (request) => plans.planMany(request.body),
+    handler: async (request, reply) => send(reply, await plans.planMany(request.body)),
   });
 };

@@ -39,7 +39,12 @@ const validationReportSchema = {
   type: 'object',
   properties: {
     valid: { type: 'boolean', const: true },
-    warnings: { type: 'array', items: validationIssueSchema, description: '`type`: never_matches, shadowed, unknown_action, duplicate_condition or escaped_by_omission.' },
+    warnings: {
+      type: 'array',
+      items: validationIssueSchema,
+      description:
+        '`type`: never_matches, shadowed, unknown_action, duplicate_condition or escaped_by_omission; `incomplete`, last, when the report stopped early (too long, or too much work).',
+    },
   },
   required: ['valid', 'warnings'],
   additionalProperties: false,

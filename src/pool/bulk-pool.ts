@@ -2,7 +2,8 @@ import type { Piscina } from 'piscina';
 import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
 import type { Snapshot } from '../engine/index.js';
 import { ClientError, RequestValidationError } from '../errors.js';
-import type { BulkOutcome, BulkTask, WorkerStart } from './bulk-task.js';
+import type { PoolOutcome, PoolTask, TaskAtRevision, WorkerStart } from './bulk-task.js';
+import type { PlanSettings, PlanWork } from '../plan-answers.js';
 import type { BulkLimits } from '../registry/bulk-request.js';
 import { RunningTasks } from './running-tasks.js';
 import type { BulkTally } from '../live/live-counters.js';
@@ -22,16 +23,16 @@ const WORKER_FILE = new URL('../../workers/evaluate.js', import.meta.url).href;
 const TASKS_QUEUED_PER_WORKER = 4;
 
 /**
- * Worker threads that take big bulk checks off the front thread: JSON parsing, validation and
- * evaluation all happen in a worker, so bulk throughput is not bounded by one core. A task is
- * decided at the snapshot revision the front held when it queued it, or a later one. The threads
- * (and Piscina) start with the first bulk given to the pool: a process that never gets one never
- * pays for them.
+ * Worker threads that take big bulk checks, and plans, off the front thread: JSON parsing,
+ * validation and evaluation all happen in a worker, so bulk throughput is not bounded by one core,
+ * and work as long as a plan never holds up the checks the front answers. A task is decided at the
+ * snapshot revision the front held when it queued it, or a later one. The threads (and Piscina)
+ * start with the first task given to the pool: a process that never gets one never pays for them.
  */
 export class BulkPool {
   /** Undefined until the first bulk. */
-  private starting: Promise<Piscina<BulkTask, BulkOutcome>> | undefined;
-  private pool: Piscina<BulkTask, BulkOutcome> | undefined;
+  private starting: Promise<Piscina<PoolTask, PoolOutcome>> | undefined;
+  private pool: Piscina<PoolTask, PoolOutcome> | undefined;
   private readonly runningTasks: RunningTasks;
   /** When the watchdog first saw each task running in a worker (performance.now()), by task id. */
   private readonly runningSince = new Map<number, number>();
@@ -53,10 +54,10 @@ export class BulkPool {
   }
 
   /** The pool, started on first use. */
-  private started(): Promise<Piscina<BulkTask, BulkOutcome>> {
+  private started(): Promise<Piscina<PoolTask, PoolOutcome>> {
     this.starting ??= import('piscina').then(({ Piscina }) => {
       const workerData: WorkerStart = { runningTasks: this.runningTasks.buffer, recentDenials: this.recentDenials };
-      const pool = new Piscina<BulkTask, BulkOutcome>({
+      const pool = new Piscina<PoolTask, PoolOutcome>({
         filename: WORKER_FILE,
         minThreads: this.workers,
         maxThreads: this.workers,
@@ -81,33 +82,30 @@ export class BulkPool {
    */
   async decide(body: Buffer | string, explain = false): Promise<string | undefined> {
     const bytes = typeof body === 'string' ? Buffer.from(body) : body;
-    const { current, generation } = this.snapshots;
-    this.lastTaskId = (this.lastTaskId % 0x7fffffff) + 1;
-    const task = { id: this.lastTaskId, revision: current.revision, generation, limits: this.limits, explain };
     // Each run moves a copy of the bytes to the worker: no structured clone of a decoded string,
     // and the front keeps the body, to decide it itself when the worker cannot.
-    const run = (pool: Piscina<BulkTask, BulkOutcome>, extra: Partial<BulkTask> = {}) => {
+    const outcome = await this.atRevision('A bulk check', (pool, at) => {
       const moved = new Uint8Array(bytes).buffer;
-      return pool.run({ ...task, ...extra, body: moved }, { transferList: [moved] });
-    };
-    let outcome: BulkOutcome;
-    try {
-      if (this.closed) return undefined;
-      const pool = await this.started();
-      outcome = await run(pool);
-      if (outcome.kind === 'stale') outcome = await run(pool, this.catchUpFrom(outcome.holds, task, current));
-      // The changes reached another worker, which holds yet another revision.
-      if (outcome.kind === 'stale') outcome = await run(pool, { policies: current.policies, positions: current.positions });
-    } catch {
-      // Deciding inline what a worker could not finish in time would stall the front as well.
-      if (this.timedOut.has(task.id)) throw new WorkerTimeoutError(`A bulk check took longer than ${this.timeoutMillis} ms`);
-      return undefined;
-    } finally {
-      this.timedOut.delete(task.id);
-    }
-    switch (outcome.kind) {
+      return pool.run({ kind: 'checks', ...at, limits: this.limits, explain, body: moved }, { transferList: [moved] });
+    });
+    if (outcome?.kind === 'decided') this.observe({ ...outcome, body: bytes });
+    return this.answered(outcome);
+  }
+
+  /**
+   * The answers to `work` as JSON text (one plan's when `single`, else a list's), made in a worker
+   * at the front's revision; undefined when the front must make them (the worker died). Throws as
+   * decide does: the client errors of plans too long, and WorkerTimeoutError.
+   */
+  async plans(work: PlanWork[], settings: PlanSettings, single: boolean): Promise<string | undefined> {
+    return this.answered(await this.atRevision('A plan', (pool, at) => pool.run({ kind: 'plans', ...at, work, settings, single })));
+  }
+
+  /** The JSON a worker made, or undefined; throws the client error it refused with. */
+  private answered(outcome: PoolOutcome | undefined): string | undefined {
+    switch (outcome?.kind) {
       case 'decided':
-        this.observe({ ...outcome, body: bytes });
+      case 'planned':
         return outcome.json;
       case 'refused':
         if (typeof outcome.detail === 'string') throw new ClientError(outcome.statusCode, outcome.detail);
@@ -117,8 +115,34 @@ export class BulkPool {
     }
   }
 
+  /**
+   * Runs a task (`send` given its id and revision) in a worker at the revision the front holds now,
+   * sending along what a worker holding another needs; undefined when the pool is closed or the
+   * worker failed. Throws WorkerTimeoutError (`what` took longer than the timeout) when the
+   * watchdog terminated it: doing inline what a worker could not finish in time would stall the front.
+   */
+  private async atRevision(what: string, send: (pool: Piscina<PoolTask, PoolOutcome>, at: TaskAtRevision) => Promise<PoolOutcome>): Promise<PoolOutcome | undefined> {
+    const { current, generation } = this.snapshots;
+    this.lastTaskId = (this.lastTaskId % 0x7fffffff) + 1;
+    const task = { id: this.lastTaskId, revision: current.revision, generation };
+    try {
+      if (this.closed) return undefined;
+      const pool = await this.started();
+      let outcome = await send(pool, task);
+      if (outcome.kind === 'stale') outcome = await send(pool, { ...task, ...this.catchUpFrom(outcome.holds, task, current) });
+      // The changes reached another worker, which holds yet another revision.
+      if (outcome.kind === 'stale') outcome = await send(pool, { ...task, policies: current.policies, positions: current.positions });
+      return outcome;
+    } catch {
+      if (this.timedOut.has(task.id)) throw new WorkerTimeoutError(`${what} took longer than ${this.timeoutMillis} ms`);
+      return undefined;
+    } finally {
+      this.timedOut.delete(task.id);
+    }
+  }
+
   /** What a worker holding `holds` needs to decide `task`, at `snapshot`: the policies written since, when they are kept, else the whole set. */
-  private catchUpFrom(holds: Extract<BulkOutcome, { kind: 'stale' }>['holds'], task: Pick<BulkTask, 'revision' | 'generation'>, snapshot: Snapshot): Pick<BulkTask, 'changes' | 'policies' | 'positions'> {
+  private catchUpFrom(holds: Extract<PoolOutcome, { kind: 'stale' }>['holds'], task: Pick<TaskAtRevision, 'revision' | 'generation'>, snapshot: Snapshot): Pick<TaskAtRevision, 'changes' | 'policies' | 'positions'> {
     const changes = holds?.generation === task.generation ? this.snapshots.changesBetween(holds.revision, task.revision, task.generation) : undefined;
     if (holds === undefined || changes === undefined) return { policies: snapshot.policies, positions: snapshot.positions };
     return { changes: { from: holds.revision, policies: changes } };

@@ -3,19 +3,15 @@ import type { ChangedPolicy } from '../engine/index.js';
 import type { ValidationIssue } from '../schemas/errors.js';
 import type { BulkLimits } from '../registry/bulk-request.js';
 import type { BulkTally } from '../live/live-counters.js';
+import type { PlanSettings, PlanWork } from '../plan-answers.js';
 
-/** A bulk body for a worker, with the snapshot revision it must be decided at. */
-export interface BulkTask {
+/** Work for a worker, with the snapshot revision it must be done at. */
+export interface TaskAtRevision {
   /** Never 0; unique among the tasks in flight. */
   id: number;
-  /** The body's bytes, valid UTF-8 (the front checked), moved to the worker (a transferred buffer). */
-  body: ArrayBuffer;
   revision: number;
   /** The generation of the front's snapshot (see PolicySnapshots.generation): with `revision`, which policies to decide by. */
   generation: number;
-  limits: BulkLimits;
-  /** Each decision carries its explanation. */
-  explain: boolean;
   /**
    * The policies written since the revision a worker that answered `stale` holds (`from`, of the
    * task's generation), up to `revision`: it derives its snapshot from them (see PolicySnapshots.changesBetween).
@@ -26,14 +22,36 @@ export interface BulkTask {
   positions?: readonly number[];
 }
 
-export type BulkOutcome =
+/** A bulk check body to decide. */
+export interface BulkTask extends TaskAtRevision {
+  kind: 'checks';
+  /** The body's bytes, valid UTF-8 (the front checked), moved to the worker (a transferred buffer). */
+  body: ArrayBuffer;
+  limits: BulkLimits;
+  /** Each decision carries its explanation. */
+  explain: boolean;
+}
+
+/** Plans to make, their principals resolved on the front; answered as one plan's JSON (`single`) or a list's. */
+export interface PlanTask extends TaskAtRevision {
+  kind: 'plans';
+  work: PlanWork[];
+  settings: PlanSettings;
+  single: boolean;
+}
+
+export type PoolTask = BulkTask | PlanTask;
+
+export type PoolOutcome =
   /** The decisions, serialized, in request order, and what decided them, at the worker's snapshot revision, in elapsedMs. */
   | { kind: 'decided'; json: string; tally: BulkTally; revision: number; elapsedMs: number }
   /** The worker holds another snapshot than the task's (`holds`; none yet: undefined): send the changes or the policies along. */
   | { kind: 'stale'; holds: { revision: number; generation: number } | undefined }
   /** An item names a registered entity: the front, which holds the entity cache, decides. */
   | { kind: 'needs-registry' }
-  | { kind: 'refused'; statusCode: number; detail: string | ValidationIssue[] };
+  | { kind: 'refused'; statusCode: number; detail: string | ValidationIssue[] }
+  /** The plans' answers, serialized. */
+  | { kind: 'planned'; json: string };
 
 /** What a worker is given when it starts (Piscina's workerData). */
 export interface WorkerStart {

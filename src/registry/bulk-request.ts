@@ -10,7 +10,7 @@ import { isValidCheckList } from './check-shape.js';
 import type { Config } from '../config.js';
 
 /** What bounds a bulk body; plain data, so that it travels to the pool's workers. */
-export type BulkLimits = Pick<Config, 'bulkCheckMaxRequests' | 'maxJsonDepth' | 'maxStringLength'>;
+export type BulkLimits = Pick<Config, 'bulkCheckMaxRequests' | 'maxJsonDepth' | 'maxStringLength' | 'maxAnswerSize'>;
 
 export type BulkValidator = ValidateFunction<CheckRequest[]>;
 

@@ -1,5 +1,6 @@
 import type { FromSchema } from 'json-schema-to-ts';
 import { anyJsonValueSchema } from './json.js';
+import { actionNameSchema } from './policy.js';
 
 /**
  * Attributes as clients send them: an object of key to value, or a list of `{key, value}` items
@@ -158,7 +159,7 @@ export const nestedCheckRequestSchema = {
   properties: {
     principal: principalReferenceSchema,
     resource: resourceReferenceSchema,
-    action: { type: 'string', minLength: 1, default: 'access' },
+    action: { ...actionNameSchema, default: 'access' },
   },
   required: ['principal', 'resource'],
   additionalProperties: false,

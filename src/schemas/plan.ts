@@ -60,6 +60,12 @@ export const planResponseSchema = {
       description: 'The condition as a MongoDB filter, for `find()`; absent when no filter says exactly the same (the reason says why).',
     },
     reason: { type: 'string' },
+    exact: {
+      type: 'boolean',
+      const: false,
+      description:
+        'Present, `false`, when the exact plan was too long to state (see --max-plan-size): `condition` then holds for some of the allowed resources and for none that is denied; the reason says which deny rules were stated more broadly.',
+    },
   },
   required: ['kind', 'condition', 'reason'],
   additionalProperties: false,

@@ -19,6 +19,9 @@ export const EFFECTS = ['allow', 'deny'] as const;
 export type Effect = (typeof EFFECTS)[number];
 
 const nameSchema = { type: 'string', minLength: 1, maxLength: 256 } as const;
+/** Actions a rule names: as long as a name at most (validation compares them with one another, to find typos). */
+export const MAX_ACTION_LENGTH = 256;
+export const actionNameSchema = { type: 'string', minLength: 1, maxLength: MAX_ACTION_LENGTH } as const;
 const descriptionSchema = { type: ['string', 'null'], description: 'Free text; null when there is none.' } as const;
 
 /** A condition as answers give it: stored conditions are valid, and a serializer would test an `if` on every one. */
@@ -52,7 +55,7 @@ export const ruleSchema = {
     effect: { type: 'string', enum: EFFECTS },
     principal_conditions: { type: 'array', items: conditionSchema, default: [] },
     resource_conditions: { type: 'array', items: conditionSchema, default: [] },
-    actions: { type: 'array', items: { type: 'string', minLength: 1 }, minItems: 1 },
+    actions: { type: 'array', items: actionNameSchema, minItems: 1 },
   },
   required: ['name', 'effect', 'actions'],
   additionalProperties: false,

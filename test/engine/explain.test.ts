@@ -1,5 +1,7 @@
 import t from 'tap';
-import { compile, evaluate, explain, type DecisionRequest } from '../../src/engine/index.js';
+import fc from 'fast-check';
+import { AnswerBudget, compile, evaluate, explain, ExplanationTooLarge, type DecisionRequest } from '../../src/engine/index.js';
+import { planCase, resourceEntity } from '../helpers/plan-cases.js';
 import { OPERATORS, PRESENCE_OPERATORS, type Condition, type Operator, type Policy } from '../../src/schemas/policy.js';
 import { cond, entity, policy, request, rule } from './helpers.js';
 
@@ -161,4 +163,36 @@ t.test('rules found through the index (equality-keyed) are explained with all th
   ];
   const { explanation } = explained(policies, request(entity({ department: 'sales' }), entity({ kind: 'laptop' })));
   t.same(explanation.policies[0]!.rules[0]!.failed, { side: 'principal', path: 'attributes.department', operator: '==', expected: 'it', actual: 'sales' });
+});
+
+t.test('an explanation is held to the budget it is given: never longer once made, refused when it would be', async (t) => {
+  const checked = { within: 0, refused: 0 };
+  fc.assert(
+    fc.property(planCase, fc.integer({ min: 0, max: 200 }), (example, percent) => {
+      const snapshot = compile(example.policies, 3);
+      const principal = { uri: example.principal.uri, attributes: new Map(Object.entries(example.principal.attributes)) };
+      const decisionRequest = { principal, resource: resourceEntity(example.resources[0]!), action: example.action };
+      const decision = evaluate(snapshot, decisionRequest);
+      const length = JSON.stringify(explain(snapshot, decisionRequest, decision)).length;
+      const budget = new AnswerBudget(Math.floor((length * percent) / 100));
+      try {
+        explain(snapshot, decisionRequest, decision, budget);
+      } catch (error) {
+        if (!(error instanceof ExplanationTooLarge)) throw error;
+        checked.refused++;
+        return;
+      }
+      checked.within++;
+      if (length > budget.maxLength) throw new Error(`an explanation of ${length} characters within ${budget.maxLength}`);
+    }),
+    { numRuns: 1000 },
+  );
+  t.ok(checked.within > 100 && checked.refused > 100, JSON.stringify(checked));
+  const spent = new AnswerBudget(4096);
+  const snapshot = compile([policy('p', [rule('r', { principal: [cond('==', 'it')] })])], 1);
+  const decisionRequest = request(entity({ x: 'sales' }));
+  const decision = evaluate(snapshot, decisionRequest);
+  t.throws(() => {
+    for (;;) explain(snapshot, decisionRequest, decision, spent);
+  }, new ExplanationTooLarge(4096), 'explanations of one answer share its budget');
 });

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { Query } from 'mingo';
 import { compile, evaluate, type ResolvedEntity } from '../../src/engine/index.js';
-import { plan } from '../../src/engine/plan.js';
+import { COARSE_REASON, plan, PlanTooLarge } from '../../src/engine/plan.js';
 import { and, formatCondition, not, or, type ConditionTree } from '../../src/engine/condition-tree.js';
 import { mongoFilter, mongoOptionIssue, type MongoFilterOptions } from '../../src/engine/mongodb-filter.js';
 import type { Policy } from '../../src/schemas/policy.js';
@@ -231,4 +231,54 @@ t.test("a plan looks only at the rules whose principal conditions can hold (coun
     return attributes.reads;
   };
   t.equal(readsFor(10_000), readsFor(10), "the principal is read as often among 10,000 teams' policies as among 10");
+});
+
+t.test('deny rules after allow rules of their policy are stated once, beside one negated or of those allow rules', async (t) => {
+  const grants = Array.from({ length: 300 }, (_, index) => rule(`grant-${index}`, { resource: [cond('==', `user-${index}`, 'attributes.owner')] }));
+  const denials = Array.from({ length: 30 }, (_, index) => rule(`denial-${index}`, { effect: 'deny', resource: [cond('==', true, `attributes.flag${index}`)] }));
+  const result = planFor([policy('p', [...grants, ...denials])], ALICE);
+  const owners = cond('in', grants.map((_, index) => `user-${index}`), 'attributes.owner');
+  const flags = denials.map((_, index) => cond('==', true, `attributes.flag${index}`));
+  t.same(result, {
+    kind: 'conditional',
+    condition: { and: [{ not: { and: [{ or: flags }, { not: owners }] } }, owners] },
+    reason: 'Allowed for the resources that satisfy the condition',
+  }, "300 allow rules and 30 deny rules: each said once (the product of the two made 2 MB of a plan's answer)");
+});
+
+t.test('a plan over its length budget: deny runs lose their exemptions (denying more, never less) and say so; past that, refused', async (t) => {
+  // Allow and deny rules alternate: each deny rule is exempted by every allow rule before it.
+  const alternating = policy('p', Array.from({ length: 40 }, (_, index) => [
+    rule(`grant-${index}`, { resource: [cond('==', `user-${index}`, `attributes.owner${index}`)] }),
+    rule(`denial-${index}`, { effect: 'deny', resource: [cond('==', true, `attributes.flag${index}`)] }),
+  ]).flat());
+  const snapshot = compile([alternating], 1);
+  const request = { principal: ALICE, resource: entity(), action: 'access' };
+  const exact = plan(snapshot, request);
+  const exactLength = JSON.stringify(exact.condition).length;
+  t.equal(exact.exact, undefined, 'without a budget, exact');
+  t.same(plan(snapshot, request, exactLength + 64), exact, 'a budget with room for it changes nothing');
+
+  const coarse = plan(snapshot, request, Math.round(exactLength / 3));
+  t.equal(coarse.exact, false);
+  t.equal(coarse.kind, 'conditional');
+  t.ok(JSON.stringify(coarse.condition).length <= exactLength / 3, 'within the budget');
+  t.match(coarse.reason, /^Allowed for the resources that satisfy the condition, but not all of them: the exact plan is too large; some deny rules are stated without/);
+  const grantedAndFlagged = entity({ owner0: 'user-0', flag39: true });
+  t.equal(evaluate(snapshot, { ...request, resource: grantedAndFlagged }).allowed, true, 'user-0 with flag39: allowed, grant-0 is its first matching rule');
+  t.equal(treeHolds(exact.condition, grantedAndFlagged), true, 'the exact plan says so');
+  t.equal(treeHolds(coarse.condition, grantedAndFlagged), false, 'the coarse plan leaves it out');
+  t.equal(treeHolds(coarse.condition, entity({ owner0: 'user-0' })), true, 'and keeps what no deny rule touches');
+
+  const denyingEverything = policy('q', [rule('grant', { resource: [cond('==', 'x', 'attributes.owner')] }), rule('deny-all', { effect: 'deny' })]);
+  const nothingKnown = plan(compile([denyingEverything], 1), request, 100);
+  t.same(nothingKnown, {
+    kind: 'always_denied',
+    condition: false,
+    exact: false,
+    reason: `No resource is known to be allowed: the exact plan is too large; ${COARSE_REASON}`,
+  }, 'an unconditional deny without its exemption: nothing is known to be allowed, and the plan says it is not exact');
+
+  t.throws(() => plan(snapshot, request, 200), new PlanTooLarge(200), 'the rules alone do not fit: refused');
+  t.same(plan(compile([policy('d', [rule('deny-all', { effect: 'deny' })]), alternating], 1), request, 40).kind, 'always_denied', 'a deny rule that denies everything answers whatever the budget');
 });

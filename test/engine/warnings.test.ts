@@ -1,6 +1,7 @@
 import t from 'tap';
-import { compile, evaluate, policyWarnings } from '../../src/engine/index.js';
-import { MAX_OMISSION_WARNINGS } from '../../src/engine/warnings.js';
+import fc from 'fast-check';
+import { compile, evaluate, policyWarnings, reportWarnings } from '../../src/engine/index.js';
+import { MAX_OMISSION_WARNINGS, withinEdits } from '../../src/engine/warnings.js';
 import type { Condition, Operator, Policy } from '../../src/schemas/policy.js';
 import { cond, entity, policy, request, rule } from './helpers.js';
 
@@ -186,4 +187,104 @@ t.test('omission warnings are bounded: at most 100 and one saying how many more,
   const long = rule('long', { effect: 'deny', principal: [cond('==', 1, 'attributes.a'), cond('==', 'x'.repeat(2000), 'attributes.b')], actions: ['read'] });
   const [onA] = warningsOf([policy('p', [long])]);
   t.match(onA!.msg, /add this rule next to it, with no allow rule between them: a deny rule with this rule's actions and conditions, but \{"path":"attributes.a","operator":"not_exists"\} in place of those on attributes.a$/);
+});
+
+/** Optimal string alignment distance over the whole table: what withinEdits must agree with. */
+function referenceDistance(left: string, right: string): number {
+  const rows = Array.from({ length: left.length + 1 }, (_, i) => Array.from({ length: right.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+  for (let i = 1; i <= left.length; i++) {
+    for (let j = 1; j <= right.length; j++) {
+      let best = Math.min(rows[i - 1]![j]! + 1, rows[i]![j - 1]! + 1, rows[i - 1]![j - 1]! + (left[i - 1] === right[j - 1] ? 0 : 1));
+      if (i > 1 && j > 1 && left[i - 1] === right[j - 2] && left[i - 2] === right[j - 1]) best = Math.min(best, rows[i - 2]![j - 2]! + 1);
+      rows[i]![j] = best;
+    }
+  }
+  return rows[left.length]![right.length]!;
+}
+
+t.test('the edit distance of the typo check: the full table within its band, on random actions', async (t) => {
+  const action = fc.string({ unit: fc.constantFrom('a', 'b', 'c', 'd'), maxLength: 9 });
+  fc.assert(
+    fc.property(action, action, fc.constantFrom(1, 2), (left, right, limit) => withinEdits(left, right, limit) === referenceDistance(left, right) <= limit),
+    { numRuns: 5000 },
+  );
+  t.ok(withinEdits('administer', 'adminsiter', 1), 'a swap of neighbours is one edit');
+  t.notOk(withinEdits('read', 'write', 2));
+});
+
+t.test("actions of any length: the typo check's work grows with their length, not its square", async (t) => {
+  // Policies stored before actions had a length limit may hold any: two of 100,000 characters once
+  // needed a table of 10^10 cells (two of 8,000 ran a 192 MB heap out of memory).
+  const long = 'x'.repeat(100_000);
+  const stored = policy('stored', [rule('r', { actions: [long] })]);
+  const typo = policy('typo', [rule('t', { actions: [`${long.slice(1)}y`] })]);
+  t.same(warningsOf([stored, typo], [1]).map((warning) => warning.type), ['unknown_action']);
+  t.same(warningsOf([stored, policy('other', [rule('t', { actions: ['y'.repeat(100_000)] })])], [1]), []);
+});
+
+t.test('did you mean: the first action, in the order the set names them, that another policy names', async (t) => {
+  const set = [
+    policy('own', [rule('r', { actions: ['reads'] })]),
+    policy('near', [rule('r', { actions: ['raeds'] })]),
+    policy('folded', [rule('r', { actions: ['READS', 'reads'] })]),
+  ];
+  const checked = policy('checked', [rule('r', { principal: [cond('==', 1)], actions: ['Reads', 'reads'] })]);
+  t.same(warningsOf([...set, checked], [3]).map((warning) => warning.msg), [
+    "no rule of any other policy names action 'Reads': did you mean 'reads'?",
+  ], "'reads' is named by policies other than this one, first of all the candidates");
+  t.same(warningsOf([checked, ...set.slice(1)], [0]).map((warning) => warning.msg), [
+    "no rule of any other policy names action 'Reads': did you mean 'raeds'?",
+  ], "without policy 'own', 'raeds' comes before 'READS' and 'reads', which this policy names first");
+});
+
+t.test('a report is held to its budget and its work: it stops with a last warning saying so, the ones before it unchanged', async (t) => {
+  const duplicated = (name: string) => rule(name, { principal: [cond('==', 1), cond('==', 1)], actions: [name] });
+  const many = [policy('p', Array.from({ length: 50 }, (_, index) => duplicated(`r${index}`)))];
+  const all = policyWarnings(many, [0], () => ['body']);
+  t.equal(all.length, 50);
+  const cut = policyWarnings(many, [0], () => ['body'], { maxLength: 2000 });
+  const last = cut.at(-1)!;
+  t.same(last, { loc: ['body'], msg: 'the report stops here: its warnings would be longer than 2000 characters; fix these, or validate fewer policies at a time, to see the rest', type: 'incomplete' });
+  t.same(cut.slice(0, -1), all.slice(0, cut.length - 1), 'the warnings before it are the first of the whole report');
+  t.ok(JSON.stringify(cut.slice(0, -1)).length <= 2000);
+
+  const shadowingEverything = [policy('p', Array.from({ length: 300 }, (_, index) => rule(`r${index}`, { principal: [cond('==', 1), cond('==', index, 'attributes.y')], actions: ['read'] })))];
+  const unfinished = policyWarnings(shadowingEverything, [0], () => ['body'], { workLimit: 10_000 });
+  t.same(unfinished, [{ loc: ['body'], msg: 'the checks stop here, unfinished: validate fewer or smaller policies at a time to check them all', type: 'incomplete' }]);
+  t.same(policyWarnings(shadowingEverything, [0], () => ['body']), [], 'with the default work limit, every pair of its 300 rules is compared');
+
+  let pauses = 0;
+  const report = reportWarnings(shadowingEverything, [0], () => ['body']);
+  while (report.next().done !== true) pauses++;
+  t.ok(pauses > 0, `made in slices: ${pauses} pauses, between which the server answers other requests`);
+});
+
+t.test('did you mean, on random action sets: what a plain scan of every other policy’s actions finds', async (t) => {
+  const folded = (action: string) => action.toLowerCase().replace(/[-_ ]/g, '');
+  /** The check as first written: each action against every action of the other policies, in order, over the whole table. */
+  const plainScan = (policies: Policy[], checked: number) =>
+    policies[checked]!.rules.flatMap((rule, ruleIndex) =>
+      rule.actions.flatMap((action, index) => {
+        const elsewhere = new Set(policies.flatMap((other, at) => (at === checked ? [] : other.rules.flatMap((r) => r.actions))));
+        if (elsewhere.has(action)) return [];
+        const threshold = action.length > 4 ? 2 : 1;
+        const near = [...elsewhere].find((other) => folded(other) === folded(action) || referenceDistance(action, other) <= threshold);
+        return near === undefined ? [] : [`body.${checked}.rules.${ruleIndex}.actions.${index}: ${near}`];
+      }),
+    );
+  const action = fc.string({ unit: fc.constantFrom('a', 'b', 'A', '-', 'c'), minLength: 1, maxLength: 7 });
+  const actionPolicy = (name: string) => fc.array(fc.array(action, { minLength: 1, maxLength: 3 }), { minLength: 1, maxLength: 3 }).map((rules) => policy(name, rules.map((actions, index) => rule(`r${index}`, { actions }))));
+  let found = 0;
+  fc.assert(
+    fc.property(fc.tuple(actionPolicy('a'), actionPolicy('b'), actionPolicy('c')), fc.nat(2), (set, checked) => {
+      const expected = plainScan(set, checked);
+      found += expected.length;
+      const warned = warningsOf(set, [checked])
+        .filter((warning) => warning.type === 'unknown_action')
+        .map((warning) => `${warning.loc}: ${/did you mean '(.*)'\?$/.exec(warning.msg)![1]}`);
+      return JSON.stringify(warned) === JSON.stringify(expected);
+    }),
+    { numRuns: 2000 },
+  );
+  t.ok(found > 500, `${found} likely typos found alike`);
 });

@@ -3,7 +3,10 @@
  * routes takes them from here, so that a route added later cannot be left out of it.
  */
 export interface OpenApiDocument {
-  paths: Record<string, Record<string, { description?: string; security?: unknown[]; requestBody?: unknown; parameters?: { in: string; name: string; required?: boolean }[] }>>;
+  paths: Record<
+    string,
+    Record<string, { description?: string; security?: unknown[]; requestBody?: { content?: Record<string, { schema?: unknown }> }; parameters?: { in: string; name: string; required?: boolean; schema?: unknown }[] }>
+  >;
 }
 
 /** One method on one route, `route` as the document spells it (`/admin/policies/{name}`). */
@@ -17,6 +20,9 @@ export interface Operation {
   /** The names of its query parameters, and of those it cannot do without. */
   query: string[];
   requiredQuery: string[];
+  /** The JSON Schemas it declares for its JSON body, and for its query parameters by name. */
+  bodySchema: unknown;
+  querySchemas: Record<string, unknown>;
 }
 
 export function operationsOf(document: OpenApiDocument): Operation[] {
@@ -29,6 +35,8 @@ export function operationsOf(document: OpenApiDocument): Operation[] {
       takesBody: operation.requestBody !== undefined,
       query: (operation.parameters ?? []).filter((parameter) => parameter.in === 'query').map((parameter) => parameter.name),
       requiredQuery: (operation.parameters ?? []).filter((parameter) => parameter.in === 'query' && parameter.required === true).map((parameter) => parameter.name),
+      bodySchema: operation.requestBody?.content?.['application/json']?.schema,
+      querySchemas: Object.fromEntries((operation.parameters ?? []).filter((parameter) => parameter.in === 'query').map((parameter) => [parameter.name, parameter.schema])),
     })),
   );
 }

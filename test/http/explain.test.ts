@@ -133,3 +133,27 @@ t.test('bulks naming registered entities (decided on the front) and conflicting 
   t.same(answers.body[0].explain.principal, { uri: 'user:alice', attributes: { department: 'it' } });
   t.same(answers.body[1], { allowed: false, reason: "For entity 'user:alice', attribute 'department' has more than one value" }, 'a conflict decides nothing, so there is nothing to explain');
 });
+
+t.test('explanations longer than --max-answer-size: 400 saying to explain fewer, wherever the bulk is decided; one check, to ask without explain', async (t) => {
+  const limits = { maxAnswerSize: 8192, maxPlanSize: 1024 };
+  const pooled = await itServer(t, { ...limits, evaluation: 'pool', workers: 1 });
+  const inline = await itServer(t, { ...limits, evaluation: 'inline' });
+  const many = Array.from({ length: 40 }, (_, index) => checks[index % checks.length]);
+  for (const [where, server] of [['in a worker', pooled], ['on the front', inline]] as const) {
+    const refused = await server.call('POST', '/check/bulk?explain=true', many);
+    t.strictSame([refused.status, refused.body], [400, { detail: 'The explanations would be longer than 8192 characters: explain fewer checks per call (or none)' }], where);
+    t.equal((await server.call('POST', '/check/bulk?explain=true', many.slice(0, 4))).status, 200, `${where}: fewer fit`);
+    t.equal((await server.call('POST', '/check/bulk', many)).status, 200, `${where}: without explanations`);
+  }
+  const byUri = await pooled.call('POST', '/check/bulk?explain=true', many.map((check) => ({ ...check, principal: { uri: 'user:alice' } })));
+  t.equal(byUri.status, 400, 'a bulk naming registered entities, decided on the front');
+
+  // One check whose principal's long attribute is the actual value of every rule it fails.
+  const long = 'x'.repeat(1000);
+  const rules = Array.from({ length: 10 }, (_, index) => ({ name: `r${index}`, effect: 'allow', principal_conditions: [eq('team', `team-${index}`)], actions: ['read'] }));
+  t.equal((await inline.call('POST', '/admin/policies', { name: 'teams', rules })).status, 200);
+  const one = { principal: { attributes: { team: long } }, resource: { attributes: { kind: 'laptop' } }, action: 'read' };
+  const single = await inline.call('POST', '/check?explain=true', one);
+  t.strictSame([single.status, single.body], [400, { detail: 'The explanation would be longer than 8192 characters: ask without explain=true' }]);
+  t.same((await inline.call('POST', '/check', one)).body, { allowed: false, reason: 'Action denied by default effect' }, 'the decision itself is answered');
+});

@@ -253,3 +253,88 @@ t.test(`a sample of random cases (${HTTP_RUNS}): the served filter selects exact
   }
   t.ok(compared > HTTP_RUNS, `${compared} resources compared`);
 });
+
+t.test('a plan too long to state exactly: coarser, saying so, selecting nothing /check denies; too long even so, or together, 400', async (t) => {
+  const server = await startServer({ maxPlanSize: 4096, maxAnswerSize: 16_384 });
+  t.teardown(server.close);
+  // Allow and deny rules alternate: each deny rule is exempted by every allow rule before it.
+  const alternating = {
+    name: 'alternating',
+    rules: Array.from({ length: 30 }, (_, index) => [
+      { name: `grant-${index}`, effect: 'allow', resource_conditions: [{ path: `attributes.owner${index}`, operator: '==', value: 'alice' }], actions: ['read'] },
+      { name: `denial-${index}`, effect: 'deny', resource_conditions: [{ path: `attributes.flag${index}`, operator: '==', value: true }], actions: ['read'] },
+    ]).flat(),
+  };
+  t.equal((await server.call('POST', '/admin/policies', alternating)).status, 200);
+  const question = { principal: { attributes: { any: 1 } }, action: 'read' };
+  const planned = await server.call('POST', '/plan', question);
+  t.equal(planned.status, 200);
+  t.match(planned.body, { kind: 'conditional', exact: false, reason: /^Allowed for the resources that satisfy the condition, but not all of them: the exact plan is too large;/ });
+  t.ok(JSON.stringify(planned.body.condition).length <= 4096 && JSON.stringify(planned.body.mongodb).length <= 8192, 'the condition within --max-plan-size, the filter within twice that');
+
+  const resources = [0, 5, 29].flatMap((owner) => [0, 5, 29].flatMap((flag) => [
+    { uri: `doc:${owner}-${flag}`, attributes: { [`owner${owner}`]: 'alice', [`flag${flag}`]: true } },
+    { uri: `doc:${owner}`, attributes: { [`owner${owner}`]: 'alice' } },
+  ]));
+  const checks = await server.call('POST', '/check/bulk', resources.map((resource) => ({ ...question, resource })));
+  const query = new Query(planned.body.mongodb, {});
+  const allowed = resources.filter((_, index) => checks.body[index].allowed).map((resource) => resource.uri);
+  const selected = resources.filter((resource) => query.test(resource)).map((resource) => resource.uri);
+  t.same(selected.filter((uri) => !allowed.includes(uri)), [], 'the filter selects no resource that /check denies');
+  t.ok(selected.length > 0 && allowed.some((uri) => !selected.includes(uri)), 'and leaves out some that it allows');
+
+  const together = await server.call('POST', '/plan/bulk', Array.from({ length: 6 }, () => question));
+  t.equal(together.status, 400);
+  const [, reached] = /^The plans would be longer than 16384 characters together \(reached at item (\d+)\): send fewer items per call$/.exec(together.body.detail) ?? [];
+  t.ok(Number(reached) > 0, `${together.body.detail}`);
+  const fewer = await server.call('POST', '/plan/bulk', Array.from({ length: Number(reached) }, () => question));
+  t.strictSame([fewer.status, fewer.body.length], [200, Number(reached)], 'as many as fit, in one call');
+
+  const grants = {
+    name: 'grants',
+    rules: Array.from({ length: 100 }, (_, index) => ({
+      name: `grant-${index}`,
+      effect: 'allow',
+      resource_conditions: [{ path: 'attributes.kind', operator: '==', value: `kind-${index}` }, { path: `attributes.level${index}`, operator: 'gte', value: index }],
+      actions: ['write'],
+    })),
+  };
+  t.equal((await server.call('POST', '/admin/policies', grants)).status, 200);
+  const tooLong = await server.call('POST', '/plan', { ...question, action: 'write' });
+  t.equal(tooLong.status, 400, "the rules' own conditions do not fit");
+  t.match(tooLong.body.detail, /^The plan would be longer than 4096 characters, even with deny rules stated without .*Narrow the question: give what is known of the resources \(resource\.attributes\)/);
+  const narrowed = await server.call('POST', '/plan', { ...question, action: 'write', resource: { attributes: { kind: 'kind-7' } } });
+  t.strictSame(narrowed.body.condition, { path: 'attributes.level7', operator: 'gte', value: 7 }, 'narrowed by what is known of the resources');
+  const item = await server.call('POST', '/plan/bulk', [question, { ...question, action: 'write' }]);
+  t.strictSame([item.status, item.body.detail.startsWith('Item 1: The plan would be longer than 4096 characters')], [400, true]);
+});
+
+t.test('plans made in a worker thread are the bytes the front writes, refusals included', async (t) => {
+  const servers = await Promise.all((['pool', 'inline'] as const).map((evaluation) => startServer({ evaluation, workers: 1, maxPlanSize: 4096, maxAnswerSize: 16_384 })));
+  for (const server of servers) t.teardown(server.close);
+  const alternating = {
+    name: 'alternating',
+    rules: Array.from({ length: 30 }, (_, index) => [
+      { name: `grant-${index}`, effect: 'allow', resource_conditions: [{ path: `attributes.owner${index}`, operator: '==', value: 'alice' }], actions: ['read'] },
+      { name: `denial-${index}`, effect: 'deny', resource_conditions: [{ path: `attributes.flag${index}`, operator: 'in', value: [true, 'yes'] }], actions: ['read'] },
+    ]).flat(),
+  };
+  const rawAnswers: string[][] = [];
+  for (const server of servers) {
+    for (const policy of [IT_DESK, alternating]) t.equal((await server.call('POST', '/admin/policies', policy)).status, 200);
+    await server.call('POST', '/admin/fetchers/registry/entities', { uri: 'user:alice', type: 'principal', attributes: { department: 'it' } });
+    const answers: string[] = [];
+    const ask = async (path: string, body: unknown) => {
+      const answer = await server.send('POST', path, JSON.stringify(body), { 'content-type': 'application/json' });
+      answers.push(`${answer.status} ${JSON.stringify(answer.body)}`);
+    };
+    await ask('/plan', { principal: { uri: 'user:alice' }, action: 'administer' });
+    await ask('/plan', { principal: { attributes: { any: 1 } }, action: 'read', mongodb: { attributes_prefix: '', uri_field: '_id' } });
+    await ask('/plan', { principal: { uri: 'user:alice', attributes: { department: 'hr' } }, action: 'administer' });
+    await ask('/plan/bulk', [{ principal: { uri: 'user:alice' }, action: 'administer' }, { principal: { uri: 'user:alice', attributes: { department: 'hr' } } }, { principal: { attributes: { any: 1 } }, action: 'read' }]);
+    await ask('/plan/bulk', Array.from({ length: 6 }, () => ({ principal: { attributes: { any: 1 } }, action: 'read' })));
+    rawAnswers.push(answers);
+  }
+  t.strictSame(rawAnswers[0], rawAnswers[1]);
+  t.match(rawAnswers[0]!.map((answer) => answer.slice(0, 3)), ['200', '200', '400', '200', '400']);
+});

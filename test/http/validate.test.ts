@@ -101,3 +101,29 @@ t.test('admin authentication as for the other admin routes', async (t) => {
   t.equal((await server.call('POST', '/admin/policies/validate', IT_DESK)).status, 401);
   t.equal((await server.call('POST', '/admin/policies/validate', IT_DESK, { 'way-api-key': 'k' })).status, 200);
 });
+
+t.test('bounded: actions of at most 256 characters; a report cut at --max-answer-size, saying so', async (t) => {
+  const server = await startServer({ maxAnswerSize: 4096, maxPlanSize: 1024 });
+  t.teardown(server.close);
+  const withAction = (action: string) => ({ name: 'long', rules: [{ name: 'r', effect: 'allow', actions: [action] }] });
+  const tooLong = 'a'.repeat(257);
+  const issue = { loc: ['body', 'rules', 0, 'actions', 0], msg: 'must NOT have more than 256 characters', type: 'maxLength' };
+  for (const path of ['/admin/policies', '/admin/policies/validate']) {
+    const refused = await server.call('POST', path, withAction(tooLong));
+    t.strictSame([refused.status, refused.body.detail[0]], [422, issue], path);
+  }
+  const simple = await server.call('POST', '/admin/policies/simple?name=long', { principal: { attributes: { a: 1 } }, resource: { attributes: { b: 1 } }, action: tooLong });
+  t.strictSame([simple.status, simple.body.detail[0].loc], [422, ['body', 'action']], 'the simple policy too');
+  t.equal((await server.call('POST', '/admin/policies', withAction('a'.repeat(256)))).status, 200, '256 characters are fine');
+
+  const duplicated = Array.from({ length: 40 }, (_, index) => ({ name: `r${index}`, effect: 'allow', principal_conditions: [eq('x', 1), eq('x', 1)], actions: ['read'] }));
+  const report = await server.call('POST', '/admin/policies/validate', { name: 'many', rules: duplicated });
+  t.equal(report.status, 200);
+  t.ok(JSON.stringify(report.body).length < 4096 + 500, 'within the budget');
+  t.same(report.body.warnings.at(-1), {
+    loc: ['body'],
+    msg: 'the report stops here: its warnings would be longer than 4096 characters; fix these, or validate fewer policies at a time, to see the rest',
+    type: 'incomplete',
+  });
+  t.ok(report.body.warnings.length > 5, 'after the warnings that fit');
+});

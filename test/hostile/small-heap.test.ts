@@ -1,0 +1,104 @@
+import t, { type Test } from 'tap';
+import { join } from 'node:path';
+import { ask, startVerdict, type Answer, type RunningVerdict } from '../helpers/child.js';
+import { scratchDir } from '../helpers/server.js';
+
+// The requests a security review found to exhaust a Verdict's memory or stall it, each sent to a
+// real Verdict started with a small heap (as a container caps it): every one must get a 4xx or an
+// answer no larger than the answer budget, and the server must still decide checks afterwards.
+
+const HEAP_MB = 128;
+/** The default --max-answer-size: what one answer's plans or explanations may hold together. */
+const ANSWER_BUDGET = 1024 * 1024;
+/** An answer within the budget, with room for what surrounds the plans or explanations. */
+const BOUNDED = 2 * ANSWER_BUDGET;
+
+async function smallHeapVerdict(t: Test): Promise<RunningVerdict> {
+  const dir = scratchDir(t);
+  return startVerdict(t, ['--store', 'embedded', '--data-dir', join(dir, 'data'), '--log-level', 'warn'], {
+    env: { NODE_OPTIONS: `--max-old-space-size=${HEAP_MB}` },
+  });
+}
+
+/** The answer, or what went wrong on the connection (a crashed server resets it). */
+async function answerOf(server: RunningVerdict, method: string, path: string, body?: unknown): Promise<Answer & { size: number }> {
+  const answer = await ask(server.url, method, path, body, {}, 120_000);
+  return { ...answer, size: typeof answer.body === 'string' ? answer.body.length : JSON.stringify(answer.body).length };
+}
+
+async function stillDeciding(t: Test, server: RunningVerdict): Promise<void> {
+  t.equal(server.process.exitCode, null, 'the server is still running');
+  t.equal(server.process.signalCode, null, 'and was not killed');
+  const check = await ask(server.url, 'POST', '/check', { principal: { attributes: { a: 1 } }, resource: { attributes: { b: 1 } }, action: 'read' });
+  t.equal(check.status, 200, 'it still answers /check');
+  t.equal(typeof check.body.allowed, 'boolean');
+}
+
+/** A 4xx with a detail, or a 200 within the budget. */
+function boundedOrRefused(t: Test, answer: Answer & { size: number }, what: string): void {
+  if (answer.status >= 400) {
+    t.ok(answer.status < 500, `${what}: refused with a 4xx (${answer.status})`);
+    t.ok(typeof answer.body?.detail === 'string' || Array.isArray(answer.body?.detail), `whose detail says why: ${JSON.stringify(answer.body).slice(0, 300)}`);
+  } else {
+    t.equal(answer.status, 200, what);
+    t.ok(answer.size <= BOUNDED, `${what}: ${answer.size} characters, within ${BOUNDED}`);
+  }
+}
+
+/** One policy of 300 allow rules followed by 30 deny rules: a plan's deny conditions once grew as their product. */
+const ALLOWS_THEN_DENIES = {
+  name: 'grants-then-denials',
+  rules: [
+    ...Array.from({ length: 300 }, (_, index) => ({
+      name: `grant-${index}`,
+      effect: 'allow',
+      resource_conditions: [
+        { path: 'attributes.owner', operator: '==', value: `user-${index}` },
+        { path: 'attributes.kind', operator: '!=', value: `kind-${index}` },
+      ],
+      actions: ['read'],
+    })),
+    ...Array.from({ length: 30 }, (_, index) => ({
+      name: `denial-${index}`,
+      effect: 'deny',
+      resource_conditions: [{ path: `attributes.flag${index}`, operator: '==', value: true }],
+      actions: ['read'],
+    })),
+  ],
+};
+
+t.test('plans of 300 allow rules followed by 30 deny rules: one /plan and a /plan/bulk of 200 stay bounded', async (t) => {
+  const server = await smallHeapVerdict(t);
+  t.equal((await ask(server.url, 'POST', '/admin/policies', ALLOWS_THEN_DENIES)).status, 200, 'the policy');
+  const question = { principal: { attributes: { team: 'any' } }, action: 'read' };
+  const one = await answerOf(server, 'POST', '/plan', question);
+  boundedOrRefused(t, one, 'one /plan');
+  const bulk = await answerOf(server, 'POST', '/plan/bulk', Array.from({ length: 200 }, () => question));
+  boundedOrRefused(t, bulk, 'a /plan/bulk of 200 (a 12 KB request)');
+  await stillDeciding(t, server);
+});
+
+t.test('/check/bulk?explain=true of a 115 KB body stays bounded', async (t) => {
+  const server = await smallHeapVerdict(t);
+  const rules = Array.from({ length: 300 }, (_, index) => ({
+    name: `rule-with-a-long-name-${index}`,
+    effect: 'allow',
+    principal_conditions: [{ path: 'attributes.team', operator: '==', value: `team-${index}` }],
+    resource_conditions: [{ path: 'attributes.owner', operator: '==', value: `user-${index}` }],
+    actions: ['read'],
+  }));
+  t.equal((await ask(server.url, 'POST', '/admin/policies', { name: 'teams', rules })).status, 200, 'the policy');
+  const checks = Array.from({ length: 1000 }, (_, index) => ({ principal: { attributes: { team: `t${index}` } }, resource: { attributes: { owner: 'nobody' } }, action: 'read' }));
+  const explained = await answerOf(server, 'POST', '/check/bulk?explain=true', checks);
+  boundedOrRefused(t, explained, 'explaining 1000 checks against 300 rules');
+  await stillDeciding(t, server);
+});
+t.test("validate's did-you-mean over two 8,000-character actions", async (t) => {
+  const server = await smallHeapVerdict(t);
+  const policy = (name: string, action: string) => ({ name, rules: [{ name: 'r', effect: 'allow', actions: [action] }] });
+  const stored = await answerOf(server, 'POST', '/admin/policies', policy('one', 'x'.repeat(8000)));
+  boundedOrRefused(t, stored, 'storing an 8,000-character action');
+  const validated = await answerOf(server, 'POST', '/admin/policies/validate', policy('two', 'y'.repeat(8000)));
+  boundedOrRefused(t, validated, 'validating another');
+  await stillDeciding(t, server);
+});
