@@ -32,12 +32,12 @@ const MUTANTS = [
         replace: 'for (const change of step.changes) if (!byName.has(change.name)) byName.set(change.name, change);',
       },
     ],
-    tests: ['test/pool.test.ts'],
+    tests: ['test/pool/bulk-pool.test.ts'],
   },
   {
     name: 'a single look-up that raced an entity write caches the old attributes',
     changes: [{ file: 'src/registry/entity-cache.ts', search: 'if (generation === this.generation) this.remember(uri, attributes);', replace: 'this.remember(uri, attributes);' }],
-    tests: ['test/entity-cache.test.ts'],
+    tests: ['test/registry/entity-cache.test.ts'],
   },
   {
     name: 'the audit routes answer without the admin key',
@@ -55,11 +55,11 @@ const MUTANTS = [
   {
     name: 'a policy file that does not parse is left out of the set',
     changes: [{ file: 'src/policy-files/read-directory.ts', search: 'problems.push(error.message);', replace: 'continue;' }],
-    tests: ['test/policy-files.test.ts'],
+    tests: ['test/policy-files/directory.test.ts'],
   },
   {
     name: 'bulk reading stops at the first unusable item',
-    changes: [{ file: 'src/registry/bulk-request.ts', search: 'if (Array.isArray(input)) issues.push(...input);', replace: 'if (Array.isArray(input)) throw new RequestValidationError(input);' }],
+    changes: [{ file: 'src/requests/bulk-request.ts', search: 'if (Array.isArray(input)) issues.push(...input);', replace: 'if (Array.isArray(input)) throw new RequestValidationError(input);' }],
     tests: ['test/http/check.test.ts', 'test/http/plan.test.ts', 'test/http/bulk-pool.test.ts'],
   },
   {
@@ -82,8 +82,8 @@ const MUTANTS = [
   },
   {
     name: "restoring a version brings back the policy it replaced, not the one it wrote",
-    changes: [{ file: 'src/policies.ts', search: 'const policy = this.accept(record.after);', replace: 'const policy = this.accept(record.before ?? record.after);' }],
-    tests: ['test/http/history.test.ts', 'test/store-contract.test.ts'],
+    changes: [{ file: 'src/services/policies.ts', search: 'const policy = this.accept(record.after);', replace: 'const policy = this.accept(record.before ?? record.after);' }],
+    tests: ['test/http/history.test.ts', 'test/store/contract.test.ts'],
   },
   {
     name: 'a keys file line that is not three fields is skipped instead of refusing the file',
@@ -94,12 +94,12 @@ const MUTANTS = [
     name: 'a policy file named by a test file that does not parse counts as no policies',
     changes: [
       {
-        file: 'src/policy-tests/test-file.ts',
+        file: 'src/cli/policy-tests/test-file.ts',
         search: 'const held = readDocument(file);',
         replace: 'let held: unknown;\n    try {\n      held = readDocument(file);\n    } catch {\n      held = [];\n    }',
       },
     ],
-    tests: ['test/policy-tests/cli.test.ts'],
+    tests: ['test/cli/policy-tests.test.ts'],
   },
   {
     name: '/admin/whoami answers without the admin key',
@@ -117,12 +117,12 @@ const MUTANTS = [
   {
     name: 'policy files fixed after a rejection leave /ready degraded',
     changes: [{ file: 'src/policy-files/policy-directory.ts', search: '    this.rejected = undefined;\n', replace: '' }],
-    tests: ['test/policy-files.test.ts'],
+    tests: ['test/policy-files/directory.test.ts'],
   },
   {
     name: "the entity cache's warm-up keeps a page read while an entity was written",
     changes: [{ file: 'src/registry/entity-cache.ts', search: 'if (generation === this.generation) {', replace: 'if (true) {' }],
-    tests: ['test/entity-cache.test.ts'],
+    tests: ['test/registry/entity-cache.test.ts'],
   },
   {
     name: "another process's entity writes do not reach this one's cache",

@@ -1,15 +1,15 @@
 #!/usr/bin/env node
 import { checkAdminExposure, ConfigError, loadConfig } from './config.js';
 import { isLoopbackHost } from './loopback.js';
-import { optionsTable } from './help.js';
+import { optionsTable } from './cli/help.js';
 import { VERSION } from './version.js';
-import { isSupervisor, superviseProcesses } from './cluster.js';
+import { isSupervisor, superviseProcesses } from './process/cluster.js';
 import type { FastifyInstance } from 'fastify';
-import { Listeners } from './listeners.js';
+import { Listeners } from './process/listeners.js';
 import { answerWhileStarting } from './http/starting.js';
 import { metricsListener } from './http/metrics.js';
-import { closeOnSignals } from './shutdown.js';
-import { probe } from './healthcheck.js';
+import { closeOnSignals } from './process/shutdown.js';
+import { probe } from './cli/healthcheck.js';
 import { newKey, ROLES, type Role } from './admin-keys.js';
 import { parseArgs } from 'node:util';
 
@@ -112,7 +112,7 @@ async function importCommand(args: string[]): Promise<void> {
     throw new ConfigError("usage: verdict import entities <file.jsonl> [flags]; run 'verdict --help'");
   }
   const config = loadConfig(flags, process.env);
-  const { importEntities } = await import('./import-entities.js');
+  const { importEntities } = await import('./cli/import-entities.js');
   const { imported, seconds } = await importEntities(file, config, (count, line) =>
     console.log(`imported ${count} entities (to line ${line})`),
   );
@@ -133,11 +133,11 @@ async function main(argv: string[]): Promise<void> {
     case 'policies': {
       const [subcommand, ...rest] = args;
       if (subcommand !== 'export') throw new ConfigError(`unknown command 'policies ${subcommand ?? ''}'; run 'verdict --help'`);
-      const { exportPolicies } = await import('./policy-files/export.js');
+      const { exportPolicies } = await import('./cli/policies-export.js');
       return exportPolicies(rest);
     }
     case 'test': {
-      const { policyTest } = await import('./policy-tests/command.js');
+      const { policyTest } = await import('./cli/policy-tests/command.js');
       process.exitCode = policyTest(args);
       return;
     }

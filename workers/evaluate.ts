@@ -7,11 +7,11 @@
  */
 import { threadId, workerData } from 'node:worker_threads';
 import { AnswerBudget, compile, derive, evaluate, ExplanationTooLarge, withExplanation, type Decision, type Snapshot } from '../src/engine/index.js';
-import { explanationsTooLarge } from '../src/answer-limits.js';
-import { compileBulkValidator, namesRegisteredEntity, readBulkBody } from '../src/registry/bulk-request.js';
+import { explanationsTooLarge } from '../src/services/answer-limits.js';
+import { compileBulkValidator, namesRegisteredEntity, readBulkBody } from '../src/requests/bulk-request.js';
 import { ClientError, RequestValidationError } from '../src/errors.js';
 import type { BulkTask, PlanTask, PoolOutcome, PoolTask, TaskAtRevision, WorkerStart } from '../src/pool/bulk-task.js';
-import { planAnswers } from '../src/plan-answers.js';
+import { planAnswers } from '../src/services/plan-answers.js';
 import { RunningTasks } from '../src/pool/running-tasks.js';
 import { injectFaultIfAsked } from './faults.js';
 import { tallyBulk } from '../src/live/bulk-tally.js';

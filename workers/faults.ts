@@ -1,5 +1,5 @@
 /**
- * Test only (test/worker-faults.test.ts): with VERDICT_TEST_WORKER_FAULT=crash or hang in the
+ * Test only (test/pool/worker-faults.test.ts): with VERDICT_TEST_WORKER_FAULT=crash or hang in the
  * environment, a bulk holding the action FAULT_ACTION makes a worker exit or spin forever, as a
  * real fault would.
  */

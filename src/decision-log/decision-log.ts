@@ -2,13 +2,12 @@ import { closeSync, openSync } from 'node:fs';
 import { once } from 'node:events';
 import { Worker } from 'node:worker_threads';
 import { PRIVATE_FILE } from '../private-files.js';
+import { DECISION_LOG_WRITER_FILE } from '../../workers/entry-points.js';
 import type { BulkDecisionRecord, DecisionRecord } from './line.js';
 import { linesOf, type DecisionLogEntry, type WriterMessage, type WriterReport, type WriterStart } from './entries.js';
 
 /** Lines waiting to be written; past this, new lines are dropped and counted. */
 export const DECISION_LOG_CAPACITY = 10_000;
-
-const WRITER_FILE = new URL('../../workers/decision-log-writer.js', import.meta.url);
 
 /**
  * The opt-in decision log: one JSON line per decision. Recording a decision only appends it to a
@@ -45,7 +44,7 @@ export class DecisionLog {
     // A file made here is its user's alone; one that exists keeps the mode its owner gave it.
     const ownedFd = target === 'stdout' ? undefined : openSync(target, 'a', PRIVATE_FILE);
     const start: WriterStart = { fd: ownedFd ?? 1, unwritten: new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT) };
-    const writer = new Worker(WRITER_FILE, { workerData: start });
+    const writer = new Worker(DECISION_LOG_WRITER_FILE, { workerData: start });
     return new DecisionLog(writer, new Int32Array(start.unwritten), ownedFd, onDrop, capacity);
   }
 

@@ -1,5 +1,5 @@
 import type { Decision, DecisionRequest } from '../engine/index.js';
-import { readCheckRequest, type CheckInput } from '../registry/check-request.js';
+import { readCheckRequest, type CheckInput } from '../requests/check-request.js';
 import type { CheckRequest } from '../schemas/check.js';
 
 /** One decision made on the front, as the decision log records it, before it is serialized. */

@@ -8,7 +8,7 @@ import {
   checkResponseListSchema,
   checkResponseSchema,
 } from '../schemas/check.js';
-import { compileBulkValidator, plainlyNamesUri, readBulkBody } from '../registry/bulk-request.js';
+import { compileBulkValidator, plainlyNamesUri, readBulkBody } from '../requests/bulk-request.js';
 import { createAjv } from '../schemas/validation.js';
 import type { RoutesOptions } from './context.js';
 import { ERROR_RESPONSES } from './responses.js';

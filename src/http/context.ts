@@ -1,12 +1,12 @@
 import type { onRequestHookHandler } from 'fastify';
 import type { Config } from '../config.js';
-import type { CheckService } from '../checks.js';
-import type { PlanService } from '../plans.js';
-import type { PolicyService } from '../policies.js';
-import type { RegistryService } from '../registry/registry-service.js';
+import type { CheckService } from '../services/checks.js';
+import type { PlanService } from '../services/plans.js';
+import type { PolicyService } from '../services/policies.js';
+import type { RegistryService } from '../services/registry.js';
 import type { BulkPool } from '../pool/bulk-pool.js';
 import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
-import type { Readiness } from '../readiness.js';
+import type { Readiness } from '../services/readiness.js';
 import type { AuditTrail } from '../audit/audit-trail.js';
 import type { ServedRevision } from './revision.js';
 

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
-import type { ReadinessReport } from '../readiness.js';
+import type { ReadinessReport } from '../services/readiness.js';
 import type { RoutesOptions } from './context.js';
 
 const healthSchema = {

@@ -1,7 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import type { FastifyInstance } from 'fastify';
 import { ClientError, RequestValidationError } from '../errors.js';
-import { requestLimitIssues, type RequestLimits } from '../request-limits.js';
+import { requestLimitIssues, type RequestLimits } from '../requests/request-limits.js';
 
 /**
  * Makes `read` the only body parser of `scope`, for application/json (Fastify would otherwise

@@ -1,8 +1,8 @@
 import type { RequestListener } from 'node:http';
 import type { FastifyInstance, FastifyPluginAsync, onResponseHookHandler } from 'fastify';
-import type { Metrics } from '../metrics.js';
+import type { Metrics } from '../live/metrics.js';
 import type { LatencyKind, LiveCounters } from '../live/live-counters.js';
-import type { Observations } from '../plain-metrics.js';
+import type { Observations } from '../live/plain-metrics.js';
 
 const LATENCY_KINDS: Record<string, LatencyKind> = { '/check': 'check', '/check/bulk': 'bulk' };
 

@@ -1,11 +1,11 @@
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import type { JsonSchemaToTsProvider } from '@fastify/type-provider-json-schema-to-ts';
 import { planRequestListSchema, planRequestSchema, planResponseListSchema, planResponseSchema } from '../schemas/plan.js';
-import { bulkListError } from '../registry/bulk-request.js';
+import { bulkListError } from '../requests/bulk-request.js';
 import type { RoutesOptions } from './context.js';
 import { ERROR_RESPONSES } from './responses.js';
 import { MIN_REVISION_DOC } from './min-revision.js';
-import type { Planned } from '../plans.js';
+import type { Planned } from '../services/plans.js';
 
 /** The answers, or the JSON a worker wrote of them, sent as it is. */
 function send<Answer>(reply: FastifyReply, planned: Planned<Answer>): Answer | FastifyReply {

@@ -3,7 +3,7 @@ import type { JsonSchemaToTsProvider } from '@fastify/type-provider-json-schema-
 import { policyListSchema, policySchema, storedPolicySchema } from '../schemas/policy.js';
 import { nestedCheckRequestSchema } from '../schemas/check.js';
 import { validationIssueSchema } from '../schemas/errors.js';
-import { readCheckRequest } from '../registry/check-request.js';
+import { readCheckRequest } from '../requests/check-request.js';
 import { RequestValidationError } from '../errors.js';
 import { API_KEY_SECURITY } from './admin-auth.js';
 import type { RoutesOptions } from './context.js';

@@ -1,5 +1,5 @@
 import type { Decision } from '../engine/index.js';
-import type { CheckInput } from '../registry/check-request.js';
+import type { CheckInput } from '../requests/check-request.js';
 import type { BulkTally } from './live-counters.js';
 import { countedDecider } from './rule-tally.js';
 

@@ -4,7 +4,7 @@
  * allocates per request or does more than a lookup and a few increments.
  */
 import type { Decision } from '../engine/index.js';
-import type { CheckInput } from '../registry/check-request.js';
+import type { CheckInput } from '../requests/check-request.js';
 import { LatencyHistogram } from './latency-histogram.js';
 import type { RecentDenials } from './recent-denials.js';
 import type { CountedDecider, RuleTally } from './rule-tally.js';

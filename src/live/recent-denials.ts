@@ -1,4 +1,4 @@
-import type { CheckInput, EntityInput } from '../registry/check-request.js';
+import type { CheckInput, EntityInput } from '../requests/check-request.js';
 import type { RecentDenial, SentSide } from '../schemas/live.js';
 
 interface Entry {

@@ -2,7 +2,7 @@ import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Policy } from '../schemas/policy.js';
 import { DocumentError, parseDocument, readText } from '../documents.js';
-import type { PolicySetReader } from '../policy-set.js';
+import type { PolicySetReader } from '../services/policy-set.js';
 
 /** Policy files: JSON or YAML. Names starting with `.` are skipped (a ConfigMap mount's `..data` and its timestamped directories). */
 const POLICY_FILE = /^[^.].*\.(json|ya?ml)$/;

@@ -3,9 +3,10 @@ import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
 import type { Snapshot } from '../engine/index.js';
 import { ClientError, RequestValidationError } from '../errors.js';
 import type { PoolOutcome, PoolTask, TaskAtRevision, WorkerStart } from './bulk-task.js';
-import type { PlanSettings, PlanWork } from '../plan-answers.js';
-import type { BulkLimits } from '../registry/bulk-request.js';
+import type { PlanSettings, PlanWork } from '../services/plan-answers.js';
+import type { BulkLimits } from '../requests/bulk-request.js';
 import { RunningTasks } from './running-tasks.js';
+import { POOL_WORKER_FILE } from '../../workers/entry-points.js';
 import type { BulkTally } from '../live/live-counters.js';
 
 /** A worker did not finish a bulk in time: answered 503, the client may retry. */
@@ -13,8 +14,6 @@ export class WorkerTimeoutError extends Error {}
 
 /** Told of every bulk a worker decided: its body (UTF-8), its decisions as JSON, what decided them, at which revision, in how long. */
 export type BulkObserver = (bulk: { body: Buffer; json: string; tally: BulkTally; revision: number; elapsedMs: number }) => void;
-
-const WORKER_FILE = new URL('../../workers/evaluate.js', import.meta.url).href;
 
 /**
  * Bulks a worker may hold at once: it starts the next as soon as one is done, without waiting for
@@ -58,7 +57,7 @@ export class BulkPool {
     this.starting ??= import('piscina').then(({ Piscina }) => {
       const workerData: WorkerStart = { runningTasks: this.runningTasks.buffer, recentDenials: this.recentDenials };
       const pool = new Piscina<PoolTask, PoolOutcome>({
-        filename: WORKER_FILE,
+        filename: POOL_WORKER_FILE.href,
         minThreads: this.workers,
         maxThreads: this.workers,
         idleTimeout: Infinity,

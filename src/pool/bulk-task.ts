@@ -1,9 +1,9 @@
 import type { Policy } from '../schemas/policy.js';
 import type { ChangedPolicy } from '../engine/index.js';
 import type { ValidationIssue } from '../schemas/errors.js';
-import type { BulkLimits } from '../registry/bulk-request.js';
+import type { BulkLimits } from '../requests/bulk-request.js';
 import type { BulkTally } from '../live/live-counters.js';
-import type { PlanSettings, PlanWork } from '../plan-answers.js';
+import type { PlanSettings, PlanWork } from '../services/plan-answers.js';
 
 /** Work for a worker, with the snapshot revision it must be done at. */
 export interface TaskAtRevision {

@@ -1,6 +1,6 @@
 import type { DecisionRequest, ResolvedEntity } from '../engine/index.js';
 import { jsonEqual } from '../engine/json-equal.js';
-import type { CheckInput, EntityInput } from './check-request.js';
+import type { CheckInput, EntityInput } from '../requests/check-request.js';
 
 type Attributes = ReadonlyMap<string, unknown> | undefined;
 

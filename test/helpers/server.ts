@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { Test } from 'tap';
 import { request } from 'undici';
 import { buildApp } from '../../src/app.js';
-import type { Metrics } from '../../src/metrics.js';
+import type { Metrics } from '../../src/live/metrics.js';
 import { DEFAULT_CONFIG, type Config } from '../../src/config.js';
 import type { Store } from '../../src/store/store.js';
 

@@ -129,7 +129,7 @@ t.test('a schema violation is 422 with a list of {loc, msg, type}', async (t) =>
   const noBodyCheck = await server.send('POST', '/check', '', {});
   t.equal(noBodyCheck.status, 422);
   t.ok(Array.isArray(noBodyCheck.body.detail));
-  // Found by test/fuzz.test.ts: a bulk without any body was a 500.
+  // Found by test/hostile/fuzz.test.ts: a bulk without any body was a 500.
   const noBodyBulk = await server.send('POST', '/check/bulk', '', {});
   t.same(noBodyBulk, { ...noBodyBulk, status: 422, body: { detail: [{ loc: ['body'], msg: 'must be of type array', type: 'type_error' }] } });
 });

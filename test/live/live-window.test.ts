@@ -1,6 +1,6 @@
 import t from 'tap';
 import { compile, evaluate } from '../../src/engine/index.js';
-import type { CheckInput } from '../../src/registry/check-request.js';
+import type { CheckInput } from '../../src/requests/check-request.js';
 import { LiveCounters } from '../../src/live/live-counters.js';
 import { LiveWindow, WINDOW_SECONDS, type PoolGauges } from '../../src/live/live-window.js';
 import { MAX_COUNTED_RULES, RuleTally } from '../../src/live/rule-tally.js';

@@ -1,0 +1,57 @@
+import { compile, evaluate, explain, type Decision } from '../../engine/index.js';
+import type { CheckRequest } from '../../schemas/check.js';
+import { readCheckRequest } from '../../requests/check-request.js';
+import { AttributeConflict, resolveCheck } from '../../registry/resolve.js';
+import type { LoadedTestFile } from './test-file.js';
+
+export interface CaseResult {
+  file: string;
+  name: string;
+  passed: boolean;
+  expected: { allowed: boolean; reason?: string };
+  actual: Decision;
+  /** When the case failed: why the engine decided as it did, one line per reason. */
+  why: string[];
+}
+
+/** What the trace of a decision says, in lines a person reads: the deciding rule or default, then each rule of the action. */
+function whyLines(decided: ReturnType<typeof explain>): string[] {
+  const rules = decided.policies.flatMap((policy) =>
+    policy.rules.map(({ name, matched, failed }) => {
+      const outcome =
+        matched || failed === undefined
+          ? 'matched'
+          : `${failed.side} ${failed.path} ${failed.operator} ${JSON.stringify(failed.expected)} does not hold: ${failed.missing ? 'missing' : `found ${JSON.stringify(failed.actual)}`}`;
+      return `rule ${name} of policy ${policy.name}: ${outcome}`;
+    }),
+  );
+  return [decided.decided_by.why, ...rules];
+}
+
+/** Decides every case of a loaded test file with the server's engine, and compares. */
+export function runTestFile(file: LoadedTestFile): CaseResult[] {
+  const snapshot = compile(file.policies, 0);
+  const registered = (uri: string) => file.entities.get(uri);
+  return file.cases.map((testCase, index) => {
+    const expected = testCase.reason === undefined ? { allowed: testCase.allowed } : { allowed: testCase.allowed, reason: testCase.reason };
+    const result = (actual: Decision, why: () => string[]): CaseResult => {
+      const passed = actual.allowed === expected.allowed && (expected.reason === undefined || actual.reason === expected.reason);
+      return { file: file.path, name: testCase.name, passed, expected, actual, why: passed ? [] : why() };
+    };
+    const input = readCheckRequest(testCase as CheckRequest, ['cases', index]);
+    if (Array.isArray(input)) {
+      const problem = input.map((issue) => `${issue.loc.join('.')}: ${issue.msg}`).join('; ');
+      return { file: file.path, name: testCase.name, passed: false, expected, actual: { allowed: false, reason: problem }, why: ['the check cannot be decided as written'] };
+    }
+    let request;
+    try {
+      // The registry lookup is synchronous here: entities come from the test file.
+      request = resolveCheck(input, registered) as Exclude<ReturnType<typeof resolveCheck>, Promise<unknown>>;
+    } catch (error) {
+      if (!(error instanceof AttributeConflict)) throw error;
+      return result({ allowed: false, reason: error.message }, () => ['a supplied attribute contradicts a registered one: nothing was decided']);
+    }
+    const decision = evaluate(snapshot, request);
+    return result(decision, () => whyLines(explain(snapshot, request, decision)));
+  });
+}

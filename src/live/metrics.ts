@@ -1,0 +1,191 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
+import type { BulkPool } from '../pool/bulk-pool.js';
+import type { AuditObserver } from '../store/store.js';
+import type { RuleTally } from './rule-tally.js';
+import { PlainCounter, PlainHistogram } from './plain-metrics.js';
+import type { PolicyDirectory } from '../policy-files/policy-directory.js';
+import type { KeyRing } from '../admin-keys.js';
+import type { FeedHealth } from '../snapshot/follow-changes.js';
+
+/** Request latencies are mostly tens of microseconds; the upper buckets catch stalls. */
+const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
+/** The embedded store's feed polls every 25 ms; MongoDB's change streams are usually faster, stalls slower. */
+const FEED_LAG_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+const BULK_SIZE_BUCKETS = [1, 10, 50, 100, 250, 500, 1000, 5000, 10000];
+
+/**
+ * Everything GET /metrics reports, in a registry of this server's own (so servers in one process
+ * do not share counters). Gauges are read at scrape time; counters are moved by the code that counts,
+ * those of every request and decision as plain numbers (see plain-metrics.ts).
+ */
+export class Metrics {
+  readonly registry = new Registry();
+  /** Bound per method, route and status code (see instrumentRoutes). */
+  readonly requestDuration = new PlainHistogram(
+    'verdict_http_request_duration_seconds',
+    'HTTP requests by method, route and status code, and how long they took',
+    LATENCY_BUCKETS,
+    this.registry,
+  );
+  private readonly decisions = new PlainCounter('verdict_decisions_total', 'Decisions made, by outcome', this.registry);
+  readonly allowed = this.decisions.bind({ allowed: 'true' });
+  readonly denied = this.decisions.bind({ allowed: 'false' });
+  readonly bulkSize = new Histogram({
+    name: 'verdict_bulk_checks',
+    help: 'Checks per POST /check/bulk call',
+    buckets: BULK_SIZE_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly changeFeedErrors = new Counter({
+    name: 'verdict_change_feed_errors_total',
+    help: 'Changes from the store that could not be applied (the last good snapshot kept serving)',
+    registers: [this.registry],
+  });
+  readonly changeFeedLag = new Histogram({
+    name: 'verdict_change_feed_lag_seconds',
+    help: 'From a write committed by another process to this process serving it (snapshot rebuilt, cache entry dropped)',
+    buckets: FEED_LAG_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly snapshotRebuildFailures = new Counter({
+    name: 'verdict_snapshot_rebuild_failures_total',
+    help: 'Policy snapshot rebuilds that could not read the store (each is retried; GET /ready says since when)',
+    registers: [this.registry],
+  });
+  readonly decisionLogDropped = new Counter({
+    name: 'verdict_decision_log_dropped_total',
+    help: 'Decision log lines dropped because the buffer was full (the sink could not keep up)',
+    registers: [this.registry],
+  });
+
+  private readonly auditRecords = new Counter({
+    name: 'verdict_audit_records_total',
+    help: 'Audit records committed with their admin writes, by operation',
+    labelNames: ['operation'] as const,
+    registers: [this.registry],
+  });
+  readonly auditWriteFailures = new Counter({
+    name: 'verdict_audit_write_failures_total',
+    help: 'Admin writes that failed in the store: neither the write nor its audit record was committed',
+    registers: [this.registry],
+  });
+  readonly auditWritesUnconfirmed = new Counter({
+    name: 'verdict_audit_writes_unconfirmed_total',
+    help: 'Admin writes the store did not confirm in time (answered 503): each, with its audit record, may have been committed or not',
+    registers: [this.registry],
+  });
+  readonly auditPruned = new Counter({
+    name: 'verdict_audit_records_pruned_total',
+    help: 'Audit records deleted by the retention (--audit-retention)',
+    registers: [this.registry],
+  });
+  readonly auditPruneFailures = new Counter({
+    name: 'verdict_audit_prune_failures_total',
+    help: 'Retention runs that failed (retried at the next run)',
+    registers: [this.registry],
+  });
+
+  /** The store's audit observer: counts records and failed writes. */
+  readonly auditObserver: AuditObserver = {
+    recorded: (operation) => this.auditRecords.labels(operation).inc(),
+    failed: () => this.auditWriteFailures.inc(),
+    unconfirmed: () => this.auditWritesUnconfirmed.inc(),
+  };
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** Adds the gauges of the policy snapshot (made after the store opens, which already counts audit records). */
+  observeSnapshots(snapshots: PolicySnapshots): void {
+    snapshots.on('rebuildFailed', () => this.snapshotRebuildFailures.inc());
+    this.gauge('verdict_snapshot_revision', 'Revision of the policy snapshot that decisions use', () => snapshots.current.revision);
+    this.gauge('verdict_snapshot_age_seconds', 'Seconds since the policy snapshot in use was built', () => (Date.now() - snapshots.builtAt) / 1000);
+    this.gauge('verdict_policies', 'Policies in the snapshot in use', () => snapshots.policies.length);
+  }
+
+  /** Adds how long the store's change feed has been interrupted. */
+  observeFeed(feed: FeedHealth): void {
+    this.gauge(
+      'verdict_change_feed_interrupted_seconds',
+      "Seconds since this process lost the store's change feed, 0 while it follows (meanwhile writes by other processes are not applied here)",
+      () => (feed.interruption === undefined ? 0 : (Date.now() - feed.interruption.since) / 1000),
+    );
+  }
+
+  /** Adds the gauges of the bulk worker pool. */
+  observePool(pool: BulkPool): void {
+    this.gauge('verdict_worker_pool_threads', 'Worker threads of the bulk pool', () => pool.threads);
+    this.gauge('verdict_worker_pool_queue_size', 'Bulk tasks waiting for a worker thread', () => pool.queueSize);
+    this.gauge('verdict_worker_pool_utilization', 'Share of the pool capacity in use since start (0 to 1)', () => pool.utilization);
+  }
+
+  /**
+   * Adds the decisions by rule and by default effect, read from the live view's tally when scraped
+   * (so the hot path pays nothing more for them). Bounded: see MAX_COUNTED_RULES.
+   */
+  observeRules(tally: RuleTally): void {
+    new Counter({
+      name: 'verdict_rule_decisions_total',
+      help: 'Decisions by the rule that gave them (policy and rule "(other)": rules past the first 1000 counted)',
+      labelNames: ['policy', 'rule', 'effect'] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const { decider, total } of tally.totals()) {
+          if (decider.kind === 'rule') this.inc({ policy: decider.policy, rule: decider.rule, effect: decider.effect }, total);
+        }
+      },
+    });
+    new Counter({
+      name: 'verdict_default_effect_decisions_total',
+      help: 'Decisions given by the default effect: no rule matched (or there are no policies)',
+      labelNames: ['effect'] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const { decider, total } of tally.totals()) if (decider.kind === 'default') this.inc({ effect: decider.effect }, total);
+      },
+    });
+  }
+
+  /** Adds what says whether the policy files on disk are in force (`--policies`). */
+  observePolicyFiles(directory: PolicyDirectory): void {
+    this.observeReloads(
+      directory,
+      'verdict_policy_files',
+      'Whether the policy files on disk are the policies in force (1), or a change was refused and the last good set serves (0)',
+      'Changes to the policy files that were not applied because a file was not valid',
+    );
+  }
+
+  /** Adds what says whether the admin keys file on disk is in force (`--admin-keys-file`). */
+  observeAdminKeysFile(keys: KeyRing): void {
+    this.observeReloads(
+      keys,
+      'verdict_admin_keys_file',
+      'Whether the admin keys in force are those of the keys file on disk (1), or a change was refused and the last good keys stay (0)',
+      'Changes to the admin keys file that were not applied because it could not be read or parsed',
+    );
+  }
+
+  /** For a file reloaded when it changes: `<name>_in_force`, 0 while a change is refused, and `<name>_rejected_total`. */
+  private observeReloads(source: { rejected: unknown; on(event: 'rejected', listener: () => void): unknown }, name: string, inForceHelp: string, rejectedHelp: string): void {
+    this.gauge(`${name}_in_force`, inForceHelp, () => (source.rejected === undefined ? 1 : 0));
+    const rejected = new Counter({ name: `${name}_rejected_total`, help: rejectedHelp, registers: [this.registry] });
+    source.on('rejected', () => rejected.inc());
+  }
+
+  /** A gauge read when /metrics is scraped. */
+  private gauge(name: string, help: string, read: () => number): void {
+    new Gauge({
+      name,
+      help,
+      registers: [this.registry],
+      collect() {
+        this.set(read());
+      },
+    });
+  }
+}

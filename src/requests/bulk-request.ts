@@ -1,0 +1,103 @@
+import type { ValidateFunction } from 'ajv';
+import type { FastifySchemaValidationError } from 'fastify';
+import { checkRequestListSchema, type CheckRequest } from '../schemas/check.js';
+import { compileListingErrors, validationIssues } from '../schemas/validation.js';
+import { FormsDisagree, readCheckRequest, type CheckInput } from './check-request.js';
+import { ClientError, RequestValidationError } from '../errors.js';
+import type { ValidationIssue } from '../schemas/errors.js';
+import { requestLimitIssues } from './request-limits.js';
+import { isValidCheckList } from './check-shape.js';
+import type { Config } from '../config.js';
+
+/** What bounds a bulk body; plain data, so that it travels to the pool's workers. */
+export type BulkLimits = Pick<Config, 'bulkCheckMaxRequests' | 'maxJsonDepth' | 'maxStringLength' | 'maxAnswerSize'>;
+
+export type BulkValidator = ValidateFunction<CheckRequest[]>;
+
+export function compileBulkValidator(): BulkValidator {
+  return compileListingErrors<CheckRequest[]>(checkRequestListSchema);
+}
+
+/**
+ * Reads every item of a schema-valid bulk with `read` (given where the item sits in the body): any
+ * unusable item is 422 for the whole call, with every issue; an item whose two forms disagree is
+ * 400 for the whole call, its detail starting `Item <i>: `.
+ */
+export function readBulkItems<Request, Input>(requests: readonly Request[], read: (request: Request, at: (string | number)[]) => Input | ValidationIssue[]): Input[] {
+  const inputs: Input[] = [];
+  const issues: ValidationIssue[] = [];
+  requests.forEach((request, index) => {
+    let input: Input | ValidationIssue[];
+    try {
+      input = read(request, ['body', index]);
+    } catch (error) {
+      if (error instanceof FormsDisagree) throw new ClientError(400, `Item ${index}: ${error.detail}`);
+      throw error;
+    }
+    if (Array.isArray(input)) issues.push(...input);
+    else inputs.push(input);
+  });
+  if (issues.length > 0) throw new RequestValidationError(issues);
+  return inputs;
+}
+
+/** What is wrong with a bulk body as a list, before its items are looked at: empty, or too long. */
+export function bulkListError(body: unknown, maxRequests: number): ClientError | undefined {
+  if (!Array.isArray(body)) return undefined;
+  if (body.length === 0) return new ClientError(400, 'Empty request list');
+  if (body.length > maxRequests) return new ClientError(400, `Too many requests. Maximum allowed: ${maxRequests}`);
+  return undefined;
+}
+
+/**
+ * The body of `POST /check/bulk`, from its JSON text to checks ready to resolve, with the errors
+ * of the contract in its order: malformed JSON 400, not a list 422, `[]` 400, over the limit 400,
+ * nested too deep or too long a string 422, any item invalid 422 (the whole call), an item whose
+ * two forms disagree 400 (the whole call). The front and the pool's workers both read bodies here.
+ */
+export function readBulkBody(text: string, validate: BulkValidator, limits: BulkLimits): CheckInput[] {
+  const maxRequests = limits.bulkCheckMaxRequests;
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch (error) {
+    throw new ClientError(400, `Malformed JSON body: ${(error as Error).message}`);
+  }
+  const listError = bulkListError(body, maxRequests);
+  if (listError !== undefined) throw listError;
+  // The common body passes the hand check; any other is judged by the limits walk and Ajv, whose details the 422 carries.
+  if (!(Array.isArray(body) && isValidCheckList(body, limits))) {
+    const tooBig = requestLimitIssues(body, limits, text.length);
+    if (tooBig.length > 0) throw new RequestValidationError(tooBig);
+    if (!validate(body)) {
+      throw new RequestValidationError(validationIssues(validate.errors as FastifySchemaValidationError[], 'body'));
+    }
+  }
+  return readBulkItems(body as CheckRequest[], readCheckRequest);
+}
+
+export const namesRegisteredEntity = (input: CheckInput) => input.principal.uri !== undefined || input.resource.uri !== undefined;
+
+/** The end of every key that names a uri: `uri`, `principal_uri`, `resource_uri`. */
+const URI_KEY_END = Buffer.from('uri"');
+const [COLON, QUOTE] = [':'.charCodeAt(0), '"'.charCodeAt(0)];
+const isJsonSpace = (byte: number | undefined) => byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09;
+
+/**
+ * Whether a bulk body plainly gives a uri as a string (`"uri":"…"`, `"principal_uri": "…"`): the
+ * front, which holds the entity cache, decides such a body itself rather than have a worker read it
+ * only to hand it back. One pass over the bytes, no parsing: an attribute key ending in `uri` is a
+ * false alarm (the front decides that body, as well), and a uri written otherwise (a key with
+ * escapes) is still found by the worker, which hands the body back as before.
+ */
+export function plainlyNamesUri(body: Buffer): boolean {
+  for (let at = body.indexOf(URI_KEY_END); at !== -1; at = body.indexOf(URI_KEY_END, at + URI_KEY_END.length)) {
+    let next = at + URI_KEY_END.length;
+    while (isJsonSpace(body[next])) next++;
+    if (body[next] !== COLON) continue;
+    next++;
+    while (isJsonSpace(body[next])) next++;
+    if (body[next] === QUOTE) return true;
+  }
+  return false;
+}

@@ -1,0 +1,98 @@
+import type { CheckRequest } from '../schemas/check.js';
+import { AnswerBudget, evaluate, ExplanationTooLarge, withExplanation, type Decision, type DecisionRequest } from '../engine/index.js';
+import { readCheckRequest, type CheckInput } from '../requests/check-request.js';
+import { AttributeConflict, resolveCheck, type RegisteredAttributes } from '../registry/resolve.js';
+import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
+import { ClientError, RequestValidationError } from '../errors.js';
+import { answerEach } from './each-settled.js';
+import { explanationsTooLarge } from './answer-limits.js';
+
+const conflictAsClientError = (error: unknown): never => {
+  if (error instanceof AttributeConflict) throw new ClientError(400, error.message);
+  throw error;
+};
+
+const conflictAsDenial = (error: unknown): Decision => {
+  if (error instanceof AttributeConflict) return { allowed: false, reason: error.message };
+  throw error;
+};
+
+export interface CheckObservers {
+  /** Told of every decision made on this thread: what was asked, what it was decided on, at which revision, since when. */
+  decision?: (input: CheckInput, request: DecisionRequest, decision: Decision, revision: number, startedAt: number) => void;
+  /** Told of the size of every bulk decided on this thread. */
+  bulk?: (size: number) => void;
+}
+
+/**
+ * Answers checks: reads the request, resolves attributes, evaluates against the current snapshot.
+ * Stays synchronous whenever the registry answers from its cache, so a check costs no promise.
+ */
+export class CheckService {
+  constructor(
+    private readonly snapshots: PolicySnapshots,
+    private readonly registered: RegisteredAttributes,
+    /** What the explanations of one call may hold together, in characters of JSON. */
+    private readonly maxAnswerSize: number,
+    private readonly observers: CheckObservers = {},
+  ) {}
+
+  /**
+   * Throws RequestValidationError (422) for an unusable request and ClientError (400) for an
+   * attribute conflict or an explanation longer than the answer budget. With `explain`, the
+   * decision carries how it came about.
+   */
+  check(request: CheckRequest, explain = false): Decision | Promise<Decision> {
+    const input = readCheckRequest(request, ['body']);
+    if (Array.isArray(input)) throw new RequestValidationError(input);
+    const asClientError = (error: unknown): never => {
+      if (error instanceof ExplanationTooLarge) throw explanationsTooLarge(error.maxLength, 1);
+      return conflictAsClientError(error);
+    };
+    try {
+      const decision = this.decide(input, this.explanations(explain));
+      return decision instanceof Promise ? decision.catch(asClientError) : decision;
+    } catch (error) {
+      return asClientError(error);
+    }
+  }
+
+  /**
+   * Decides checks already read (see readBulkBody); a conflict only denies its own item (with no
+   * explanation). Explanations longer together than the answer budget fail the call (400).
+   */
+  checkMany(inputs: CheckInput[], explain = false): Decision[] | Promise<Decision[]> {
+    this.observers.bulk?.(inputs.length);
+    const explanations = this.explanations(explain);
+    const asClientError = (error: unknown): never => {
+      throw error instanceof ExplanationTooLarge ? explanationsTooLarge(error.maxLength, inputs.length) : error;
+    };
+    try {
+      const decisions = answerEach(inputs, (input) => this.decide(input, explanations), conflictAsDenial);
+      return decisions instanceof Promise ? decisions.catch(asClientError) : decisions;
+    } catch (error) {
+      return asClientError(error);
+    }
+  }
+
+  /** The budget of one call's explanations, or undefined when none is asked for. */
+  private explanations(explain: boolean): AnswerBudget | undefined {
+    return explain ? new AnswerBudget(this.maxAnswerSize) : undefined;
+  }
+
+  /** Throws (or rejects with) AttributeConflict or ExplanationTooLarge. */
+  private decide(input: CheckInput, explanations: AnswerBudget | undefined): Decision | Promise<Decision> {
+    const startedAt = performance.now();
+    const request = resolveCheck(input, this.registered);
+    if (request instanceof Promise) return request.then((resolved) => this.evaluateNow(input, resolved, startedAt, explanations));
+    return this.evaluateNow(input, request, startedAt, explanations);
+  }
+
+  /** Evaluates against the snapshot current at this moment, which includes every acknowledged policy write. */
+  private evaluateNow(input: CheckInput, request: DecisionRequest, startedAt: number, explanations: AnswerBudget | undefined): Decision {
+    const snapshot = this.snapshots.current;
+    const decision = evaluate(snapshot, request);
+    this.observers.decision?.(input, request, decision, snapshot.revision, startedAt);
+    return explanations === undefined ? decision : withExplanation(snapshot, request, decision, explanations);
+  }
+}

@@ -1,0 +1,121 @@
+import type { PlanRequest, PlanResponse } from '../schemas/plan.js';
+import type { CheckRequest } from '../schemas/check.js';
+import type { ValidationIssue } from '../schemas/errors.js';
+import { DEFAULT_MONGO_FILTER_OPTIONS, mongoOptionIssue, type DecisionRequest, type MongoFilterOptions } from '../engine/index.js';
+import { DEFAULT_ACTION, entityInput, isIssue, type CheckInput } from '../requests/check-request.js';
+import { DuplicateAttribute, toAttributeMap } from '../requests/attributes.js';
+import { AttributeConflict, resolveCheck, type RegisteredAttributes } from '../registry/resolve.js';
+import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
+import { ClientError, RequestValidationError } from '../errors.js';
+import { answerEach } from './each-settled.js';
+import { readBulkItems } from '../requests/bulk-request.js';
+import { planAnswers, type PlanSettings, type PlanWork } from './plan-answers.js';
+import type { BulkPool } from '../pool/bulk-pool.js';
+
+/** A plan request read: the check it resembles (the resource holding what is known of it) and the MongoDB layout. */
+export interface PlanInput {
+  check: CheckInput;
+  layout: MongoFilterOptions;
+}
+
+type Location = (string | number)[];
+
+function layoutOf(request: PlanRequest, at: Location): MongoFilterOptions | ValidationIssue[] {
+  const layout = {
+    attributesPrefix: request.mongodb?.attributes_prefix ?? DEFAULT_MONGO_FILTER_OPTIONS.attributesPrefix,
+    uriField: request.mongodb?.uri_field ?? DEFAULT_MONGO_FILTER_OPTIONS.uriField,
+  };
+  const issues: ValidationIssue[] = [];
+  const prefixIssue = mongoOptionIssue('attributesPrefix', layout.attributesPrefix);
+  if (prefixIssue !== undefined) issues.push({ loc: [...at, 'mongodb', 'attributes_prefix'], msg: prefixIssue, type: 'value_error' });
+  const uriIssue = mongoOptionIssue('uriField', layout.uriField);
+  if (uriIssue !== undefined) issues.push({ loc: [...at, 'mongodb', 'uri_field'], msg: uriIssue, type: 'value_error' });
+  return issues.length > 0 ? issues : layout;
+}
+
+/** Reads a schema-valid plan request, or the issues that make it unusable. `at` locates it in the body. */
+export function readPlanRequest(request: PlanRequest, at: Location): PlanInput | ValidationIssue[] {
+  const principal = entityInput(request as CheckRequest, 'principal', at);
+  const nested = request.resource !== undefined && request.resource !== null;
+  const known = toAttributeMap(nested ? request.resource!.attributes : request.resource_attributes);
+  const layout = layoutOf(request, at);
+  const issues = [
+    ...(isIssue(principal) ? [principal] : []),
+    ...(known instanceof DuplicateAttribute ? [known.issueAt(nested ? [...at, 'resource', 'attributes'] : [...at, 'resource_attributes'])] : []),
+    ...(Array.isArray(layout) ? layout : []),
+  ];
+  if (issues.length > 0) return issues;
+  return {
+    check: { principal: principal as CheckInput['principal'], resource: { uri: undefined, attributes: known as Map<string, unknown> }, action: request.action ?? DEFAULT_ACTION },
+    layout: layout as MongoFilterOptions,
+  };
+}
+
+/** Answers made on the front, or their JSON as a worker wrote it. */
+export type Planned<Answer> = { answer: Answer } | { json: string };
+
+/**
+ * Answers "which resources may this principal act on": resolves the principal exactly as a check
+ * does (registry and supplied attributes merged, conflicts refused), plans against the current
+ * snapshot, and renders the plan's condition as a MongoDB filter when one says exactly the same.
+ * Plans are made in the worker pool when there is one: a large plan costs tens of milliseconds,
+ * which the front thread owes to the checks it answers; the front resolves principals (it holds the
+ * registry's cache) and makes them itself only when no worker can.
+ */
+export class PlanService {
+  constructor(
+    private readonly snapshots: PolicySnapshots,
+    private readonly registered: RegisteredAttributes,
+    private readonly settings: PlanSettings,
+    private readonly pool?: BulkPool,
+  ) {}
+
+  /**
+   * Throws RequestValidationError (422) for an unusable request, and ClientError (400) for an
+   * attribute conflict or a plan too long to state even coarsely.
+   */
+  async plan(request: PlanRequest): Promise<Planned<PlanResponse>> {
+    const input = readPlanRequest(request, ['body']);
+    if (Array.isArray(input)) throw new RequestValidationError(input);
+    let resolved: DecisionRequest;
+    try {
+      resolved = await resolveCheck(input.check, this.registered);
+    } catch (error) {
+      if (error instanceof AttributeConflict) throw new ClientError(400, error.message);
+      throw error;
+    }
+    const planned = await this.made([{ request: resolved, layout: input.layout }], true);
+    return 'json' in planned ? planned : { answer: planned.answer[0]! };
+  }
+
+  /**
+   * Plans every request of a bulk, all read first as /check/bulk reads its items (see readBulkItems);
+   * a conflict only denies its own item. An item too long to plan, or plans longer together than
+   * the answer budget, fail the call (400).
+   */
+  async planMany(requests: PlanRequest[]): Promise<Planned<PlanResponse[]>> {
+    const inputs = readBulkItems(requests, readPlanRequest);
+    const work = await answerEach(
+      inputs,
+      (input): PlanWork | Promise<PlanWork> => {
+        const resolved = resolveCheck(input.check, this.registered);
+        return resolved instanceof Promise ? resolved.then((request) => ({ request, layout: input.layout })) : { request: resolved, layout: input.layout };
+      },
+      conflictAsWork,
+    );
+    return this.made(work, false);
+  }
+
+  /** The answers to `work`, made in a worker when one can. */
+  private async made(work: PlanWork[], single: boolean): Promise<Planned<PlanResponse[]>> {
+    const json = await this.pool?.plans(work, this.settings, single);
+    if (json !== undefined) return { json };
+    return { answer: planAnswers(this.snapshots.current, work, this.settings, !single) };
+  }
+}
+
+/** A bulk item whose principal's attributes conflict with the registry: it is denied everything, the conflict its reason. */
+function conflictAsWork(error: unknown): PlanWork {
+  if (!(error instanceof AttributeConflict)) throw error;
+  return { conflict: error.message };
+}

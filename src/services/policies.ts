@@ -1,0 +1,213 @@
+import type { AnsweredPolicy, Condition, Policy } from '../schemas/policy.js';
+import type { ValidationIssue } from '../schemas/errors.js';
+import { buildSimplePolicy, normalizePolicy, policyIssues, reportWarnings, slugify, spellOperator, type OperatorStyle, type PolicyLimits } from '../engine/index.js';
+import { runInSlices } from '../slices.js';
+import { PolicySetReader } from './policy-set.js';
+import type { CheckInput } from '../requests/check-request.js';
+import { DuplicateKeyError, type Store } from '../store/store.js';
+import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
+import { ClientError, notFound, RequestValidationError, UnavailableError } from '../errors.js';
+import { policyTarget, type AuditRecord, type Writer } from '../audit/record.js';
+import type { AuditPage, AuditTrail } from '../audit/audit-trail.js';
+
+/** What `POST /admin/policies/validate` answers for policies that `POST /admin/policies` would accept. */
+export interface ValidationReport {
+  valid: true;
+  warnings: ValidationIssue[];
+}
+
+/**
+ * A policy as every answer gives it: operators spelled in `style`, and each rule with its
+ * description, null when it has none (policies stored before rules had descriptions lack the field).
+ */
+export function policyAnswer(policy: Policy, style: OperatorStyle): AnsweredPolicy {
+  const spelled = (conditions: Condition[]) =>
+    conditions.map(({ path, operator, value }) => (value === undefined ? { path, operator: spellOperator(operator, style) } : { path, operator: spellOperator(operator, style), value }));
+  return {
+    ...policy,
+    rules: policy.rules.map((rule) => ({
+      name: rule.name,
+      description: rule.description ?? null,
+      effect: rule.effect,
+      principal_conditions: spelled(rule.principal_conditions),
+      resource_conditions: spelled(rule.resource_conditions),
+      actions: rule.actions,
+    })),
+  };
+}
+
+/**
+ * Policy administration: validates and normalizes what clients send, writes it durably, and
+ * returns only once the snapshot that checks use includes the change (read your writes).
+ */
+export class PolicyService {
+  private readonly reader: PolicySetReader;
+
+  constructor(
+    private readonly store: Store,
+    private readonly snapshots: PolicySnapshots,
+    private readonly settings: PolicyLimits & { operatorStyle: OperatorStyle; maxAnswerSize: number },
+    private readonly audit: AuditTrail,
+    /** The directory the policies are managed from (`--policies`), if they are; writes are then refused. */
+    private readonly filesDir = '',
+  ) {
+    this.reader = new PolicySetReader(settings);
+  }
+
+  async list(): Promise<AnsweredPolicy[]> {
+    const policies = this.filesDir !== '' ? this.snapshots.policies : (await this.store.loadPolicies()).policies;
+    return policies.map((policy) => this.answer(policy));
+  }
+
+  async get(name: string): Promise<AnsweredPolicy> {
+    const policy = this.filesDir !== '' ? this.snapshots.policies.find((stored) => stored.name === name) : await this.store.getPolicy(name);
+    if (policy === undefined) throw notFound('Policy');
+    return this.answer(policy);
+  }
+
+  async create(sent: Policy, by: Writer): Promise<AnsweredPolicy> {
+    this.refuseWhenManagedFromFiles();
+    const policy = this.accept(sent);
+    try {
+      await this.store.createPolicy(policy, by);
+    } catch (error) {
+      if (error instanceof DuplicateKeyError) throw new ClientError(409, error.message);
+      throw error;
+    }
+    await this.applied(`Policy '${policy.name}' was saved`);
+    return this.answer(policy);
+  }
+
+  /**
+   * The one-rule policy of `POST /admin/policies/simple`. Attribute keys become paths, so a key
+   * with a `.` could not be matched as sent and is refused.
+   */
+  async createSimple(name: string, check: CheckInput, by: Writer): Promise<AnsweredPolicy> {
+    this.refuseWhenManagedFromFiles();
+    const slug = slugify(name);
+    if (slug === '') {
+      throw new RequestValidationError([{ loc: ['query', 'name'], msg: `name '${name}' has no letters or digits to make a slug from`, type: 'value_error' }]);
+    }
+    const dotted = (['principal', 'resource'] as const).flatMap((side) =>
+      [...check[side].attributes.keys()]
+        .filter((key) => key.includes('.'))
+        .map((key) => ({ loc: ['body', side, 'attributes', key], msg: "attribute keys of a simple policy cannot contain '.'", type: 'value_error' })),
+    );
+    if (dotted.length > 0) throw new RequestValidationError(dotted);
+    return this.create(buildSimplePolicy(slug, check.principal, check.resource, check.action, this.settings.operatorStyle), by);
+  }
+
+  /** Replaces the policy named `name`, which keeps its place in creation order. */
+  async replace(name: string, sent: Policy, by: Writer): Promise<AnsweredPolicy> {
+    this.refuseWhenManagedFromFiles();
+    const policy = this.accept(sent);
+    if (policy.name !== name) {
+      throw new ClientError(400, `Name mismatch: the body names '${policy.name}' (slugified), the path '${name}'`);
+    }
+    if (!(await this.store.replacePolicy(policy, by))) throw notFound('Policy');
+    await this.applied(`Policy '${policy.name}' was saved`);
+    return this.answer(policy);
+  }
+
+  async delete(name: string, by: Writer): Promise<true> {
+    this.refuseWhenManagedFromFiles();
+    if (!(await this.store.deletePolicy(name, by))) throw notFound('Policy');
+    await this.applied(`Policy '${name}' was deleted`);
+    return true;
+  }
+
+  /** The records of the writes that made each kept version of the policy, newest first; a page of them. */
+  async history(name: string, page: { limit: number; cursor?: string }): Promise<AuditPage> {
+    const history = await this.audit.page({ target: policyTarget(name) }, page);
+    if (history.records.length === 0 && page.cursor === undefined && (await this.store.getPolicy(name)) === undefined) {
+      throw notFound('Policy');
+    }
+    return history;
+  }
+
+  async version(name: string, version: number): Promise<AuditRecord> {
+    const record = await this.store.policyVersion(name, version);
+    if (record === undefined) throw new ClientError(404, `Policy '${name}' has no version ${version} (it may be older than the audit retention)`);
+    return record;
+  }
+
+  /**
+   * Makes version `version` of the policy current again, as a write of its own; a deleted policy
+   * comes back (last in creation order). The version must still pass today's limits.
+   */
+  async restore(name: string, version: number, by: Writer): Promise<AnsweredPolicy> {
+    this.refuseWhenManagedFromFiles();
+    const record = await this.version(name, version);
+    if (!('version' in record) || record.after === null) {
+      throw new ClientError(400, `Version ${version} of policy '${name}' is its deletion; restore an earlier version`);
+    }
+    const policy = this.accept(record.after);
+    try {
+      await this.store.restorePolicy(policy, version, by);
+    } catch (error) {
+      // Another process re-created the deleted policy while this restore ran: nothing was written.
+      if (error instanceof DuplicateKeyError) throw new ClientError(409, `${error.message}; restore again to replace it`);
+      throw error;
+    }
+    await this.applied(`Version ${version} of policy '${name}' was restored`);
+    return this.answer(policy);
+  }
+
+  /**
+   * Waits for the snapshot to include a write that is already durable. When the store cannot be
+   * read back, the client must not repeat the write (it would be refused as a duplicate): the
+   * snapshot builder keeps retrying and applies it.
+   */
+  private async applied(done: string): Promise<void> {
+    try {
+      await this.snapshots.refresh();
+    } catch (error) {
+      throw new UnavailableError(
+        `${done}, but this process could not load it yet (${(error as Error).message}); ` +
+          'it will apply it as soon as the store answers: do not send the write again',
+      );
+    }
+  }
+
+  /**
+   * Checks a policy or a list of policies as a write would, without writing: 422 with the issues a
+   * write would get, else warnings about what is valid but probably not meant, each policy taken
+   * as part of the current set (in place of the stored policy of its name, or after the others).
+   * The report is held to the answer budget, and made in slices between which other requests run.
+   */
+  async validate(body: unknown): Promise<ValidationReport> {
+    const locate = (index: number) => (Array.isArray(body) ? ['body', index] : ['body']);
+    const read = this.reader.read(Array.isArray(body) ? body : [body], locate);
+    if ('issues' in read) throw new RequestValidationError(read.issues);
+    const { policies } = read;
+    const set = [...this.snapshots.policies];
+    const storedAt = new Map(set.map((policy, position) => [policy.name, position]));
+    const positions = policies.map((policy) => {
+      const stored = storedAt.get(policy.name);
+      if (stored === undefined) return set.push(policy) - 1;
+      set[stored] = policy;
+      return stored;
+    });
+    const sentAt = new Map(positions.map((position, index) => [position, index]));
+    const warnings = await runInSlices(reportWarnings(set, positions, (position) => locate(sentAt.get(position)!), { maxLength: this.settings.maxAnswerSize }));
+    return { valid: true, warnings };
+  }
+
+  private refuseWhenManagedFromFiles(): void {
+    if (this.filesDir === '') return;
+    throw new ClientError(
+      409,
+      `Policies are managed from files in ${this.filesDir} (--policies): change the files there instead; policy reads, validation and the registry still work`,
+    );
+  }
+
+  private accept(sent: Policy): Policy {
+    const issues = policyIssues(sent, ['body'], this.settings);
+    if (issues.length > 0) throw new RequestValidationError(issues);
+    return normalizePolicy(sent);
+  }
+
+  private answer(policy: Policy): AnsweredPolicy {
+    return policyAnswer(policy, this.settings.operatorStyle);
+  }
+}

@@ -1,0 +1,122 @@
+import type { Entity, EntityType } from '../schemas/entity.js';
+import type { SuppliedAttributes } from '../schemas/check.js';
+import { DuplicateKeyError, type Store } from '../store/store.js';
+import { ClientError, notFound, RequestValidationError } from '../errors.js';
+import { DuplicateAttribute, toAttributeMap } from '../requests/attributes.js';
+import { inKeyOrder, newEntity, updatedEntity } from '../registry/entities.js';
+import { storableValueIssues } from '../engine/value-limits.js';
+import type { Writer } from '../audit/record.js';
+import type { ValidationIssue } from '../schemas/errors.js';
+
+export interface EntityRegistration {
+  uri?: string | null;
+  type?: EntityType | null;
+  attributes: SuppliedAttributes;
+}
+
+export interface EntityChange {
+  type?: EntityType | null;
+  attributes: SuppliedAttributes;
+  override: boolean;
+}
+
+type Location = (string | number)[];
+
+/** Sent attributes as a Map, or what makes them unstorable; `at` is where they sit in the body. */
+function readAttributes(sent: SuppliedAttributes, at: Location): Map<string, unknown> | ValidationIssue[] {
+  const attributes = toAttributeMap(sent);
+  if (attributes instanceof DuplicateAttribute) return [attributes.issueAt(at)];
+  const issues = [...attributes].flatMap(([key, value]) => storableValueIssues(value, [...at, key]));
+  return issues.length > 0 ? issues : attributes;
+}
+
+function attributesOf(sent: SuppliedAttributes): Map<string, unknown> {
+  const attributes = readAttributes(sent, ['body', 'attributes']);
+  if (Array.isArray(attributes)) throw new RequestValidationError(attributes);
+  return attributes;
+}
+
+/** The entity registry's operations, shared by the registry routes and the earlier endpoint family. */
+export class RegistryService {
+  /** `changed` hears of every uri written, once the write is durable (the entity cache listens). */
+  constructor(
+    private readonly store: Store,
+    private readonly changed: (uri: string) => void,
+    private readonly clock: () => Date = () => new Date(),
+  ) {}
+
+  async get(uri: string): Promise<Entity> {
+    const entity = await this.store.getEntity(uri);
+    if (entity === undefined) throw notFound('Entity');
+    return inKeyOrder(entity);
+  }
+
+  async list(offset: number, limit: number): Promise<Entity[]> {
+    return (await this.store.listEntities(offset, limit)).map(inKeyOrder);
+  }
+
+  count(): Promise<number> {
+    return this.store.countEntities();
+  }
+
+  async register(sent: EntityRegistration, by: Writer): Promise<Entity> {
+    const entity = newEntity(sent, attributesOf(sent.attributes), this.clock().toISOString());
+    try {
+      await this.store.createEntity(entity, by);
+    } catch (error) {
+      if (error instanceof DuplicateKeyError) throw new ClientError(409, error.message);
+      throw error;
+    }
+    this.changed(entity.uri);
+    return inKeyOrder(entity);
+  }
+
+  /**
+   * Registers every entity of the list or none (one store transaction), with the rules of
+   * `register` for each; 409 names the item whose uri is taken, or given twice in the list.
+   */
+  async registerMany(sent: readonly EntityRegistration[], by: Writer): Promise<Entity[]> {
+    const now = this.clock().toISOString();
+    const issues: ValidationIssue[] = [];
+    const entities = sent.map((item, index) => {
+      const attributes = readAttributes(item.attributes, ['body', index, 'attributes']);
+      if (Array.isArray(attributes)) issues.push(...attributes);
+      return newEntity(item, Array.isArray(attributes) ? new Map() : attributes, now);
+    });
+    if (issues.length > 0) throw new RequestValidationError(issues);
+    const itemOf = new Map<string, number>();
+    entities.forEach((entity, index) => {
+      const earlier = itemOf.get(entity.uri);
+      if (earlier !== undefined) throw new ClientError(409, `Item ${index}: entity '${entity.uri}' is also item ${earlier} of this call`);
+      itemOf.set(entity.uri, index);
+    });
+    try {
+      await this.store.createEntities(entities, by);
+    } catch (error) {
+      if (!(error instanceof DuplicateKeyError)) throw error;
+      const index = error.key === undefined ? undefined : itemOf.get(error.key);
+      throw new ClientError(409, index === undefined ? error.message : `Item ${index}: ${error.message}`);
+    }
+    for (const entity of entities) this.changed(entity.uri);
+    return entities;
+  }
+
+  async update(uri: string, change: EntityChange, by: Writer): Promise<Entity> {
+    const attributes = attributesOf(change.attributes);
+    const now = this.clock().toISOString();
+    const entity = await this.store.updateEntity(
+      uri,
+      (stored) => updatedEntity(stored, { type: change.type, attributes, override: change.override }, now),
+      by,
+    );
+    if (entity === undefined) throw notFound('Entity');
+    this.changed(uri);
+    return inKeyOrder(entity);
+  }
+
+  async delete(uri: string, by: Writer): Promise<true> {
+    if (!(await this.store.deleteEntity(uri, by))) throw notFound('Entity');
+    this.changed(uri);
+    return true;
+  }
+}

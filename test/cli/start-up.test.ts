@@ -1,0 +1,84 @@
+import t, { type Test } from 'tap';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ask, freePort, runVerdict, waitFor, type Child } from '../helpers/child.js';
+
+// A start loads only what its configuration uses, and compiles nothing before a request needs it:
+// the MongoDB driver, the rate limiter of admin authentication, the worker pool and Ajv (which
+// the validators and fast-json-stringify's compiler need) are loaded when a start or a request needs them. (cli-footprint.test.ts: a
+// refused start or a health probe loads no server at all.) A preload script reports which packages
+// the CLI process has loaded when it gets SIGWINCH (a signal the server leaves alone) and at exit.
+
+const PRELOAD = `
+const { writeSync } = require('node:fs');
+const loaded = () => [...new Set(Object.keys(require.cache).map((path) => /node_modules\\/((?:@[^/]+\\/)?[^/]+)/.exec(path)?.[1]).filter(Boolean))];
+const report = () => writeSync(1, 'LOADED ' + JSON.stringify(loaded()) + '\\n');
+process.on('SIGWINCH', report);
+process.on('exit', report);
+`;
+
+function reporting(t: Test): Record<string, string> {
+  const dir = mkdtempSync(join(tmpdir(), 'verdict-start-up-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const preload = join(dir, 'report-loaded.cjs');
+  writeFileSync(preload, PRELOAD);
+  return { NODE_OPTIONS: `--require ${preload}`, DATA_DIR: join(dir, 'data'), LOG_LEVEL: 'silent', ADMIN_AUTHN_REQUIRED: 'false' };
+}
+
+/** The packages the process reports next (after SIGWINCH, or at exit). */
+function nextReport(child: Child): Promise<string[]> {
+  return new Promise((resolve) => {
+    let text = '';
+    const onData = (chunk: Buffer) => {
+      text += chunk.toString();
+      const line = text.split('\n').find((candidate) => candidate.startsWith('LOADED '));
+      if (line === undefined) return;
+      child.process.stdout!.off('data', onData);
+      resolve(JSON.parse(line.slice('LOADED '.length)) as string[]);
+    };
+    child.process.stdout!.on('data', onData);
+  });
+}
+
+const workerThreads = async (url: string) => {
+  const metrics = (await ask(url, 'GET', '/metrics')).body as string;
+  return Number(/^verdict_worker_pool_threads (\d+)$/m.exec(metrics)?.[1]);
+};
+
+t.test('a start on the embedded store loads no MongoDB driver, rate limiter, pool or schema compiler before a request needs it', async (t) => {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const server = runVerdict(t, ['start', '--store', 'embedded', '--port', String(port), '--workers', '1'], reporting(t));
+  const ready = await waitFor(url, '/ready', 200, server);
+  t.same(ready.body.checks, { snapshot: 'ok', store: 'ok', feed: 'ok', workers: 'ok' }, 'ready, worker threads not started yet');
+  t.equal(await workerThreads(url), 0, 'no worker thread runs');
+  let report = nextReport(server);
+  server.process.kill('SIGWINCH');
+  const atStart = await report;
+  t.ok(atStart.includes('fastify'), 'the report sees the packages the server loaded');
+  for (const unused of ['mongodb', '@fastify/rate-limit', 'piscina', 'ajv']) t.notOk(atStart.includes(unused), `${unused} is not loaded`);
+
+  const item = { principal: { attributes: { role: 'admin' } }, resource: { attributes: { kind: 'doc' } }, action: 'read' };
+  const bulk = await ask(url, 'POST', '/check/bulk', Array.from({ length: 200 }, () => item));
+  t.equal(bulk.status, 200);
+  t.equal(bulk.body.length, 200, 'a bulk big enough for the pool is decided');
+  t.equal(await workerThreads(url), 1, 'the worker thread started with it');
+  t.same((await ask(url, 'GET', '/ready')).body.checks.workers, 'ok');
+  t.equal((await ask(url, 'POST', '/check', item)).status, 200, 'a check validates its body and serializes its answer');
+  report = nextReport(server);
+  server.process.kill('SIGWINCH');
+  const afterBulk = await report;
+  t.ok(afterBulk.includes('piscina'), 'the pool is loaded once a bulk needed it');
+  t.ok(afterBulk.includes('ajv'), 'and Ajv once a request needed a schema compiled');
+});
+
+t.test('admin authentication loads its rate limiter', async (t) => {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const server = runVerdict(t, ['start', '--store', 'embedded', '--port', String(port)], { ...reporting(t), ADMIN_AUTHN_REQUIRED: 'true', ADMIN_API_KEY: 'a-key-for-this-test' });
+  await waitFor(url, '/ready', 200, server);
+  const report = nextReport(server);
+  server.process.kill('SIGWINCH');
+  t.ok((await report).includes('@fastify/rate-limit'));
+});

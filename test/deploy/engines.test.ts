@@ -1,0 +1,28 @@
+import t from 'tap';
+import { readFileSync } from 'node:fs';
+import semver from 'semver';
+
+/**
+ * `npm ci` warns EBADENGINE when an installed package does not support the running Node. Every
+ * package the lockfile installs, development ones included, must support every Node version that
+ * package.json's `engines` promises, so that no supported Node sees that warning.
+ */
+
+interface Locked {
+  version?: string;
+  engines?: { node?: string };
+}
+
+const root = (path: string) => JSON.parse(readFileSync(new URL(`../../../${path}`, import.meta.url), 'utf8'));
+const promised: string = root('package.json').engines.node;
+const locked: Record<string, Locked> = root('package-lock.json').packages;
+
+t.ok(semver.validRange(promised), `engines.node is a valid range: ${promised}`);
+t.ok(semver.satisfies(process.version, promised), `the Node running the tests (${process.version}) is one package.json promises`);
+
+t.test('every locked package supports every promised Node version', async (t) => {
+  const unsupported = Object.entries(locked)
+    .filter(([path, entry]) => path !== '' && entry.engines?.node !== undefined && !semver.subset(promised, entry.engines.node))
+    .map(([path, entry]) => `${path.replace(/^.*node_modules\//, '')}@${entry.version} wants node ${entry.engines!.node}`);
+  t.same(unsupported, [], `packages whose engines exclude part of ${promised}`);
+});

@@ -1,0 +1,143 @@
+import t from 'tap';
+import { DEFAULT_CONFIG, START_OPTIONS } from '../../src/config.js';
+import { OPERATORS } from '../../src/schemas/policy.js';
+import { codeSpans, curlSteps, readDocument, replay, section, tableAfter } from '../helpers/markdown.js';
+import { startServer } from '../helpers/server.js';
+
+/**
+ * docs/evaluation.md and docs/configuration.md checked against the server: the operator table's
+ * examples are decided by a real server exactly as the table says, every operator the server accepts
+ * is in the table, the slug examples are what the server stores, the worked example is replayed byte
+ * for byte, and the configuration table has one row for every flag with its variable and default.
+ */
+
+const EVALUATION = readDocument('docs/evaluation.md');
+const CONFIGURATION = readDocument('docs/configuration.md');
+
+interface OperatorExample {
+  operator: string;
+  path: string;
+  /** Undefined where the table gives none (`exists`, `not_exists`). */
+  value: unknown;
+  holdsFor: unknown[];
+  failsFor: unknown[];
+  /** Whether the condition holds when the attribute is left out: the table says "left out" where it does. */
+  holdsWhenMissing: boolean;
+  /** Whether the table says "left out" among the values the condition does not hold for. */
+  failsWhenMissing: boolean;
+}
+
+const LEFT_OUT = /left out/;
+
+function operatorExamples(): OperatorExample[] {
+  return tableAfter(EVALUATION, '### Operators').flatMap(([operators, , path, value, holds, fails]) =>
+    codeSpans(operators!).map((operator) => {
+      const [valueText] = codeSpans(value!);
+      return {
+        operator,
+        path: codeSpans(path!)[0]!,
+        value: valueText === undefined ? undefined : JSON.parse(valueText),
+        holdsFor: codeSpans(holds!).map((text) => JSON.parse(text)),
+        failsFor: codeSpans(fails!).map((text) => JSON.parse(text)),
+        holdsWhenMissing: LEFT_OUT.test(holds!),
+        failsWhenMissing: LEFT_OUT.test(fails!),
+      };
+    }),
+  );
+}
+
+t.test('every operator the server accepts is documented once, with examples either way', async (t) => {
+  const examples = operatorExamples();
+  t.strictSame(examples.map((example) => example.operator).sort(), [...OPERATORS].sort(), 'the table spells exactly the accepted operators');
+  for (const example of examples) {
+    t.ok(
+      (example.holdsFor.length > 0 || example.holdsWhenMissing) && (example.failsFor.length > 0 || example.failsWhenMissing),
+      `${example.operator}: an example that holds and one that does not`,
+    );
+    t.notOk(example.holdsWhenMissing && example.failsWhenMissing, `${example.operator}: left out on one side only`);
+  }
+});
+
+t.test("the operator table's examples are decided as the table says", async (t) => {
+  const examples = operatorExamples();
+  const server = await startServer();
+  t.teardown(server.close);
+  // One rule per spelling, each under an action of its own, so that no two rules meet in one check.
+  const action = (index: number) => `operator-${index}`;
+  const created = await server.call('POST', '/admin/policies', {
+    name: 'operators',
+    rules: examples.map((example, index) => ({
+      name: `rule-${index}`,
+      effect: 'allow',
+      principal_conditions: [{ path: example.path, operator: example.operator, value: example.value }],
+      actions: [action(index)],
+    })),
+  });
+  t.equal(created.status, 200, 'every example condition is accepted');
+
+  const checks: { label: string; allowed: boolean; request: unknown }[] = [];
+  examples.forEach((example, index) => {
+    const key = example.path.replace(/^attributes\./, '');
+    const check = (attributes: Record<string, unknown>) => ({
+      principal: { attributes },
+      resource: { attributes: { kind: 'document' } },
+      action: action(index),
+    });
+    for (const value of example.holdsFor) {
+      checks.push({ label: `${key} ${example.operator} ${JSON.stringify(example.value)} holds for ${JSON.stringify(value)}`, allowed: true, request: check({ [key]: value }) });
+    }
+    for (const value of example.failsFor) {
+      checks.push({ label: `${key} ${example.operator} ${JSON.stringify(example.value)} fails for ${JSON.stringify(value)}`, allowed: false, request: check({ [key]: value }) });
+    }
+    const missing = example.holdsWhenMissing ? 'holds when the attribute is left out' : 'a missing attribute satisfies no condition';
+    checks.push({ label: `${key} ${example.operator}: ${missing}`, allowed: example.holdsWhenMissing, request: check({ unrelated: example.holdsFor[0] ?? example.failsFor[0] }) });
+  });
+  const decided = await server.call('POST', '/check/bulk', checks.map((check) => check.request));
+  t.equal(decided.status, 200);
+  checks.forEach((check, index) => t.equal(decided.body[index]?.allowed, check.allowed, check.label));
+});
+
+t.test('the slug examples are the names the server stores', async (t) => {
+  const server = await startServer();
+  t.teardown(server.close);
+  const rows = tableAfter(EVALUATION, '### Names');
+  t.ok(rows.length >= 3, 'a few examples');
+  for (const [sent, stored] of rows) {
+    const name = codeSpans(sent!)[0]!;
+    const created = await server.call('POST', '/admin/policies', {
+      name,
+      rules: [{ name, effect: 'allow', actions: ['read'] }],
+    });
+    t.equal(created.body.name, codeSpans(stored!)[0], `policy '${name}' is stored as its slug`);
+    t.equal(created.body.rules[0].name, codeSpans(stored!)[0], `rule '${name}' is stored as its slug`);
+  }
+});
+
+t.test("docs/evaluation.md's example, replayed exactly", async (t) => {
+  const steps = curlSteps(section(EVALUATION, 'An example'));
+  t.equal(steps.length, 5, 'two policies and three checks');
+  t.ok(steps.every((step) => step.exact !== undefined), 'each with its answer');
+  const server = await startServer();
+  t.teardown(server.close);
+  await replay(t, server, steps);
+});
+
+t.test('the configuration table has one row per flag, with its variable and default', async (t) => {
+  const rows = tableAfter(CONFIGURATION, '# Configuration');
+  const flagRows = rows.filter(([flag]) => flag !== '');
+  t.strictSame(
+    flagRows.map(([flag]) => flag).sort(),
+    Object.keys(START_OPTIONS).map((name) => `\`--${name}\``).sort(),
+    'every flag of start, once, and nothing else',
+  );
+  for (const [name, option] of Object.entries(START_OPTIONS)) {
+    const row = flagRows.find(([flag]) => flag === `\`--${name}\``);
+    if (row === undefined) continue;
+    t.equal(row[1], `\`${option.env}\``, `--${name} is read from ${option.env}`);
+    // The worker count defaults to the machine's cores, which the table says in words.
+    if (option.default !== '' && name !== 'workers') t.equal(row[2], `\`${option.default}\``, `--${name} defaults to ${option.default}`);
+  }
+  const variableOnly = rows.filter(([flag]) => flag === '').map(([, variable]) => variable);
+  t.strictSame(variableOnly, ['`ADMIN_API_KEY`'], 'the admin key is a variable only (never a flag, so never in a process list)');
+  t.equal(DEFAULT_CONFIG.adminApiKey, '', 'and has no default');
+});
