@@ -22,6 +22,7 @@ import { PolicyService } from './policies.js';
 import { RegistryService } from './registry.js';
 import { Readiness, within } from './readiness.js';
 import { DecisionObserver } from './decision-observer.js';
+import { filePolicies, storePolicies } from './policy-source.js';
 
 /**
  * Bulk bodies this many bytes (about 60 checks) or longer go to the worker pool in auto mode: below it, the
@@ -199,7 +200,7 @@ export async function composeServices(config: Config, openedStore?: Store): Prom
     liveWindow,
     checks: new CheckService(snapshots, registered, config.maxAnswerSize, decisions),
     plans: new PlanService(snapshots, registered, config, bulk),
-    policies: new PolicyService(store, snapshots, config, audit, config.policiesDir),
+    policies: new PolicyService(store, snapshots, config, audit, policyFiles === undefined ? storePolicies(store) : filePolicies(snapshots, policyFiles.dir)),
     registry: new RegistryService(store, (uri) => entities.invalidate(uri)),
     audit,
     pool: bulk && { bulk, minimumBodyLength: config.evaluation === 'pool' ? 0 : POOL_MINIMUM_BODY_LENGTH },
