@@ -4,7 +4,7 @@
  */
 import { parseJsonValue, type JsonValue } from './json-text.js';
 
-/** Every operator of decisions.md, as sent on the wire; synonyms listed after the primary spelling. */
+/** Every operator of docs/evaluation.md, as sent on the wire; synonyms listed after the primary spelling. */
 export const OPERATORS = [
   '==', '!=', 'contains', 'not_contains', 'startswith', 'endswith',
   'gt', 'gte', 'lt', 'lte', 'in', 'not_in', 'exists', 'not_exists',

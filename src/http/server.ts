@@ -15,7 +15,7 @@ import { checkRoutes } from './check.js';
 import { planRoutes } from './plan.js';
 import { policyRoutes } from './policies.js';
 import { registryRoutes } from './registry.js';
-import { legacyRoutes } from './legacy.js';
+import { earlierEndpointRoutes } from './earlier-endpoints.js';
 import { instrumentRoutes, metricsRoutes } from './metrics.js';
 import { dashboardRoutes } from './dashboard.js';
 import { auditRoutes } from './audit.js';
@@ -99,7 +99,7 @@ export async function buildServer(config: Config, services: Services): Promise<F
   if (config.metricsPort === undefined) await app.register(metricsRoutes, { metrics });
   await app.register(checkRoutes, { context });
   await app.register(planRoutes, { context });
-  await app.register(legacyRoutes, { context });
+  await app.register(earlierEndpointRoutes, { context });
   await app.register(dashboardRoutes);
   await app.register(async (admin) => {
     admin.addHook('onRequest', context.adminGuard);
