@@ -2,6 +2,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { readFileSync, watch, type FSWatcher } from 'node:fs';
 import { basename, dirname } from 'node:path';
+import { ConfigError, type Config } from './config.js';
 
 export const ROLES = ['admin', 'read'] as const;
 export type Role = (typeof ROLES)[number];
@@ -161,5 +162,15 @@ export class KeyRing extends EventEmitter<KeyRingEvents> {
   private reject(error: Error): void {
     this.rejected = { since: this.rejected?.since ?? Date.now(), error };
     this.emit('rejected', this.rejected);
+  }
+}
+
+/** The admin keys (see KeyRing) when authentication is on; a ConfigError says what is wrong with the keys file. */
+export function adminKeysOf(config: Config): KeyRing | undefined {
+  if (!config.adminAuthRequired) return undefined;
+  try {
+    return new KeyRing({ defaultKey: config.adminApiKey.trim() === '' ? '' : config.adminApiKey, file: config.adminKeysFile });
+  } catch (error) {
+    throw new ConfigError((error as Error).message);
   }
 }

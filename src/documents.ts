@@ -5,8 +5,6 @@ import YAML from 'yaml';
 /** A file that cannot be read as the document it should be: the message names the file and the place. */
 export class DocumentError extends Error {}
 
-export const DOCUMENT_EXTENSIONS = ['.json', '.yaml', '.yml'];
-
 /** The value a JSON or YAML file holds (chosen by its extension); YAML may hold anything JSON can. */
 export function readDocument(path: string): unknown {
   return parseDocument(path, readText(path));

@@ -1,21 +1,8 @@
 /** The audit trail and policy history as the admin API returns them, and the side-by-side diff of two versions. */
 import { diffLines } from 'diff';
+import type { AuditRecordAnswer } from '../../src/schemas/audit.js';
 
-export interface AuditRecord {
-  id: number;
-  time: string;
-  operation: string;
-  target: string;
-  actor: string;
-  client: string;
-  request_id: string;
-  route: string;
-  version?: number;
-  restored_from?: number;
-  changed_keys?: string[];
-  before: unknown;
-  after: unknown;
-}
+export type AuditRecord = AuditRecordAnswer;
 
 export interface AuditPage {
   records: AuditRecord[];

@@ -3,13 +3,13 @@
  * to and from the policy JSON of the admin API, with a message per field that cannot be converted.
  */
 import { parseJsonValue, type JsonValue } from './json-text.js';
+import { OPERATORS as WIRE_OPERATORS } from '../../src/schemas/policy.js';
 
-/** Every operator of decisions.md, as sent on the wire; synonyms listed after the primary spelling. */
-export const OPERATORS = [
-  '==', '!=', 'contains', 'not_contains', 'startswith', 'endswith',
-  'gt', 'gte', 'lt', 'lte', 'in', 'not_in', 'exists', 'not_exists',
-  'equals', 'not_equals', '>', '>=', '<', '<=',
-] as const;
+/** Spellings that mean the same as another (Eunomia's names, symbols): the editor lists them last. */
+const SYNONYMS: readonly string[] = ['equals', 'not_equals', '>', '>=', '<', '<='];
+
+/** Every operator the server accepts (src/schemas/policy.ts), primary spellings first, then their synonyms. */
+export const OPERATORS = [...WIRE_OPERATORS.filter((operator) => !SYNONYMS.includes(operator)), ...SYNONYMS];
 
 /** Operators that test only whether the attribute is there: their conditions have no value. */
 export const takesNoValue = (operator: string) => operator === 'exists' || operator === 'not_exists';

@@ -1,6 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Policy } from '../schemas/policy.js';
 import type { Entity } from '../schemas/entity.js';
+import type { ENTITY_OPERATIONS, POLICY_OPERATIONS } from '../schemas/audit.js';
 
 /** Who made an admin write and through which request; recorded with the write. */
 export interface Writer {
@@ -13,8 +14,6 @@ export interface Writer {
   route: string;
 }
 
-export const POLICY_OPERATIONS = ['policy.create', 'policy.replace', 'policy.delete', 'policy.restore', 'policy.baseline'] as const;
-export const ENTITY_OPERATIONS = ['entity.create', 'entity.update', 'entity.delete'] as const;
 export type PolicyOperation = (typeof POLICY_OPERATIONS)[number];
 export type EntityOperation = (typeof ENTITY_OPERATIONS)[number];
 export type AuditOperation = PolicyOperation | EntityOperation;

@@ -1,6 +1,6 @@
 import type { Condition, Policy } from '../schemas/policy.js';
-import type { Decision, DecisionRequest, ResolvedEntity } from './entity.js';
-import { ALLOWED_BY_DEFAULT, DENIED_BY_DEFAULT, DENIED_WITHOUT_POLICIES, ruleDecision } from './decisions.js';
+import type { ResolvedEntity } from './entity.js';
+import { ALLOWED_BY_DEFAULT, DENIED_BY_DEFAULT, DENIED_WITHOUT_POLICIES, ruleDecision, type Decision, type DecisionRequest } from './decisions.js';
 import { CANONICAL_OPERATOR, OPERATOR_DEFINITIONS, type Predicate } from './operators.js';
 import type { Comparison } from './condition-tree.js';
 import { compileLookup, MISSING, type Lookup } from './paths.js';

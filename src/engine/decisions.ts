@@ -1,10 +1,23 @@
-import type { Decision } from './entity.js';
+import type { ResolvedEntity } from './entity.js';
+
+/** A check as the engine decides it: both entities resolved, and the action. */
+export interface DecisionRequest {
+  principal: ResolvedEntity;
+  resource: ResolvedEntity;
+  action: string;
+}
+
+/** The engine's answer to a check, as `/check` gives it. */
+export interface Decision {
+  readonly allowed: boolean;
+  readonly reason: string;
+}
 
 /** What gave a decision: a rule of a policy, the policies' default effect, or the absence of policies. */
 export type Decider =
   | { kind: 'rule'; policy: string; rule: string; effect: 'allow' | 'deny' }
   | { kind: 'default'; effect: 'allow' | 'deny' }
-  | { kind: 'no-policies' };
+  | { kind: 'no_policies' };
 
 /** Every decision the engine builds is one shared, frozen object per decider: this says which. */
 const deciders = new WeakMap<Decision, Decider>();
@@ -18,7 +31,7 @@ function decided(allowed: boolean, reason: string, decider: Decider): Decision {
 /** Every decision the engine can return without naming a rule; shared, frozen, never rebuilt. */
 export const DENIED_BY_DEFAULT: Decision = decided(false, 'Action denied by default effect', { kind: 'default', effect: 'deny' });
 export const ALLOWED_BY_DEFAULT: Decision = decided(true, 'Action allowed by default effect', { kind: 'default', effect: 'allow' });
-export const DENIED_WITHOUT_POLICIES: Decision = decided(false, 'Action denied by default because there are no policies', { kind: 'no-policies' });
+export const DENIED_WITHOUT_POLICIES: Decision = decided(false, 'Action denied by default because there are no policies', { kind: 'no_policies' });
 
 export function ruleDecision(effect: 'allow' | 'deny', rule: string, policy: string): Decision {
   const verb = effect === 'allow' ? 'allowed' : 'denied';

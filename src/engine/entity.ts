@@ -7,14 +7,3 @@ export interface ResolvedEntity {
   uri: string | undefined;
   attributes: ReadonlyMap<string, unknown>;
 }
-
-export interface DecisionRequest {
-  principal: ResolvedEntity;
-  resource: ResolvedEntity;
-  action: string;
-}
-
-export interface Decision {
-  readonly allowed: boolean;
-  readonly reason: string;
-}

@@ -1,4 +1,4 @@
-import type { Decision, DecisionRequest } from './entity.js';
+import type { Decision, DecisionRequest } from './decisions.js';
 import { ruleMatches, type Snapshot } from './compile.js';
 
 /**

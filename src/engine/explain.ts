@@ -1,8 +1,8 @@
 import type { Effect } from '../schemas/policy.js';
-import type { Decision, DecisionRequest, ResolvedEntity } from './entity.js';
+import type { ResolvedEntity } from './entity.js';
 import { firstFailingCondition, sourceOf, type CompiledCondition, type Snapshot } from './compile.js';
 import { AnswerBudget } from './answer-budget.js';
-import { DENIED_WITHOUT_POLICIES } from './decisions.js';
+import { DENIED_WITHOUT_POLICIES, type Decider, type Decision, type DecisionRequest } from './decisions.js';
 import { MISSING } from './paths.js';
 
 type Side = 'principal' | 'resource';
@@ -34,7 +34,7 @@ export interface PolicyTrace {
 }
 
 export interface DecidedBy {
-  kind: 'rule' | 'default' | 'no_policies';
+  kind: Decider['kind'];
   effect: Effect;
   why: string;
   policy?: string;

@@ -1,4 +1,5 @@
-export type { Decision, DecisionRequest, ResolvedEntity } from './entity.js';
+export type { ResolvedEntity } from './entity.js';
+export type { Decision, DecisionRequest } from './decisions.js';
 export { compile, derive, type ChangedPolicy, type Snapshot } from './compile.js';
 export { evaluate } from './evaluate.js';
 export { plan, PlanTooLarge, type Plan, type PlanKind } from './plan.js';

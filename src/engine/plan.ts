@@ -1,4 +1,5 @@
-import type { DecisionRequest, ResolvedEntity } from './entity.js';
+import type { ResolvedEntity } from './entity.js';
+import type { DecisionRequest } from './decisions.js';
 import { firstFailingCondition, holdsFor, type CompiledCondition, type CompiledRule, type Snapshot } from './compile.js';
 import { and, JunctionChildren, jsonLength, not, or, type ConditionTree } from './condition-tree.js';
 

@@ -1,5 +1,6 @@
 import type { Condition } from '../schemas/policy.js';
-import type { DecisionRequest, ResolvedEntity } from './entity.js';
+import type { ResolvedEntity } from './entity.js';
+import type { DecisionRequest } from './decisions.js';
 import type { CompiledRule, ConditionCompiler } from './compile.js';
 import type { Comparison } from './condition-tree.js';
 import { compileLookup, MISSING, type Lookup } from './paths.js';

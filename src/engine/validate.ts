@@ -1,11 +1,10 @@
 import type { Condition, Policy } from '../schemas/policy.js';
-import type { ValidationIssue } from '../schemas/errors.js';
+import type { Location, ValidationIssue } from '../schemas/errors.js';
 import { OPERATOR_DEFINITIONS } from './operators.js';
 import { parsePath } from './paths.js';
 import { slugify } from './slug.js';
 import { storableValueIssues } from './value-limits.js';
 
-type Location = (string | number)[];
 
 /** How big one policy may be. */
 export interface PolicyLimits {

@@ -1,12 +1,11 @@
 import type { Operator, Policy, Rule } from '../schemas/policy.js';
-import type { ValidationIssue } from '../schemas/errors.js';
+import type { Location, ValidationIssue } from '../schemas/errors.js';
 import { ConditionCompiler, conditionKey as keyOf, type CompiledCondition } from './compile.js';
 import { CANONICAL_OPERATOR } from './operators.js';
 import { formatCondition } from './condition-tree.js';
 import { slugify } from './slug.js';
 import { AnswerBudget } from './answer-budget.js';
 
-type Location = (string | number)[];
 type SideKey = 'principal_conditions' | 'resource_conditions';
 const SIDES: readonly SideKey[] = ['principal_conditions', 'resource_conditions'];
 

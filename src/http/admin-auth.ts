@@ -1,8 +1,8 @@
 import type { FastifyInstance, FastifyRequest, onRequestHookHandler } from 'fastify';
 import type {} from '@fastify/rate-limit';
 import { ClientError } from '../errors.js';
-import { ConfigError, type Config } from '../config.js';
-import { KeyRing } from '../admin-keys.js';
+import type { Config } from '../config.js';
+import type { KeyRing } from '../admin-keys.js';
 import { isLoopbackAddress } from '../loopback.js';
 
 export const API_KEY_HEADER = 'way-api-key';
@@ -45,16 +45,6 @@ const isLocalRequest = (request: FastifyRequest) => isLocalClient(request.socket
  */
 export function trustedProxies(setting: Config['trustProxy']): false | string[] | ((address: string, hop: number) => boolean) {
   return setting === true ? (_address, hop) => hop === 0 : setting;
-}
-
-/** The admin keys (see KeyRing) when authentication is on; a ConfigError says what is wrong with the keys file. */
-export function adminKeysOf(config: Config): KeyRing | undefined {
-  if (!config.adminAuthRequired) return undefined;
-  try {
-    return new KeyRing({ defaultKey: config.adminApiKey.trim() === '' ? '' : config.adminApiKey, file: config.adminKeysFile });
-  } catch (error) {
-    throw new ConfigError((error as Error).message);
-  }
 }
 
 /**

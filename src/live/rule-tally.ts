@@ -22,7 +22,7 @@ export function countedDecider(decision: Decision): CountedDecider {
   const decider = deciderOf(decision);
   const effect = decision.allowed ? 'allow' : 'deny';
   if (decider === undefined) return { kind: 'rule', policy: OTHER_RULES, rule: OTHER_RULES, effect };
-  return decider.kind === 'no-policies' ? { kind: 'default', effect } : decider;
+  return decider.kind === 'no_policies' ? { kind: 'default', effect } : decider;
 }
 
 interface Slot {

@@ -1,7 +1,6 @@
 import type { SuppliedAttributes } from '../schemas/check.js';
-import type { ValidationIssue } from '../schemas/errors.js';
+import type { Location, ValidationIssue } from '../schemas/errors.js';
 
-type Location = (string | number)[];
 
 /** A key given twice in a list of attributes: ambiguous, so reported rather than silently resolved. */
 export class DuplicateAttribute {

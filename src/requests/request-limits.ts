@@ -1,9 +1,8 @@
 import type { Config } from '../config.js';
-import type { ValidationIssue } from '../schemas/errors.js';
+import type { Location, ValidationIssue } from '../schemas/errors.js';
 
 export type RequestLimits = Pick<Config, 'maxJsonDepth' | 'maxStringLength'>;
 
-type Location = (string | number)[];
 
 /** Where a value breaks a limit, and which: the path is built backwards, only once a breach is found. */
 interface Breach {

@@ -1,5 +1,8 @@
 import type { FromSchema } from 'json-schema-to-ts';
-import { ENTITY_OPERATIONS, POLICY_OPERATIONS } from '../audit/record.js';
+
+/** What an audit record says a write did. */
+export const POLICY_OPERATIONS = ['policy.create', 'policy.replace', 'policy.delete', 'policy.restore', 'policy.baseline'] as const;
+export const ENTITY_OPERATIONS = ['entity.create', 'entity.update', 'entity.delete'] as const;
 
 const cursorSchema = {
   type: 'string',
@@ -32,7 +35,6 @@ export const auditQuerySchema = (maxPageSize: number) =>
       actor: { type: 'string', minLength: 1, description: 'Only records written with the admin key of this name (`anonymous` when authentication is off).' },
     },
   }) as const;
-export type AuditQueryString = FromSchema<ReturnType<typeof auditQuerySchema>>;
 
 export const auditRecordSchema = {
   type: 'object',
@@ -57,6 +59,9 @@ export const auditRecordSchema = {
   required: ['id', 'time', 'operation', 'target', 'actor', 'client', 'request_id', 'route', 'before', 'after'],
   additionalProperties: false,
 } as const;
+
+/** An audit record as the admin API answers it (the dashboard reads these). */
+export type AuditRecordAnswer = FromSchema<typeof auditRecordSchema>;
 
 export const auditPageSchema = {
   type: 'object',

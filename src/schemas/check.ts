@@ -56,7 +56,6 @@ export const checkRequestSchema = {
   additionalProperties: false,
 } as const;
 export type CheckRequest = FromSchema<typeof checkRequestSchema>;
-export type EntityReference = FromSchema<typeof principalReferenceSchema> | FromSchema<typeof resourceReferenceSchema>;
 export type SuppliedAttributes = FromSchema<typeof suppliedAttributesSchema>;
 
 export const checkRequestListSchema = { type: 'array', items: checkRequestSchema } as const;
@@ -164,4 +163,3 @@ export const nestedCheckRequestSchema = {
   required: ['principal', 'resource'],
   additionalProperties: false,
 } as const;
-export type NestedCheckRequest = FromSchema<typeof nestedCheckRequestSchema>;

@@ -83,7 +83,6 @@ export const entityPageQuerySchema = (maxPageSize: number) =>
       limit: { type: 'integer', minimum: 0, maximum: maxPageSize, default: 10 },
     },
   }) as const;
-export type EntityPageQuery = FromSchema<ReturnType<typeof entityPageQuerySchema>>;
 
 export const entityUriParamsSchema = {
   type: 'object',

@@ -24,8 +24,11 @@ export const validationErrorResponseSchema = {
   additionalProperties: false,
 } as const;
 
+/** Where in a request (or a document) an issue is: `['body', 'rules', 0, 'name']`. */
+export type Location = (string | number)[];
+
 export interface ValidationIssue {
-  loc: (string | number)[];
+  loc: Location;
   msg: string;
   type: string;
 }

@@ -4,7 +4,7 @@ import { principalReferenceSchema, resourceReferenceSchema, suppliedAttributesSc
 
 /**
  * A policy test file, as `verdict test` reads it (YAML or JSON). Shipped as JSON Schema in
- * docs/policy-test.schema.json, which test/policy-tests/schema-file.test.ts keeps equal to this.
+ * docs/policy-test.schema.json, which test/cli/policy-tests.test.ts keeps equal to this.
  */
 export const policyTestFileSchema = {
   title: 'Verdict policy test file',

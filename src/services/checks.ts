@@ -4,7 +4,7 @@ import { readCheckRequest, type CheckInput } from '../requests/check-request.js'
 import { AttributeConflict, resolveCheck, type RegisteredAttributes } from '../registry/resolve.js';
 import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
 import { ClientError, RequestValidationError } from '../errors.js';
-import { answerEach } from './each-settled.js';
+import { answerEach } from './answer-each.js';
 import { explanationsTooLarge } from './answer-limits.js';
 
 const conflictAsClientError = (error: unknown): never => {

@@ -1,13 +1,13 @@
 import type { PlanRequest, PlanResponse } from '../schemas/plan.js';
 import type { CheckRequest } from '../schemas/check.js';
-import type { ValidationIssue } from '../schemas/errors.js';
+import type { Location, ValidationIssue } from '../schemas/errors.js';
 import { DEFAULT_MONGO_FILTER_OPTIONS, mongoOptionIssue, type DecisionRequest, type MongoFilterOptions } from '../engine/index.js';
 import { DEFAULT_ACTION, entityInput, isIssue, type CheckInput } from '../requests/check-request.js';
 import { DuplicateAttribute, toAttributeMap } from '../requests/attributes.js';
 import { AttributeConflict, resolveCheck, type RegisteredAttributes } from '../registry/resolve.js';
 import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
 import { ClientError, RequestValidationError } from '../errors.js';
-import { answerEach } from './each-settled.js';
+import { answerEach } from './answer-each.js';
 import { readBulkItems } from '../requests/bulk-request.js';
 import { planAnswers, type PlanSettings, type PlanWork } from './plan-answers.js';
 import type { BulkPool } from '../pool/bulk-pool.js';
@@ -18,7 +18,6 @@ export interface PlanInput {
   layout: MongoFilterOptions;
 }
 
-type Location = (string | number)[];
 
 function layoutOf(request: PlanRequest, at: Location): MongoFilterOptions | ValidationIssue[] {
   const layout = {

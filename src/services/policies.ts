@@ -6,6 +6,7 @@ import { PolicySetReader } from './policy-set.js';
 import type { CheckInput } from '../requests/check-request.js';
 import { DuplicateKeyError, type Store } from '../store/store.js';
 import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
+import type { PolicyRoles, PolicyWriter } from './policy-source.js';
 import { ClientError, notFound, RequestValidationError, UnavailableError } from '../errors.js';
 import { policyTarget, type AuditRecord, type Writer } from '../audit/record.js';
 import type { AuditPage, AuditTrail } from '../audit/audit-trail.js';
@@ -48,28 +49,28 @@ export class PolicyService {
     private readonly snapshots: PolicySnapshots,
     private readonly settings: PolicyLimits & { operatorStyle: OperatorStyle; maxAnswerSize: number },
     private readonly audit: AuditTrail,
-    /** The directory the policies are managed from (`--policies`), if they are; writes are then refused. */
-    private readonly filesDir = '',
+    /** Where policies are read and written; policies from files (`--policies`) have no writer, so writes are refused. */
+    private readonly roles: PolicyRoles,
   ) {
     this.reader = new PolicySetReader(settings);
   }
 
   async list(): Promise<AnsweredPolicy[]> {
-    const policies = this.filesDir !== '' ? this.snapshots.policies : (await this.store.loadPolicies()).policies;
+    const policies = await this.roles.reader.all();
     return policies.map((policy) => this.answer(policy));
   }
 
   async get(name: string): Promise<AnsweredPolicy> {
-    const policy = this.filesDir !== '' ? this.snapshots.policies.find((stored) => stored.name === name) : await this.store.getPolicy(name);
+    const policy = await this.roles.reader.named(name);
     if (policy === undefined) throw notFound('Policy');
     return this.answer(policy);
   }
 
   async create(sent: Policy, by: Writer): Promise<AnsweredPolicy> {
-    this.refuseWhenManagedFromFiles();
+    const writer = this.writer();
     const policy = this.accept(sent);
     try {
-      await this.store.createPolicy(policy, by);
+      await writer.createPolicy(policy, by);
     } catch (error) {
       if (error instanceof DuplicateKeyError) throw new ClientError(409, error.message);
       throw error;
@@ -83,7 +84,7 @@ export class PolicyService {
    * with a `.` could not be matched as sent and is refused.
    */
   async createSimple(name: string, check: CheckInput, by: Writer): Promise<AnsweredPolicy> {
-    this.refuseWhenManagedFromFiles();
+    this.writer(); // refused before the name and the check are read, as every write is
     const slug = slugify(name);
     if (slug === '') {
       throw new RequestValidationError([{ loc: ['query', 'name'], msg: `name '${name}' has no letters or digits to make a slug from`, type: 'value_error' }]);
@@ -99,19 +100,18 @@ export class PolicyService {
 
   /** Replaces the policy named `name`, which keeps its place in creation order. */
   async replace(name: string, sent: Policy, by: Writer): Promise<AnsweredPolicy> {
-    this.refuseWhenManagedFromFiles();
+    const writer = this.writer();
     const policy = this.accept(sent);
     if (policy.name !== name) {
       throw new ClientError(400, `Name mismatch: the body names '${policy.name}' (slugified), the path '${name}'`);
     }
-    if (!(await this.store.replacePolicy(policy, by))) throw notFound('Policy');
+    if (!(await writer.replacePolicy(policy, by))) throw notFound('Policy');
     await this.applied(`Policy '${policy.name}' was saved`);
     return this.answer(policy);
   }
 
   async delete(name: string, by: Writer): Promise<true> {
-    this.refuseWhenManagedFromFiles();
-    if (!(await this.store.deletePolicy(name, by))) throw notFound('Policy');
+    if (!(await this.writer().deletePolicy(name, by))) throw notFound('Policy');
     await this.applied(`Policy '${name}' was deleted`);
     return true;
   }
@@ -136,14 +136,14 @@ export class PolicyService {
    * comes back (last in creation order). The version must still pass today's limits.
    */
   async restore(name: string, version: number, by: Writer): Promise<AnsweredPolicy> {
-    this.refuseWhenManagedFromFiles();
+    const writer = this.writer();
     const record = await this.version(name, version);
     if (!('version' in record) || record.after === null) {
       throw new ClientError(400, `Version ${version} of policy '${name}' is its deletion; restore an earlier version`);
     }
     const policy = this.accept(record.after);
     try {
-      await this.store.restorePolicy(policy, version, by);
+      await writer.restorePolicy(policy, version, by);
     } catch (error) {
       // Another process re-created the deleted policy while this restore ran: nothing was written.
       if (error instanceof DuplicateKeyError) throw new ClientError(409, `${error.message}; restore again to replace it`);
@@ -193,11 +193,13 @@ export class PolicyService {
     return { valid: true, warnings };
   }
 
-  private refuseWhenManagedFromFiles(): void {
-    if (this.filesDir === '') return;
+  /** Where policy writes go; 409 when there is no writer (policies from files). */
+  private writer(): PolicyWriter {
+    const { roles } = this;
+    if (roles.writer !== undefined) return roles.writer;
     throw new ClientError(
       409,
-      `Policies are managed from files in ${this.filesDir} (--policies): change the files there instead; policy reads, validation and the registry still work`,
+      `Policies are managed from files in ${roles.filesDir} (--policies): change the files there instead; policy reads, validation and the registry still work`,
     );
   }
 

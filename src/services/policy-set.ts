@@ -1,12 +1,11 @@
 import type { FastifySchemaValidationError } from 'fastify';
 import type { ValidateFunction } from 'ajv';
 import { policySchema, type Policy } from '../schemas/policy.js';
-import type { ValidationIssue } from '../schemas/errors.js';
+import type { Location, ValidationIssue } from '../schemas/errors.js';
 import { compileListingErrors, validationIssues } from '../schemas/validation.js';
 import { MAX_LISTED_ISSUES } from '../errors.js';
 import { normalizePolicy, policyIssues, type PolicyLimits } from '../engine/index.js';
 
-type Location = (string | number)[];
 
 /**
  * Reads policies from untrusted JSON values as a policy write does (schema with its defaults, then

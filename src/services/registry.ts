@@ -6,7 +6,7 @@ import { DuplicateAttribute, toAttributeMap } from '../requests/attributes.js';
 import { inKeyOrder, newEntity, updatedEntity } from '../registry/entities.js';
 import { storableValueIssues } from '../engine/value-limits.js';
 import type { Writer } from '../audit/record.js';
-import type { ValidationIssue } from '../schemas/errors.js';
+import type { Location, ValidationIssue } from '../schemas/errors.js';
 
 export interface EntityRegistration {
   uri?: string | null;
@@ -20,7 +20,6 @@ export interface EntityChange {
   override: boolean;
 }
 
-type Location = (string | number)[];
 
 /** Sent attributes as a Map, or what makes them unstorable; `at` is where they sit in the body. */
 function readAttributes(sent: SuppliedAttributes, at: Location): Map<string, unknown> | ValidationIssue[] {

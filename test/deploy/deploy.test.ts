@@ -8,7 +8,7 @@ import { Deployment } from 'kubernetes-models/apps/v1';
 import { ConfigMap, Secret, Service } from 'kubernetes-models/v1';
 import { parse as parseYaml } from 'yaml';
 import { checkAdminExposure, ConfigError, DEFAULT_CONFIG, loadConfig, type Config } from '../../src/config.js';
-import { STORE_PROBE_TIMEOUT_MS } from '../../src/app.js';
+import { STORE_PROBE_TIMEOUT_MS } from '../../src/services/compose.js';
 import { PolicySetReader } from '../../src/services/policy-set.js';
 import { ask, freePort, runVerdict, waitFor } from '../helpers/child.js';
 import { imageVariables, parseDockerfile } from '../helpers/dockerfile.js';

@@ -1,6 +1,6 @@
 /**
  * Differential test: the engine against a direct, unoptimized reading of the combining rules in
- * decisions.md, over many random policy sets and requests (seeded, so failures reproduce).
+ * docs/evaluation.md, over many random policy sets and requests (seeded, so failures reproduce).
  */
 import t from 'tap';
 import { DEFAULT_CONFIG as LIMITS } from '../../src/config.js';
@@ -124,7 +124,7 @@ function explanationDisagreement(policies: Policy[], snapshot: Snapshot, request
   return undefined;
 }
 
-t.test('the engine agrees with a literal reading of decisions.md', async (t) => {
+t.test('the engine agrees with a literal reading of docs/evaluation.md', async (t) => {
   const seen = new Map<string, number>();
   for (let set = 0; set < 600; set++) {
     const policies = randomPolicies();

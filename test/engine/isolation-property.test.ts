@@ -12,7 +12,7 @@ import { treeHolds } from '../helpers/plan-cases.js';
  * alphabet holding the characters keys are made of (U+0000, U+0001, quotes, commas, brackets,
  * backslashes) and paths spliced from other conditions as a joined key would spell them, every
  * snapshot (compiled at once, or derived policy by policy) decides each request as the reference
- * reading of decisions.md does; each policy's part of the explanation is the one it has compiled
+ * reading of docs/evaluation.md does; each policy's part of the explanation is the one it has compiled
  * alone; and the plan holds for the request's resource exactly when the request is allowed.
  * ISOLATION_RUNS sets the number of cases; ISOLATION_SEED replays a failure.
  */

@@ -1,5 +1,5 @@
 /**
- * A direct, unoptimized reading of the combining rules in decisions.md, for tests to hold the engine
+ * A direct, unoptimized reading of the combining rules in docs/evaluation.md, for tests to hold the engine
  * and the server to. It shares only the operators and path lookup with the engine (they have tables
  * of their own in operators.test.ts and paths.test.ts); the combining is written here from the text.
  */
@@ -8,7 +8,7 @@ import { OPERATOR_DEFINITIONS } from '../../src/engine/operators.js';
 import { compileLookup, MISSING } from '../../src/engine/paths.js';
 import type { Condition, Policy, Rule } from '../../src/schemas/policy.js';
 
-/** decisions.md: a missing attribute makes any condition on it false, but `not_exists`; `exists` and `not_exists` test only presence. */
+/** docs/evaluation.md: a missing attribute makes any condition on it false, but `not_exists`; `exists` and `not_exists` test only presence. */
 export function conditionHolds(condition: Pick<Condition, 'path' | 'operator' | 'value'>, entity: ResolvedEntity): boolean {
   const value = compileLookup(condition.path)(entity);
   if (condition.operator === 'exists') return value !== MISSING;
@@ -25,7 +25,7 @@ export function ruleApplies(rule: Rule, request: DecisionRequest): boolean {
   );
 }
 
-/** decisions.md, read literally: the decision and what gave it. */
+/** docs/evaluation.md, read literally: the decision and what gave it. */
 export function reference(policies: readonly Policy[], request: DecisionRequest): { decision: Decision; decider: Decider } {
   const firstMatches = policies.map((policy) => ({ policy, rule: policy.rules.find((rule) => ruleApplies(rule, request)) }));
   const byRule = (effect: 'allow' | 'deny') => {
@@ -40,5 +40,5 @@ export function reference(policies: readonly Policy[], request: DecisionRequest)
     return { decision: { allowed: false, reason: 'Action denied by default effect' }, decider: { kind: 'default', effect: 'deny' } };
   }
   if (policies.length > 0) return { decision: { allowed: true, reason: 'Action allowed by default effect' }, decider: { kind: 'default', effect: 'allow' } };
-  return { decision: { allowed: false, reason: 'Action denied by default because there are no policies' }, decider: { kind: 'no-policies' } };
+  return { decision: { allowed: false, reason: 'Action denied by default because there are no policies' }, decider: { kind: 'no_policies' } };
 }

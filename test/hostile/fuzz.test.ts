@@ -9,7 +9,7 @@ import { reference } from '../engine/reference.js';
 // Thousands of generated and mutated requests (bodies, queries, headers, paths, methods) to every
 // endpoint of a real server: none may get a 5xx, hang or take the server down, none without the
 // admin key may succeed on a protected route, and afterwards its decisions must be those of a
-// literal reading of decisions.md over the policies it then holds, and of hand-written expectations
+// literal reading of docs/evaluation.md over the policies it then holds, and of hand-written expectations
 // over policies written before the fuzzing. FUZZ_RUNS sets the count.
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 2500);
@@ -244,7 +244,7 @@ t.test('fuzzed requests to every endpoint: never a 5xx, a hang, a crash or a suc
   for (const [check, expected] of HAND_WRITTEN_CHECKS) t.same((await server.call('POST', '/check', check)).body, expected, JSON.stringify(check));
   t.same((await server.call('POST', '/check/bulk', HAND_WRITTEN_CHECKS.map(([check]) => check))).body, HAND_WRITTEN_CHECKS.map(([, expected]) => expected), 'the same in a bulk');
 
-  // On the actions the fuzzing wrote rules for: a literal reading of decisions.md over what the server holds.
+  // On the actions the fuzzing wrote rules for: a literal reading of docs/evaluation.md over what the server holds.
   const attributeSet = fc.dictionary(fc.constantFrom('a', 'b', '__proto__'), fc.constantFrom(1, 2, 'it', 'hr', true), { minKeys: 1, maxKeys: 2 });
   const checks = fc.sample(
     fc.record({ principal: fc.record({ attributes: attributeSet }), resource: fc.record({ attributes: attributeSet }), action: fc.constantFrom('read', 'write', 'access') }),

@@ -1,0 +1,114 @@
+import Fastify, { LogController, type FastifyInstance, type FastifyReply } from 'fastify';
+import type { Config } from '../config.js';
+import type { Services } from '../services/compose.js';
+import type { Readiness } from '../services/readiness.js';
+import type { Metrics } from '../live/metrics.js';
+import type { AppContext } from './context.js';
+import { lazySchemaCompilers } from './schema-compilers.js';
+import { installErrorHandling } from './errors.js';
+import { installJsonBodyParser } from './json-body.js';
+import { adminKeyCheck, API_KEY_HEADER, trustedProxies } from './admin-auth.js';
+import { openAdminGuard } from './open-admin.js';
+import { registerDocs } from './docs.js';
+import { healthRoutes } from './health.js';
+import { checkRoutes } from './check.js';
+import { planRoutes } from './plan.js';
+import { policyRoutes } from './policies.js';
+import { registryRoutes } from './registry.js';
+import { earlierEndpointRoutes } from './earlier-endpoints.js';
+import { instrumentRoutes, metricsRoutes } from './metrics.js';
+import { dashboardRoutes } from './dashboard.js';
+import { auditRoutes } from './audit.js';
+import { whoamiRoutes } from './whoami.js';
+import { minRevisionCheck } from './min-revision.js';
+import { revisionOnEveryAnswer, type ServedRevision } from './revision.js';
+import { liveRoutes } from './live.js';
+import { lazyRequestLogger } from './request-logger.js';
+import { requestIds } from './request-ids.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Flipped by a shutdown before the listeners close. */
+    readiness: Readiness;
+    /** Served at GET /metrics, or on its own port (see Config.metricsPort). */
+    metrics: Metrics;
+  }
+}
+
+/** Entity URIs arrive percent-encoded as path parameters (see MAX_ENTITY_URI_LENGTH); find-my-way's default of 100 is too short. */
+const MAX_PATH_PARAMETER_LENGTH = 8192;
+
+/**
+ * The Fastify server on `services`: its options, the hooks every route shares and the route plugins,
+ * ready to listen. Starts the services' background work with the server's logger; closing the server
+ * closes them.
+ */
+export async function buildServer(config: Config, services: Services): Promise<FastifyInstance> {
+  const { snapshots, metrics, readiness } = services;
+  const app = Fastify({
+    logger: {
+      level: config.logLevel,
+      redact: { paths: [`req.headers["${API_KEY_HEADER}"]`, 'req.headers.authorization'], censor: '[redacted]' },
+    },
+    // Per-request log lines only when asked for: the hot path stays free of logging by default.
+    logController: new LogController({ disableRequestLogging: !['debug', 'trace'].includes(config.logLevel) }),
+    childLoggerFactory: lazyRequestLogger,
+    schemaController: { compilersFactory: lazySchemaCompilers },
+    bodyLimit: config.bodyLimit,
+    // Unique across processes and restarts: audit records name the request that wrote them.
+    genReqId: requestIds(),
+    // Which peers may name the client address in X-Forwarded-For (the admin-auth failure limit keys on it).
+    trustProxy: trustedProxies(config.trustProxy),
+    onProtoPoisoning: 'ignore',
+    onConstructorPoisoning: 'ignore',
+    routerOptions: { maxParamLength: MAX_PATH_PARAMETER_LENGTH },
+    // Errors raised before routing (a bad percent-escape, an over-long parameter) keep the {detail} shape.
+    frameworkErrors: (error, _request, reply) => {
+      const status = (error as { statusCode?: number }).statusCode ?? 400;
+      void (reply as FastifyReply).code(status).send({ detail: error.message });
+    },
+  });
+  app.decorate('readiness', readiness);
+  app.decorateRequest('adminKey', null);
+  app.decorate('metrics', metrics);
+  services.start(app.log);
+  app.addHook('onClose', () => services.close());
+  instrumentRoutes(app, metrics, services.live);
+
+  // Which policy snapshot answered: after an admin write, the revision that includes it.
+  const revision: ServedRevision = () => snapshots.current.revision;
+  revisionOnEveryAnswer(app, revision);
+  installErrorHandling(app, revision);
+  installJsonBodyParser(app, config);
+  await registerDocs(app);
+  const context: AppContext = {
+    config,
+    snapshots,
+    revision,
+    pool: services.pool,
+    readiness,
+    checks: services.checks,
+    audit: services.audit,
+    minRevisionCheck: minRevisionCheck(snapshots, config.minRevisionWaitMs),
+    plans: services.plans,
+    policies: services.policies,
+    registry: services.registry,
+    adminGuard: services.adminKeys === undefined ? openAdminGuard(config) : await adminKeyCheck(app, config, services.adminKeys),
+  };
+  await app.register(healthRoutes, { context });
+  if (config.metricsPort === undefined) await app.register(metricsRoutes, { metrics });
+  await app.register(checkRoutes, { context });
+  await app.register(planRoutes, { context });
+  await app.register(earlierEndpointRoutes, { context });
+  await app.register(dashboardRoutes);
+  await app.register(async (admin) => {
+    admin.addHook('onRequest', context.adminGuard);
+    await admin.register(policyRoutes, { context });
+    await admin.register(auditRoutes, { context });
+    await admin.register(whoamiRoutes);
+    await admin.register(liveRoutes, { window: services.liveWindow, counters: services.live });
+    if (config.registryEnabled) await admin.register(registryRoutes, { context });
+  });
+  await app.ready();
+  return app;
+}

@@ -1,0 +1,38 @@
+import type { Metrics } from '../live/metrics.js';
+import type { LiveCounters } from '../live/live-counters.js';
+import type { DecisionLog } from '../decision-log/decision-log.js';
+import type { BulkObserver } from '../pool/bulk-pool.js';
+import type { CheckObservers } from './checks.js';
+
+/**
+ * Where every decision is counted and recorded, whichever path made it: the decision counters of
+ * /metrics, the live view, and the decision log when there is one. Checks and bulk items decided on
+ * the front (CheckService) and bulks decided by a worker (BulkPool) are told to this one observer.
+ */
+export class DecisionObserver implements Required<CheckObservers> {
+  constructor(
+    private readonly metrics: Metrics,
+    private readonly live: LiveCounters,
+    private readonly decisionLog: DecisionLog | undefined,
+  ) {}
+
+  /** A decision made on this thread: a check, or one item of a bulk decided here. */
+  readonly decision: Required<CheckObservers>['decision'] = (input, request, decision, revision, startedAt) => {
+    (decision.allowed ? this.metrics.allowed : this.metrics.denied).inc();
+    this.live.decided(input, decision, revision);
+    this.decisionLog?.record({ time: Date.now(), input, request, decision, revision, latencyMs: performance.now() - startedAt });
+  };
+
+  /** The size of a bulk, decided here or by a worker. */
+  readonly bulk = (size: number): void => this.metrics.bulkSize.observe(size);
+
+  /** A bulk a worker thread decided, with its counts by what decided them. */
+  readonly decidedInWorker: BulkObserver = ({ body, json, tally, revision, elapsedMs }) => {
+    this.metrics.allowed.inc(tally.allowed);
+    this.metrics.denied.inc(tally.denied);
+    this.live.decidedInWorker(tally, revision);
+    const count = tally.allowed + tally.denied;
+    this.bulk(count);
+    this.decisionLog?.recordBulk({ time: Date.now(), body: body.toString('utf8'), decisions: json, count, revision, latencyMs: elapsedMs / count });
+  };
+}
