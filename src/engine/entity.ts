@@ -12,6 +12,33 @@ export interface DecisionRequest {
   principal: ResolvedEntity;
   resource: ResolvedEntity;
   action: string;
+  /** The action's attributes; absent when the check sent none. */
+  actionAttributes?: ReadonlyMap<string, unknown>;
+  /** The attributes of the request itself (time, address, channel...); absent when the check sent none. */
+  context?: ReadonlyMap<string, unknown>;
+}
+
+/** The parts of a check that conditions and references read. */
+export const REQUEST_PARTS = ['principal', 'resource', 'action', 'context'] as const;
+export type RequestPart = (typeof REQUEST_PARTS)[number];
+
+const NO_ATTRIBUTES: ReadonlyMap<string, unknown> = new Map();
+
+/**
+ * A part of the request as conditions read it: the action is an entity whose uri is its name, the
+ * context one with attributes only. Built only for rules with conditions on those parts.
+ */
+export function partOf(request: DecisionRequest, part: RequestPart): ResolvedEntity {
+  switch (part) {
+    case 'principal':
+      return request.principal;
+    case 'resource':
+      return request.resource;
+    case 'action':
+      return { uri: request.action, attributes: request.actionAttributes ?? NO_ATTRIBUTES };
+    case 'context':
+      return { uri: undefined, attributes: request.context ?? NO_ATTRIBUTES };
+  }
 }
 
 export interface Decision {
