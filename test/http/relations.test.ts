@@ -176,6 +176,22 @@ t.test('plans: references to the known side become constants; action attributes 
   t.same(bulk.body.map((answer: { kind: string }) => answer.kind), ['always_denied', 'conditional']);
 });
 
+t.test('a plan that cannot state a relation between a known and an open value of the resource is refused with 400 saying which', async (t) => {
+  const server = await startServer();
+  t.teardown(server.close);
+  const rule = { name: 'r', effect: 'allow', resource_conditions: [{ path: 'attributes.path', operator: 'startswith', value_from: 'resource.attributes.root' }], actions: ['read'] };
+  t.equal((await server.call('POST', '/admin/policies', { name: 'files', rules: [rule] })).status, 200);
+  const open = await server.call('POST', '/plan', { principal: alice, action: 'read' });
+  t.same(open.body.condition, { path: 'attributes.path', operator: 'startswith', value_from: 'resource.attributes.root' }, 'both values open: the relation as written');
+  t.ok(open.body.mongodb.$expr !== undefined, 'stated with $expr');
+  const refused = await server.call('POST', '/plan', { principal: alice, action: 'read', resource: { attributes: { path: '/a' } } });
+  t.equal(refused.status, 400);
+  t.match(refused.body.detail, /^The plan cannot be stated: condition attributes.path startswith resource.attributes.root relates a known attribute to an open one/);
+  const bulk = await server.call('POST', '/plan/bulk', [{ principal: alice, action: 'read' }, { principal: alice, action: 'read', resource_attributes: { path: '/a' } }]);
+  t.equal(bulk.status, 400);
+  t.match(bulk.body.detail, /^Item 1: The plan cannot be stated/);
+});
+
 t.test('hostile relations and contexts are refused or bounded, and the server goes on answering', async (t) => {
   const server = await ownerServer(t, { maxJsonDepth: 20, maxStringLength: 1000 });
   const deep = (depth: number): unknown => (depth === 0 ? 'x' : { k: deep(depth - 1) });
