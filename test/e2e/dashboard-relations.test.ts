@@ -69,6 +69,10 @@ if (missing !== undefined) {
     };
     t.match(await check('{"soft": true}', '{"ip": "10.1.2.3"}', /Allowed/), /Allowed.*Rule owner-deletes-softly allowed/);
     t.match(await check('{"soft": false}', '{"ip": "10.1.2.3"}', /Denied/), /Denied.*denied by default/, 'a hard delete');
+    await field(page, 'Resource attributes (JSON object)').fill('{"ownerID": "bob@example.com"}');
+    await page.getByRole('button', { name: 'Run check' }).click();
+    await page.getByText('resource attributes.ownerID == principal.attributes.email ("alice@example.com") does not hold: it is "bob@example.com"').waitFor({ timeout: 10_000 });
+    t.pass('the trace shows a failed relation with its reference and what it resolved to');
     t.match(await check('{"soft": true}', '{"ip": "10.1.2.3"}', /Allowed/), /Allowed/);
     t.match(await check('{"soft": true}', '', /Denied/), /Denied/, 'no context: the context condition does not hold');
     await field(page, 'Context (JSON)').fill('[1]');
