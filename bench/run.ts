@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
-import { engineDecisionsPerSecond, enginePlansPerSecond } from './engine.js';
+import { engineDecisionsPerSecond, enginePlansPerSecond, engineRelationRates } from './engine.js';
 import { loadWithWrk, wrkAvailable, type LoadResult } from './wrk.js';
 import { startBaseline, startVerdict, stop, type RunningServer, type StartCost } from './server.js';
 import { benchDirectory, copyOf, seed } from './seed.js';
@@ -342,6 +342,16 @@ function engineFigures(): Record<number, number> {
   return engine;
 }
 
+/** The owner rule with a relation and with a constant (target: a relation costs at most 1.2 times the constant). */
+function relationFigures(): { relation: number; constant: number } {
+  const rates = engineRelationRates();
+  console.log(
+    `engine alone, the owner rule: ${(rates.relation / 1e6).toFixed(2)}M decisions/s with value_from, ${(rates.constant / 1e6).toFixed(2)}M with a constant: ` +
+      `a relation costs ${(rates.constant / rates.relation).toFixed(2)}x (target at most 1.2x)`,
+  );
+  return rates;
+}
+
 /**
  * Plans (with their MongoDB filter) per second, engine alone, each with its ratio to decisions per
  * second at the same count: for a principal every policy grants a document, and for a member of
@@ -435,6 +445,7 @@ async function main(): Promise<void> {
   let engine: Record<number, number> = {};
   let plans: Record<number, number> = {};
   let teamPlans: Record<number, number> = {};
+  let relations: { relation: number; constant: number } | undefined;
   try {
     let template: string | undefined;
     if (PARTS.has('http') || PARTS.has('start') || PARTS.has('cache')) {
@@ -482,6 +493,7 @@ async function main(): Promise<void> {
     if (PARTS.has('writes')) tracked.writes = await writeFigures();
     if (PARTS.has('engine')) {
       engine = engineFigures();
+      relations = relationFigures();
       ({ plans, teamPlans } = planFigures(engine));
     }
     printSummary(tracked, processesLabel);
@@ -491,7 +503,7 @@ async function main(): Promise<void> {
     const settings = {
       parts: [...PARTS], runs: RUNS, seconds: SECONDS, connections: CONNECTIONS, args: VERDICT_ARGS, compareArgs: COMPARE_ARGS, compareCli: COMPARE_CLI, processes: PROCESSES, loadAverage: loadavg(),
     };
-    writeFileSync(file, JSON.stringify({ ...settings, ...tracked, engine, plans, teamPlans }, null, 2));
+    writeFileSync(file, JSON.stringify({ ...settings, ...tracked, engine, relations, plans, teamPlans }, null, 2));
     console.log(`saved ${file}`);
   } finally {
     for (const { server } of servers) await stop(server);

@@ -15,14 +15,20 @@ export const OPERATORS = [...WIRE_OPERATORS.filter((operator) => !SYNONYMS.inclu
 export const takesNoValue = (operator: string) => operator === 'exists' || operator === 'not_exists';
 
 export const EFFECTS = ['allow', 'deny'] as const;
-export const SIDES = ['principal_conditions', 'resource_conditions'] as const;
+export const SIDES = ['principal_conditions', 'resource_conditions', 'action_conditions', 'context_conditions'] as const;
 export type Side = (typeof SIDES)[number];
+/** The lists a policy written before relations has, always present; the others only when they hold a condition. */
+const ALWAYS_SENT: readonly Side[] = ['principal_conditions', 'resource_conditions'];
+
+/** What a condition compares with: a value written in it, or another attribute of the check (`value_from`). */
+export const COMPARED_WITH = ['value', 'another attribute'] as const;
 
 export interface Condition {
   path: string;
   operator: string;
-  /** Absent for `exists` and `not_exists`. */
+  /** Absent for `exists` and `not_exists`, and with `value_from`. */
   value?: JsonValue;
+  value_from?: string;
 }
 
 export interface Rule {
@@ -31,6 +37,8 @@ export interface Rule {
   effect: string;
   principal_conditions: Condition[];
   resource_conditions: Condition[];
+  action_conditions?: Condition[];
+  context_conditions?: Condition[];
   actions: string[];
 }
 
@@ -45,19 +53,14 @@ export interface Policy {
 export interface ConditionDraft {
   path: string;
   operator: string;
+  comparedWith: (typeof COMPARED_WITH)[number];
   /** JSON text. */
   value: string;
+  /** A reference such as `principal.attributes.email`. */
+  valueFrom: string;
 }
 
-export interface RuleDraft {
-  name: string;
-  description: string;
-  effect: string;
-  principal_conditions: ConditionDraft[];
-  resource_conditions: ConditionDraft[];
-  /** Comma-separated. */
-  actions: string;
-}
+export type RuleDraft = { name: string; description: string; effect: string; /** Comma-separated. */ actions: string } & Record<Side, ConditionDraft[]>;
 
 export interface PolicyDraft {
   name: string;
@@ -66,20 +69,28 @@ export interface PolicyDraft {
   rules: RuleDraft[];
 }
 
-export const emptyCondition = (): ConditionDraft => ({ path: 'attributes.', operator: '==', value: '' });
+export const emptyCondition = (): ConditionDraft => ({ path: 'attributes.', operator: '==', comparedWith: 'value', value: '', valueFrom: '' });
 export const emptyRule = (): RuleDraft => ({
   name: '',
   description: '',
   effect: 'allow',
   principal_conditions: [emptyCondition()],
   resource_conditions: [emptyCondition()],
+  action_conditions: [],
+  context_conditions: [],
   actions: '',
 });
 export const emptyPolicy = (): PolicyDraft => ({ name: '', description: '', default_effect: 'deny', rules: [emptyRule()] });
 
 export function draftFromPolicy(policy: Policy): PolicyDraft {
-  const conditions = (list: Condition[] | undefined) =>
-    (list ?? []).map((condition) => ({ path: condition.path, operator: condition.operator, value: condition.value === undefined ? '' : JSON.stringify(condition.value) }));
+  const conditions = (list: Condition[] | undefined): ConditionDraft[] =>
+    (list ?? []).map((condition) => ({
+      path: condition.path,
+      operator: condition.operator,
+      comparedWith: condition.value_from === undefined ? 'value' : 'another attribute',
+      value: condition.value === undefined ? '' : JSON.stringify(condition.value),
+      valueFrom: condition.value_from ?? '',
+    }));
   return {
     name: policy.name,
     description: policy.description ?? '',
@@ -90,6 +101,8 @@ export function draftFromPolicy(policy: Policy): PolicyDraft {
       effect: rule.effect,
       principal_conditions: conditions(rule.principal_conditions),
       resource_conditions: conditions(rule.resource_conditions),
+      action_conditions: conditions(rule.action_conditions),
+      context_conditions: conditions(rule.context_conditions),
       actions: (rule.actions ?? []).join(', '),
     })),
   };
@@ -106,16 +119,17 @@ export function policyFromDraft(draft: PolicyDraft): Converted {
     const conditions = (side: Side) =>
       rule[side].map((condition, index): Condition => {
         if (takesNoValue(condition.operator)) return { path: condition.path, operator: condition.operator };
+        if (condition.comparedWith === 'another attribute') return { path: condition.path, operator: condition.operator, value_from: condition.valueFrom };
         const parsed = parseJsonValue(condition.value);
         if (!parsed.ok) errors[`rules.${ruleIndex}.${side}.${index}.value`] = parsed.message;
         return { path: condition.path, operator: condition.operator, value: parsed.ok ? parsed.value : null };
       });
+    const lists = Object.fromEntries(SIDES.flatMap((side) => (ALWAYS_SENT.includes(side) || rule[side].length > 0 ? [[side, conditions(side)]] : [])));
     return {
       name: rule.name,
       description: descriptionOf(rule.description),
       effect: rule.effect,
-      principal_conditions: conditions('principal_conditions'),
-      resource_conditions: conditions('resource_conditions'),
+      ...(lists as Pick<Rule, 'principal_conditions' | 'resource_conditions' | 'action_conditions' | 'context_conditions'>),
       actions: rule.actions.split(',').map((action) => action.trim()).filter((action) => action !== ''),
     };
   });
@@ -140,7 +154,7 @@ export function draftFieldKeys(draft: PolicyDraft): string[] {
         `${at}.actions`,
         ...SIDES.flatMap((side) => [
           `${at}.${side}`,
-          ...rule[side].flatMap((_, index) => [`${at}.${side}.${index}`, ...['path', 'operator', 'value'].map((field) => `${at}.${side}.${index}.${field}`)]),
+          ...rule[side].flatMap((_, index) => [`${at}.${side}.${index}`, ...['path', 'operator', 'value', 'value_from'].map((field) => `${at}.${side}.${index}.${field}`)]),
         ]),
       ];
     }),

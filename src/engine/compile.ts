@@ -1,17 +1,22 @@
 import type { Condition, Policy } from '../schemas/policy.js';
-import type { ResolvedEntity } from './entity.js';
+import { partOf, type ResolvedEntity } from './entity.js';
 import { ALLOWED_BY_DEFAULT, DENIED_BY_DEFAULT, DENIED_WITHOUT_POLICIES, ruleDecision, type Decision, type DecisionRequest } from './decisions.js';
-import { CANONICAL_OPERATOR, OPERATOR_DEFINITIONS, type Predicate } from './operators.js';
+import { CANONICAL_OPERATOR, OPERATOR_DEFINITIONS, type Predicate, type Relation } from './operators.js';
 import type { Comparison } from './condition-tree.js';
 import { compileLookup, MISSING, type Lookup } from './paths.js';
+import { compileReference, type RequestLookup } from './references.js';
 import { ActionRules, type IndexableRule } from './rule-index.js';
 
 export interface CompiledCondition {
   lookup: Lookup;
+  /** The test of a condition with a `value`. */
   test: Predicate;
+  /** For a condition with `value_from`: what it reads of the request, and how it relates the two values. */
+  reference: RequestLookup | undefined;
+  relate: Relation;
   /** What the condition says where its path leads nowhere (see holdsFor). */
   holdsWhenMissing: boolean;
-  /** The condition as a plan states it when the entity is not known: operator in its canonical spelling. */
+  /** The condition as a plan states it when the entity is not known: operator in its canonical spelling (and `value_from` as written). */
   comparison: Comparison;
   /** The condition as written, for explanations and validation. */
   source: Condition;
@@ -28,6 +33,9 @@ export interface CompiledRule {
   denies: boolean;
   principal: readonly CompiledCondition[];
   resource: readonly CompiledCondition[];
+  /** Conditions on the action and on the context: most rules have none. */
+  action: readonly CompiledCondition[];
+  context: readonly CompiledCondition[];
   /** The decision this rule gives when it is the one that counts, built once. */
   decision: Decision;
 }
@@ -87,12 +95,24 @@ function positionsByName(snapshot: Snapshot): Map<string, number> {
 }
 
 /**
- * What identifies a condition: the JSON text of its (path, operator, value) tuple, which no other
- * condition has, whatever characters its path or value hold (a joined key would not be: a path
- * holding the separator could spell another policy's conditions and take their place).
+ * What identifies a condition: the JSON text of its (path, operator, value) tuple, or (path,
+ * operator, null, value_from) for a reference, which no other condition has, whatever characters
+ * its path or value hold (a joined key would not be: a path holding the separator could spell
+ * another policy's conditions and take their place).
  */
-export const conditionKey = ({ path, operator, value }: Pick<Condition, 'path' | 'operator' | 'value'>): string =>
-  JSON.stringify(value === undefined ? [path, operator] : [path, operator, value]);
+export const conditionKey = ({ path, operator, value, value_from }: Pick<Condition, 'path' | 'operator' | 'value' | 'value_from'>): string => {
+  if (value_from !== undefined) return JSON.stringify([path, operator, null, value_from]);
+  return JSON.stringify(value === undefined ? [path, operator] : [path, operator, value]);
+};
+
+/** The condition as a plan states it: operator in its canonical spelling, no `value` for presence, `value_from` as written. */
+function comparisonOf({ path, operator, value, value_from }: Condition): Comparison {
+  const canonical = CANONICAL_OPERATOR[operator];
+  if (value_from !== undefined) return { path, operator: canonical, value_from };
+  return value === undefined ? { path, operator: canonical } : { path, operator: canonical, value };
+}
+
+const UNUSED_TEST = () => false;
 
 /**
  * Compiles conditions once per distinct condition and per distinct list: thousands of rules that
@@ -117,13 +137,16 @@ export class ConditionCompiler {
   private one(key: string, condition: Condition): CompiledCondition {
     let compiled = this.conditions.get(key);
     if (compiled === undefined) {
-      const { path, operator, value } = condition;
+      const { path, operator, value, value_from } = condition;
       const definition = OPERATOR_DEFINITIONS[operator];
       compiled = {
         lookup: compileLookup(path),
-        test: definition.build(value),
+        // A relation's test is `relate`, with the value read from each request.
+        test: value_from === undefined ? definition.build(value) : UNUSED_TEST,
+        reference: value_from === undefined ? undefined : compileReference(value_from),
+        relate: definition.relate,
         holdsWhenMissing: definition.holdsWhenMissing === true,
-        comparison: value === undefined ? { path, operator: CANONICAL_OPERATOR[operator] } : { path, operator: CANONICAL_OPERATOR[operator], value },
+        comparison: comparisonOf(condition),
         source: condition,
       };
       this.conditions.set(key, compiled);
@@ -132,20 +155,34 @@ export class ConditionCompiler {
   }
 }
 
-/** Whether `condition` holds for `found`, the value at its path (MISSING where it leads nowhere). */
-export const holdsFor = (condition: CompiledCondition, found: unknown): boolean => (found === MISSING ? condition.holdsWhenMissing : condition.test(found));
+/**
+ * Whether `condition` holds for `found`, the value at its path (MISSING where it leads nowhere), in
+ * `request`: a reference to a value the request does not have makes the condition false.
+ */
+export function holdsFor(condition: CompiledCondition, found: unknown, request: DecisionRequest): boolean {
+  if (found === MISSING) return condition.holdsWhenMissing;
+  const { reference } = condition;
+  if (reference === undefined) return condition.test(found);
+  const other = reference(request);
+  return other !== MISSING && condition.relate(found, other);
+}
 
-/** The position of the first condition that `entity` does not satisfy, or -1 when all hold. */
-export function firstFailingCondition(conditions: readonly CompiledCondition[], entity: ResolvedEntity): number {
+/** The position of the first condition that `entity`, a part of `request`, does not satisfy, or -1 when all hold. */
+export function firstFailingCondition(conditions: readonly CompiledCondition[], entity: ResolvedEntity, request: DecisionRequest): number {
   for (let index = 0; index < conditions.length; index++) {
     const condition = conditions[index]!;
-    if (!holdsFor(condition, condition.lookup(entity))) return index;
+    if (!holdsFor(condition, condition.lookup(entity), request)) return index;
   }
   return -1;
 }
 
 export function ruleMatches(rule: CompiledRule, request: DecisionRequest): boolean {
-  return firstFailingCondition(rule.principal, request.principal) === -1 && firstFailingCondition(rule.resource, request.resource) === -1;
+  return (
+    firstFailingCondition(rule.principal, request.principal, request) === -1 &&
+    firstFailingCondition(rule.resource, request.resource, request) === -1 &&
+    (rule.action.length === 0 || firstFailingCondition(rule.action, partOf(request, 'action'), request) === -1) &&
+    (rule.context.length === 0 || firstFailingCondition(rule.context, partOf(request, 'context'), request) === -1)
+  );
 }
 
 /** The decision when no rule matches, from how many policies there are and how many default to deny. */
@@ -175,6 +212,8 @@ function compilePolicy(policy: Policy, position: number, conditions: ConditionCo
       denies: rule.effect === 'deny',
       principal: conditions.list(rule.principal_conditions),
       resource: conditions.list(rule.resource_conditions),
+      action: conditions.list(rule.action_conditions ?? []),
+      context: conditions.list(rule.context_conditions ?? []),
       decision: ruleDecision(rule.effect, rule.name, policy.name),
     };
     rules.push(compiled);

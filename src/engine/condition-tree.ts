@@ -1,10 +1,15 @@
 import type { Operator } from '../schemas/policy.js';
 
-/** A test of one resource path, as a policy's resource condition states it (operator in its canonical spelling; no value for `exists` and `not_exists`). */
+/**
+ * A test of one resource path, as a policy's resource condition states it (operator in its
+ * canonical spelling; no value for `exists` and `not_exists`); with `value_from` instead of a
+ * value, a relation between two values of the resource (`resource.<path>`).
+ */
 export interface Comparison {
   path: string;
   operator: Operator;
   value?: unknown;
+  value_from?: string;
 }
 
 /**
@@ -12,6 +17,7 @@ export interface Comparison {
  *
  *     tree       := true | false | { "and": [node, node, ...] } | { "or": [node, node, ...] } | { "not": node } | comparison
  *     comparison := { "path": "uri" | "attributes.<key>[.<key>|.<index>]...", "operator": <operator>, "value": <JSON> }
+ *                 | { "path": ..., "operator": <operator>, "value_from": "resource.<path>" }
  *                 | { "path": ..., "operator": "exists" | "not_exists" }
  *
  * A comparison holds exactly when a resource condition with the same path, operator and value would
@@ -34,6 +40,7 @@ function keyOf(tree: ConditionTree): string {
   if ('and' in tree) key = `&(${tree.and.map(keyOf).join(',')})`;
   else if ('or' in tree) key = `|(${tree.or.map(keyOf).join(',')})`;
   else if ('not' in tree) key = `!${keyOf(tree.not)}`;
+  else if (tree.value_from !== undefined) key = JSON.stringify([tree.path, tree.operator, null, tree.value_from]);
   else key = JSON.stringify([tree.path, tree.operator, tree.value]);
   keys.set(tree, key);
   return key;
@@ -62,6 +69,9 @@ export function jsonLength(tree: ConditionTree): number {
     length = junctionLength(kind, childrenLength, children.length);
   } else if ('not' in tree) {
     length = FRAME.not + jsonLength(tree.not);
+  } else if (tree.value_from !== undefined) {
+    // The key is the JSON text of [path, operator, null, value_from]; the comparison writes `,"value_from":` for `,null,`.
+    length = keyOf(tree).length - 9 + COMPARISON_FRAME - ',"value":'.length + ',"value_from":'.length;
   } else if (tree.value === undefined) {
     // `exists` and `not_exists` have no value: the key spells it `null`, the comparison leaves out `,"value":`.
     length = keyOf(tree).length - 4 - 'null'.length + COMPARISON_FRAME - ',"value":'.length;
@@ -130,7 +140,7 @@ class Membership {
   }
 }
 
-const isMembership = (node: Node): node is Comparison => 'path' in node && (node.operator === '==' || node.operator === 'in');
+const isMembership = (node: Node): node is Comparison => 'path' in node && (node.operator === '==' || node.operator === 'in') && node.value_from === undefined;
 
 /**
  * The children of an `and` (`or`) being built, simplified as they come: nested junctions of the
@@ -261,5 +271,6 @@ export function formatCondition(tree: ConditionTree): string {
   if ('and' in tree) return tree.and.map(operand).join(' and ');
   if ('or' in tree) return tree.or.map(operand).join(' or ');
   if ('not' in tree) return `not (${formatCondition(tree.not)})`;
+  if (tree.value_from !== undefined) return `${tree.path} ${tree.operator} ${tree.value_from}`;
   return tree.value === undefined ? `${tree.path} ${tree.operator}` : `${tree.path} ${tree.operator} ${JSON.stringify(tree.value)}`;
 }

@@ -1,3 +1,5 @@
+import type { DecisionRequest } from './decisions.js';
+
 /**
  * An entity as the engine sees it during one decision: its uri (when the caller named one) and its
  * attributes after resolution. Attributes live in a Map so that keys such as `__proto__` or
@@ -7,3 +9,27 @@ export interface ResolvedEntity {
   uri: string | undefined;
   attributes: ReadonlyMap<string, unknown>;
 }
+
+/** The parts of a check that conditions and references read. */
+export const REQUEST_PARTS = ['principal', 'resource', 'action', 'context'] as const;
+export type RequestPart = (typeof REQUEST_PARTS)[number];
+
+const NO_ATTRIBUTES: ReadonlyMap<string, unknown> = new Map();
+
+/**
+ * A part of the request as conditions read it: the action is an entity whose uri is its name, the
+ * context one with attributes only. Built only for rules with conditions on those parts.
+ */
+export function partOf(request: DecisionRequest, part: RequestPart): ResolvedEntity {
+  switch (part) {
+    case 'principal':
+      return request.principal;
+    case 'resource':
+      return request.resource;
+    case 'action':
+      return { uri: request.action, attributes: request.actionAttributes ?? NO_ATTRIBUTES };
+    case 'context':
+      return { uri: undefined, attributes: request.context ?? NO_ATTRIBUTES };
+  }
+}
+

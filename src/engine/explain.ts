@@ -1,22 +1,24 @@
 import type { Effect } from '../schemas/policy.js';
-import type { ResolvedEntity } from './entity.js';
-import { firstFailingCondition, sourceOf, type CompiledCondition, type Snapshot } from './compile.js';
+import { partOf, type RequestPart, type ResolvedEntity } from './entity.js';
+import { firstFailingCondition, sourceOf, type CompiledCondition, type CompiledRule, type Snapshot } from './compile.js';
 import { AnswerBudget } from './answer-budget.js';
 import { DENIED_WITHOUT_POLICIES, type Decider, type Decision, type DecisionRequest } from './decisions.js';
 import { MISSING } from './paths.js';
 
-type Side = 'principal' | 'resource';
-
 /** The first condition of a rule that the request did not satisfy. */
 export interface FailedCondition {
-  side: Side;
+  side: RequestPart;
   path: string;
   operator: string;
-  /** The condition's value; absent for `exists` and `not_exists`, which take none. */
+  /** The reference the condition reads its value from, when it has one. */
+  value_from?: string;
+  /** The condition's value, or the value its reference resolved to; absent for `exists` and `not_exists`, which take none, and when `value_from_missing`. */
   expected?: unknown;
   /** The value found at `path`; absent when `missing`. */
   actual?: unknown;
   missing?: true;
+  /** The check has no value where the reference leads. */
+  value_from_missing?: true;
 }
 
 export interface RuleTrace {
@@ -57,6 +59,9 @@ export interface Explanation {
   resource: EntityTrace;
   policies: PolicyTrace[];
   decided_by: DecidedBy;
+  /** The action's attributes and the context, when the check sent them. */
+  action_attributes?: Record<string, unknown>;
+  context?: Record<string, unknown>;
 }
 
 export interface ExplainedDecision extends Decision {
@@ -75,12 +80,12 @@ const valueLengths = new WeakMap<object, number>();
 const jsonLengthOf = (value: unknown) => (value === undefined ? 0 : JSON.stringify(value).length);
 function conditionValueLength(source: CompiledCondition['source']): number {
   let length = valueLengths.get(source);
-  if (length === undefined) valueLengths.set(source, (length = jsonLengthOf(source.value) + jsonLengthOf(source.path)));
+  if (length === undefined) valueLengths.set(source, (length = jsonLengthOf(source.value) + jsonLengthOf(source.path) + jsonLengthOf(source.value_from)));
   return length;
 }
 
 /** The field names, quotes and punctuation of each part, enough to hold whatever the parts' own texts leave out. */
-const FRAME = { explanation: 110, entity: 24, policy: 50, rule: 48, failed: 90, decidedBy: 120 };
+const FRAME = { explanation: 110, entity: 24, policy: 50, rule: 48, failed: 90, reference: 45, decidedBy: 120 };
 
 /** Counts each part of an explanation against the answer's budget as it is built; throws ExplanationTooLarge past it. */
 class Spending {
@@ -98,6 +103,13 @@ class Spending {
   }
 }
 
+function mapTrace(attributes: ReadonlyMap<string, unknown>, spending: Spending): Record<string, unknown> {
+  const trace = Object.fromEntries(attributes);
+  spending.spend(FRAME.entity);
+  spending.spendOn(trace);
+  return trace;
+}
+
 function entityTrace(entity: ResolvedEntity, spending: Spending): EntityTrace {
   const trace = { uri: entity.uri ?? null, attributes: Object.fromEntries(entity.attributes) };
   spending.spend(FRAME.entity);
@@ -105,17 +117,40 @@ function entityTrace(entity: ResolvedEntity, spending: Spending): EntityTrace {
   return trace;
 }
 
-function failure(side: Side, conditions: readonly CompiledCondition[], entity: ResolvedEntity, spending: Spending): FailedCondition | undefined {
-  const index = firstFailingCondition(conditions, entity);
+function failure(side: RequestPart, conditions: readonly CompiledCondition[], request: DecisionRequest, spending: Spending): FailedCondition | undefined {
+  if (conditions.length === 0) return undefined;
+  const entity = partOf(request, side);
+  const index = firstFailingCondition(conditions, entity, request);
   if (index === -1) return undefined;
-  const { lookup, source } = conditions[index]!;
+  const { lookup, source, reference } = conditions[index]!;
   const actual = lookup(entity);
-  const where = source.value === undefined ? { side, path: source.path, operator: source.operator } : { side, path: source.path, operator: source.operator, expected: source.value };
-  spending.spend(FRAME.failed + conditionValueLength(source));
-  if (actual === MISSING) return { ...where, missing: true };
-  spending.spendOn(actual);
-  return { ...where, actual };
+  spending.spend(FRAME.failed + (reference === undefined ? 0 : FRAME.reference) + conditionValueLength(source));
+  const failed: FailedCondition = { side, path: source.path, operator: source.operator };
+  if (reference === undefined) {
+    if (source.value !== undefined) failed.expected = source.value;
+  } else {
+    failed.value_from = source.value_from!;
+    const resolved = reference(request);
+    if (resolved !== MISSING) {
+      spending.spendOn(resolved);
+      failed.expected = resolved;
+    }
+  }
+  if (actual === MISSING) failed.missing = true;
+  else {
+    spending.spendOn(actual);
+    failed.actual = actual;
+  }
+  if (reference !== undefined && failed.expected === undefined) failed.value_from_missing = true;
+  return failed;
 }
+
+/** The first condition of `compiled` that `request` fails, part by part. */
+const firstFailure = (compiled: CompiledRule, request: DecisionRequest, spending: Spending) =>
+  failure('principal', compiled.principal, request, spending) ??
+  failure('resource', compiled.resource, request, spending) ??
+  failure('action', compiled.action, request, spending) ??
+  failure('context', compiled.context, request, spending);
 
 /** Why no rule decided: the default effect that applied, and which policy's. */
 function defaultApplied(snapshot: Snapshot, decision: Decision, action: string, anyRule: boolean): DecidedBy {
@@ -156,7 +191,7 @@ export function explain(snapshot: Snapshot, request: DecisionRequest, decision: 
       policies.push(current.trace);
     }
     spending.spend(FRAME.rule + rule.name.length);
-    const failed = failure('principal', compiled.principal, request.principal, spending) ?? failure('resource', compiled.resource, request.resource, spending);
+    const failed = firstFailure(compiled, request, spending);
     current.trace.rules.push(failed === undefined ? { name: rule.name, effect: rule.effect, matched: true } : { name: rule.name, effect: rule.effect, matched: false, failed });
     if (compiled.decision === decision) {
       const first = `Rule ${rule.name} is the first rule of policy ${policy.name} to match`;
@@ -169,7 +204,10 @@ export function explain(snapshot: Snapshot, request: DecisionRequest, decision: 
   }
   decidedBy ??= defaultApplied(snapshot, decision, request.action, policies.length > 0);
   spending.spend(FRAME.decidedBy + 2 * actionLength + 3 * (decidedBy.policy?.length ?? 0) + 2 * (decidedBy.rule?.length ?? 0));
-  return { revision: snapshot.revision, action: request.action, principal, resource, policies, decided_by: decidedBy };
+  const explanation: Explanation = { revision: snapshot.revision, action: request.action, principal, resource, policies, decided_by: decidedBy };
+  if (request.actionAttributes !== undefined) explanation.action_attributes = mapTrace(request.actionAttributes, spending);
+  if (request.context !== undefined) explanation.context = mapTrace(request.context, spending);
+  return explanation;
 }
 
 /** `decision` with its explanation, fields in the order answers serialize them. */

@@ -2,7 +2,7 @@ export type { ResolvedEntity } from './entity.js';
 export type { Decision, DecisionRequest } from './decisions.js';
 export { compile, derive, type ChangedPolicy, type Snapshot } from './compile.js';
 export { evaluate } from './evaluate.js';
-export { plan, PlanTooLarge, type Plan, type PlanKind } from './plan.js';
+export { plan, PlanTooLarge, PlanUnstatable, type Plan, type PlanKind } from './plan.js';
 export { AnswerBudget } from './answer-budget.js';
 export { jsonLength, mapComparisons, type Comparison, type ConditionTree } from './condition-tree.js';
 export { DEFAULT_MONGO_FILTER_OPTIONS, mongoFilter, mongoOptionIssue, SELECTS_NOTHING, type MongoFilter, type MongoFilterOptions } from './mongodb-filter.js';

@@ -175,6 +175,30 @@ const disjunction = (items: unknown[]) => (items.length === 0 ? false : items.le
 
 const NOT_A_LIST = { $not: { $type: 'array' } };
 
+/** The operators a relation between two values of the resource is stated with exactly (see FilterWriter.relation). */
+const RELATED_EXACTLY: ReadonlySet<Comparison['operator']> = new Set(['gt', 'gte', 'lt', 'lte', 'startswith', 'endswith']);
+
+/** Whether `found` relates to `other` (two variables, either missing) as the engine's relation says: both of the type the operator takes. */
+function relates(found: string, operator: Comparison['operator'], other: string): unknown {
+  switch (operator) {
+    case 'gt':
+    case 'gte':
+    case 'lt':
+    case 'lte':
+      return { $cond: [{ $and: [{ $isNumber: found }, { $isNumber: other }] }, { [`$${operator}`]: [found, other] }, false] };
+    case 'startswith':
+    case 'endswith': {
+      // Whole code points on both sides: a prefix (suffix) of code points is one of UTF-16 units, as the engine compares.
+      const [text, part] = [{ $strLenCP: found }, { $strLenCP: other }];
+      const start = operator === 'startswith' ? 0 : { $subtract: [text, part] };
+      const fits = { $gte: [text, part] };
+      return { $cond: [{ $and: [isType(found, 'string'), isType(other, 'string')] }, { $cond: [fits, { $eq: [{ $substrCP: [found, start, part] }, other] }, false] }, false] };
+    }
+    default:
+      throw new Error(`operator '${operator}' is not related exactly`);
+  }
+}
+
 /**
  * Query operators (they can use indexes), where they say exactly what the engine says: plain field
  * steps, each step's container required not to be a list (MongoDB would walk into it), scalar
@@ -275,7 +299,42 @@ class FilterWriter {
     return this.depths.reduce<{ comparison?: Comparison; depth: number }>((deepest, item) => (item.depth > deepest.depth ? item : deepest), { depth: -1 }).comparison;
   }
 
+  /** Where the value at `path` is found in a resource document: a field, or a path walked step by step. */
+  private valueAt(expressions: ExactExpressions, path: string): { field: string; steps: readonly string[]; found: () => unknown } {
+    const parsed = parsePath(path);
+    if ('error' in parsed) throw new Error(`invalid path '${path}': ${parsed.error}`);
+    const { attributesPrefix, uriField } = this.options;
+    if (parsed.kind === 'uri') return { field: uriField, steps: [], found: () => `$${uriField}` };
+    const root = attributesPrefix === '' ? '$$ROOT' : `$${attributesPrefix.slice(0, -1)}`;
+    return { field: attributesPrefix + parsed.steps.join('.'), steps: parsed.steps, found: () => expressions.valueAt(root, parsed.steps) };
+  }
+
+  /**
+   * A relation between two values of the resource, as `$expr`: exact for the orderings and the
+   * string operators. Equality (and the operators built on it) is not stated: MongoDB compares
+   * embedded documents by the order of their fields, the engine does not, and no expression can
+   * walk two documents of any depth side by side.
+   */
+  private relation(comparison: Comparison & { value_from: string }): MongoFilter {
+    const operator = CANONICAL_OPERATOR[comparison.operator];
+    if (!RELATED_EXACTLY.has(operator)) {
+      throw new NoExactFilter(
+        `condition ${formatCondition(comparison)} relates two values of the resource by '${comparison.operator}', which MongoDB cannot test as the engine does (it compares embedded documents by the order of their fields)`,
+      );
+    }
+    if (hasLoneSurrogate(comparison.path) || hasLoneSurrogate(comparison.value_from)) {
+      throw new NoExactFilter(`condition ${formatCondition(comparison)} holds text that is not valid Unicode (a lone surrogate), which MongoDB cannot store`);
+    }
+    const other = comparison.value_from.slice('resource.'.length);
+    const steps = comparison.path.split('.').length + other.split('.').length;
+    this.affordable(EXPR_GROWTH * jsonLength(comparison) + EXPR_STEP * steps);
+    const expressions = new ExactExpressions();
+    const vars = { found: this.valueAt(expressions, comparison.path).found(), other: this.valueAt(expressions, other).found() };
+    return { $expr: { $let: { vars, in: relates('$$found', operator, '$$other') } } };
+  }
+
   private comparison(comparison: Comparison): MongoFilter {
+    if (comparison.value_from !== undefined) return this.relation(comparison as Comparison & { value_from: string });
     const { path, value } = comparison;
     const operator = CANONICAL_OPERATOR[comparison.operator];
     // Where the engine finds nothing, MongoDB may find a value (through a list on the way): the exact complement of `exists`.
@@ -283,10 +342,9 @@ class FilterWriter {
     if (hasLoneSurrogate(path) || hasLoneSurrogate(value)) {
       throw new NoExactFilter(`condition ${formatCondition(comparison)} holds text that is not valid Unicode (a lone surrogate), which MongoDB cannot store`);
     }
-    const parsed = parsePath(path);
-    if ('error' in parsed) throw new Error(`invalid path '${path}': ${parsed.error}`);
-    const { attributesPrefix, uriField } = this.options;
-    const [field, steps] = parsed.kind === 'uri' ? [uriField, []] : [attributesPrefix + parsed.steps.join('.'), parsed.steps];
+    const { attributesPrefix } = this.options;
+    const expressions = new ExactExpressions();
+    const { field, steps, found } = this.valueAt(expressions, path);
     if (steps.every(isPlainFieldStep)) {
       const leaf = queryFilter(field, operator, value);
       if (leaf !== undefined) {
@@ -297,10 +355,7 @@ class FilterWriter {
       }
     }
     this.affordable(EXPR_GROWTH * jsonLength(comparison) + EXPR_STEP * steps.length);
-    const expressions = new ExactExpressions();
-    const root = parsed.kind === 'uri' ? `$${uriField}` : attributesPrefix === '' ? '$$ROOT' : `$${attributesPrefix.slice(0, -1)}`;
-    const found = parsed.kind === 'uri' ? root : expressions.valueAt(root, steps);
-    return { $expr: { $let: { vars: { found }, in: expressions.holds('$$found', operator, value) } } };
+    return { $expr: { $let: { vars: { found: found() }, in: expressions.holds('$$found', operator, value) } } };
   }
 }
 

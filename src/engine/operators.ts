@@ -4,10 +4,17 @@ import { jsonEqual } from './json-equal.js';
 /** Tests an attribute's value (never MISSING: the caller handles absence) against a condition. */
 export type Predicate = (attribute: unknown) => boolean;
 
+/**
+ * Tests an attribute's value against a value read from the request (`value_from`; neither is
+ * MISSING): false when the operator could not take that value as a condition's `value`.
+ */
+export type Relation = (attribute: unknown, value: unknown) => boolean;
+
 interface OperatorDefinition {
   /** Why a condition value (undefined when none is given) is unusable with this operator, or undefined when it is fine. */
   checkValue(value: unknown): string | undefined;
   build(value: unknown): Predicate;
+  relate: Relation;
   /** Whether the condition holds where its path leads nowhere: only `not_exists` does. */
   holdsWhenMissing?: true;
 }
@@ -33,6 +40,8 @@ const needsNumber = (value: unknown) => (isNumber(value) ? undefined : 'needs a 
 const needsString = (value: unknown) => (isString(value) ? undefined : 'needs a string value');
 const needsList = (value: unknown) => (Array.isArray(value) ? undefined : 'needs a list value');
 
+const isMemberOf = (attribute: unknown, list: readonly unknown[]) => list.some((item) => jsonEqual(attribute, item));
+
 function equalTo(value: unknown): Predicate {
   if (typeof value !== 'object' || value === null) return (attribute) => attribute === value;
   return (attribute) => jsonEqual(attribute, value);
@@ -43,7 +52,7 @@ function memberOf(list: readonly unknown[]): Predicate {
     const members = new Set(list);
     return (attribute) => members.has(attribute);
   }
-  return (attribute) => list.some((item) => jsonEqual(attribute, item));
+  return (attribute) => isMemberOf(attribute, list);
 }
 
 /** `contains` on a string is a substring test; on a list it is membership. Other types never match. */
@@ -56,30 +65,50 @@ function contains(value: unknown): Predicate {
   };
 }
 
+const containsValue: Relation = (attribute, value) => {
+  if (isString(attribute)) return isString(value) && attribute.includes(value);
+  return Array.isArray(attribute) && attribute.some((item) => jsonEqual(item, value));
+};
+
 function notContains(value: unknown): Predicate {
   const holds = contains(value);
   return (attribute) => (isString(attribute) || Array.isArray(attribute)) && !holds(attribute);
 }
 
-function compareNumbers(test: (attribute: number, value: number) => boolean) {
-  return (value: unknown): Predicate => {
-    const bound = value as number;
-    return (attribute) => isNumber(attribute) && test(attribute, bound);
+function compareNumbers(test: (attribute: number, value: number) => boolean): OperatorDefinition {
+  return {
+    checkValue: needsNumber,
+    build(value) {
+      const bound = value as number;
+      return (attribute) => isNumber(attribute) && test(attribute, bound);
+    },
+    relate: (attribute, value) => isNumber(attribute) && isNumber(value) && test(attribute, value),
   };
 }
 
-const equals: OperatorDefinition = { checkValue: anyValue, build: equalTo };
+function compareStrings(test: (attribute: string, value: string) => boolean): OperatorDefinition {
+  return {
+    checkValue: needsString,
+    build: (value) => (attribute) => isString(attribute) && test(attribute, value as string),
+    relate: (attribute, value) => isString(attribute) && isString(value) && test(attribute, value),
+  };
+}
+
+const equals: OperatorDefinition = { checkValue: anyValue, build: equalTo, relate: jsonEqual };
 const notEquals: OperatorDefinition = {
   checkValue: anyValue,
   build(value) {
     const isEqual = equalTo(value);
     return (attribute) => !isEqual(attribute);
   },
+  relate: (attribute, value) => !jsonEqual(attribute, value),
 };
-const greater: OperatorDefinition = { checkValue: needsNumber, build: compareNumbers((a, v) => a > v) };
-const greaterOrEqual: OperatorDefinition = { checkValue: needsNumber, build: compareNumbers((a, v) => a >= v) };
-const less: OperatorDefinition = { checkValue: needsNumber, build: compareNumbers((a, v) => a < v) };
-const lessOrEqual: OperatorDefinition = { checkValue: needsNumber, build: compareNumbers((a, v) => a <= v) };
+const greater = compareNumbers((a, v) => a > v);
+const greaterOrEqual = compareNumbers((a, v) => a >= v);
+const less = compareNumbers((a, v) => a < v);
+const lessOrEqual = compareNumbers((a, v) => a <= v);
+/** Presence takes no value, so never a value read from the request (validation refuses `value_from` with it). */
+const neverRelated: Relation = () => false;
 
 /**
  * Every wire operator, synonyms included. Comparisons read naturally: `gt` with value 18 holds
@@ -90,16 +119,14 @@ export const OPERATOR_DEFINITIONS: Readonly<Record<Operator, OperatorDefinition>
   equals,
   '!=': notEquals,
   not_equals: notEquals,
-  contains: { checkValue: anyValue, build: contains },
-  not_contains: { checkValue: anyValue, build: notContains },
-  startswith: {
-    checkValue: needsString,
-    build: (value) => (attribute) => isString(attribute) && attribute.startsWith(value as string),
+  contains: { checkValue: anyValue, build: contains, relate: containsValue },
+  not_contains: {
+    checkValue: anyValue,
+    build: notContains,
+    relate: (attribute, value) => (isString(attribute) || Array.isArray(attribute)) && !containsValue(attribute, value),
   },
-  endswith: {
-    checkValue: needsString,
-    build: (value) => (attribute) => isString(attribute) && attribute.endsWith(value as string),
-  },
+  startswith: compareStrings((a, v) => a.startsWith(v)),
+  endswith: compareStrings((a, v) => a.endsWith(v)),
   gt: greater,
   '>': greater,
   gte: greaterOrEqual,
@@ -108,17 +135,18 @@ export const OPERATOR_DEFINITIONS: Readonly<Record<Operator, OperatorDefinition>
   '<': less,
   lte: lessOrEqual,
   '<=': lessOrEqual,
-  in: { checkValue: needsList, build: (value) => memberOf(value as unknown[]) },
+  in: { checkValue: needsList, build: (value) => memberOf(value as unknown[]), relate: (attribute, value) => Array.isArray(value) && isMemberOf(attribute, value) },
   not_in: {
     checkValue: needsList,
     build(value) {
       const isMember = memberOf(value as unknown[]);
       return (attribute) => !isMember(attribute);
     },
+    relate: (attribute, value) => Array.isArray(value) && !isMemberOf(attribute, value),
   },
   // Presence: any value there (null included) is present; a missing path holds only for not_exists.
-  exists: { checkValue: noValue, build: () => () => true },
-  not_exists: { checkValue: noValue, build: () => () => false, holdsWhenMissing: true },
+  exists: { checkValue: noValue, build: () => () => true, relate: neverRelated },
+  not_exists: { checkValue: noValue, build: () => () => false, holdsWhenMissing: true, relate: neverRelated },
 };
 
 /** Each operator's first spelling in OPERATORS (`equals` → `==`, `>` → `gt`): synonyms share one definition. */

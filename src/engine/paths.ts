@@ -7,15 +7,23 @@ export type Lookup = (entity: ResolvedEntity) => unknown;
 const ARRAY_INDEX = /^(0|[1-9][0-9]*)$/;
 
 /**
- * Splits a dotted condition path. Valid paths are `uri` and `attributes.<key>` followed by any
- * number of `.<key>` or `.<index>` steps into nested objects and lists.
- * Returns the steps after `attributes`, `[]` for `uri`, or a message saying what is wrong.
+ * What a condition path can name besides attributes, per part of a check: a principal's or
+ * resource's `uri`, the action's `name` (a lookup reads it where an entity keeps its uri), nothing
+ * of the context.
  */
-export function parsePath(path: string): { kind: 'uri' } | { kind: 'attribute'; steps: string[] } | { error: string } {
-  if (path === 'uri') return { kind: 'uri' };
+export type NamedValue = 'uri' | 'name' | null;
+
+/**
+ * Splits a dotted condition path. Valid paths are `uri` (`name` for the action, nothing for the
+ * context) and `attributes.<key>` followed by any number of `.<key>` or `.<index>` steps into
+ * nested objects and lists. Returns the steps after `attributes`, or a message saying what is wrong.
+ */
+export function parsePath(path: string, named: NamedValue = 'uri'): { kind: 'uri' } | { kind: 'attribute'; steps: string[] } | { error: string } {
+  if (named !== null && path === named) return { kind: 'uri' };
   const parts = path.split('.');
   if (parts[0] !== 'attributes' || parts.length < 2) {
-    return { error: "path must be 'uri' or 'attributes.<key>' (dotted, e.g. 'attributes.address.city')" };
+    const first = named === null ? '' : `'${named}' or `;
+    return { error: `path must be ${first}'attributes.<key>' (dotted, e.g. 'attributes.address.city')` };
   }
   const steps = parts.slice(1);
   if (steps.some((step) => step === '')) return { error: 'path has an empty segment' };
@@ -38,22 +46,28 @@ function step(container: unknown, key: string): unknown {
   return MISSING;
 }
 
-/** Compiles a valid path into a lookup that never consults a prototype chain. */
+/** Compiles a valid path into a lookup that never consults a prototype chain (`name`, the action's, reads the uri). */
 export function compileLookup(path: string): Lookup {
-  const parsed = parsePath(path);
+  const parsed = parsePath(path, path === 'name' ? 'name' : 'uri');
   if ('error' in parsed) throw new Error(`invalid path '${path}': ${parsed.error}`);
   if (parsed.kind === 'uri') return (entity) => entity.uri ?? MISSING;
   const [first, ...rest] = parsed.steps as [string, ...string[]];
   if (rest.length === 0) {
     return (entity) => (entity.attributes.has(first) ? entity.attributes.get(first) : MISSING);
   }
-  return (entity) => {
-    if (!entity.attributes.has(first)) return MISSING;
-    let value: unknown = entity.attributes.get(first);
-    for (const key of rest) {
-      value = step(value, key);
-      if (value === MISSING) return MISSING;
-    }
-    return value;
-  };
+  return (entity) => (entity.attributes.has(first) ? stepInto(entity.attributes.get(first), rest) : MISSING);
+}
+
+/** The lookup of the steps after `attributes.` in a map of attributes that may be absent (a check without context). */
+export function compileAttributeLookup(steps: readonly string[]): (attributes: ReadonlyMap<string, unknown> | undefined) => unknown {
+  const [first, ...rest] = steps as [string, ...string[]];
+  return (attributes) => (attributes !== undefined && attributes.has(first) ? stepInto(attributes.get(first), rest) : MISSING);
+}
+
+function stepInto(value: unknown, steps: readonly string[]): unknown {
+  for (const key of steps) {
+    value = step(value, key);
+    if (value === MISSING) return MISSING;
+  }
+  return value;
 }

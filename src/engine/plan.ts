@@ -1,7 +1,10 @@
-import type { ResolvedEntity } from './entity.js';
+import { partOf, type ResolvedEntity } from './entity.js';
 import type { DecisionRequest } from './decisions.js';
 import { firstFailingCondition, holdsFor, type CompiledCondition, type CompiledRule, type Snapshot } from './compile.js';
-import { and, JunctionChildren, jsonLength, not, or, type ConditionTree } from './condition-tree.js';
+import { and, JunctionChildren, jsonLength, not, or, type Comparison, type ConditionTree } from './condition-tree.js';
+import { OPERATOR_DEFINITIONS } from './operators.js';
+import { MISSING } from './paths.js';
+import { parseReference } from './references.js';
 
 export type PlanKind = 'always_allowed' | 'always_denied' | 'conditional';
 
@@ -19,31 +22,81 @@ export interface Plan {
 
 export const CONDITIONAL_REASON = 'Allowed for the resources that satisfy the condition';
 
-/** Whether a condition is about something the caller said it knows of the resource. */
-function isKnown(condition: CompiledCondition, resource: ResolvedEntity): boolean {
-  const { path } = condition.comparison;
+/** Whether a resource path is about something the caller said it knows of the resource. */
+function isKnown(path: string, resource: ResolvedEntity): boolean {
   if (path === 'uri') return resource.uri !== undefined;
   return resource.attributes.has(path.split('.', 2)[1]!);
 }
 
+/** A relation between a known value of the resource and an open one that no comparison states exactly. */
+export class PlanUnstatable extends Error {}
+
 /**
- * What a rule demands of the resource once the principal is known: the principal conditions are
- * decided by the compiled conditions themselves, and so are resource conditions on what is known.
+ * What `condition` says of `value` at `path` of the resource, where the condition's own path is
+ * known and holds `known`: for the operators whose relation reads the same the other way round.
+ */
+function mirrored(path: string, condition: CompiledCondition, known: unknown): ConditionTree {
+  const operator = condition.comparison.operator;
+  const reversed = MIRRORED[operator];
+  const accepted = (value: unknown) => OPERATOR_DEFINITIONS[reversed ?? operator].checkValue(value) === undefined;
+  if (reversed !== undefined) return accepted(known) ? { path, operator: reversed, value: known } : false;
+  // `known contains value` over a list is `value in known`; over anything but a string, it never holds.
+  if ((operator === 'contains' || operator === 'not_contains') && Array.isArray(known)) return { path, operator: operator === 'contains' ? 'in' : 'not_in', value: known };
+  if ((operator === 'contains' || operator === 'not_contains') && typeof known !== 'string') return false;
+  // `known in value` is `value contains known`, but where the value is a string (a substring test) and the known one too.
+  if (operator === 'in' && typeof known !== 'string') return { path, operator: 'contains', value: known };
+  throw new PlanUnstatable(
+    `condition ${condition.source.path} ${operator} ${condition.source.value_from} relates a known attribute to an open one by '${operator}', which a plan cannot state: ` +
+      'leave that attribute out of the known ones',
+  );
+}
+
+/** The operators whose relation reads the same with its two values swapped, under their swapped names. */
+const MIRRORED: Partial<Record<Comparison['operator'], Comparison['operator']>> = { '==': '==', '!=': '!=', gt: 'lt', gte: 'lte', lt: 'gt', lte: 'gte' };
+
+/**
+ * What a resource condition demands of the resource: decided where its path is known; a reference
+ * to the principal, the action, the context or a known value of the resource becomes a constant
+ * (false where the request has no value there, or one the operator does not take); a relation
+ * between two open values of the resource stays as it is written.
+ */
+function resourceDemand(condition: CompiledCondition, request: DecisionRequest): ConditionTree {
+  const { resource } = request;
+  const known = isKnown(condition.comparison.path, resource);
+  const { reference } = condition;
+  if (reference === undefined) return known ? holdsFor(condition, condition.lookup(resource), request) : condition.comparison;
+  const target = parseReference(condition.source.value_from!) as { part: string; path: string };
+  const targetKnown = target.part !== 'resource' || isKnown(target.path, resource);
+  if (known && targetKnown) return holdsFor(condition, condition.lookup(resource), request);
+  if (!known && !targetKnown) return condition.comparison;
+  if (known) {
+    const value = condition.lookup(resource);
+    return value === MISSING ? false : mirrored(target.path, condition, value);
+  }
+  const value = reference(request);
+  const { path, operator } = condition.comparison;
+  return value !== MISSING && OPERATOR_DEFINITIONS[operator].checkValue(value) === undefined ? { path, operator, value } : false;
+}
+
+/**
+ * What a rule demands of the resource once the principal, the action and the context are known:
+ * their conditions are decided by the compiled conditions themselves (none of them reads the
+ * resource), and so are resource conditions on what is known.
  */
 function residue(rule: CompiledRule, request: DecisionRequest): ConditionTree {
-  if (firstFailingCondition(rule.principal, request.principal) !== -1) return false;
+  if (firstFailingCondition(rule.principal, request.principal, request) !== -1) return false;
+  if (rule.action.length > 0 && firstFailingCondition(rule.action, partOf(request, 'action'), request) !== -1) return false;
+  if (rule.context.length > 0 && firstFailingCondition(rule.context, partOf(request, 'context'), request) !== -1) return false;
   const { resource } = request;
-  if (resource.uri === undefined && resource.attributes.size === 0) {
-    // Nothing is known of the resource (the common plan): every resource condition stays open.
+  if (resource.uri === undefined && resource.attributes.size === 0 && rule.resource.every((condition) => condition.reference === undefined)) {
+    // Nothing is known of the resource, nor read from elsewhere (the common plan): every resource condition stays open.
     return rule.resource.length === 1 ? rule.resource[0]!.comparison : and(rule.resource.map((condition) => condition.comparison));
   }
   const open: ConditionTree[] = [];
   for (const condition of rule.resource) {
-    if (isKnown(condition, resource)) {
-      if (!holdsFor(condition, condition.lookup(resource))) return false;
-    } else {
-      open.push(condition.comparison);
-    }
+    const demand = resourceDemand(condition, request);
+    if (demand === false) return false;
+    if (demand !== true) open.push(demand);
   }
   return open.length === 1 ? open[0]! : and(open);
 }

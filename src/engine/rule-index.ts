@@ -10,8 +10,9 @@ type Primitive = string | number | boolean | null;
 
 const isPrimitive = (value: unknown): value is Primitive => typeof value !== 'object' || value === null;
 
-/** Values a condition demands by equality (`==`/`equals`, or `in` with a list of primitives), if any. */
+/** Values a condition demands by equality (`==`/`equals`, or `in` with a list of primitives), if any: none for a reference, whose value each request brings. */
 function demandedValues(condition: IndexedCondition): Primitive[] | undefined {
+  if (condition.value === undefined) return undefined;
   if ((condition.operator === '==' || condition.operator === 'equals') && isPrimitive(condition.value)) {
     return [condition.value];
   }

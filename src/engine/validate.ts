@@ -1,7 +1,9 @@
-import type { Condition, Policy } from '../schemas/policy.js';
+import { PRESENCE_OPERATORS, type Condition, type Operator, type Policy } from '../schemas/policy.js';
 import type { Location, ValidationIssue } from '../schemas/errors.js';
+import type { RequestPart } from './entity.js';
 import { OPERATOR_DEFINITIONS } from './operators.js';
 import { parsePath } from './paths.js';
+import { NAMED_VALUE, parseReference } from './references.js';
 import { slugify } from './slug.js';
 import { storableValueIssues } from './value-limits.js';
 
@@ -25,16 +27,45 @@ function controlCharacterIssues(text: string, what: string, at: Location): Valid
   return [{ loc: at, msg: `${what} must not hold control characters (U+${code} at index ${found.index})`, type: 'value_error' }];
 }
 
-function conditionIssues(condition: Condition, at: Location): ValidationIssue[] {
+const isPresenceOperator = (operator: Operator) => (PRESENCE_OPERATORS as readonly Operator[]).includes(operator);
+
+/** Each list of conditions a rule may have, and the part of the check its paths lead into. */
+export const CONDITION_LISTS = [
+  ['principal_conditions', 'principal'],
+  ['resource_conditions', 'resource'],
+  ['action_conditions', 'action'],
+  ['context_conditions', 'context'],
+] as const satisfies readonly (readonly [string, RequestPart])[];
+
+function conditionIssues(condition: Condition, part: RequestPart, at: Location): ValidationIssue[] {
   const issues = controlCharacterIssues(condition.path, 'path', [...at, 'path']);
-  const path = parsePath(condition.path);
+  const path = parsePath(condition.path, NAMED_VALUE[part]);
   if ('error' in path) issues.push({ loc: [...at, 'path'], msg: path.error, type: 'value_error' });
+  if (condition.value_from !== undefined) return [...issues, ...referenceIssues(condition, part, [...at, 'value_from'])];
   issues.push(...storableValueIssues(condition.value, [...at, 'value']));
   const valueProblem = OPERATOR_DEFINITIONS[condition.operator].checkValue(condition.value);
   if (valueProblem !== undefined) {
     issues.push({ loc: [...at, 'value'], msg: `operator '${condition.operator}' ${valueProblem}`, type: 'value_error' });
   }
   return issues;
+}
+
+/**
+ * What is wrong with a condition's `value_from`. The resource is open in a plan: only a resource
+ * condition may relate to it, so that every other part of the check is decided before it.
+ */
+function referenceIssues(condition: Condition, part: RequestPart, at: Location): ValidationIssue[] {
+  const issue = (msg: string): ValidationIssue[] => [{ loc: at, msg, type: 'value_error' }];
+  if (condition.value !== undefined) return issue("give either 'value' or 'value_from', not both");
+  if (isPresenceOperator(condition.operator)) return issue(`operator '${condition.operator}' takes no value_from: leave 'value_from' out`);
+  const control = controlCharacterIssues(condition.value_from!, 'value_from', at);
+  if (control.length > 0) return control;
+  const reference = parseReference(condition.value_from!);
+  if ('error' in reference) return issue(reference.error);
+  if (reference.part === 'resource' && part !== 'resource') {
+    return issue(`a condition on the ${part} cannot read the resource (plans leave it open): relate the two in a resource condition`);
+  }
+  return [];
 }
 
 function slugIssue(name: string, at: Location): ValidationIssue[] {
@@ -56,14 +87,15 @@ export function policyIssues(policy: Policy, at: Location, limits: PolicyLimits)
     const ruleAt = [...at, 'rules', ruleIndex];
     issues.push(...slugIssue(rule.name, [...ruleAt, 'name']));
     rule.actions.forEach((action, index) => issues.push(...controlCharacterIssues(action, 'an action', [...ruleAt, 'actions', index])));
-    if (rule.principal_conditions.length + rule.resource_conditions.length > limits.maxConditionsPerRule) {
-      const msg = `a rule may have at most ${limits.maxConditionsPerRule} conditions, principal and resource together`;
-      issues.push({ loc: ruleAt, msg, type: 'too_long' });
+    const otherConditions = (rule.action_conditions?.length ?? 0) + (rule.context_conditions?.length ?? 0);
+    if (rule.principal_conditions.length + rule.resource_conditions.length + otherConditions > limits.maxConditionsPerRule) {
+      const together = otherConditions === 0 ? 'principal and resource together' : 'principal, resource, action and context together';
+      issues.push({ loc: ruleAt, msg: `a rule may have at most ${limits.maxConditionsPerRule} conditions, ${together}`, type: 'too_long' });
       return;
     }
-    for (const side of ['principal_conditions', 'resource_conditions'] as const) {
-      rule[side].forEach((condition, conditionIndex) => {
-        issues.push(...conditionIssues(condition, [...ruleAt, side, conditionIndex]));
+    for (const [list, part] of CONDITION_LISTS) {
+      rule[list]?.forEach((condition, conditionIndex) => {
+        issues.push(...conditionIssues(condition, part, [...ruleAt, list, conditionIndex]));
       });
     }
   });
@@ -82,6 +114,9 @@ export function normalizePolicy(policy: Policy): Policy {
       effect: rule.effect,
       principal_conditions: rule.principal_conditions,
       resource_conditions: rule.resource_conditions,
+      // Only when there are some: a rule without them is stored as it was before they existed.
+      ...(rule.action_conditions?.length ? { action_conditions: rule.action_conditions } : {}),
+      ...(rule.context_conditions?.length ? { context_conditions: rule.context_conditions } : {}),
       actions: rule.actions,
     })),
     default_effect: policy.default_effect,

@@ -2,12 +2,21 @@ import type { Operator, Policy, Rule } from '../schemas/policy.js';
 import type { Location, ValidationIssue } from '../schemas/errors.js';
 import { ConditionCompiler, conditionKey as keyOf, type CompiledCondition } from './compile.js';
 import { CANONICAL_OPERATOR } from './operators.js';
+import { parseReference } from './references.js';
 import { formatCondition } from './condition-tree.js';
 import { slugify } from './slug.js';
 import { AnswerBudget } from './answer-budget.js';
 
-type SideKey = 'principal_conditions' | 'resource_conditions';
-const SIDES: readonly SideKey[] = ['principal_conditions', 'resource_conditions'];
+type SideKey = 'principal_conditions' | 'resource_conditions' | 'action_conditions' | 'context_conditions';
+const SIDES: readonly SideKey[] = ['principal_conditions', 'resource_conditions', 'action_conditions', 'context_conditions'];
+const WHOSE: Readonly<Record<SideKey, string>> = {
+  principal_conditions: "the principal's",
+  resource_conditions: "the resource's",
+  action_conditions: "the action's",
+  context_conditions: "the context's",
+};
+const NO_CONDITIONS: readonly never[] = [];
+const conditionsOf = (rule: Rule, side: SideKey) => rule[side] ?? NO_CONDITIONS;
 
 const COMPARISONS = new Set<Operator>(['gt', '>', 'gte', '>=', 'lt', '<', 'lte', '<=']);
 
@@ -27,8 +36,9 @@ const describe = ({ source }: CompiledCondition) => formatCondition(source);
 /** `exists` and `not_exists`: conditions on whether a value is there at all. */
 const isPresenceTest = ({ source }: CompiledCondition) => source.operator === 'exists' || source.operator === 'not_exists';
 
-/** The values a condition lets through by equality (`==`, or `in` a list), if it is such a condition. */
+/** The values a condition lets through by equality (`==`, or `in` a list), if it is such a condition (not one whose value each request brings). */
 function demandedValues({ source }: CompiledCondition): readonly unknown[] | undefined {
+  if (source.value_from !== undefined) return undefined;
   if (source.operator === '==' || source.operator === 'equals') return [source.value];
   if (source.operator === 'in') return source.value as unknown[];
   return undefined;
@@ -107,7 +117,9 @@ function witnesses(conditions: readonly CompiledCondition[]): readonly unknown[]
 }
 
 /** The conditions on one path of one side that no value can satisfy together, if any. */
-function contradiction(conditions: readonly CompiledCondition[], checking: Checking): readonly CompiledCondition[] | undefined {
+function contradiction(all: readonly CompiledCondition[], checking: Checking): readonly CompiledCondition[] | undefined {
+  // A relation's value comes with each request: only presence says anything of it here.
+  const conditions = all.filter((condition) => condition.reference === undefined || condition.holdsWhenMissing);
   // Every condition but not_exists needs a value there.
   const absent = conditions.find((condition) => condition.holdsWhenMissing);
   const present = conditions.find((condition) => !condition.holdsWhenMissing);
@@ -143,6 +155,7 @@ const NONE: readonly CompiledCondition[] = [];
 function implied(condition: CompiledCondition, indexed: ConditionIndex, checking?: Checking): boolean {
   checking?.step();
   if (indexed.keys.has(conditionKey(condition))) return true;
+  if (condition.reference !== undefined) return false;
   for (const other of indexed.byPath.get(condition.source.path) ?? NONE) {
     // `exists` asks only that a value be there, as every condition but not_exists does.
     if (condition.source.operator === 'exists' && !other.holdsWhenMissing) return true;
@@ -163,12 +176,48 @@ interface CompiledRuleConditions {
 }
 
 function compileRule(rule: Rule, compiler: ConditionCompiler): CompiledRuleConditions {
-  const sides = { principal_conditions: compiler.list(rule.principal_conditions), resource_conditions: compiler.list(rule.resource_conditions) };
-  return { rule, actions: new Set(rule.actions), sides, indexed: { principal_conditions: indexOf(sides.principal_conditions), resource_conditions: indexOf(sides.resource_conditions) } };
+  const sides = Object.fromEntries(SIDES.map((side) => [side, compiler.list(conditionsOf(rule, side))])) as Sides<readonly CompiledCondition[]>;
+  const indexed = Object.fromEntries(SIDES.map((side) => [side, indexOf(sides[side])])) as Sides<ConditionIndex>;
+  return { rule, actions: new Set(rule.actions), sides, indexed };
 }
 
-function neverMatches({ sides }: CompiledRuleConditions, at: Location, checking: Checking): ValidationIssue[] {
+/** A uri and an action's name are always strings. */
+const isAlwaysText = (path: string) => path === 'uri' || path === 'name';
+const NEEDS_NUMBERS = new Set<Operator>(['gt', 'gte', 'lt', 'lte']);
+
+/** Why a relation can never hold whatever the check sends (its two values can never be of the types its operator takes), if it cannot. */
+function impossibleRelation(condition: CompiledCondition): string | undefined {
+  const { source } = condition;
+  if (source.value_from === undefined) return undefined;
+  const operator = CANONICAL_OPERATOR[source.operator];
+  const reference = parseReference(source.value_from);
+  const other = 'error' in reference ? undefined : reference.path;
+  if (NEEDS_NUMBERS.has(operator) && (isAlwaysText(source.path) || (other !== undefined && isAlwaysText(other)))) {
+    return `${describe(condition)} never holds: '${operator}' compares numbers, and ${isAlwaysText(source.path) ? source.path : source.value_from} is always a string`;
+  }
+  if ((operator === 'in' || operator === 'not_in') && other !== undefined && isAlwaysText(other)) {
+    return `${describe(condition)} never holds: '${operator}' needs a list, and ${source.value_from} is always a string`;
+  }
+  return undefined;
+}
+
+/** Why the rule's conditions on the action's name hold for none of the actions it names (the only ones it is ever looked at for), if they do not. */
+function noActionNamed(rule: Rule, conditions: readonly CompiledCondition[], checking: Checking): string | undefined {
+  const onName = conditions.filter(({ source }) => source.path === 'name' && source.value_from === undefined);
+  if (onName.length === 0) return undefined;
+  checking.step(rule.actions.length * onName.length);
+  if (rule.actions.some((action) => onName.every((condition) => !condition.holdsWhenMissing && condition.test(action)))) return undefined;
+  return `no action it names (${rule.actions.map((action) => JSON.stringify(action)).join(', ')}) satisfies ${onName.map(describe).join(' and ')}`;
+}
+
+function neverMatches({ rule, sides }: CompiledRuleConditions, at: Location, checking: Checking): ValidationIssue[] {
+  const unnamed = noActionNamed(rule, sides.action_conditions, checking);
+  if (unnamed !== undefined) return [{ loc: [...at, 'action_conditions'], msg: `this rule can never match: ${unnamed}`, type: 'never_matches' }];
   for (const side of SIDES) {
+    for (const condition of sides[side]) {
+      const impossible = impossibleRelation(condition);
+      if (impossible !== undefined) return [{ loc: [...at, side], msg: `this rule can never match: ${impossible}`, type: 'never_matches' }];
+    }
     const byPath = new Map<string, CompiledCondition[]>();
     for (const condition of sides[side]) {
       const list = byPath.get(condition.source.path);
@@ -397,15 +446,20 @@ function closingRuleText(denying: CompiledRuleConditions, side: SideKey, path: s
 
 function closingRule({ rule, sides }: CompiledRuleConditions, side: SideKey, path: string): Record<string, unknown> {
   const conditions = (each: SideKey) => {
-    const kept = sides[each].filter((condition) => each !== side || condition.source.path !== path).map(({ source }) => ({ path: source.path, operator: source.operator, value: source.value }));
+    const kept = sides[each]
+      .filter((condition) => each !== side || condition.source.path !== path)
+      .map(({ source }) => (source.value_from === undefined ? { path: source.path, operator: source.operator, value: source.value } : { path: source.path, operator: source.operator, value_from: source.value_from }));
     return each === side ? [...kept, { path, operator: 'not_exists' }] : kept;
   };
   const left = path === 'uri' ? 'uri' : path.slice('attributes.'.length);
+  const others = (each: SideKey) => (each === side || sides[each].length > 0 ? { [each]: conditions(each) } : {});
   return {
     name: slugify(`${rule.name}-without-${left}`).slice(0, 256),
     effect: 'deny',
     principal_conditions: conditions('principal_conditions'),
     resource_conditions: conditions('resource_conditions'),
+    ...others('action_conditions'),
+    ...others('context_conditions'),
     actions: rule.actions,
   };
 }
@@ -419,7 +473,7 @@ function closingRule({ rule, sides }: CompiledRuleConditions, side: SideKey, pat
 function omissionWarnings(policies: readonly Policy[], compiledOf: CompiledPolicies): { of(rule: PlacedRule, at: Location): ValidationIssue[]; more(): ValidationIssue[] } {
   /** Deny rules holding a `not_exists` condition, by side and path: the only ones that can close a gap (only their policies are compiled). */
   const closers = new Map<string, PlacedRule[]>();
-  const mayClose = (rule: Rule) => rule.effect === 'deny' && SIDES.some((side) => rule[side].some((condition) => condition.operator === 'not_exists'));
+  const mayClose = (rule: Rule) => rule.effect === 'deny' && SIDES.some((side) => conditionsOf(rule, side).some((condition) => condition.operator === 'not_exists'));
   policies.forEach(({ rules: sources }, policy) =>
     sources.forEach((source, index) => {
       if (!mayClose(source)) return;
@@ -483,7 +537,7 @@ function omissionWarnings(policies: readonly Policy[], compiledOf: CompiledPolic
           return [];
         }
         given++;
-        const whose = side === 'principal_conditions' ? "the principal's" : "the resource's";
+        const whose = WHOSE[side];
         const msg =
           `a request that leaves out ${whose} ${path} escapes this deny rule (a missing attribute makes any condition on it false); ` +
           `to deny such requests too, add this rule next to it, with no allow rule between them: ${closingRuleText(denying, side, path)}`;

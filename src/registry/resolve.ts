@@ -45,5 +45,8 @@ export function resolveCheck(input: CheckInput, registered: RegisteredAttributes
 }
 
 function decisionRequest(input: CheckInput, principal: Attributes, resource: Attributes): DecisionRequest {
-  return { principal: merge(input.principal, principal), resource: merge(input.resource, resource), action: input.action };
+  const request: DecisionRequest = { principal: merge(input.principal, principal), resource: merge(input.resource, resource), action: input.action };
+  if (input.actionAttributes !== undefined) request.actionAttributes = input.actionAttributes;
+  if (input.context !== undefined) request.context = input.context;
+  return request;
 }

@@ -1,4 +1,4 @@
-import type { CheckRequest } from '../schemas/check.js';
+import type { ActionAndContext, CheckRequest } from '../schemas/check.js';
 import type { ValidationIssue } from '../schemas/errors.js';
 import { DuplicateAttribute, toAttributeMap } from './attributes.js';
 import { jsonEqual } from '../engine/json-equal.js';
@@ -10,10 +10,16 @@ export interface EntityInput {
   attributes: Map<string, unknown>;
 }
 
-export interface CheckInput {
+/** The action of a check and the check's context, as the caller described them: the maps only when sent. */
+export interface ActionInput {
+  action: string;
+  actionAttributes?: Map<string, unknown>;
+  context?: Map<string, unknown>;
+}
+
+export interface CheckInput extends ActionInput {
   principal: EntityInput;
   resource: EntityInput;
-  action: string;
 }
 
 export const DEFAULT_ACTION = 'access';
@@ -31,6 +37,31 @@ export class FormsDisagree extends ClientError {
 const NOT_NESTED: { uri?: null; attributes?: null } = Object.freeze({});
 
 const given = <T>(value: T | null | undefined): value is T => value !== null && value !== undefined && value !== '';
+
+/**
+ * The action and the context of a check (or of any request that reads them as a check does: a
+ * plan, a policy test case), or the issue that makes them unusable. The action's attributes come
+ * from `action.attributes` or `action_attributes`, which must agree when both are given.
+ */
+export function actionInput(request: ActionAndContext, at: (string | number)[]): ActionInput | ValidationIssue {
+  const { action, action_attributes: flatSent, context } = request;
+  const nested = typeof action === 'object' && action !== null;
+  const nestedAttributes = toAttributeMap(nested ? action.attributes : undefined);
+  if (nestedAttributes instanceof DuplicateAttribute) return nestedAttributes.issueAt([...at, 'action', 'attributes']);
+  const flatAttributes = toAttributeMap(flatSent);
+  if (flatAttributes instanceof DuplicateAttribute) return flatAttributes.issueAt([...at, 'action_attributes']);
+  if (nestedAttributes.size > 0 && flatAttributes.size > 0) {
+    const key = differingKey(nestedAttributes, flatAttributes);
+    if (key !== undefined) throw new FormsDisagree(`action.attributes and action_attributes disagree on '${key}'`, 'attributes');
+  }
+  const attributes = nestedAttributes.size > 0 ? nestedAttributes : flatAttributes;
+  const input: ActionInput = { action: (nested ? action.name : action) ?? DEFAULT_ACTION };
+  if (attributes.size > 0) input.actionAttributes = attributes;
+  // A context is an object of attributes: toAttributeMap reads its keys as it reads an attributes object.
+  const contextAttributes = toAttributeMap(context) as Map<string, unknown>;
+  if (contextAttributes.size > 0) input.context = contextAttributes;
+  return input;
+}
 
 /** The first key on which two attribute maps differ, or undefined when they are equal. */
 function differingKey(left: Map<string, unknown>, right: Map<string, unknown>): string | undefined {
@@ -93,6 +124,17 @@ export const isIssue = (input: EntityInput | ValidationIssue): input is Validati
 export function readCheckRequest(request: CheckRequest, at: (string | number)[]): CheckInput | ValidationIssue[] {
   const principal = entityInput(request, 'principal', at);
   const resource = entityInput(request, 'resource', at);
-  if (isIssue(principal) || isIssue(resource)) return [principal, resource].filter(isIssue);
-  return { principal, resource, action: request.action ?? DEFAULT_ACTION };
+  // The common check names its action and nothing more: read without a second object.
+  if (namesActionOnly(request)) {
+    if (isIssue(principal) || isIssue(resource)) return [principal, resource].filter(isIssue);
+    return { principal, resource, action: request.action ?? DEFAULT_ACTION };
+  }
+  const action = actionInput(request, at);
+  if (isIssue(principal) || isIssue(resource) || 'loc' in action) return [principal, resource, action].filter((part): part is ValidationIssue => 'loc' in part);
+  return { principal, resource, ...action };
 }
+
+const namesActionOnly = (request: ActionAndContext): request is ActionAndContext & { action?: string | null } =>
+  (request.action === undefined || request.action === null || typeof request.action === 'string') &&
+  (request.action_attributes === undefined || request.action_attributes === null) &&
+  (request.context === undefined || request.context === null);

@@ -36,13 +36,19 @@ function isValidCheck(check: unknown, limits: Limits): boolean {
         if (!isValidEntity(value, key, limits)) return false;
         break;
       case 'action':
+        if (!isNullableString(value, limits) && !isValidAction(value, limits)) return false;
+        break;
       case 'principal_uri':
       case 'resource_uri':
         if (!isNullableString(value, limits)) return false;
         break;
       case 'principal_attributes':
       case 'resource_attributes':
+      case 'action_attributes':
         if (!isValidAttributes(value, 2, limits)) return false;
+        break;
+      case 'context':
+        if (value !== null && (Array.isArray(value) || !isValidAttributes(value, 2, limits))) return false;
         break;
       default:
         // An unknown field: Ajv names it.
@@ -72,6 +78,15 @@ function isValidEntity(entity: unknown, side: 'principal' | 'resource', limits: 
       default:
         return false;
     }
+  }
+  return true;
+}
+
+/** A nested action at depth 2: an object with a string `name` and, perhaps, attributes. */
+function isValidAction(action: unknown, limits: Limits): boolean {
+  if (!isObject(action) || limits.maxJsonDepth <= 2 || !isShortString(action.name, limits)) return false;
+  for (const key in action) {
+    if (key === 'attributes' ? !isValidAttributes(action[key], 3, limits) : key !== 'name') return false;
   }
   return true;
 }

@@ -40,13 +40,37 @@ function entityReferenceSchema<Side extends 'principal' | 'resource'>(side: Side
 export const principalReferenceSchema = entityReferenceSchema('principal');
 export const resourceReferenceSchema = entityReferenceSchema('resource');
 
+/** The action of a check: its name, or its name and attributes (a string is a name with no attributes). */
+export const checkActionSchema = {
+  type: ['string', 'object', 'null'],
+  description: 'Defaults to `access`. A name, or `{"name": ..., "attributes": {...}}` with attributes that `action_conditions` read.',
+  properties: { name: { type: 'string' }, attributes: nullableAttributesSchema },
+  required: ['name'],
+  additionalProperties: false,
+} as const;
+
+/** The context of a check: a flat object of attributes of the request itself, which `context_conditions` read. */
+export const checkContextSchema = {
+  type: ['object', 'null'],
+  description: 'Attributes of the request itself (time, address, channel...), e.g. `{"ip": "10.1.2.3"}`.',
+  propertyNames: { minLength: 1 },
+  additionalProperties: anyJsonValueSchema,
+} as const;
+
+/** What every form of a check may say of its action and context, besides the entities. */
+export const actionAndContextProperties = {
+  action: checkActionSchema,
+  action_attributes: { ...nullableAttributesSchema, description: 'The flat form of `action.attributes`.' },
+  context: checkContextSchema,
+} as const;
+
 /** Both forms of a check request: nested (`principal`, `resource`) and flat (`principal_uri`, ...). */
 export const checkRequestSchema = {
   type: 'object',
   properties: {
     principal: principalReferenceSchema,
     resource: resourceReferenceSchema,
-    action: { type: ['string', 'null'], description: 'Defaults to `access`.' },
+    ...actionAndContextProperties,
     principal_uri: { type: ['string', 'null'] },
     principal_attributes: nullableAttributesSchema,
     resource_uri: { type: ['string', 'null'] },
@@ -56,6 +80,9 @@ export const checkRequestSchema = {
   additionalProperties: false,
 } as const;
 export type CheckRequest = FromSchema<typeof checkRequestSchema>;
+/** The fields of any request that reads an action and a context as a check does. */
+export type ActionAndContext = Pick<CheckRequest, 'action' | 'action_attributes' | 'context'>;
+export type EntityReference = FromSchema<typeof principalReferenceSchema> | FromSchema<typeof resourceReferenceSchema>;
 export type SuppliedAttributes = FromSchema<typeof suppliedAttributesSchema>;
 
 export const checkRequestListSchema = { type: 'array', items: checkRequestSchema } as const;
@@ -99,14 +126,18 @@ export const explanationSchema = {
                 matched: { type: 'boolean' },
                 failed: {
                   type: 'object',
-                  description: 'The first condition that did not hold (`expected`: its value, absent for `exists` and `not_exists`): the value found at its path, or `missing: true`.',
+                  description:
+                    'The first condition that did not hold (`expected`: its value, absent for `exists` and `not_exists`; for a condition with ' +
+                    '`value_from`, the value the reference resolved to, or `value_from_missing: true`): the value found at its path, or `missing: true`.',
                   properties: {
-                    side: { type: 'string', enum: ['principal', 'resource'] },
+                    side: { type: 'string', enum: ['principal', 'resource', 'action', 'context'] },
                     path: { type: 'string' },
                     operator: { type: 'string' },
+                    value_from: { type: 'string' },
                     expected: anyJsonValueSchema,
                     actual: anyJsonValueSchema,
                     missing: { type: 'boolean' },
+                    value_from_missing: { type: 'boolean' },
                   },
                   required: ['side', 'path', 'operator'],
                 },
@@ -130,6 +161,8 @@ export const explanationSchema = {
       },
       required: ['kind', 'effect', 'why'],
     },
+    action_attributes: { type: 'object', additionalProperties: true, description: "The action's attributes, when the check sent some." },
+    context: { type: 'object', additionalProperties: true, description: "The check's context, when it sent one." },
   },
   required: ['revision', 'action', 'principal', 'resource', 'policies', 'decided_by'],
 } as const;

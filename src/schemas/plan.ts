@@ -1,5 +1,5 @@
 import type { FromSchema } from 'json-schema-to-ts';
-import { nullableAttributesSchema, principalReferenceSchema } from './check.js';
+import { actionAndContextProperties, nullableAttributesSchema, principalReferenceSchema } from './check.js';
 import { anyJsonValueSchema } from './json.js';
 import { DEFAULT_MONGO_FILTER_OPTIONS } from '../engine/mongodb-filter.js';
 
@@ -13,14 +13,14 @@ const knownResourceSchema = {
   additionalProperties: false,
 } as const;
 
-/** A plan request: a principal as `/check` takes it (nested or flat), an action, and what is known of the resources. */
+/** A plan request: a principal, an action and a context as `/check` takes them (nested or flat), and what is known of the resources. */
 export const planRequestSchema = {
   type: 'object',
   properties: {
     principal: principalReferenceSchema,
     principal_uri: { type: ['string', 'null'] },
     principal_attributes: nullableAttributesSchema,
-    action: { type: ['string', 'null'], description: 'Defaults to `access`.' },
+    ...actionAndContextProperties,
     resource: knownResourceSchema,
     resource_attributes: nullableAttributesSchema,
     mongodb: {

@@ -1,6 +1,6 @@
 import type { FromSchema } from 'json-schema-to-ts';
 import { policySchema } from './policy.js';
-import { principalReferenceSchema, resourceReferenceSchema, suppliedAttributesSchema } from './check.js';
+import { actionAndContextProperties, principalReferenceSchema, resourceReferenceSchema, suppliedAttributesSchema } from './check.js';
 
 /**
  * A policy test file, as `verdict test` reads it (YAML or JSON). Shipped as JSON Schema in
@@ -52,7 +52,8 @@ export const policyTestFileSchema = {
           name: { type: 'string', minLength: 1 },
           principal: principalReferenceSchema,
           resource: resourceReferenceSchema,
-          action: { type: 'string', minLength: 1, description: 'Defaults to `access`.' },
+          ...actionAndContextProperties,
+          action: { ...actionAndContextProperties.action, type: ['string', 'object'], minLength: 1 },
           allowed: { type: 'boolean', description: 'The decision expected.' },
           reason: { type: 'string', description: 'The reason expected, exactly; not compared when absent.' },
         },

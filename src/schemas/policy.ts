@@ -24,16 +24,30 @@ export const MAX_ACTION_LENGTH = 256;
 export const actionNameSchema = { type: 'string', minLength: 1, maxLength: MAX_ACTION_LENGTH } as const;
 const descriptionSchema = { type: ['string', 'null'], description: 'Free text; null when there is none.' } as const;
 
+/** The longest condition path, and the longest `value_from` (a part of the check, a dot, a path). */
+export const MAX_PATH_LENGTH = 1024;
+export const MAX_REFERENCE_LENGTH = MAX_PATH_LENGTH + 'principal.'.length;
+
 /** A condition as answers give it: stored conditions are valid, and a serializer would test an `if` on every one. */
 const storedConditionSchema = {
   type: 'object',
   description:
     'A test of one attribute. `path` is dotted: `uri` or `attributes.<key>[.<key>|.<index>]...`; a missing attribute satisfies no condition ' +
-    'but `not_exists`. Every operator takes a `value` but `exists` and `not_exists`, which take none.',
+    'but `not_exists`. Every operator takes a `value`, or a `value_from` naming another value of the same check, but `exists` and ' +
+    '`not_exists`, which take neither.',
   properties: {
-    path: { type: 'string', minLength: 1, maxLength: 1024, examples: ['attributes.department'] },
+    path: { type: 'string', minLength: 1, maxLength: MAX_PATH_LENGTH, examples: ['attributes.department'] },
     operator: { type: 'string', enum: OPERATORS },
     value: anyJsonValueSchema,
+    value_from: {
+      type: 'string',
+      minLength: 1,
+      maxLength: MAX_REFERENCE_LENGTH,
+      description:
+        'Instead of `value`: the value at this dotted reference into the same check, `principal.`, `resource.`, `action.` or `context.` ' +
+        'followed by a path (`principal.attributes.email`, `action.name`); a reference to a value the check does not have makes the condition false.',
+      examples: ['principal.attributes.email'],
+    },
   },
   required: ['path', 'operator'],
   additionalProperties: false,
@@ -41,9 +55,9 @@ const storedConditionSchema = {
 
 export const conditionSchema = {
   ...storedConditionSchema,
-  // A value given to a presence operator is refused by the engine's checks (see operators.ts), with a message saying so.
+  // A value (or value_from) given to a presence operator, or both given, is refused by the engine's checks (see validate.ts), with a message saying so.
   if: { type: 'object', properties: { operator: { enum: PRESENCE_OPERATORS } }, required: ['operator'] },
-  else: { required: ['value'] },
+  else: { if: { required: ['value_from'] }, else: { required: ['value'] } },
 } as const;
 
 export const ruleSchema = {
@@ -55,6 +69,17 @@ export const ruleSchema = {
     effect: { type: 'string', enum: EFFECTS },
     principal_conditions: { type: 'array', items: conditionSchema, default: [] },
     resource_conditions: { type: 'array', items: conditionSchema, default: [] },
+    // No default: a rule without them is stored and answered without them, as before they existed.
+    action_conditions: {
+      type: 'array',
+      items: conditionSchema,
+      description: "Conditions on the check's action: paths `name` and `attributes.<key>...` (attributes the check sends with the action).",
+    },
+    context_conditions: {
+      type: 'array',
+      items: conditionSchema,
+      description: "Conditions on the check's `context`: paths `attributes.<key>...`.",
+    },
     actions: { type: 'array', items: actionNameSchema, minItems: 1 },
   },
   required: ['name', 'effect', 'actions'],
@@ -82,6 +107,8 @@ const storedRuleSchema = {
     ...ruleSchema.properties,
     principal_conditions: { type: 'array', items: storedConditionSchema },
     resource_conditions: { type: 'array', items: storedConditionSchema },
+    action_conditions: { ...ruleSchema.properties.action_conditions, items: storedConditionSchema },
+    context_conditions: { ...ruleSchema.properties.context_conditions, items: storedConditionSchema },
   },
   required: ['name', 'description', 'effect', 'principal_conditions', 'resource_conditions', 'actions'],
 } as const;

@@ -6,6 +6,7 @@ import {
   mongoFilter,
   plan,
   PlanTooLarge,
+  PlanUnstatable,
   SELECTS_NOTHING,
   spellOperator,
   type ConditionTree,
@@ -62,8 +63,8 @@ export function planAnswers(snapshot: Snapshot, work: readonly PlanWork[], setti
     try {
       answer = planned(snapshot, item, settings);
     } catch (error) {
-      if (!(error instanceof PlanTooLarge)) throw error;
-      const refused = planTooLarge(error.maxLength);
+      if (!(error instanceof PlanTooLarge) && !(error instanceof PlanUnstatable)) throw error;
+      const refused = error instanceof PlanTooLarge ? planTooLarge(error.maxLength) : new ClientError(400, `The plan cannot be stated: ${error.message}`);
       throw bulk ? new ClientError(400, `Item ${index}: ${refused.detail}`) : refused;
     }
     // One plan always fits (see loadConfig); plans together may not.

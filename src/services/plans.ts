@@ -2,7 +2,7 @@ import type { PlanRequest, PlanResponse } from '../schemas/plan.js';
 import type { CheckRequest } from '../schemas/check.js';
 import type { Location, ValidationIssue } from '../schemas/errors.js';
 import { DEFAULT_MONGO_FILTER_OPTIONS, mongoOptionIssue, type DecisionRequest, type MongoFilterOptions } from '../engine/index.js';
-import { DEFAULT_ACTION, entityInput, isIssue, type CheckInput } from '../requests/check-request.js';
+import { actionInput, entityInput, isIssue, type ActionInput, type CheckInput } from '../requests/check-request.js';
 import { DuplicateAttribute, toAttributeMap } from '../requests/attributes.js';
 import { AttributeConflict, resolveCheck, type RegisteredAttributes } from '../registry/resolve.js';
 import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
@@ -35,17 +35,19 @@ function layoutOf(request: PlanRequest, at: Location): MongoFilterOptions | Vali
 /** Reads a schema-valid plan request, or the issues that make it unusable. `at` locates it in the body. */
 export function readPlanRequest(request: PlanRequest, at: Location): PlanInput | ValidationIssue[] {
   const principal = entityInput(request as CheckRequest, 'principal', at);
+  const action = actionInput(request, at);
   const nested = request.resource !== undefined && request.resource !== null;
   const known = toAttributeMap(nested ? request.resource!.attributes : request.resource_attributes);
   const layout = layoutOf(request, at);
   const issues = [
     ...(isIssue(principal) ? [principal] : []),
+    ...('loc' in action ? [action] : []),
     ...(known instanceof DuplicateAttribute ? [known.issueAt(nested ? [...at, 'resource', 'attributes'] : [...at, 'resource_attributes'])] : []),
     ...(Array.isArray(layout) ? layout : []),
   ];
   if (issues.length > 0) return issues;
   return {
-    check: { principal: principal as CheckInput['principal'], resource: { uri: undefined, attributes: known as Map<string, unknown> }, action: request.action ?? DEFAULT_ACTION },
+    check: { principal: principal as CheckInput['principal'], resource: { uri: undefined, attributes: known as Map<string, unknown> }, ...(action as ActionInput) },
     layout: layout as MongoFilterOptions,
   };
 }

@@ -23,7 +23,11 @@ export interface ValidationReport {
  */
 export function policyAnswer(policy: Policy, style: OperatorStyle): AnsweredPolicy {
   const spelled = (conditions: Condition[]) =>
-    conditions.map(({ path, operator, value }) => (value === undefined ? { path, operator: spellOperator(operator, style) } : { path, operator: spellOperator(operator, style), value }));
+    conditions.map(({ path, operator, value, value_from }) => {
+      const spelling = { path, operator: spellOperator(operator, style) };
+      if (value_from !== undefined) return { ...spelling, value_from };
+      return value === undefined ? spelling : { ...spelling, value };
+    });
   return {
     ...policy,
     rules: policy.rules.map((rule) => ({
@@ -32,6 +36,8 @@ export function policyAnswer(policy: Policy, style: OperatorStyle): AnsweredPoli
       effect: rule.effect,
       principal_conditions: spelled(rule.principal_conditions),
       resource_conditions: spelled(rule.resource_conditions),
+      ...(rule.action_conditions === undefined ? {} : { action_conditions: spelled(rule.action_conditions) }),
+      ...(rule.context_conditions === undefined ? {} : { context_conditions: spelled(rule.context_conditions) }),
       actions: rule.actions,
     })),
   };

@@ -180,3 +180,32 @@ t.test('docs/policy-test.schema.json is the schema verdict test validates with, 
   t.ok(validate(YAML.parse(readFileSync(EXAMPLE, 'utf8'))), JSON.stringify(validate.errors));
   t.notOk(validate({ cases: [{ name: 'no expectation', principal: { uri: 'u' }, resource: { uri: 'r' } }] }), 'a case needs allowed');
 });
+
+t.test('a case with action attributes and a context; a relation that fails is shown with its reference and what it resolved to', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'verdict-policy-tests-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const owner = { name: 'documents', rules: [{ name: 'owner deletes softly', effect: 'allow', resource_conditions: [{ path: 'attributes.ownerID', operator: '==', value_from: 'principal.attributes.email' }], action_conditions: [{ path: 'attributes.soft', operator: '==', value: true }], context_conditions: [{ path: 'attributes.ip', operator: 'startswith', value: '10.' }], actions: ['delete'] }] };
+  const alice = { attributes: { email: 'alice@example.com' } };
+  writeFileSync(
+    join(dir, 'owner.test.yaml'),
+    YAML.stringify({
+      policies: [owner],
+      cases: [
+        { name: 'soft, from the office', principal: alice, resource: { attributes: { ownerID: 'alice@example.com' } }, action: { name: 'delete', attributes: { soft: true } }, context: { ip: '10.0.0.1' }, allowed: true },
+        { name: 'flat action attributes', principal: alice, resource: { attributes: { ownerID: 'alice@example.com' } }, action: 'delete', action_attributes: { soft: true }, context: { ip: '10.0.0.1' }, allowed: true },
+        { name: 'not hers', principal: alice, resource: { attributes: { ownerID: 'bob@example.com' } }, action: { name: 'delete', attributes: { soft: true } }, context: { ip: '10.0.0.1' }, allowed: true },
+      ],
+    }),
+  );
+  const exit = await verdictTest(t, dir);
+  t.equal(exit.code, 1);
+  const lines = exit.stdout.trimEnd().split('\n').map((line) => line.replaceAll(`${dir}/`, ''));
+  t.same(lines, [
+    'ok    owner.test.yaml: soft, from the office',
+    'ok    owner.test.yaml: flat action attributes',
+    'FAIL  owner.test.yaml: not hers: expected allowed, got denied (Action denied by default effect)',
+    "        No rule for action 'delete' matched, and policy documents has default_effect deny",
+    '        rule owner-deletes-softly of policy documents: resource attributes.ownerID == principal.attributes.email ("alice@example.com") does not hold: found "bob@example.com"',
+    '2 passed, 1 failed',
+  ]);
+});

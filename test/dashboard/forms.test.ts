@@ -93,3 +93,36 @@ t.test('attributes are a JSON object; empty text is none', async (t) => {
   t.equal(parseAttributes('["it"]').ok, false);
   t.equal(parseAttributes('{department: it}').ok, false);
 });
+
+t.test('relations, action and context conditions survive the editor; a policy without them is sent without them', async (t) => {
+  const relational = {
+    name: 'documents',
+    description: null,
+    rules: [
+      {
+        name: 'owner-deletes-softly',
+        description: null,
+        effect: 'allow',
+        principal_conditions: [],
+        resource_conditions: [{ path: 'attributes.ownerID', operator: '==', value_from: 'principal.attributes.email' }],
+        action_conditions: [{ path: 'attributes.soft', operator: '==', value: true }],
+        context_conditions: [{ path: 'attributes.ip', operator: 'startswith', value_from: 'principal.attributes.subnet' }],
+        actions: ['delete'],
+      },
+    ],
+    default_effect: 'deny',
+  };
+  const draft = draftFromPolicy(relational);
+  t.match(draft.rules[0]!.resource_conditions[0], { comparedWith: 'another attribute', valueFrom: 'principal.attributes.email' });
+  t.match(draft.rules[0]!.action_conditions[0], { comparedWith: 'value', value: 'true' });
+  t.strictSame(policyFromDraft(draft), { ok: true, policy: relational });
+  t.ok(draftFieldKeys(draft).includes('rules.0.resource_conditions.0.value_from'), 'a server message about a reference lands on its field');
+
+  const plain = policyFromDraft(draftFromPolicy(POLICY));
+  t.ok(plain.ok && !('action_conditions' in plain.policy.rules[0]!) && !('context_conditions' in plain.policy.rules[0]!), 'no empty lists added to a policy written without them');
+  const switched = draftFromPolicy(POLICY);
+  switched.rules[0]!.principal_conditions[0]!.comparedWith = 'another attribute';
+  switched.rules[0]!.principal_conditions[0]!.valueFrom = 'context.attributes.department';
+  const sent = policyFromDraft(switched);
+  t.strictSame(sent.ok && sent.policy.rules[0]!.principal_conditions[0], { path: 'attributes.department', operator: '==', value_from: 'context.attributes.department' }, 'the value typed before is not sent beside the reference');
+});

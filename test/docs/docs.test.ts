@@ -1,8 +1,11 @@
 import t from 'tap';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { DEFAULT_CONFIG, START_OPTIONS } from '../../src/config.js';
 import { OPERATORS } from '../../src/schemas/policy.js';
 import { codeSpans, curlSteps, readDocument, replay, section, tableAfter } from '../helpers/markdown.js';
-import { startServer } from '../helpers/server.js';
+import { scratchDir, startServer } from '../helpers/server.js';
+import { runVerdict } from '../helpers/child.js';
 
 /**
  * docs/evaluation.md and docs/configuration.md checked against the server: the operator table's
@@ -120,6 +123,45 @@ t.test("docs/evaluation.md's example, replayed exactly", async (t) => {
   const server = await startServer();
   t.teardown(server.close);
   await replay(t, server, steps);
+});
+
+t.test("docs/evaluation.md's relations, action attributes and context: replayed exactly, validated, explained, planned and tested from a file", async (t) => {
+  const text = section(EVALUATION, 'Relations, action attributes and context');
+  t.match(text, /Eunomia's SDKs cannot\s+parse a policy that uses `value_from`, `action_conditions` or `context_conditions`/, 'says plainly what Eunomia clients cannot read');
+  const steps = curlSteps(text);
+  const server = await startServer();
+  t.teardown(server.close);
+  const answers = await replay(t, server, steps);
+  const sent = steps.map((step) => ({ path: step.curl.url.replace(/^http:\/\/[^/]+/, ''), body: JSON.parse(step.curl.body!) }));
+  const policies = sent.filter((step) => step.path === '/admin/policies').map((step) => step.body);
+  const checks = sent.flatMap((step, index) => (step.path === '/check' ? [{ body: step.body, answer: answers[index] as { allowed: boolean; reason: string } }] : []));
+  t.same(policies.map((policy) => policy.name), ['Documents', 'Expenses', 'Deletion', 'Payroll'], 'the owner, department-manager, soft-delete and office-network examples');
+  t.ok(checks.some((check) => check.answer.allowed) && checks.some((check) => !check.answer.allowed), 'checks both allowed and denied');
+
+  const validated = await server.call('POST', '/admin/policies/validate', policies);
+  t.equal(validated.status, 200, 'every example policy validates');
+  t.equal(validated.body.valid, true);
+  for (const { body, answer } of checks) {
+    const explained = await server.call('POST', '/check?explain=true', body);
+    t.equal(explained.body.allowed, answer.allowed, 'explained as decided');
+    t.equal(explained.body.explain.decided_by.kind, answer.allowed ? 'rule' : 'default', 'the explanation names what decided');
+    const planned = await server.call('POST', '/plan', { principal: body.principal ?? { attributes: body.principal_attributes }, action: body.action, action_attributes: body.action_attributes, context: body.context });
+    t.equal(planned.status, 200, 'each check can be planned');
+    t.ok(planned.body.mongodb !== undefined, 'with an exact MongoDB filter');
+  }
+
+  // The same checks as a `verdict test` file, run by the real CLI.
+  const dir = scratchDir(t);
+  const cases = checks.map(({ body, answer }, index) => ({ name: `check ${index + 1}`, ...body, allowed: answer.allowed, reason: answer.reason }));
+  const testFile = cases.map((testCase) => {
+    // Test files take the nested form of the entities.
+    const { principal_attributes, resource_attributes, ...rest } = testCase as Record<string, unknown>;
+    return { ...rest, principal: rest.principal ?? { attributes: principal_attributes }, resource: rest.resource ?? { attributes: resource_attributes } };
+  });
+  writeFileSync(join(dir, 'relations.test.json'), JSON.stringify({ policies, cases: testFile }));
+  const exit = await runVerdict(t, ['test', dir]).exited;
+  t.equal(exit.code, 0, exit.stdout + exit.stderr);
+  t.match(exit.stdout, new RegExp(`${checks.length} passed, 0 failed`));
 });
 
 t.test('the configuration table has one row per flag, with its variable and default', async (t) => {

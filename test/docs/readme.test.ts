@@ -28,6 +28,15 @@ t.test('the README documents the defaults the server has', async (t) => {
   t.ok([200, 301, 302].includes(docs.statusCode), `/docs is served (${docs.statusCode})`);
 });
 
+t.test("README's owner example, replayed exactly", async (t) => {
+  const steps = curlSteps(section(README, 'The owner of a document, and other relations'));
+  t.equal(steps.length, 2, 'a policy and a check');
+  t.ok(steps.every((step) => step.exact !== undefined), 'each with its answer');
+  const server = await startServer();
+  t.teardown(server.close);
+  await replay(t, server, steps);
+});
+
 t.test("README's First example, replayed exactly", async (t) => {
   const example = section(README, 'First example');
   const steps = curlSteps(example);

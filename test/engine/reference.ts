@@ -8,20 +8,49 @@ import { OPERATOR_DEFINITIONS } from '../../src/engine/operators.js';
 import { compileLookup, MISSING } from '../../src/engine/paths.js';
 import type { Condition, Policy, Rule } from '../../src/schemas/policy.js';
 
-/** docs/evaluation.md: a missing attribute makes any condition on it false, but `not_exists`; `exists` and `not_exists` test only presence. */
-export function conditionHolds(condition: Pick<Condition, 'path' | 'operator' | 'value'>, entity: ResolvedEntity): boolean {
-  const value = compileLookup(condition.path)(entity);
-  if (condition.operator === 'exists') return value !== MISSING;
-  if (condition.operator === 'not_exists') return value === MISSING;
-  return value !== MISSING && OPERATOR_DEFINITIONS[condition.operator].build(condition.value)(value);
+/**
+ * docs/evaluation.md, "Relations": `value_from` names a part of the check (`principal`, `resource`,
+ * `action`, `context`) and a path into it as conditions write paths; the action's `name` is its
+ * name, the context has attributes only. MISSING where the check has nothing there.
+ */
+export function referencedValue(reference: string, request: DecisionRequest): unknown {
+  const [part, ...rest] = reference.split('.');
+  const path = rest.join('.');
+  const none = new Map<string, unknown>();
+  if (part === 'principal') return compileLookup(path)(request.principal);
+  if (part === 'resource') return compileLookup(path)(request.resource);
+  if (part === 'action') return path === 'name' ? request.action : compileLookup(path)({ uri: undefined, attributes: request.actionAttributes ?? none });
+  if (part === 'context') return compileLookup(path)({ uri: undefined, attributes: request.context ?? none });
+  throw new Error(`not a reference: ${reference}`);
 }
 
-/** Whether the rule covers the action and all its conditions hold. */
+/**
+ * docs/evaluation.md: a missing attribute makes any condition on it false, but `not_exists`; `exists` and
+ * `not_exists` test only presence. A condition with `value_from` compares with the value it names
+ * as if that value had been written as `value`: false when the check has none there, or one the
+ * operator would refuse as a value (a number for `gt`, a list for `in`, a string for `startswith`).
+ */
+export function conditionHolds(condition: Pick<Condition, 'path' | 'operator' | 'value' | 'value_from'>, entity: ResolvedEntity, request?: DecisionRequest): boolean {
+  const value = condition.path === 'name' ? (entity.uri ?? MISSING) : compileLookup(condition.path)(entity);
+  if (condition.operator === 'exists') return value !== MISSING;
+  if (condition.operator === 'not_exists') return value === MISSING;
+  if (value === MISSING) return false;
+  if (condition.value_from === undefined) return OPERATOR_DEFINITIONS[condition.operator].build(condition.value)(value);
+  const other = referencedValue(condition.value_from, request ?? { principal: entity, resource: entity, action: '' });
+  if (other === MISSING || OPERATOR_DEFINITIONS[condition.operator].checkValue(other) !== undefined) return false;
+  return OPERATOR_DEFINITIONS[condition.operator].build(other)(value);
+}
+
+/** Whether the rule covers the action and all its conditions hold, on the principal, the resource, the action and the context. */
 export function ruleApplies(rule: Rule, request: DecisionRequest): boolean {
+  const action = { uri: request.action, attributes: request.actionAttributes ?? new Map<string, unknown>() };
+  const context = { uri: undefined, attributes: request.context ?? new Map<string, unknown>() };
   return (
     rule.actions.includes(request.action) &&
-    rule.principal_conditions.every((c) => conditionHolds(c, request.principal)) &&
-    rule.resource_conditions.every((c) => conditionHolds(c, request.resource))
+    rule.principal_conditions.every((c) => conditionHolds(c, request.principal, request)) &&
+    rule.resource_conditions.every((c) => conditionHolds(c, request.resource, request)) &&
+    (rule.action_conditions ?? []).every((c) => conditionHolds(c, action, request)) &&
+    (rule.context_conditions ?? []).every((c) => conditionHolds(c, context, request))
   );
 }
 

@@ -80,6 +80,31 @@ const condition = (paths: string[], values: fc.Arbitrary<unknown>): fc.Arbitrary
     .record({ path: fc.constantFrom(...paths), operator: fc.constantFrom(...OPERATORS) })
     .chain(({ path, operator }) => conditionValue(operator, values).map((value) => ({ path, operator, value })));
 
+/** What `value_from` may name from a resource condition: the principal, the action, the context, or another value of the resource. */
+const REFERENCES = [
+  ...PRINCIPAL_PATHS.map((path) => `principal.${path}`),
+  'action.name',
+  'action.attributes.soft',
+  'action.attributes.level',
+  'context.attributes.level',
+  'context.attributes.tags',
+  ...RESOURCE_PATHS.map((path) => `resource.${path}`),
+];
+
+/** A resource condition with `value_from` (never a presence operator, which takes none). */
+const relation: fc.Arbitrary<Condition> = fc.record({
+  path: fc.constantFrom(...RESOURCE_PATHS),
+  operator: fc.constantFrom(...OPERATORS.filter((operator) => operator !== 'exists' && operator !== 'not_exists')),
+  value_from: fc.constantFrom(...REFERENCES),
+});
+
+/** Conditions of the action or the context on the values the checks carry. */
+const actionCondition = fc.oneof(
+  condition(['attributes.soft', 'attributes.level', 'name'], fc.constantFrom(true, false, 0, 1, 2, 'read')),
+  fc.record({ path: fc.constantFrom('attributes.level'), operator: fc.constantFrom<Operator>('==', 'lt', 'in'), value_from: fc.constantFrom('principal.attributes.level', 'context.attributes.level') }),
+);
+const contextCondition = condition(['attributes.level', 'attributes.tags'], fc.constantFrom(0, 1, 2, 'a', ['a']));
+
 const principalValue = fc.oneof({ arbitrary: fc.constantFrom(...PRINCIPAL_VALUES), weight: 4 }, { arbitrary: anyValue, weight: 1 });
 
 const rule = (name: string) =>
@@ -89,8 +114,10 @@ const rule = (name: string) =>
     principal_conditions: fc.array(condition(PRINCIPAL_PATHS, principalValue), { maxLength: 1 }),
     resource_conditions: fc.oneof(
       { arbitrary: fc.constant<Condition[]>([]), weight: 1 },
-      { arbitrary: fc.array(condition(RESOURCE_PATHS, anyValue), { minLength: 1, maxLength: 3 }), weight: 4 },
+      { arbitrary: fc.array(fc.oneof({ arbitrary: condition(RESOURCE_PATHS, anyValue), weight: 4 }, { arbitrary: relation, weight: 1 }), { minLength: 1, maxLength: 3 }), weight: 4 },
     ),
+    action_conditions: fc.oneof({ arbitrary: fc.constant<Condition[]>([]), weight: 4 }, { arbitrary: fc.array(actionCondition, { minLength: 1, maxLength: 2 }), weight: 1 }),
+    context_conditions: fc.oneof({ arbitrary: fc.constant<Condition[]>([]), weight: 4 }, { arbitrary: fc.array(contextCondition, { minLength: 1, maxLength: 2 }), weight: 1 }),
     actions: fc.subarray(ACTIONS, { minLength: 1 }),
   });
 
@@ -160,8 +187,8 @@ function nestings(steps: readonly string[], leaf: unknown): unknown[] {
  */
 function aimedAttributes(policies: readonly Policy[]): [string, unknown][] {
   const aimed: [string, unknown][] = [];
-  for (const { path, value } of policies.flatMap((policy) => policy.rules.flatMap((rule) => rule.resource_conditions))) {
-    if (path === 'uri') continue;
+  for (const { path, value, value_from } of policies.flatMap((policy) => policy.rules.flatMap((rule) => rule.resource_conditions))) {
+    if (path === 'uri' || value_from !== undefined) continue;
     const [, key, ...steps] = path.split('.') as [string, string, ...string[]];
     // A presence condition has no value: any value there makes it present.
     const values = value === undefined ? ['a', null] : Array.isArray(value) ? [value, ...value] : [value];
@@ -198,6 +225,9 @@ export interface PlanCase {
   policies: Policy[];
   principal: PrincipalCase;
   action: string;
+  /** The action's attributes and the context the plan is asked with. */
+  actionAttributes: Record<string, unknown>;
+  context: Record<string, unknown>;
   known: Record<string, unknown>;
   resources: ResourceDocument[];
   layout: MongoFilterOptions;
@@ -207,7 +237,18 @@ export interface PlanCase {
 const overTheWire = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T;
 
 export const planCase: fc.Arbitrary<PlanCase> = policies
-  .chain((drawn) => fc.record({ policies: fc.constant(drawn), principal, action, known: knownAttributes, resources: resourcesFor(drawn), layout: layouts }))
+  .chain((drawn) =>
+    fc.record({
+      policies: fc.constant(drawn),
+      principal,
+      action,
+      actionAttributes: attributes(['soft', 'level'], fc.constantFrom(true, false, 0, 1, 2, 'a')),
+      context: attributes(['level', 'tags'], fc.constantFrom(0, 1, 2, 'a', ['a'], 'ab')),
+      known: knownAttributes,
+      resources: resourcesFor(drawn),
+      layout: layouts,
+    }),
+  )
   .map(overTheWire);
 
 /** The resource `/check` decides for a document: its own attributes, with the known ones as stated. */
@@ -236,5 +277,6 @@ export function treeHolds(tree: ConditionTree, resource: ResolvedEntity): boolea
   if ('and' in tree) return tree.and.every((child) => treeHolds(child, resource));
   if ('or' in tree) return tree.or.some((child) => treeHolds(child, resource));
   if ('not' in tree) return !treeHolds(tree.not, resource);
-  return conditionHolds(tree, resource);
+  // A relation in a plan is between two values of the resource.
+  return conditionHolds(tree, resource, { principal: { uri: undefined, attributes: new Map() }, resource, action: '' });
 }

@@ -229,8 +229,12 @@ t.test(`a sample of random cases (${HTTP_RUNS}): the served filter selects exact
       principal,
       resource: { attributes: example.known },
       action: example.action,
+      action_attributes: example.actionAttributes,
+      context: example.context,
       mongodb: { attributes_prefix: example.layout.attributesPrefix, uri_field: example.layout.uriField },
     });
+    // A relation between a known value of the resource and an open one that reads only one way (see test/engine/relations.test.ts).
+    if (planned.status === 400 && /^The plan cannot be stated/.test(planned.body.detail) && Object.keys(example.known).length > 0) continue;
     if (planned.status !== 200) {
       const single = await server.call('POST', '/check', { principal, resource: { uri: 'doc:1' }, action: example.action });
       t.strictSame([planned.status, planned.body], [single.status, single.body], `an unusable principal is refused by /plan as by /check: ${JSON.stringify(principal)}`);
@@ -241,8 +245,16 @@ t.test(`a sample of random cases (${HTTP_RUNS}): the served filter selects exact
     const checks = await server.call(
       'POST',
       '/check/bulk',
-      checkable.map((resource) => ({ principal, resource: { uri: resource.uri ?? null, attributes: { ...resource.attributes, ...example.known } }, action: example.action })),
+      checkable.map((resource) => ({
+        principal,
+        resource: { uri: resource.uri ?? null, attributes: { ...resource.attributes, ...example.known } },
+        action: example.action,
+        action_attributes: example.actionAttributes,
+        context: example.context,
+      })),
     );
+    // Equality between two values of the resource has no filter (see test/engine/relations.test.ts): the plan says why.
+    if (planned.body.mongodb === undefined && /relates two values of the resource by/.test(planned.body.reason)) continue;
     const query = new Query(planned.body.mongodb, {});
     const selected = checkable.map((resource) => query.test(storedDocument(resource, example.layout)));
     const allowed = (checks.body as { allowed: boolean }[]).map((decision) => decision.allowed);

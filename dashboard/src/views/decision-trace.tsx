@@ -1,12 +1,14 @@
 /** How a decision came about: the `explain` object of an answer to `/check?explain=true`. */
 
 interface FailedCondition {
-  side: 'principal' | 'resource';
+  side: 'principal' | 'resource' | 'action' | 'context';
   path: string;
   operator: string;
+  value_from?: string;
   expected: unknown;
   actual?: unknown;
   missing?: boolean;
+  value_from_missing?: boolean;
 }
 
 interface RuleTrace {
@@ -30,7 +32,8 @@ const json = (value: unknown) => JSON.stringify(value);
 function ruleOutcome({ matched, failed }: RuleTrace): string {
   if (matched || failed === undefined) return 'matched';
   const found = failed.missing ? 'it is missing' : `it is ${json(failed.actual)}`;
-  return `${failed.side} ${failed.path} ${failed.operator} ${json(failed.expected)} does not hold: ${found}`;
+  const comparedWith = failed.value_from === undefined ? json(failed.expected) : `${failed.value_from} (${failed.value_from_missing ? 'missing' : json(failed.expected)})`;
+  return `${failed.side} ${failed.path} ${failed.operator} ${comparedWith} does not hold: ${found}`;
 }
 
 function Entity({ label, entity }: { label: string; entity: Explanation['principal'] }) {

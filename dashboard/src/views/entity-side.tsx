@@ -28,6 +28,9 @@ export interface CheckRequestBody {
   principal: SideReference;
   resource: SideReference;
   action: string | undefined;
+  /** The action's attributes and the context, when the form has fields for them and they are filled in. */
+  action_attributes?: Record<string, JsonValue>;
+  context?: Record<string, JsonValue>;
 }
 
 /**

@@ -2,6 +2,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, call } from '../api.js';
 import { Alerts, TextArea, TextField } from '../components.js';
+import { parseAttributes } from '../json-text.js';
 import { actionOf, sideSummary } from '../check-summary.js';
 import { EntitySide, checkRequestBody, emptySide } from './entity-side.js';
 import { useCheckForm } from '../check-form.js';
@@ -15,7 +16,23 @@ interface Decision {
   explain?: Explanation;
 }
 
-const FIELDS = ['principal', 'principal.uri', 'principal.attributes', 'resource', 'resource.uri', 'resource.attributes', 'action'];
+const FIELDS = ['principal', 'principal.uri', 'principal.attributes', 'resource', 'resource.uri', 'resource.attributes', 'action', 'action_attributes', 'context'];
+
+/** The check with the action's attributes and the context typed in their fields (JSON objects; empty text is none), or every field's message. */
+function withActionAndContext(request: ReturnType<typeof checkRequestBody>, actionAttributes: string, context: string): ReturnType<typeof checkRequestBody> {
+  const attributes = parseAttributes(actionAttributes);
+  const contextValue = parseAttributes(context);
+  if (request.ok && attributes.ok && contextValue.ok) {
+    const body = { ...request.body };
+    if (attributes.value !== undefined) body.action_attributes = attributes.value;
+    if (contextValue.value !== undefined) body.context = contextValue.value;
+    return { ok: true, body };
+  }
+  const errors = request.ok ? {} : { ...request.errors };
+  if (!attributes.ok) errors.action_attributes = attributes.message;
+  if (!contextValue.ok) errors.context = contextValue.message;
+  return { ok: false, errors };
+}
 
 const BULK_EXAMPLE = `[
   {"principal": {"uri": "user:alice"}, "resource": {"attributes": {"kind": "laptop"}}, "action": "administer"},
@@ -31,14 +48,17 @@ function SingleCheck({ replay }: { replay?: ReplayedCheck }) {
   const [principal, setPrincipal] = useState(replay?.principal ?? emptySide());
   const [resource, setResource] = useState(replay?.resource ?? emptySide());
   const [action, setAction] = useState(replay?.action ?? '');
+  const [actionAttributes, setActionAttributes] = useState('');
+  const [context, setContext] = useState('');
   const { errors, alerts, answer: decision, submit } = useCheckForm(FIELDS, (body) => call<Decision>('POST', '/check?explain=true', body));
+  const request = () => withActionAndContext(checkRequestBody(principal, resource, action), actionAttributes, context);
 
   useEffect(() => {
-    if (replay !== undefined && replay.maskedKeys.length === 0) void submit(undefined, checkRequestBody(principal, resource, action));
+    if (replay !== undefined && replay.maskedKeys.length === 0) void submit(undefined, request());
   }, []);
 
   return (
-    <form onSubmit={(event) => submit(event, checkRequestBody(principal, resource, action))} noValidate aria-labelledby="single-check">
+    <form onSubmit={(event) => submit(event, request())} noValidate aria-labelledby="single-check">
       <h2 id="single-check">Check</h2>
       {replay !== undefined && (
         <p class="notice" role="status">
@@ -65,6 +85,18 @@ function SingleCheck({ replay }: { replay?: ReplayedCheck }) {
       </div>
       <div class="row">
         <TextField label="Action" value={action} onValue={setAction} error={errors.action} hint="Defaults to access." placeholder="administer" />
+      </div>
+      <div class="two-columns">
+        <TextArea
+          label="Action attributes (JSON)"
+          rows={2}
+          value={actionAttributes}
+          onValue={setActionAttributes}
+          error={errors.action_attributes}
+          hint="Optional: what action_conditions read."
+          placeholder='{"soft": true}'
+        />
+        <TextArea label="Context (JSON)" rows={2} value={context} onValue={setContext} error={errors.context} hint="Optional: what context_conditions read." placeholder='{"ip": "10.1.2.3"}' />
       </div>
       <div class="actions">
         <button type="submit" class="primary">

@@ -15,7 +15,13 @@ interface Checked {
   warnings: string[];
 }
 
-const SIDE_NAMES: Record<string, string> = { principal_conditions: 'principal condition', resource_conditions: 'resource condition', actions: 'action' };
+const SIDE_NAMES: Record<string, string> = {
+  principal_conditions: 'principal condition',
+  resource_conditions: 'resource condition',
+  action_conditions: 'action condition',
+  context_conditions: 'context condition',
+  actions: 'action',
+};
 
 /** `["body", "rules", 2, "principal_conditions", 0]` as "Rule 3, principal condition 1". */
 export function placeOf(loc: (string | number)[]): string {

@@ -1,8 +1,22 @@
 /** One rule of the policy editor: name, effect, actions and both lists of conditions. */
 import { SelectField, TextField } from '../components.js';
-import { EFFECTS, emptyCondition, OPERATORS, SIDES, takesNoValue, type RuleDraft, type Side } from '../policy-draft.js';
+import { COMPARED_WITH, EFFECTS, emptyCondition, OPERATORS, SIDES, takesNoValue, type RuleDraft, type Side } from '../policy-draft.js';
 
-const SIDE_LABELS: Record<Side, string> = { principal_conditions: 'Principal conditions', resource_conditions: 'Resource conditions' };
+const SIDE_LABELS: Record<Side, string> = {
+  principal_conditions: 'Principal conditions',
+  resource_conditions: 'Resource conditions',
+  action_conditions: 'Action conditions',
+  context_conditions: 'Context conditions',
+};
+/** What each list is about, as the hint of an empty list and the label of its add button say it. */
+const SIDE_NOUNS: Record<Side, string> = { principal_conditions: 'principal', resource_conditions: 'resource', action_conditions: 'action', context_conditions: 'context' };
+/** What a condition of each list may compare with: only resource conditions may read the resource. */
+const REFERENCE_EXAMPLES: Record<Side, string> = {
+  principal_conditions: 'context.attributes.team',
+  resource_conditions: 'principal.attributes.email',
+  action_conditions: 'principal.attributes.level',
+  context_conditions: 'principal.attributes.office',
+};
 
 interface RuleFieldsProps {
   index: number;
@@ -49,7 +63,7 @@ export function RuleFields({ index, rule, errors, onChange, onRemove }: RuleFiel
         <fieldset class="conditions" key={side}>
           <legend>{SIDE_LABELS[side]}</legend>
           <FieldMessage error={errors[`${at}.${side}`]} />
-          {rule[side].length === 0 && <p class="hint">None: any {side === 'principal_conditions' ? 'principal' : 'resource'} matches.</p>}
+          {rule[side].length === 0 && <p class="hint">None: any {SIDE_NOUNS[side]} matches.</p>}
           {rule[side].map((condition, position) => {
             const key = `${at}.${side}.${position}`;
             return (
@@ -74,6 +88,14 @@ export function RuleFields({ index, rule, errors, onChange, onRemove }: RuleFiel
                   {takesNoValue(condition.operator) ? (
                     <p class="hint">No value: {condition.operator === 'exists' ? 'holds when the attribute is there, whatever its value' : 'holds when the attribute is left out'}.</p>
                   ) : (
+                    <SelectField
+                      label="Compare with"
+                      value={condition.comparedWith}
+                      onValue={(comparedWith) => setCondition(side, position, { comparedWith: comparedWith as RuleDraft[Side][number]['comparedWith'] })}
+                      options={COMPARED_WITH}
+                    />
+                  )}
+                  {!takesNoValue(condition.operator) && condition.comparedWith === 'value' && (
                     <TextField
                       label="Value (JSON)"
                       mono
@@ -81,6 +103,16 @@ export function RuleFields({ index, rule, errors, onChange, onRemove }: RuleFiel
                       onValue={(value) => setCondition(side, position, { value })}
                       error={errors[`${key}.value`]}
                       placeholder='"it"'
+                    />
+                  )}
+                  {!takesNoValue(condition.operator) && condition.comparedWith === 'another attribute' && (
+                    <TextField
+                      label="Another attribute"
+                      mono
+                      value={condition.valueFrom}
+                      onValue={(valueFrom) => setCondition(side, position, { valueFrom })}
+                      error={errors[`${key}.value_from`]}
+                      placeholder={REFERENCE_EXAMPLES[side]}
                     />
                   )}
                   <button
@@ -96,7 +128,7 @@ export function RuleFields({ index, rule, errors, onChange, onRemove }: RuleFiel
             );
           })}
           <button type="button" onClick={() => set({ [side]: [...rule[side], emptyCondition()] })}>
-            Add {side === 'principal_conditions' ? 'principal' : 'resource'} condition
+            Add {SIDE_NOUNS[side]} condition
           </button>
         </fieldset>
       ))}

@@ -14,6 +14,12 @@ export interface CaseResult {
   why: string[];
 }
 
+/** What a failed condition compared with: its value, or its reference and what that resolved to. */
+function comparedWith(failed: NonNullable<ReturnType<typeof explain>['policies'][number]['rules'][number]['failed']>): string {
+  if (failed.value_from === undefined) return JSON.stringify(failed.expected);
+  return `${failed.value_from} (${failed.value_from_missing ? 'missing' : JSON.stringify(failed.expected)})`;
+}
+
 /** What the trace of a decision says, in lines a person reads: the deciding rule or default, then each rule of the action. */
 function whyLines(decided: ReturnType<typeof explain>): string[] {
   const rules = decided.policies.flatMap((policy) =>
@@ -21,7 +27,7 @@ function whyLines(decided: ReturnType<typeof explain>): string[] {
       const outcome =
         matched || failed === undefined
           ? 'matched'
-          : `${failed.side} ${failed.path} ${failed.operator} ${JSON.stringify(failed.expected)} does not hold: ${failed.missing ? 'missing' : `found ${JSON.stringify(failed.actual)}`}`;
+          : `${failed.side} ${failed.path} ${failed.operator} ${comparedWith(failed)} does not hold: ${failed.missing ? 'missing' : `found ${JSON.stringify(failed.actual)}`}`;
       return `rule ${name} of policy ${policy.name}: ${outcome}`;
     }),
   );

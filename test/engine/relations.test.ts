@@ -1,0 +1,91 @@
+import t from 'tap';
+import { Query } from 'mingo';
+import { compile, evaluate, mongoFilter, plan, policyWarnings, type DecisionRequest } from '../../src/engine/index.js';
+import type { Condition, Policy } from '../../src/schemas/policy.js';
+
+// Relations, action attributes and context in the engine: validation's warnings about them, and the
+// plans and filters of relations that a random case rarely meets.
+
+const warningsOf = (policies: Policy[]) => policyWarnings(policies, policies.map((_, index) => index), (index) => ['body', index]).map(({ loc, type, msg }) => ({ loc: loc.join('.'), type, msg }));
+
+const policyOf = (rule: Partial<Policy['rules'][number]>): Policy => ({
+  version: '1.0',
+  name: 'p',
+  description: null,
+  rules: [{ name: 'r', description: null, effect: 'allow', principal_conditions: [], resource_conditions: [], actions: ['read'], ...rule }],
+  default_effect: 'deny',
+});
+
+const entity = (attributes: Record<string, unknown> = {}, uri?: string) => ({ uri, attributes: new Map(Object.entries(attributes)) });
+
+t.test('validation: relations between values that can never have the types their operator takes', async (t) => {
+  const never: [string, Condition, string][] = [
+    ['an ordering with a uri', { path: 'attributes.level', operator: 'gt', value_from: 'principal.uri' }, "attributes.level gt principal.uri never holds: 'gt' compares numbers, and principal.uri is always a string"],
+    ['an ordering of a uri', { path: 'uri', operator: '<=', value_from: 'principal.attributes.level' }, "uri <= principal.attributes.level never holds: 'lte' compares numbers, and uri is always a string"],
+    ['in a name', { path: 'attributes.kind', operator: 'in', value_from: 'action.name' }, "attributes.kind in action.name never holds: 'in' needs a list, and action.name is always a string"],
+  ];
+  for (const [name, condition, why] of never) {
+    t.same(warningsOf([policyOf({ resource_conditions: [condition] })]), [{ loc: 'body.0.rules.0.resource_conditions', type: 'never_matches', msg: `this rule can never match: ${why}` }], name);
+    const snapshot = compile([policyOf({ resource_conditions: [condition] })], 1);
+    for (const level of [0, 5, 'a', ['doc:1']]) {
+      const asked = { principal: entity({ level }, 'user:1'), resource: entity({ level, kind: level }, 'doc:1'), action: 'read' };
+      t.notOk(evaluate(snapshot, asked).allowed, `${name}: indeed never allowed (${JSON.stringify(level)})`);
+    }
+  }
+  t.same(warningsOf([policyOf({ resource_conditions: [{ path: 'attributes.owner', operator: '==', value_from: 'principal.uri' }, { path: 'attributes.path', operator: 'startswith', value_from: 'principal.attributes.home' }] })]), [], 'relations that can hold');
+});
+
+t.test('validation: conditions on the action name that no action of the rule satisfies', async (t) => {
+  t.same(warningsOf([policyOf({ actions: ['read', 'list'], action_conditions: [{ path: 'name', operator: '==', value: 'write' }] })]), [
+    { loc: 'body.0.rules.0.action_conditions', type: 'never_matches', msg: 'this rule can never match: no action it names ("read", "list") satisfies name == "write"' },
+  ]);
+  t.same(warningsOf([policyOf({ actions: ['read', 'list'], action_conditions: [{ path: 'name', operator: 'in', value: ['list'] }] })]), [], 'one of its actions does');
+});
+
+t.test('validation: a deny rule on the context that a check escapes by leaving the context out', async (t) => {
+  const warnings = warningsOf([policyOf({ effect: 'deny', context_conditions: [{ path: 'attributes.network', operator: '!=', value: 'office' }] })]);
+  t.equal(warnings.length, 1);
+  t.match(warnings[0], { loc: 'body.0.rules.0.context_conditions.0', type: 'escaped_by_omission', msg: /leaves out the context's attributes.network escapes this deny rule/ });
+  t.match(warnings[0]!.msg, /"context_conditions":\[\{"path":"attributes.network","operator":"not_exists"\}\]/, 'the closing rule tests the absence in the context');
+});
+
+t.test('validation: a rule with action or context conditions does not shadow one without them', async (t) => {
+  const policies = [policyOf({ action_conditions: [{ path: 'attributes.soft', operator: '==', value: true }] })];
+  policies[0]!.rules.push({ name: 'later', description: null, effect: 'deny', principal_conditions: [], resource_conditions: [], actions: ['read'] });
+  t.same(warningsOf(policies), []);
+});
+
+const resourcesOf = (documents: Record<string, unknown>[]) => documents.map((attributes) => ({ attributes }));
+
+t.test('plans of relations between two values of the resource: exact $expr for orderings and strings', async (t) => {
+  const cases: [Condition, Record<string, unknown>[]][] = [
+    [{ path: 'attributes.spent', operator: '<=', value_from: 'resource.attributes.budget' }, [{ spent: 1, budget: 2 }, { spent: 2, budget: 2 }, { spent: 3, budget: 2 }, { spent: '1', budget: 2 }, { spent: 1 }, { budget: 1 }, { spent: [1], budget: 2 }]],
+    [{ path: 'attributes.path', operator: 'startswith', value_from: 'resource.attributes.root' }, [{ path: '/a/b', root: '/a' }, { path: '/a', root: '/a/b' }, { path: '😀x', root: '😀' }, { path: 'x😀', root: 'x' }, { path: '/a', root: 1 }, { path: ['/a'], root: '/a' }, { path: 'ab', root: '' }]],
+    [{ path: 'attributes.name', operator: 'endswith', value_from: 'resource.attributes.meta.suffix' }, [{ name: 'a.txt', meta: { suffix: '.txt' } }, { name: 'a.txt', meta: { suffix: 'a.txt.txt' } }, { name: 'a😀', meta: { suffix: '😀' } }, { name: 'a.txt', meta: [{ suffix: '.txt' }] }]],
+  ];
+  for (const [condition, documents] of cases) {
+    const snapshot = compile([policyOf({ resource_conditions: [condition] })], 1);
+    const made = plan(snapshot, { principal: entity(), resource: entity(), action: 'read' });
+    t.same(made.condition, { ...condition, operator: condition.operator === '<=' ? 'lte' : condition.operator }, 'the relation as written, operator canonical');
+    const filter = mongoFilter(made.condition);
+    if (!('filter' in filter)) throw new Error(filter.unsupported);
+    const query = new Query(filter.filter, {});
+    for (const document of resourcesOf(documents)) {
+      const allowed = evaluate(snapshot, { principal: entity(), resource: entity(document.attributes), action: 'read' }).allowed;
+      t.equal(query.test(document), allowed, `${condition.path} ${condition.operator} ${condition.value_from}: ${JSON.stringify(document.attributes)} ${allowed ? 'allowed' : 'denied'}`);
+    }
+  }
+  const equal = compile([policyOf({ resource_conditions: [{ path: 'attributes.owner', operator: '==', value_from: 'resource.attributes.creator' }] })], 1);
+  const equality = mongoFilter(plan(equal, { principal: entity(), resource: entity(), action: 'read' }).condition);
+  t.match(equality, { unsupported: /relates two values of the resource by '==', which MongoDB cannot test as the engine does/ }, 'equality between two values of the resource: no filter, said why');
+});
+
+t.test('plans: a relation with one value of the resource known reads the other way round, or is refused', async (t) => {
+  const snapshotOf = (condition: Condition) => compile([policyOf({ resource_conditions: [condition] })], 1);
+  const asked = (known: Record<string, unknown>): DecisionRequest => ({ principal: entity(), resource: entity(known), action: 'read' });
+  t.same(plan(snapshotOf({ path: 'attributes.budget', operator: 'gt', value_from: 'resource.attributes.spent' }), asked({ budget: 10 })).condition, { path: 'attributes.spent', operator: 'lt', value: 10 });
+  t.same(plan(snapshotOf({ path: 'attributes.team', operator: 'in', value_from: 'resource.attributes.teams' }), asked({ team: 3 })).condition, { path: 'attributes.teams', operator: 'contains', value: 3 });
+  t.same(plan(snapshotOf({ path: 'attributes.teams', operator: 'contains', value_from: 'resource.attributes.team' }), asked({ teams: ['a'] })).condition, { path: 'attributes.team', operator: 'in', value: ['a'] });
+  t.same(plan(snapshotOf({ path: 'attributes.budget', operator: 'gt', value_from: 'resource.attributes.spent' }), asked({ budget: 'x' })).condition, false, 'a known value the operator cannot take');
+  t.throws(() => plan(snapshotOf({ path: 'attributes.path', operator: 'startswith', value_from: 'resource.attributes.root' }), asked({ path: '/a' })), { message: /relates a known attribute to an open one by 'startswith', which a plan cannot state/ });
+});
