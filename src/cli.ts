@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { checkAdminExposure, ConfigError, loadConfig } from './config.js';
 import { isLoopbackHost } from './loopback.js';
-import { optionsTable } from './cli/help.js';
+import { commandHelp, optionsTable } from './cli/help.js';
 import { VERSION } from './version.js';
 import { isSupervisor, superviseProcesses } from './process/cluster.js';
 import type { FastifyInstance } from 'fastify';
@@ -28,6 +28,11 @@ Commands:
                register the entities of a JSON Lines file (one registration body a line) with
                the running server these flags describe, in all-or-nothing batches of at most
                --bulk-register-max-entities; the admin key is read from ADMIN_API_KEY
+  import eunomia [path]
+               copy the policies and entities of an Eunomia database (default ./.db/eunomia_db.sqlite,
+               opened read-only) into the store these flags describe, in Eunomia's creation order;
+               what Verdict already holds is kept, so running it again imports only what is new.
+               Exit 0 when everything is in Verdict as in Eunomia, else 1 (each item not imported is named)
   test [paths...] [--format text|tap|junit]
                run policy test files (*.test.yaml, *.test.yml, *.test.json; directories are searched)
                offline, on the server's engine; exit 0 when every case passes, else 1.
@@ -108,8 +113,13 @@ function printNewKey(args: string[]): void {
 
 async function importCommand(args: string[]): Promise<void> {
   const [what, file, ...flags] = args;
+  if (what === 'eunomia') {
+    const { importEunomiaCommand } = await import('./cli/import-eunomia/command.js');
+    process.exitCode = await importEunomiaCommand(args.slice(1), process.env);
+    return;
+  }
   if (what !== 'entities' || file === undefined || file.startsWith('-')) {
-    throw new ConfigError("usage: verdict import entities <file.jsonl> [flags]; run 'verdict --help'");
+    throw new ConfigError("usage: verdict import entities <file.jsonl> [flags] | verdict import eunomia [path] [flags]; run 'verdict import --help'");
   }
   const config = loadConfig(flags, process.env);
   const { importEntities } = await import('./cli/import-entities.js');
@@ -119,8 +129,16 @@ async function importCommand(args: string[]): Promise<void> {
   console.log(`imported ${imported} entities from ${file} in ${seconds.toFixed(1)} s (${Math.round(imported / seconds)} entities/s)`);
 }
 
+/** The commands whose flags are the options table of `--help`. */
+const TAKES_START_FLAGS = ['start', 'healthcheck', 'import'];
+
 async function main(argv: string[]): Promise<void> {
   const [command, ...args] = argv;
+  const help = command !== undefined && args.some((arg) => arg === '--help' || arg === '-h') ? commandHelp(USAGE, command ?? '', TAKES_START_FLAGS.includes(command ?? '')) : undefined;
+  if (help !== undefined) {
+    console.log(help);
+    return;
+  }
   switch (command) {
     case 'start':
       return start(args);
