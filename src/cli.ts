@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-import { checkAdminExposure, ConfigError, loadConfig } from './config.js';
+import { checkAdminExposure, ConfigError } from './config.js';
+import { dotenvLogLine, loadConfigWithDotenv } from './cli/dotenv/load.js';
 import { isLoopbackHost } from './loopback.js';
 import { commandHelp, optionsTable } from './cli/help.js';
 import { VERSION } from './version.js';
@@ -48,7 +49,7 @@ ${optionsTable(Math.max(HELP_WIDTH, process.stdout.columns ?? 0))}
 `;
 
 async function start(args: string[]): Promise<void> {
-  const config = loadConfig(args, process.env);
+  const { config, dotenv } = loadConfigWithDotenv(args, process.env);
   // Before any process of a cluster starts, and before anything listens.
   checkAdminExposure(config);
   if (isSupervisor(config.processes)) {
@@ -62,6 +63,7 @@ async function start(args: string[]): Promise<void> {
   const { buildApp } = await import('./app.js');
   app = await buildApp(config);
   listeners.serve(app.routing, metricsListener(app.metrics, app.routing));
+  if (dotenv !== undefined) app.log.info(...dotenvLogLine(dotenv));
   app.log.info(
     {
       ...listeners.addresses,
@@ -79,7 +81,7 @@ async function start(args: string[]): Promise<void> {
 
 async function healthcheck(args: string[]): Promise<void> {
   const live = args.includes('--live');
-  const config = loadConfig(
+  const { config } = loadConfigWithDotenv(
     args.filter((arg) => arg !== '--live'),
     process.env,
   );
@@ -121,7 +123,7 @@ async function importCommand(args: string[]): Promise<void> {
   if (what !== 'entities' || file === undefined || file.startsWith('-')) {
     throw new ConfigError("usage: verdict import entities <file.jsonl> [flags] | verdict import eunomia [path] [flags]; run 'verdict import --help'");
   }
-  const config = loadConfig(flags, process.env);
+  const { config } = loadConfigWithDotenv(flags, process.env);
   const { importEntities } = await import('./cli/import-entities.js');
   const { imported, seconds } = await importEntities(file, config, (count, line) =>
     console.log(`imported ${count} entities (to line ${line})`),

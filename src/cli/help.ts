@@ -46,6 +46,11 @@ export function optionsTable(width: number): string {
       describe(option),
     ]),
     ['', 'ADMIN_API_KEY', 'the admin key, sent by clients in the WAY-API-KEY header'.split(' ')],
+    [
+      '--[no-]dotenv',
+      '',
+      'read these variables from this file too, where neither a flag nor the environment sets them (default: .env in the working directory, when there is one)'.split(' '),
+    ],
   ];
   const flagWidth = Math.max(...rows.map(([flag]) => flag.length)) + GAP;
   const variableWidth = Math.max(...rows.map(([, variable]) => variable.length)) + GAP;

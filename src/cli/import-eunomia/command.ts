@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { ConfigError, loadConfig, type Config } from '../../config.js';
+import { ConfigError, type Config } from '../../config.js';
+import { loadConfigWithDotenv } from '../dotenv/load.js';
 import { openStore } from '../../store/open.js';
 import { EunomiaDatabase } from './database.js';
 import { importEunomia, type ImportCounts } from './import.js';
@@ -31,7 +32,7 @@ export async function importEunomiaCommand(args: string[], env: NodeJS.ProcessEn
   const [first] = args;
   const givenPath = first !== undefined && !first.startsWith('-');
   const path = givenPath ? first : EUNOMIA_DATABASE;
-  const config = loadConfig(givenPath ? args.slice(1) : args, env);
+  const { config } = loadConfigWithDotenv(givenPath ? args.slice(1) : args, env);
   if (!existsSync(path)) {
     throw new ConfigError(`no Eunomia database at ${path}${givenPath ? '' : ` (where Eunomia keeps it, relative to the directory it runs in); give its path: verdict import eunomia <path>`}`);
   }
