@@ -20,6 +20,12 @@ async function server(t: Test, overrides: Partial<Config> = {}): Promise<TestSer
   return started;
 }
 
+/** The configuration `env` gives `verdict start`, on a data directory of the test's own. */
+function configFrom(env: NodeJS.ProcessEnv): Partial<Config> {
+  const { dataDir: _default, ...config } = loadConfig(['--port', '0', '--log-level', 'silent'], env);
+  return config;
+}
+
 const condition = (path: string, operator: string, value: unknown) => ({ path, operator, value });
 const policy = (name: string, rules: unknown[], defaultEffect = 'deny') => ({ name, rules, default_effect: defaultEffect });
 const allowRule = (name: string, principalConditions: unknown[], actions = ['read']) => ({ name, effect: 'allow', principal_conditions: principalConditions, actions });
@@ -85,10 +91,10 @@ const DIFFERENCES: Record<string, (t: Test) => Promise<void>> = {
   },
 
   'Setting ADMIN_API_KEY turns admin authentication on': async (t) => {
-    const keyOnly = await server(t, loadConfig(['--port', '0', '--log-level', 'silent'], { ADMIN_API_KEY: 'the-key' }));
+    const keyOnly = await server(t, configFrom({ ADMIN_API_KEY: 'the-key' }));
     t.equal((await keyOnly.call('GET', '/admin/policies')).status, 401, 'a key set, no ADMIN_AUTHN_REQUIRED: protected');
     t.equal((await keyOnly.call('GET', '/admin/policies', undefined, { 'way-api-key': 'the-key' })).status, 200);
-    const saidFalse = await server(t, loadConfig(['--port', '0', '--log-level', 'silent'], { ADMIN_API_KEY: 'the-key', ADMIN_AUTHN_REQUIRED: 'false' }));
+    const saidFalse = await server(t, configFrom({ ADMIN_API_KEY: 'the-key', ADMIN_AUTHN_REQUIRED: 'false' }));
     t.equal((await saidFalse.call('GET', '/admin/policies')).status, 200, 'ADMIN_AUTHN_REQUIRED=false said explicitly: open');
   },
 
@@ -184,7 +190,7 @@ const DIFFERENCES: Record<string, (t: Test) => Promise<void>> = {
     const target = await server(t);
     t.equal((await target.call('POST', '/check/bulk', Array(1000).fill(one))).status, 200, '1000 checks');
     t.equal((await target.call('POST', '/check/bulk', Array(1001).fill(one))).status, 400, '1001 checks');
-    const eunomiaLimit = await server(t, loadConfig(['--port', '0', '--log-level', 'silent'], { BULK_CHECK_MAX_REQUESTS: '100' }));
+    const eunomiaLimit = await server(t, configFrom({ BULK_CHECK_MAX_REQUESTS: '100' }));
     t.equal((await eunomiaLimit.call('POST', '/check/bulk', Array(101).fill(one))).status, 400, "BULK_CHECK_MAX_REQUESTS=100: Eunomia's limit");
   },
 
