@@ -275,7 +275,7 @@ export async function buildApp(config: Config, openedStore?: Store): Promise<Fas
     admin.addHook('onRequest', context.adminGuard);
     await admin.register(policyRoutes, { context });
     await admin.register(auditRoutes, { context });
-    await admin.register(whoamiRoutes);
+    await admin.register(whoamiRoutes, { operatorStyle: config.operatorStyle });
     await admin.register(liveRoutes, { window: liveWindow, counters: live });
     if (config.registryEnabled) await admin.register(registryRoutes, { context });
   });

@@ -4,13 +4,6 @@
  */
 import { parseJsonValue, type JsonValue } from './json-text.js';
 
-/** Every operator of decisions.md, as sent on the wire; synonyms listed after the primary spelling. */
-export const OPERATORS = [
-  '==', '!=', 'contains', 'not_contains', 'startswith', 'endswith',
-  'gt', 'gte', 'lt', 'lte', 'in', 'not_in', 'exists', 'not_exists',
-  'equals', 'not_equals', '>', '>=', '<', '<=',
-] as const;
-
 /** Operators that test only whether the attribute is there: their conditions have no value. */
 export const takesNoValue = (operator: string) => operator === 'exists' || operator === 'not_exists';
 
@@ -66,16 +59,17 @@ export interface PolicyDraft {
   rules: RuleDraft[];
 }
 
-export const emptyCondition = (): ConditionDraft => ({ path: 'attributes.', operator: '==', value: '' });
-export const emptyRule = (): RuleDraft => ({
+/** `operator`: how the server spells equality (see operator-style.ts). */
+export const emptyCondition = (operator = '=='): ConditionDraft => ({ path: 'attributes.', operator, value: '' });
+export const emptyRule = (operator = '=='): RuleDraft => ({
   name: '',
   description: '',
   effect: 'allow',
-  principal_conditions: [emptyCondition()],
-  resource_conditions: [emptyCondition()],
+  principal_conditions: [emptyCondition(operator)],
+  resource_conditions: [emptyCondition(operator)],
   actions: '',
 });
-export const emptyPolicy = (): PolicyDraft => ({ name: '', description: '', default_effect: 'deny', rules: [emptyRule()] });
+export const emptyPolicy = (operator = '=='): PolicyDraft => ({ name: '', description: '', default_effect: 'deny', rules: [emptyRule(operator)] });
 
 export function draftFromPolicy(policy: Policy): PolicyDraft {
   const conditions = (list: Condition[] | undefined) =>
