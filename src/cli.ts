@@ -1,7 +1,8 @@
 #!/usr/bin/env node
-import { checkAdminExposure, ConfigError, loadConfig } from './config.js';
+import { checkAdminExposure, ConfigError } from './config.js';
+import { dotenvLogLine, loadConfigWithDotenv } from './cli/dotenv/load.js';
 import { isLoopbackHost } from './loopback.js';
-import { optionsTable } from './cli/help.js';
+import { commandHelp, optionsTable } from './cli/help.js';
 import { VERSION } from './version.js';
 import { isSupervisor, superviseProcesses } from './process/cluster.js';
 import type { FastifyInstance } from 'fastify';
@@ -28,6 +29,11 @@ Commands:
                register the entities of a JSON Lines file (one registration body a line) with
                the running server these flags describe, in all-or-nothing batches of at most
                --bulk-register-max-entities; the admin key is read from ADMIN_API_KEY
+  import eunomia [path]
+               copy the policies and entities of an Eunomia database (default ./.db/eunomia_db.sqlite,
+               opened read-only) into the store these flags describe, in Eunomia's creation order;
+               what Verdict already holds is kept, so running it again imports only what is new.
+               Exit 0 when everything is in Verdict as in Eunomia, else 1 (each item not imported is named)
   test [paths...] [--format text|tap|junit]
                run policy test files (*.test.yaml, *.test.yml, *.test.json; directories are searched)
                offline, on the server's engine; exit 0 when every case passes, else 1.
@@ -43,7 +49,7 @@ ${optionsTable(Math.max(HELP_WIDTH, process.stdout.columns ?? 0))}
 `;
 
 async function start(args: string[]): Promise<void> {
-  const config = loadConfig(args, process.env);
+  const { config, dotenv } = loadConfigWithDotenv(args, process.env);
   // Before any process of a cluster starts, and before anything listens.
   checkAdminExposure(config);
   if (isSupervisor(config.processes)) {
@@ -57,6 +63,7 @@ async function start(args: string[]): Promise<void> {
   const { buildApp } = await import('./app.js');
   app = await buildApp(config);
   listeners.serve(app.routing, metricsListener(app.metrics, app.routing));
+  if (dotenv !== undefined) app.log.info(...dotenvLogLine(dotenv));
   app.log.info(
     {
       ...listeners.addresses,
@@ -74,7 +81,7 @@ async function start(args: string[]): Promise<void> {
 
 async function healthcheck(args: string[]): Promise<void> {
   const live = args.includes('--live');
-  const config = loadConfig(
+  const { config } = loadConfigWithDotenv(
     args.filter((arg) => arg !== '--live'),
     process.env,
   );
@@ -108,10 +115,15 @@ function printNewKey(args: string[]): void {
 
 async function importCommand(args: string[]): Promise<void> {
   const [what, file, ...flags] = args;
-  if (what !== 'entities' || file === undefined || file.startsWith('-')) {
-    throw new ConfigError("usage: verdict import entities <file.jsonl> [flags]; run 'verdict --help'");
+  if (what === 'eunomia') {
+    const { importEunomiaCommand } = await import('./cli/import-eunomia/command.js');
+    process.exitCode = await importEunomiaCommand(args.slice(1), process.env);
+    return;
   }
-  const config = loadConfig(flags, process.env);
+  if (what !== 'entities' || file === undefined || file.startsWith('-')) {
+    throw new ConfigError("usage: verdict import entities <file.jsonl> [flags] | verdict import eunomia [path] [flags]; run 'verdict import --help'");
+  }
+  const { config } = loadConfigWithDotenv(flags, process.env);
   const { importEntities } = await import('./cli/import-entities.js');
   const { imported, seconds } = await importEntities(file, config, (count, line) =>
     console.log(`imported ${count} entities (to line ${line})`),
@@ -119,8 +131,16 @@ async function importCommand(args: string[]): Promise<void> {
   console.log(`imported ${imported} entities from ${file} in ${seconds.toFixed(1)} s (${Math.round(imported / seconds)} entities/s)`);
 }
 
+/** The commands whose flags are the options table of `--help`. */
+const TAKES_START_FLAGS = ['start', 'healthcheck', 'import'];
+
 async function main(argv: string[]): Promise<void> {
   const [command, ...args] = argv;
+  const help = command !== undefined && args.some((arg) => arg === '--help' || arg === '-h') ? commandHelp(USAGE, command ?? '', TAKES_START_FLAGS.includes(command ?? '')) : undefined;
+  if (help !== undefined) {
+    console.log(help);
+    return;
+  }
   switch (command) {
     case 'start':
       return start(args);

@@ -23,6 +23,7 @@ export function parseDocument(path: string, text: string): unknown {
   try {
     return extname(path) === '.json' ? JSON.parse(text) : YAML.parse(text, { prettyErrors: true });
   } catch (error) {
-    throw new DocumentError(`${path}: ${(error as Error).message.split('\n')[0]}`);
+    // YAML's first line ends with a colon that introduced the excerpt of the file it leaves out.
+    throw new DocumentError(`${path}: ${(error as Error).message.split('\n')[0]!.replace(/:$/, '')}`);
   }
 }

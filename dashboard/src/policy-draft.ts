@@ -3,13 +3,6 @@
  * to and from the policy JSON of the admin API, with a message per field that cannot be converted.
  */
 import { parseJsonValue, type JsonValue } from './json-text.js';
-import { OPERATORS as WIRE_OPERATORS } from '../../src/schemas/policy.js';
-
-/** Spellings that mean the same as another (Eunomia's names, symbols): the editor lists them last. */
-const SYNONYMS: readonly string[] = ['equals', 'not_equals', '>', '>=', '<', '<='];
-
-/** Every operator the server accepts (src/schemas/policy.ts), primary spellings first, then their synonyms. */
-export const OPERATORS = [...WIRE_OPERATORS.filter((operator) => !SYNONYMS.includes(operator)), ...SYNONYMS];
 
 /** Operators that test only whether the attribute is there: their conditions have no value. */
 export const takesNoValue = (operator: string) => operator === 'exists' || operator === 'not_exists';
@@ -69,18 +62,19 @@ export interface PolicyDraft {
   rules: RuleDraft[];
 }
 
-export const emptyCondition = (): ConditionDraft => ({ path: 'attributes.', operator: '==', comparedWith: 'value', value: '', valueFrom: '' });
-export const emptyRule = (): RuleDraft => ({
+/** `operator`: how the server spells equality (see operator-style.ts). */
+export const emptyCondition = (operator = '=='): ConditionDraft => ({ path: 'attributes.', operator, comparedWith: 'value', value: '', valueFrom: '' });
+export const emptyRule = (operator = '=='): RuleDraft => ({
   name: '',
   description: '',
   effect: 'allow',
-  principal_conditions: [emptyCondition()],
-  resource_conditions: [emptyCondition()],
+  principal_conditions: [emptyCondition(operator)],
+  resource_conditions: [emptyCondition(operator)],
   action_conditions: [],
   context_conditions: [],
   actions: '',
 });
-export const emptyPolicy = (): PolicyDraft => ({ name: '', description: '', default_effect: 'deny', rules: [emptyRule()] });
+export const emptyPolicy = (operator = '=='): PolicyDraft => ({ name: '', description: '', default_effect: 'deny', rules: [emptyRule(operator)] });
 
 export function draftFromPolicy(policy: Policy): PolicyDraft {
   const conditions = (list: Condition[] | undefined): ConditionDraft[] =>

@@ -46,6 +46,11 @@ export function optionsTable(width: number): string {
       describe(option),
     ]),
     ['', 'ADMIN_API_KEY', 'the admin key, sent by clients in the WAY-API-KEY header'.split(' ')],
+    [
+      '--[no-]dotenv',
+      '',
+      'read these variables from this file too, where neither a flag nor the environment sets them (default: .env in the working directory, when there is one)'.split(' '),
+    ],
   ];
   const flagWidth = Math.max(...rows.map(([flag]) => flag.length)) + GAP;
   const variableWidth = Math.max(...rows.map(([, variable]) => variable.length)) + GAP;
@@ -58,4 +63,29 @@ export function optionsTable(width: number): string {
       ),
     )
     .join('\n');
+}
+
+/**
+ * The part of `usage` (the text of `verdict --help`) about one command: its entry under "Commands:"
+ * (an entry starts at two spaces of indent, its continuation lines are indented further) and, for the
+ * commands that take them, the flags table that follows. Undefined for a command `usage` does not list.
+ */
+export function commandHelp(usage: string, command: string, withFlags: boolean): string | undefined {
+  const lines = usage.split('\n');
+  const start = lines.findIndex((line) => line.startsWith(`${INDENT}${command} `) || line === `${INDENT}${command}`);
+  if (start === -1) return undefined;
+  let end = start + 1;
+  while (end < lines.length && /^ {3,}\S/.test(lines[end]!)) end++;
+  // Further entries of the same command (`import entities`, `import eunomia`) belong to it too.
+  while (end < lines.length && lines[end]!.startsWith(`${INDENT}${command} `)) {
+    end++;
+    while (end < lines.length && /^ {3,}\S/.test(lines[end]!)) end++;
+  }
+  const entry = lines.slice(start, end).flatMap((line) => {
+    const head = /^ {2}(\S.*?)(?: {2,}(\S.*))?$/.exec(line);
+    if (head === null) return [line];
+    return [`${INDENT}verdict ${head[1]}`, ...(head[2] === undefined ? [] : [`${' '.repeat(line.indexOf(head[2]))}${head[2]}`])];
+  });
+  const flags = withFlags ? ['', ...lines.slice(lines.findIndex((line) => line.startsWith('Flags of ')))] : [];
+  return ['Usage:', ...entry, ...flags].join('\n');
 }

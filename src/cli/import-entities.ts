@@ -53,7 +53,12 @@ function refusal(answer: Answer, batch: Batch): string {
   const detail = (answer.body as { detail?: unknown } | undefined)?.detail;
   if (typeof detail === 'string') {
     const item = /^Item (\d+): (.*)$/s.exec(detail);
-    if (item !== null && lineOf(item[1]) !== undefined) return `line ${lineOf(item[1])}: ${item[2]}`;
+    if (item !== null && lineOf(item[1]) !== undefined) {
+      // A uri given twice in the batch: the server names the other item by its index in the batch.
+      const twice = /^(.*) is also item (\d+) of this call$/s.exec(item[2]!);
+      const message = twice !== null && lineOf(twice[2]) !== undefined ? `${twice[1]} is also on line ${lineOf(twice[2])}` : item[2];
+      return `line ${lineOf(item[1])}: ${message}`;
+    }
   }
   if (Array.isArray(detail) && detail.length > 0) {
     return detail

@@ -14,7 +14,7 @@ const SWAGGER_LOGO_STYLE = 'sha256-RL3ie0nH+Lzz2YNqQN83mnU0J1ot4QL7b99vMdIX99w='
 
 /**
  * The OpenAPI document, generated from the route schemas that also validate and serialize, and
- * the interactive documentation at /docs. Registered before the routes so that it sees them all.
+ * the interactive documentation at /docs; the document also at /docs/json and /openapi.json. Registered before the routes so that it sees them all.
  */
 export async function registerDocs(app: FastifyInstance): Promise<void> {
   await app.register(swagger, {
@@ -30,6 +30,8 @@ export async function registerDocs(app: FastifyInstance): Promise<void> {
       },
     },
   });
+  // Where Eunomia (FastAPI) serves its document, for the tools pointed at it there.
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   await app.register(async (docs) => {
     servePagesSafely(docs, [SWAGGER_LOGO_STYLE]);
     await docs.register(swaggerUi, { routePrefix: '/docs' });

@@ -15,6 +15,7 @@ export function instrumentRoutes(app: FastifyInstance, metrics: Metrics, live: L
     const method = [route.method].flat().join(',');
     const byStatus = new Map<number, Observations>();
     const latencyKind = method === 'POST' ? LATENCY_KINDS[route.url] : undefined;
+    const probe = route.config?.accessProbe === true;
     const observe: onResponseHookHandler = (_request, reply, done) => {
       let observations = byStatus.get(reply.statusCode);
       if (observations === undefined) {
@@ -23,7 +24,7 @@ export function instrumentRoutes(app: FastifyInstance, metrics: Metrics, live: L
       }
       const milliseconds = reply.elapsedTime;
       observations.observe(milliseconds / 1000);
-      live.responded(reply.statusCode, milliseconds, latencyKind);
+      if (!(probe && reply.statusCode === 401)) live.responded(reply.statusCode, milliseconds, latencyKind);
       done();
     };
     route.onResponse = route.onResponse === undefined ? [observe] : [route.onResponse].flat().concat(observe);

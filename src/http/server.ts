@@ -105,7 +105,7 @@ export async function buildServer(config: Config, services: Services): Promise<F
     admin.addHook('onRequest', context.adminGuard);
     await admin.register(policyRoutes, { context });
     await admin.register(auditRoutes, { context });
-    await admin.register(whoamiRoutes);
+    await admin.register(whoamiRoutes, { operatorStyle: config.operatorStyle });
     await admin.register(liveRoutes, { window: services.liveWindow, counters: services.live });
     if (config.registryEnabled) await admin.register(registryRoutes, { context });
   });

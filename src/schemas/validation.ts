@@ -107,6 +107,9 @@ function pointerSegments(pointer: string): (string | number)[] {
     .map((segment) => (/^(0|[1-9][0-9]*)$/.test(segment) ? Number(segment) : segment));
 }
 
+/** `a`, `a or b`, `a, b or c`. */
+const alternatives = (words: string[]) => (words.length < 2 ? words.join('') : `${words.slice(0, -1).join(', ')} or ${words.at(-1)}`);
+
 function describe(error: ErrorObject): { last?: string; msg: string; type: string } {
   const params = error.params as Record<string, unknown>;
   switch (error.keyword) {
@@ -120,7 +123,7 @@ function describe(error: ErrorObject): { last?: string; msg: string; type: strin
         type: 'enum',
       };
     case 'type':
-      return { msg: `must be of type ${String(params.type).replace(',', ' or ')}`, type: 'type_error' };
+      return { msg: `must be of type ${alternatives(String(params.type).split(','))}`, type: 'type_error' };
     default:
       return { msg: error.message ?? 'is invalid', type: error.keyword };
   }

@@ -71,6 +71,28 @@ t.test('--help lists the flags of start and their variables', async (t) => {
   }
 });
 
+t.test('every command answers --help (and -h) with its own usage, exit 0', async (t) => {
+  const commands: [args: string[], usage: RegExp, flags: boolean][] = [
+    [['start', '--help', '--store', 'embedded'], /^ {2}verdict start$/m, true],
+    [['healthcheck', '-h'], /^ {2}verdict healthcheck$/m, true],
+    [['key', '--help'], /^ {2}verdict key$/m, false],
+    [['import', '--help'], /^ {2}verdict import entities <file\.jsonl>\n[^]*^ {2}verdict import eunomia \[path\]$/m, true],
+    [['import', 'eunomia', '--help'], /^ {2}verdict import eunomia \[path\]$/m, true],
+    [['test', '--help'], /^ {2}verdict test \[paths\.\.\.\] \[--format text\|tap\|junit\]$/m, false],
+    [['policies', 'export', '--help'], /^ {2}verdict policies export <dir>/m, false],
+    [['policies', '--help'], /^ {2}verdict policies export <dir>/m, false],
+  ];
+  await Promise.all(
+    commands.map(async ([args, usage, flags]) => {
+      const { code, stdout, stderr } = await runVerdict(t, args).exited;
+      t.equal(code, 0, `${args.join(' ')}: exit 0 (${stderr})`);
+      t.match(stdout, /^Usage:\n/, `${args.join(' ')}: a usage`);
+      t.match(stdout, usage, `${args.join(' ')}: its own`);
+      t.equal(stdout.includes('  --host '), flags, `${args.join(' ')}: the flags table ${flags ? 'too' : 'only where the command takes those flags'}`);
+    }),
+  );
+});
+
 t.test('bad configuration stops with exit code 2 and one line on stderr', async (t) => {
   const cwd = scratchDir(t);
   const dataDir = join(cwd, 'data-should-not-be-created');

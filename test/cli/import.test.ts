@@ -64,6 +64,15 @@ t.test('a refused batch: exit 1, the line and the reason, and the batches before
   t.equal(await count(server), 1001, 'a file refused before sending anything registers nothing');
 });
 
+t.test('a uri given twice in one batch: both places named as lines of the file, never as items of the batch', async (t) => {
+  const server = await startServer();
+  t.teardown(server.close);
+  const file = jsonLines(t, [entityLine(1), entityLine(2), '', entityLine(1)]);
+  const run = await importFile(t, server, file);
+  t.equal(run.code, 1);
+  t.equal(run.stderr, "verdict: line 4: entity 'user:1' is also on line 1 (nothing was imported; nothing from line 1 on)\n");
+});
+
 t.test('the admin key comes from ADMIN_API_KEY, as for every admin call', async (t) => {
   const server = await startServer({ adminAuthRequired: true, adminApiKey: 'import-key', adminAuthFailuresPerMinute: 1000 });
   t.teardown(server.close);

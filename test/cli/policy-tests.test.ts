@@ -117,6 +117,7 @@ t.test('a test file, or a policy file it names, that does not parse: an error na
     [/^ERROR broken\.test\.yaml: .+ at line 3, column 1/, /^ERROR policies\/broken\.yaml: .+ at line 3, column 1/, /^ERROR truncated\.test\.json: .*JSON/],
     'one error a test file, each naming the file that does not parse (a policy file it names, too) and where',
   );
+  for (const line of lines.filter((text) => text.startsWith('ERROR'))) t.notMatch(line, /:$/, `ends with what is wrong, not a dangling colon: ${line}`);
   t.equal(lines.at(-1), '1 passed, 5 failed', 'the three cases of the good file ran, and count with the three errors');
 });
 

@@ -108,3 +108,8 @@ t.test('the README and docs/ point nowhere outside the repository', async (t) =>
     }
   }
 });
+
+t.test("the README's first screen says that npm ci may compile better-sqlite3, and for how long", async (t) => {
+  const firstScreen = readDocument('README.md').split('\n').slice(0, 25).join('\n');
+  t.match(firstScreen, /`npm ci`[^]*better-sqlite3[^]*compiles it from\s+source[^]*about four minutes/);
+});

@@ -39,6 +39,12 @@ export function runVerdict(t: Test, args: string[], env: NodeJS.ProcessEnv = {},
   return tracked(t, spawn(process.execPath, [CLI, ...args], { env: childEnvironment(env), cwd, stdio: ['ignore', 'pipe', 'pipe'] }));
 }
 
+/** Children still running, killed should the test process exit first (one listener for them all). */
+const running = new Set<() => void>();
+process.once('exit', () => {
+  for (const kill of running) kill();
+});
+
 /** A child process whose output is kept, killed at the end of the test if still running. */
 export function tracked(t: Test, child: ChildProcess): Child {
   let stdout = '';
@@ -51,8 +57,8 @@ export function tracked(t: Test, child: ChildProcess): Child {
   };
   t.teardown(kill);
   // A test file cut off by its timeout runs no teardown: its children must not outlive it.
-  process.once('exit', kill);
-  void exited.then(() => process.off('exit', kill));
+  running.add(kill);
+  void exited.then(() => running.delete(kill));
   return { process: child, output: () => ({ stdout, stderr }), exited };
 }
 

@@ -139,3 +139,9 @@ t.test('hostile bodies: every error route answers a cut list, and a server with 
   }
   t.equal(server.process.exitCode, null, 'still running');
 });
+
+t.test('a field of three types names them as a list: "object, array or null"', async (t) => {
+  const server = await fresh(t);
+  const check = await server.call('POST', '/check', { principal: { attributes: 5 }, resource: { uri: 'r' }, action: 'read' });
+  t.same(check.body.detail, [{ loc: ['body', 'principal', 'attributes'], msg: 'must be of type object, array or null', type: 'type_error' }]);
+});

@@ -270,7 +270,8 @@ async function hostileInput(t: Test, evaluation: 'inline' | 'pool') {
     },
   ];
   for (const { method, path, text, headers, clientMayRefuse } of evaluation === 'pool' ? requests.filter((request) => request.path === '/check/bulk') : requests) {
-    const label = `${method} ${path.slice(0, 60)} ${(text ?? '').slice(0, 60)}`;
+    // JSON-quoted, so that the control characters of a body reach the output escaped, never raw.
+    const label = `${method} ${path.slice(0, 60)} ${JSON.stringify((text ?? '').slice(0, 60))}`;
     let response;
     try {
       response = text === undefined ? await server.call(method, path, undefined, headers) : await server.send(method, path, text, headers);

@@ -3,6 +3,7 @@ import http from 'node:http';
 import { clockPast, startServer, type TestServer } from '../helpers/server.js';
 import { MAX_ENTITY_URI_LENGTH } from '../../src/schemas/entity.js';
 import { MAX_STORED_VALUE_DEPTH } from '../../src/engine/value-limits.js';
+import { codeSpans, readDocument } from '../helpers/markdown.js';
 
 const BASE = '/admin/fetchers/registry/entities';
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
@@ -618,4 +619,16 @@ t.test('wrong methods on registry paths → 405 with Allow', async (t) => {
     const allow = String(response.headers.allow ?? '').split(/,\s*/);
     for (const m of allows) t.ok(allow.includes(m), `${method} ${p}: Allow includes ${m}`);
   }
+});
+
+t.test("the README's uri with '/': found percent-encoded as it says, 404 as it is", async (t) => {
+  const readme = readDocument('README.md');
+  const paragraph = readme.slice(readme.indexOf('A uri in a registry path is one path segment')).split('\n\n')[0]!;
+  const [, , , uri, encoded, raw] = codeSpans(paragraph);
+  const s = await server(t);
+  t.equal((await s.call('POST', BASE, { uri, type: 'resource', attributes: { kind: 'report' } })).status, 200);
+  t.equal(encoded, path(uri!), 'the example is the uri percent-encoded');
+  const found = await s.call('GET', encoded!);
+  t.same([found.status, found.body.uri], [200, uri]);
+  t.equal((await s.call('GET', raw!.replace('...', '/admin/fetchers/registry'))).status, 404);
 });

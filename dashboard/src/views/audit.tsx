@@ -4,6 +4,7 @@ import { call } from '../api.js';
 import { Alerts, DateTimeField, TextField } from '../components.js';
 import { auditQuery, policyNameOf, type AuditFilters, type AuditPage, type AuditRecord } from '../audit-model.js';
 import { links } from '../routes.js';
+import { Time } from '../time.js';
 
 const NO_FILTERS: AuditFilters = { target: '', actor: '', since: '', until: '' };
 
@@ -15,7 +16,9 @@ function Target({ target }: { target: string }) {
 function RecordRow({ record }: { record: AuditRecord }) {
   return (
     <tr>
-      <td class="nowrap">{new Date(record.time).toLocaleString()}</td>
+      <td class="nowrap">
+        <Time iso={record.time} />
+      </td>
       <td>{record.actor}</td>
       <td>
         {record.operation}

@@ -6,6 +6,7 @@ import { parseAttributes } from '../json-text.js';
 import { attributesObject, type Entity } from '../registry-model.js';
 import { go, links } from '../routes.js';
 import { useCanWrite } from '../access.js';
+import { Time } from '../time.js';
 
 const FIELDS = ['uri', 'type', 'attributes'];
 
@@ -25,7 +26,9 @@ function AttributeTable({ entity }: { entity: Entity }) {
           <tr key={attribute.key}>
             <td>{attribute.key}</td>
             <td class="mono">{JSON.stringify(attribute.value)}</td>
-            <td>{attribute.updated_at}</td>
+            <td class="nowrap">
+              <Time iso={attribute.updated_at} />
+            </td>
           </tr>
         ))}
       </tbody>
@@ -98,7 +101,7 @@ export function EntityEditor({ uri }: { uri?: string }) {
       {entity !== undefined && (
         <>
           <p>
-            Type: {entity.type ?? '(none)'} · registered {entity.registered_at}
+            Type: {entity.type ?? '(none)'} · registered <Time iso={entity.registered_at} />
           </p>
           <AttributeTable entity={entity} />
         </>

@@ -68,6 +68,15 @@ export function PolicyChecks({ policy }: { policy: Policy | undefined }) {
     };
   }, [text]);
 
+  if (policy === undefined) {
+    // What was checked before the value broke no longer describes the policy being typed.
+    return (
+      <section class="policy-checks" aria-labelledby="policy-checks-heading" aria-live="polite">
+        <h2 id="policy-checks-heading">Checks as you type</h2>
+        <p>Not checked while something typed is not valid JSON.</p>
+      </section>
+    );
+  }
   if (checked === undefined) return null;
   const clean = checked.problems.length === 0 && checked.warnings.length === 0;
   return (

@@ -5,7 +5,7 @@ import { Alerts, ConfirmDelete, Notice, SelectField, TextArea, TextField } from 
 import { draftFieldKeys, draftFromPolicy, EFFECTS, emptyPolicy, emptyRule, policyFromDraft, type Policy, type PolicyDraft } from '../policy-draft.js';
 import { go, links } from '../routes.js';
 import { RuleFields } from './rule-fields.js';
-import { useCanWrite } from '../access.js';
+import { useCanWrite, useFirstOperator } from '../access.js';
 import { PolicyChecks } from './policy-checks.js';
 
 type Mode = 'form' | 'json';
@@ -13,7 +13,8 @@ type Mode = 'form' | 'json';
 export function PolicyEditor({ name }: { name?: string }) {
   const creating = name === undefined;
   const canWrite = useCanWrite();
-  const [draft, setDraft] = useState<PolicyDraft | undefined>(creating ? emptyPolicy() : undefined);
+  const firstOperator = useFirstOperator();
+  const [draft, setDraft] = useState<PolicyDraft | undefined>(creating ? emptyPolicy(firstOperator) : undefined);
   const [mode, setMode] = useState<Mode>('form');
   const [raw, setRaw] = useState('');
   const [errors, setErrors] = useState<Record<string, string>>({});
@@ -118,7 +119,7 @@ export function PolicyEditor({ name }: { name?: string }) {
         <h1 tabIndex={-1}>{creating ? 'New policy' : `Policy ${name}`}</h1>
         <a href={links.policies}>All policies</a>
         {!creating && <a href={links.policyHistory(name)}>History</a>}
-        {!creating && canWrite && <ConfirmDelete what={`policy ${name}`} onConfirm={remove} />}
+        {!creating && canWrite && draft !== undefined && <ConfirmDelete what={`policy ${name}`} onConfirm={remove} />}
       </div>
       {saved !== undefined && <Notice>{saved}</Notice>}
       <Alerts messages={alerts} />
@@ -168,7 +169,7 @@ export function PolicyEditor({ name }: { name?: string }) {
                   onRemove={() => setDraft({ ...draft, rules: draft.rules.filter((_, i) => i !== index) })}
                 />
               ))}
-              <button type="button" onClick={() => setDraft({ ...draft, rules: [...draft.rules, emptyRule()] })}>
+              <button type="button" onClick={() => setDraft({ ...draft, rules: [...draft.rules, emptyRule(firstOperator)] })}>
                 Add rule
               </button>
             </>

@@ -5,6 +5,7 @@ import { Alerts, ConfirmButton, Notice } from '../components.js';
 import { useCanWrite } from '../access.js';
 import { sideBySide, versionText, type AuditPage, type AuditRecord, type DiffCell } from '../audit-model.js';
 import { links } from '../routes.js';
+import { Time } from '../time.js';
 
 /** Every version the server keeps, newest first. */
 async function allVersions(name: string): Promise<AuditRecord[]> {
@@ -139,7 +140,9 @@ export function PolicyHistory({ name }: { name: string }) {
               {versions.map((record) => (
                 <tr key={record.id}>
                   <td>{record.version}</td>
-                  <td class="nowrap">{new Date(record.time).toLocaleString()}</td>
+                  <td class="nowrap">
+                    <Time iso={record.time} />
+                  </td>
                   <td>{record.actor}</td>
                   <td>
                     {record.operation}

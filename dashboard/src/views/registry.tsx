@@ -5,6 +5,7 @@ import { Alerts, TextField } from '../components.js';
 import { attributesObject, pageLabel, PAGE_SIZE, type Entity } from '../registry-model.js';
 import { go, links } from '../routes.js';
 import { useCanWrite } from '../access.js';
+import { Time } from '../time.js';
 
 interface Page {
   offset: number;
@@ -31,7 +32,9 @@ function EntityTable({ entities }: { entities: Entity[] }) {
             </td>
             <td>{entity.type ?? ''}</td>
             <td class="mono">{JSON.stringify(attributesObject(entity))}</td>
-            <td>{entity.registered_at}</td>
+            <td class="nowrap">
+              <Time iso={entity.registered_at} />
+            </td>
           </tr>
         ))}
       </tbody>

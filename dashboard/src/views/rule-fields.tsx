@@ -1,6 +1,8 @@
 /** One rule of the policy editor: name, effect, actions and both lists of conditions. */
 import { SelectField, TextField } from '../components.js';
-import { COMPARED_WITH, EFFECTS, emptyCondition, OPERATORS, SIDES, takesNoValue, type RuleDraft, type Side } from '../policy-draft.js';
+import { COMPARED_WITH, EFFECTS, emptyCondition, SIDES, takesNoValue, type RuleDraft, type Side } from '../policy-draft.js';
+import { useFirstOperator, useOperatorStyle } from '../access.js';
+import { operatorChoices } from '../operator-style.js';
 
 const SIDE_LABELS: Record<Side, string> = {
   principal_conditions: 'Principal conditions',
@@ -32,6 +34,8 @@ function FieldMessage({ error }: { error?: string }) {
 
 export function RuleFields({ index, rule, errors, onChange, onRemove }: RuleFieldsProps) {
   const at = `rules.${index}`;
+  const style = useOperatorStyle();
+  const firstOperator = useFirstOperator();
   const set = (change: Partial<RuleDraft>) => onChange({ ...rule, ...change });
   const setCondition = (side: Side, position: number, change: Partial<RuleDraft[Side][number]>) =>
     set({ [side]: rule[side].map((condition, i) => (i === position ? { ...condition, ...change } : condition)) });
@@ -57,7 +61,7 @@ export function RuleFields({ index, rule, errors, onChange, onRemove }: RuleFiel
         value={rule.description}
         onValue={(description) => set({ description })}
         error={errors[`${at}.description`]}
-        placeholder="IT staff administer laptops"
+        hint="Optional"
       />
       {SIDES.map((side) => (
         <fieldset class="conditions" key={side}>
@@ -82,7 +86,7 @@ export function RuleFields({ index, rule, errors, onChange, onRemove }: RuleFiel
                     label="Operator"
                     value={condition.operator}
                     onValue={(operator) => setCondition(side, position, { operator })}
-                    options={OPERATORS}
+                    options={operatorChoices(style, condition.operator)}
                     error={errors[`${key}.operator`]}
                   />
                   {takesNoValue(condition.operator) ? (
@@ -127,7 +131,7 @@ export function RuleFields({ index, rule, errors, onChange, onRemove }: RuleFiel
               </div>
             );
           })}
-          <button type="button" onClick={() => set({ [side]: [...rule[side], emptyCondition()] })}>
+          <button type="button" onClick={() => set({ [side]: [...rule[side], emptyCondition(firstOperator)] })}>
             Add {SIDE_NOUNS[side]} condition
           </button>
         </fieldset>
