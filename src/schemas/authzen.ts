@@ -1,0 +1,110 @@
+import type { FromSchema } from 'json-schema-to-ts';
+import { anyJsonValueSchema } from './json.js';
+import { explanationSchema } from './check.js';
+
+/**
+ * The OpenID AuthZEN Authorization API 1.0 bodies (docs/authzen.md). Unknown fields are accepted and
+ * ignored everywhere, as that specification requires of a receiver; what it requires is required here.
+ */
+
+/** Attributes of a subject, resource or action, or a request's context: an object of non-empty keys. */
+const propertiesSchema = {
+  type: 'object',
+  propertyNames: { minLength: 1 },
+  additionalProperties: anyJsonValueSchema,
+} as const;
+
+function entitySchema(what: 'subject' | 'resource') {
+  return {
+    type: 'object',
+    description: `The ${what}: the registered entity whose uri is \`<type>:<id>\`, with \`properties\` as supplied attributes (merged as in /check).`,
+    properties: { type: { type: 'string' }, id: { type: 'string' }, properties: propertiesSchema },
+    required: ['type', 'id'],
+  } as const;
+}
+
+export const authzenSubjectSchema = entitySchema('subject');
+export const authzenResourceSchema = entitySchema('resource');
+export const authzenActionSchema = {
+  type: 'object',
+  description: 'The action: `name` is the action checked.',
+  properties: { name: { type: 'string' }, properties: propertiesSchema },
+  required: ['name'],
+} as const;
+export const authzenContextSchema = { ...propertiesSchema, description: 'The environment of the request.' } as const;
+
+export const authzenEvaluationSchema = {
+  type: 'object',
+  properties: {
+    subject: authzenSubjectSchema,
+    action: authzenActionSchema,
+    resource: authzenResourceSchema,
+    context: authzenContextSchema,
+  },
+  required: ['subject', 'action', 'resource'],
+} as const;
+export type AuthzenEvaluation = FromSchema<typeof authzenEvaluationSchema>;
+
+export const EVALUATIONS_SEMANTICS = ['execute_all', 'deny_on_first_deny', 'permit_on_first_permit'] as const;
+export type EvaluationsSemantic = (typeof EVALUATIONS_SEMANTICS)[number];
+
+/** One item of `evaluations`: any key it lacks is taken from the top level of the request. */
+const evaluationItemSchema = { ...authzenEvaluationSchema, required: [] } as const;
+
+export const authzenEvaluationsSchema = {
+  type: 'object',
+  properties: {
+    ...evaluationItemSchema.properties,
+    evaluations: { type: 'array', items: evaluationItemSchema },
+    options: {
+      type: 'object',
+      properties: {
+        evaluations_semantic: { type: 'string', enum: EVALUATIONS_SEMANTICS, description: 'Defaults to `execute_all`.' },
+      },
+    },
+  },
+} as const;
+export type AuthzenEvaluations = FromSchema<typeof authzenEvaluationsSchema>;
+export type AuthzenEvaluationItem = FromSchema<typeof evaluationItemSchema>;
+
+/** A decision as AuthZEN answers it: `context` only when reasons are asked for, or for an item that could not be decided. */
+export const authzenDecisionSchema = {
+  type: 'object',
+  properties: {
+    decision: { type: 'boolean' },
+    context: {
+      type: 'object',
+      description:
+        'With `?explain=true`: `reason` (the sentence /check answers) and `explanation`. An evaluation that could not be decided: `error` (`status`, `message`).',
+      properties: {
+        // In the order the specification's example of deny_on_first_deny writes them.
+        code: { type: 'string' },
+        reason: { type: 'string' },
+        explanation: explanationSchema,
+        error: { type: 'object', properties: { status: { type: 'integer' }, message: { type: 'string' } }, required: ['status', 'message'] },
+      },
+    },
+  },
+  required: ['decision'],
+  additionalProperties: false,
+} as const;
+/** Written by hand: the schema's context types the explanation loosely, and the engine's Explanation is exact. */
+export interface AuthzenDecision {
+  decision: boolean;
+  context?: Readonly<Record<string, unknown>>;
+}
+
+export const authzenEvaluationsResponseSchema = {
+  type: 'object',
+  description: '`evaluations` in request order; `decision` alone when the request had no `evaluations`.',
+  properties: { decision: { type: 'boolean' }, context: authzenDecisionSchema.properties.context, evaluations: { type: 'array', items: authzenDecisionSchema } },
+  additionalProperties: false,
+} as const;
+
+/** The query string of the AuthZEN decision routes. */
+export const authzenQuerySchema = {
+  type: 'object',
+  properties: {
+    explain: { type: 'boolean', default: false, description: 'Add `reason` and `explanation` to each decision\'s `context`.' },
+  },
+} as const;
