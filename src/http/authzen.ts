@@ -7,7 +7,11 @@ import {
   authzenEvaluationsResponseSchema,
   authzenEvaluationsSchema,
   authzenQuerySchema,
+  authzenActionSearchSchema,
+  authzenSearchResponseSchema,
+  authzenSubjectSearchSchema,
 } from '../schemas/authzen.js';
+import { AuthzenSearch } from '../services/authzen-search.js';
 import { AuthzenService } from '../services/authzen.js';
 import { ClientError } from '../errors.js';
 import type { RoutesOptions } from './context.js';
@@ -24,6 +28,8 @@ export const REQUEST_ID_HEADER = 'x-request-id';
 export const AUTHZEN_ENDPOINTS = {
   access_evaluation_endpoint: '/access/v1/evaluation',
   access_evaluations_endpoint: '/access/v1/evaluations',
+  search_subject_endpoint: '/access/v1/search/subject',
+  search_action_endpoint: '/access/v1/search/action',
 } as const;
 
 export const AUTHZEN_METADATA_PATH = '/.well-known/authzen-configuration';
@@ -122,6 +128,31 @@ export const authzenRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, 
         response: { 200: authzenEvaluationsResponseSchema, ...ERROR_RESPONSES },
       },
       handler: (request, reply) => withRevision(reply, revision, authzen.evaluations(request.body, request.query.explain)),
+    });
+
+    const search = new AuthzenSearch(checks, context.registry, context.snapshots, config.maxPageSize);
+    const paging = `Sorted, in pages of \`page.limit\` (at most and by default ${config.maxPageSize}); \`page.next_token\` is '' on the last page. ${MIN_REVISION_DOC}`;
+    app.post(AUTHZEN_ENDPOINTS.search_subject_endpoint, {
+      schema: {
+        tags,
+        security,
+        summary: 'AuthZEN: the subjects of a type that may perform the action on the resource',
+        description: `Every registered entity whose uri starts with \`<subject.type>:\`, decided as /check would (with \`subject.properties\` supplied to each). ${paging}`,
+        body: authzenSubjectSearchSchema,
+        response: { 200: authzenSearchResponseSchema, ...ERROR_RESPONSES },
+      },
+      handler: (request) => search.subjects(request.body),
+    });
+    app.post(AUTHZEN_ENDPOINTS.search_action_endpoint, {
+      schema: {
+        tags,
+        security,
+        summary: 'AuthZEN: the actions the subject may perform on the resource',
+        description: `Every action the policies name, decided as /check would. ${paging}`,
+        body: authzenActionSearchSchema,
+        response: { 200: authzenSearchResponseSchema, ...ERROR_RESPONSES },
+      },
+      handler: (request) => search.actions(request.body),
     });
   });
 };

@@ -108,3 +108,45 @@ export const authzenQuerySchema = {
     explain: { type: 'boolean', default: false, description: 'Add `reason` and `explanation` to each decision\'s `context`.' },
   },
 } as const;
+
+/** A search request's `page`: where to go on (`token`, from the previous answer's `next_token`) and how many results at most. */
+const pageRequestSchema = {
+  type: 'object',
+  properties: { token: { type: 'string' }, limit: { type: 'integer', minimum: 0 } },
+} as const;
+
+/** The searched-for side: a `type`, its `id` ignored. */
+function searchedSchema(what: 'subject' | 'resource') {
+  return { ...entitySchema(what), required: ['type'], description: `The ${what}s searched for: those of this \`type\` (an \`id\` is ignored).` } as const;
+}
+
+export const authzenSubjectSearchSchema = {
+  type: 'object',
+  properties: { subject: searchedSchema('subject'), action: authzenActionSchema, resource: authzenResourceSchema, context: authzenContextSchema, page: pageRequestSchema },
+  required: ['subject', 'action', 'resource'],
+} as const;
+export type AuthzenSubjectSearch = FromSchema<typeof authzenSubjectSearchSchema>;
+
+export const authzenActionSearchSchema = {
+  type: 'object',
+  properties: { subject: authzenSubjectSchema, resource: authzenResourceSchema, context: authzenContextSchema, page: pageRequestSchema },
+  required: ['subject', 'resource'],
+} as const;
+export type AuthzenActionSearch = FromSchema<typeof authzenActionSearchSchema>;
+
+export const authzenSearchResponseSchema = {
+  type: 'object',
+  properties: {
+    page: {
+      type: 'object',
+      properties: { next_token: { type: 'string' }, count: { type: 'integer' }, total: { type: 'integer' } },
+      required: ['next_token', 'count', 'total'],
+    },
+    results: {
+      type: 'array',
+      items: { type: 'object', properties: { type: { type: 'string' }, id: { type: 'string' }, name: { type: 'string' } } },
+    },
+  },
+  required: ['page', 'results'],
+  additionalProperties: false,
+} as const;

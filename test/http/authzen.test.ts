@@ -327,6 +327,8 @@ t.test('the metadata document: every endpoint served, at the address it was fetc
     policy_decision_point: server.url,
     access_evaluation_endpoint: `${server.url}/access/v1/evaluation`,
     access_evaluations_endpoint: `${server.url}/access/v1/evaluations`,
+    search_subject_endpoint: `${server.url}/access/v1/search/subject`,
+    search_action_endpoint: `${server.url}/access/v1/search/action`,
   });
   const forwarded = { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'pdp.example.com' };
   t.equal((await server.call('GET', '/.well-known/authzen-configuration', undefined, forwarded)).body.policy_decision_point, server.url, 'an untrusted peer cannot name another address');
@@ -386,3 +388,100 @@ for (const evaluation of ['inline', 'pool'] as const) {
     t.ok(compared > RUNS, `${compared} decisions compared`);
   });
 }
+
+t.test('the specification examples of subject and action search, and every 400 they can have', async (t) => {
+  const server = await startServer();
+  t.teardown(server.close);
+  await ok(server, 'POST', '/admin/policies', {
+    name: 'accounts',
+    rules: [
+      { name: 'staff read', effect: 'allow', principal_conditions: [eq('attributes.staff', true)], resource_conditions: [eq('attributes.kind', 'account')], actions: ['can_read'] },
+      { name: 'owners write', effect: 'allow', principal_conditions: [eq('attributes.owner', true)], actions: ['can_write'] },
+    ],
+  });
+  for (const [uri, attributes] of [
+    ['user:alice@example.com', { staff: true, owner: true }],
+    ['user:bob@example.com', { staff: true }],
+    ['user:eve@example.com', { staff: false }],
+    ['group:staff', { staff: true }],
+    ['account:123', { kind: 'account' }],
+  ] as const) {
+    await ok(server, 'POST', '/admin/fetchers/registry/entities', { uri, type: uri.startsWith('account') ? 'resource' : 'principal', attributes });
+  }
+  const subjects = await ok(server, 'POST', '/access/v1/search/subject', {
+    subject: { type: 'user' },
+    action: { name: 'can_read' },
+    resource: { type: 'account', id: '123' },
+    context: { time: '2024-10-26T01:22-07:00' },
+  });
+  t.strictSame(subjects.results, [{ type: 'user', id: 'alice@example.com' }, { type: 'user', id: 'bob@example.com' }]);
+  t.strictSame(subjects.page, { next_token: '', count: 2, total: 2 });
+  const actions = await ok(server, 'POST', '/access/v1/search/action', {
+    subject: { type: 'user', id: 'alice@example.com' },
+    resource: { type: 'account', id: '123' },
+    context: { time: '2024-10-26T01:22-07:00' },
+  });
+  t.strictSame(actions.results, [{ name: 'can_read' }, { name: 'can_write' }]);
+  const paged = await ok(server, 'POST', '/access/v1/search/subject', { subject: { type: 'user', id: 'ignored' }, action: { name: 'can_read' }, resource: { type: 'account', id: '123' }, page: { limit: 1 } });
+  t.strictSame(paged.results, [{ type: 'user', id: 'alice@example.com' }], 'an id in the searched subject is ignored');
+  t.ok(paged.page.next_token.length > 0);
+  t.strictSame([paged.page.count, paged.page.total], [1, 2]);
+  const changed = await server.call('POST', '/access/v1/search/subject', { subject: { type: 'user' }, action: { name: 'can_write' }, resource: { type: 'account', id: '123' }, page: { token: paged.page.next_token, limit: 1 } });
+  t.strictSame([changed.status, changed.body.detail], [400, 'page.token continues another search: send the same subject, action, resource, context and page.limit as the request that gave it']);
+  for (const [path, body, detail] of [
+    ['subject', { action: { name: 'a' }, resource: { type: 'r', id: '1' } }, /subject/],
+    ['subject', { subject: {}, action: { name: 'a' }, resource: { type: 'r', id: '1' } }, /subject.*type/],
+    ['subject', { subject: { type: 'user' }, resource: { type: 'r', id: '1' } }, /action/],
+    ['subject', { subject: { type: 'user' }, action: { name: 'a' }, resource: { type: 'r' } }, /resource.*id/],
+    ['subject', { subject: { type: 'user' }, action: { name: 'a' }, resource: { type: 'r', id: '1' }, page: { limit: -1 } }, /page\.limit/],
+    ['subject', { subject: { type: 'user' }, action: { name: 'a' }, resource: { type: 'r', id: '1' }, page: { token: 'not-ours' } }, /page\.token is not a token/],
+    ['action', { resource: { type: 'r', id: '1' } }, /subject/],
+    ['action', { subject: { type: 'user' }, resource: { type: 'r', id: '1' } }, /subject.*id/],
+    ['action', { subject: { type: 'user', id: 'a' } }, /resource/],
+  ] as [string, unknown, RegExp][]) {
+    const answer = await server.call('POST', `/access/v1/search/${path}`, body);
+    t.equal(answer.status, 400, `${path}: ${JSON.stringify(body)}`);
+    t.match(answer.body.detail, detail);
+  }
+});
+
+t.test('search against brute force: random policies and registries, every page of every search is exactly what /check allows', async (t) => {
+  const server = await startServer({ maxPageSize: 7 });
+  t.teardown(server.close);
+  const users = Array.from({ length: 23 }, (_, index) => `user:u${String(index).padStart(2, '0')}`);
+  let searched = 0;
+  for (const example of fc.sample(planCase, { numRuns: 12, seed: 31 })) {
+    await replacePolicies(server, example.policies);
+    for (let listed = await ok(server, 'GET', '/admin/fetchers/registry/entities?limit=7'); listed.length > 0; listed = await ok(server, 'GET', '/admin/fetchers/registry/entities?limit=7')) {
+      for (const { uri } of listed as { uri: string }[]) await ok(server, 'DELETE', `/admin/fetchers/registry/entities/${encodeURIComponent(uri)}`);
+    }
+    // Users with the drawn principal's attributes, every third with another role, and entities of another type.
+    for (const [index, uri] of [...users, 'group:g1', 'usr:x'].entries()) {
+      const attributes = index % 3 === 0 ? { ...example.principal.attributes, role: 's' } : example.principal.attributes;
+      await ok(server, 'POST', '/admin/fetchers/registry/entities', { uri, type: 'principal', attributes: Object.keys(attributes).length === 0 ? { none: 1 } : attributes });
+    }
+    const resource = { type: 'doc', id: '1', properties: example.resources[0]!.attributes };
+    const checks = users.map((uri) => ({ principal: { uri }, resource: { uri: 'doc:1', attributes: resource.properties }, action: example.action }));
+    const decided = (await ok(server, 'POST', '/check/bulk', checks)) as { allowed: boolean }[];
+    const expected = users.filter((_, index) => decided[index]!.allowed).map((uri) => ({ type: 'user', id: uri.slice('user:'.length) }));
+    const pages: unknown[][] = [];
+    let token: string | undefined;
+    do {
+      const answer = await ok(server, 'POST', '/access/v1/search/subject', { subject: { type: 'user' }, action: { name: example.action }, resource, page: token === undefined ? {} : { token } });
+      t.equal(answer.page.total, expected.length);
+      t.ok(answer.results.length <= 7);
+      pages.push(answer.results);
+      token = answer.page.next_token;
+    } while (token !== '' && pages.length < 10);
+    if (JSON.stringify(pages.flat()) !== JSON.stringify(expected)) t.fail(`subjects ${JSON.stringify(pages)} where /check allows ${JSON.stringify(expected)} (${JSON.stringify(example)})`);
+    t.equal(pages.length, Math.max(1, Math.ceil(expected.length / 7)), 'as many pages as the limit makes');
+
+    const actions = [...new Set(example.policies.flatMap((policy) => policy.rules.flatMap((rule) => rule.actions)))].sort();
+    const principal = { uri: users[1]! };
+    const byAction = (await ok(server, 'POST', '/check/bulk', actions.map((action) => ({ principal, resource: { uri: 'doc:1', attributes: resource.properties }, action })))) as { allowed: boolean }[];
+    const found = await ok(server, 'POST', '/access/v1/search/action', { subject: { type: 'user', id: 'u01' }, resource });
+    t.strictSame(found.results, actions.filter((_, index) => byAction[index]!.allowed).map((name) => ({ name })), 'actions: exactly those /check allows');
+    searched++;
+  }
+  t.equal(searched, 12);
+});
