@@ -84,6 +84,18 @@ export class CheckService {
     };
   }
 
+  /**
+   * Whether a check already read is allowed, told to no observer: a search decides every candidate,
+   * and counting or logging each would flood the metrics, the live view's recent denials and the
+   * decision log (whose writer drops lines past its queue) with decisions nobody asked for. Throws
+   * (or rejects with) AttributeConflict for a check that cannot be decided as asked.
+   */
+  allows(input: CheckInput): boolean | Promise<boolean> {
+    const request = resolveCheck(input, this.registered);
+    if (request instanceof Promise) return request.then((resolved) => evaluate(this.snapshots.current, resolved).allowed);
+    return evaluate(this.snapshots.current, request).allowed;
+  }
+
   /** The budget of one call's explanations, or undefined when none is asked for. */
   private explanations(explain: boolean): AnswerBudget | undefined {
     return explain ? new AnswerBudget(this.maxAnswerSize) : undefined;

@@ -31,6 +31,13 @@ t.test('metrics, the live view, recent denials replayed as /check, and the decis
     rules: [{ name: 'analysts', effect: 'allow', principal_conditions: [{ path: 'attributes.team', operator: '==', value: 'analytics' }], resource_conditions: [{ path: 'attributes.kind', operator: '==', value: 'report' }], actions: ['read'] }],
   });
   t.equal(created.status, 200);
+  // A search decides every candidate, but those are no decisions anyone asked for: nothing below counts them.
+  for (const [uri, team] of [['user:zoe', 'analytics'], ['user:max', 'sales']]) {
+    t.equal((await server.call('POST', '/admin/fetchers/registry/entities', { uri, type: 'principal', attributes: { team } })).status, 200);
+  }
+  const found = await server.call('POST', '/access/v1/search/subject', { subject: { type: 'user' }, action: { name: 'read' }, resource: report });
+  t.strictSame(found.body.results, [{ type: 'user', id: 'zoe' }]);
+  t.equal((await server.call('POST', '/access/v1/search/action', { subject: subject('max'), resource: report })).body.results.length, 0);
   const ask = (body: unknown, path = '/access/v1/evaluation') => server.call('POST', path, body).then((answer) => answer.body);
   t.strictSame(await ask({ subject: subject('ann', { team: 'analytics' }), action: { name: 'read' }, resource: report }), { decision: true });
   t.strictSame(await ask({ subject: subject('sam', { team: 'sales' }), action: { name: 'read' }, resource: report }), { decision: false });
@@ -42,6 +49,7 @@ t.test('metrics, the live view, recent denials replayed as /check, and the decis
   const total = (read: (second: any) => number) => live.seconds.reduce((sum: number, second: any) => sum + read(second), 0);
   t.strictSame([total((s) => s.allowed), total((s) => s.denied)], [2, 2], 'every decision counted once');
   t.strictSame([total((s) => s.check.count), total((s) => s.bulk.count)], [2, 1], 'an evaluation times as a check, evaluations as a bulk');
+  t.equal(live.recent_denials.denials.length, 2, 'no candidate of a search among the recent denials');
   t.strictSame(live.rules.rules, [{ policy: 'reports', rule: 'analysts', effect: 'allow', decisions: 2 }]);
   const [memo, sam] = live.recent_denials.denials;
   t.match(sam, { principal: { uri: 'user:sam', attributes: { team: 'sales' } }, resource: { uri: 'report:q3', attributes: { kind: 'report' } }, action: 'read', reason: 'Action denied by default effect' });
