@@ -1,5 +1,5 @@
 import type { AuthzenEvaluation, AuthzenEvaluationItem, AuthzenEvaluations, EvaluationsSemantic } from '../schemas/authzen.js';
-import type { CheckInput, EntityInput } from './check-request.js';
+import { actionInput, type ActionInput, type CheckInput, type EntityInput } from './check-request.js';
 import { ClientError } from '../errors.js';
 
 type AuthzenEntity = AuthzenEvaluation['subject'];
@@ -17,11 +17,19 @@ export function entityInput(entity: AuthzenEntity): EntityInput {
 }
 
 /**
- * The check an AuthZEN evaluation (schema-valid) asks for. `action.properties` and `context` are
- * read and type-checked but not part of the check: no policy can name them yet (docs/authzen.md).
+ * An AuthZEN action and context as a check's, read by the reader /check uses: `action.properties` are
+ * the action's attributes (`action_conditions`), `context` the check's context (`context_conditions`).
  */
+export function actionAndContext(action: AuthzenEvaluation['action'], context: AuthzenEvaluation['context']): ActionInput {
+  const input = actionInput({ action: { name: action.name, attributes: action.properties }, context }, ['body']);
+  // Only a list of attributes can repeat a key; AuthZEN sends objects.
+  if ('loc' in input) throw new ClientError(400, input.msg);
+  return input;
+}
+
+/** The check an AuthZEN evaluation (schema-valid) asks for. */
 export function evaluationInput(evaluation: AuthzenEvaluation): CheckInput {
-  return { principal: entityInput(evaluation.subject), resource: entityInput(evaluation.resource), action: evaluation.action.name };
+  return { principal: entityInput(evaluation.subject), resource: entityInput(evaluation.resource), ...actionAndContext(evaluation.action, evaluation.context) };
 }
 
 /** An evaluations request (schema-valid) read: each item with the top-level defaults applied, and how to run them. */
@@ -50,7 +58,12 @@ export function readEvaluations(body: AuthzenEvaluations, maxItems: number): Eva
 }
 
 function complete(item: AuthzenEvaluationItem, defaults: AuthzenEvaluations, at: string): AuthzenEvaluation {
-  const evaluation = { subject: item.subject ?? defaults.subject, action: item.action ?? defaults.action, resource: item.resource ?? defaults.resource };
+  const evaluation = {
+    subject: item.subject ?? defaults.subject,
+    action: item.action ?? defaults.action,
+    resource: item.resource ?? defaults.resource,
+    context: item.context ?? defaults.context,
+  };
   for (const key of KEYS) {
     if (evaluation[key] === undefined) {
       const why = at === 'body' ? 'the request has no evaluations' : `${at} has none and the request gives no top-level ${key} to default to`;

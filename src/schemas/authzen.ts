@@ -27,11 +27,11 @@ export const authzenSubjectSchema = entitySchema('subject');
 export const authzenResourceSchema = entitySchema('resource');
 export const authzenActionSchema = {
   type: 'object',
-  description: 'The action: `name` is the action checked.',
+  description: 'The action: `name` is the action checked, `properties` its attributes (which `action_conditions` read).',
   properties: { name: { type: 'string' }, properties: propertiesSchema },
   required: ['name'],
 } as const;
-export const authzenContextSchema = { ...propertiesSchema, description: 'The environment of the request.' } as const;
+export const authzenContextSchema = { ...propertiesSchema, description: 'The environment of the request: the check\'s context (which `context_conditions` read).' } as const;
 
 export const authzenEvaluationSchema = {
   type: 'object',

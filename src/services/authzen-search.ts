@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { AuthzenActionSearch, AuthzenSubjectSearch } from '../schemas/authzen.js';
-import { entityInput, entityUri } from '../requests/authzen-request.js';
+import { actionAndContext, entityInput, entityUri } from '../requests/authzen-request.js';
 import type { CheckInput } from '../requests/check-request.js';
 import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
 import type { RegistryService } from './registry.js';
@@ -80,12 +80,13 @@ export class AuthzenSearch {
     const prefix = entityUri(body.subject.type, '');
     const resource = entityInput(body.resource);
     const supplied = entityInput({ ...body.subject, id: '' }).attributes;
+    const action = actionAndContext(body.action, body.context);
     const allowed: string[] = [];
     for (let offset = 0; ; offset += REGISTRY_PAGE) {
       const entities = await this.registry.list(offset, REGISTRY_PAGE);
       const candidates = entities.filter((entity) => entity.uri.startsWith(prefix));
       for (const { uri } of candidates) {
-        if (await this.permits({ principal: { uri, attributes: supplied }, resource, action: body.action.name })) allowed.push(uri);
+        if (await this.permits({ principal: { uri, attributes: supplied }, resource, ...action })) allowed.push(uri);
       }
       if (entities.length < REGISTRY_PAGE) break;
     }
@@ -100,7 +101,7 @@ export class AuthzenSearch {
     const resource = entityInput(body.resource);
     const named = [...this.snapshots.current.rulesByAction.keys()].sort();
     const allowed: string[] = [];
-    for (const action of named) if (await this.permits({ principal, resource, action })) allowed.push(action);
+    for (const name of named) if (await this.permits({ principal, resource, ...actionAndContext({ name }, body.context) })) allowed.push(name);
     return pageOf(allowed, (name) => ({ name }), request, after, this.limit(body.page?.limit));
   }
 

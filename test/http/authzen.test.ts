@@ -348,13 +348,14 @@ async function replacePolicies(server: TestServer, policies: PlanCase['policies'
 const RUNS = 40;
 
 for (const evaluation of ['inline', 'pool'] as const) {
-  t.test(`random policies, entities and requests (${RUNS}, evaluation ${evaluation}): every AuthZEN decision is /check's`, async (t) => {
+  t.test(`random policies (action and context conditions, value_from), entities and requests with action properties and a context (${RUNS}, evaluation ${evaluation}): every AuthZEN decision is /check's`, async (t) => {
     const server = await startServer({ evaluation });
     t.teardown(server.close);
     // Registered entities, so that type:id names them and properties merge (or conflict) with them.
     await ok(server, 'POST', '/admin/fetchers/registry/entities', { uri: 'user:alice', type: 'principal', attributes: { role: 'r' } });
     await ok(server, 'POST', '/admin/fetchers/registry/entities', { uri: 'doc:1', type: 'resource', attributes: { a: 'a', tags: ['a', 'b'] } });
     let compared = 0;
+    let carried = 0;
     for (const example of fc.sample(planCase, { numRuns: RUNS, seed: 27 })) {
       await replacePolicies(server, example.policies);
       const [type, id] = (example.principal.uri ?? 'user:carol').split(':') as [string, string];
@@ -366,16 +367,21 @@ for (const evaluation of ['inline', 'pool'] as const) {
       const checks = items.map(({ resource }) => ({
         principal: { uri: `${type}:${id}`, attributes: subject.properties },
         resource: { uri: `${resource.type}:${resource.id}`, attributes: resource.properties },
-        action: example.action,
+        action: { name: example.action, attributes: example.actionAttributes },
+        context: example.context,
       }));
       const bulk = await ok(server, 'POST', '/check/bulk', checks);
-      const many = await ok(server, 'POST', EVALUATIONS, { subject, action: { name: example.action }, evaluations: items });
+      // The same checks without the action's attributes and the context: where they decide otherwise, AuthZEN had to carry them.
+      const bare = (await ok(server, 'POST', '/check/bulk', checks.map((check) => ({ ...check, action: example.action, context: undefined })))) as typeof bulk;
+      carried += bare.filter((answer: { allowed: boolean }, index: number) => answer.allowed !== bulk[index].allowed).length;
+      const action = { name: example.action, properties: example.actionAttributes };
+      const many = await ok(server, 'POST', EVALUATIONS, { subject, action, context: example.context, evaluations: items });
       for (const [index, item] of items.entries()) {
         const expected = bulk[index] as { allowed: boolean; reason: string };
         const got = many.evaluations[index];
         const conflict = expected.reason.includes('has more than one value');
         const wanted = conflict ? { decision: false, context: { error: { status: 400, message: expected.reason } } } : { decision: expected.allowed };
-        const single = await server.call('POST', EVALUATION, { subject, action: { name: example.action }, resource: item.resource });
+        const single = await server.call('POST', EVALUATION, { subject, action, resource: item.resource, context: example.context });
         const check = await server.call('POST', '/check', checks[index]);
         const singleWanted = check.status === 200 ? [200, { decision: check.body.allowed }] : [check.status, check.body.detail];
         const singleGot = [single.status, single.status === 200 ? single.body : single.body.detail];
@@ -386,6 +392,7 @@ for (const evaluation of ['inline', 'pool'] as const) {
       }
     }
     t.ok(compared > RUNS, `${compared} decisions compared`);
+    t.ok(carried > 0, `${carried} of them decided otherwise without the action's properties and the context`);
   });
 }
 
@@ -445,7 +452,7 @@ t.test('the specification examples of subject and action search, and every 400 t
   }
 });
 
-t.test('search against brute force: random policies and registries, every page of every search is exactly what /check allows', async (t) => {
+t.test('search against brute force: random policies and registries, action properties and contexts, every page of every search is exactly what /check allows', async (t) => {
   const server = await startServer({ maxPageSize: 7 });
   t.teardown(server.close);
   const users = Array.from({ length: 23 }, (_, index) => `user:u${String(index).padStart(2, '0')}`);
@@ -461,13 +468,21 @@ t.test('search against brute force: random policies and registries, every page o
       await ok(server, 'POST', '/admin/fetchers/registry/entities', { uri, type: 'principal', attributes: Object.keys(attributes).length === 0 ? { none: 1 } : attributes });
     }
     const resource = { type: 'doc', id: '1', properties: example.resources[0]!.attributes };
-    const checks = users.map((uri) => ({ principal: { uri }, resource: { uri: 'doc:1', attributes: resource.properties }, action: example.action }));
+    const { context } = example;
+    const action = { name: example.action, attributes: example.actionAttributes };
+    const checks = users.map((uri) => ({ principal: { uri }, resource: { uri: 'doc:1', attributes: resource.properties }, action, context }));
     const decided = (await ok(server, 'POST', '/check/bulk', checks)) as { allowed: boolean }[];
     const expected = users.filter((_, index) => decided[index]!.allowed).map((uri) => ({ type: 'user', id: uri.slice('user:'.length) }));
     const pages: unknown[][] = [];
     let token: string | undefined;
     do {
-      const answer = await ok(server, 'POST', '/access/v1/search/subject', { subject: { type: 'user' }, action: { name: example.action }, resource, page: token === undefined ? {} : { token } });
+      const answer = await ok(server, 'POST', '/access/v1/search/subject', {
+        subject: { type: 'user' },
+        action: { name: example.action, properties: example.actionAttributes },
+        resource,
+        context,
+        page: token === undefined ? {} : { token },
+      });
       t.equal(answer.page.total, expected.length);
       t.ok(answer.results.length <= 7);
       pages.push(answer.results);
@@ -478,8 +493,8 @@ t.test('search against brute force: random policies and registries, every page o
 
     const actions = [...new Set(example.policies.flatMap((policy) => policy.rules.flatMap((rule) => rule.actions)))].sort();
     const principal = { uri: users[1]! };
-    const byAction = (await ok(server, 'POST', '/check/bulk', actions.map((action) => ({ principal, resource: { uri: 'doc:1', attributes: resource.properties }, action })))) as { allowed: boolean }[];
-    const found = await ok(server, 'POST', '/access/v1/search/action', { subject: { type: 'user', id: 'u01' }, resource });
+    const byAction = (await ok(server, 'POST', '/check/bulk', actions.map((name) => ({ principal, resource: { uri: 'doc:1', attributes: resource.properties }, action: name, context })))) as { allowed: boolean }[];
+    const found = await ok(server, 'POST', '/access/v1/search/action', { subject: { type: 'user', id: 'u01' }, resource, context });
     t.strictSame(found.results, actions.filter((_, index) => byAction[index]!.allowed).map((name) => ({ name })), 'actions: exactly those /check allows');
     searched++;
   }
