@@ -89,6 +89,18 @@ const uriCheck = (index: number) =>
   JSON.stringify({ principal: { uri: `user:${index}` }, resource: { attributes: { id: `doc-${index % POLICIES}` } }, action: 'read' });
 const bulkOf = (check: (index: number) => string, size: number, offset: number) =>
   `[${Array.from({ length: size }, (_, i) => check(offset + i)).join(',')}]`;
+/** The check an AuthZEN evaluation makes (uris `type:id`, properties as supplied attributes), asked of /check. */
+const uriAndAttributeCheck = (index: number) =>
+  JSON.stringify({
+    principal: { uri: 'user:reader', attributes: { role: 'reader', department: 'it' } },
+    resource: { uri: `doc:${index % POLICIES}`, attributes: { id: `doc-${index % POLICIES}`, kind: 'report' } },
+    action: 'read',
+  });
+const authzenItem = (index: number) => ({ resource: { type: 'doc', id: String(index % POLICIES), properties: { id: `doc-${index % POLICIES}`, kind: 'report' } } });
+const authzenDefaults = { subject: { type: 'user', id: 'reader', properties: { role: 'reader', department: 'it' } }, action: { name: 'read' } };
+const authzenEvaluation = (index: number) => JSON.stringify({ ...authzenDefaults, ...authzenItem(index) });
+const authzenEvaluations = (size: number, offset: number) =>
+  JSON.stringify({ ...authzenDefaults, evaluations: Array.from({ length: size }, (_, i) => authzenItem(offset + i)) });
 
 interface Scenario {
   name: string;
@@ -109,6 +121,11 @@ const scenarios: Scenario[] = [
   { name: URI_SCENARIO, path: '/check', bodies: Array.from({ length: REGISTRY_SIZE }, (_, i) => uriCheck((i * 7919) % REGISTRY_SIZE)), items: 1 },
   { name: 'bulk, 100 items', path: '/check/bulk', bodies: Array.from({ length: 20 }, (_, i) => bulkOf(attributeCheck, 100, i)), items: 100 },
   { name: 'bulk, 1000 items', path: '/check/bulk', bodies: Array.from({ length: 5 }, (_, i) => bulkOf(attributeCheck, 1000, i)), items: 1000 },
+  // AuthZEN beside the checks it makes: the same uris and attributes, asked of /check and of /access/v1.
+  { name: 'check, uris', path: '/check', bodies: Array.from({ length: 100 }, (_, i) => uriAndAttributeCheck(i)), items: 1 },
+  { name: 'authzen evaluation, uris', path: '/access/v1/evaluation', bodies: Array.from({ length: 100 }, (_, i) => authzenEvaluation(i)), items: 1 },
+  { name: 'bulk, 100 items, uris', path: '/check/bulk', bodies: Array.from({ length: 20 }, (_, i) => bulkOf(uriAndAttributeCheck, 100, i)), items: 100 },
+  { name: 'authzen evaluations, 100 items, uris', path: '/access/v1/evaluations', bodies: Array.from({ length: 20 }, (_, i) => authzenEvaluations(100, i)), items: 100 },
 ];
 
 async function post(url: string, body: string): Promise<{ status: number; answer: unknown }> {
@@ -118,7 +135,10 @@ async function post(url: string, body: string): Promise<{ status: number; answer
 
 async function expectOutcome(url: string, scenario: Scenario): Promise<void> {
   const { status, answer } = await post(url + scenario.path, scenario.bodies[0]!);
-  const expected = [answer as { allowed: boolean }].flat().every((decision) => decision.allowed !== (scenario.denied ?? false));
+  // Verdict's answers say `allowed`, AuthZEN's `decision` (many of them under `evaluations`).
+  type Answer = { allowed?: boolean; decision?: boolean; evaluations?: Answer[] };
+  const decisions = [answer as Answer | Answer[]].flat().flatMap((one) => one.evaluations ?? [one]);
+  const expected = decisions.every((decision) => (decision.allowed ?? decision.decision) === !(scenario.denied ?? false));
   if (status !== 200 || !expected) throw new Error(`${scenario.name}: Verdict answered ${JSON.stringify(answer).slice(0, 200)}`);
 }
 

@@ -155,6 +155,15 @@ const OPTIONS = {
     default: '10',
     parse: integer(1, 1_000_000),
   }),
+  // Never logged: the bearer token AuthZEN requests (/access/v1/...) must carry; empty, they are public like /check.
+  'authzen-token': option({
+    field: 'authzenToken',
+    env: 'AUTHZEN_TOKEN',
+    help: 'require `Authorization: Bearer <token>` on the AuthZEN routes (/access/v1/...); prefer the variable, since flags show in the process list',
+    default: '',
+    defaultHelp: 'none: public, like /check',
+    parse: trimmed,
+  }),
   'trust-proxy': option({
     field: 'trustProxy',
     env: 'TRUST_PROXY',

@@ -26,7 +26,11 @@ export async function registerDocs(app: FastifyInstance): Promise<void> {
         description: 'Attribute-based authorization decisions, compatible with the Eunomia API.',
       },
       components: {
-        securitySchemes: { adminApiKey: { type: 'apiKey', in: 'header', name: API_KEY_HEADER.toUpperCase() } },
+        securitySchemes: {
+          adminApiKey: { type: 'apiKey', in: 'header', name: API_KEY_HEADER.toUpperCase() },
+          // Only when the server is given a token (AUTHZEN_TOKEN); otherwise the AuthZEN routes are public.
+          authzenBearer: { type: 'http', scheme: 'bearer' },
+        },
       },
     },
   });

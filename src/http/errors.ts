@@ -5,6 +5,7 @@ import { ClientError, listedIssues, RequestValidationError, UnavailableError } f
 import { StoreUnavailableError, StoreWriteUnconfirmedError } from '../store/store.js';
 import { WorkerTimeoutError } from '../pool/bulk-pool.js';
 import { validationIssues } from '../schemas/validation.js';
+import type { ValidationIssue } from '../schemas/errors.js';
 import { REVISION_HEADER, type ServedRevision } from './revision.js';
 
 const CONTENT_TYPE_ERRORS = new Set(['FST_ERR_CTP_INVALID_MEDIA_TYPE', 'FST_ERR_CTP_INVALID_CONTENT_LENGTH']);
@@ -34,8 +35,17 @@ function discardRestOfBody(raw: IncomingMessage, maxBytes: number): Promise<void
   });
 }
 
+/** How a request that breaks the contract is answered: 422 listing its issues, or (the AuthZEN family) 400 saying them in one line. */
+export type ContractErrors = 'listed' | 'bad-request';
+
+const inOneLine = (issues: readonly ValidationIssue[]) => issues.map((issue) => `${issue.loc.join('.')}: ${issue.msg}`).join('; ');
+
 /** What an error is answered with: its status and `{detail}` body. */
-async function answerOf(error: FastifyError, request: FastifyRequest, app: FastifyInstance): Promise<[number, { detail: unknown }]> {
+async function answerOf(error: FastifyError, request: FastifyRequest, app: FastifyInstance, contract: ContractErrors): Promise<[number, { detail: unknown }]> {
+  if (contract === 'bad-request') {
+    if (error instanceof RequestValidationError) return [400, { detail: inOneLine(error.issues) }];
+    if (error.validation) return [400, { detail: inOneLine(listedIssues(validationIssues(error.validation, error.validationContext))) }];
+  }
   if (error instanceof RequestValidationError) return [422, { detail: error.issues }];
   if (error instanceof ClientError) return [error.statusCode, { detail: error.detail }];
   if (error instanceof UnavailableError) {
@@ -73,11 +83,16 @@ async function answerOf(error: FastifyError, request: FastifyRequest, app: Fasti
  * (`revision`), on every route: routes that name it without a hook have no other way to (see revision.ts).
  */
 export function installErrorHandling(app: FastifyInstance, revision: ServedRevision): void {
-  app.setErrorHandler(async (error: FastifyError, request, reply) => {
-    const [status, body] = await answerOf(error, request, app);
+  answerErrors(app, revision, 'listed');
+  installNotFound(app, revision);
+}
+
+/** Errors of the routes of `scope` answered as installErrorHandling says, with requests that break the contract answered as `contract` says. */
+export function answerErrors(scope: FastifyInstance, revision: ServedRevision, contract: ContractErrors): void {
+  scope.setErrorHandler(async (error: FastifyError, request, reply) => {
+    const [status, body] = await answerOf(error, request, scope, contract);
     return reply.code(status).header(REVISION_HEADER, revision()).send(body);
   });
-  installNotFound(app, revision);
 }
 
 /**

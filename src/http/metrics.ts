@@ -4,7 +4,12 @@ import type { Metrics } from '../live/metrics.js';
 import type { LatencyKind, LiveCounters } from '../live/live-counters.js';
 import type { Observations } from '../live/plain-metrics.js';
 
-const LATENCY_KINDS: Record<string, LatencyKind> = { '/check': 'check', '/check/bulk': 'bulk' };
+const LATENCY_KINDS: Record<string, LatencyKind> = {
+  '/check': 'check',
+  '/check/bulk': 'bulk',
+  '/access/v1/evaluation': 'check',
+  '/access/v1/evaluations': 'bulk',
+};
 
 /**
  * Times every route's responses into the request histogram and the live counters. Each route gets

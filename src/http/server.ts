@@ -12,6 +12,7 @@ import { openAdminGuard } from './open-admin.js';
 import { registerDocs } from './docs.js';
 import { healthRoutes } from './health.js';
 import { checkRoutes } from './check.js';
+import { authzenRoutes } from './authzen.js';
 import { planRoutes } from './plan.js';
 import { policyRoutes } from './policies.js';
 import { registryRoutes } from './registry.js';
@@ -98,6 +99,7 @@ export async function buildServer(config: Config, services: Services): Promise<F
   await app.register(healthRoutes, { context });
   if (config.metricsPort === undefined) await app.register(metricsRoutes, { metrics });
   await app.register(checkRoutes, { context });
+  await app.register(authzenRoutes, { context });
   await app.register(planRoutes, { context });
   await app.register(earlierEndpointRoutes, { context });
   await app.register(dashboardRoutes);

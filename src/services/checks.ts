@@ -45,15 +45,12 @@ export class CheckService {
   check(request: CheckRequest, explain = false): Decision | Promise<Decision> {
     const input = readCheckRequest(request, ['body']);
     if (Array.isArray(input)) throw new RequestValidationError(input);
-    const asClientError = (error: unknown): never => {
-      if (error instanceof ExplanationTooLarge) throw explanationsTooLarge(error.maxLength, 1);
-      return conflictAsClientError(error);
-    };
+    const decide = this.decider(1, explain);
     try {
-      const decision = this.decide(input, this.explanations(explain));
-      return decision instanceof Promise ? decision.catch(asClientError) : decision;
+      const decision = decide(input);
+      return decision instanceof Promise ? decision.catch(conflictAsClientError) : decision;
     } catch (error) {
-      return asClientError(error);
+      return conflictAsClientError(error);
     }
   }
 
@@ -63,16 +60,40 @@ export class CheckService {
    */
   checkMany(inputs: CheckInput[], explain = false): Decision[] | Promise<Decision[]> {
     this.observers.bulk?.(inputs.length);
+    return answerEach(inputs, this.decider(inputs.length, explain), conflictAsDenial);
+  }
+
+  /**
+   * What decides the `checks` checks of one call, already read, sharing one explanation budget. It
+   * throws (or rejects with) AttributeConflict for a check that cannot be decided as asked, and the
+   * 400 of explanationsTooLarge once the call's explanations outgrow the answer budget.
+   */
+  decider(checks: number, explain: boolean): (input: CheckInput) => Decision | Promise<Decision> {
     const explanations = this.explanations(explain);
+    if (explanations === undefined) return (input) => this.decide(input, undefined);
     const asClientError = (error: unknown): never => {
-      throw error instanceof ExplanationTooLarge ? explanationsTooLarge(error.maxLength, inputs.length) : error;
+      throw error instanceof ExplanationTooLarge ? explanationsTooLarge(error.maxLength, checks) : error;
     };
-    try {
-      const decisions = answerEach(inputs, (input) => this.decide(input, explanations), conflictAsDenial);
-      return decisions instanceof Promise ? decisions.catch(asClientError) : decisions;
-    } catch (error) {
-      return asClientError(error);
-    }
+    return (input) => {
+      try {
+        const decision = this.decide(input, explanations);
+        return decision instanceof Promise ? decision.catch(asClientError) : decision;
+      } catch (error) {
+        return asClientError(error);
+      }
+    };
+  }
+
+  /**
+   * Whether a check already read is allowed, told to no observer: a search decides every candidate,
+   * and counting or logging each would flood the metrics, the live view's recent denials and the
+   * decision log (whose writer drops lines past its queue) with decisions nobody asked for. Throws
+   * (or rejects with) AttributeConflict for a check that cannot be decided as asked.
+   */
+  allows(input: CheckInput): boolean | Promise<boolean> {
+    const request = resolveCheck(input, this.registered);
+    if (request instanceof Promise) return request.then((resolved) => evaluate(this.snapshots.current, resolved).allowed);
+    return evaluate(this.snapshots.current, request).allowed;
   }
 
   /** The budget of one call's explanations, or undefined when none is asked for. */

@@ -156,12 +156,17 @@ t.test('with auth on, the check interface and /health stay public', async (t) =>
   }
   // Every route the OpenAPI document leaves without the key answers without one.
   const plan = { principal: { attributes: { a: 1 } }, action: 'read' };
+  const authzen = { subject: { type: 'user', id: 'a', properties: { a: 1 } }, action: { name: 'read' }, resource: { type: 'doc', id: '1', properties: { b: 2 } } };
   const publicBodies = new Map<string, unknown>([
     ['POST /check', request],
     ['POST /check/bulk', [request]],
     ['POST /check-access', request],
     ['POST /plan', plan],
     ['POST /plan/bulk', [plan]],
+    ['POST /access/v1/evaluation', authzen],
+    ['POST /access/v1/evaluations', { ...authzen, evaluations: [{}] }],
+    ['POST /access/v1/search/subject', authzen],
+    ['POST /access/v1/search/action', authzen],
   ]);
   const publicOperations = operationsOf((await server.call('GET', '/docs/json')).body).filter((operation) => !operation.secured);
   t.ok(publicOperations.length >= 8, `${publicOperations.length} public routes`);

@@ -65,6 +65,8 @@ t.test('verdict-min-revision: a check waits for the revision written through ano
   t.equal((await call(reader, 'POST', '/check', checkOf('act-1'), { 'verdict-min-revision': '0' })).status, 200, 'a revision already served answers at once');
 });
 
+const AUTHZEN_EVALUATION = { subject: { type: 'user', id: 'a' }, action: { name: 'act' }, resource: { type: 'doc', id: '1' } };
+
 t.test('every route that documents verdict-min-revision honours it: 503 past the wait, 400 malformed, at once when served', async (t) => {
   const server = await startServer({ minRevisionWaitMs: 50 });
   t.teardown(server.close);
@@ -80,6 +82,10 @@ t.test('every route that documents verdict-min-revision honours it: 503 past the
     ['/check', checkOf('act')],
     ['/check-access', checkOf('act')],
     ['/check/bulk', [checkOf('act')]],
+    ['/access/v1/evaluation', AUTHZEN_EVALUATION],
+    ['/access/v1/evaluations', { ...AUTHZEN_EVALUATION, evaluations: [{}] }],
+    ['/access/v1/search/subject', AUTHZEN_EVALUATION],
+    ['/access/v1/search/action', AUTHZEN_EVALUATION],
     ['/plan', planOf('act')],
     ['/plan/bulk', [planOf('act')]],
   ]);

@@ -1,0 +1,158 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { FastifyPluginAsync, onRequestHookHandler } from 'fastify';
+import type { JsonSchemaToTsProvider } from '@fastify/type-provider-json-schema-to-ts';
+import {
+  authzenDecisionSchema,
+  authzenEvaluationSchema,
+  authzenEvaluationsResponseSchema,
+  authzenEvaluationsSchema,
+  authzenQuerySchema,
+  authzenActionSearchSchema,
+  authzenSearchResponseSchema,
+  authzenSubjectSearchSchema,
+} from '../schemas/authzen.js';
+import { AuthzenSearch } from '../services/authzen-search.js';
+import { AuthzenService } from '../services/authzen.js';
+import { ClientError } from '../errors.js';
+import type { RoutesOptions } from './context.js';
+import { ERROR_RESPONSES } from './responses.js';
+import { MIN_REVISION_DOC } from './min-revision.js';
+import { answerErrors } from './errors.js';
+import { NAMES_ITS_REVISION, withRevision } from './revision.js';
+
+const tags = ['authzen'];
+
+export const REQUEST_ID_HEADER = 'x-request-id';
+
+/** Where each AuthZEN endpoint is served, by its name in the metadata document. */
+export const AUTHZEN_ENDPOINTS = {
+  access_evaluation_endpoint: '/access/v1/evaluation',
+  access_evaluations_endpoint: '/access/v1/evaluations',
+  search_subject_endpoint: '/access/v1/search/subject',
+  search_action_endpoint: '/access/v1/search/action',
+} as const;
+
+export const AUTHZEN_METADATA_PATH = '/.well-known/authzen-configuration';
+
+/** The `X-Request-ID` the caller sent, echoed; or this request's own id when it sent none. */
+const echoRequestId: onRequestHookHandler = (request, reply, done) => {
+  const sent = request.headers[REQUEST_ID_HEADER];
+  reply.header(REQUEST_ID_HEADER, typeof sent === 'string' ? sent : request.id);
+  done();
+};
+
+const digest = (text: string) => createHash('sha256').update(text).digest();
+
+/**
+ * `Authorization: Bearer <token>` required, compared in constant time (both sides hashed to one
+ * length first, so neither the length nor a prefix of the token shows in the time taken); 401 otherwise.
+ */
+function bearerToken(token: string): onRequestHookHandler {
+  const expected = digest(token);
+  return (request, reply, done) => {
+    const sent = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(request.headers.authorization ?? '')?.[1];
+    if (sent !== undefined && timingSafeEqual(digest(sent), expected)) return done();
+    reply.header('www-authenticate', 'Bearer');
+    done(new ClientError(401, 'Send the header Authorization: Bearer <token>, with the token this server was given (AUTHZEN_TOKEN)'));
+  };
+}
+
+/**
+ * The OpenID AuthZEN Authorization API 1.0 (docs/authzen.md): its decisions are checks, decided by
+ * the check service. Its errors are 400 for any request the specification's model refuses (never
+ * 422), and unknown fields are ignored, as that specification requires.
+ */
+export const authzenRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { context }) => {
+  const { checks, config, revision } = context;
+  answerErrors(fastify, revision, 'bad-request');
+  fastify.addHook('onRequest', echoRequestId);
+
+  fastify.get(AUTHZEN_METADATA_PATH, {
+    schema: {
+      tags,
+      summary: 'The AuthZEN metadata of this decision point',
+      description: 'Its address is the one this document was fetched from (behind a trusted proxy, the one the proxy was asked: see --trust-proxy).',
+      response: {
+        200: {
+          type: 'object',
+          properties: {
+            policy_decision_point: { type: 'string' },
+            ...Object.fromEntries(Object.keys(AUTHZEN_ENDPOINTS).map((name) => [name, { type: 'string' }])),
+          },
+          required: ['policy_decision_point', ...Object.keys(AUTHZEN_ENDPOINTS)],
+        },
+      },
+    },
+    handler: (request) => {
+      const base = `${request.protocol}://${request.host}`;
+      return {
+        policy_decision_point: base,
+        ...Object.fromEntries(Object.entries(AUTHZEN_ENDPOINTS).map(([name, path]) => [name, base + path])),
+      };
+    },
+  });
+
+  await fastify.register(async (decisions) => {
+    const app = decisions.withTypeProvider<JsonSchemaToTsProvider>();
+    if (config.authzenToken !== '') app.addHook('onRequest', bearerToken(config.authzenToken));
+    app.addHook('onRequest', context.minRevisionCheck);
+    const authzen = new AuthzenService(checks, config.bulkCheckMaxRequests);
+    const description = `Ask with \`?explain=true\` for Verdict's reason and explanation in \`context\`. ${MIN_REVISION_DOC}`;
+    const security = config.authzenToken === '' ? [] : [{ authzenBearer: [] }];
+
+    app.post(AUTHZEN_ENDPOINTS.access_evaluation_endpoint, {
+      config: NAMES_ITS_REVISION,
+      schema: {
+        tags,
+        security,
+        summary: 'AuthZEN: decide one evaluation',
+        description: `The subject and the resource are the registered entities \`<type>:<id>\`, with their \`properties\` merged in as supplied attributes. ${description}`,
+        querystring: authzenQuerySchema,
+        body: authzenEvaluationSchema,
+        response: { 200: authzenDecisionSchema, ...ERROR_RESPONSES },
+      },
+      handler: (request, reply) => withRevision(reply, revision, authzen.evaluation(request.body, request.query.explain)),
+    });
+
+    app.post(AUTHZEN_ENDPOINTS.access_evaluations_endpoint, {
+      config: NAMES_ITS_REVISION,
+      schema: {
+        tags,
+        security,
+        summary: 'AuthZEN: decide many evaluations in one call',
+        description:
+          `Top-level \`subject\`, \`action\`, \`resource\` and \`context\` are the defaults of every item; answers in request order, up to the first decisive one under \`deny_on_first_deny\` or \`permit_on_first_permit\`. ` +
+          `At most ${config.bulkCheckMaxRequests} items. An item that cannot be decided denies with \`context.error\`. ${description}`,
+        querystring: authzenQuerySchema,
+        body: authzenEvaluationsSchema,
+        response: { 200: authzenEvaluationsResponseSchema, ...ERROR_RESPONSES },
+      },
+      handler: (request, reply) => withRevision(reply, revision, authzen.evaluations(request.body, request.query.explain)),
+    });
+
+    const search = new AuthzenSearch(checks, context.registry, context.snapshots, config.maxPageSize);
+    const paging = `Sorted, in pages of \`page.limit\` (at most and by default ${config.maxPageSize}); \`page.next_token\` is '' on the last page. ${MIN_REVISION_DOC}`;
+    app.post(AUTHZEN_ENDPOINTS.search_subject_endpoint, {
+      schema: {
+        tags,
+        security,
+        summary: 'AuthZEN: the subjects of a type that may perform the action on the resource',
+        description: `Every registered entity whose uri starts with \`<subject.type>:\`, decided as /check would (with \`subject.properties\` supplied to each). ${paging}`,
+        body: authzenSubjectSearchSchema,
+        response: { 200: authzenSearchResponseSchema, ...ERROR_RESPONSES },
+      },
+      handler: (request) => search.subjects(request.body),
+    });
+    app.post(AUTHZEN_ENDPOINTS.search_action_endpoint, {
+      schema: {
+        tags,
+        security,
+        summary: 'AuthZEN: the actions the subject may perform on the resource',
+        description: `Every action the policies name, decided as /check would. ${paging}`,
+        body: authzenActionSearchSchema,
+        response: { 200: authzenSearchResponseSchema, ...ERROR_RESPONSES },
+      },
+      handler: (request) => search.actions(request.body),
+    });
+  });
+};

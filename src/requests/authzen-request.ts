@@ -1,0 +1,74 @@
+import type { AuthzenEvaluation, AuthzenEvaluationItem, AuthzenEvaluations, EvaluationsSemantic } from '../schemas/authzen.js';
+import { actionInput, type ActionInput, type CheckInput, type EntityInput } from './check-request.js';
+import { ClientError } from '../errors.js';
+
+type AuthzenEntity = AuthzenEvaluation['subject'];
+
+/** The registry uri an AuthZEN subject or resource stands for: `<type>:<id>`. */
+export const entityUri = (type: string, id: string): string => `${type}:${id}`;
+
+/** An AuthZEN subject or resource as one side of a check: its uri, and its `properties` as supplied attributes. */
+export function entityInput(entity: AuthzenEntity): EntityInput {
+  const attributes = new Map<string, unknown>();
+  const supplied = entity.properties as Record<string, unknown> | undefined;
+  // A parsed JSON object inherits no enumerable keys, so for-in visits its own keys (`__proto__` too).
+  if (supplied !== undefined) for (const key in supplied) attributes.set(key, supplied[key]);
+  return { uri: entityUri(entity.type, entity.id), attributes };
+}
+
+/**
+ * An AuthZEN action and context as a check's, read by the reader /check uses: `action.properties` are
+ * the action's attributes (`action_conditions`), `context` the check's context (`context_conditions`).
+ */
+export function actionAndContext(action: AuthzenEvaluation['action'], context: AuthzenEvaluation['context']): ActionInput {
+  const input = actionInput({ action: { name: action.name, attributes: action.properties }, context }, ['body']);
+  // Only a list of attributes can repeat a key; AuthZEN sends objects.
+  if ('loc' in input) throw new ClientError(400, input.msg);
+  return input;
+}
+
+/** The check an AuthZEN evaluation (schema-valid) asks for. */
+export function evaluationInput(evaluation: AuthzenEvaluation): CheckInput {
+  return { principal: entityInput(evaluation.subject), resource: entityInput(evaluation.resource), ...actionAndContext(evaluation.action, evaluation.context) };
+}
+
+/** An evaluations request (schema-valid) read: each item with the top-level defaults applied, and how to run them. */
+export interface EvaluationsInput {
+  /** Absent when the request had no `evaluations` (or an empty list): then it is one evaluation, answered as /access/v1/evaluation. */
+  items?: CheckInput[];
+  single?: CheckInput;
+  semantic: EvaluationsSemantic;
+}
+
+const KEYS = ['subject', 'action', 'resource'] as const;
+
+/**
+ * Applies the top-level `subject`, `action`, `resource` and `context` to every item that lacks them
+ * (an item's own key replaces the default whole). An item left without one of the three is 400,
+ * naming it; so is a request with more items than a bulk check may hold.
+ */
+export function readEvaluations(body: AuthzenEvaluations, maxItems: number): EvaluationsInput {
+  const semantic = body.options?.evaluations_semantic ?? 'execute_all';
+  const list = body.evaluations ?? [];
+  if (list.length === 0) return { single: evaluationInput(complete(body, body, 'body')), semantic };
+  if (list.length > maxItems) {
+    throw new ClientError(400, `evaluations holds ${list.length} items, more than the ${maxItems} one call may hold: send them in several calls`);
+  }
+  return { items: list.map((item, index) => evaluationInput(complete(item, body, `evaluations[${index}]`))), semantic };
+}
+
+function complete(item: AuthzenEvaluationItem, defaults: AuthzenEvaluations, at: string): AuthzenEvaluation {
+  const evaluation = {
+    subject: item.subject ?? defaults.subject,
+    action: item.action ?? defaults.action,
+    resource: item.resource ?? defaults.resource,
+    context: item.context ?? defaults.context,
+  };
+  for (const key of KEYS) {
+    if (evaluation[key] === undefined) {
+      const why = at === 'body' ? 'the request has no evaluations' : `${at} has none and the request gives no top-level ${key} to default to`;
+      throw new ClientError(400, `'${key}' is required: ${why}`);
+    }
+  }
+  return evaluation as AuthzenEvaluation;
+}
