@@ -133,7 +133,8 @@ t.test(`plans within a length budget are never longer and never allow what the e
 
   t.comment(JSON.stringify(seen));
   t.ok(seen.exact > RUNS / 10, 'plans within their budget, exact');
-  t.ok(seen.coarse > RUNS / 50, 'plans made coarser to fit');
+  // Random cases reach 24-43 coarse plans in 1,500: the bound asks that they are exercised, not how often.
+  t.ok(seen.coarse > RUNS / 150, 'plans made coarser to fit');
   t.ok(seen.refused > RUNS / 100, 'plans refused');
   t.ok(seen.filtersTooLong > 0 && seen.filters > 0, 'filters written, and filters too long to write');
 });
