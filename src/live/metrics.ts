@@ -53,6 +53,11 @@ export class Metrics {
     help: 'Policy snapshot rebuilds that could not read the store (each is retried; GET /ready says since when)',
     registers: [this.registry],
   });
+  readonly schemaViolations = new Counter({
+    name: 'verdict_schema_violations_total',
+    help: 'Checks whose attributes broke the attribute schemas (decided under --schema-enforcement warn, refused under reject)',
+    registers: [this.registry],
+  });
   readonly decisionLogDropped = new Counter({
     name: 'verdict_decision_log_dropped_total',
     help: 'Decision log lines dropped because the buffer was full (the sink could not keep up)',

@@ -1,0 +1,208 @@
+import t, { type Test } from 'tap';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { scratchDir, startServer, temporaryDataDir, type TestServer } from '../helpers/server.js';
+import type { Config } from '../../src/config.js';
+
+/** Users have an integer level and a clearance from 1 to 3, both required; documents a string owner. */
+const SCHEMAS = {
+  principal: {
+    types: {
+      user: {
+        type: 'object',
+        properties: { level: { type: 'integer' }, clearance: { type: 'integer', enum: [1, 2, 3] } },
+        required: ['level', 'clearance'],
+      },
+    },
+  },
+  resource: { attributes: { type: 'object', properties: { owner: { type: 'string' } } } },
+  context: { attributes: { type: 'object', properties: { ip: { type: 'string', format: 'ipv4' } } } },
+};
+
+const cond = (key: string, operator: string, value: unknown) => ({ path: `attributes.${key}`, operator, value });
+
+/** Everyone may read, but users below level 3 and users of clearance 2 are denied. */
+const GUARDED = {
+  name: 'guarded',
+  default_effect: 'allow',
+  rules: [
+    { name: 'low level', effect: 'deny', actions: ['read'], principal_conditions: [cond('level', 'lt', 3)] },
+    { name: 'clearance two', effect: 'deny', actions: ['read'], principal_conditions: [cond('clearance', '==', 2)] },
+  ],
+};
+
+async function serverWith(t: Test, overrides: Partial<Config>, schemas: unknown = SCHEMAS): Promise<TestServer> {
+  const dir = scratchDir(t);
+  const schemasFile = join(dir, 'schemas.json');
+  writeFileSync(schemasFile, JSON.stringify(schemas));
+  const server = await startServer({ schemasFile, ...overrides });
+  t.teardown(() => server.close());
+  return server;
+}
+
+const check = (principal: unknown, extra: Record<string, unknown> = {}) => ({ principal, resource: { uri: 'document:1', attributes: { owner: 'ann' } }, action: 'read', ...extra });
+
+async function metricValue(server: TestServer): Promise<number> {
+  const text = (await server.call('GET', '/metrics')).body as string;
+  const line = text.split('\n').find((row) => row.startsWith('verdict_schema_violations_total '));
+  return line === undefined ? NaN : Number(line.split(' ')[1]);
+}
+
+t.test('reject: the three silent allows are each refused, naming the attribute and the rule', async (t) => {
+  // A user registered with level "5" while schemas were only warned about (reject would refuse the registration).
+  const dataDir = temporaryDataDir();
+  const warned = await startServer({ dataDir, schemasFile: writeSchemas(t) });
+  t.equal((await warned.call('POST', '/admin/policies', GUARDED)).status, 200);
+  t.equal((await warned.call('POST', '/admin/fetchers/registry/entities', { uri: 'user:stored', attributes: { level: '5', clearance: 1 } })).status, 200);
+  await warned.close();
+  const server = await startServer({ dataDir, schemasFile: writeSchemas(t), schemaEnforcement: 'reject' });
+  t.teardown(() => server.close());
+
+  const stored = await server.call('POST', '/check', check({ uri: 'user:stored' }));
+  t.equal(stored.status, 400);
+  t.match(stored.body.detail, /principal 'user:stored': attribute 'level' must be integer \(type\)/);
+
+  const sentAsString = await server.call('POST', '/check', check({ uri: 'user:sent', attributes: { level: 4, clearance: '2' } }));
+  t.equal(sentAsString.status, 400);
+  t.match(sentAsString.body.detail, /attribute 'clearance' must be integer \(type\)/);
+
+  const forgotten = await server.call('POST', '/check', check({ uri: 'user:forgot', attributes: { clearance: 1 } }));
+  t.equal(forgotten.status, 400);
+  t.match(forgotten.body.detail, /attribute 'level' is required \(required\)/);
+
+  // What keeps to the schema is decided as always: the deny rules fire.
+  t.same((await server.call('POST', '/check', check({ uri: 'user:low', attributes: { level: 1, clearance: 1 } }))).body.allowed, false);
+  t.same((await server.call('POST', '/check', check({ uri: 'user:two', attributes: { level: 5, clearance: 2 } }))).body.allowed, false);
+  t.same((await server.call('POST', '/check', check({ uri: 'user:ok', attributes: { level: 5, clearance: 1 } }))).body.allowed, true);
+  t.equal(await metricValue(server), 3);
+});
+
+/** A schema file in the test's scratch directory. */
+function writeSchemas(t: Test, schemas: unknown = SCHEMAS): string {
+  const path = join(scratchDir(t), 'schemas.json');
+  writeFileSync(path, JSON.stringify(schemas));
+  return path;
+}
+
+t.test('warn: the same checks are decided as without schemas, counted, and explained', async (t) => {
+  const server = await serverWith(t, {});
+  t.equal((await server.call('POST', '/admin/policies', GUARDED)).status, 200);
+  const sentAsString = await server.call('POST', '/check?explain=true', check({ uri: 'user:sent', attributes: { level: 4, clearance: '2' } }));
+  t.equal(sentAsString.status, 200);
+  t.equal(sentAsString.body.allowed, true, 'the deny on clearance == 2 does not see "2"');
+  t.same(sentAsString.body.explain.schema_violations, [
+    "principal 'user:sent': attribute 'clearance' must be integer (type)",
+    "principal 'user:sent': attribute 'clearance' must be equal to one of the allowed values: 1, 2, 3 (enum)",
+  ]);
+  const forgotten = await server.call('POST', '/check', check({ uri: 'user:forgot', attributes: { clearance: 1 } }));
+  t.same(forgotten.body, { allowed: true, reason: 'Action allowed by default effect' });
+  // The registration is not refused either.
+  t.equal((await server.call('POST', '/admin/fetchers/registry/entities', { uri: 'user:stored', attributes: { level: '5', clearance: 1 } })).status, 200);
+  const stored = await server.call('POST', '/check', check({ uri: 'user:stored' }));
+  t.equal(stored.body.allowed, true);
+  const clean = await server.call('POST', '/check?explain=true', check({ uri: 'user:ok', attributes: { level: 5, clearance: 1 } }));
+  t.notOk('schema_violations' in clean.body.explain, 'a check that keeps to the schema has no violations listed');
+  t.equal(await metricValue(server), 3);
+});
+
+t.test('off, and no schemas: nothing is checked', async (t) => {
+  for (const overrides of [{ schemaEnforcement: 'off' as const }, { schemasFile: '' }]) {
+    const server = await serverWith(t, overrides);
+    t.equal((await server.call('POST', '/admin/policies', GUARDED)).status, 200);
+    const answer = await server.call('POST', '/check?explain=true', check({ uri: 'user:sent', attributes: { level: 4, clearance: '2' } }));
+    t.equal(answer.body.allowed, true);
+    t.notOk('schema_violations' in answer.body.explain);
+    t.equal(await metricValue(server), 0);
+  }
+});
+
+t.test('reject: bulk items that break the schema are denied, saying why, on the front and in a worker alike', async (t) => {
+  for (const evaluation of ['inline', 'pool'] as const) {
+    const server = await serverWith(t, { schemaEnforcement: 'reject', evaluation });
+    t.equal((await server.call('POST', '/admin/policies', GUARDED)).status, 200);
+    const good = { principal: { attributes: { level: 5, clearance: 1 } }, resource: { attributes: { owner: 'ann' } }, action: 'read' };
+    const bad = { principal: { attributes: { level: 5, clearance: 1 } }, resource: { attributes: { owner: 7 } }, action: 'read' };
+    const answer = await server.call('POST', '/check/bulk', [good, bad, good]);
+    t.equal(answer.status, 200, evaluation);
+    t.same(answer.body[0], { allowed: true, reason: 'Action allowed by default effect' });
+    t.equal(answer.body[1].allowed, false);
+    t.match(answer.body[1].reason, /resource: attribute 'owner' must be string \(type\)/);
+    t.same(answer.body[2], answer.body[0]);
+    // A bulk with no violation is decided by the worker as before.
+    const clean = await server.call('POST', '/check/bulk', [good, good]);
+    t.same(clean.body, [answer.body[0], answer.body[0]]);
+  }
+});
+
+t.test('warn: a worker hands a bulk that breaks the schema to the front, which counts and explains it', async (t) => {
+  const server = await serverWith(t, { evaluation: 'pool' });
+  const bad = { principal: { attributes: { level: 5, clearance: 1 } }, resource: { attributes: { owner: 7 } }, action: 'read', context: { ip: 'nowhere' } };
+  const answer = await server.call('POST', '/check/bulk?explain=true', [bad]);
+  t.equal(answer.status, 200);
+  t.same(answer.body[0].explain.schema_violations, ["resource: attribute 'owner' must be string (type)", `context: attribute 'ip' must match format "ipv4" (format)`]);
+  t.equal(await metricValue(server), 1);
+});
+
+t.test('reject: AuthZEN, a single evaluation is 400 and an evaluation of a batch is denied with the error in its context', async (t) => {
+  const server = await serverWith(t, { schemaEnforcement: 'reject' });
+  t.equal((await server.call('POST', '/admin/policies', GUARDED)).status, 200);
+  const evaluation = (level: unknown) => ({
+    subject: { type: 'user', id: 'ann', properties: { level, clearance: 1 } },
+    resource: { type: 'document', id: '1' },
+    action: { name: 'read' },
+  });
+  const single = await server.call('POST', '/access/v1/evaluation', evaluation('5'));
+  t.equal(single.status, 400);
+  t.match(single.body.detail, /principal 'user:ann': attribute 'level' must be integer/);
+  const batch = await server.call('POST', '/access/v1/evaluations', { evaluations: [evaluation(5), evaluation('5')] });
+  t.equal(batch.status, 200);
+  t.equal(batch.body.evaluations[0].decision, true);
+  t.equal(batch.body.evaluations[1].decision, false);
+  t.equal(batch.body.evaluations[1].context.error.status, 400);
+  t.match(batch.body.evaluations[1].context.error.message, /attribute 'level' must be integer/);
+});
+
+t.test('reject: /check-access refuses as it refuses a conflict', async (t) => {
+  const server = await serverWith(t, { schemaEnforcement: 'reject' });
+  const answer = await server.call('POST', '/check-access', check({ uri: 'user:ann', attributes: { level: 5 } }));
+  t.equal(answer.status, 400);
+  t.match(answer.body.detail, /attribute 'clearance' is required/);
+});
+
+t.test('reject: registrations that break the schema of their type are 422 naming the attribute', async (t) => {
+  const server = await serverWith(t, { schemaEnforcement: 'reject' });
+  const ENTITIES = '/admin/fetchers/registry/entities';
+  const one = await server.call('POST', ENTITIES, { uri: 'user:ann', attributes: { level: '5', clearance: 1 } });
+  t.equal(one.status, 422);
+  t.match(one.body.detail, [{ loc: ['body', 'attributes'], msg: "principal 'user:ann': attribute 'level' must be integer (type)" }]);
+  const many = await server.call('POST', `${ENTITIES}/$bulk`, [
+    { uri: 'user:bob', attributes: { level: 5, clearance: 1 } },
+    { uri: 'user:cid', attributes: { level: 5, clearance: 4 } },
+  ]);
+  t.equal(many.status, 422);
+  t.match(many.body.detail, [{ loc: ['body', 1, 'attributes'], msg: /attribute 'clearance' must be equal to one of the allowed values: 1, 2, 3 \(enum\)/ }]);
+  t.equal((await server.call('GET', `${ENTITIES}/user:bob`)).status, 404, 'none of the list was registered');
+  t.equal((await server.call('POST', ENTITIES, { uri: 'user:bob', attributes: { level: 5, clearance: 1 } })).status, 200);
+  // An update is judged by the entity it leaves.
+  const update = await server.call('PUT', `${ENTITIES}/user:bob`, { attributes: { level: 'high' }, override: false });
+  t.equal(update.status, 422);
+  t.same((await server.call('GET', `${ENTITIES}/user:bob`)).body.attributes.find((attribute: { key: string }) => attribute.key === 'level').value, 5);
+  // Entities of a type without a schema are not checked.
+  t.equal((await server.call('POST', ENTITIES, { uri: 'team:x', attributes: { level: 'any' } })).status, 200);
+});
+
+t.test('a schema document that cannot be used stops the start, saying why', async (t) => {
+  const refused = async (schemas: unknown) => {
+    try {
+      await startServer({ schemasFile: writeSchemas(t, schemas) });
+      return 'started';
+    } catch (error) {
+      return (error as Error).message;
+    }
+  };
+  t.match(await refused({ principal: { attributes: { type: 'object', propertees: {} } } }), /principal\.attributes is not a valid JSON Schema: strict mode: unknown keyword: "propertees"/);
+  t.match(await refused({ principal: { attributes: { type: 'integr' } } }), /principal\.attributes is not a valid JSON Schema/);
+  t.match(await refused({ subject: {} }), /'subject' is not one of principal, resource, action, context/);
+  t.match(await refused({ context: { types: {} } }), /context\.types is not expected/);
+  t.match(await refused([]), /must be an object/);
+});
