@@ -1,5 +1,5 @@
 import type { ErrorObject, ValidateFunction } from 'ajv';
-import type { DecisionRequest, ResolvedEntity } from '../engine/index.js';
+import type { DecisionRequest } from '../engine/index.js';
 import { createSchemaAjv, SCHEMA_PARTS, type SchemaDocument, type SchemaPart } from './schema-document.js';
 
 /** Most violations one check reports: each names an attribute, and a hostile check could break every rule of a schema. */
@@ -67,17 +67,15 @@ export class AttributeValidators {
 
   /** What the check breaks (at most MAX_REPORTED_VIOLATIONS), or an empty list. */
   violations(request: DecisionRequest): readonly string[] {
+    const { principal, resource, action, context } = this.parts;
     let found: string[] | undefined;
-    const add = (part: SchemaPart, entity: ResolvedEntity | undefined) => {
-      const validators = this.parts[part];
-      if (validators === undefined || (found?.length ?? 0) >= MAX_REPORTED_VIOLATIONS) return;
-      const broken = this.entityViolations(part, validators, entity?.uri, entity?.attributes);
+    const add = (broken: string[]) => {
       if (broken.length > 0) (found ??= []).push(...broken);
     };
-    add('principal', request.principal);
-    add('resource', request.resource);
-    add('action', { uri: request.action, attributes: request.actionAttributes ?? new Map() });
-    add('context', { uri: undefined, attributes: request.context ?? new Map() });
+    if (principal !== undefined) add(this.entityViolations('principal', principal, request.principal.uri, request.principal.attributes));
+    if (resource !== undefined) add(this.entityViolations('resource', resource, request.resource.uri, request.resource.attributes));
+    if (action !== undefined) add(this.entityViolations('action', action, request.action, request.actionAttributes));
+    if (context !== undefined) add(this.entityViolations('context', context, undefined, request.context));
     return found === undefined ? NO_VIOLATIONS : found.slice(0, MAX_REPORTED_VIOLATIONS);
   }
 

@@ -65,7 +65,8 @@ export interface Services {
 export async function composeServices(config: Config, openedStore?: Store): Promise<Services> {
   const metrics = new Metrics();
   // Read before the store opens: a schema document that cannot be used stops the start.
-  const schemas = requestSchemas(loadSchemaDocument(config), config.schemaEnforcement, () => metrics.schemaViolations.inc());
+  const schemaDocument = loadSchemaDocument(config);
+  const schemas = requestSchemas(schemaDocument, config.schemaEnforcement, () => metrics.schemaViolations.inc());
   const store = openedStore ?? (await openStore(config, { auditValues: config.auditValues, observer: metrics.auditObserver }));
   // Policies come from the store, or from a directory of files when one is given (the registry stays in the store).
   // Loaded only then: a start without --policies need not load the YAML parser.
@@ -205,7 +206,14 @@ export async function composeServices(config: Config, openedStore?: Store): Prom
     liveWindow,
     checks: new CheckService(snapshots, registered, config.maxAnswerSize, decisions, schemas),
     plans: new PlanService(snapshots, registered, config, bulk),
-    policies: new PolicyService(store, snapshots, config, audit, policyFiles === undefined ? storePolicies(store) : filePolicies(snapshots, policyFiles.dir)),
+    policies: new PolicyService(
+      store,
+      snapshots,
+      config,
+      audit,
+      policyFiles === undefined ? storePolicies(store) : filePolicies(snapshots, policyFiles.dir),
+      schemaDocument && { schemas: schemaDocument, enforcement: config.schemaEnforcement },
+    ),
     registry: new RegistryService(store, (uri) => entities.invalidate(uri), schemas),
     audit,
     pool: bulk && { bulk, minimumBodyLength: config.evaluation === 'pool' ? 0 : POOL_MINIMUM_BODY_LENGTH },

@@ -206,3 +206,68 @@ t.test('a schema document that cannot be used stops the start, saying why', asyn
   t.match(await refused({ context: { types: {} } }), /context\.types is not expected/);
   t.match(await refused([]), /must be an object/);
 });
+
+/** A policy that breaks the schemas four ways: a typo in a path, `gt` on a string, "5" for an integer, a clearance that does not exist. */
+const MISTYPED = {
+  name: 'mistyped',
+  rules: [
+    {
+      name: 'r',
+      effect: 'deny',
+      actions: ['read'],
+      principal_conditions: [cond('levle', 'gte', 3), cond('level', '==', '5'), cond('clearance', '==', 4)],
+      resource_conditions: [cond('owner', 'gt', 3)],
+    },
+  ],
+};
+
+const MISTYPED_ISSUES = [
+  { loc: ['body', 'rules', 0, 'principal_conditions', 0, 'path'], msg: "rule 'r': principal attribute 'levle' is not declared by the principal schemas", type: 'schema_error' },
+  { loc: ['body', 'rules', 0, 'principal_conditions', 1, 'value'], msg: `rule 'r': "5" is string, but principal attribute 'level' is declared integer`, type: 'schema_error' },
+  {
+    loc: ['body', 'rules', 0, 'principal_conditions', 2, 'value'],
+    msg: "rule 'r': 4 is not one of the values principal attribute 'clearance' may take: 1, 2, 3",
+    type: 'schema_error',
+  },
+  { loc: ['body', 'rules', 0, 'resource_conditions', 0, 'operator'], msg: "rule 'r': operator 'gt' cannot hold for resource attribute 'owner', declared string", type: 'schema_error' },
+];
+
+t.test('policies: reject refuses a write that breaks the schemas with a 422 listing each problem; warn takes it', async (t) => {
+  const rejecting = await serverWith(t, { schemaEnforcement: 'reject' });
+  const refused = await rejecting.call('POST', '/admin/policies', MISTYPED);
+  t.equal(refused.status, 422);
+  t.same(refused.body.detail, MISTYPED_ISSUES);
+  t.equal((await rejecting.call('GET', '/admin/policies/mistyped')).status, 404);
+  t.equal((await rejecting.call('POST', '/admin/policies', GUARDED)).status, 200, 'a policy that keeps to them is taken');
+  t.equal((await rejecting.call('PUT', '/admin/policies/guarded', { ...GUARDED, rules: MISTYPED.rules })).status, 422, 'a replacement too');
+  for (const schemaEnforcement of ['warn', 'off'] as const) {
+    const server = await serverWith(t, { schemaEnforcement });
+    t.equal((await server.call('POST', '/admin/policies', MISTYPED)).status, 200, schemaEnforcement);
+  }
+});
+
+t.test('policies: validate reports what breaks the schemas as warnings, in every mode', async (t) => {
+  for (const schemaEnforcement of ['reject', 'warn', 'off'] as const) {
+    const server = await serverWith(t, { schemaEnforcement });
+    const report = await server.call('POST', '/admin/policies/validate', [GUARDED, MISTYPED]);
+    t.equal(report.status, 200, schemaEnforcement);
+    const schemaWarnings = report.body.warnings.filter((warning: { type: string }) => warning.type === 'schema_error');
+    t.same(schemaWarnings, MISTYPED_ISSUES.map((issue) => ({ ...issue, loc: ['body', 1, ...issue.loc.slice(1)] })));
+  }
+});
+
+t.test('--policies: a schemas.json beside the policy files is the schema document, not a policy', async (t) => {
+  const dir = scratchDir(t);
+  writeFileSync(join(dir, 'guarded.json'), JSON.stringify(GUARDED));
+  writeFileSync(join(dir, 'schemas.json'), JSON.stringify(SCHEMAS));
+  const server = await startServer({ policiesDir: dir, schemaEnforcement: 'reject' });
+  t.teardown(() => server.close());
+  t.same((await server.call('GET', '/admin/policies')).body.map((policy: { name: string }) => policy.name), ['guarded']);
+  const answer = await server.call('POST', '/check', check({ uri: 'user:sent', attributes: { level: 4, clearance: '2' } }));
+  t.equal(answer.status, 400);
+  t.match(answer.body.detail, /attribute 'clearance' must be integer/);
+  // --schemas names another file: that one is read instead.
+  const other = await startServer({ policiesDir: dir, schemaEnforcement: 'reject', schemasFile: writeSchemas(t, { context: { attributes: { type: 'object' } } }) });
+  t.teardown(() => other.close());
+  t.equal((await other.call('POST', '/check', check({ uri: 'user:sent', attributes: { level: 4, clearance: '2' } }))).status, 200);
+});
