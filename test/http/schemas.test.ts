@@ -202,6 +202,7 @@ t.test('a schema document that cannot be used stops the start, saying why', asyn
   };
   t.match(await refused({ principal: { attributes: { type: 'object', propertees: {} } } }), /principal\.attributes is not a valid JSON Schema: strict mode: unknown keyword: "propertees"/);
   t.match(await refused({ principal: { attributes: { type: 'integr' } } }), /principal\.attributes is not a valid JSON Schema/);
+  t.match(await refused({ resource: { types: { doc: { type: 'string', format: 'nope' } } } }), /resource\.types\.doc is not a valid JSON Schema: unknown format "nope"/);
   t.match(await refused({ subject: {} }), /'subject' is not one of principal, resource, action, context/);
   t.match(await refused({ context: { types: {} } }), /context\.types is not expected/);
   t.match(await refused([]), /must be an object/);
@@ -270,4 +271,30 @@ t.test('--policies: a schemas.json beside the policy files is the schema documen
   const other = await startServer({ policiesDir: dir, schemaEnforcement: 'reject', schemasFile: writeSchemas(t, { context: { attributes: { type: 'object' } } }) });
   t.teardown(() => other.close());
   t.equal((await other.call('POST', '/check', check({ uri: 'user:sent', attributes: { level: 4, clearance: '2' } }))).status, 200);
+});
+
+t.test('reject: an AuthZEN subject search leaves out the registered subjects that break the schema', async (t) => {
+  const server = await serverWith(t, { schemaEnforcement: 'reject' });
+  t.equal((await server.call('POST', '/admin/policies', GUARDED)).status, 200);
+  const ENTITIES = '/admin/fetchers/registry/entities';
+  t.equal((await server.call('POST', ENTITIES, { uri: 'user:good', attributes: { level: 5, clearance: 1 } })).status, 200);
+  const search = { subject: { type: 'user' }, action: { name: 'read' }, resource: { type: 'document', id: '1' } };
+  t.same((await server.call('POST', '/access/v1/search/subject', search)).body.results, [{ type: 'user', id: 'good' }]);
+  const missing = await server.call('POST', '/access/v1/search/subject', { ...search, resource: { type: 'document', id: '1', properties: { owner: 7 } } });
+  t.same(missing.body.results, [], 'a resource that breaks the schema allows no subject');
+});
+
+t.test('action schemas apply by the action name; context schemas to every check', async (t) => {
+  const server = await serverWith(t, { schemaEnforcement: 'reject' }, {
+    action: { types: { delete: { type: 'object', properties: { reason: { type: 'string', minLength: 3 } }, required: ['reason'] } } },
+    context: { attributes: { type: 'object', properties: { ip: { type: 'string', format: 'ipv4' } } } },
+  });
+  const asked = (action: unknown, context?: unknown) => server.call('POST', '/check', { principal: { attributes: { a: 1 } }, resource: { attributes: { b: 1 } }, action, ...(context === undefined ? {} : { context }) });
+  t.equal((await asked('read')).status, 200, 'another action has no schema');
+  const forgot = await asked('delete');
+  t.equal(forgot.status, 400);
+  t.match(forgot.body.detail, /action 'delete': attribute 'reason' is required \(required\)/);
+  t.equal((await asked({ name: 'delete', attributes: { reason: 'gdpr' } })).status, 200);
+  t.match((await asked({ name: 'delete', attributes: { reason: 'x' } })).body.detail, /attribute 'reason' must NOT have fewer than 3 characters \(minLength\)/);
+  t.match((await asked('read', { ip: '300.1.1.1' })).body.detail, /context: attribute 'ip' must match format "ipv4" \(format\)/);
 });
