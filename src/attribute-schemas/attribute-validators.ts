@@ -1,14 +1,37 @@
-import type { ErrorObject, ValidateFunction } from 'ajv';
+import type { Ajv, AnySchema, ErrorObject } from 'ajv';
 import type { DecisionRequest } from '../engine/index.js';
+import { isTooManyErrors } from '../schemas/validation.js';
 import { createSchemaAjv, SCHEMA_PARTS, type SchemaDocument, type SchemaPart } from './schema-document.js';
 
 /** Most violations one check reports: each names an attribute, and a hostile check could break every rule of a schema. */
 export const MAX_REPORTED_VIOLATIONS = 10;
 
+/** A compiled schema: what a value breaks, or undefined when it keeps to it. */
+type Validator = (value: unknown) => readonly ErrorObject[] | undefined;
+
+/**
+ * A schema compiled twice: to stop at the first error (what every check pays, and a valid one, the
+ * common case, costs no more), and to find every error, up to a bound, for the answer of one that breaks it.
+ */
+function compileValidator(firstErrorAjv: Ajv, everyErrorAjv: Ajv, schema: AnySchema): Validator {
+  const firstError = firstErrorAjv.compile(schema);
+  const everyError = everyErrorAjv.compile(schema);
+  return (value) => {
+    if (firstError(value)) return undefined;
+    try {
+      everyError(value);
+      return everyError.errors ?? firstError.errors ?? [];
+    } catch (thrown) {
+      if (!isTooManyErrors(thrown)) throw thrown;
+      return thrown.tooManyErrors;
+    }
+  };
+}
+
 /** The compiled schemas of one part: for every entity of it, and by type. */
 interface PartValidators {
-  all: ValidateFunction | undefined;
-  byType: ReadonlyMap<string, ValidateFunction>;
+  all: Validator | undefined;
+  byType: ReadonlyMap<string, Validator>;
 }
 
 const NO_VIOLATIONS: readonly string[] = Object.freeze([]);
@@ -48,13 +71,14 @@ export class AttributeValidators {
   private readonly parts: Readonly<Record<SchemaPart, PartValidators | undefined>>;
 
   constructor(document: SchemaDocument) {
-    const ajv = createSchemaAjv();
+    const [firstErrorAjv, everyErrorAjv] = [createSchemaAjv(false), createSchemaAjv(true)];
+    const compile = (schema: AnySchema) => compileValidator(firstErrorAjv, everyErrorAjv, schema);
     const compiled = (part: SchemaPart): PartValidators | undefined => {
       const schemas = document[part];
       if (schemas === undefined) return undefined;
       const types = schemas.types ?? {};
-      const byType = new Map(Object.keys(types).map((type) => [type, ajv.compile(types[type]!)]));
-      const all = schemas.attributes === undefined ? undefined : ajv.compile(schemas.attributes);
+      const byType = new Map(Object.keys(types).map((type) => [type, compile(types[type]!)]));
+      const all = schemas.attributes === undefined ? undefined : compile(schemas.attributes);
       return all === undefined && byType.size === 0 ? undefined : { all, byType };
     };
     this.parts = { principal: compiled('principal'), resource: compiled('resource'), action: compiled('action'), context: compiled('context') };
@@ -69,7 +93,7 @@ export class AttributeValidators {
   violations(request: DecisionRequest): readonly string[] {
     const { principal, resource, action, context } = this.parts;
     let found: string[] | undefined;
-    const add = (broken: string[]) => {
+    const add = (broken: readonly string[]) => {
       if (broken.length > 0) (found ??= []).push(...broken);
     };
     if (principal !== undefined) add(this.entityViolations('principal', principal, request.principal.uri, request.principal.attributes));
@@ -87,24 +111,23 @@ export class AttributeValidators {
   registeredViolations(uri: string, attributes: ReadonlyMap<string, unknown>): readonly string[] {
     const found: string[] = [];
     for (const part of ['principal', 'resource'] as const) {
-      const validate = this.parts[part]?.byType.get(typeOf(part, uri) ?? '');
-      if (validate !== undefined && !validate(Object.fromEntries(attributes))) found.push(...this.describeAll(part, uri, validate));
+      const errors = this.parts[part]?.byType.get(typeOf(part, uri) ?? '')?.(Object.fromEntries(attributes));
+      if (errors !== undefined) found.push(...describeAll(part, uri, errors));
     }
     return found.slice(0, MAX_REPORTED_VIOLATIONS);
   }
 
-  private entityViolations(part: SchemaPart, validators: PartValidators, uri: string | undefined, attributes: ReadonlyMap<string, unknown> | undefined): string[] {
+  private entityViolations(part: SchemaPart, validators: PartValidators, uri: string | undefined, attributes: ReadonlyMap<string, unknown> | undefined): readonly string[] {
     const ofType = validators.byType.size === 0 ? undefined : validators.byType.get(typeOf(part, uri) ?? '');
-    if (validators.all === undefined && ofType === undefined) return [];
+    if (validators.all === undefined && ofType === undefined) return NO_VIOLATIONS;
     // Object.fromEntries defines every key as an own property, `__proto__` included.
     const value = Object.fromEntries(attributes ?? []);
-    const found: string[] = [];
-    if (validators.all !== undefined && !validators.all(value)) found.push(...this.describeAll(part, uri, validators.all));
-    if (ofType !== undefined && !ofType(value)) found.push(...this.describeAll(part, uri, ofType));
-    return found;
-  }
-
-  private describeAll(part: SchemaPart, uri: string | undefined, validate: ValidateFunction): string[] {
-    return (validate.errors ?? []).slice(0, MAX_REPORTED_VIOLATIONS).map((error) => describe(part, uri, error));
+    const broken = validators.all?.(value);
+    const brokenOfType = ofType?.(value);
+    if (broken === undefined && brokenOfType === undefined) return NO_VIOLATIONS;
+    return [...describeAll(part, uri, broken ?? []), ...describeAll(part, uri, brokenOfType ?? [])];
   }
 }
+
+const describeAll = (part: SchemaPart, uri: string | undefined, errors: readonly ErrorObject[]): string[] =>
+  errors.slice(0, MAX_REPORTED_VIOLATIONS).map((error) => describe(part, uri, error));

@@ -1,5 +1,5 @@
 import type { Ajv, AnySchema } from 'ajv';
-import { requireWhenUsed } from '../schemas/validation.js';
+import { requireWhenUsed, stopsAfterTooManyErrors } from '../schemas/validation.js';
 
 /** The longest schema document accepted, in characters of JSON: a schema is compiled into code at start. */
 export const MAX_SCHEMA_DOCUMENT_LENGTH = 1024 * 1024;
@@ -28,12 +28,14 @@ const isSchema = (value: unknown): value is AnySchema => isObject(value) || type
 
 /**
  * An Ajv for attribute schemas: strict, so that a misspelled keyword is refused rather than ignored
- * (a schema that silently checks nothing is what schemas are there to prevent), with the standard formats.
+ * (a schema that silently checks nothing is what schemas are there to prevent), with the standard
+ * formats. `allErrors`: find every error, stopping past MAX_COLLECTED_ERRORS (a list of a million
+ * wrong items would otherwise cost an error object each).
  */
-export function createSchemaAjv(): Ajv {
+export function createSchemaAjv(allErrors = false): Ajv {
   const { Ajv } = requireWhenUsed('ajv') as typeof import('ajv');
   const addFormats = (requireWhenUsed('ajv-formats') as { default: (ajv: Ajv) => Ajv }).default;
-  return addFormats(new Ajv({ strict: true, allErrors: true, allowUnionTypes: true }));
+  return addFormats(new Ajv({ strict: true, allowUnionTypes: true, allErrors, ...(allErrors ? { code: { process: stopsAfterTooManyErrors } } : {}) }));
 }
 
 /**

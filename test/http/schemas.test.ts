@@ -298,3 +298,17 @@ t.test('action schemas apply by the action name; context schemas to every check'
   t.match((await asked({ name: 'delete', attributes: { reason: 'x' } })).body.detail, /attribute 'reason' must NOT have fewer than 3 characters \(minLength\)/);
   t.match((await asked('read', { ip: '300.1.1.1' })).body.detail, /context: attribute 'ip' must match format "ipv4" \(format\)/);
 });
+
+t.test('hostile checks: a long list of wrong items reports at most 10 violations; __proto__ is an ordinary key', async (t) => {
+  const server = await serverWith(t, { schemaEnforcement: 'reject', bodyLimit: 4 * 1024 * 1024 }, {
+    resource: { attributes: { type: 'object', properties: { tags: { type: 'array', items: { type: 'integer' } } }, additionalProperties: false } },
+  });
+  const many = await server.call('POST', '/check', { principal: { attributes: { a: 1 } }, resource: { attributes: { tags: Array.from({ length: 200_000 }, () => 'x') } } });
+  t.equal(many.status, 400);
+  t.equal((many.body.detail as string).split('; ').length, 10);
+  t.match(many.body.detail, /resource: attribute 'tags\.0' must be integer \(type\)/);
+  const proto = await server.send('POST', '/check', '{"principal": {"attributes": {"a": 1}}, "resource": {"attributes": {"__proto__": {"tags": "x"}}}}', { 'content-type': 'application/json' });
+  t.equal(proto.status, 400);
+  t.match(proto.body.detail, /resource: attribute '__proto__' is not declared by the schema \(additionalProperties\)/);
+  t.equal((await server.call('POST', '/check', { principal: { attributes: { a: 1 } }, resource: { attributes: { tags: [1] } } })).status, 200, 'the server answers on');
+});
