@@ -67,6 +67,7 @@ export async function composeServices(config: Config, openedStore?: Store): Prom
   // Read before the store opens: a schema document that cannot be used stops the start.
   const schemaDocument = loadSchemaDocument(config);
   const schemas = requestSchemas(schemaDocument, config.schemaEnforcement, () => metrics.schemaViolations.inc());
+  if (schemas !== undefined) metrics.observeSchemaViolations();
   const store = openedStore ?? (await openStore(config, { auditValues: config.auditValues, observer: metrics.auditObserver }));
   // Policies come from the store, or from a directory of files when one is given (the registry stays in the store).
   // Loaded only then: a start without --policies need not load the YAML parser.
