@@ -13,6 +13,10 @@ export const EVALUATION_MODES = ['inline', 'pool', 'auto'] as const;
 /** inline: every check on the front thread; pool: every bulk in a worker; auto: big bulks in a worker. */
 export type Evaluation = (typeof EVALUATION_MODES)[number];
 
+export const SCHEMA_ENFORCEMENTS = ['off', 'warn', 'reject'] as const;
+/** off: attribute schemas are not applied; warn: checks are decided, violations counted and explained; reject: violating checks and writes are refused. */
+export type SchemaEnforcement = (typeof SCHEMA_ENFORCEMENTS)[number];
+
 /** A plan's condition and its MongoDB filter together may be this many times --max-plan-size (see PlanService). */
 export const PLAN_ANSWER_GROWTH = 3;
 
@@ -102,6 +106,20 @@ const OPTIONS = {
     help: 'serve the policies of the *.json/*.yaml/*.yml files in this directory, reloaded when they change; policy writes answer 409',
     default: '',
     parse: trimmed,
+  }),
+  schemas: option({
+    field: 'schemasFile',
+    env: 'SCHEMAS_FILE',
+    help: 'JSON Schemas of the attributes of principals, resources, actions and the context (see docs/schemas.md); with --policies, a schemas.json beside the policies is read when this is not given',
+    default: '',
+    parse: trimmed,
+  }),
+  'schema-enforcement': option({
+    field: 'schemaEnforcement',
+    env: 'SCHEMA_ENFORCEMENT',
+    help: 'off|warn|reject: what a check, a registration or a policy that breaks the attribute schemas gets (warn: decided, counted and explained; reject: refused)',
+    default: 'warn',
+    parse: oneOf<SchemaEnforcement>(SCHEMA_ENFORCEMENTS),
   }),
   // Never logged: it may hold credentials.
   'mongodb-uri': option({ field: 'mongodbUri', env: 'MONGODB_URI', help: 'MongoDB connection string (a replica set)', default: '', parse: trimmed }),

@@ -15,6 +15,7 @@ import { planAnswers } from '../src/services/plan-answers.js';
 import { RunningTasks } from '../src/pool/running-tasks.js';
 import { injectFaultIfAsked } from './faults.js';
 import { tallyBulk } from '../src/live/bulk-tally.js';
+import { RequestSchemas } from '../src/attribute-schemas/enforcement.js';
 
 let snapshot: Snapshot | undefined;
 /** The generation of the front's snapshots that `snapshot` belongs to (see PolicySnapshots.generation). */
@@ -23,6 +24,7 @@ const validate = compileBulkValidator();
 const start = workerData as WorkerStart;
 const runningTasks = new RunningTasks(start.runningTasks);
 const slot = runningTasks.claim(threadId);
+const schemas = start.schemas === undefined ? undefined : new RequestSchemas(start.schemas);
 
 export default function runTask(task: PoolTask): PoolOutcome {
   runningTasks.mark(slot, task.id);
@@ -70,6 +72,8 @@ function decide(task: BulkTask, current: Snapshot): PoolOutcome {
     throw error;
   }
   if (inputs.some(namesRegisteredEntity)) return { kind: 'needs-registry' };
+  // Rare, and a client's mistake: the front decides such a bulk, refusing, counting and explaining as for every check.
+  if (schemas !== undefined && inputs.some((input) => schemas.breaks(input))) return { kind: 'breaks-schema' };
   const explanations = task.explain ? new AnswerBudget(task.limits.maxAnswerSize) : undefined;
   let decisions: Decision[];
   try {

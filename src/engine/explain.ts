@@ -62,6 +62,8 @@ export interface Explanation {
   /** The action's attributes and the context, when the check sent them. */
   action_attributes?: Record<string, unknown>;
   context?: Record<string, unknown>;
+  /** What the check's attributes break in the attribute schemas, when it was decided despite them (enforcement warn). */
+  schema_violations?: string[];
 }
 
 export interface ExplainedDecision extends Decision {

@@ -9,6 +9,7 @@ export { DEFAULT_MONGO_FILTER_OPTIONS, mongoFilter, mongoOptionIssue, SELECTS_NO
 export { explain, ExplanationTooLarge, withExplanation, type Explanation, type ExplainedDecision } from './explain.js';
 export { normalizePolicy, policyIssues, type PolicyLimits } from './validate.js';
 export { policyWarnings, reportWarnings } from './warnings.js';
+export { schemaIssues, type AttributeSchemaSets } from './schema-check.js';
 export { buildSimplePolicy, type SimplePolicySide } from './simple-policy.js';
 export { slugify } from './slug.js';
 export { OPERATOR_STYLES, spellOperator, type OperatorStyle } from './operators.js';

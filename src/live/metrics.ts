@@ -53,6 +53,12 @@ export class Metrics {
     help: 'Policy snapshot rebuilds that could not read the store (each is retried; GET /ready says since when)',
     registers: [this.registry],
   });
+  /** Registered only while attribute schemas are enforced (see observeSchemaViolations). */
+  readonly schemaViolations = new Counter({
+    name: 'verdict_schema_violations_total',
+    help: 'Checks whose attributes broke the attribute schemas (decided under --schema-enforcement warn, refused under reject)',
+    registers: [],
+  });
   readonly decisionLogDropped = new Counter({
     name: 'verdict_decision_log_dropped_total',
     help: 'Decision log lines dropped because the buffer was full (the sink could not keep up)',
@@ -151,6 +157,11 @@ export class Metrics {
   }
 
   /** Adds what says whether the policy files on disk are in force (`--policies`). */
+  /** Attribute schemas are enforced on checks: their violations are served. */
+  observeSchemaViolations(): void {
+    this.registry.registerMetric(this.schemaViolations);
+  }
+
   observePolicyFiles(directory: PolicyDirectory): void {
     this.observeReloads(
       directory,

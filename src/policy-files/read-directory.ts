@@ -3,8 +3,12 @@ import { join } from 'node:path';
 import type { Policy } from '../schemas/policy.js';
 import { DocumentError, parseDocument, readText } from '../documents.js';
 import type { PolicySetReader } from '../services/policy-set.js';
+import { SCHEMAS_FILE_NAME } from '../attribute-schemas/schema-file.js';
 
-/** Policy files: JSON or YAML. Names starting with `.` are skipped (a ConfigMap mount's `..data` and its timestamped directories). */
+/**
+ * Policy files: JSON or YAML. Names starting with `.` are skipped (a ConfigMap mount's `..data` and
+ * its timestamped directories), and so is the schema document (see src/attribute-schemas/schema-file.ts).
+ */
 const POLICY_FILE = /^[^.].*\.(json|ya?ml)$/;
 
 export type DirectoryContents =
@@ -20,7 +24,7 @@ export type DirectoryContents =
 export function readPolicyDirectory(dir: string, reader: PolicySetReader): DirectoryContents {
   let names: string[];
   try {
-    names = readdirSync(dir).filter((name) => POLICY_FILE.test(name)).sort();
+    names = readdirSync(dir).filter((name) => POLICY_FILE.test(name) && name !== SCHEMAS_FILE_NAME).sort();
   } catch (error) {
     return { fingerprint: `unreadable ${(error as Error).message}`, problems: [`${dir}: ${(error as Error).message}`] };
   }

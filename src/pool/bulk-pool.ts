@@ -8,6 +8,7 @@ import type { BulkLimits } from '../requests/bulk-request.js';
 import { RunningTasks } from './running-tasks.js';
 import { POOL_WORKER_FILE } from '../../workers/entry-points.js';
 import type { BulkTally } from '../live/live-counters.js';
+import type { SchemaSettings } from '../attribute-schemas/enforcement.js';
 
 /** A worker did not finish a bulk in time: answered 503, the client may retry. */
 export class WorkerTimeoutError extends Error {}
@@ -48,6 +49,8 @@ export class BulkPool {
     private readonly timeoutMillis: number,
     private readonly observe: BulkObserver = () => {},
     private readonly recentDenials = 0,
+    /** The attribute schemas bulks are held to: workers compile them, and hand a bulk that breaks them to the front. */
+    private readonly schemas?: SchemaSettings,
   ) {
     this.runningTasks = RunningTasks.create(workers);
   }
@@ -55,7 +58,7 @@ export class BulkPool {
   /** The pool, started on first use. */
   private started(): Promise<Piscina<PoolTask, PoolOutcome>> {
     this.starting ??= import('piscina').then(({ Piscina }) => {
-      const workerData: WorkerStart = { runningTasks: this.runningTasks.buffer, recentDenials: this.recentDenials };
+      const workerData: WorkerStart = { runningTasks: this.runningTasks.buffer, recentDenials: this.recentDenials, schemas: this.schemas };
       const pool = new Piscina<PoolTask, PoolOutcome>({
         filename: POOL_WORKER_FILE.href,
         minThreads: this.workers,
@@ -74,7 +77,7 @@ export class BulkPool {
 
   /**
    * The decisions as JSON text (each with its explanation when `explain`), or undefined when the front must decide (an item names a
-   * registered entity, or the worker died: Piscina replaces it and the caller decides inline,
+   * registered entity or breaks the attribute schemas, or the worker died: Piscina replaces it and the caller decides inline,
    * never a guess). Throws the client errors the body deserves, and WorkerTimeoutError when a
    * worker ran the bulk for longer than the timeout (the worker is terminated and replaced; bulks
    * queued on it are decided on the front).

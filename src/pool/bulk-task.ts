@@ -4,6 +4,7 @@ import type { ValidationIssue } from '../schemas/errors.js';
 import type { BulkLimits } from '../requests/bulk-request.js';
 import type { BulkTally } from '../live/live-counters.js';
 import type { PlanSettings, PlanWork } from '../services/plan-answers.js';
+import type { SchemaSettings } from '../attribute-schemas/enforcement.js';
 
 /** Work for a worker, with the snapshot revision it must be done at. */
 export interface TaskAtRevision {
@@ -49,6 +50,8 @@ export type PoolOutcome =
   | { kind: 'stale'; holds: { revision: number; generation: number } | undefined }
   /** An item names a registered entity: the front, which holds the entity cache, decides. */
   | { kind: 'needs-registry' }
+  /** An item breaks the attribute schemas: the front decides the bulk, and refuses, counts and explains as for any check. */
+  | { kind: 'breaks-schema' }
   | { kind: 'refused'; statusCode: number; detail: string | ValidationIssue[] }
   /** The plans' answers, serialized. */
   | { kind: 'planned'; json: string };
@@ -59,4 +62,6 @@ export interface WorkerStart {
   runningTasks: SharedArrayBuffer;
   /** How many of a bulk's last denials to send back for the recent denials (0: none). */
   recentDenials: number;
+  /** The attribute schemas bulks are held to, when there are any to enforce. */
+  schemas: SchemaSettings | undefined;
 }

@@ -163,6 +163,11 @@ export const explanationSchema = {
     },
     action_attributes: { type: 'object', additionalProperties: true, description: "The action's attributes, when the check sent some." },
     context: { type: 'object', additionalProperties: true, description: "The check's context, when it sent one." },
+    schema_violations: {
+      type: 'array',
+      items: { type: 'string' },
+      description: 'What the attributes of the check break in the attribute schemas, when it was decided despite them (`--schema-enforcement warn`).',
+    },
   },
   required: ['revision', 'action', 'principal', 'resource', 'policies', 'decided_by'],
 } as const;

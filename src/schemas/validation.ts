@@ -18,7 +18,7 @@ interface TooManyErrors {
   tooManyErrors: ErrorObject[];
 }
 
-const isTooManyErrors = (thrown: unknown): thrown is TooManyErrors => typeof thrown === 'object' && thrown !== null && 'tooManyErrors' in thrown;
+export const isTooManyErrors = (thrown: unknown): thrown is TooManyErrors => typeof thrown === 'object' && thrown !== null && 'tooManyErrors' in thrown;
 
 const STOP_AFTER_TOO_MANY = `if(errors>${MAX_COLLECTED_ERRORS}){throw {tooManyErrors:vErrors};}`;
 
@@ -28,7 +28,7 @@ const STOP_AFTER_TOO_MANY = `if(errors>${MAX_COLLECTED_ERRORS}){throw {tooManyEr
  * Ajv adds ends in `errors++;`, and errors taken over from a called validator in
  * `errors = vErrors.length;` (Ajv 8's code generator; test/http/error-lists.test.ts holds it to that).
  */
-function stopsAfterTooManyErrors(code: string): string {
+export function stopsAfterTooManyErrors(code: string): string {
   return code.replaceAll('errors++;', `errors++;${STOP_AFTER_TOO_MANY}`).replaceAll('errors = vErrors.length;', `errors = vErrors.length;${STOP_AFTER_TOO_MANY}`);
 }
 

@@ -6,6 +6,7 @@ import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
 import { ClientError, RequestValidationError } from '../errors.js';
 import { answerEach } from './answer-each.js';
 import { explanationsTooLarge } from './answer-limits.js';
+import { withViolations, type RequestSchemas } from '../attribute-schemas/enforcement.js';
 
 const conflictAsClientError = (error: unknown): never => {
   if (error instanceof AttributeConflict) throw new ClientError(400, error.message);
@@ -35,6 +36,8 @@ export class CheckService {
     /** What the explanations of one call may hold together, in characters of JSON. */
     private readonly maxAnswerSize: number,
     private readonly observers: CheckObservers = {},
+    /** The attribute schemas checks are held to, when there are any to enforce. */
+    private readonly schemas?: RequestSchemas,
   ) {}
 
   /**
@@ -92,7 +95,13 @@ export class CheckService {
    */
   allows(input: CheckInput): boolean | Promise<boolean> {
     const request = resolveCheck(input, this.registered);
-    if (request instanceof Promise) return request.then((resolved) => evaluate(this.snapshots.current, resolved).allowed);
+    if (request instanceof Promise) return request.then((resolved) => this.allowsResolved(resolved));
+    return this.allowsResolved(request);
+  }
+
+  /** A candidate that breaks the schemas under `reject` is not allowed, as a check would be refused. */
+  private allowsResolved(request: DecisionRequest): boolean {
+    if (this.schemas?.enforcement === 'reject' && this.schemas.breaks(request)) return false;
     return evaluate(this.snapshots.current, request).allowed;
   }
 
@@ -101,7 +110,7 @@ export class CheckService {
     return explain ? new AnswerBudget(this.maxAnswerSize) : undefined;
   }
 
-  /** Throws (or rejects with) AttributeConflict or ExplanationTooLarge. */
+  /** Throws (or rejects with) AttributeConflict (SchemaViolation among them) or ExplanationTooLarge. */
   private decide(input: CheckInput, explanations: AnswerBudget | undefined): Decision | Promise<Decision> {
     const startedAt = performance.now();
     const request = resolveCheck(input, this.registered);
@@ -111,9 +120,12 @@ export class CheckService {
 
   /** Evaluates against the snapshot current at this moment, which includes every acknowledged policy write. */
   private evaluateNow(input: CheckInput, request: DecisionRequest, startedAt: number, explanations: AnswerBudget | undefined): Decision {
+    const violations = this.schemas?.enforce(request);
     const snapshot = this.snapshots.current;
     const decision = evaluate(snapshot, request);
     this.observers.decision?.(input, request, decision, snapshot.revision, startedAt);
-    return explanations === undefined ? decision : withExplanation(snapshot, request, decision, explanations);
+    if (explanations === undefined) return decision;
+    const explained = withExplanation(snapshot, request, decision, explanations);
+    return violations === undefined ? explained : withViolations(explained, violations);
   }
 }

@@ -23,6 +23,8 @@ import { RegistryService } from './registry.js';
 import { Readiness, within } from './readiness.js';
 import { DecisionObserver } from './decision-observer.js';
 import { filePolicies, storePolicies } from './policy-source.js';
+import { loadSchemaDocument } from '../attribute-schemas/schema-file.js';
+import { requestSchemas } from '../attribute-schemas/enforcement.js';
 
 /**
  * Bulk bodies this many bytes (about 60 checks) or longer go to the worker pool in auto mode: below it, the
@@ -62,6 +64,10 @@ export interface Services {
  */
 export async function composeServices(config: Config, openedStore?: Store): Promise<Services> {
   const metrics = new Metrics();
+  // Read before the store opens: a schema document that cannot be used stops the start.
+  const schemaDocument = loadSchemaDocument(config);
+  const schemas = requestSchemas(schemaDocument, config.schemaEnforcement, () => metrics.schemaViolations.inc());
+  if (schemas !== undefined) metrics.observeSchemaViolations();
   const store = openedStore ?? (await openStore(config, { auditValues: config.auditValues, observer: metrics.auditObserver }));
   // Policies come from the store, or from a directory of files when one is given (the registry stays in the store).
   // Loaded only then: a start without --policies need not load the YAML parser.
@@ -87,6 +93,7 @@ export async function composeServices(config: Config, openedStore?: Store): Prom
           config.workerTimeoutMs,
           decisions.decidedInWorker,
           config.recentDenials,
+          schemas?.settings,
         );
   if (bulk !== undefined) metrics.observePool(bulk);
   const liveWindow = new LiveWindow(live, bulk);
@@ -198,10 +205,17 @@ export async function composeServices(config: Config, openedStore?: Store): Prom
     readiness,
     live,
     liveWindow,
-    checks: new CheckService(snapshots, registered, config.maxAnswerSize, decisions),
+    checks: new CheckService(snapshots, registered, config.maxAnswerSize, decisions, schemas),
     plans: new PlanService(snapshots, registered, config, bulk),
-    policies: new PolicyService(store, snapshots, config, audit, policyFiles === undefined ? storePolicies(store) : filePolicies(snapshots, policyFiles.dir)),
-    registry: new RegistryService(store, (uri) => entities.invalidate(uri)),
+    policies: new PolicyService(
+      store,
+      snapshots,
+      config,
+      audit,
+      policyFiles === undefined ? storePolicies(store) : filePolicies(snapshots, policyFiles.dir),
+      schemaDocument && { schemas: schemaDocument, enforcement: config.schemaEnforcement },
+    ),
+    registry: new RegistryService(store, (uri) => entities.invalidate(uri), schemas),
     audit,
     pool: bulk && { bulk, minimumBodyLength: config.evaluation === 'pool' ? 0 : POOL_MINIMUM_BODY_LENGTH },
     adminKeys,

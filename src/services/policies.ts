@@ -1,6 +1,17 @@
 import type { AnsweredPolicy, Condition, Policy } from '../schemas/policy.js';
 import type { ValidationIssue } from '../schemas/errors.js';
-import { buildSimplePolicy, normalizePolicy, policyIssues, reportWarnings, slugify, spellOperator, type OperatorStyle, type PolicyLimits } from '../engine/index.js';
+import {
+  buildSimplePolicy,
+  normalizePolicy,
+  policyIssues,
+  reportWarnings,
+  schemaIssues,
+  slugify,
+  spellOperator,
+  type AttributeSchemaSets,
+  type OperatorStyle,
+  type PolicyLimits,
+} from '../engine/index.js';
 import { runInSlices } from '../slices.js';
 import { PolicySetReader } from './policy-set.js';
 import type { CheckInput } from '../requests/check-request.js';
@@ -10,6 +21,16 @@ import type { PolicyRoles, PolicyWriter } from './policy-source.js';
 import { ClientError, notFound, RequestValidationError, UnavailableError } from '../errors.js';
 import { policyTarget, type AuditRecord, type Writer } from '../audit/record.js';
 import type { AuditPage, AuditTrail } from '../audit/audit-trail.js';
+import type { SchemaEnforcement } from '../config.js';
+
+/** The attribute schemas policies are checked against: a write breaking them is refused under `reject`; validate reports them always. */
+export interface PolicySchemas {
+  schemas: AttributeSchemaSets;
+  enforcement: SchemaEnforcement;
+}
+
+/** Most schema warnings one validation reports: each condition may have a few. */
+const MAX_SCHEMA_WARNINGS = 100;
 
 /** What `POST /admin/policies/validate` answers for policies that `POST /admin/policies` would accept. */
 export interface ValidationReport {
@@ -57,6 +78,7 @@ export class PolicyService {
     private readonly audit: AuditTrail,
     /** Where policies are read and written; policies from files (`--policies`) have no writer, so writes are refused. */
     private readonly roles: PolicyRoles,
+    private readonly attributeSchemas?: PolicySchemas,
   ) {
     this.reader = new PolicySetReader(settings);
   }
@@ -196,7 +218,10 @@ export class PolicyService {
     });
     const sentAt = new Map(positions.map((position, index) => [position, index]));
     const warnings = await runInSlices(reportWarnings(set, positions, (position) => locate(sentAt.get(position)!), { maxLength: this.settings.maxAnswerSize }));
-    return { valid: true, warnings };
+    const schemas = this.attributeSchemas?.schemas;
+    if (schemas === undefined) return { valid: true, warnings };
+    const schemaWarnings = policies.flatMap((policy, index) => schemaIssues(policy, schemas, locate(index)));
+    return { valid: true, warnings: [...warnings, ...schemaWarnings.slice(0, MAX_SCHEMA_WARNINGS)] };
   }
 
   /** Where policy writes go; 409 when there is no writer (policies from files). */
@@ -211,6 +236,7 @@ export class PolicyService {
 
   private accept(sent: Policy): Policy {
     const issues = policyIssues(sent, ['body'], this.settings);
+    if (issues.length === 0 && this.attributeSchemas?.enforcement === 'reject') issues.push(...schemaIssues(sent, this.attributeSchemas.schemas, ['body']));
     if (issues.length > 0) throw new RequestValidationError(issues);
     return normalizePolicy(sent);
   }

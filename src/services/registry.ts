@@ -7,6 +7,7 @@ import { inKeyOrder, newEntity, updatedEntity } from '../registry/entities.js';
 import { storableValueIssues } from '../engine/value-limits.js';
 import type { Writer } from '../audit/record.js';
 import type { Location, ValidationIssue } from '../schemas/errors.js';
+import type { RequestSchemas } from '../attribute-schemas/enforcement.js';
 
 export interface EntityRegistration {
   uri?: string | null;
@@ -41,8 +42,17 @@ export class RegistryService {
   constructor(
     private readonly store: Store,
     private readonly changed: (uri: string) => void,
+    /** The attribute schemas registrations are held to: only under `reject`. */
+    private readonly schemas?: RequestSchemas,
     private readonly clock: () => Date = () => new Date(),
   ) {}
+
+  /** The issues (422) of an entity whose attributes break the schemas of its type; `at` is where its attributes sit in the body. */
+  private schemaIssues(entity: Entity, at: Location): ValidationIssue[] {
+    if (this.schemas?.enforcement !== 'reject') return [];
+    const attributes = new Map(entity.attributes.map(({ key, value }) => [key, value]));
+    return this.schemas.registeredViolations(entity.uri, attributes).map((violation) => ({ loc: at, msg: violation, type: 'schema_error' }));
+  }
 
   async get(uri: string): Promise<Entity> {
     const entity = await this.store.getEntity(uri);
@@ -60,6 +70,8 @@ export class RegistryService {
 
   async register(sent: EntityRegistration, by: Writer): Promise<Entity> {
     const entity = newEntity(sent, attributesOf(sent.attributes), this.clock().toISOString());
+    const schemaIssues = this.schemaIssues(entity, ['body', 'attributes']);
+    if (schemaIssues.length > 0) throw new RequestValidationError(schemaIssues);
     try {
       await this.store.createEntity(entity, by);
     } catch (error) {
@@ -80,7 +92,9 @@ export class RegistryService {
     const entities = sent.map((item, index) => {
       const attributes = readAttributes(item.attributes, ['body', index, 'attributes']);
       if (Array.isArray(attributes)) issues.push(...attributes);
-      return newEntity(item, Array.isArray(attributes) ? new Map() : attributes, now);
+      const entity = newEntity(item, Array.isArray(attributes) ? new Map() : attributes, now);
+      if (!Array.isArray(attributes)) issues.push(...this.schemaIssues(entity, ['body', index, 'attributes']));
+      return entity;
     });
     if (issues.length > 0) throw new RequestValidationError(issues);
     const itemOf = new Map<string, number>();
@@ -105,7 +119,13 @@ export class RegistryService {
     const now = this.clock().toISOString();
     const entity = await this.store.updateEntity(
       uri,
-      (stored) => updatedEntity(stored, { type: change.type, attributes, override: change.override }, now),
+      (stored) => {
+        const updated = updatedEntity(stored, { type: change.type, attributes, override: change.override }, now);
+        // The entity as it will stand is what checks read: it must keep to its schema, whatever the change left alone.
+        const schemaIssues = this.schemaIssues(updated, ['body', 'attributes']);
+        if (schemaIssues.length > 0) throw new RequestValidationError(schemaIssues);
+        return updated;
+      },
       by,
     );
     if (entity === undefined) throw notFound('Entity');

@@ -1,0 +1,76 @@
+import type { DecisionRequest, ExplainedDecision } from '../engine/index.js';
+import { AttributeConflict } from '../registry/resolve.js';
+import { AttributeValidators } from './attribute-validators.js';
+import type { SchemaDocument } from './schema-document.js';
+import type { SchemaEnforcement } from '../config.js';
+
+/**
+ * A check whose attributes break the schema, under `reject`: it cannot be decided as asked, as a
+ * supplied attribute that contradicts the registry cannot (400 for a check, a denial for a bulk item,
+ * an AuthZEN evaluation denied with the error in its context).
+ */
+export class SchemaViolation extends AttributeConflict {
+  constructor(readonly violations: readonly string[]) {
+    super(`The check breaks the attribute schema: ${violations.join('; ')}`);
+  }
+}
+
+/** A schema document and how it is enforced, as workers are given them (plain data). */
+export interface SchemaSettings {
+  document: SchemaDocument;
+  enforcement: Exclude<SchemaEnforcement, 'off'>;
+}
+
+/** The attribute schemas applied to checks, as enforced; `violated` is told of each check that breaks them. */
+export class RequestSchemas {
+  private readonly validators: AttributeValidators;
+  readonly enforcement: SchemaSettings['enforcement'];
+
+  constructor(
+    readonly settings: SchemaSettings,
+    private readonly violated: () => void = () => {},
+  ) {
+    this.validators = new AttributeValidators(settings.document);
+    this.enforcement = settings.enforcement;
+  }
+
+  /** The document declares no schema at all. */
+  get empty(): boolean {
+    return this.validators.empty;
+  }
+
+  /**
+   * What the check breaks (warn: to be shown in its explanation), after telling `violated`; throws
+   * SchemaViolation under `reject`.
+   */
+  enforce(request: DecisionRequest): readonly string[] {
+    const violations = this.validators.violations(request);
+    if (violations.length === 0) return violations;
+    this.violated();
+    if (this.enforcement === 'reject') throw new SchemaViolation(violations);
+    return violations;
+  }
+
+  /** Whether the check breaks the schemas, told to nobody (a search's candidates, a worker's test before deciding). */
+  breaks(request: DecisionRequest): boolean {
+    return this.validators.violations(request).length > 0;
+  }
+
+  /** What registering these attributes under `uri` breaks (see AttributeValidators.registeredViolations). */
+  registeredViolations(uri: string, attributes: ReadonlyMap<string, unknown>): readonly string[] {
+    return this.validators.registeredViolations(uri, attributes);
+  }
+}
+
+/** The schemas of a document as enforced, or undefined when nothing is to be checked. */
+export function requestSchemas(document: SchemaDocument | undefined, enforcement: SchemaEnforcement, violated?: () => void): RequestSchemas | undefined {
+  if (document === undefined || enforcement === 'off') return undefined;
+  const schemas = new RequestSchemas({ document, enforcement }, violated);
+  return schemas.empty ? undefined : schemas;
+}
+
+/** An explained decision with the violations its check was decided despite (warn), after everything else it explains. */
+export function withViolations(decision: ExplainedDecision, violations: readonly string[]): ExplainedDecision {
+  if (violations.length === 0) return decision;
+  return { ...decision, explain: { ...decision.explain, schema_violations: [...violations] } };
+}

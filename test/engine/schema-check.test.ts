@@ -1,0 +1,140 @@
+import t from 'tap';
+import { schemaIssues, type AttributeSchemaSets } from '../../src/engine/index.js';
+import type { Condition, Policy } from '../../src/schemas/policy.js';
+
+const SCHEMAS: AttributeSchemaSets = {
+  principal: {
+    attributes: { type: 'object', properties: { department: { type: 'string' } } },
+    types: {
+      user: {
+        type: 'object',
+        properties: {
+          level: { type: 'integer' },
+          clearance: { enum: [1, 2, 3] },
+          email: { type: 'string', format: 'email' },
+          tags: { type: 'array', items: { type: 'string' } },
+          address: { type: 'object', properties: { city: { type: 'string' } } },
+          extra: { type: 'object' },
+        },
+      },
+    },
+  },
+  resource: { attributes: { type: 'object', properties: { owner: { type: 'string' }, size: { type: 'number' } } } },
+};
+
+const policyWith = (principal: Condition[], resource: Condition[] = []): Policy => ({
+  version: '1.0',
+  name: 'p',
+  description: null,
+  default_effect: 'deny',
+  rules: [{ name: 'r', effect: 'allow', actions: ['read'], principal_conditions: principal, resource_conditions: resource }],
+});
+
+const messages = (principal: Condition[], resource: Condition[] = [], schemas = SCHEMAS) =>
+  schemaIssues(policyWith(principal, resource), schemas, ['body']).map(({ loc, msg }) => `${loc.slice(3).join('.')}: ${msg}`);
+
+t.test('a policy that keeps to the schemas has no issues', async (t) => {
+  t.same(
+    messages(
+      [
+        { path: 'attributes.level', operator: 'gte', value: 3 },
+        { path: 'attributes.clearance', operator: 'in', value: [1, 2] },
+        { path: 'attributes.department', operator: '==', value: 'it' },
+        { path: 'attributes.tags', operator: 'contains', value: 'x' },
+        { path: 'attributes.tags.0', operator: 'startswith', value: 'x' },
+        { path: 'attributes.address.city', operator: 'exists' },
+        { path: 'attributes.extra.anything.at.all', operator: '==', value: 1 },
+        { path: 'uri', operator: 'startswith', value: 'user:' },
+      ],
+      [
+        { path: 'attributes.owner', operator: '==', value_from: 'principal.attributes.email' },
+        { path: 'attributes.size', operator: 'lte', value: 10.5 },
+      ],
+    ),
+    [],
+  );
+});
+
+t.test('a path no schema of the part declares', async (t) => {
+  t.same(messages([{ path: 'attributes.levle', operator: 'gte', value: 3 }]), [
+    "principal_conditions.0.path: rule 'r': principal attribute 'levle' is not declared by the principal schemas",
+  ]);
+  t.same(messages([{ path: 'attributes.address.town', operator: 'exists' }]), [
+    "principal_conditions.0.path: rule 'r': principal attribute 'address.town' is not declared by the principal schemas",
+  ]);
+  t.same(messages([{ path: 'attributes.level.0', operator: 'exists' }]), [
+    "principal_conditions.0.path: rule 'r': principal attribute 'level.0' is not declared by the principal schemas",
+  ]);
+});
+
+t.test('an operator that cannot hold for the declared type', async (t) => {
+  t.same(messages([{ path: 'attributes.department', operator: 'gt', value: 3 }]), [
+    "principal_conditions.0.operator: rule 'r': operator 'gt' cannot hold for principal attribute 'department', declared string",
+  ]);
+  t.same(messages([{ path: 'attributes.level', operator: 'startswith', value: '1' }]), [
+    "principal_conditions.0.operator: rule 'r': operator 'startswith' cannot hold for principal attribute 'level', declared integer",
+  ]);
+});
+
+t.test('a value of the wrong type, or outside the enumeration', async (t) => {
+  t.same(messages([{ path: 'attributes.level', operator: '==', value: '5' }]), [
+    `principal_conditions.0.value: rule 'r': "5" is string, but principal attribute 'level' is declared integer`,
+  ]);
+  t.same(messages([{ path: 'attributes.level', operator: 'not_in', value: [1, 2.5] }]), [
+    `principal_conditions.0.value: rule 'r': 2.5 is number, but principal attribute 'level' is declared integer`,
+  ]);
+  t.same(messages([], [{ path: 'attributes.size', operator: '==', value: 3 }]), [], 'an integer is a number');
+  t.same(messages([{ path: 'attributes.clearance', operator: '==', value: 4 }]), [
+    "principal_conditions.0.value: rule 'r': 4 is not one of the values principal attribute 'clearance' may take: 1, 2, 3",
+  ]);
+});
+
+t.test('a relation between attributes whose types never meet, or to an undeclared one', async (t) => {
+  t.same(messages([], [{ path: 'attributes.owner', operator: '==', value_from: 'principal.attributes.level' }]), [
+    "resource_conditions.0.value_from: rule 'r': resource attribute 'owner', declared string, is related to 'principal.attributes.level', declared integer: they can never be equal or ordered",
+  ]);
+  t.same(messages([], [{ path: 'attributes.size', operator: 'gte', value_from: 'principal.attributes.level' }]), [], 'integer and number meet');
+  t.same(messages([], [{ path: 'attributes.owner', operator: '==', value_from: 'principal.attributes.mail' }]), [
+    "resource_conditions.0.value_from: rule 'r': 'principal.attributes.mail' is not declared by the principal schemas",
+  ]);
+});
+
+t.test('schemas too open to tell are given the benefit of the doubt', async (t) => {
+  const open: AttributeSchemaSets = {
+    principal: { attributes: { type: 'object', properties: { level: { type: 'integer' } }, additionalProperties: true } },
+    resource: { attributes: { $ref: '#/$defs/x', $defs: { x: { type: 'object' } } } },
+    context: { attributes: { type: 'object' } },
+  };
+  t.same(
+    messages(
+      [{ path: 'attributes.anything', operator: 'gt', value: 1 }],
+      [{ path: 'attributes.whatever', operator: '==', value_from: 'context.attributes.free' }],
+      open,
+    ),
+    [],
+  );
+  t.same(messages([{ path: 'attributes.level', operator: '==', value: 1 }], [], {}), [], 'no schemas, nothing to say');
+});
+
+t.test('a path that is undeclared for one type but declared for another is declared', async (t) => {
+  const byType: AttributeSchemaSets = {
+    principal: {
+      types: {
+        user: { type: 'object', properties: { level: { type: 'integer' } } },
+        service: { type: 'object', properties: { scope: { type: 'string' } } },
+      },
+    },
+  };
+  t.same(messages([{ path: 'attributes.scope', operator: '==', value: 'x' }], [], byType), []);
+  t.same(messages([{ path: 'attributes.level', operator: '==', value: 'x' }], [], byType), [
+    `principal_conditions.0.value: rule 'r': "x" is string, but principal attribute 'level' is declared integer`,
+  ]);
+});
+
+t.test('long lists and long enumerations are reported in bounded words', async (t) => {
+  const schemas: AttributeSchemaSets = { principal: { attributes: { type: 'object', properties: { code: { enum: Array.from({ length: 20_000 }, (_, i) => i) } } } } };
+  const found = messages([{ path: 'attributes.code', operator: 'in', value: Array.from({ length: 100_000 }, (_, i) => -1 - i) }], [], schemas);
+  t.equal(found.length, 5, 'five problems for one condition at most');
+  t.equal(found[0], "principal_conditions.0.value: rule 'r': -1 is not one of the values principal attribute 'code' may take: 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, and 19990 more");
+  t.same(messages([{ path: 'attributes.code', operator: 'in', value: Array.from({ length: 100_000 }, (_, i) => i % 20_000) }], [], schemas), [], 'every value allowed');
+});
