@@ -13,7 +13,6 @@ import { ClientError, RequestValidationError } from '../src/errors.js';
 import type { BulkTask, PlanTask, PoolOutcome, PoolTask, TaskAtRevision, WorkerStart } from '../src/pool/bulk-task.js';
 import { planAnswers } from '../src/services/plan-answers.js';
 import { RunningTasks } from '../src/pool/running-tasks.js';
-import { injectFaultIfAsked } from './faults.js';
 import { tallyBulk } from '../src/live/bulk-tally.js';
 import { RequestSchemas } from '../src/attribute-schemas/enforcement.js';
 
@@ -62,7 +61,6 @@ function plan(task: PlanTask, current: Snapshot): PoolOutcome {
 function decide(task: BulkTask, current: Snapshot): PoolOutcome {
   const startedAt = performance.now();
   const text = Buffer.from(task.body).toString('utf8');
-  injectFaultIfAsked(text);
   let inputs;
   try {
     inputs = readBulkBody(text, validate, task.limits);

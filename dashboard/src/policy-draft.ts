@@ -2,12 +2,14 @@
  * A policy as the editor holds it: condition values and actions as the operator types them. Converts
  * to and from the policy JSON of the admin API, with a message per field that cannot be converted.
  */
-import { parseJsonValue, type JsonValue } from './json-text.js';
+import type { FromSchema } from 'json-schema-to-ts';
+import type { AnsweredPolicy, policySchema } from '../../src/schemas/policy.js';
+export { EFFECTS } from '../../src/schemas/policy.js';
+import { parseJsonValue } from './json-text.js';
 
 /** Operators that test only whether the attribute is there: their conditions have no value. */
 export const takesNoValue = (operator: string) => operator === 'exists' || operator === 'not_exists';
 
-export const EFFECTS = ['allow', 'deny'] as const;
 export const SIDES = ['principal_conditions', 'resource_conditions', 'action_conditions', 'context_conditions'] as const;
 export type Side = (typeof SIDES)[number];
 /** The lists a policy written before relations has, always present; the others only when they hold a condition. */
@@ -16,32 +18,23 @@ const ALWAYS_SENT: readonly Side[] = ['principal_conditions', 'resource_conditio
 /** What a condition compares with: a value written in it, or another attribute of the check (`value_from`). */
 export const COMPARED_WITH = ['value', 'another attribute'] as const;
 
-export interface Condition {
-  path: string;
-  operator: string;
-  /** Absent for `exists` and `not_exists`, and with `value_from`. */
-  value?: JsonValue;
-  value_from?: string;
-}
+/** A policy as the admin API answers it. */
+export type Policy = AnsweredPolicy;
 
-export interface Rule {
-  name: string;
-  description?: string | null;
-  effect: string;
-  principal_conditions: Condition[];
-  resource_conditions: Condition[];
-  action_conditions?: Condition[];
-  context_conditions?: Condition[];
-  actions: string[];
-}
+/**
+ * `T` with each choice among listed strings widened to any string: a form holds what was picked or typed,
+ * and the server checks it (an operator it spells otherwise, say, is refused with a message by the field).
+ */
+type AsTyped<T> = T extends string ? string : T extends readonly (infer Item)[] ? AsTyped<Item>[] : T extends object ? { [K in keyof T]: AsTyped<T[K]> } : T;
 
-export interface Policy {
-  version?: string;
-  name: string;
-  description: string | null;
-  rules: Rule[];
-  default_effect: string;
-}
+/** A policy as the admin API takes it, fields with defaults optional: JSON typed into the editor is read as one. */
+export type SentPolicy = AsTyped<FromSchema<typeof policySchema, { keepDefaultedPropertiesOptional: true }>>;
+type SentCondition = NonNullable<SentPolicy['rules'][number]['principal_conditions']>[number];
+
+/** A policy as the form sends it: every field filled but the version, left to the server's default. */
+type FormPolicy = AsTyped<Omit<Policy, 'version'>>;
+type FormRule = FormPolicy['rules'][number];
+type FormCondition = FormRule['principal_conditions'][number];
 
 export interface ConditionDraft {
   path: string;
@@ -76,8 +69,8 @@ export const emptyRule = (operator = '=='): RuleDraft => ({
 });
 export const emptyPolicy = (operator = '=='): PolicyDraft => ({ name: '', description: '', default_effect: 'deny', rules: [emptyRule(operator)] });
 
-export function draftFromPolicy(policy: Policy): PolicyDraft {
-  const conditions = (list: Condition[] | undefined): ConditionDraft[] =>
+export function draftFromPolicy(policy: SentPolicy): PolicyDraft {
+  const conditions = (list: SentCondition[] | undefined): ConditionDraft[] =>
     (list ?? []).map((condition) => ({
       path: condition.path,
       operator: condition.operator,
@@ -105,13 +98,13 @@ export function draftFromPolicy(policy: Policy): PolicyDraft {
 /** An empty description field is no description. */
 const descriptionOf = (text: string) => (text.trim() === '' ? null : text);
 
-export type Converted = { ok: true; policy: Policy } | { ok: false; errors: Record<string, string> };
+export type Converted = { ok: true; policy: FormPolicy } | { ok: false; errors: Record<string, string> };
 
 export function policyFromDraft(draft: PolicyDraft): Converted {
   const errors: Record<string, string> = {};
   const rules = draft.rules.map((rule, ruleIndex) => {
     const conditions = (side: Side) =>
-      rule[side].map((condition, index): Condition => {
+      rule[side].map((condition, index): FormCondition => {
         if (takesNoValue(condition.operator)) return { path: condition.path, operator: condition.operator };
         if (condition.comparedWith === 'another attribute') return { path: condition.path, operator: condition.operator, value_from: condition.valueFrom };
         const parsed = parseJsonValue(condition.value);
@@ -123,7 +116,7 @@ export function policyFromDraft(draft: PolicyDraft): Converted {
       name: rule.name,
       description: descriptionOf(rule.description),
       effect: rule.effect,
-      ...(lists as Pick<Rule, 'principal_conditions' | 'resource_conditions' | 'action_conditions' | 'context_conditions'>),
+      ...(lists as Pick<FormRule, 'principal_conditions' | 'resource_conditions' | 'action_conditions' | 'context_conditions'>),
       actions: rule.actions.split(',').map((action) => action.trim()).filter((action) => action !== ''),
     };
   });
@@ -156,7 +149,7 @@ export function draftFieldKeys(draft: PolicyDraft): string[] {
 }
 
 /** Case-insensitive search over a policy's name, description, rule names and descriptions, and actions. */
-export function policyMatches(policy: Policy, search: string): boolean {
+export function policyMatches(policy: SentPolicy, search: string): boolean {
   const needle = search.trim().toLowerCase();
   if (needle === '') return true;
   const haystack = [policy.name, policy.description ?? '', ...policy.rules.flatMap((rule) => [rule.name, rule.description ?? '', ...rule.actions])];

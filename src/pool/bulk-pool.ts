@@ -49,6 +49,8 @@ export class BulkPool {
     private readonly timeoutMillis: number,
     private readonly observe: BulkObserver = () => {},
     private readonly recentDenials = 0,
+    /** The file the threads run: the pool's worker (tests give one that wraps it, to crash or hang it). */
+    private readonly workerFile: URL = POOL_WORKER_FILE,
     /** The attribute schemas bulks are held to: workers compile them, and hand a bulk that breaks them to the front. */
     private readonly schemas?: SchemaSettings,
   ) {
@@ -60,7 +62,7 @@ export class BulkPool {
     this.starting ??= import('piscina').then(({ Piscina }) => {
       const workerData: WorkerStart = { runningTasks: this.runningTasks.buffer, recentDenials: this.recentDenials, schemas: this.schemas };
       const pool = new Piscina<PoolTask, PoolOutcome>({
-        filename: POOL_WORKER_FILE.href,
+        filename: this.workerFile.href,
         minThreads: this.workers,
         maxThreads: this.workers,
         idleTimeout: Infinity,

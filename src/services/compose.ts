@@ -59,16 +59,22 @@ export interface Services {
 }
 
 /**
- * Opens the store, loads the policy snapshot and builds the services on them, as the configuration says.
- * `openedStore`: a store already open (tests that inject faults); by default the one the configuration names.
+ * What tests put in place of the real parts, to inject faults: a store already open (by default the one the
+ * configuration names), the file the pool's threads run (by default the worker, workers/evaluate.ts).
  */
-export async function composeServices(config: Config, openedStore?: Store): Promise<Services> {
+export interface Substitutes {
+  store?: Store;
+  poolWorkerFile?: URL;
+}
+
+/** Opens the store, loads the policy snapshot and builds the services on them, as the configuration says. */
+export async function composeServices(config: Config, substitutes: Substitutes = {}): Promise<Services> {
   const metrics = new Metrics();
   // Read before the store opens: a schema document that cannot be used stops the start.
   const schemaDocument = loadSchemaDocument(config);
   const schemas = requestSchemas(schemaDocument, config.schemaEnforcement, () => metrics.schemaViolations.inc());
   if (schemas !== undefined) metrics.observeSchemaViolations();
-  const store = openedStore ?? (await openStore(config, { auditValues: config.auditValues, observer: metrics.auditObserver }));
+  const store = substitutes.store ?? (await openStore(config, { auditValues: config.auditValues, observer: metrics.auditObserver }));
   // Policies come from the store, or from a directory of files when one is given (the registry stays in the store).
   // Loaded only then: a start without --policies need not load the YAML parser.
   const policyFiles =
@@ -93,6 +99,7 @@ export async function composeServices(config: Config, openedStore?: Store): Prom
           config.workerTimeoutMs,
           decisions.decidedInWorker,
           config.recentDenials,
+          substitutes.poolWorkerFile,
           schemas?.settings,
         );
   if (bulk !== undefined) metrics.observePool(bulk);

@@ -6,7 +6,7 @@ import { request } from 'undici';
 import { buildApp } from '../../src/app.js';
 import type { Metrics } from '../../src/live/metrics.js';
 import { DEFAULT_CONFIG, type Config } from '../../src/config.js';
-import type { Store } from '../../src/store/store.js';
+import type { Substitutes } from '../../src/services/compose.js';
 
 export interface JsonResponse {
   status: number;
@@ -44,12 +44,13 @@ export function scratchDir(t: Test): string {
 /**
  * A real Verdict listening on a free loopback port (or on `port`, to restart one where it was), on
  * its own embedded store. `dataDir` reuses a directory (to test restarts); otherwise a fresh one is
- * made and removed on close. `store`: an open store to serve from instead (see helpers/intercepted-store.ts).
+ * made and removed on close. `substitutes`: an open store to serve from instead (see helpers/intercepted-store.ts),
+ * a file for the pool's threads to run (see helpers/faulty-worker.ts).
  */
-export async function startServer(overrides: Partial<Config> = {}, store?: Store): Promise<TestServer> {
+export async function startServer(overrides: Partial<Config> = {}, substitutes: Substitutes = {}): Promise<TestServer> {
   const ownsDataDir = overrides.dataDir === undefined;
   const config: Config = { ...DEFAULT_CONFIG, logLevel: 'silent', port: 0, workers: 1, dataDir: temporaryDataDir(), ...overrides };
-  const app = await buildApp(config, store);
+  const app = await buildApp(config, substitutes);
   await app.listen({ host: '127.0.0.1', port: config.port });
   const address = app.server.address();
   if (address === null || typeof address === 'string') throw new Error('server has no TCP address');

@@ -20,7 +20,7 @@ const readCheck = { principal: { attributes: { a: 1 } }, resource: { attributes:
 t.test('a store that fails to answer: /ready stays 200, degraded, naming the store; decisions go on', async (t) => {
   const dataDir = temporaryDataDir();
   const faults = new InjectedFaults();
-  const server = await startServer({ dataDir, evaluation: 'pool' }, interceptedStore(new EmbeddedStore(dataDir), { policyRevision: faults.around }));
+  const server = await startServer({ dataDir, evaluation: 'pool' }, { store: interceptedStore(new EmbeddedStore(dataDir), { policyRevision: faults.around }) });
   t.teardown(async () => {
     await server.close();
     rmSync(dataDir, { recursive: true, force: true });
@@ -53,7 +53,7 @@ t.test(`a store that does not answer within ${STORE_PROBE_TIMEOUT_MS} ms: /ready
   const dataDir = temporaryDataDir();
   let hanging = true;
   const never = new Promise<never>(() => undefined);
-  const server = await startServer({ dataDir }, interceptedStore(new EmbeddedStore(dataDir), { policyRevision: (proceed) => (hanging ? never : proceed()) }));
+  const server = await startServer({ dataDir }, { store: interceptedStore(new EmbeddedStore(dataDir), { policyRevision: (proceed) => (hanging ? never : proceed()) }) });
   t.teardown(async () => {
     await server.close();
     rmSync(dataDir, { recursive: true, force: true });

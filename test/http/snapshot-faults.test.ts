@@ -32,7 +32,7 @@ const rebuildFailures = async (server: TestServer) =>
 t.test('a server whose rebuilds failed stays ready, degraded, says so on /ready, recovers, and applies the next change', async (t) => {
   const dataDir = temporaryDataDir();
   const faults = new InjectedFaults();
-  const follower = await startServer({ dataDir }, interceptedStore(new EmbeddedStore(dataDir), { loadPolicies: faults.around }));
+  const follower = await startServer({ dataDir }, { store: interceptedStore(new EmbeddedStore(dataDir), { loadPolicies: faults.around }) });
   const writer = await startServer({ dataDir });
   t.teardown(async () => {
     await follower.close();
@@ -67,7 +67,7 @@ t.test('a server whose rebuilds failed stays ready, degraded, says so on /ready,
 t.test('a policy write whose snapshot rebuild fails is answered 503 saying it was saved, and applied later', async (t) => {
   const dataDir = temporaryDataDir();
   const faults = new InjectedFaults();
-  const server = await startServer({ dataDir }, interceptedStore(new EmbeddedStore(dataDir), { loadPolicies: faults.around }));
+  const server = await startServer({ dataDir }, { store: interceptedStore(new EmbeddedStore(dataDir), { loadPolicies: faults.around }) });
   t.teardown(async () => {
     await server.close();
     rmSync(dataDir, { recursive: true, force: true });

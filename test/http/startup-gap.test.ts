@@ -73,7 +73,7 @@ function writesDuringStartUp(name: string, backing: () => Promise<Backing>): voi
         return page;
       },
     });
-    const server = await startServer(config, store);
+    const server = await startServer(config, { store });
     t.teardown(async () => {
       await server.close();
       await other.close();

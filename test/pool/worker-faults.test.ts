@@ -4,11 +4,11 @@ import { DEFAULT_CONFIG } from '../../src/config.js';
 import { EmbeddedStore } from '../../src/store/embedded.js';
 import { PolicySnapshots } from '../../src/snapshot/policy-snapshots.js';
 import { BulkPool } from '../../src/pool/bulk-pool.js';
-import { FAULT_ACTION } from '../../workers/faults.js';
+import { FAULT_ACTION, FAULTY_WORKER_FILE } from '../helpers/worker-fault.js';
 import { startServer, temporaryDataDir, type TestServer } from '../helpers/server.js';
 
-// Real worker threads made to fail by the test-only VERDICT_TEST_WORKER_FAULT variable, which the
-// worker reads when it starts: a bulk holding FAULT_ACTION makes it exit (crash) or spin (hang).
+// Real worker threads running the real worker, made to fail by helpers/faulty-worker.ts as the
+// VERDICT_TEST_WORKER_FAULT variable says when they start: a bulk holding FAULT_ACTION makes one exit (crash) or spin (hang).
 
 const item = (department: string, action = 'read') => ({
   principal: { attributes: { department } },
@@ -28,7 +28,7 @@ function withFault(t: Test, fault: 'crash' | 'hang'): void {
 }
 
 async function pooledServer(t: Test, workerTimeoutMs = DEFAULT_CONFIG.workerTimeoutMs, workers = 1): Promise<TestServer> {
-  const server = await startServer({ evaluation: 'pool', workers, workerTimeoutMs });
+  const server = await startServer({ evaluation: 'pool', workers, workerTimeoutMs }, { poolWorkerFile: FAULTY_WORKER_FILE });
   t.teardown(server.close);
   const policy = {
     name: 'it reads',
@@ -59,7 +59,7 @@ t.test('the pool replaces a crashed worker: the next bulk is decided by a worker
   const dataDir = temporaryDataDir();
   const store = new EmbeddedStore(dataDir);
   const snapshots = await PolicySnapshots.load(store);
-  const pool = new BulkPool(1, snapshots, DEFAULT_CONFIG, DEFAULT_CONFIG.workerTimeoutMs);
+  const pool = new BulkPool(1, snapshots, DEFAULT_CONFIG, DEFAULT_CONFIG.workerTimeoutMs, undefined, undefined, FAULTY_WORKER_FILE);
   t.teardown(async () => {
     await pool.close();
     await store.close();

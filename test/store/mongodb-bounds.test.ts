@@ -125,7 +125,7 @@ t.test('over HTTP: a write no majority confirms is a 503 whose detail says it ma
   let lost = false;
   const mongo = await scriptedMongo(majorityLost(() => lost));
   const store = await MongoStore.open({ uri: mongo.uri, database: 'verdict', serverSelectionTimeoutMS: 2000, timeouts: TIMEOUTS });
-  const server = await startServer({}, store);
+  const server = await startServer({}, { store });
   t.teardown(async () => {
     await server.close();
     await mongo.close();

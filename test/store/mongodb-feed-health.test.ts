@@ -16,7 +16,7 @@ t.test('a change stream MongoDB keeps refusing makes /ready degraded and the met
   let refusing = false;
   const mongo = await scriptedMongo((command) => (refusing && (isChangeStream(command) || command.name === 'getMore') ? unauthorized : undefined));
   const store = await MongoStore.open({ uri: mongo.uri, database: 'verdict', serverSelectionTimeoutMS: 2000 });
-  const server = await startServer({}, store);
+  const server = await startServer({}, { store });
   t.teardown(async () => {
     await server.close();
     await mongo.close();

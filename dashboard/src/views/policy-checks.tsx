@@ -5,7 +5,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, call } from '../api.js';
 import type { ValidationIssue } from '../issues.js';
-import type { Policy } from '../policy-draft.js';
+import type { SentPolicy } from '../policy-draft.js';
 
 /** Wait for a pause in typing before asking the server. */
 const PAUSE_MS = 300;
@@ -45,7 +45,7 @@ export function placeOf(loc: (string | number)[]): string {
 
 const lines = (issues: ValidationIssue[]) => issues.map((issue) => (placeOf(issue.loc) === '' ? issue.msg : `${placeOf(issue.loc)}: ${issue.msg}`));
 
-export function PolicyChecks({ policy }: { policy: Policy | undefined }) {
+export function PolicyChecks({ policy }: { policy: SentPolicy | undefined }) {
   const [checked, setChecked] = useState<Checked | undefined>(undefined);
   const text = policy === undefined ? undefined : JSON.stringify(policy);
 

@@ -2,7 +2,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { call, failureReport, policyPath } from '../api.js';
 import { Alerts, ConfirmDelete, Notice, SelectField, TextArea, TextField } from '../components.js';
-import { draftFieldKeys, draftFromPolicy, EFFECTS, emptyPolicy, emptyRule, policyFromDraft, type Policy, type PolicyDraft } from '../policy-draft.js';
+import { draftFieldKeys, draftFromPolicy, EFFECTS, emptyPolicy, emptyRule, policyFromDraft, type Policy, type PolicyDraft, type SentPolicy } from '../policy-draft.js';
 import { go, links } from '../routes.js';
 import { RuleFields } from './rule-fields.js';
 import { useCanWrite, useFirstOperator } from '../access.js';
@@ -32,10 +32,10 @@ export function PolicyEditor({ name }: { name?: string }) {
   };
 
   /** The policy to send, from the form or from the JSON text, or undefined after showing why not. */
-  const policyToSend = (current: PolicyDraft): Policy | undefined => {
+  const policyToSend = (current: PolicyDraft): SentPolicy | undefined => {
     if (mode === 'json') {
       try {
-        return JSON.parse(raw) as Policy;
+        return JSON.parse(raw) as SentPolicy;
       } catch (error) {
         setAlerts([`The JSON does not parse: ${(error as Error).message}`]);
         return undefined;
@@ -80,7 +80,7 @@ export function PolicyEditor({ name }: { name?: string }) {
       setRaw(JSON.stringify(converted.policy, null, 2));
     } else {
       try {
-        setDraft(draftFromPolicy(JSON.parse(raw) as Policy));
+        setDraft(draftFromPolicy(JSON.parse(raw) as SentPolicy));
       } catch (error) {
         setAlerts([`The JSON does not parse: ${(error as Error).message}`]);
         return;
@@ -91,14 +91,14 @@ export function PolicyEditor({ name }: { name?: string }) {
   };
 
   /** The policy as it stands while the operator types, when it can be read (checked without a word when it cannot). */
-  const typed = (): Policy | undefined => {
+  const typed = (): SentPolicy | undefined => {
     if (draft === undefined) return undefined;
     if (mode === 'form') {
       const converted = policyFromDraft(draft);
       return converted.ok ? converted.policy : undefined;
     }
     try {
-      return JSON.parse(raw) as Policy;
+      return JSON.parse(raw) as SentPolicy;
     } catch {
       return undefined;
     }
