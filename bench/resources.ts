@@ -12,7 +12,7 @@
  * measures without. Linux only: it reads /proc.
  */
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -58,12 +58,18 @@ const CFS_PERIOD_MICROS = 100_000;
 function cpuLimitedGroup(limit: number): { wrap: (command: string[]) => string[]; remove: () => void } | string {
   const quota = Math.round(limit * CFS_PERIOD_MICROS);
   const name = `verdict-resources-${process.pid}`;
+  // Each mount is told by a file only a cgroup file system holds (a hybrid host mounts a tmpfs at /sys/fs/cgroup).
   const layouts = [
-    { dir: `/sys/fs/cgroup/${name}`, files: { 'cpu.max': `${quota} ${CFS_PERIOD_MICROS}` } },
-    { dir: `/sys/fs/cgroup/cpu/${name}`, files: { 'cpu.cfs_period_us': String(CFS_PERIOD_MICROS), 'cpu.cfs_quota_us': String(quota) } },
+    { mount: '/sys/fs/cgroup', marker: 'cgroup.controllers', files: { 'cpu.max': `${quota} ${CFS_PERIOD_MICROS}` } },
+    { mount: '/sys/fs/cgroup/cpu', marker: 'cpu.cfs_period_us', files: { 'cpu.cfs_period_us': String(CFS_PERIOD_MICROS), 'cpu.cfs_quota_us': String(quota) } },
   ];
   const failures: string[] = [];
-  for (const { dir, files } of layouts) {
+  for (const { mount, marker, files } of layouts) {
+    const dir = `${mount}/${name}`;
+    if (!existsSync(`${mount}/${marker}`)) {
+      failures.push(`no cgroup file system at ${mount}`);
+      continue;
+    }
     try {
       mkdirSync(dir);
     } catch (error) {
