@@ -6,10 +6,13 @@
  * then it measures idle, a steady RESOURCES_RATE checks/s (default 500), and as many checks as 16
  * connections get answered. MongoDB where MONGODB_URI is set, else the embedded store (the figures
  * then leave out the MongoDB driver's own few MB). Also the CPU an exec probe (`verdict healthcheck`)
- * costs against an HTTP probe. Linux only: it reads /proc.
+ * costs against an HTTP probe. With a CPU limit (the manifest's `resources.limits.cpu`, or RESOURCES_CPU_LIMIT,
+ * e.g. `100m`, to try one the manifest does not set), the server runs in a cgroup with that CPU quota, as
+ * the kubelet would run it; where no cgroup can be made (not root, no writable cgroup mount) it says so and
+ * measures without. Linux only: it reads /proc.
  */
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -28,15 +31,61 @@ const TICKS_PER_SECOND = Number(execFileSync('getconf', ['CLK_TCK'], { encoding:
 
 type Manifest = Record<string, any>;
 
-/** The Verdict container's start arguments and literal variables; variables from secrets are left out. */
-function verdictContainer(): { args: string[]; env: Record<string, string> } {
+/** The Verdict container's start arguments, literal variables (those from secrets are left out) and CPU limit. */
+function verdictContainer(): { args: string[]; env: Record<string, string>; cpuLimit: string | undefined } {
   const [deployment] = parseAllDocuments(readFileSync(MANIFEST, 'utf8')).map((document) => document.toJS() as Manifest);
   const pod = deployment!.spec.template.spec;
   const container = [...(pod.initContainers ?? []), ...pod.containers].find((candidate: Manifest) => candidate.name === 'verdict');
   const env = Object.fromEntries(
     (container.env as Manifest[]).filter((variable) => variable.value !== undefined).map((variable) => [variable.name, String(variable.value)]),
   );
-  return { args: container.args, env };
+  return { args: container.args, env, cpuLimit: container.resources?.limits?.cpu as string | undefined };
+}
+
+/** A Kubernetes CPU quantity (`100m`, `1`, `1.5`) in cores. */
+function cores(quantity: string): number {
+  const value = quantity.endsWith('m') ? Number(quantity.slice(0, -1)) / 1000 : Number(quantity);
+  if (!(value > 0)) throw new Error(`not a CPU quantity: ${quantity}`);
+  return value;
+}
+
+const CFS_PERIOD_MICROS = 100_000;
+
+/**
+ * A new cgroup with a CPU quota of `limit` cores (v2 at /sys/fs/cgroup, else v1's cpu controller), the
+ * command line that starts a process in it, and how to remove it; or why none could be made.
+ */
+function cpuLimitedGroup(limit: number): { wrap: (command: string[]) => string[]; remove: () => void } | string {
+  const quota = Math.round(limit * CFS_PERIOD_MICROS);
+  const name = `verdict-resources-${process.pid}`;
+  // Each mount is told by a file only a cgroup file system holds (a hybrid host mounts a tmpfs at /sys/fs/cgroup).
+  const layouts = [
+    { mount: '/sys/fs/cgroup', marker: 'cgroup.controllers', files: { 'cpu.max': `${quota} ${CFS_PERIOD_MICROS}` } },
+    { mount: '/sys/fs/cgroup/cpu', marker: 'cpu.cfs_period_us', files: { 'cpu.cfs_period_us': String(CFS_PERIOD_MICROS), 'cpu.cfs_quota_us': String(quota) } },
+  ];
+  const failures: string[] = [];
+  for (const { mount, marker, files } of layouts) {
+    const dir = `${mount}/${name}`;
+    if (!existsSync(`${mount}/${marker}`)) {
+      failures.push(`no cgroup file system at ${mount}`);
+      continue;
+    }
+    try {
+      mkdirSync(dir);
+    } catch (error) {
+      failures.push(`${dir}: ${(error as Error).message}`);
+      continue;
+    }
+    try {
+      for (const [file, text] of Object.entries(files)) writeFileSync(join(dir, file), text);
+      // The shell enters the group and then becomes the server, which starts inside it.
+      return { wrap: (command) => ['/bin/sh', '-c', `echo $$ > ${dir}/cgroup.procs && exec "$@"`, 'sh', ...command], remove: () => rmdirSync(dir) };
+    } catch (error) {
+      failures.push(`${dir}: ${(error as Error).message}`);
+      rmdirSync(dir);
+    }
+  }
+  return failures.join('; ');
 }
 
 /** CPU seconds a process has used so far (user and system, all its threads). */
@@ -91,7 +140,17 @@ function check(index: number, entities: number): string {
 }
 
 async function main(): Promise<void> {
-  const { args, env: manifestEnv } = verdictContainer();
+  const { args, env: manifestEnv, cpuLimit: manifestCpuLimit } = verdictContainer();
+  const cpuLimit = process.env.RESOURCES_CPU_LIMIT ?? manifestCpuLimit;
+  const group = cpuLimit === undefined ? undefined : cpuLimitedGroup(cores(cpuLimit));
+  const limited = typeof group === 'object' ? group : undefined;
+  const cpuLimitLine =
+    cpuLimit === undefined
+      ? 'no CPU limit (the manifest sets none; RESOURCES_CPU_LIMIT tries one)'
+      : limited === undefined
+        ? `CPU limit ${cpuLimit} NOT applied: no cgroup could be made here (${group as string})`
+        : `CPU limit ${cpuLimit}, applied as a cgroup CPU quota`;
+  console.error(`resources: ${cpuLimitLine}`);
   const entities = Number(manifestEnv.ENTITY_CACHE_SIZE ?? 100_000);
   const dir = mkdtempSync(join(tmpdir(), 'verdict-resources-'));
   const [port, metricsPort] = [await freePort(), await freePort()];
@@ -112,7 +171,9 @@ async function main(): Promise<void> {
   const headers = { 'content-type': 'application/json', 'way-api-key': env.ADMIN_API_KEY };
   const start = async (): Promise<{ child: ChildProcess; readyMillis: number }> => {
     const began = performance.now();
-    const child = spawn(process.execPath, [CLI, ...args], { env, stdio: ['ignore', 'ignore', 'inherit'] });
+    const command = [process.execPath, CLI, ...args];
+    const [file, ...rest] = limited === undefined ? command : limited.wrap(command);
+    const child = spawn(file!, rest, { env, stdio: ['ignore', 'ignore', 'inherit'] });
     await waitForHealth(url);
     return { child, readyMillis: performance.now() - began };
   };
@@ -144,6 +205,8 @@ async function main(): Promise<void> {
     child = restarted.child;
     progress('restarted with the entity cache full');
     const pid = child.pid!;
+    const ready = await pool.request({ path: '/ready', method: 'GET' });
+    const evaluation = ((await ready.body.json()) as { checks: Record<string, string> }).checks.evaluation;
 
     const idle = await measure(pid, async (until) => {
       await new Promise((resolve) => setTimeout(resolve, until - performance.now()));
@@ -188,6 +251,7 @@ async function main(): Promise<void> {
     const store = process.env.MONGODB_URI ? 'MongoDB' : 'the embedded store';
     console.log(`Verdict resources: deploy/kubernetes/${EXAMPLE} (${args.join(' ')}; ${Object.entries(manifestEnv).map(([name, value]) => `${name}=${value}`).join(' ')})`);
     console.log(`  ${POLICIES} policies, ${entities} entities (the entity cache full), ${store}; ready ${(restarted.readyMillis / 1000).toFixed(1)} s after start`);
+    console.log(`  ${cpuLimitLine}; bulk checks: ${evaluation}`);
     console.log(`  idle:                 ${mib(idle.rss)} RSS, ${millicores(idle.cores)} CPU`);
     console.log(`  ${RATE} checks/s:       ${mib(steady.rss)} RSS, ${millicores(steady.cores)} CPU`);
     console.log(`  saturated (16 conn.): ${mib(saturated.rss)} RSS, ${millicores(saturated.cores)} CPU, ${saturated.answered.toFixed(0)} checks/s`);
@@ -197,6 +261,7 @@ async function main(): Promise<void> {
   } finally {
     await pool.close();
     rmSync(dir, { recursive: true, force: true });
+    limited?.remove();
   }
 }
 

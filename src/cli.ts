@@ -71,6 +71,7 @@ async function start(args: string[]): Promise<void> {
       dataDir: config.dataDir,
       adminAuthRequired: config.adminAuthRequired,
       adminAuth: config.adminAuthReason,
+      evaluation: app.evaluation,
     },
     'Verdict is ready',
   );

@@ -10,7 +10,7 @@ export const STORES = ['embedded', 'mongodb', 'mongodb-memory'] as const;
 export type StoreKind = (typeof STORES)[number];
 
 export const EVALUATION_MODES = ['inline', 'pool', 'auto'] as const;
-/** inline: every check on the front thread; pool: every bulk in a worker; auto: big bulks in a worker. */
+/** inline: every check on the front thread; pool: every bulk in a worker; auto: big bulks in a worker when a core is spare (see bulkPlacement). */
 export type Evaluation = (typeof EVALUATION_MODES)[number];
 
 export const SCHEMA_ENFORCEMENTS = ['off', 'warn', 'reject'] as const;
@@ -307,7 +307,7 @@ const OPTIONS = {
   evaluation: option({
     field: 'evaluation',
     env: 'EVALUATION',
-    help: 'inline|pool|auto: where bulk checks are read and decided (auto: big or explained bodies in the worker pool), and plans made (in the pool unless inline)',
+    help: 'inline|pool|auto: where bulk checks are read and decided (auto: big or explained bodies in the worker pool when the cores and cgroup CPU quota leave one beside the front thread), and plans made (in the pool unless inline)',
     default: 'auto',
     parse: oneOf<Evaluation>(EVALUATION_MODES),
   }),

@@ -6,7 +6,7 @@
  * to derive the snapshot from, or with the whole set (see src/pool/bulk-pool.ts).
  */
 import { threadId, workerData } from 'node:worker_threads';
-import { AnswerBudget, compile, derive, evaluate, ExplanationTooLarge, withExplanation, type Decision, type Snapshot } from '../src/engine/index.js';
+import { AnswerBudget, compile, decisionsJson, derive, evaluate, ExplanationTooLarge, withExplanation, type Decision, type Snapshot } from '../src/engine/index.js';
 import { explanationsTooLarge } from '../src/services/answer-limits.js';
 import { compileBulkValidator, namesRegisteredEntity, readBulkBody } from '../src/requests/bulk-request.js';
 import { ClientError, RequestValidationError } from '../src/errors.js';
@@ -86,5 +86,5 @@ function decide(task: BulkTask, current: Snapshot): PoolOutcome {
   }
   const tally = tallyBulk(inputs, decisions, start.recentDenials);
   const elapsedMs = performance.now() - startedAt;
-  return { kind: 'decided', json: JSON.stringify(decisions), tally, revision: current.revision, elapsedMs };
+  return { kind: 'decided', json: explanations === undefined ? decisionsJson(decisions) : JSON.stringify(decisions), tally, revision: current.revision, elapsedMs };
 }

@@ -25,10 +25,16 @@ export type Decider =
 
 /** Every decision the engine builds is one shared, frozen object per decider: this says which. */
 const deciders = new WeakMap<Decision, Decider>();
+/** And its answer as JSON, written once with it: an answer is a join of these texts, not serialized again per check. */
+const answers = new WeakMap<Decision, string>();
+
+/** A decision's answer (no explanation) as JSON, as the check routes' response schema writes it: its two fields, in this order. */
+const answerOf = ({ allowed, reason }: Decision): string => JSON.stringify({ allowed, reason });
 
 function decided(allowed: boolean, reason: string, decider: Decider): Decision {
   const decision = Object.freeze({ allowed, reason });
   deciders.set(decision, Object.freeze(decider));
+  answers.set(decision, answerOf(decision));
   return decision;
 }
 
@@ -47,3 +53,16 @@ export function ruleDecision(effect: 'allow' | 'deny', rule: string, policy: str
  * decision made elsewhere (an attribute conflict's denial, a decision copied from JSON).
  */
 export const deciderOf = (decision: Decision): Decider | undefined => deciders.get(decision);
+
+/**
+ * `decision`'s answer as JSON, `{"allowed":…,"reason":"…"}` without its explanation: the text written
+ * when the engine built it, or (a decision made elsewhere: an attribute conflict's denial) written now.
+ */
+export const decisionJson = (decision: Decision): string => answers.get(decision) ?? answerOf(decision);
+
+/** The answers to a list of checks as one JSON array, joined from each decision's text. */
+export function decisionsJson(decisions: readonly Decision[]): string {
+  let json = '[';
+  for (let index = 0; index < decisions.length; index++) json += (index === 0 ? '' : ',') + decisionJson(decisions[index]!);
+  return json + ']';
+}

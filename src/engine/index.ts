@@ -13,4 +13,4 @@ export { schemaIssues, type AttributeSchemaSets } from './schema-check.js';
 export { buildSimplePolicy, type SimplePolicySide } from './simple-policy.js';
 export { slugify } from './slug.js';
 export { OPERATOR_STYLES, spellOperator, type OperatorStyle } from './operators.js';
-export { deciderOf, type Decider } from './decisions.js';
+export { deciderOf, decisionJson, decisionsJson, type Decider } from './decisions.js';

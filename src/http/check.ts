@@ -1,4 +1,4 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import type { FromSchema } from 'json-schema-to-ts';
 import type { JsonSchemaToTsProvider } from '@fastify/type-provider-json-schema-to-ts';
 import {
@@ -17,12 +17,20 @@ import { MIN_REVISION_DOC } from './min-revision.js';
 import { acceptJsonBytes } from './json-body.js';
 import { compiledOnFirstUse } from './schema-compilers.js';
 import { NAMES_ITS_REVISION, REVISION_HEADER, withRevision } from './revision.js';
+import { decisionJson, decisionsJson } from '../engine/index.js';
+
+/** What Fastify's serializer names: answers written as text keep the header they had. */
+const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 
 /** The public check interface: `POST /check` and `POST /check/bulk`. No authentication. */
 export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { context }) => {
   const app = fastify.withTypeProvider<JsonSchemaToTsProvider>();
   const { checks, config, revision } = context;
   const onRequest = context.minRevisionCheck;
+  /** Sends answers already written as JSON, naming the revision served now that they are decided. */
+  const sendJson = (reply: FastifyReply, json: string): void => {
+    reply.type(JSON_CONTENT_TYPE).header(REVISION_HEADER, revision()).send(json);
+  };
 
   app.post('/check', {
     onRequest,
@@ -37,7 +45,14 @@ export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { 
       body: checkRequestSchema,
       response: { 200: checkResponseSchema, ...ERROR_RESPONSES },
     },
-    handler: (request, reply) => withRevision(reply, revision, checks.check(request.body, request.query.explain)),
+    handler: (request, reply) => {
+      const { explain } = request.query;
+      const decided = checks.check(request.body, explain);
+      // An explained answer is serialized; any other is the text its decision was built with.
+      if (explain) return withRevision(reply, revision, decided);
+      if (decided instanceof Promise) return decided.then((decision) => sendJson(reply, decisionJson(decision)));
+      return sendJson(reply, decisionJson(decided));
+    },
   });
 
   await app.register(async (bulkScope) => {
@@ -68,9 +83,11 @@ export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { 
         // Explanations are worth a worker at any size: they may be as long as the answer budget.
         if (pool !== undefined && (bytes.length >= pool.minimumBodyLength || explain) && !plainlyNamesUri(bytes)) {
           const decided = await pool.bulk.decide(bytes, explain);
-          if (decided !== undefined) return reply.type('application/json').header(REVISION_HEADER, revision()).send(decided);
+          if (decided !== undefined) return sendJson(reply, decided);
         }
-        return withRevision(reply, revision, checks.checkMany(readBulkBody(bytes.toString('utf8'), validate, config), explain));
+        const decided = checks.checkMany(readBulkBody(bytes.toString('utf8'), validate, config), explain);
+        if (explain) return withRevision(reply, revision, decided);
+        return sendJson(reply, decisionsJson(await decided));
       },
     });
   });

@@ -22,7 +22,7 @@ export interface AppContext {
   registry: RegistryService;
   audit: AuditTrail;
   readiness: Readiness;
-  /** Present unless evaluation is inline only: bulk bodies of at least `minimumBodyLength` characters go to it. */
+  /** Present when bulks may go to the pool (see bulkPlacement): bulk bodies of at least `minimumBodyLength` characters go to it. */
   pool?: { bulk: BulkPool; minimumBodyLength: number };
   /** Holds a check back until this process serves the revision it asks for (see min-revision.ts). */
   minRevisionCheck: onRequestHookHandler;

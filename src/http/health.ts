@@ -23,7 +23,8 @@ const readySchema = {
     detail: { type: 'string', description: 'Which conditions do not hold (only when some do not).' },
     checks: {
       type: 'object',
-      description: 'Each condition (workers, snapshot, store, shutdown): `ok` or why it does not hold.',
+      description:
+        'Each condition (workers, snapshot, store, shutdown): `ok` or why it does not hold; and `evaluation`, never failing: where bulk checks are decided, and why.',
       additionalProperties: { type: 'string' },
     },
   },
@@ -39,12 +40,13 @@ export interface ReadyBody {
 }
 
 /** The body of GET /ready; the status code is 200 when ready (degraded or not), else 503. */
-export function readyBody({ ready, degraded, checks }: ReadinessReport): ReadyBody {
+export function readyBody({ ready, degraded, checks, choices }: ReadinessReport): ReadyBody {
   const status = ready ? 'ready' : 'not ready';
   const failing = Object.entries(checks).filter(([, outcome]) => outcome !== 'ok');
-  if (failing.length === 0) return { status, degraded, checks };
+  const reported = choices === undefined ? checks : { ...checks, ...choices };
+  if (failing.length === 0) return { status, degraded, checks: reported };
   const summary = ready ? 'Ready, degraded' : 'Not ready';
-  return { status, degraded, detail: `${summary}: ${failing.map(([name, outcome]) => `${name} (${outcome})`).join(', ')}`, checks };
+  return { status, degraded, detail: `${summary}: ${failing.map(([name, outcome]) => `${name} (${outcome})`).join(', ')}`, checks: reported };
 }
 
 /**

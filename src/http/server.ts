@@ -33,6 +33,8 @@ declare module 'fastify' {
     readiness: Readiness;
     /** Served at GET /metrics, or on its own port (see Config.metricsPort). */
     metrics: Metrics;
+    /** Where bulk checks are decided, and why (see bulkPlacement): the ready log line says it. */
+    evaluation: string;
   }
 }
 
@@ -72,6 +74,7 @@ export async function buildServer(config: Config, services: Services): Promise<F
   app.decorate('readiness', readiness);
   app.decorateRequest('adminKey', null);
   app.decorate('metrics', metrics);
+  app.decorate('evaluation', services.evaluation);
   services.start(app.log);
   app.addHook('onClose', () => services.close());
   instrumentRoutes(app, metrics, services.live);

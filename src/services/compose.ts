@@ -7,6 +7,7 @@ import { FeedHealth, followChanges } from '../snapshot/follow-changes.js';
 import { EntityAttributeCache } from '../registry/entity-cache.js';
 import type { RegisteredAttributes } from '../registry/resolve.js';
 import { BulkPool } from '../pool/bulk-pool.js';
+import { bulkPlacement, detectParallelism } from '../pool/parallelism.js';
 import { Metrics } from '../live/metrics.js';
 import { LiveCounters } from '../live/live-counters.js';
 import { LiveWindow } from '../live/live-window.js';
@@ -26,12 +27,6 @@ import { filePolicies, storePolicies } from './policy-source.js';
 import { loadSchemaDocument } from '../attribute-schemas/schema-file.js';
 import { requestSchemas } from '../attribute-schemas/enforcement.js';
 
-/**
- * Bulk bodies this many bytes (about 60 checks) or longer go to the worker pool in auto mode: below it, the
- * thread hop (~55 µs of latency) costs more than reading and deciding the body on the front.
- */
-const POOL_MINIMUM_BODY_LENGTH = 8192;
-
 /** A store that takes longer than this to answer a readiness probe is reported as not ready. */
 export const STORE_PROBE_TIMEOUT_MS = 2000;
 
@@ -48,8 +43,10 @@ export interface Services {
   policies: PolicyService;
   registry: RegistryService;
   audit: AuditTrail;
-  /** Present unless evaluation is inline only: bulk bodies of at least `minimumBodyLength` characters go to it. */
+  /** Present when bulks may go to the pool (see bulkPlacement): bulk bodies of at least `minimumBodyLength` characters go to it. */
   pool?: { bulk: BulkPool; minimumBodyLength: number };
+  /** Where bulks are decided and why, in words: the start's log line and /ready say it. */
+  evaluation: string;
   /** The admin keys when admin authentication is on. */
   adminKeys: KeyRing | undefined;
   /** Starts the work that runs beside requests (following the store, the live window, audit retention, ...), logging to `log`. */
@@ -89,6 +86,7 @@ export async function composeServices(config: Config, substitutes: Substitutes =
   const decisionLog =
     config.decisionLog === '' ? undefined : DecisionLog.open(config.decisionLog, (lines) => metrics.decisionLogDropped.inc(lines));
   const decisions = new DecisionObserver(metrics, live, decisionLog);
+  const placement = bulkPlacement(config.evaluation, detectParallelism(), config.workers);
   const bulk =
     config.evaluation === 'inline'
       ? undefined
@@ -155,7 +153,7 @@ export async function composeServices(config: Config, substitutes: Substitutes =
         },
       }),
     },
-  });
+  }, { evaluation: placement.description });
   const audit = new AuditTrail(store);
 
   let stopRunning = async (): Promise<void> => snapshots.close();
@@ -224,7 +222,8 @@ export async function composeServices(config: Config, substitutes: Substitutes =
     ),
     registry: new RegistryService(store, (uri) => entities.invalidate(uri), schemas),
     audit,
-    pool: bulk && { bulk, minimumBodyLength: config.evaluation === 'pool' ? 0 : POOL_MINIMUM_BODY_LENGTH },
+    pool: bulk && placement.poolMinimumBodyLength !== undefined ? { bulk, minimumBodyLength: placement.poolMinimumBodyLength } : undefined,
+    evaluation: placement.description,
     adminKeys,
     start,
     close: async () => {

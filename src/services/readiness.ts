@@ -14,6 +14,8 @@ export interface ReadinessReport {
   degraded: boolean;
   /** Every condition by name: `ok`, or why it does not hold. */
   checks: Record<string, string>;
+  /** What this process chose at start, by name, reported beside the conditions and never failing. */
+  choices?: Readonly<Record<string, string>>;
 }
 
 export const SHUTTING_DOWN = 'shutting down';
@@ -41,7 +43,10 @@ const allHold = (checks: Record<string, string>) => Object.values(checks).every(
 export class Readiness {
   private shuttingDown = false;
 
-  constructor(private readonly conditions: ReadinessConditions) {}
+  constructor(
+    private readonly conditions: ReadinessConditions,
+    private readonly choices?: Readonly<Record<string, string>>,
+  ) {}
 
   beginShutdown(): void {
     this.shuttingDown = true;
@@ -51,7 +56,8 @@ export class Readiness {
     const [required, degrading] = await Promise.all([outcomes(this.conditions.required), outcomes(this.conditions.degrading)]);
     const checks = { ...required, ...degrading };
     if (this.shuttingDown) checks.shutdown = SHUTTING_DOWN;
-    return { ready: allHold(required) && !this.shuttingDown, degraded: !allHold(degrading), checks };
+    const report = { ready: allHold(required) && !this.shuttingDown, degraded: !allHold(degrading), checks };
+    return this.choices === undefined ? report : { ...report, choices: this.choices };
   }
 }
 

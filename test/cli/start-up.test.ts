@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ask, freePort, runVerdict, waitFor, type Child } from '../helpers/child.js';
+import { bulkPlacement, detectParallelism } from '../../src/pool/parallelism.js';
 
 // A start loads only what its configuration uses, and compiles nothing before a request needs it:
 // the MongoDB driver, the rate limiter of admin authentication, the worker pool and Ajv (which
@@ -51,7 +52,7 @@ t.test('a start on the embedded store loads no MongoDB driver, rate limiter, poo
   const url = `http://127.0.0.1:${port}`;
   const server = runVerdict(t, ['start', '--store', 'embedded', '--port', String(port), '--workers', '1'], reporting(t));
   const ready = await waitFor(url, '/ready', 200, server);
-  t.same(ready.body.checks, { snapshot: 'ok', store: 'ok', feed: 'ok', workers: 'ok' }, 'ready, worker threads not started yet');
+  t.same(ready.body.checks, { snapshot: 'ok', store: 'ok', feed: 'ok', workers: 'ok', evaluation: bulkPlacement('auto', detectParallelism(), 1).description }, 'ready, worker threads not started yet');
   t.equal(await workerThreads(url), 0, 'no worker thread runs');
   let report = nextReport(server);
   server.process.kill('SIGWINCH');

@@ -16,6 +16,7 @@ const allowRead = {
   rules: [{ name: 'everyone', effect: 'allow', principal_conditions: [], resource_conditions: [], actions: ['read'] }],
 };
 const readCheck = { principal: { attributes: { a: 1 } }, resource: { attributes: { b: 1 } }, action: 'read' };
+const POOL_EVALUATION = 'pool (--evaluation pool): every bulk decided by the 1 worker thread';
 
 t.test('a store that fails to answer: /ready stays 200, degraded, naming the store; decisions go on', async (t) => {
   const dataDir = temporaryDataDir();
@@ -28,7 +29,7 @@ t.test('a store that fails to answer: /ready stays 200, degraded, naming the sto
   t.equal((await server.call('POST', '/admin/policies', allowRead)).status, 200);
   const healthy = await server.call('GET', '/ready');
   t.equal(healthy.status, 200);
-  t.same(healthy.body, { status: 'ready', degraded: false, checks: { snapshot: 'ok', store: 'ok', feed: 'ok', workers: 'ok' } }, 'not degraded while the store answers');
+  t.same(healthy.body, { status: 'ready', degraded: false, checks: { snapshot: 'ok', store: 'ok', feed: 'ok', workers: 'ok', evaluation: POOL_EVALUATION } }, 'not degraded while the store answers');
 
   faults.failing = Infinity;
   const ready = await server.call('GET', '/ready');
@@ -36,7 +37,7 @@ t.test('a store that fails to answer: /ready stays 200, degraded, naming the sto
   t.equal(ready.body.status, 'ready');
   t.equal(ready.body.degraded, true);
   t.equal(ready.body.checks.store, 'unreachable: injected store fault');
-  t.same({ ...ready.body.checks, store: undefined }, { snapshot: 'ok', feed: 'ok', workers: 'ok', store: undefined }, 'every other condition holds');
+  t.same({ ...ready.body.checks, store: undefined }, { snapshot: 'ok', feed: 'ok', workers: 'ok', store: undefined, evaluation: POOL_EVALUATION }, 'every other condition holds');
   t.equal(ready.body.detail, 'Ready, degraded: store (unreachable: injected store fault)');
   const decision = await server.call('POST', '/check', readCheck);
   t.equal(decision.status, 200, 'a check is answered');
@@ -46,7 +47,7 @@ t.test('a store that fails to answer: /ready stays 200, degraded, naming the sto
 
   faults.recover();
   const recovered = await server.call('GET', '/ready');
-  t.same(recovered.body, { status: 'ready', degraded: false, checks: { snapshot: 'ok', store: 'ok', feed: 'ok', workers: 'ok' } }, 'no longer degraded once it answers');
+  t.same(recovered.body, { status: 'ready', degraded: false, checks: { snapshot: 'ok', store: 'ok', feed: 'ok', workers: 'ok', evaluation: POOL_EVALUATION } }, 'no longer degraded once it answers');
 });
 
 t.test(`a store that does not answer within ${STORE_PROBE_TIMEOUT_MS} ms: /ready 200, degraded, saying so`, async (t) => {
