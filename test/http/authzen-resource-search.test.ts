@@ -156,3 +156,57 @@ for (const [allows, plannedAs] of [
     t.strictSame(search.results, [{ type: 'doc', id: 'exempted-and-flagged' }, { type: 'doc', id: 'public' }], 'the exempted resource is found, the flagged one is not');
   });
 }
+
+t.test('a large registry: each search request decides at most --search-max-candidates entities, its page ending early with a token to go on from, and checks are answered while it runs', async (t) => {
+  const server = await startServer({ bulkRegisterMaxEntities: 5000 });
+  t.teardown(server.close);
+  const bound = server.config.searchMaxCandidates;
+  const size = 2 * bound + bound / 2;
+  const uriOf = (index: number) => `user:${String(index).padStart(6, '0')}`;
+  // The three chosen ones are at the far end of the uri order: every candidate before them must be decided.
+  const chosen = [size - 3, size - 2, size - 1].map(uriOf);
+  for (let from = 0; from < size; from += 5000) {
+    const batch = Array.from({ length: Math.min(5000, size - from) }, (_, offset) => uriOf(from + offset));
+    await ok(server, 'POST', REGISTER_MANY, batch.map((uri) => ({ uri, type: 'principal', attributes: { chosen: chosen.includes(uri) } })));
+  }
+  const isChosen = [{ path: 'attributes.chosen', operator: '==', value: true }];
+  await ok(server, 'POST', '/admin/policies', {
+    name: 'chosen',
+    rules: [
+      { name: 'chosen may act', effect: 'allow', principal_conditions: isChosen, actions: ['act'] },
+      { name: 'chosen may be read', effect: 'allow', resource_conditions: isChosen, actions: ['read'] },
+    ],
+  });
+  const expected = chosen.map((uri) => ({ type: 'user', id: uri.slice('user:'.length) }));
+
+  for (const [path, body] of [
+    ['/access/v1/search/subject', { subject: { type: 'user' }, action: { name: 'act' }, resource: { type: 'doc', id: '1' } }],
+    ['/access/v1/search/resource', { subject: { type: 'user', id: 'ada' }, action: { name: 'read' }, resource: { type: 'user' } }],
+  ] as const) {
+    const pages: SearchPage[] = [];
+    let token: string | undefined;
+    do {
+      pages.push((await ok(server, 'POST', path, { ...body, ...(token === undefined ? {} : { page: { token } }) })) as SearchPage);
+      token = pages.at(-1)!.page.next_token;
+    } while (token !== '' && pages.length < 10);
+    t.strictSame(
+      pages.map((page) => page.page),
+      [{ next_token: pages[0]!.page.next_token, count: 0 }, { next_token: pages[1]!.page.next_token, count: 0 }, { next_token: '', count: 3 }],
+      `${path}: two pages end at the bound with no result and a token, the third holds the results`,
+    );
+    t.ok(pages[0]!.page.next_token !== '' && pages[1]!.page.next_token !== '', `${path}: the pages that end early say there is more`);
+    t.strictSame(pages.flatMap((page) => page.results), expected, `${path}: every result, once`);
+
+    // Checks sent one after another while a search decides its 10,000 candidates are answered between its slices.
+    let searching = true;
+    const search = ok(server, 'POST', path, body).finally(() => (searching = false));
+    let answeredMeanwhile = 0;
+    while (searching) {
+      const check = await server.call('POST', '/check', { principal: { uri: uriOf(1) }, resource: { uri: 'doc:1' }, action: 'act' });
+      t.equal(check.status, 200);
+      if (searching) answeredMeanwhile++;
+    }
+    await search;
+    t.ok(answeredMeanwhile >= 2, `${path}: ${answeredMeanwhile} checks answered while the search ran`);
+  }
+});
