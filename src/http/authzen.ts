@@ -69,6 +69,9 @@ export const authzenRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, 
   answerErrors(fastify, revision, 'bad-request');
   fastify.addHook('onRequest', echoRequestId);
 
+  // The document names the address it was fetched from: a cache must keep one per Host, and behind a
+  // trusted proxy one per forwarded host and scheme too.
+  const namedBy = config.trustProxy === false ? 'Host' : 'Host, X-Forwarded-Host, X-Forwarded-Proto';
   fastify.get(AUTHZEN_METADATA_PATH, {
     schema: {
       tags,
@@ -85,7 +88,8 @@ export const authzenRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, 
         },
       },
     },
-    handler: (request) => {
+    handler: (request, reply) => {
+      reply.header('vary', namedBy);
       const base = `${request.protocol}://${request.host}`;
       return {
         policy_decision_point: base,

@@ -317,7 +317,7 @@ t.test('a bearer token when one is set: 401 without it or with another, in const
   t.equal((await server.call('POST', '/check', { principal: { uri: 'a' }, resource: { uri: 'b' } })).status, 200, '/check stays public');
 });
 
-t.test('the metadata document: every endpoint served, at the address it was fetched from, behind a trusted proxy too', async (t) => {
+t.test('the metadata document: every endpoint served, at the address it was fetched from, behind a trusted proxy too, varying with what names it', async (t) => {
   const server = await startServer();
   t.teardown(server.close);
   const direct = await server.call('GET', '/.well-known/authzen-configuration');
@@ -331,6 +331,7 @@ t.test('the metadata document: every endpoint served, at the address it was fetc
     search_action_endpoint: `${server.url}/access/v1/search/action`,
     search_resource_endpoint: `${server.url}/access/v1/search/resource`,
   });
+  t.equal(direct.headers.vary, 'Host', 'a cache keeps one document per Host it was fetched with');
   const forwarded = { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'pdp.example.com' };
   t.equal((await server.call('GET', '/.well-known/authzen-configuration', undefined, forwarded)).body.policy_decision_point, server.url, 'an untrusted peer cannot name another address');
   const proxied = await startServer({ trustProxy: ['127.0.0.1'] });
@@ -338,6 +339,7 @@ t.test('the metadata document: every endpoint served, at the address it was fetc
   const behind = await proxied.call('GET', '/.well-known/authzen-configuration', undefined, forwarded);
   t.equal(behind.body.policy_decision_point, 'https://pdp.example.com');
   t.equal(behind.body.access_evaluation_endpoint, 'https://pdp.example.com/access/v1/evaluation');
+  t.equal(behind.headers.vary, 'Host, X-Forwarded-Host, X-Forwarded-Proto', 'behind a trusted proxy, per forwarded host and scheme too');
 });
 
 /** Replaces the server's policies with `policies`. */
