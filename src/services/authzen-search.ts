@@ -71,6 +71,9 @@ function pageOf<Result>(keys: readonly string[], resultOf: (key: string) => Resu
   return { page: { next_token, count: chosen.length, total: keys.length }, results: chosen.map(resultOf) };
 }
 
+/** Whether the registered entity `uri` is a result. */
+type CandidateTest = (uri: string) => boolean | Promise<boolean>;
+
 /** What one request's pass over the registry found: the allowed uris, and where the next page starts (undefined: nowhere, they are all answered). */
 interface Scanned {
   allowed: string[];
@@ -104,7 +107,7 @@ export class AuthzenSearch {
     const resource = entityInput(body.resource);
     const supplied = entityInput({ ...body.subject, id: '' }).attributes;
     const action = actionAndContext(body.action, body.context);
-    return this.search(body, body.subject.type, (uri) => this.permits({ principal: { uri, attributes: supplied }, resource, ...action }));
+    return this.search(body, body.subject.type, () => (uri) => this.permits({ principal: { uri, attributes: supplied }, resource, ...action }));
   }
 
   async resources(body: AuthzenResourceSearch): Promise<SearchAnswer<{ type: string; id: string }>> {
@@ -112,11 +115,13 @@ export class AuthzenSearch {
     const supplied = entityInput({ ...body.resource, id: '' }).attributes;
     const action = actionAndContext(body.action, body.context);
     const asked = (uri: string | undefined): CheckInput => ({ principal, resource: { uri, attributes: supplied }, ...action });
-    const condition = await this.plans.exactCondition(asked(undefined));
-    // Nothing is allowed: no candidate need be read.
-    if (condition === false) return this.search(body, body.resource.type, undefined);
-    const decided = condition === undefined ? undefined : conditionTest(condition);
-    return this.search(body, body.resource.type, (uri) => this.permits(asked(uri), decided));
+    return this.search(body, body.resource.type, async () => {
+      const condition = await this.plans.exactCondition(asked(undefined));
+      // Nothing is allowed: no candidate need be read.
+      if (condition === false) return undefined;
+      const decided = condition === undefined ? undefined : conditionTest(condition);
+      return (uri) => this.permits(asked(uri), decided);
+    });
   }
 
   async actions(body: AuthzenActionSearch): Promise<SearchAnswer<{ name: string }>> {
@@ -130,16 +135,20 @@ export class AuthzenSearch {
     return pageOf(allowed, (name) => ({ name }), request, after, this.limit(body.page?.limit));
   }
 
-  /** The page a subject or resource search answers: the registered entities of `type` that `permits`, from the token's position. */
+  /**
+   * The page a subject or resource search answers: the registered entities of `type` that the test
+   * `permitting` makes (once the page token is read) allows, from the token's position; none when it
+   * makes none.
+   */
   private async search(
     body: AuthzenSubjectSearch | AuthzenResourceSearch,
     type: string,
-    /** Undefined when no candidate can be allowed. */
-    permits: ((uri: string) => boolean | Promise<boolean>) | undefined,
+    permitting: () => CandidateTest | undefined | Promise<CandidateTest | undefined>,
   ): Promise<SearchAnswer<{ type: string; id: string }>> {
     const request = digestOf(body);
     const after = readToken(body.page?.token, request);
     const prefix = entityUri(type, '');
+    const permits = await permitting();
     const { allowed, resumeAfter } = permits === undefined ? { allowed: [], resumeAfter: undefined } : await this.scan(prefix, after ?? '', this.limit(body.page?.limit), permits);
     const page = { next_token: resumeAfter === undefined ? '' : tokenAt(request, resumeAfter), count: allowed.length };
     return {
@@ -153,7 +162,7 @@ export class AuthzenSearch {
    * another allowed one follows them, the entities end, or the most candidates one request may
    * decide have been.
    */
-  private async scan(prefix: string, after: string, limit: number, permits: (uri: string) => boolean | Promise<boolean>): Promise<Scanned> {
+  private async scan(prefix: string, after: string, limit: number, permits: CandidateTest): Promise<Scanned> {
     const allowed: string[] = [];
     let decided = 0;
     let position = after;
