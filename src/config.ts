@@ -253,6 +253,13 @@ const OPTIONS = {
     default: '1000',
     parse: integer(1, 1_000_000),
   }),
+  'search-max-candidates': option({
+    field: 'searchMaxCandidates',
+    env: 'SEARCH_MAX_CANDIDATES',
+    help: 'most registered entities one AuthZEN subject or resource search decides; past them its page ends early, with a next_token that goes on from there',
+    default: '10000',
+    parse: integer(1, 100_000_000),
+  }),
   'max-plan-size': option({
     field: 'maxPlanSize',
     env: 'MAX_PLAN_SIZE',

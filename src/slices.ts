@@ -11,3 +11,6 @@ export async function runInSlices<Result>(work: Generator<void, Result, void>): 
     await nextTurn();
   }
 }
+
+/** Lets the event loop serve what is waiting (other requests) before the next slice of an asynchronous task. */
+export const betweenSlices = (): Promise<void> => nextTurn();

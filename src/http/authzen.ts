@@ -8,6 +8,7 @@ import {
   authzenEvaluationsSchema,
   authzenQuerySchema,
   authzenActionSearchSchema,
+  authzenResourceSearchSchema,
   authzenSearchResponseSchema,
   authzenSubjectSearchSchema,
 } from '../schemas/authzen.js';
@@ -30,6 +31,7 @@ export const AUTHZEN_ENDPOINTS = {
   access_evaluations_endpoint: '/access/v1/evaluations',
   search_subject_endpoint: '/access/v1/search/subject',
   search_action_endpoint: '/access/v1/search/action',
+  search_resource_endpoint: '/access/v1/search/resource',
 } as const;
 
 export const AUTHZEN_METADATA_PATH = '/.well-known/authzen-configuration';
@@ -67,6 +69,9 @@ export const authzenRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, 
   answerErrors(fastify, revision, 'bad-request');
   fastify.addHook('onRequest', echoRequestId);
 
+  // The document names the address it was fetched from: a cache must keep one per Host, and behind a
+  // trusted proxy one per forwarded host and scheme too.
+  const namedBy = config.trustProxy === false ? 'Host' : 'Host, X-Forwarded-Host, X-Forwarded-Proto';
   fastify.get(AUTHZEN_METADATA_PATH, {
     schema: {
       tags,
@@ -83,7 +88,8 @@ export const authzenRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, 
         },
       },
     },
-    handler: (request) => {
+    handler: (request, reply) => {
+      reply.header('vary', namedBy);
       const base = `${request.protocol}://${request.host}`;
       return {
         policy_decision_point: base,
@@ -130,18 +136,31 @@ export const authzenRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, 
       handler: (request, reply) => withRevision(reply, revision, authzen.evaluations(request.body, request.query.explain)),
     });
 
-    const search = new AuthzenSearch(checks, context.registry, context.snapshots, config.maxPageSize);
+    const search = new AuthzenSearch(checks, context.plans, context.registry, context.snapshots, config);
     const paging = `Sorted, in pages of \`page.limit\` (at most and by default ${config.maxPageSize}); \`page.next_token\` is '' on the last page. ${MIN_REVISION_DOC}`;
+    const bounded = `A request decides at most ${config.searchMaxCandidates} registered entities (--search-max-candidates): past them its page ends early, with a \`next_token\` to go on from. ${paging}`;
     app.post(AUTHZEN_ENDPOINTS.search_subject_endpoint, {
       schema: {
         tags,
         security,
         summary: 'AuthZEN: the subjects of a type that may perform the action on the resource',
-        description: `Every registered entity whose uri starts with \`<subject.type>:\`, decided as /check would (with \`subject.properties\` supplied to each). ${paging}`,
+        description: `Every registered entity whose uri starts with \`<subject.type>:\`, decided as /check would (with \`subject.properties\` supplied to each). ${bounded}`,
         body: authzenSubjectSearchSchema,
         response: { 200: authzenSearchResponseSchema, ...ERROR_RESPONSES },
       },
       handler: (request) => search.subjects(request.body),
+    });
+    app.post(AUTHZEN_ENDPOINTS.search_resource_endpoint, {
+      schema: {
+        tags,
+        security,
+        summary: 'AuthZEN: the resources of a type the subject may perform the action on',
+        description:
+          `Every registered entity whose uri starts with \`<resource.type>:\`, decided as /check would (with \`resource.properties\` supplied to each): by the subject's plan when it is exact, else one check each. ${bounded}`,
+        body: authzenResourceSearchSchema,
+        response: { 200: authzenSearchResponseSchema, ...ERROR_RESPONSES },
+      },
+      handler: (request) => search.resources(request.body),
     });
     app.post(AUTHZEN_ENDPOINTS.search_action_endpoint, {
       schema: {

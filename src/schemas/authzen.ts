@@ -127,6 +127,13 @@ export const authzenSubjectSearchSchema = {
 } as const;
 export type AuthzenSubjectSearch = FromSchema<typeof authzenSubjectSearchSchema>;
 
+export const authzenResourceSearchSchema = {
+  type: 'object',
+  properties: { subject: authzenSubjectSchema, action: authzenActionSchema, resource: searchedSchema('resource'), context: authzenContextSchema, page: pageRequestSchema },
+  required: ['subject', 'action', 'resource'],
+} as const;
+export type AuthzenResourceSearch = FromSchema<typeof authzenResourceSearchSchema>;
+
 export const authzenActionSearchSchema = {
   type: 'object',
   properties: { subject: authzenSubjectSchema, resource: authzenResourceSchema, context: authzenContextSchema, page: pageRequestSchema },
@@ -139,8 +146,12 @@ export const authzenSearchResponseSchema = {
   properties: {
     page: {
       type: 'object',
-      properties: { next_token: { type: 'string' }, count: { type: 'integer' }, total: { type: 'integer' } },
-      required: ['next_token', 'count', 'total'],
+      properties: {
+        next_token: { type: 'string' },
+        count: { type: 'integer' },
+        total: { type: 'integer', description: 'Only when every result is in this answer (and always in an action search).' },
+      },
+      required: ['next_token', 'count'],
     },
     results: {
       type: 'array',

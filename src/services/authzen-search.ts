@@ -1,23 +1,28 @@
 import { createHash } from 'node:crypto';
-import type { AuthzenActionSearch, AuthzenSubjectSearch } from '../schemas/authzen.js';
+import type { AuthzenActionSearch, AuthzenResourceSearch, AuthzenSubjectSearch } from '../schemas/authzen.js';
 import { actionAndContext, entityInput, entityUri } from '../requests/authzen-request.js';
 import type { CheckInput } from '../requests/check-request.js';
+import type { DecisionRequest } from '../engine/index.js';
 import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
 import type { RegistryService } from './registry.js';
 import type { CheckService } from './checks.js';
+import type { PlanService } from './plans.js';
+import { conditionTest } from './condition-test.js';
 import { ClientError } from '../errors.js';
 import { AttributeConflict } from '../registry/resolve.js';
+import { betweenSlices } from '../slices.js';
 
 /** One page of a search's answer, as AuthZEN writes it: `page` first, then the results. */
 export interface SearchAnswer<Result> {
-  page: { next_token: string; count: number; total: number };
+  /** `total` only when it is known: every result is in this answer. */
+  page: { next_token: string; count: number; total?: number };
   results: Result[];
 }
 
-/** Registry entities read per store call while subjects are searched: each page of them decided before the next is read. */
-const REGISTRY_PAGE = 1000;
+/** Candidates read per store call while a search goes through them: each slice is decided, and other requests served, before the next is read. */
+const SLICE = 200;
 
-/** What a page token holds: the request it continues (a digest) and the last result already answered. */
+/** What a page token holds: the request it continues (a digest) and the last candidate already answered for. */
 interface Position {
   request: string;
   after: string;
@@ -28,6 +33,7 @@ const digestOf = (request: object) => {
   return createHash('sha256').update(JSON.stringify(asked)).digest('base64url').slice(0, 22);
 };
 
+/** The position a page token names, or undefined when none is sent (the first page). */
 function readToken(token: string | undefined, request: string): string | undefined {
   if (token === undefined || token === '') return undefined;
   let position: Position | undefined;
@@ -45,6 +51,13 @@ function readToken(token: string | undefined, request: string): string | undefin
   return position.after;
 }
 
+const conflictDenies = (error: unknown): false => {
+  if (error instanceof AttributeConflict) return false;
+  throw error;
+};
+
+const tokenAt = (request: string, after: string) => Buffer.from(JSON.stringify({ request, after } satisfies Position)).toString('base64url');
+
 /**
  * The page of `keys` (sorted, each naming one result) after the token's position: at most `limit`,
  * with the token of the next page, or '' at the end. Stable while the candidates do not change.
@@ -54,44 +67,61 @@ function pageOf<Result>(keys: readonly string[], resultOf: (key: string) => Resu
   if (after !== undefined) while (start < keys.length && keys[start]! <= after) start++;
   const chosen = keys.slice(start, start + limit);
   const more = start + limit < keys.length;
-  const position: Position = { request, after: chosen.at(-1) ?? after ?? '' };
-  const next_token = more ? Buffer.from(JSON.stringify(position)).toString('base64url') : '';
+  const next_token = more ? tokenAt(request, chosen.at(-1) ?? after ?? '') : '';
   return { page: { next_token, count: chosen.length, total: keys.length }, results: chosen.map(resultOf) };
 }
 
+/** Whether the registered entity `uri` is a result. */
+type CandidateTest = (uri: string) => boolean | Promise<boolean>;
+
+/** What one request's pass over the registry found: the allowed uris, and where the next page starts (undefined: nowhere, they are all answered). */
+interface Scanned {
+  allowed: string[];
+  resumeAfter: string | undefined;
+}
+
 /**
- * AuthZEN's subject and action searches, answered by deciding every candidate as /check would (told to
- * no observer of checks): the
- * registered entities of the subject type, or the actions the policies name. Results come sorted (by
- * uri, by name), so that paging is stable while the registry and the policies do not change.
+ * AuthZEN's searches. Subjects and resources are found among the registered entities of the type
+ * asked, read in uri order a slice at a time from the page token's position, each decided as /check
+ * would (told to no observer of checks); a page ends once it holds `page.limit` results and another is
+ * known to follow, when the candidates end, or after `--search-max-candidates` of them, whichever
+ * comes first. Resources are decided by the plan of the subject, action and context when it is exact,
+ * else one check each. Actions are those the policies name, all decided at once (there are few).
+ * Paging is stable while the registry and the policies do not change.
  */
 export class AuthzenSearch {
   constructor(
     private readonly checks: CheckService,
+    private readonly plans: PlanService,
     private readonly registry: RegistryService,
     private readonly snapshots: PolicySnapshots,
-    /** The default and the largest page.limit. */
-    private readonly maxPageSize: number,
+    private readonly limits: {
+      /** The default and the largest page.limit. */
+      maxPageSize: number;
+      /** The most candidates one request decides. */
+      searchMaxCandidates: number;
+    },
   ) {}
 
   async subjects(body: AuthzenSubjectSearch): Promise<SearchAnswer<{ type: string; id: string }>> {
-    const request = digestOf(body);
-    const after = readToken(body.page?.token, request);
-    const prefix = entityUri(body.subject.type, '');
     const resource = entityInput(body.resource);
     const supplied = entityInput({ ...body.subject, id: '' }).attributes;
     const action = actionAndContext(body.action, body.context);
-    const allowed: string[] = [];
-    for (let offset = 0; ; offset += REGISTRY_PAGE) {
-      const entities = await this.registry.list(offset, REGISTRY_PAGE);
-      const candidates = entities.filter((entity) => entity.uri.startsWith(prefix));
-      for (const { uri } of candidates) {
-        if (await this.permits({ principal: { uri, attributes: supplied }, resource, ...action })) allowed.push(uri);
-      }
-      if (entities.length < REGISTRY_PAGE) break;
-    }
-    allowed.sort();
-    return pageOf(allowed, (uri) => ({ type: body.subject.type, id: uri.slice(prefix.length) }), request, after, this.limit(body.page?.limit));
+    return this.search(body, body.subject.type, () => (uri) => this.permits({ principal: { uri, attributes: supplied }, resource, ...action }));
+  }
+
+  async resources(body: AuthzenResourceSearch): Promise<SearchAnswer<{ type: string; id: string }>> {
+    const principal = entityInput(body.subject);
+    const supplied = entityInput({ ...body.resource, id: '' }).attributes;
+    const action = actionAndContext(body.action, body.context);
+    const asked = (uri: string | undefined): CheckInput => ({ principal, resource: { uri, attributes: supplied }, ...action });
+    return this.search(body, body.resource.type, async () => {
+      const condition = await this.plans.exactCondition(asked(undefined));
+      // Nothing is allowed: no candidate need be read.
+      if (condition === false) return undefined;
+      const decided = condition === undefined ? undefined : conditionTest(condition);
+      return (uri) => this.permits(asked(uri), decided);
+    });
   }
 
   async actions(body: AuthzenActionSearch): Promise<SearchAnswer<{ name: string }>> {
@@ -105,20 +135,72 @@ export class AuthzenSearch {
     return pageOf(allowed, (name) => ({ name }), request, after, this.limit(body.page?.limit));
   }
 
-  private limit(asked: number | undefined): number {
-    return Math.min(asked ?? this.maxPageSize, this.maxPageSize);
+  /**
+   * The page a subject or resource search answers: the registered entities of `type` that the test
+   * `permitting` makes (once the page token is read) allows, from the token's position; none when it
+   * makes none.
+   */
+  private async search(
+    body: AuthzenSubjectSearch | AuthzenResourceSearch,
+    type: string,
+    permitting: () => CandidateTest | undefined | Promise<CandidateTest | undefined>,
+  ): Promise<SearchAnswer<{ type: string; id: string }>> {
+    const request = digestOf(body);
+    const after = readToken(body.page?.token, request);
+    const prefix = entityUri(type, '');
+    const permits = await permitting();
+    const { allowed, resumeAfter } = permits === undefined ? { allowed: [], resumeAfter: undefined } : await this.scan(prefix, after ?? '', this.limit(body.page?.limit), permits);
+    const page = { next_token: resumeAfter === undefined ? '' : tokenAt(request, resumeAfter), count: allowed.length };
+    return {
+      page: after === undefined && resumeAfter === undefined ? { ...page, total: allowed.length } : page,
+      results: allowed.map((uri) => ({ type, id: uri.slice(prefix.length) })),
+    };
   }
 
   /**
-   * Whether the check is allowed; one that cannot be decided as asked (a conflicting property) is not.
-   * Not a decision anyone asked for: no metric, live figure or decision log line counts it.
+   * Decides the entities under `prefix` after `after`, in uri order, until `limit` are allowed and
+   * another allowed one follows them, the entities end, or the most candidates one request may
+   * decide have been.
    */
-  private async permits(input: CheckInput): Promise<boolean> {
+  private async scan(prefix: string, after: string, limit: number, permits: CandidateTest): Promise<Scanned> {
+    const allowed: string[] = [];
+    let decided = 0;
+    let position = after;
+    for (;;) {
+      const asked = Math.min(SLICE, this.limits.searchMaxCandidates - decided);
+      // Out of candidates to decide: the next page goes on after the last one decided.
+      if (asked === 0) return { allowed, resumeAfter: position };
+      const uris = await this.registry.urisUnder(prefix, position, asked);
+      for (const uri of uris) {
+        decided++;
+        const permitted = permits(uri);
+        if (permitted instanceof Promise ? await permitted : permitted) {
+          // A result past a full page: the next page starts with it.
+          if (allowed.length === limit) return { allowed, resumeAfter: allowed.at(-1) ?? after };
+          allowed.push(uri);
+        }
+        position = uri;
+      }
+      if (uris.length < asked) return { allowed, resumeAfter: undefined };
+      await betweenSlices();
+    }
+  }
+
+  private limit(asked: number | undefined): number {
+    return Math.min(asked ?? this.limits.maxPageSize, this.limits.maxPageSize);
+  }
+
+  /**
+   * Whether the check is allowed (by `decided`, when given, in place of the policies); one that
+   * cannot be decided as asked (a conflicting property) is not. Not a decision anyone asked for: no
+   * metric, live figure or decision log line counts it.
+   */
+  private permits(input: CheckInput, decided?: (request: DecisionRequest) => boolean): boolean | Promise<boolean> {
     try {
-      return await this.checks.allows(input);
+      const allowed = this.checks.allows(input, decided);
+      return allowed instanceof Promise ? allowed.catch(conflictDenies) : allowed;
     } catch (error) {
-      if (error instanceof AttributeConflict) return false;
-      throw error;
+      return conflictDenies(error);
     }
   }
 }

@@ -91,18 +91,20 @@ export class CheckService {
    * Whether a check already read is allowed, told to no observer: a search decides every candidate,
    * and counting or logging each would flood the metrics, the live view's recent denials and the
    * decision log (whose writer drops lines past its queue) with decisions nobody asked for. Throws
-   * (or rejects with) AttributeConflict for a check that cannot be decided as asked.
+   * (or rejects with) AttributeConflict for a check that cannot be decided as asked. `decided`, when
+   * given, decides the resolved check in place of the policies (an exact plan's condition, which says
+   * what they would).
    */
-  allows(input: CheckInput): boolean | Promise<boolean> {
+  allows(input: CheckInput, decided?: (request: DecisionRequest) => boolean): boolean | Promise<boolean> {
+    const allowed = (request: DecisionRequest) => this.allowsResolved(request, decided);
     const request = resolveCheck(input, this.registered);
-    if (request instanceof Promise) return request.then((resolved) => this.allowsResolved(resolved));
-    return this.allowsResolved(request);
+    return request instanceof Promise ? request.then(allowed) : allowed(request);
   }
 
   /** A candidate that breaks the schemas under `reject` is not allowed, as a check would be refused. */
-  private allowsResolved(request: DecisionRequest): boolean {
+  private allowsResolved(request: DecisionRequest, decided?: (request: DecisionRequest) => boolean): boolean {
     if (this.schemas?.enforcement === 'reject' && this.schemas.breaks(request)) return false;
-    return evaluate(this.snapshots.current, request).allowed;
+    return decided ? decided(request) : evaluate(this.snapshots.current, request).allowed;
   }
 
   /** The budget of one call's explanations, or undefined when none is asked for. */

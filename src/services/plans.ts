@@ -1,7 +1,7 @@
 import type { PlanRequest, PlanResponse } from '../schemas/plan.js';
 import type { CheckRequest } from '../schemas/check.js';
 import type { Location, ValidationIssue } from '../schemas/errors.js';
-import { DEFAULT_MONGO_FILTER_OPTIONS, mongoOptionIssue, type DecisionRequest, type MongoFilterOptions } from '../engine/index.js';
+import { DEFAULT_MONGO_FILTER_OPTIONS, mongoOptionIssue, type ConditionTree, type DecisionRequest, type MongoFilterOptions } from '../engine/index.js';
 import { actionInput, entityInput, isIssue, type ActionInput, type CheckInput } from '../requests/check-request.js';
 import { DuplicateAttribute, toAttributeMap } from '../requests/attributes.js';
 import { AttributeConflict, resolveCheck, type RegisteredAttributes } from '../registry/resolve.js';
@@ -107,11 +107,39 @@ export class PlanService {
     return this.made(work, false);
   }
 
+  /**
+   * The condition that holds for exactly the resources the check's principal may perform its action
+   * on, in its context (the resource open but for the attributes it holds), operators in their
+   * canonical spelling: what a search filters candidates by. `false` when the principal's supplied
+   * attributes conflict with the registry (no such check can be decided as asked); undefined when no
+   * exact plan can be made (too large to state exactly, or a relation a plan cannot state), so that
+   * each candidate must be checked.
+   */
+  async exactCondition(input: CheckInput): Promise<ConditionTree | undefined> {
+    let request: DecisionRequest;
+    try {
+      request = await resolveCheck(input, this.registered);
+    } catch (error) {
+      if (error instanceof AttributeConflict) return false;
+      throw error;
+    }
+    let planned: Planned<PlanResponse[]>;
+    try {
+      planned = await this.made([{ request, layout: DEFAULT_MONGO_FILTER_OPTIONS }], true, { ...this.settings, operatorStyle: 'spec' });
+    } catch (error) {
+      // A plan too large to state even coarsely, or one that cannot be stated.
+      if (error instanceof ClientError) return undefined;
+      throw error;
+    }
+    const answer = 'json' in planned ? (JSON.parse(planned.json) as PlanResponse) : planned.answer[0]!;
+    return answer.exact === false ? undefined : (answer.condition as ConditionTree);
+  }
+
   /** The answers to `work`, made in a worker when one can. */
-  private async made(work: PlanWork[], single: boolean): Promise<Planned<PlanResponse[]>> {
-    const json = await this.pool?.plans(work, this.settings, single);
+  private async made(work: PlanWork[], single: boolean, settings = this.settings): Promise<Planned<PlanResponse[]>> {
+    const json = await this.pool?.plans(work, settings, single);
     if (json !== undefined) return { json };
-    return { answer: planAnswers(this.snapshots.current, work, this.settings, !single) };
+    return { answer: planAnswers(this.snapshots.current, work, settings, !single) };
   }
 }
 

@@ -64,6 +64,11 @@ export class RegistryService {
     return (await this.store.listEntities(offset, limit)).map(inKeyOrder);
   }
 
+  /** The uris of up to `limit` entities under `prefix` (`<type>:`) after `after`, in the store's uri order (see Store.listEntitiesUnder). */
+  async urisUnder(prefix: string, after: string, limit: number): Promise<string[]> {
+    return (await this.store.listEntitiesUnder(prefix, after, limit)).map((entity) => entity.uri);
+  }
+
   count(): Promise<number> {
     return this.store.countEntities();
   }

@@ -12,6 +12,7 @@ import {
   type Store,
   type StoreChangeListener,
   type StoreOptions,
+  uriRange,
 } from './store.js';
 import {
   entityRecord,
@@ -183,6 +184,8 @@ export class EmbeddedStore implements Store {
       entity: db.prepare('SELECT document FROM entities WHERE uri = ?').pluck(),
       entityPage: db.prepare('SELECT document FROM entities ORDER BY position LIMIT ? OFFSET ?').pluck(),
       entityCount: db.prepare('SELECT count(*) FROM entities').pluck(),
+      // uri's UNIQUE index holds the range; TEXT compares by its UTF-8 bytes.
+      entitiesUnder: db.prepare('SELECT document FROM entities WHERE uri >= ? AND uri < ? AND uri > ? ORDER BY uri LIMIT ?').pluck(),
       insertEntity: db.prepare('INSERT INTO entities (uri, document) VALUES (?, ?)'),
       updateEntity: db.prepare('UPDATE entities SET document = ? WHERE uri = ?'),
       deleteEntity: db.prepare('DELETE FROM entities WHERE uri = ?'),
@@ -302,6 +305,12 @@ export class EmbeddedStore implements Store {
 
   async countEntities(): Promise<number> {
     return this.statements.entityCount.get() as number;
+  }
+
+  async listEntitiesUnder(prefix: string, after: string, limit: number): Promise<Entity[]> {
+    const { from, to } = uriRange(prefix);
+    const documents = this.statements.entitiesUnder.all(from, to, after, Math.min(limit, Number.MAX_SAFE_INTEGER)) as string[];
+    return documents.map((document) => JSON.parse(document) as Entity);
   }
 
   async createEntity(entity: Entity, by: Writer): Promise<void> {

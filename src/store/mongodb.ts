@@ -23,6 +23,7 @@ import {
   type Store,
   type StoreChangeListener,
   type StoreOptions,
+  uriRange,
 } from './store.js';
 import {
   entityRecord,
@@ -530,6 +531,19 @@ export class MongoStore implements Store {
       .find({})
       .sort({ position: 1 })
       .skip(Math.min(offset, Number.MAX_SAFE_INTEGER))
+      .limit(limit)
+      .toArray()
+      .catch(rethrowStoreError);
+    return rows.map((row) => JSON.parse(row.document) as Entity);
+  }
+
+  async listEntitiesUnder(prefix: string, after: string, limit: number): Promise<Entity[]> {
+    if (limit === 0) return [];
+    const { from, to } = uriRange(prefix);
+    // _id is the uri; with no collation, strings compare by their UTF-8 bytes, as in the embedded store.
+    const rows = await this.entities
+      .find({ _id: { $gte: from, $lt: to, $gt: after } })
+      .sort({ _id: 1 })
       .limit(limit)
       .toArray()
       .catch(rethrowStoreError);

@@ -22,6 +22,15 @@ export class StoreUnavailableError extends Error {}
  */
 export class StoreWriteUnconfirmedError extends StoreUnavailableError {}
 
+/**
+ * The uris that start with `prefix`, one ending with `:`, as a range: at least `from` and below `to`
+ * (the prefix with its last character the next one), in the byte order of UTF-8 as in code units.
+ */
+export function uriRange(prefix: string): { from: string; to: string } {
+  if (!prefix.endsWith(':')) throw new Error(`uriRange: '${prefix}' does not end with ':'`);
+  return { from: prefix, to: `${prefix.slice(0, -1)};` };
+}
+
 export interface PolicySet {
   /** Increases with every policy write; the snapshot built from this set carries it. */
   revision: number;
@@ -127,6 +136,12 @@ export interface Store {
   /** In registration order. */
   listEntities(offset: number, limit: number): Promise<Entity[]>;
   countEntities(): Promise<number>;
+  /**
+   * Up to `limit` entities whose uri starts with `prefix` (which ends with `:`, as `<type>:` does) and
+   * sorts after `after` ('' for the first), in uri order: the order of the uris' UTF-8 bytes, the
+   * same in every store. Reads an index range, never the whole registry.
+   */
+  listEntitiesUnder(prefix: string, after: string, limit: number): Promise<Entity[]>;
   /** Rejects with DuplicateKeyError when the uri is taken. */
   createEntity(entity: Entity, by: Writer): Promise<void>;
   /**

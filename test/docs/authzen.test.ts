@@ -17,7 +17,7 @@ t.test('the example, as the document shows it', async (t) => {
   const steps = curlSteps(section(DOCUMENT, 'An example'));
   const posts = steps.filter((step) => step.curl.method === 'POST');
   const [metadata, ...others] = steps.filter((step) => step.curl.method === 'GET');
-  t.equal(posts.length, 9, 'a policy, two registrations, three decisions, an explained one, a policy on the action and context and their decisions');
+  t.equal(posts.length, 10, 'a policy, two registrations, three decisions, a resource search, an explained one, a policy on the action and context and their decisions');
   t.equal(others.length, 0);
   const server = await startServer();
   t.teardown(server.close);
@@ -35,5 +35,7 @@ t.test('the example, as the document shows it', async (t) => {
 t.test('the README points to the AuthZEN document and names its endpoints', async (t) => {
   const readme = readDocument('README.md');
   t.match(readme, '(docs/authzen.md)');
-  for (const path of ['/access/v1/evaluation', '/access/v1/evaluations', '/.well-known/authzen-configuration']) t.match(readme, path);
+  for (const path of ['/access/v1/evaluation', '/access/v1/evaluations', '/access/v1/search/subject', '/access/v1/search/resource', '/access/v1/search/action', '/.well-known/authzen-configuration']) {
+    t.match(readme, path);
+  }
 });

@@ -166,6 +166,7 @@ t.test('with auth on, the check interface and /health stay public', async (t) =>
     ['POST /access/v1/evaluation', authzen],
     ['POST /access/v1/evaluations', { ...authzen, evaluations: [{}] }],
     ['POST /access/v1/search/subject', authzen],
+    ['POST /access/v1/search/resource', authzen],
     ['POST /access/v1/search/action', authzen],
   ]);
   const publicOperations = operationsOf((await server.call('GET', '/docs/json')).body).filter((operation) => !operation.secured);

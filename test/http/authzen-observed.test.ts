@@ -38,6 +38,11 @@ t.test('metrics, the live view, recent denials replayed as /check, and the decis
   const found = await server.call('POST', '/access/v1/search/subject', { subject: { type: 'user' }, action: { name: 'read' }, resource: report });
   t.strictSame(found.body.results, [{ type: 'user', id: 'zoe' }]);
   t.equal((await server.call('POST', '/access/v1/search/action', { subject: subject('max'), resource: report })).body.results.length, 0);
+  for (const uri of ['dashboard:d1', 'dashboard:d2']) {
+    t.equal((await server.call('POST', '/admin/fetchers/registry/entities', { uri, type: 'resource', attributes: { kind: uri.endsWith('1') ? 'report' : 'chart' } })).status, 200);
+  }
+  const dashboards = await server.call('POST', '/access/v1/search/resource', { subject: subject('zoe'), action: { name: 'read' }, resource: { type: 'dashboard' } });
+  t.strictSame(dashboards.body.results, [{ type: 'dashboard', id: 'd1' }]);
   const ask = (body: unknown, path = '/access/v1/evaluation') => server.call('POST', path, body).then((answer) => answer.body);
   t.strictSame(await ask({ subject: subject('ann', { team: 'analytics' }), action: { name: 'read' }, resource: report }), { decision: true });
   t.strictSame(await ask({ subject: subject('sam', { team: 'sales' }), action: { name: 'read' }, resource: report }), { decision: false });

@@ -32,6 +32,7 @@ t.test('every limit has a flag, a variable and a default', async (t) => {
     ['--max-rules-per-policy', 'MAX_RULES_PER_POLICY', 'maxRulesPerPolicy', 1000],
     ['--max-conditions-per-rule', 'MAX_CONDITIONS_PER_RULE', 'maxConditionsPerRule', 256],
     ['--max-page-size', 'MAX_PAGE_SIZE', 'maxPageSize', 1000],
+    ['--search-max-candidates', 'SEARCH_MAX_CANDIDATES', 'searchMaxCandidates', 10_000],
     ['--worker-timeout-ms', 'WORKER_TIMEOUT_MS', 'workerTimeoutMs', 10_000],
     ['--admin-auth-failures-per-minute', 'ADMIN_AUTH_FAILURES_PER_MINUTE', 'adminAuthFailuresPerMinute', 10],
   ];

@@ -85,6 +85,7 @@ t.test('every route that documents verdict-min-revision honours it: 503 past the
     ['/access/v1/evaluation', AUTHZEN_EVALUATION],
     ['/access/v1/evaluations', { ...AUTHZEN_EVALUATION, evaluations: [{}] }],
     ['/access/v1/search/subject', AUTHZEN_EVALUATION],
+    ['/access/v1/search/resource', AUTHZEN_EVALUATION],
     ['/access/v1/search/action', AUTHZEN_EVALUATION],
     ['/plan', planOf('act')],
     ['/plan/bulk', [planOf('act')]],

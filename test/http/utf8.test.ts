@@ -46,6 +46,7 @@ const BODIES: Record<string, string> = {
   'POST /access/v1/evaluation': '{"subject":{"type":"user","id":"@"},"action":{"name":"read"},"resource":{"type":"doc","id":"1"}}',
   'POST /access/v1/evaluations': '{"subject":{"type":"user","id":"ok"},"action":{"name":"read"},"evaluations":[{"resource":{"type":"doc","id":"@"}}]}',
   'POST /access/v1/search/subject': '{"subject":{"type":"user"},"action":{"name":"read"},"resource":{"type":"doc","id":"@"}}',
+  'POST /access/v1/search/resource': '{"subject":{"type":"user","id":"@"},"action":{"name":"read"},"resource":{"type":"doc"}}',
   'POST /access/v1/search/action': '{"subject":{"type":"user","id":"@"},"resource":{"type":"doc","id":"1"}}',
   'POST /admin/policies': '{"name":"p@","rules":[]}',
   'PUT /admin/policies/{name}': '{"name":"existing","description":"@","rules":[]}',

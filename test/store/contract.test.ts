@@ -65,6 +65,7 @@ async function openHandles(t: Test, backing: () => Promise<Backing>, options?: P
 function contract(t: Test, name: string, backing: () => Promise<Backing>): void {
   auditContract(t, name, backing);
   entityBatchContract(t, name, backing);
+  entityRangeContract(t, name, backing);
   policyChangesContract(t, name, backing);
 
   t.test(`${name}: the store contract`, async (t) => {
@@ -208,6 +209,26 @@ function entityBatchContract(t: Test, name: string, backing: () => Promise<Backi
 
     await until(() => heard.includes('user:after'), 'the batch announced');
     t.same(heard, [...batch.map((e) => e.uri), 'user:after'], 'each registered uri is announced once, in order; a refused batch is not');
+  });
+}
+
+function entityRangeContract(t: Test, name: string, backing: () => Promise<Backing>): void {
+  t.test(`${name}: the entities under a uri prefix, in the byte order of UTF-8, after a uri`, async (t) => {
+    const { store, other } = await openHandles(t, backing);
+    // Registered out of order, with neighbours of the prefix on both sides; U+FFFD sorts before U+1F600 in UTF-8 (not in UTF-16).
+    const under = ['user:b', 'user:\u{1F600}', 'user:a', 'user:\uFFFD', 'user:\u00e9', 'user:'];
+    await store.createEntities(['use:r', 'user', 'users:x', 'user;z', 'userz', ...under].map((uri) => entity(uri)), by);
+    const uris = async (after: string, limit: number) => (await other.listEntitiesUnder('user:', after, limit)).map((e) => e.uri);
+    const inOrder = ['user:', 'user:a', 'user:b', 'user:\u00e9', 'user:\uFFFD', 'user:\u{1F600}'];
+    t.same(await uris('', 100), inOrder, 'only uris under the prefix, in UTF-8 byte order');
+    t.same(await uris('', 2), inOrder.slice(0, 2), 'a limit');
+    t.same(await uris('user:a', 2), ['user:b', 'user:\u00e9'], 'after a uri');
+    t.same(await uris('user:aa', 100), inOrder.slice(2), 'after a uri that is not registered');
+    t.same(await uris('user:\u{1F600}', 100), [], 'after the last');
+    t.same(await uris('', 0), [], 'a limit of 0 is an empty page');
+    t.same((await other.listEntitiesUnder('users:', '', 10)).map((e) => e.uri), ['users:x']);
+    t.same(await other.listEntitiesUnder('group:', '', 10), []);
+    t.equal(JSON.stringify((await other.listEntitiesUnder('user:', 'user:', 1))[0]), JSON.stringify(entity('user:a')), 'stored as given');
   });
 }
 
