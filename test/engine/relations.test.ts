@@ -32,6 +32,12 @@ t.test('validation: relations between values that can never have the types their
       t.notOk(evaluate(snapshot, asked).allowed, `${name}: indeed never allowed (${JSON.stringify(level)})`);
     }
   }
+  t.same(
+    warningsOf([policyOf({ principal_conditions: [{ path: 'attributes.level', operator: 'gt', value_from: 'resource.uri' }] })]),
+    [{ loc: 'body.0.rules.0.principal_conditions', type: 'never_matches', msg: "this rule can never match: attributes.level gt resource.uri never holds: 'gt' compares numbers, and resource.uri is always a string" }],
+    'a principal condition referring to the resource',
+  );
+  t.same(warningsOf([policyOf({ principal_conditions: [{ path: 'attributes.department', operator: '==', value_from: 'resource.attributes.department' }] })]), [], 'a principal condition referring to the resource that can hold');
   t.same(warningsOf([policyOf({ resource_conditions: [{ path: 'attributes.owner', operator: '==', value_from: 'principal.uri' }, { path: 'attributes.path', operator: 'startswith', value_from: 'principal.attributes.home' }] })]), [], 'relations that can hold');
 });
 

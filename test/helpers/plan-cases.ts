@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { OPERATORS, type Condition, type Operator, type Policy } from '../../src/schemas/policy.js';
 import { conditionHolds } from '../engine/reference.js';
 import type { ConditionTree } from '../../src/engine/condition-tree.js';
+import { PlanUnstatable } from '../../src/engine/plan.js';
 import type { ResolvedEntity } from '../../src/engine/index.js';
 import type { MongoFilterOptions } from '../../src/engine/mongodb-filter.js';
 
@@ -98,12 +99,24 @@ const relation: fc.Arbitrary<Condition> = fc.record({
   value_from: fc.constantFrom(...REFERENCES),
 });
 
+/** A principal, action or context condition with `value_from` naming the resource: the resource is open in a plan. */
+const readsResource = (paths: string[]): fc.Arbitrary<Condition> =>
+  fc.record({
+    path: fc.constantFrom(...paths),
+    operator: fc.constantFrom(...OPERATORS.filter((operator) => operator !== 'exists' && operator !== 'not_exists')),
+    value_from: fc.constantFrom(...RESOURCE_PATHS.map((path) => `resource.${path}`)),
+  });
+
 /** Conditions of the action or the context on the values the checks carry. */
 const actionCondition = fc.oneof(
-  condition(['attributes.soft', 'attributes.level', 'name'], fc.constantFrom(true, false, 0, 1, 2, 'read')),
-  fc.record({ path: fc.constantFrom('attributes.level'), operator: fc.constantFrom<Operator>('==', 'lt', 'in'), value_from: fc.constantFrom('principal.attributes.level', 'context.attributes.level') }),
+  { arbitrary: condition(['attributes.soft', 'attributes.level', 'name'], fc.constantFrom(true, false, 0, 1, 2, 'read')), weight: 2 },
+  { arbitrary: fc.record({ path: fc.constantFrom('attributes.level'), operator: fc.constantFrom<Operator>('==', 'lt', 'in'), value_from: fc.constantFrom('principal.attributes.level', 'context.attributes.level') }), weight: 2 },
+  { arbitrary: readsResource(['attributes.soft', 'attributes.level', 'name']), weight: 1 },
 );
-const contextCondition = condition(['attributes.level', 'attributes.tags'], fc.constantFrom(0, 1, 2, 'a', ['a']));
+const contextCondition = fc.oneof(
+  { arbitrary: condition(['attributes.level', 'attributes.tags'], fc.constantFrom(0, 1, 2, 'a', ['a'])), weight: 4 },
+  { arbitrary: readsResource(['attributes.level', 'attributes.tags']), weight: 1 },
+);
 
 const principalValue = fc.oneof({ arbitrary: fc.constantFrom(...PRINCIPAL_VALUES), weight: 4 }, { arbitrary: anyValue, weight: 1 });
 
@@ -111,7 +124,7 @@ const rule = (name: string) =>
   fc.record({
     name: fc.constant(name),
     effect: fc.constantFrom('allow' as const, 'deny' as const),
-    principal_conditions: fc.array(condition(PRINCIPAL_PATHS, principalValue), { maxLength: 1 }),
+    principal_conditions: fc.array(fc.oneof({ arbitrary: condition(PRINCIPAL_PATHS, principalValue), weight: 6 }, { arbitrary: readsResource(PRINCIPAL_PATHS), weight: 1 }), { maxLength: 1 }),
     resource_conditions: fc.oneof(
       { arbitrary: fc.constant<Condition[]>([]), weight: 1 },
       { arbitrary: fc.array(fc.oneof({ arbitrary: condition(RESOURCE_PATHS, anyValue), weight: 4 }, { arbitrary: relation, weight: 1 }), { minLength: 1, maxLength: 3 }), weight: 4 },
@@ -181,18 +194,29 @@ function nestings(steps: readonly string[], leaf: unknown): unknown[] {
   });
 }
 
+/** Values the principal, the action and the context of a case may hold, for the resource to meet. */
+const KNOWN_PART_VALUES: unknown[] = [...PRINCIPAL_VALUES, 'user:alice', 'read', true, 'a'];
+
 /**
  * Attributes aimed at the policies' own resource conditions: for each condition, its path holding
- * values near the condition's, so that lists, mistyped values and near misses meet every operator.
+ * values near the condition's, so that lists, mistyped values and near misses meet every operator;
+ * and for each principal, action or context condition naming the resource, the path it names
+ * holding values near those the other parts of a case hold.
  */
 function aimedAttributes(policies: readonly Policy[]): [string, unknown][] {
   const aimed: [string, unknown][] = [];
-  for (const { path, value, value_from } of policies.flatMap((policy) => policy.rules.flatMap((rule) => rule.resource_conditions))) {
-    if (path === 'uri' || value_from !== undefined) continue;
+  const aim = (path: string, values: unknown[]) => {
     const [, key, ...steps] = path.split('.') as [string, string, ...string[]];
-    // A presence condition has no value: any value there makes it present.
-    const values = value === undefined ? ['a', null] : Array.isArray(value) ? [value, ...value] : [value];
     for (const near of values.flatMap(nearValues)) for (const nested of nestings(steps, near)) aimed.push([key, nested]);
+  };
+  const rules = policies.flatMap((policy) => policy.rules);
+  for (const { path, value, value_from } of rules.flatMap((rule) => rule.resource_conditions)) {
+    if (path === 'uri' || value_from !== undefined) continue;
+    // A presence condition has no value: any value there makes it present.
+    aim(path, value === undefined ? ['a', null] : Array.isArray(value) ? [value, ...value] : [value]);
+  }
+  for (const { value_from } of rules.flatMap((rule) => [...rule.principal_conditions, ...(rule.action_conditions ?? []), ...(rule.context_conditions ?? [])])) {
+    if (value_from?.startsWith('resource.attributes.')) aim(value_from.slice('resource.'.length), KNOWN_PART_VALUES);
   }
   return aimed;
 }
@@ -279,4 +303,15 @@ export function treeHolds(tree: ConditionTree, resource: ResolvedEntity): boolea
   if ('not' in tree) return !treeHolds(tree.not, resource);
   // A relation in a plan is between two values of the resource.
   return conditionHolds(tree, resource, { principal: { uri: undefined, attributes: new Map() }, resource, action: '' });
+}
+
+/**
+ * Whether `error` is a plan refused as docs/evaluation.md says: a relation between a known value
+ * and an open one of the resource by an operator that reads only one way, where some resource
+ * attribute is known (`knownCount`), or where a principal, action or context condition relates
+ * its own value to the resource by such an operator.
+ */
+export function unstatableAsDocumented(error: unknown, knownCount: number): boolean {
+  if (!(error instanceof PlanUnstatable)) return false;
+  return knownCount > 0 || /^condition \S+ \S+ resource\.\S+, on the (principal|action|context),/.test(error.message);
 }
