@@ -208,6 +208,8 @@ export function plan(snapshot: Snapshot, request: DecisionRequest, maxLength = I
       return { kind: 'always_denied', condition: false, reason: rule.decision.reason };
     }
     if (!rule.denies) policyAllowCount++;
+    // An allow rule that holds for every resource: the later rules of its policy never count, and are not looked at (budget or not).
+    if (!rule.denies && demands === true) policySettled = true;
     // Past the budget, only a deny rule that denies everything can still decide the answer.
     if (tooLarge) continue;
     if (rule.denies) {
@@ -223,10 +225,7 @@ export function plan(snapshot: Snapshot, request: DecisionRequest, maxLength = I
       run.denies.push(demands);
       denyingLength += jsonLength(demands) + 1;
     } else {
-      if (demands === true) {
-        unconditionalAllow ??= rule;
-        policySettled = true;
-      }
+      if (demands === true) unconditionalAllow ??= rule;
       allowResidues.push(demands);
       allowing.add(demands);
       policyAllows?.add(demands);
