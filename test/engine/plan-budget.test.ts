@@ -67,7 +67,7 @@ function resourceReadsLength(rule: Rule, example: PlanCase): number {
 }
 
 t.test(`plans within a length budget are never longer and never allow what the engine denies (${RUNS} cases)`, async (t) => {
-  const seen = { exact: 0, coarse: 0, coarserThanExact: 0, refused: 0, filters: 0, filtersTooLong: 0, relationsByEquality: 0, unstatable: 0 };
+  const seen = { exact: 0, coarse: 0, coarserThanExact: 0, refused: 0, filters: 0, filtersTooLong: 0, unstatable: 0 };
   /** The budget: below the smallest a plan fits in, or a share of the way from there to the exact plan's length and beyond. */
   const check = (example: PlanCase, percent: number) => {
     const snapshot = compile(example.policies, 1);
@@ -119,10 +119,8 @@ t.test(`plans within a length budget are never longer and never allow what the e
     }
     const filter = mongoFilter(bounded.condition, example.layout, maxLength);
     if (!('filter' in filter)) {
-      // Equality between two values of the resource has no exact filter (see relations.test.ts).
-      if (/relates two values of the resource by/.test(filter.unsupported)) seen.relationsByEquality++;
-      else if (!filter.unsupported.includes(`longer than ${maxLength} characters`)) throw new Error(`no filter: ${filter.unsupported}`);
-      else seen.filtersTooLong++;
+      if (!filter.unsupported.includes(`longer than ${maxLength} characters`)) throw new Error(`no filter: ${filter.unsupported}`);
+      seen.filtersTooLong++;
     } else {
       seen.filters++;
       if (JSON.stringify(filter.filter).length > maxLength) throw new Error(`a filter of ${JSON.stringify(filter.filter).length} characters at ${maxLength}`);

@@ -179,7 +179,11 @@ function nearValues(value: unknown): unknown[] {
   if (typeof value === 'boolean') near.push(String(value), Number(value));
   if (value === null) near.push('null', 0);
   if (Array.isArray(value)) near.push(...value, [...value].reverse(), [...value, 'b'], value.slice(1));
-  if (typeof value === 'object' && value !== null && !Array.isArray(value)) near.push(Object.fromEntries(Object.entries(value).reverse()), { ...value, extra: 1 });
+  if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
+    const entries = Object.entries(value);
+    // Reordered, one key more, and the same size with a key renamed.
+    near.push(Object.fromEntries(entries.reverse()), { ...value, extra: 1 }, Object.fromEntries(entries.map(([key, item], index) => [index === 0 ? `${key}x` : key, item])));
+  }
   return near;
 }
 
@@ -197,17 +201,47 @@ function nestings(steps: readonly string[], leaf: unknown): unknown[] {
 /** Values the principal, the action and the context of a case may hold, for the resource to meet. */
 const KNOWN_PART_VALUES: unknown[] = [...PRINCIPAL_VALUES, 'user:alice', 'read', true, 'a'];
 
+/** Values two values of the resource related by a condition hold: scalars, lists, documents nested in both (in both key orders). */
+const RELATED_VALUES: unknown[] = ['a', 1, null, ['a', 1], { k: 'a' }, { k: 'a', j: 1 }, { j: 1, k: 'a' }, [{ k: 'a', j: [1, { city: 'a', k: null }] }], { k: { j: ['a'], city: { k: 1, j: 2 } }, j: [] }];
+
+/** `value` with every document's keys in reverse order, and with its last leaf changed when `change` is set: equal, or unequal at the bottom only. */
+function reordered(value: unknown, change: boolean): unknown {
+  if (Array.isArray(value)) return value.map((item, index) => reordered(item, change && index === value.length - 1));
+  if (typeof value === 'object' && value !== null) {
+    const entries = Object.entries(value);
+    return Object.fromEntries(entries.map(([key, item], index) => [key, reordered(item, change && index === entries.length - 1)]).reverse());
+  }
+  return change ? [value] : value;
+}
+
+/** `left` and `right` merged key by key where both are documents, or undefined where they conflict. */
+function merged(left: unknown, right: unknown): unknown {
+  const isDocument = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+  if (!isDocument(left) || !isDocument(right)) return undefined;
+  const result: Record<string, unknown> = { ...left };
+  for (const [key, value] of Object.entries(right)) {
+    if (!Object.hasOwn(result, key)) result[key] = value;
+    else if ((result[key] = merged(result[key], value)) === undefined) return undefined;
+  }
+  return result;
+}
+
+/** Attributes holding `value` at `path` (`attributes.<key>...`), directly or with a list on the way. */
+function holding(path: string, value: unknown): Record<string, unknown>[] {
+  const [, key, ...steps] = path.split('.') as [string, string, ...string[]];
+  return nestings(steps, value).map((nested) => ({ [key]: nested }));
+}
+
 /**
  * Attributes aimed at the policies' own resource conditions: for each condition, its path holding
  * values near the condition's, so that lists, mistyped values and near misses meet every operator;
  * and for each principal, action or context condition naming the resource, the path it names
- * holding values near those the other parts of a case hold.
+ * holding values near those the other parts of a case hold. Each item is attributes to merge in.
  */
-function aimedAttributes(policies: readonly Policy[]): [string, unknown][] {
-  const aimed: [string, unknown][] = [];
+function aimedAttributes(policies: readonly Policy[]): Record<string, unknown>[] {
+  const aimed: Record<string, unknown>[] = [];
   const aim = (path: string, values: unknown[]) => {
-    const [, key, ...steps] = path.split('.') as [string, string, ...string[]];
-    for (const near of values.flatMap(nearValues)) for (const nested of nestings(steps, near)) aimed.push([key, nested]);
+    for (const near of values.flatMap(nearValues)) aimed.push(...holding(path, near));
   };
   const rules = policies.flatMap((policy) => policy.rules);
   for (const { path, value, value_from } of rules.flatMap((rule) => rule.resource_conditions)) {
@@ -221,9 +255,35 @@ function aimedAttributes(policies: readonly Policy[]): [string, unknown][] {
   return aimed;
 }
 
+/**
+ * For each relation between two attributes of the resource, both holding a value and one of its
+ * `partners` (either way round). Each item is attributes to merge in.
+ */
+function relatedAttributes(policies: readonly Policy[], partners: (value: unknown) => unknown[]): Record<string, unknown>[] {
+  const related: Record<string, unknown>[] = [];
+  for (const { path, value_from } of policies.flatMap((policy) => policy.rules.flatMap((rule) => rule.resource_conditions))) {
+    const other = value_from?.slice('resource.'.length);
+    if (other === undefined || !value_from!.startsWith('resource.attributes.') || path === 'uri' || path.startsWith(`${other}.`) || other.startsWith(`${path}.`)) continue;
+    for (const [one, partner] of RELATED_VALUES.flatMap((value) => partners(value).map((each) => [value, each]))) {
+      for (const [here, there] of [[one, partner], [partner, one]]) {
+        const both = merged(holding(path, here)[0], holding(other, there)[0]);
+        if (both !== undefined) related.push(both as Record<string, unknown>);
+      }
+    }
+  }
+  return related;
+}
+
+/** Partners alike down to the bottom: every document's keys reordered, equal or with the last leaf changed. */
+const alikeToTheBottom = (value: unknown) => [reordered(value, false), reordered(value, true)];
+
+/** Up to `count` of `items` (none when there are none). */
+const someOf = (items: Record<string, unknown>[], count: number) => (items.length === 0 ? fc.constant([]) : fc.array(fc.constantFrom(...items), { maxLength: count }));
+
 const resourcesFor = (policies: readonly Policy[]): fc.Arbitrary<ResourceDocument[]> => {
-  const aimed = aimedAttributes(policies);
-  const attributeValues = aimed.length === 0 ? attributes(ATTRIBUTE_KEYS, anyValue) : fc.tuple(attributes(ATTRIBUTE_KEYS, anyValue), fc.array(fc.constantFrom(...aimed), { maxLength: 3 })).map(([random, picked]) => ({ ...random, ...Object.fromEntries(picked) }));
+  const attributeValues = fc
+    .tuple(attributes(ATTRIBUTE_KEYS, anyValue), someOf(aimedAttributes(policies), 3), someOf(relatedAttributes(policies, nearValues), 2), someOf(relatedAttributes(policies, alikeToTheBottom), 1))
+    .map(([random, aimed, near, alike]) => Object.assign({}, random, ...aimed, ...near, ...alike) as Record<string, unknown>);
   return fc.array(
     fc.record({ uri: fc.constantFrom('doc:1', 'doc:2', 'a', 'ab'), attributes: attributeValues }, { requiredKeys: ['attributes'] }),
     { minLength: 1, maxLength: 25 },
