@@ -182,8 +182,9 @@ const NOT_A_LIST = { $not: { $type: 'array' } };
  * order. MongoDB's own `$eq` compares documents field by field in order, and an expression cannot
  * recurse: so the two values are walked level by level, each level's pairs of values (`a`, `b`)
  * compared by type and size (scalars by `$eq`), and their children paired for the next level (a
- * document's by key, a list's by position). A value in a document is nested at most MONGODB_MAX_DEPTH levels, so
- * that many levels reach every leaf; once the pairs run out, or one differs, the rest is skipped.
+ * document's by key, a list's by position). A value in a document is nested at most
+ * MONGODB_MAX_DEPTH levels, so that many levels reach every leaf; once the pairs run out, or one
+ * differs, the rest is skipped.
  */
 function jsonEquals(left: unknown, right: unknown): unknown {
   const alike = {
