@@ -14,24 +14,40 @@ export interface ReplayedCheck {
   principal: ReplayedSide;
   resource: ReplayedSide;
   action: string;
+  /** JSON text for the action's attributes and the context fields ('' for none). */
+  actionAttributes: string;
+  context: string;
   /** Attribute keys whose values the server did not keep (null in the form): the check cannot run as it was until they are filled in. */
   maskedKeys: string[];
 }
 
+/** Attributes as JSON text for a form field ('' for none), the masked keys (given without values) as null. */
+function attributesText(values: Record<string, unknown> | undefined, maskedKeys: string[] = []): string {
+  const shown = values ?? Object.fromEntries(maskedKeys.map((key) => [key, null]));
+  return Object.keys(shown).length === 0 ? '' : JSON.stringify(shown);
+}
+
 function side({ uri, attributes, attribute_keys }: SentSide): { side: ReplayedSide; masked: string[] } {
   const masked = attribute_keys ?? [];
-  const values = attributes ?? Object.fromEntries(masked.map((key) => [key, null]));
-  return { side: { uri: uri ?? '', attributes: Object.keys(values).length === 0 ? '' : JSON.stringify(values) }, masked };
+  return { side: { uri: uri ?? '', attributes: attributesText(attributes, masked) }, masked };
 }
 
 export function replayOf(denial: RecentDenial): ReplayedCheck {
   const principal = side(denial.principal);
   const resource = side(denial.resource);
+  const [actionKeys, contextKeys] = [denial.action_attribute_keys ?? [], denial.context_keys ?? []];
   return {
     principal: principal.side,
     resource: resource.side,
     action: denial.action,
-    maskedKeys: [...principal.masked.map((key) => `principal ${key}`), ...resource.masked.map((key) => `resource ${key}`)],
+    actionAttributes: attributesText(denial.action_attributes, actionKeys),
+    context: attributesText(denial.context, contextKeys),
+    maskedKeys: [
+      ...principal.masked.map((key) => `principal ${key}`),
+      ...resource.masked.map((key) => `resource ${key}`),
+      ...actionKeys.map((key) => `action attribute ${key}`),
+      ...contextKeys.map((key) => `context ${key}`),
+    ],
   };
 }
 

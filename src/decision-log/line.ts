@@ -40,6 +40,12 @@ function attributesJson(attributes: ReadonlyMap<string, unknown>): string {
   return `{${members}}`;
 }
 
+/** The action's attributes and the context, each when the check sent some: a check without them is logged as before. */
+function actionAndContextJson({ actionAttributes, context }: CheckInput): string {
+  const attributes = actionAttributes === undefined ? '' : `,"action_attributes":${attributesJson(actionAttributes)}`;
+  return context === undefined ? attributes : `${attributes},"context":${attributesJson(context)}`;
+}
+
 const sideJson = (uri: string | undefined, attributes: string) =>
   uri === undefined ? `{"attributes":${attributes}}` : `{"uri":${JSON.stringify(uri)},"attributes":${attributes}}`;
 
@@ -55,7 +61,8 @@ function isoTime(time: number): string {
 }
 
 /**
- * The JSON line for one decision: the check as sent, the attributes it was decided on, the outcome.
+ * The JSON line for one decision: the check as sent (with the action's attributes and the context
+ * when it has some), the attributes it was decided on, the outcome.
  * Written out by hand rather than through intermediate objects: this runs once per decision, and a
  * side decided on exactly the attributes it was sent with (no registry) is serialized once.
  */
@@ -68,7 +75,7 @@ export function decisionLine({ time, input, request, decision, revision, latency
   return (
     `{"time":"${isoTime(time)}","revision":${revision},` +
     `"request":{"principal":${sideJson(input.principal.uri, sent.principal)},"resource":${sideJson(input.resource.uri, sent.resource)},` +
-    `"action":${JSON.stringify(input.action)}},` +
+    `"action":${JSON.stringify(input.action)}${actionAndContextJson(input)}},` +
     `"resolved":{"principal":${principalResolved},"resource":${resourceResolved}},` +
     `"allowed":${decision.allowed},"reason":${JSON.stringify(decision.reason)},"latency_ms":${Math.round(latencyMs * 1000) / 1000}}\n`
   );

@@ -4,7 +4,7 @@ import { ALLOWED_BY_DEFAULT, DENIED_BY_DEFAULT, DENIED_WITHOUT_POLICIES, ruleDec
 import { CANONICAL_OPERATOR, OPERATOR_DEFINITIONS, type Predicate, type Relation } from './operators.js';
 import type { Comparison } from './condition-tree.js';
 import { compileLookup, MISSING, type Lookup } from './paths.js';
-import { compileReference, type RequestLookup } from './references.js';
+import { compileReference, parseReference, type Reference, type RequestLookup } from './references.js';
 import { ActionRules, type IndexableRule } from './rule-index.js';
 
 export interface CompiledCondition {
@@ -13,6 +13,8 @@ export interface CompiledCondition {
   test: Predicate;
   /** For a condition with `value_from`: what it reads of the request, and how it relates the two values. */
   reference: RequestLookup | undefined;
+  /** The part of the check and the path that `reference` reads. */
+  referenced: Reference | undefined;
   relate: Relation;
   /** What the condition says where its path leads nowhere (see holdsFor). */
   holdsWhenMissing: boolean;
@@ -144,6 +146,7 @@ export class ConditionCompiler {
         // A relation's test is `relate`, with the value read from each request.
         test: value_from === undefined ? definition.build(value) : UNUSED_TEST,
         reference: value_from === undefined ? undefined : compileReference(value_from),
+        referenced: value_from === undefined ? undefined : (parseReference(value_from) as Reference),
         relate: definition.relate,
         holdsWhenMissing: definition.holdsWhenMissing === true,
         comparison: comparisonOf(condition),

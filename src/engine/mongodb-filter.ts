@@ -156,13 +156,13 @@ class ExactExpressions {
       case 'lte':
         return { $cond: [{ $isNumber: found }, { [`$${operator}`]: [found, value] }, false] };
       case '!=':
-        return { $and: [{ $ne: [{ $type: found }, 'missing'] }, { $not: [this.equals(found, value)] }] };
+        return { $and: [isPresent(found), { $not: [this.equals(found, value)] }] };
       case 'not_in':
-        return { $and: [{ $ne: [{ $type: found }, 'missing'] }, { $not: [this.holds(found, 'in', value)] }] };
+        return { $and: [isPresent(found), { $not: [this.holds(found, 'in', value)] }] };
       case 'not_contains':
         return { $and: [{ $in: [{ $type: found }, ['string', 'array']] }, { $not: [this.holds(found, 'contains', value)] }] };
       case 'exists':
-        return { $ne: [{ $type: found }, 'missing'] };
+        return isPresent(found);
       default:
         throw new Error(`operator '${operator}' is not canonical`);
     }
@@ -170,17 +170,96 @@ class ExactExpressions {
 }
 
 const isType = (expression: unknown, type: string) => ({ $eq: [{ $type: expression }, type] });
+const isPresent = (expression: unknown) => ({ $ne: [{ $type: expression }, 'missing'] });
 const conjunction = (items: unknown[]) => (items.length === 1 ? items[0] : { $and: items });
 const disjunction = (items: unknown[]) => (items.length === 0 ? false : items.length === 1 ? items[0] : { $or: items });
 
 const NOT_A_LIST = { $not: { $type: 'array' } };
 
-/** The operators a relation between two values of the resource is stated with exactly (see FilterWriter.relation). */
-const RELATED_EXACTLY: ReadonlySet<Comparison['operator']> = new Set(['gt', 'gte', 'lt', 'lte', 'startswith', 'endswith']);
+/**
+ * Whether two present values are equal as JSON, as the engine's equality says: the same type (any
+ * two numbers compare by value), lists item by item, embedded documents with the same keys in any
+ * order. MongoDB's own `$eq` compares documents field by field in order, and an expression cannot
+ * recurse: so the two values are walked level by level, each level's pairs of values (`a`, `b`)
+ * compared by type and size (scalars by `$eq`), and their children paired for the next level (a
+ * document's by key, a list's by position). A value in a document is nested at most
+ * MONGODB_MAX_DEPTH levels, so that many levels reach every leaf; once the pairs run out, or one
+ * differs, the rest is skipped.
+ */
+function jsonEquals(left: unknown, right: unknown): unknown {
+  const alike = {
+    $switch: {
+      branches: [
+        { case: { $and: [{ $isNumber: '$$a' }, { $isNumber: '$$b' }] }, then: { $eq: ['$$a', '$$b'] } },
+        { case: { $ne: [{ $type: '$$a' }, { $type: '$$b' }] }, then: false },
+        // As many keys: each of `a`'s is then paired with `b`'s value there, which a key `b` lacks leaves missing, unlike any value.
+        { case: isType('$$a', 'object'), then: { $eq: [{ $size: { $objectToArray: '$$a' } }, { $size: { $objectToArray: '$$b' } }] } },
+        { case: { $isArray: '$$a' }, then: { $eq: [{ $size: '$$a' }, { $size: '$$b' }] } },
+      ],
+      // Strings, booleans, null: scalars of one type, which $eq compares as the engine does.
+      default: { $eq: ['$$a', '$$b'] },
+    },
+  };
+  const valueOfKeyInB = { $getField: { field: 'v', input: { $arrayElemAt: [{ $filter: { input: { $objectToArray: '$$b' }, as: 'match', cond: { $eq: ['$$match.k', '$$entry.k'] } } }, 0] } } };
+  const children = {
+    $cond: [
+      { $and: [isType('$$a', 'object'), isType('$$b', 'object')] },
+      { $map: { input: { $objectToArray: '$$a' }, as: 'entry', in: { a: '$$entry.v', b: valueOfKeyInB } } },
+      {
+        $cond: [
+          { $and: [{ $isArray: '$$a' }, { $isArray: '$$b' }] },
+          { $map: { input: { $range: [0, { $size: '$$a' }] }, as: 'index', in: { a: { $arrayElemAt: ['$$a', '$$index'] }, b: { $arrayElemAt: ['$$b', '$$index'] } } } },
+          [],
+        ],
+      },
+    ],
+  };
+  const ofPair = (body: unknown) => ({ $map: { input: '$$state.pairs', as: 'pair', in: { $let: { vars: { a: '$$pair.a', b: '$$pair.b' }, in: body } } } });
+  const level = {
+    $cond: [
+      { $and: ['$$state.equal', { $gt: [{ $size: '$$state.pairs' }, 0] }] },
+      {
+        pairs: { $reduce: { input: ofPair(children), initialValue: [], in: { $concatArrays: ['$$value', '$$this'] } } },
+        equal: { $allElementsTrue: [ofPair(alike)] },
+      },
+      '$$state',
+    ],
+  };
+  const walked = {
+    $reduce: {
+      input: { $range: [0, MONGODB_MAX_DEPTH] },
+      initialValue: { pairs: [{ a: '$$left', b: '$$right' }], equal: { $literal: true } },
+      in: { $let: { vars: { state: '$$value' }, in: level } },
+    },
+  };
+  return { $let: { vars: { left, right }, in: { $getField: { field: 'equal', input: walked } } } };
+}
 
-/** Whether `found` relates to `other` (two variables, either missing) as the engine's relation says: both of the type the operator takes. */
+/** Whether some item of the list `list` is equal to `value` as JSON. */
+const hasEqualItem = (list: string, value: string) => ({ $anyElementTrue: [{ $map: { input: list, as: 'item', in: jsonEquals('$$item', value) } }] });
+
+/**
+ * Whether `found` relates to `other` (two variables, either missing) as the engine's relation says:
+ * both present, and of the types the operator takes.
+ */
 function relates(found: string, operator: Comparison['operator'], other: string): unknown {
+  const whenBothPresent = (test: unknown) => ({ $and: [isPresent(found), isPresent(other), test] });
   switch (operator) {
+    case '==':
+      return whenBothPresent(jsonEquals(found, other));
+    case '!=':
+      return whenBothPresent({ $not: [jsonEquals(found, other)] });
+    case 'in':
+      return whenBothPresent({ $cond: [{ $isArray: other }, hasEqualItem(other, found), false] });
+    case 'not_in':
+      return whenBothPresent({ $cond: [{ $isArray: other }, { $not: [hasEqualItem(other, found)] }, false] });
+    case 'contains':
+    case 'not_contains': {
+      // A substring of bytes of valid UTF-8 (MongoDB holds no other) is one of code points, and of UTF-16 units as the engine compares.
+      const inText = { $cond: [isType(other, 'string'), { $ne: [{ $indexOfBytes: [found, other] }, -1] }, false] };
+      const contains = { $cond: [isType(found, 'string'), inText, hasEqualItem(found, other)] };
+      return whenBothPresent({ $cond: [{ $or: [isType(found, 'string'), { $isArray: found }] }, operator === 'contains' ? contains : { $not: [contains] }, false] });
+    }
     case 'gt':
     case 'gte':
     case 'lt':
@@ -195,7 +274,7 @@ function relates(found: string, operator: Comparison['operator'], other: string)
       return { $cond: [{ $and: [isType(found, 'string'), isType(other, 'string')] }, { $cond: [fits, { $eq: [{ $substrCP: [found, start, part] }, other] }, false] }, false] };
     }
     default:
-      throw new Error(`operator '${operator}' is not related exactly`);
+      throw new Error(`operator '${operator}' takes no value to relate`);
   }
 }
 
@@ -310,18 +389,11 @@ class FilterWriter {
   }
 
   /**
-   * A relation between two values of the resource, as `$expr`: exact for the orderings and the
-   * string operators. Equality (and the operators built on it) is not stated: MongoDB compares
-   * embedded documents by the order of their fields, the engine does not, and no expression can
-   * walk two documents of any depth side by side.
+   * A relation between two values of the resource, as `$expr`: both present, and related as the
+   * engine relates them (equality walks both values, see jsonEquals).
    */
   private relation(comparison: Comparison & { value_from: string }): MongoFilter {
     const operator = CANONICAL_OPERATOR[comparison.operator];
-    if (!RELATED_EXACTLY.has(operator)) {
-      throw new NoExactFilter(
-        `condition ${formatCondition(comparison)} relates two values of the resource by '${comparison.operator}', which MongoDB cannot test as the engine does (it compares embedded documents by the order of their fields)`,
-      );
-    }
     if (hasLoneSurrogate(comparison.path) || hasLoneSurrogate(comparison.value_from)) {
       throw new NoExactFilter(`condition ${formatCondition(comparison)} holds text that is not valid Unicode (a lone surrogate), which MongoDB cannot store`);
     }

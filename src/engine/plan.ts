@@ -1,10 +1,9 @@
-import { partOf, type ResolvedEntity } from './entity.js';
+import { partOf, type RequestPart, type ResolvedEntity } from './entity.js';
 import type { DecisionRequest } from './decisions.js';
-import { firstFailingCondition, holdsFor, type CompiledCondition, type CompiledRule, type Snapshot } from './compile.js';
+import { holdsFor, type CompiledCondition, type CompiledRule, type Snapshot } from './compile.js';
 import { and, JunctionChildren, jsonLength, not, or, type Comparison, type ConditionTree } from './condition-tree.js';
 import { OPERATOR_DEFINITIONS } from './operators.js';
 import { MISSING } from './paths.js';
-import { parseReference } from './references.js';
 
 export type PlanKind = 'always_allowed' | 'always_denied' | 'conditional';
 
@@ -34,8 +33,9 @@ export class PlanUnstatable extends Error {}
 /**
  * What `condition` says of `value` at `path` of the resource, where the condition's own path is
  * known and holds `known`: for the operators whose relation reads the same the other way round.
+ * For the others, `unstatable` says what the condition relates, and what to do instead.
  */
-function mirrored(path: string, condition: CompiledCondition, known: unknown): ConditionTree {
+function mirrored(path: string, condition: CompiledCondition, known: unknown, unstatable: Unstatable): ConditionTree {
   const operator = condition.comparison.operator;
   const reversed = MIRRORED[operator];
   const accepted = (value: unknown) => OPERATOR_DEFINITIONS[reversed ?? operator].checkValue(value) === undefined;
@@ -45,10 +45,14 @@ function mirrored(path: string, condition: CompiledCondition, known: unknown): C
   if ((operator === 'contains' || operator === 'not_contains') && typeof known !== 'string') return false;
   // `known in value` is `value contains known`, but where the value is a string (a substring test) and the known one too.
   if (operator === 'in' && typeof known !== 'string') return { path, operator: 'contains', value: known };
-  throw new PlanUnstatable(
-    `condition ${condition.source.path} ${operator} ${condition.source.value_from} relates a known attribute to an open one by '${operator}', which a plan cannot state: ` +
-      'leave that attribute out of the known ones',
-  );
+  const { source } = condition;
+  throw new PlanUnstatable(`condition ${source.path} ${operator} ${source.value_from}${unstatable.relates} by '${operator}', which a plan cannot state: ${unstatable.remedy}`);
+}
+
+/** What a relation a plan cannot state relates (after the condition), and what the caller can do instead. */
+interface Unstatable {
+  relates: string;
+  remedy: string;
 }
 
 /** The operators whose relation reads the same with its two values swapped, under their swapped names. */
@@ -63,40 +67,63 @@ const MIRRORED: Partial<Record<Comparison['operator'], Comparison['operator']>> 
 function resourceDemand(condition: CompiledCondition, request: DecisionRequest): ConditionTree {
   const { resource } = request;
   const known = isKnown(condition.comparison.path, resource);
-  const { reference } = condition;
+  const { reference, referenced } = condition;
   if (reference === undefined) return known ? holdsFor(condition, condition.lookup(resource), request) : condition.comparison;
-  const target = parseReference(condition.source.value_from!) as { part: string; path: string };
-  const targetKnown = target.part !== 'resource' || isKnown(target.path, resource);
+  const targetKnown = referenced!.part !== 'resource' || isKnown(referenced!.path, resource);
   if (known && targetKnown) return holdsFor(condition, condition.lookup(resource), request);
   if (!known && !targetKnown) return condition.comparison;
   if (known) {
     const value = condition.lookup(resource);
-    return value === MISSING ? false : mirrored(target.path, condition, value);
+    return value === MISSING ? false : mirrored(referenced!.path, condition, value, KNOWN_RESOURCE_UNSTATABLE);
   }
   const value = reference(request);
   const { path, operator } = condition.comparison;
   return value !== MISSING && OPERATOR_DEFINITIONS[operator].checkValue(value) === undefined ? { path, operator, value } : false;
 }
 
+const KNOWN_RESOURCE_UNSTATABLE: Unstatable = { relates: ' relates a known attribute to an open one', remedy: 'leave that attribute out of the known ones' };
+
+/**
+ * Decides `conditions`, those of `entity`, a known part of `request` (the principal, the action or
+ * the context), adding to `open` what those that read an open value of the resource demand of it:
+ * the condition mirrored onto the resource, its own value being known. False when one fails.
+ */
+function knownPartHolds(part: RequestPart, conditions: readonly CompiledCondition[], entity: ResolvedEntity, request: DecisionRequest, open: ConditionTree[]): boolean {
+  for (const condition of conditions) {
+    const found = condition.lookup(entity);
+    const { referenced } = condition;
+    if (referenced?.part !== 'resource' || found === MISSING || isKnown(referenced.path, request.resource)) {
+      if (!holdsFor(condition, found, request)) return false;
+      continue;
+    }
+    const unstatable = { relates: `, on the ${part}, relates it to an open value of the resource`, remedy: `give the resource's ${referenced.path} among the known ones, or ask /check` };
+    const demand = mirrored(referenced.path, condition, found, unstatable);
+    if (demand === false) return false;
+    if (demand !== true) open.push(demand);
+  }
+  return true;
+}
+
 /**
  * What a rule demands of the resource once the principal, the action and the context are known:
- * their conditions are decided by the compiled conditions themselves (none of them reads the
- * resource), and so are resource conditions on what is known.
+ * their conditions are decided by the compiled conditions themselves, but for those that read an
+ * open value of the resource, and so are resource conditions on what is known.
  */
 function residue(rule: CompiledRule, request: DecisionRequest): ConditionTree {
-  if (firstFailingCondition(rule.principal, request.principal, request) !== -1) return false;
-  if (rule.action.length > 0 && firstFailingCondition(rule.action, partOf(request, 'action'), request) !== -1) return false;
-  if (rule.context.length > 0 && firstFailingCondition(rule.context, partOf(request, 'context'), request) !== -1) return false;
+  const open: ConditionTree[] = [];
+  if (!knownPartHolds('principal', rule.principal, request.principal, request, open)) return false;
+  if (rule.action.length > 0 && !knownPartHolds('action', rule.action, partOf(request, 'action'), request, open)) return false;
+  if (rule.context.length > 0 && !knownPartHolds('context', rule.context, partOf(request, 'context'), request, open)) return false;
   const { resource } = request;
   if (resource.uri === undefined && resource.attributes.size === 0 && rule.resource.every((condition) => condition.reference === undefined)) {
     // Nothing is known of the resource, nor read from elsewhere (the common plan): every resource condition stays open.
-    return rule.resource.length === 1 ? rule.resource[0]!.comparison : and(rule.resource.map((condition) => condition.comparison));
-  }
-  const open: ConditionTree[] = [];
-  for (const condition of rule.resource) {
-    const demand = resourceDemand(condition, request);
-    if (demand === false) return false;
-    if (demand !== true) open.push(demand);
+    for (const condition of rule.resource) open.push(condition.comparison);
+  } else {
+    for (const condition of rule.resource) {
+      const demand = resourceDemand(condition, request);
+      if (demand === false) return false;
+      if (demand !== true) open.push(demand);
+    }
   }
   return open.length === 1 ? open[0]! : and(open);
 }
@@ -181,6 +208,8 @@ export function plan(snapshot: Snapshot, request: DecisionRequest, maxLength = I
       return { kind: 'always_denied', condition: false, reason: rule.decision.reason };
     }
     if (!rule.denies) policyAllowCount++;
+    // An allow rule that holds for every resource: the later rules of its policy never count, and are not looked at (budget or not).
+    if (!rule.denies && demands === true) policySettled = true;
     // Past the budget, only a deny rule that denies everything can still decide the answer.
     if (tooLarge) continue;
     if (rule.denies) {
@@ -196,10 +225,7 @@ export function plan(snapshot: Snapshot, request: DecisionRequest, maxLength = I
       run.denies.push(demands);
       denyingLength += jsonLength(demands) + 1;
     } else {
-      if (demands === true) {
-        unconditionalAllow ??= rule;
-        policySettled = true;
-      }
+      if (demands === true) unconditionalAllow ??= rule;
       allowResidues.push(demands);
       allowing.add(demands);
       policyAllows?.add(demands);

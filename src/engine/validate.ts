@@ -41,7 +41,7 @@ function conditionIssues(condition: Condition, part: RequestPart, at: Location):
   const issues = controlCharacterIssues(condition.path, 'path', [...at, 'path']);
   const path = parsePath(condition.path, NAMED_VALUE[part]);
   if ('error' in path) issues.push({ loc: [...at, 'path'], msg: path.error, type: 'value_error' });
-  if (condition.value_from !== undefined) return [...issues, ...referenceIssues(condition, part, [...at, 'value_from'])];
+  if (condition.value_from !== undefined) return [...issues, ...referenceIssues(condition, [...at, 'value_from'])];
   issues.push(...storableValueIssues(condition.value, [...at, 'value']));
   const valueProblem = OPERATOR_DEFINITIONS[condition.operator].checkValue(condition.value);
   if (valueProblem !== undefined) {
@@ -50,22 +50,15 @@ function conditionIssues(condition: Condition, part: RequestPart, at: Location):
   return issues;
 }
 
-/**
- * What is wrong with a condition's `value_from`. The resource is open in a plan: only a resource
- * condition may relate to it, so that every other part of the check is decided before it.
- */
-function referenceIssues(condition: Condition, part: RequestPart, at: Location): ValidationIssue[] {
+/** What is wrong with a condition's `value_from`. */
+function referenceIssues(condition: Condition, at: Location): ValidationIssue[] {
   const issue = (msg: string): ValidationIssue[] => [{ loc: at, msg, type: 'value_error' }];
   if (condition.value !== undefined) return issue("give either 'value' or 'value_from', not both");
   if (isPresenceOperator(condition.operator)) return issue(`operator '${condition.operator}' takes no value_from: leave 'value_from' out`);
   const control = controlCharacterIssues(condition.value_from!, 'value_from', at);
   if (control.length > 0) return control;
   const reference = parseReference(condition.value_from!);
-  if ('error' in reference) return issue(reference.error);
-  if (reference.part === 'resource' && part !== 'resource') {
-    return issue(`a condition on the ${part} cannot read the resource (plans leave it open): relate the two in a resource condition`);
-  }
-  return [];
+  return 'error' in reference ? issue(reference.error) : [];
 }
 
 function slugIssue(name: string, at: Location): ValidationIssue[] {

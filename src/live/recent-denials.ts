@@ -13,6 +13,20 @@ const sentSide = (side: EntityInput, withValues: boolean): SentSide =>
     ? { uri: side.uri ?? null, attributes: Object.fromEntries(side.attributes) }
     : { uri: side.uri ?? null, attribute_keys: [...side.attributes.keys()] };
 
+/** The action's attributes and the context the check sent (none: no field), with their values or only their keys as the sides are. */
+function sentActionAndContext({ actionAttributes, context }: CheckInput, withValues: boolean): Pick<RecentDenial, 'action_attributes' | 'action_attribute_keys' | 'context' | 'context_keys'> {
+  const sent: ReturnType<typeof sentActionAndContext> = {};
+  if (actionAttributes !== undefined) {
+    if (withValues) sent.action_attributes = Object.fromEntries(actionAttributes);
+    else sent.action_attribute_keys = [...actionAttributes.keys()];
+  }
+  if (context !== undefined) {
+    if (withValues) sent.context = Object.fromEntries(context);
+    else sent.context_keys = [...context.keys()];
+  }
+  return sent;
+}
+
 /**
  * The last `capacity` denied checks, in a ring of entries made once: recording one stores three
  * references and a time (no allocation). Values are masked when the list is read, unless
@@ -50,6 +64,7 @@ export class RecentDenials {
         principal: sentSide(input!.principal, this.withValues),
         resource: sentSide(input!.resource, this.withValues),
         action: input!.action,
+        ...sentActionAndContext(input!, this.withValues),
         reason,
         revision,
       });

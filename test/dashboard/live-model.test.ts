@@ -82,6 +82,8 @@ t.test('a recent denial fills the playground: values when kept, keys named when 
     principal: { uri: 'user:ivy', attributes: '{"intern":null}' },
     resource: { uri: '', attributes: '' },
     action: 'administer',
+    actionAttributes: '',
+    context: '',
     maskedKeys: ['principal intern'],
   });
   const kept = replayOf({
@@ -92,5 +94,21 @@ t.test('a recent denial fills the playground: values when kept, keys named when 
     reason: 'r',
     revision: 1,
   });
-  t.same(kept, { principal: { uri: '', attributes: '{"intern":true}' }, resource: { uri: 'laptop:7', attributes: '' }, action: 'administer', maskedKeys: [] });
+  t.same(kept, { principal: { uri: '', attributes: '{"intern":true}' }, resource: { uri: 'laptop:7', attributes: '' }, action: 'administer', actionAttributes: '', context: '', maskedKeys: [] });
+  const withActionAndContext = (values: boolean) =>
+    replayOf({
+      at: 0,
+      principal: { uri: 'user:ivy', attributes: {} },
+      resource: { uri: null, attributes: {} },
+      action: 'delete',
+      ...(values ? { action_attributes: { soft: true }, context: { ip: '10.1.2.3' } } : { action_attribute_keys: ['soft'], context_keys: ['ip'] }),
+      reason: 'r',
+      revision: 1,
+    });
+  t.same(withActionAndContext(true), { principal: { uri: 'user:ivy', attributes: '' }, resource: { uri: '', attributes: '' }, action: 'delete', actionAttributes: '{"soft":true}', context: '{"ip":"10.1.2.3"}', maskedKeys: [] });
+  t.same(
+    withActionAndContext(false),
+    { principal: { uri: 'user:ivy', attributes: '' }, resource: { uri: '', attributes: '' }, action: 'delete', actionAttributes: '{"soft":null}', context: '{"ip":null}', maskedKeys: ['action attribute soft', 'context ip'] },
+    "the action's attributes and the context masked as the sides are",
+  );
 });

@@ -132,6 +132,23 @@ t.test('a writer thread that dies: the lines it held and every later one are cou
   t.same(readLines(file), []);
 });
 
+t.test("a server's lines carry the action's attributes and the context as sent, from the front and from the worker pool; checks without them, as before", async (t) => {
+  const file = logFile(t);
+  const server = await startServer({ decisionLog: file, evaluation: 'pool', workers: 1 });
+  const check = { principal: { attributes: { role: 'admin' } }, resource: { attributes: { kind: 'doc' } } };
+  t.equal((await server.call('POST', '/check', { ...check, action: { name: 'delete', attributes: { soft: true } }, context: { ip: '10.1.2.3' } })).status, 200);
+  t.equal((await server.call('POST', '/check/bulk', [{ ...check, action: 'delete', action_attributes: { soft: false }, context: { hour: 9 } }, { ...check, action: 'read' }])).status, 200);
+  await server.close();
+  t.same(
+    readLines(file).map((line) => line.request),
+    [
+      { ...check, action: 'delete', action_attributes: { soft: true }, context: { ip: '10.1.2.3' } },
+      { ...check, action: 'delete', action_attributes: { soft: false }, context: { hour: 9 } },
+      { ...check, action: 'read' },
+    ],
+  );
+});
+
 t.test('a server whose decision log cannot be written (/dev/full): decisions go on, every line is counted as dropped', { skip: existsSync('/dev/full') ? false : 'no /dev/full on this machine' }, async (t) => {
   const server = await startServer({ decisionLog: '/dev/full' });
   const check = { principal: { attributes: { role: 'admin' } }, resource: { attributes: { kind: 'doc' } }, action: 'read' };

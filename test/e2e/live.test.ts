@@ -8,7 +8,7 @@ import type { Config } from '../../src/config.js';
 /**
  * The Live screen in a real headless Chromium against a real Verdict, with traffic the test sends
  * over HTTP: exact counts, charts with a read-out, top rules, recent denials (masked by default)
- * and a denial replayed in the playground in one click; an empty window; dark mode.
+ * and a denial replayed in the playground in one click (with its action's attributes and context); an empty window; dark mode.
  */
 
 const missing = chromiumMissing();
@@ -157,7 +157,7 @@ async function run() {
   t.test('with --recent-denials-values, one click replays a denial and shows its decision and why', async (t) => {
     const server = await serverWithPolicies({ recentDenialsValues: true });
     t.teardown(() => server.close());
-    await server.call('POST', '/check', BY_GUARD);
+    await server.call('POST', '/check', { ...BY_GUARD, action_attributes: { soft: true }, context: { ip: '10.1.2.3' } });
     await server.call('POST', '/check', ALLOWED);
     const { page, context } = await openDashboard(chromium, server.url);
     t.teardown(() => context.close());
@@ -166,10 +166,13 @@ async function run() {
     const row = section.getByRole('row').filter({ hasText: 'no-interns' });
     await row.waitFor();
     t.match(await row.innerText(), /user:ivy \{"department":"it","intern":true\}/, 'values shown');
+    t.match(await row.innerText(), /administer \{"soft":true\}; context \{"ip":"10\.1\.2\.3"\}/, "the action's attributes and the context shown");
     await row.getByRole('button', { name: 'Open in playground' }).click();
     await page.locator('.decision').getByText('Rule no-interns denied the action in policy guard').waitFor();
     t.equal(await page.locator('.decision .badge').textContent(), 'Denied');
     t.equal(await field(page, 'Principal attributes (JSON object)').inputValue(), '{"department":"it","intern":true}');
+    t.equal(await field(page, 'Action attributes (JSON)').inputValue(), '{"soft":true}', "the action's attributes replayed");
+    t.equal(await field(page, 'Context (JSON)').inputValue(), '{"ip":"10.1.2.3"}', 'the context replayed');
     const why = page.getByRole('region', { name: 'Why' });
     t.equal(
       await why.locator('.why').textContent(),

@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { OPERATORS, type Condition, type Operator, type Policy } from '../../src/schemas/policy.js';
 import { conditionHolds } from '../engine/reference.js';
 import type { ConditionTree } from '../../src/engine/condition-tree.js';
+import { PlanUnstatable } from '../../src/engine/plan.js';
 import type { ResolvedEntity } from '../../src/engine/index.js';
 import type { MongoFilterOptions } from '../../src/engine/mongodb-filter.js';
 
@@ -98,12 +99,24 @@ const relation: fc.Arbitrary<Condition> = fc.record({
   value_from: fc.constantFrom(...REFERENCES),
 });
 
+/** A principal, action or context condition with `value_from` naming the resource: the resource is open in a plan. */
+const readsResource = (paths: string[]): fc.Arbitrary<Condition> =>
+  fc.record({
+    path: fc.constantFrom(...paths),
+    operator: fc.constantFrom(...OPERATORS.filter((operator) => operator !== 'exists' && operator !== 'not_exists')),
+    value_from: fc.constantFrom(...RESOURCE_PATHS.map((path) => `resource.${path}`)),
+  });
+
 /** Conditions of the action or the context on the values the checks carry. */
 const actionCondition = fc.oneof(
-  condition(['attributes.soft', 'attributes.level', 'name'], fc.constantFrom(true, false, 0, 1, 2, 'read')),
-  fc.record({ path: fc.constantFrom('attributes.level'), operator: fc.constantFrom<Operator>('==', 'lt', 'in'), value_from: fc.constantFrom('principal.attributes.level', 'context.attributes.level') }),
+  { arbitrary: condition(['attributes.soft', 'attributes.level', 'name'], fc.constantFrom(true, false, 0, 1, 2, 'read')), weight: 2 },
+  { arbitrary: fc.record({ path: fc.constantFrom('attributes.level'), operator: fc.constantFrom<Operator>('==', 'lt', 'in'), value_from: fc.constantFrom('principal.attributes.level', 'context.attributes.level') }), weight: 2 },
+  { arbitrary: readsResource(['attributes.soft', 'attributes.level', 'name']), weight: 1 },
 );
-const contextCondition = condition(['attributes.level', 'attributes.tags'], fc.constantFrom(0, 1, 2, 'a', ['a']));
+const contextCondition = fc.oneof(
+  { arbitrary: condition(['attributes.level', 'attributes.tags'], fc.constantFrom(0, 1, 2, 'a', ['a'])), weight: 4 },
+  { arbitrary: readsResource(['attributes.level', 'attributes.tags']), weight: 1 },
+);
 
 const principalValue = fc.oneof({ arbitrary: fc.constantFrom(...PRINCIPAL_VALUES), weight: 4 }, { arbitrary: anyValue, weight: 1 });
 
@@ -111,7 +124,7 @@ const rule = (name: string) =>
   fc.record({
     name: fc.constant(name),
     effect: fc.constantFrom('allow' as const, 'deny' as const),
-    principal_conditions: fc.array(condition(PRINCIPAL_PATHS, principalValue), { maxLength: 1 }),
+    principal_conditions: fc.array(fc.oneof({ arbitrary: condition(PRINCIPAL_PATHS, principalValue), weight: 6 }, { arbitrary: readsResource(PRINCIPAL_PATHS), weight: 1 }), { maxLength: 1 }),
     resource_conditions: fc.oneof(
       { arbitrary: fc.constant<Condition[]>([]), weight: 1 },
       { arbitrary: fc.array(fc.oneof({ arbitrary: condition(RESOURCE_PATHS, anyValue), weight: 4 }, { arbitrary: relation, weight: 1 }), { minLength: 1, maxLength: 3 }), weight: 4 },
@@ -166,7 +179,11 @@ function nearValues(value: unknown): unknown[] {
   if (typeof value === 'boolean') near.push(String(value), Number(value));
   if (value === null) near.push('null', 0);
   if (Array.isArray(value)) near.push(...value, [...value].reverse(), [...value, 'b'], value.slice(1));
-  if (typeof value === 'object' && value !== null && !Array.isArray(value)) near.push(Object.fromEntries(Object.entries(value).reverse()), { ...value, extra: 1 });
+  if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
+    const entries = Object.entries(value);
+    // Reordered, one key more, and the same size with a key renamed.
+    near.push(Object.fromEntries(entries.reverse()), { ...value, extra: 1 }, Object.fromEntries(entries.map(([key, item], index) => [index === 0 ? `${key}x` : key, item])));
+  }
   return near;
 }
 
@@ -181,25 +198,92 @@ function nestings(steps: readonly string[], leaf: unknown): unknown[] {
   });
 }
 
+/** Values the principal, the action and the context of a case may hold, for the resource to meet. */
+const KNOWN_PART_VALUES: unknown[] = [...PRINCIPAL_VALUES, 'user:alice', 'read', true, 'a'];
+
+/** Values two values of the resource related by a condition hold: scalars, lists, documents nested in both (in both key orders). */
+const RELATED_VALUES: unknown[] = ['a', 1, null, ['a', 1], { k: 'a' }, { k: 'a', j: 1 }, { j: 1, k: 'a' }, [{ k: 'a', j: [1, { city: 'a', k: null }] }], { k: { j: ['a'], city: { k: 1, j: 2 } }, j: [] }];
+
+/** `value` with every document's keys in reverse order, and with its last leaf changed when `change` is set: equal, or unequal at the bottom only. */
+function reordered(value: unknown, change: boolean): unknown {
+  if (Array.isArray(value)) return value.map((item, index) => reordered(item, change && index === value.length - 1));
+  if (typeof value === 'object' && value !== null) {
+    const entries = Object.entries(value);
+    return Object.fromEntries(entries.map(([key, item], index) => [key, reordered(item, change && index === entries.length - 1)]).reverse());
+  }
+  return change ? [value] : value;
+}
+
+/** `left` and `right` merged key by key where both are documents, or undefined where they conflict. */
+function merged(left: unknown, right: unknown): unknown {
+  const isDocument = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+  if (!isDocument(left) || !isDocument(right)) return undefined;
+  const result: Record<string, unknown> = { ...left };
+  for (const [key, value] of Object.entries(right)) {
+    if (!Object.hasOwn(result, key)) result[key] = value;
+    else if ((result[key] = merged(result[key], value)) === undefined) return undefined;
+  }
+  return result;
+}
+
+/** Attributes holding `value` at `path` (`attributes.<key>...`), directly or with a list on the way. */
+function holding(path: string, value: unknown): Record<string, unknown>[] {
+  const [, key, ...steps] = path.split('.') as [string, string, ...string[]];
+  return nestings(steps, value).map((nested) => ({ [key]: nested }));
+}
+
 /**
  * Attributes aimed at the policies' own resource conditions: for each condition, its path holding
- * values near the condition's, so that lists, mistyped values and near misses meet every operator.
+ * values near the condition's, so that lists, mistyped values and near misses meet every operator;
+ * and for each principal, action or context condition naming the resource, the path it names
+ * holding values near those the other parts of a case hold. Each item is attributes to merge in.
  */
-function aimedAttributes(policies: readonly Policy[]): [string, unknown][] {
-  const aimed: [string, unknown][] = [];
-  for (const { path, value, value_from } of policies.flatMap((policy) => policy.rules.flatMap((rule) => rule.resource_conditions))) {
+function aimedAttributes(policies: readonly Policy[]): Record<string, unknown>[] {
+  const aimed: Record<string, unknown>[] = [];
+  const aim = (path: string, values: unknown[]) => {
+    for (const near of values.flatMap(nearValues)) aimed.push(...holding(path, near));
+  };
+  const rules = policies.flatMap((policy) => policy.rules);
+  for (const { path, value, value_from } of rules.flatMap((rule) => rule.resource_conditions)) {
     if (path === 'uri' || value_from !== undefined) continue;
-    const [, key, ...steps] = path.split('.') as [string, string, ...string[]];
     // A presence condition has no value: any value there makes it present.
-    const values = value === undefined ? ['a', null] : Array.isArray(value) ? [value, ...value] : [value];
-    for (const near of values.flatMap(nearValues)) for (const nested of nestings(steps, near)) aimed.push([key, nested]);
+    aim(path, value === undefined ? ['a', null] : Array.isArray(value) ? [value, ...value] : [value]);
+  }
+  for (const { value_from } of rules.flatMap((rule) => [...rule.principal_conditions, ...(rule.action_conditions ?? []), ...(rule.context_conditions ?? [])])) {
+    if (value_from?.startsWith('resource.attributes.')) aim(value_from.slice('resource.'.length), KNOWN_PART_VALUES);
   }
   return aimed;
 }
 
+/**
+ * For each relation between two attributes of the resource, both holding a value and one of its
+ * `partners` (either way round). Each item is attributes to merge in.
+ */
+function relatedAttributes(policies: readonly Policy[], partners: (value: unknown) => unknown[]): Record<string, unknown>[] {
+  const related: Record<string, unknown>[] = [];
+  for (const { path, value_from } of policies.flatMap((policy) => policy.rules.flatMap((rule) => rule.resource_conditions))) {
+    const other = value_from?.slice('resource.'.length);
+    if (other === undefined || !value_from!.startsWith('resource.attributes.') || path === 'uri' || path.startsWith(`${other}.`) || other.startsWith(`${path}.`)) continue;
+    for (const [one, partner] of RELATED_VALUES.flatMap((value) => partners(value).map((each) => [value, each]))) {
+      for (const [here, there] of [[one, partner], [partner, one]]) {
+        const both = merged(holding(path, here)[0], holding(other, there)[0]);
+        if (both !== undefined) related.push(both as Record<string, unknown>);
+      }
+    }
+  }
+  return related;
+}
+
+/** Partners alike down to the bottom: every document's keys reordered, equal or with the last leaf changed. */
+const alikeToTheBottom = (value: unknown) => [reordered(value, false), reordered(value, true)];
+
+/** Up to `count` of `items` (none when there are none). */
+const someOf = (items: Record<string, unknown>[], count: number) => (items.length === 0 ? fc.constant([]) : fc.array(fc.constantFrom(...items), { maxLength: count }));
+
 const resourcesFor = (policies: readonly Policy[]): fc.Arbitrary<ResourceDocument[]> => {
-  const aimed = aimedAttributes(policies);
-  const attributeValues = aimed.length === 0 ? attributes(ATTRIBUTE_KEYS, anyValue) : fc.tuple(attributes(ATTRIBUTE_KEYS, anyValue), fc.array(fc.constantFrom(...aimed), { maxLength: 3 })).map(([random, picked]) => ({ ...random, ...Object.fromEntries(picked) }));
+  const attributeValues = fc
+    .tuple(attributes(ATTRIBUTE_KEYS, anyValue), someOf(aimedAttributes(policies), 3), someOf(relatedAttributes(policies, nearValues), 2), someOf(relatedAttributes(policies, alikeToTheBottom), 1))
+    .map(([random, aimed, near, alike]) => Object.assign({}, random, ...aimed, ...near, ...alike) as Record<string, unknown>);
   return fc.array(
     fc.record({ uri: fc.constantFrom('doc:1', 'doc:2', 'a', 'ab'), attributes: attributeValues }, { requiredKeys: ['attributes'] }),
     { minLength: 1, maxLength: 25 },
@@ -279,4 +363,15 @@ export function treeHolds(tree: ConditionTree, resource: ResolvedEntity): boolea
   if ('not' in tree) return !treeHolds(tree.not, resource);
   // A relation in a plan is between two values of the resource.
   return conditionHolds(tree, resource, { principal: { uri: undefined, attributes: new Map() }, resource, action: '' });
+}
+
+/**
+ * Whether `error` is a plan refused as docs/evaluation.md says: a relation between a known value
+ * and an open one of the resource by an operator that reads only one way, where some resource
+ * attribute is known (`knownCount`), or where a principal, action or context condition relates
+ * its own value to the resource by such an operator.
+ */
+export function unstatableAsDocumented(error: unknown, knownCount: number): boolean {
+  if (!(error instanceof PlanUnstatable)) return false;
+  return knownCount > 0 || /^condition \S+ \S+ resource\.\S+, on the (principal|action|context),/.test(error.message);
 }

@@ -149,6 +149,28 @@ t.test('recent denials: values with --recent-denials-values, none with --recent-
   t.same((await off.call('GET', '/admin/live')).body.recent_denials, { capacity: 0, values: false, denials: [] });
 });
 
+t.test("recent denials keep the action's attributes and the context, masked as the sides are, from the front and from the worker pool", async (t) => {
+  const sent = { ...BY_DEFAULT, action: { name: 'administer', attributes: { soft: true } }, context: { ip: '10.1.2.3' } };
+  const flat = { ...BY_DEFAULT, action_attributes: { soft: false }, context: { hour: 9 } };
+  // Masked: the bulk goes to the worker pool, which tells the front its denials; with values: decided on the front.
+  for (const [overrides, masked] of [[{ evaluation: 'pool' as const, workers: 1 }, true], [{ recentDenialsValues: true }, false]] as const) {
+    const server = await serverWithPolicies(t, overrides as Partial<Config>);
+    t.equal((await server.call('POST', '/check', sent)).status, 200);
+    t.equal((await server.call('POST', '/check/bulk', [flat, BY_DEFAULT])).status, 200);
+    const { denials } = (await server.call('GET', '/admin/live')).body.recent_denials;
+    const parts = (denial: Record<string, unknown>) => ({ action_attributes: denial.action_attributes, action_attribute_keys: denial.action_attribute_keys, context: denial.context, context_keys: denial.context_keys });
+    const absent = { action_attributes: undefined, action_attribute_keys: undefined, context: undefined, context_keys: undefined };
+    t.same(
+      denials.map(parts),
+      masked
+        ? [absent, { ...absent, action_attribute_keys: ['soft'], context_keys: ['hour'] }, { ...absent, action_attribute_keys: ['soft'], context_keys: ['ip'] }]
+        : [absent, { ...absent, action_attributes: { soft: false }, context: { hour: 9 } }, { ...absent, action_attributes: { soft: true }, context: { ip: '10.1.2.3' } }],
+      masked ? 'newest first, keys only' : 'newest first, with their values',
+    );
+    if (masked) t.notMatch(JSON.stringify(denials), /10\.1\.2\.3|"hour":9|true|false/, 'no value of the action or the context');
+  }
+});
+
 t.test('the change-feed lag of a write made through another server on the same store', async (t) => {
   const dataDir = temporaryDataDir();
   const writer = await startServer({ dataDir });

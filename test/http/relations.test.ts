@@ -105,7 +105,6 @@ t.test('conditions with value_from are refused where they cannot mean anything (
   await refused({ path: 'attributes.a', operator: '==', value_from: 'principal.attributes..x' }, /empty segment/);
   await refused({ path: 'attributes.a', operator: '==', value_from: 'principal.attributes.a\u0000' }, /control characters/);
   await refused({ path: 'attributes.a', operator: '==', value_from: `principal.attributes.${'a'.repeat(2000)}` }, /more than 1034 characters/);
-  await refused({ path: 'attributes.a', operator: '==', value_from: 'resource.attributes.a' }, /cannot read the resource/, 'principal_conditions');
   await refused({ path: 'uri', operator: '==', value: 'x' }, /path must be 'name' or 'attributes.<key>'/, 'action_conditions');
   await refused({ path: 'name', operator: '==', value: 'x' }, /path must be 'attributes.<key>'/, 'context_conditions');
   t.equal((await write({ path: 'name', operator: '==', value_from: 'context.attributes.allowed' }, 'action_conditions')).status, 200, 'the action name compared with the context');
@@ -190,6 +189,83 @@ t.test('a plan that cannot state a relation between a known and an open value of
   const bulk = await server.call('POST', '/plan/bulk', [{ principal: alice, action: 'read' }, { principal: alice, action: 'read', resource_attributes: { path: '/a' } }]);
   t.equal(bulk.status, 400);
   t.match(bulk.body.detail, /^Item 1: The plan cannot be stated/);
+});
+
+const EXPENSES = {
+  name: 'expenses',
+  rules: [
+    {
+      name: 'managers approve their department',
+      effect: 'allow',
+      principal_conditions: [
+        { path: 'attributes.role', operator: '==', value: 'manager' },
+        { path: 'attributes.department', operator: '==', value_from: 'resource.attributes.department' },
+      ],
+      actions: ['approve'],
+    },
+    { name: 'tagged', effect: 'allow', principal_conditions: [{ path: 'attributes.team', operator: 'startswith', value_from: 'resource.attributes.prefix' }], actions: ['tag'] },
+  ],
+};
+const manager = { attributes: { role: 'manager', department: 'sales' } };
+
+t.test('a principal condition referring to the resource: stored, decided, explained and planned', async (t) => {
+  const server = await startServer();
+  t.teardown(server.close);
+  t.same((await server.call('POST', '/admin/policies/validate', EXPENSES)).body, { valid: true, warnings: [] }, 'validated without warnings');
+  const impossible = { name: 'levels', rules: [{ name: 'r', effect: 'allow', principal_conditions: [{ path: 'attributes.level', operator: 'gt', value_from: 'resource.uri' }], actions: ['read'] }] };
+  t.match((await server.call('POST', '/admin/policies/validate', impossible)).body.warnings, [
+    { loc: ['body', 'rules', 0, 'principal_conditions'], type: 'never_matches', msg: /'gt' compares numbers, and resource.uri is always a string/ },
+  ], 'the checks of relations apply to it');
+  const created = await server.call('POST', '/admin/policies', EXPENSES);
+  t.equal(created.status, 200, JSON.stringify(created.body));
+  t.same(created.body.rules[0].principal_conditions[1], { path: 'attributes.department', operator: '==', value_from: 'resource.attributes.department' });
+  const check = (principal: unknown, resource: unknown) => server.call('POST', '/check', { principal, resource, action: 'approve' });
+  t.equal((await check(manager, { attributes: { department: 'sales', amount: 120 } })).body.allowed, true, 'their own department');
+  t.equal((await check(manager, { attributes: { department: 'it', amount: 120 } })).body.allowed, false, 'another department');
+  t.equal((await check(manager, { attributes: { amount: 120 } })).body.allowed, false, 'a resource without a department: the condition is false');
+  t.equal((await check({ attributes: { role: 'manager' } }, { attributes: { department: 'sales' } })).body.allowed, false, 'a principal without a department');
+
+  const explained = await server.call('POST', '/check?explain=true', { principal: manager, resource: { attributes: { department: 'it' } }, action: 'approve' });
+  t.same(explained.body.explain.policies[0].rules[0].failed, {
+    side: 'principal',
+    path: 'attributes.department',
+    operator: '==',
+    value_from: 'resource.attributes.department',
+    expected: 'it',
+    actual: 'sales',
+  });
+  const unresolved = await server.call('POST', '/check?explain=true', { principal: manager, resource: { attributes: { amount: 120 } }, action: 'approve' });
+  t.same(unresolved.body.explain.policies[0].rules[0].failed, { side: 'principal', path: 'attributes.department', operator: '==', value_from: 'resource.attributes.department', actual: 'sales', value_from_missing: true });
+
+  const planned = await server.call('POST', '/plan', { principal: manager, action: 'approve' });
+  t.equal(planned.status, 200);
+  t.same(planned.body, {
+    kind: 'conditional',
+    condition: { path: 'attributes.department', operator: '==', value: 'sales' },
+    reason: 'Allowed for the resources that satisfy the condition',
+    mongodb: { 'attributes.department': { $eq: 'sales', $not: { $type: 'array' } } },
+  });
+  t.same((await server.call('POST', '/plan', { principal: { attributes: { role: 'manager' } }, action: 'approve' })).body.condition, false, 'a principal without a department: nothing allowed');
+  t.same((await server.call('POST', '/plan', { principal: { attributes: { role: 'clerk', department: 'sales' } }, action: 'approve' })).body.condition, false, 'not a manager');
+  const known = (department: string) => server.call('POST', '/plan', { principal: manager, action: 'approve', resource_attributes: { department } });
+  t.equal((await known('sales')).body.kind, 'always_allowed', 'the department known and the same: decided');
+  t.equal((await known('it')).body.kind, 'always_denied', 'the department known and another: decided');
+});
+
+t.test('a principal condition relating the principal to an open value of the resource by an operator that reads one way: its plan is refused with 400 saying which', async (t) => {
+  const server = await startServer();
+  t.teardown(server.close);
+  t.equal((await server.call('POST', '/admin/policies', EXPENSES)).status, 200);
+  const refused = await server.call('POST', '/plan', { principal: { attributes: { team: 'sales-emea' } }, action: 'tag' });
+  t.equal(refused.status, 400);
+  t.equal(
+    refused.body.detail,
+    "The plan cannot be stated: condition attributes.team startswith resource.attributes.prefix, on the principal, relates it to an open value of the resource by 'startswith', which a plan cannot state: give the resource's attributes.prefix among the known ones, or ask /check",
+  );
+  const known = await server.call('POST', '/plan', { principal: { attributes: { team: 'sales-emea' } }, action: 'tag', resource_attributes: { prefix: 'sales' } });
+  t.equal(known.body.kind, 'always_allowed', 'with the resource value known, decided');
+  t.equal((await server.call('POST', '/plan', { principal: { attributes: { role: 'manager' } }, action: 'tag' })).body.condition, false, 'the principal has no value there: the condition is false');
+  t.equal((await server.call('POST', '/check', { principal: { attributes: { team: 'sales-emea' } }, resource: { attributes: { prefix: 'sales' } }, action: 'tag' })).body.allowed, true, '/check decides it');
 });
 
 t.test('hostile relations and contexts are refused or bounded, and the server goes on answering', async (t) => {

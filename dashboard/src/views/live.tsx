@@ -206,11 +206,21 @@ function TopRules({ rules }: { rules: LiveAnswer['rules'] }) {
   );
 }
 
-function describeSide({ uri, attributes, attribute_keys }: SentSide): string {
-  const parts = uri === null ? [] : [uri];
+/** `first` (a uri, an action's name, a label), then the attributes with their values, or their keys with the values hidden. */
+function describe(first: string | null, attributes: Record<string, unknown> | undefined, keys: string[] | undefined): string {
+  const parts = first === null ? [] : [first];
   if (attributes !== undefined && Object.keys(attributes).length > 0) parts.push(JSON.stringify(attributes));
-  if (attribute_keys !== undefined && attribute_keys.length > 0) parts.push(`{${attribute_keys.map((key) => `${key}: •••`).join(', ')}}`);
+  if (keys !== undefined && keys.length > 0) parts.push(`{${keys.map((key) => `${key}: •••`).join(', ')}}`);
   return parts.join(' ');
+}
+
+const describeSide = ({ uri, attributes, attribute_keys }: SentSide) => describe(uri, attributes, attribute_keys);
+
+/** The action with its attributes, and the context when the check sent one. */
+function describeAction(denial: RecentDenial): string {
+  const action = describe(denial.action, denial.action_attributes, denial.action_attribute_keys);
+  const context = describe('context', denial.context, denial.context_keys);
+  return context === 'context' ? action : `${action}; ${context}`;
 }
 
 function RecentDenials({ recent }: { recent: LiveAnswer['recent_denials'] }) {
@@ -252,7 +262,7 @@ function RecentDenials({ recent }: { recent: LiveAnswer['recent_denials'] }) {
                   <td class="nowrap">{clock(denial.at, true)}</td>
                   <td class="mono">{describeSide(denial.principal)}</td>
                   <td class="mono">{describeSide(denial.resource)}</td>
-                  <td>{denial.action}</td>
+                  <td>{describeAction(denial)}</td>
                   <td>{denial.reason}</td>
                   <td>
                     <button type="button" onClick={() => open(denial)}>

@@ -48,8 +48,8 @@ function SingleCheck({ replay }: { replay?: ReplayedCheck }) {
   const [principal, setPrincipal] = useState(replay?.principal ?? emptySide());
   const [resource, setResource] = useState(replay?.resource ?? emptySide());
   const [action, setAction] = useState(replay?.action ?? '');
-  const [actionAttributes, setActionAttributes] = useState('');
-  const [context, setContext] = useState('');
+  const [actionAttributes, setActionAttributes] = useState(replay?.actionAttributes ?? '');
+  const [context, setContext] = useState(replay?.context ?? '');
   const { errors, alerts, answer: decision, submit } = useCheckForm(FIELDS, (body) => call<Decision>('POST', '/check?explain=true', body));
   const request = () => withActionAndContext(checkRequestBody(principal, resource, action), actionAttributes, context);
 

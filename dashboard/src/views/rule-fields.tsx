@@ -12,7 +12,7 @@ const SIDE_LABELS: Record<Side, string> = {
 };
 /** What each list is about, as the hint of an empty list and the label of its add button say it. */
 const SIDE_NOUNS: Record<Side, string> = { principal_conditions: 'principal', resource_conditions: 'resource', action_conditions: 'action', context_conditions: 'context' };
-/** What a condition of each list may compare with: only resource conditions may read the resource. */
+/** A reference each list's conditions might compare with, shown as the example of its value_from field (any list may read any part of the check). */
 const REFERENCE_EXAMPLES: Record<Side, string> = {
   principal_conditions: 'context.attributes.team',
   resource_conditions: 'principal.attributes.email',
