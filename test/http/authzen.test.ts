@@ -350,6 +350,39 @@ async function replacePolicies(server: TestServer, policies: PlanCase['policies'
 
 const RUNS = 40;
 
+/**
+ * A case the action's properties and the context decide, added to the random ones: the generators
+ * reach such cases only now and then, and the comparison must be seen to depend on them.
+ */
+const DECIDED_BY_ACTION_AND_CONTEXT: PlanCase = {
+  policies: [
+    {
+      version: '1.0',
+      name: 'p0',
+      description: null,
+      default_effect: 'deny',
+      rules: [
+        {
+          name: 'r0',
+          effect: 'allow',
+          principal_conditions: [],
+          resource_conditions: [],
+          action_conditions: [{ path: 'attributes.soft', operator: '==', value: true }],
+          context_conditions: [{ path: 'attributes.level', operator: '==', value: 1 }],
+          actions: ['read'],
+        },
+      ],
+    },
+  ],
+  principal: { uri: 'user:alice', attributes: {} },
+  action: 'read',
+  actionAttributes: { soft: true },
+  context: { level: 1 },
+  known: {},
+  resources: [{ uri: 'doc:1', attributes: { a: 'a' } }],
+  layout: { attributesPrefix: 'attributes.', uriField: 'uri' },
+};
+
 for (const evaluation of ['inline', 'pool'] as const) {
   t.test(`random policies (action and context conditions, value_from), entities and requests with action properties and a context (${RUNS}, evaluation ${evaluation}): every AuthZEN decision is /check's`, async (t) => {
     const server = await startServer({ evaluation });
@@ -359,7 +392,7 @@ for (const evaluation of ['inline', 'pool'] as const) {
     await ok(server, 'POST', '/admin/fetchers/registry/entities', { uri: 'doc:1', type: 'resource', attributes: { a: 'a', tags: ['a', 'b'] } });
     let compared = 0;
     let carried = 0;
-    for (const example of fc.sample(planCase, { numRuns: RUNS, seed: 27 })) {
+    for (const example of [...fc.sample(planCase, { numRuns: RUNS, seed: 27 }), DECIDED_BY_ACTION_AND_CONTEXT]) {
       await replacePolicies(server, example.policies);
       const [type, id] = (example.principal.uri ?? 'user:carol').split(':') as [string, string];
       const subject = { type, id, properties: example.principal.attributes };
