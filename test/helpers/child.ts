@@ -159,7 +159,10 @@ export async function waitFor(address: string, path: string, status: number, lim
     } catch {
       // not listening yet
     }
-    if (exited) throw new Error(`the server exited before ${address}${path} answered ${status}: ${(limit as Child).output().stderr}`);
+    if (exited) {
+      const { stdout, stderr } = (limit as Child).output();
+      throw new Error(`the server exited before ${address}${path} answered ${status}: ${stderr}${stdout}`);
+    }
     if (Date.now() > deadline) throw new Error(`${address}${path} did not answer ${status} within ${limit as number} ms`);
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
