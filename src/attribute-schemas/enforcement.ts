@@ -51,7 +51,12 @@ export class RequestSchemas {
     return violations;
   }
 
-  /** Whether the check breaks the schemas, told to nobody (a search's candidates, a worker's test before deciding). */
+  /** What the check breaks (at most MAX_REPORTED_VIOLATIONS), told to nobody: a worker tells the front, which counts. */
+  violations(request: DecisionRequest): readonly string[] {
+    return this.validators.violations(request);
+  }
+
+  /** Whether the check breaks the schemas, told to nobody (a search's candidates). */
   breaks(request: DecisionRequest): boolean {
     return this.validators.violations(request).length > 0;
   }
@@ -68,6 +73,9 @@ export function requestSchemas(document: SchemaDocument | undefined, enforcement
   const schemas = new RequestSchemas({ document, enforcement }, violated);
   return schemas.empty ? undefined : schemas;
 }
+
+/** The violations of the items of a bulk that broke the schemas (the others have none), by item index. */
+export type ItemViolations = readonly { item: number; violations: readonly string[] }[];
 
 /** An explained decision with the violations its check was decided despite (warn), after everything else it explains. */
 export function withViolations(decision: ExplainedDecision, violations: readonly string[]): ExplainedDecision {

@@ -69,7 +69,8 @@ export async function composeServices(config: Config, substitutes: Substitutes =
   const metrics = new Metrics();
   // Read before the store opens: a schema document that cannot be used stops the start.
   const schemaDocument = loadSchemaDocument(config);
-  const schemas = requestSchemas(schemaDocument, config.schemaEnforcement, () => metrics.schemaViolations.inc());
+  // Told once the observer is made, below: no check runs before.
+  const schemas = requestSchemas(schemaDocument, config.schemaEnforcement, () => decisions.schemaViolated());
   if (schemas !== undefined) metrics.observeSchemaViolations();
   const store = substitutes.store ?? (await openStore(config, { auditValues: config.auditValues, observer: metrics.auditObserver }));
   // Policies come from the store, or from a directory of files when one is given (the registry stays in the store).
