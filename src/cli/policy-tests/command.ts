@@ -7,7 +7,8 @@ import { PolicySetReader } from '../../services/policy-set.js';
 import { FORMATS, REPORTERS, type Format, type Outcome } from './report.js';
 import { loadTestFile } from './test-file.js';
 import { runTestFile } from './run.js';
-import { policySchemaWarnings, schemaDocumentFor } from './schemas.js';
+import { schemaDocumentFor } from './schemas.js';
+import { policySchemaProblems } from '../../attribute-schemas/policy-problems.js';
 import { readSchemaFile } from '../../attribute-schemas/schema-file.js';
 import type { SchemaDocument } from '../../attribute-schemas/schema-document.js';
 import { AttributeValidators } from '../../attribute-schemas/attribute-validators.js';
@@ -77,7 +78,7 @@ export function policyTest(args: string[]): number {
     try {
       const loaded = loadTestFile(shown, reader);
       const document = schemaDocumentFor(loaded, given, readOnce);
-      if (document !== undefined) outcome.warnings.push(...policySchemaWarnings(loaded, document).map((message) => ({ file: shown, message })));
+      if (document !== undefined) outcome.warnings.push(...policySchemaProblems(loaded.policies, loaded.policyLabels, document).map((message) => ({ file: shown, message })));
       outcome.results.push(...runTestFile(loaded, document && compiledOnce(document)));
     } catch (error) {
       if (!(error instanceof DocumentError)) throw error;
