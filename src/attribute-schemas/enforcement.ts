@@ -1,6 +1,6 @@
 import type { DecisionRequest, ExplainedDecision } from '../engine/index.js';
 import { AttributeConflict } from '../registry/resolve.js';
-import { AttributeValidators } from './attribute-validators.js';
+import { AttributeValidators, type ResourceKnown } from './attribute-validators.js';
 import type { SchemaDocument } from './schema-document.js';
 import type { SchemaEnforcement } from '../config.js';
 
@@ -41,10 +41,10 @@ export class RequestSchemas {
 
   /**
    * What the check breaks (warn: to be shown in its explanation), after telling `violated`; throws
-   * SchemaViolation under `reject`.
+   * SchemaViolation under `reject`. A plan's request knows its resource in part (`partial`).
    */
-  enforce(request: DecisionRequest): readonly string[] {
-    const violations = this.validators.violations(request);
+  enforce(request: DecisionRequest, resource: ResourceKnown = 'whole'): readonly string[] {
+    const violations = this.validators.violations(request, resource);
     if (violations.length === 0) return violations;
     this.violated();
     if (this.enforcement === 'reject') throw new SchemaViolation(violations);

@@ -218,7 +218,7 @@ export async function composeServices(config: Config, substitutes: Substitutes =
     live,
     liveWindow,
     checks: new CheckService(snapshots, registered, config.maxAnswerSize, decisions, schemas),
-    plans: new PlanService(snapshots, registered, config, bulk),
+    plans: new PlanService(snapshots, registered, config, bulk, schemas),
     policies: new PolicyService(
       store,
       snapshots,
