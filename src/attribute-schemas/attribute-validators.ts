@@ -110,19 +110,19 @@ export class AttributeValidators {
   }
 
   /**
-   * What the check breaks (at most MAX_REPORTED_VIOLATIONS), or an empty list. With `resource`
+   * What the check breaks (at most MAX_REPORTED_VIOLATIONS), or an empty list. With `resourceKnown`
    * `partial` (a plan's: only some of its attributes are known), what it leaves out is not asked for.
    */
-  violations(request: DecisionRequest, resource: ResourceKnown = 'whole'): readonly string[] {
-    const { principal, action, context } = this.parts;
+  violations(request: DecisionRequest, resourceKnown: ResourceKnown = 'whole'): readonly string[] {
+    const { principal, resource, action, context } = this.parts;
     let found: string[] | undefined;
     const add = (broken: readonly string[]) => {
       if (broken.length > 0) (found ??= []).push(...broken);
     };
     if (principal !== undefined) add(this.entityViolations('principal', principal, request.principal.uri, request.principal.attributes));
-    if (this.parts.resource !== undefined) {
-      const counted = resource === 'partial' ? holdsOfPartialResource : undefined;
-      add(this.entityViolations('resource', this.parts.resource, request.resource.uri, request.resource.attributes, counted));
+    if (resource !== undefined) {
+      const counted = resourceKnown === 'partial' ? holdsOfPartialResource : undefined;
+      add(this.entityViolations('resource', resource, request.resource.uri, request.resource.attributes, counted));
     }
     if (action !== undefined) add(this.entityViolations('action', action, request.action, request.actionAttributes));
     if (context !== undefined) add(this.entityViolations('context', context, undefined, request.context));

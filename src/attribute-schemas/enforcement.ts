@@ -43,8 +43,8 @@ export class RequestSchemas {
    * What the check breaks (warn: to be shown in its explanation), after telling `violated`; throws
    * SchemaViolation under `reject`. A plan's request knows its resource in part (`partial`).
    */
-  enforce(request: DecisionRequest, resource: ResourceKnown = 'whole'): readonly string[] {
-    const violations = this.validators.violations(request, resource);
+  enforce(request: DecisionRequest, resourceKnown: ResourceKnown = 'whole'): readonly string[] {
+    const violations = this.validators.violations(request, resourceKnown);
     if (violations.length === 0) return violations;
     this.violated();
     if (this.enforcement === 'reject') throw new SchemaViolation(violations);
@@ -58,7 +58,7 @@ export class RequestSchemas {
 
   /** Whether the check breaks the schemas, told to nobody (a search's candidates). */
   breaks(request: DecisionRequest): boolean {
-    return this.validators.violations(request).length > 0;
+    return this.violations(request).length > 0;
   }
 
   /** What registering these attributes under `uri` breaks (see AttributeValidators.registeredViolations). */

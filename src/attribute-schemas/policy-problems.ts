@@ -3,7 +3,7 @@ import type { Policy } from '../schemas/policy.js';
 import type { SchemaDocument } from './schema-document.js';
 
 /** Most problems listed for one set of policies: each condition of each policy may have a few. */
-export const MAX_LISTED_SCHEMA_PROBLEMS = 100;
+const MAX_LISTED_SCHEMA_PROBLEMS = 100;
 
 /**
  * What the schemas say of policies read from files (see schemaIssues), one line each naming where
