@@ -28,7 +28,7 @@ export class LiveCounters {
   serverErrors = 0;
   feedChanges = 0;
   feedLagMaxSeconds = 0;
-  /** Checks that broke the attribute schemas, decided (warn) or refused (reject). */
+  /** Checks and plans that broke the attribute schemas, decided (warn) or refused (reject). */
   schemaViolations = 0;
   readonly checkLatency = new LatencyHistogram();
   readonly bulkLatency = new LatencyHistogram();
@@ -58,7 +58,7 @@ export class LiveCounters {
     for (const { input, reason, violations } of tally.denials) this.denials?.record(input, reason, revision, time, violations);
   }
 
-  /** Checks that broke the attribute schemas, here or in a worker. */
+  /** Checks or plans that broke the attribute schemas, here or in a worker. */
   schemaViolated(checks: number): void {
     this.schemaViolations += checks;
   }

@@ -37,7 +37,7 @@ export const secondSchema = {
     bulk: { ...latencySchema, description: 'Latency of POST /check/bulk (a whole bulk).' },
     errors_4xx: { type: 'integer' },
     errors_5xx: { type: 'integer' },
-    schema_violations: { type: 'integer', description: 'Checks whose attributes broke the attribute schemas: decided (`--schema-enforcement warn`) or refused (`reject`).' },
+    schema_violations: { type: 'integer', description: 'Checks and plans whose attributes broke the attribute schemas: decided (`--schema-enforcement warn`) or refused (`reject`).' },
     pool: {
       type: ['object', 'null'],
       description: 'The bulk worker pool; null without one (`--evaluation inline`).',

@@ -23,7 +23,7 @@ export class DecisionObserver implements Required<CheckObservers> {
     this.decisionLog?.record({ time: Date.now(), input, request, decision, revision, latencyMs: performance.now() - startedAt, violations });
   };
 
-  /** Checks that broke the attribute schemas (decided under warn, refused under reject), here or in a worker. */
+  /** Checks or plans that broke the attribute schemas (decided under warn, refused under reject), here or in a worker. */
   readonly schemaViolated = (checks = 1): void => {
     this.metrics.schemaViolations.inc(checks);
     this.live.schemaViolated(checks);
