@@ -113,7 +113,7 @@ t.test('warn: at most 10 violations are logged for one check, as explain lists t
 });
 
 /** The bytes of an answer, as a client reads them. */
-async function answerText(server: TestServer, path: string, body: unknown): Promise<string> {
+async function answerText(t: Test, server: TestServer, path: string, body: unknown): Promise<string> {
   const response = await request(server.url + path, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
   t.equal(response.statusCode, 200);
   return response.body.text();
@@ -125,9 +125,9 @@ t.test('warn: a bulk decided in a worker answers the bytes the front does and re
   const answers: Record<string, { plain: string; explained: unknown }> = {};
   for (const evaluation of ['inline', 'pool'] as const) {
     const { server, logFile } = await serverWith(t, { evaluation });
-    const plain = await answerText(server, '/check/bulk', bulk);
+    const plain = await answerText(t, server, '/check/bulk', bulk);
     // Explanations name times and the revision: what they list of the schemas is compared.
-    const explained = JSON.parse(await answerText(server, '/check/bulk?explain=true', bulk)).map((decision: { explain: { schema_violations?: string[] } }) => decision.explain.schema_violations);
+    const explained = JSON.parse(await answerText(t, server, '/check/bulk?explain=true', bulk)).map((decision: { explain: { schema_violations?: string[] } }) => decision.explain.schema_violations);
     answers[evaluation] = { plain, explained };
     const { live, counted } = await liveCounting(server, 6);
     t.equal(counted, 6, `${evaluation}: three items of each of the two bulks`);
