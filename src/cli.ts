@@ -34,9 +34,11 @@ Commands:
                opened read-only) into the store these flags describe, in Eunomia's creation order;
                what Verdict already holds is kept, so running it again imports only what is new.
                Exit 0 when everything is in Verdict as in Eunomia, else 1 (each item not imported is named)
-  test [paths...] [--format text|tap|junit]
+  test [paths...] [--format text|tap|junit] [--schemas <file>]
                run policy test files (*.test.yaml, *.test.yml, *.test.json; directories are searched)
                offline, on the server's engine; exit 0 when every case passes, else 1.
+               With attribute schemas (--schemas, else a schemas.json beside a test file or its
+               policy files), warn of policies they contradict and fail cases that break them.
                Their schema: docs/policy-test.schema.json.
   policies export <dir> [--url <server>] | [--data-dir <dir>] | [--mongodb-uri <uri>]
                write the policies of a running server (default http://127.0.0.1:8421; the admin key

@@ -14,7 +14,7 @@ import type { BulkTask, PlanTask, PoolOutcome, PoolTask, TaskAtRevision, WorkerS
 import { planAnswers } from '../src/services/plan-answers.js';
 import { RunningTasks } from '../src/pool/running-tasks.js';
 import { tallyBulk } from '../src/live/bulk-tally.js';
-import { RequestSchemas } from '../src/attribute-schemas/enforcement.js';
+import { RequestSchemas, withViolations, type ItemViolations } from '../src/attribute-schemas/enforcement.js';
 
 let snapshot: Snapshot | undefined;
 /** The generation of the front's snapshots that `snapshot` belongs to (see PolicySnapshots.generation). */
@@ -70,21 +70,26 @@ function decide(task: BulkTask, current: Snapshot): PoolOutcome {
     throw error;
   }
   if (inputs.some(namesRegisteredEntity)) return { kind: 'needs-registry' };
-  // Rare, and a client's mistake: the front decides such a bulk, refusing, counting and explaining as for every check.
-  if (schemas !== undefined && inputs.some((input) => schemas.breaks(input))) return { kind: 'breaks-schema' };
+  // What each item breaks of the schemas: under warn it is decided all the same, and the front records it.
+  const broken = schemas === undefined ? undefined : inputs.map((input) => schemas.violations(input));
+  const violations: ItemViolations = broken === undefined ? [] : broken.flatMap((item, index) => (item.length === 0 ? [] : [{ item: index, violations: item }]));
+  // Rare, and a client's mistake: the front decides such a bulk, refusing such items as it refuses every check.
+  if (violations.length > 0 && schemas!.enforcement === 'reject') return { kind: 'breaks-schema' };
   const explanations = task.explain ? new AnswerBudget(task.limits.maxAnswerSize) : undefined;
   let decisions: Decision[];
   try {
-    decisions = inputs.map((input): Decision => {
+    decisions = inputs.map((input, index): Decision => {
       const decision = evaluate(current, input);
-      return explanations === undefined ? decision : withExplanation(current, input, decision, explanations);
+      if (explanations === undefined) return decision;
+      const explained = withExplanation(current, input, decision, explanations);
+      return broken === undefined ? explained : withViolations(explained, broken[index]!);
     });
   } catch (error) {
     if (!(error instanceof ExplanationTooLarge)) throw error;
     const refused = explanationsTooLarge(error.maxLength, inputs.length);
     return { kind: 'refused', statusCode: refused.statusCode, detail: refused.detail };
   }
-  const tally = tallyBulk(inputs, decisions, start.recentDenials);
+  const tally = tallyBulk(inputs, decisions, start.recentDenials, broken);
   const elapsedMs = performance.now() - startedAt;
-  return { kind: 'decided', json: explanations === undefined ? decisionsJson(decisions) : JSON.stringify(decisions), tally, revision: current.revision, elapsedMs };
+  return { kind: 'decided', json: explanations === undefined ? decisionsJson(decisions) : JSON.stringify(decisions), tally, violations, revision: current.revision, elapsedMs };
 }

@@ -28,6 +28,16 @@ function compileValidator(firstErrorAjv: Ajv, everyErrorAjv: Ajv, schema: AnySch
   };
 }
 
+/** How much of a request's resource is known: all its attributes (a check's), or some (a plan's). */
+export type ResourceKnown = 'whole' | 'partial';
+
+/**
+ * Keywords that, on the attributes object itself, ask for attributes to be there: of a resource known
+ * in part, what is left out is unknown, not missing. The attributes it has are held to every rule.
+ */
+const ASKS_FOR_PRESENCE = new Set(['required', 'minProperties', 'dependencies', 'dependentRequired']);
+const holdsOfPartialResource = (error: ErrorObject) => !(error.instancePath === '' && ASKS_FOR_PRESENCE.has(error.keyword));
+
 /** The compiled schemas of one part: for every entity of it, and by type. */
 interface PartValidators {
   all: Validator | undefined;
@@ -99,15 +109,21 @@ export class AttributeValidators {
     return SCHEMA_PARTS.every((part) => this.parts[part] === undefined);
   }
 
-  /** What the check breaks (at most MAX_REPORTED_VIOLATIONS), or an empty list. */
-  violations(request: DecisionRequest): readonly string[] {
+  /**
+   * What the check breaks (at most MAX_REPORTED_VIOLATIONS), or an empty list. With `resourceKnown`
+   * `partial` (a plan's: only some of its attributes are known), what it leaves out is not asked for.
+   */
+  violations(request: DecisionRequest, resourceKnown: ResourceKnown = 'whole'): readonly string[] {
     const { principal, resource, action, context } = this.parts;
     let found: string[] | undefined;
     const add = (broken: readonly string[]) => {
       if (broken.length > 0) (found ??= []).push(...broken);
     };
     if (principal !== undefined) add(this.entityViolations('principal', principal, request.principal.uri, request.principal.attributes));
-    if (resource !== undefined) add(this.entityViolations('resource', resource, request.resource.uri, request.resource.attributes));
+    if (resource !== undefined) {
+      const counted = resourceKnown === 'partial' ? holdsOfPartialResource : undefined;
+      add(this.entityViolations('resource', resource, request.resource.uri, request.resource.attributes, counted));
+    }
     if (action !== undefined) add(this.entityViolations('action', action, request.action, request.actionAttributes));
     if (context !== undefined) add(this.entityViolations('context', context, undefined, request.context));
     return found === undefined ? NO_VIOLATIONS : found.slice(0, MAX_REPORTED_VIOLATIONS);
@@ -127,14 +143,23 @@ export class AttributeValidators {
     return found.slice(0, MAX_REPORTED_VIOLATIONS);
   }
 
-  private entityViolations(part: SchemaPart, validators: PartValidators, uri: string | undefined, attributes: ReadonlyMap<string, unknown> | undefined): readonly string[] {
+  /** What the attributes of one entity break; only the errors `counted` keeps, when given. */
+  private entityViolations(
+    part: SchemaPart,
+    validators: PartValidators,
+    uri: string | undefined,
+    attributes: ReadonlyMap<string, unknown> | undefined,
+    counted?: (error: ErrorObject) => boolean,
+  ): readonly string[] {
     const ofType = validators.byType.size === 0 ? undefined : validators.byType.get(typeOf(part, uri) ?? '');
     if (validators.all === undefined && ofType === undefined) return NO_VIOLATIONS;
     const value = attributesObject(attributes);
     const broken = validators.all?.(value);
     const brokenOfType = ofType?.(value);
     if (broken === undefined && brokenOfType === undefined) return NO_VIOLATIONS;
-    return [...describeAll(part, uri, broken ?? []), ...describeAll(part, uri, brokenOfType ?? [])];
+    const errors = [...(broken ?? []), ...(brokenOfType ?? [])];
+    const kept = counted === undefined ? errors : errors.filter(counted);
+    return kept.length === 0 ? NO_VIOLATIONS : describeAll(part, uri, kept);
   }
 }
 

@@ -1,6 +1,6 @@
 import type { DecisionRequest, ExplainedDecision } from '../engine/index.js';
 import { AttributeConflict } from '../registry/resolve.js';
-import { AttributeValidators } from './attribute-validators.js';
+import { AttributeValidators, type ResourceKnown } from './attribute-validators.js';
 import type { SchemaDocument } from './schema-document.js';
 import type { SchemaEnforcement } from '../config.js';
 
@@ -41,19 +41,24 @@ export class RequestSchemas {
 
   /**
    * What the check breaks (warn: to be shown in its explanation), after telling `violated`; throws
-   * SchemaViolation under `reject`.
+   * SchemaViolation under `reject`. A plan's request knows its resource in part (`partial`).
    */
-  enforce(request: DecisionRequest): readonly string[] {
-    const violations = this.validators.violations(request);
+  enforce(request: DecisionRequest, resourceKnown: ResourceKnown = 'whole'): readonly string[] {
+    const violations = this.validators.violations(request, resourceKnown);
     if (violations.length === 0) return violations;
     this.violated();
     if (this.enforcement === 'reject') throw new SchemaViolation(violations);
     return violations;
   }
 
-  /** Whether the check breaks the schemas, told to nobody (a search's candidates, a worker's test before deciding). */
+  /** What the check breaks (at most MAX_REPORTED_VIOLATIONS), told to nobody: a worker tells the front, which counts. */
+  violations(request: DecisionRequest): readonly string[] {
+    return this.validators.violations(request);
+  }
+
+  /** Whether the check breaks the schemas, told to nobody (a search's candidates). */
   breaks(request: DecisionRequest): boolean {
-    return this.validators.violations(request).length > 0;
+    return this.violations(request).length > 0;
   }
 
   /** What registering these attributes under `uri` breaks (see AttributeValidators.registeredViolations). */
@@ -68,6 +73,9 @@ export function requestSchemas(document: SchemaDocument | undefined, enforcement
   const schemas = new RequestSchemas({ document, enforcement }, violated);
   return schemas.empty ? undefined : schemas;
 }
+
+/** The violations of the items of a bulk that broke the schemas (the others have none), by item index. */
+export type ItemViolations = readonly { item: number; violations: readonly string[] }[];
 
 /** An explained decision with the violations its check was decided despite (warn), after everything else it explains. */
 export function withViolations(decision: ExplainedDecision, violations: readonly string[]): ExplainedDecision {

@@ -17,10 +17,19 @@ export function loadSchemaDocument(config: Pick<Config, 'schemasFile' | 'policie
     config.schemasFile !== '' ? [config.schemasFile, '--schemas (SCHEMAS_FILE)'] : besidePolicies !== undefined && existsSync(besidePolicies) ? [besidePolicies, '--policies (POLICIES_DIR)'] : [];
   if (path === undefined) return undefined;
   try {
-    return readSchemaDocument(readText(path));
+    return readSchemaFile(path);
   } catch (error) {
     if (error instanceof DocumentError) throw new ConfigError(`${label} ${error.message}`);
-    if (error instanceof SchemaDocumentError) throw new ConfigError(`${label} ${path}: ${error.message}`);
+    throw error;
+  }
+}
+
+/** The schema document in the file at `path`. Throws DocumentError naming the file and what is wrong with it. */
+export function readSchemaFile(path: string): SchemaDocument {
+  try {
+    return readSchemaDocument(readText(path));
+  } catch (error) {
+    if (error instanceof SchemaDocumentError) throw new DocumentError(`${path}: ${error.message}`);
     throw error;
   }
 }

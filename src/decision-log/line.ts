@@ -1,6 +1,7 @@
 import type { Decision, DecisionRequest } from '../engine/index.js';
 import { readCheckRequest, type CheckInput } from '../requests/check-request.js';
 import type { CheckRequest } from '../schemas/check.js';
+import type { ItemViolations } from '../attribute-schemas/enforcement.js';
 
 /** One decision made on the front, as the decision log records it, before it is serialized. */
 export interface DecisionRecord {
@@ -11,6 +12,8 @@ export interface DecisionRecord {
   decision: Decision;
   revision: number;
   latencyMs: number;
+  /** What the check broke of the attribute schemas (warn); none: undefined or empty. */
+  violations?: readonly string[] | undefined;
 }
 
 /**
@@ -29,6 +32,8 @@ export interface BulkDecisionRecord {
   revision: number;
   /** The bulk's time shared evenly among its items. */
   latencyMs: number;
+  /** What the items that broke the attribute schemas broke (warn). */
+  violations: ItemViolations;
 }
 
 /** Attributes as a JSON object, keys in the order given (`__proto__` and the like as ordinary keys). */
@@ -49,6 +54,10 @@ function actionAndContextJson({ actionAttributes, context }: CheckInput): string
 const sideJson = (uri: string | undefined, attributes: string) =>
   uri === undefined ? `{"attributes":${attributes}}` : `{"uri":${JSON.stringify(uri)},"attributes":${attributes}}`;
 
+/** What the check broke of the schemas, as a member followed by a comma; nothing when it broke none (its line is as before). */
+const violationsJson = (violations: readonly string[] | undefined) =>
+  violations === undefined || violations.length === 0 ? '' : `"schema_violations":${JSON.stringify(violations)},`;
+
 /** Lines of one batch mostly share their millisecond: its ISO text is made once. */
 let lastTime = Number.NaN;
 let lastIsoTime = '';
@@ -66,7 +75,7 @@ function isoTime(time: number): string {
  * Written out by hand rather than through intermediate objects: this runs once per decision, and a
  * side decided on exactly the attributes it was sent with (no registry) is serialized once.
  */
-export function decisionLine({ time, input, request, decision, revision, latencyMs }: DecisionRecord): string {
+export function decisionLine({ time, input, request, decision, revision, latencyMs, violations }: DecisionRecord): string {
   const sent = { principal: attributesJson(input.principal.attributes), resource: attributesJson(input.resource.attributes) };
   const principalResolved =
     request.principal.attributes === input.principal.attributes ? sent.principal : attributesJson(request.principal.attributes);
@@ -77,18 +86,19 @@ export function decisionLine({ time, input, request, decision, revision, latency
     `"request":{"principal":${sideJson(input.principal.uri, sent.principal)},"resource":${sideJson(input.resource.uri, sent.resource)},` +
     `"action":${JSON.stringify(input.action)}${actionAndContextJson(input)}},` +
     `"resolved":{"principal":${principalResolved},"resource":${resourceResolved}},` +
-    `"allowed":${decision.allowed},"reason":${JSON.stringify(decision.reason)},"latency_ms":${Math.round(latencyMs * 1000) / 1000}}\n`
+    `"allowed":${decision.allowed},"reason":${JSON.stringify(decision.reason)},${violationsJson(violations)}"latency_ms":${Math.round(latencyMs * 1000) / 1000}}\n`
   );
 }
 
 /** The JSON lines of a bulk decided in a worker, one per item, in order. */
-export function bulkDecisionLines({ time, body, decisions, revision, latencyMs }: BulkDecisionRecord): string {
+export function bulkDecisionLines({ time, body, decisions, revision, latencyMs, violations }: BulkDecisionRecord): string {
   const requests = JSON.parse(body) as CheckRequest[];
   const decided = JSON.parse(decisions) as Decision[];
+  const violationsOf = new Map(violations.map(({ item, violations }) => [item, violations]));
   let lines = '';
   requests.forEach((request, index) => {
     const input = readCheckRequest(request, ['body', index]) as CheckInput;
-    lines += decisionLine({ time, input, request: input, decision: decided[index]!, revision, latencyMs });
+    lines += decisionLine({ time, input, request: input, decision: decided[index]!, revision, latencyMs, violations: violationsOf.get(index) });
   });
   return lines;
 }

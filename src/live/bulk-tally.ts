@@ -5,9 +5,10 @@ import { countedDecider } from './rule-tally.js';
 
 /**
  * What a worker thread tells the front about a bulk it decided: how many each rule or default
- * decided, and the last `keepDenials` denied items as they were sent.
+ * decided, and the last `keepDenials` denied items as they were sent, with what each broke of the
+ * attribute schemas (`violations`, by item, when any did).
  */
-export function tallyBulk(inputs: readonly CheckInput[], decisions: readonly Decision[], keepDenials: number): BulkTally {
+export function tallyBulk(inputs: readonly CheckInput[], decisions: readonly Decision[], keepDenials: number, violations?: readonly (readonly string[])[]): BulkTally {
   const byDecision = new Map<Decision, number>();
   let allowed = 0;
   for (const decision of decisions) {
@@ -17,7 +18,7 @@ export function tallyBulk(inputs: readonly CheckInput[], decisions: readonly Dec
   const denials: BulkTally['denials'] = [];
   for (let index = decisions.length - 1; index >= 0 && denials.length < keepDenials; index--) {
     const decision = decisions[index]!;
-    if (!decision.allowed) denials.push({ input: inputs[index]!, reason: decision.reason });
+    if (!decision.allowed) denials.push({ input: inputs[index]!, reason: decision.reason, violations: violations?.[index] });
   }
   return {
     allowed,

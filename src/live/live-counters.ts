@@ -17,7 +17,8 @@ export interface BulkTally {
   allowed: number;
   denied: number;
   deciders: { decider: CountedDecider; decisions: number }[];
-  denials: { input: CheckInput; reason: string }[];
+  /** Each with what it broke of the attribute schemas (warn; none: undefined or empty). */
+  denials: { input: CheckInput; reason: string; violations: readonly string[] | undefined }[];
 }
 
 export class LiveCounters {
@@ -27,6 +28,8 @@ export class LiveCounters {
   serverErrors = 0;
   feedChanges = 0;
   feedLagMaxSeconds = 0;
+  /** Checks and plans that broke the attribute schemas, decided (warn) or refused (reject). */
+  schemaViolations = 0;
   readonly checkLatency = new LatencyHistogram();
   readonly bulkLatency = new LatencyHistogram();
 
@@ -35,14 +38,14 @@ export class LiveCounters {
     readonly denials: RecentDenials | undefined,
   ) {}
 
-  /** A decision made on this thread (a single check, or one item of a bulk decided here). */
-  decided(input: CheckInput, decision: Decision, revision: number): void {
+  /** A decision made on this thread (a single check, or one item of a bulk decided here), with what it broke of the schemas. */
+  decided(input: CheckInput, decision: Decision, revision: number, violations?: readonly string[]): void {
     this.rules.count(decision);
     if (decision.allowed) {
       this.allowed++;
     } else {
       this.denied++;
-      this.denials?.record(input, decision.reason, revision, Date.now());
+      this.denials?.record(input, decision.reason, revision, Date.now(), violations);
     }
   }
 
@@ -52,7 +55,12 @@ export class LiveCounters {
     this.denied += tally.denied;
     for (const { decider, decisions } of tally.deciders) this.rules.countDecided(decider, decisions);
     const time = Date.now();
-    for (const { input, reason } of tally.denials) this.denials?.record(input, reason, revision, time);
+    for (const { input, reason, violations } of tally.denials) this.denials?.record(input, reason, revision, time, violations);
+  }
+
+  /** Checks or plans that broke the attribute schemas, here or in a worker. */
+  schemaViolated(checks: number): void {
+    this.schemaViolations += checks;
   }
 
   /** Every response: its status, and its latency when the route is a check route and the check was answered. */
@@ -77,6 +85,7 @@ export class LiveCounters {
     this.serverErrors = 0;
     this.feedChanges = 0;
     this.feedLagMaxSeconds = 0;
+    this.schemaViolations = 0;
     this.checkLatency.reset();
     this.bulkLatency.reset();
   }

@@ -61,6 +61,7 @@ export class LiveWindow {
       bulk: summary(counters.bulkLatency),
       errors_4xx: counters.clientErrors,
       errors_5xx: counters.serverErrors,
+      schema_violations: counters.schemaViolations,
       pool: this.poolSecond(elapsedMs),
       feed: { changes: counters.feedChanges, lag_max_ms: counters.feedChanges === 0 ? null : toMicroseconds(counters.feedLagMaxSeconds * 1000) },
     };

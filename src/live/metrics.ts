@@ -56,7 +56,7 @@ export class Metrics {
   /** Registered only while attribute schemas are enforced (see observeSchemaViolations). */
   readonly schemaViolations = new Counter({
     name: 'verdict_schema_violations_total',
-    help: 'Checks whose attributes broke the attribute schemas (decided under --schema-enforcement warn, refused under reject)',
+    help: 'Checks and plans whose attributes broke the attribute schemas (decided under --schema-enforcement warn, refused under reject)',
     registers: [],
   });
   readonly decisionLogDropped = new Counter({

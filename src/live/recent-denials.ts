@@ -6,6 +6,8 @@ interface Entry {
   input: CheckInput | undefined;
   reason: string;
   revision: number;
+  /** What the check broke of the attribute schemas (warn); none: undefined or empty. */
+  violations: readonly string[] | undefined;
 }
 
 const sentSide = (side: EntityInput, withValues: boolean): SentSide =>
@@ -41,15 +43,16 @@ export class RecentDenials {
     readonly capacity: number,
     readonly withValues: boolean,
   ) {
-    this.entries = Array.from({ length: capacity }, () => ({ time: 0, input: undefined, reason: '', revision: 0 }));
+    this.entries = Array.from({ length: capacity }, () => ({ time: 0, input: undefined, reason: '', revision: 0, violations: undefined }));
   }
 
-  record(input: CheckInput, reason: string, revision: number, time: number): void {
+  record(input: CheckInput, reason: string, revision: number, time: number, violations?: readonly string[]): void {
     const entry = this.entries[this.next]!;
     entry.time = time;
     entry.input = input;
     entry.reason = reason;
     entry.revision = revision;
+    entry.violations = violations;
     this.next = this.next + 1 === this.capacity ? 0 : this.next + 1;
     if (this.size < this.capacity) this.size++;
   }
@@ -58,7 +61,7 @@ export class RecentDenials {
   list(): RecentDenial[] {
     const denials: RecentDenial[] = [];
     for (let back = 1; back <= this.size; back++) {
-      const { time, input, reason, revision } = this.entries[(this.next - back + this.capacity) % this.capacity]!;
+      const { time, input, reason, revision, violations } = this.entries[(this.next - back + this.capacity) % this.capacity]!;
       denials.push({
         at: time,
         principal: sentSide(input!.principal, this.withValues),
@@ -67,6 +70,8 @@ export class RecentDenials {
         ...sentActionAndContext(input!, this.withValues),
         reason,
         revision,
+        // The messages name attribute paths and the rules of the schemas, never a value sent: shown masked or not.
+        ...(violations !== undefined && violations.length > 0 && { schema_violations: [...violations] }),
       });
     }
     return denials;

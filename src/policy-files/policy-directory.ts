@@ -7,6 +7,7 @@ import { PolicySetReader } from '../services/policy-set.js';
 import type { PolicyLimits } from '../engine/index.js';
 import { ConfigError } from '../config.js';
 import { readPolicyDirectory } from './read-directory.js';
+import type { SchemaSettings } from '../attribute-schemas/enforcement.js';
 
 /** Changes come in bursts (an editor's temporary file and rename, a ConfigMap's symlink swap): read once they settle. */
 const SETTLE_MS = 50;
@@ -20,7 +21,7 @@ export interface RejectedFiles {
 }
 
 interface DirectoryEvents {
-  /** A new set of policies, with its revision, is in force. */
+  /** A new set of policies, with its revision, is in force (see schemaWarnings). */
   applied: [number];
   /** The files changed but cannot all be read as policies: the last good set stays in force. */
   rejected: [RejectedFiles];
@@ -40,19 +41,28 @@ export class PolicyDirectory extends EventEmitter<DirectoryEvents> implements Po
     readonly dir: string,
     private readonly store: Store,
     private readonly reader: PolicySetReader,
-    private inForce: { policies: Policy[]; revision: number },
+    private readonly schemas: SchemaSettings | undefined,
+    private inForce: { policies: Policy[]; revision: number; schemaWarnings: string[] },
     fingerprint: string,
   ) {
     super();
     this.seen = fingerprint;
   }
 
-  /** Throws ConfigError when the files cannot all be read as policies: there is no last good set to serve yet. */
-  static open(dir: string, store: Store, limits: PolicyLimits): PolicyDirectory {
+  /**
+   * Throws ConfigError when the files cannot all be read as policies (or, under `reject`, contradict
+   * the attribute `schemas`): there is no last good set to serve yet.
+   */
+  static open(dir: string, store: Store, limits: PolicyLimits, schemas?: SchemaSettings): PolicyDirectory {
     const reader = new PolicySetReader(limits);
-    const contents = readPolicyDirectory(dir, reader);
+    const contents = readPolicyDirectory(dir, reader, schemas);
     if ('problems' in contents) throw new ConfigError(`--policies (POLICIES_DIR) ${dir}: ${contents.problems.join('; ')}`);
-    return new PolicyDirectory(dir, store, reader, { policies: contents.policies, revision: 1 }, contents.fingerprint);
+    return new PolicyDirectory(dir, store, reader, schemas, { policies: contents.policies, revision: 1, schemaWarnings: contents.schemaWarnings }, contents.fingerprint);
+  }
+
+  /** What the policies in force say that the attribute schemas contradict, under `warn`: to be logged. */
+  get schemaWarnings(): readonly string[] {
+    return this.inForce.schemaWarnings;
   }
 
   get policies(): readonly Policy[] {
@@ -62,7 +72,8 @@ export class PolicyDirectory extends EventEmitter<DirectoryEvents> implements Po
   /** The set in force. The feed position is the store's: entities still live there, and their changes are followed from it. */
   async loadPolicies(): Promise<LoadedPolicies> {
     const { feedPosition } = await this.store.loadPolicies();
-    return { ...this.inForce, feedPosition };
+    const { policies, revision } = this.inForce;
+    return { policies, revision, feedPosition };
   }
 
   async policyRevision(): Promise<number> {
@@ -71,7 +82,7 @@ export class PolicyDirectory extends EventEmitter<DirectoryEvents> implements Po
 
   /** Reads the files again and takes them if they changed and are valid. */
   rescan(): void {
-    const contents = readPolicyDirectory(this.dir, this.reader);
+    const contents = readPolicyDirectory(this.dir, this.reader, this.schemas);
     if (contents.fingerprint === this.seen) return;
     this.seen = contents.fingerprint;
     if ('problems' in contents) {
@@ -80,7 +91,7 @@ export class PolicyDirectory extends EventEmitter<DirectoryEvents> implements Po
       return;
     }
     this.rejected = undefined;
-    this.inForce = { policies: contents.policies, revision: this.inForce.revision + 1 };
+    this.inForce = { policies: contents.policies, revision: this.inForce.revision + 1, schemaWarnings: contents.schemaWarnings };
     this.emit('applied', this.inForce.revision);
   }
 

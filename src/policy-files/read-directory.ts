@@ -4,6 +4,8 @@ import type { Policy } from '../schemas/policy.js';
 import { DocumentError, parseDocument, readText } from '../documents.js';
 import type { PolicySetReader } from '../services/policy-set.js';
 import { SCHEMAS_FILE_NAME } from '../attribute-schemas/schema-file.js';
+import type { SchemaSettings } from '../attribute-schemas/enforcement.js';
+import { policySchemaProblems } from '../attribute-schemas/policy-problems.js';
 
 /**
  * Policy files: JSON or YAML. Names starting with `.` are skipped (a ConfigMap mount's `..data` and
@@ -12,16 +14,21 @@ import { SCHEMAS_FILE_NAME } from '../attribute-schemas/schema-file.js';
 const POLICY_FILE = /^[^.].*\.(json|ya?ml)$/;
 
 export type DirectoryContents =
-  /** `fingerprint` identifies the files' names and contents, to tell a change from a rescan of the same files. */
-  | { fingerprint: string; policies: Policy[] }
+  /**
+   * `fingerprint` identifies the files' names and contents, to tell a change from a rescan of the
+   * same files; `schemaWarnings`, what the policies say that the attribute schemas contradict (warn).
+   */
+  | { fingerprint: string; policies: Policy[]; schemaWarnings: string[] }
   | { fingerprint: string; problems: string[] };
 
 /**
  * Every policy in the directory's policy files, in the order of the file names, then of the policies
- * in each file (a file holds one policy or a list), read as a policy write reads them. Symbolic
- * links are followed. Problems name the file and the field.
+ * in each file (a file holds one policy or a list), read as a policy write reads them, and checked
+ * against the attribute schemas when there are any: what they contradict is a problem under
+ * `reject`, a warning under `warn`. Symbolic links are followed. Problems name the file and the
+ * field (and, for the schemas, the policy and the rule).
  */
-export function readPolicyDirectory(dir: string, reader: PolicySetReader): DirectoryContents {
+export function readPolicyDirectory(dir: string, reader: PolicySetReader, schemas?: SchemaSettings): DirectoryContents {
   let names: string[];
   try {
     names = readdirSync(dir).filter((name) => POLICY_FILE.test(name) && name !== SCHEMAS_FILE_NAME).sort();
@@ -60,5 +67,7 @@ export function readPolicyDirectory(dir: string, reader: PolicySetReader): Direc
   if ('issues' in read) {
     return { fingerprint, problems: read.issues.map(({ loc: [file, ...field], msg }) => `${file}: ${field.length > 0 ? `${field.join('.')}: ` : ''}${msg}`) };
   }
-  return { fingerprint, policies: read.policies };
+  const schemaProblems = schemas === undefined ? [] : policySchemaProblems(read.policies, labels, schemas.document);
+  if (schemas?.enforcement === 'reject' && schemaProblems.length > 0) return { fingerprint, problems: schemaProblems };
+  return { fingerprint, policies: read.policies, schemaWarnings: schemaProblems };
 }

@@ -8,13 +8,16 @@ import type { BulkLimits } from '../requests/bulk-request.js';
 import { RunningTasks } from './running-tasks.js';
 import { POOL_WORKER_FILE } from '../../workers/entry-points.js';
 import type { BulkTally } from '../live/live-counters.js';
-import type { SchemaSettings } from '../attribute-schemas/enforcement.js';
+import type { ItemViolations, SchemaSettings } from '../attribute-schemas/enforcement.js';
 
 /** A worker did not finish a bulk in time: answered 503, the client may retry. */
 export class WorkerTimeoutError extends Error {}
 
-/** Told of every bulk a worker decided: its body (UTF-8), its decisions as JSON, what decided them, at which revision, in how long. */
-export type BulkObserver = (bulk: { body: Buffer; json: string; tally: BulkTally; revision: number; elapsedMs: number }) => void;
+/**
+ * Told of every bulk a worker decided: its body (UTF-8), its decisions as JSON, what decided them,
+ * what its items broke of the attribute schemas, at which revision, in how long.
+ */
+export type BulkObserver = (bulk: { body: Buffer; json: string; tally: BulkTally; violations: ItemViolations; revision: number; elapsedMs: number }) => void;
 
 /**
  * Bulks a worker may hold at once: it starts the next as soon as one is done, without waiting for
@@ -51,7 +54,7 @@ export class BulkPool {
     private readonly recentDenials = 0,
     /** The file the threads run: the pool's worker (tests give one that wraps it, to crash or hang it). */
     private readonly workerFile: URL = POOL_WORKER_FILE,
-    /** The attribute schemas bulks are held to: workers compile them, and hand a bulk that breaks them to the front. */
+    /** The attribute schemas bulks are held to: workers compile them, and hand a bulk that breaks them under `reject` to the front. */
     private readonly schemas?: SchemaSettings,
   ) {
     this.runningTasks = RunningTasks.create(workers);
@@ -79,7 +82,7 @@ export class BulkPool {
 
   /**
    * The decisions as JSON text (each with its explanation when `explain`), or undefined when the front must decide (an item names a
-   * registered entity or breaks the attribute schemas, or the worker died: Piscina replaces it and the caller decides inline,
+   * registered entity or breaks the attribute schemas under `reject`, or the worker died: Piscina replaces it and the caller decides inline,
    * never a guess). Throws the client errors the body deserves, and WorkerTimeoutError when a
    * worker ran the bulk for longer than the timeout (the worker is terminated and replaced; bulks
    * queued on it are decided on the front).

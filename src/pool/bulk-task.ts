@@ -4,7 +4,7 @@ import type { ValidationIssue } from '../schemas/errors.js';
 import type { BulkLimits } from '../requests/bulk-request.js';
 import type { BulkTally } from '../live/live-counters.js';
 import type { PlanSettings, PlanWork } from '../services/plan-answers.js';
-import type { SchemaSettings } from '../attribute-schemas/enforcement.js';
+import type { ItemViolations, SchemaSettings } from '../attribute-schemas/enforcement.js';
 
 /** Work for a worker, with the snapshot revision it must be done at. */
 export interface TaskAtRevision {
@@ -44,13 +44,16 @@ export interface PlanTask extends TaskAtRevision {
 export type PoolTask = BulkTask | PlanTask;
 
 export type PoolOutcome =
-  /** The decisions, serialized, in request order, and what decided them, at the worker's snapshot revision, in elapsedMs. */
-  | { kind: 'decided'; json: string; tally: BulkTally; revision: number; elapsedMs: number }
+  /**
+   * The decisions, serialized, in request order, what decided them and what the items that broke the
+   * attribute schemas broke (warn: decided all the same), at the worker's snapshot revision, in elapsedMs.
+   */
+  | { kind: 'decided'; json: string; tally: BulkTally; violations: ItemViolations; revision: number; elapsedMs: number }
   /** The worker holds another snapshot than the task's (`holds`; none yet: undefined): send the changes or the policies along. */
   | { kind: 'stale'; holds: { revision: number; generation: number } | undefined }
   /** An item names a registered entity: the front, which holds the entity cache, decides. */
   | { kind: 'needs-registry' }
-  /** An item breaks the attribute schemas: the front decides the bulk, and refuses, counts and explains as for any check. */
+  /** An item breaks the attribute schemas under `reject`: the front decides the bulk, refusing such items as it refuses any check. */
   | { kind: 'breaks-schema' }
   | { kind: 'refused'; statusCode: number; detail: string | ValidationIssue[] }
   /** The plans' answers, serialized. */

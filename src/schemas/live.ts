@@ -37,6 +37,7 @@ export const secondSchema = {
     bulk: { ...latencySchema, description: 'Latency of POST /check/bulk (a whole bulk).' },
     errors_4xx: { type: 'integer' },
     errors_5xx: { type: 'integer' },
+    schema_violations: { type: 'integer', description: 'Checks and plans whose attributes broke the attribute schemas: decided (`--schema-enforcement warn`) or refused (`reject`).' },
     pool: {
       type: ['object', 'null'],
       description: 'The bulk worker pool; null without one (`--evaluation inline`).',
@@ -55,7 +56,7 @@ export const secondSchema = {
       additionalProperties: false,
     },
   },
-  required: ['at', 'seconds', 'allowed', 'denied', 'check', 'bulk', 'errors_4xx', 'errors_5xx', 'pool', 'feed'],
+  required: ['at', 'seconds', 'allowed', 'denied', 'check', 'bulk', 'errors_4xx', 'errors_5xx', 'schema_violations', 'pool', 'feed'],
   additionalProperties: false,
 } as const;
 
@@ -84,6 +85,11 @@ export const recentDenialSchema = {
     context_keys: { type: 'array', items: { type: 'string' }, description: 'Its keys only, without `--recent-denials-values`.' },
     reason: { type: 'string' },
     revision: { type: 'integer', description: 'The policy snapshot revision that denied it.' },
+    schema_violations: {
+      type: 'array',
+      items: { type: 'string' },
+      description: 'What the check broke of the attribute schemas, when it was decided despite them (`--schema-enforcement warn`); absent when it broke none.',
+    },
   },
   required: ['at', 'principal', 'resource', 'action', 'reason', 'revision'],
   additionalProperties: false,

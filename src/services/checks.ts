@@ -19,8 +19,11 @@ const conflictAsDenial = (error: unknown): Decision => {
 };
 
 export interface CheckObservers {
-  /** Told of every decision made on this thread: what was asked, what it was decided on, at which revision, since when. */
-  decision?: (input: CheckInput, request: DecisionRequest, decision: Decision, revision: number, startedAt: number) => void;
+  /**
+   * Told of every decision made on this thread: what was asked, what it was decided on, at which
+   * revision, since when, and what it broke of the attribute schemas (warn; none: empty or undefined).
+   */
+  decision?: (input: CheckInput, request: DecisionRequest, decision: Decision, revision: number, startedAt: number, violations: readonly string[] | undefined) => void;
   /** Told of the size of every bulk decided on this thread. */
   bulk?: (size: number) => void;
 }
@@ -125,7 +128,7 @@ export class CheckService {
     const violations = this.schemas?.enforce(request);
     const snapshot = this.snapshots.current;
     const decision = evaluate(snapshot, request);
-    this.observers.decision?.(input, request, decision, snapshot.revision, startedAt);
+    this.observers.decision?.(input, request, decision, snapshot.revision, startedAt, violations);
     if (explanations === undefined) return decision;
     const explained = withExplanation(snapshot, request, decision, explanations);
     return violations === undefined ? explained : withViolations(explained, violations);

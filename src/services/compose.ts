@@ -69,13 +69,14 @@ export async function composeServices(config: Config, substitutes: Substitutes =
   const metrics = new Metrics();
   // Read before the store opens: a schema document that cannot be used stops the start.
   const schemaDocument = loadSchemaDocument(config);
-  const schemas = requestSchemas(schemaDocument, config.schemaEnforcement, () => metrics.schemaViolations.inc());
+  // Told once the observer is made, below: no check runs before.
+  const schemas = requestSchemas(schemaDocument, config.schemaEnforcement, () => decisions.schemaViolated());
   if (schemas !== undefined) metrics.observeSchemaViolations();
   const store = substitutes.store ?? (await openStore(config, { auditValues: config.auditValues, observer: metrics.auditObserver }));
   // Policies come from the store, or from a directory of files when one is given (the registry stays in the store).
   // Loaded only then: a start without --policies need not load the YAML parser.
   const policyFiles =
-    config.policiesDir === '' ? undefined : (await import('../policy-files/policy-directory.js')).PolicyDirectory.open(config.policiesDir, store, config);
+    config.policiesDir === '' ? undefined : (await import('../policy-files/policy-directory.js')).PolicyDirectory.open(config.policiesDir, store, config, schemas?.settings);
   const snapshots = await PolicySnapshots.load(policyFiles ?? store);
   metrics.observeSnapshots(snapshots);
   if (policyFiles !== undefined) metrics.observePolicyFiles(policyFiles);
@@ -174,8 +175,14 @@ export async function composeServices(config: Config, substitutes: Substitutes =
       });
     pruner?.start();
     const stopWatchingFiles = policyFiles?.watch();
+    const warnOfSchemas = () => {
+      const problems = policyFiles?.schemaWarnings ?? [];
+      if (problems.length > 0) log.warn({ dir: policyFiles!.dir, problems }, 'the policy files in force contradict the attribute schemas');
+    };
+    warnOfSchemas();
     policyFiles?.on('applied', (revision) => {
       log.info({ dir: policyFiles.dir, revision }, 'policy files changed: applying them');
+      warnOfSchemas();
       snapshots.refresh().catch(() => undefined);
     });
     policyFiles?.on('rejected', ({ problems }) =>
@@ -211,7 +218,7 @@ export async function composeServices(config: Config, substitutes: Substitutes =
     live,
     liveWindow,
     checks: new CheckService(snapshots, registered, config.maxAnswerSize, decisions, schemas),
-    plans: new PlanService(snapshots, registered, config, bulk),
+    plans: new PlanService(snapshots, registered, config, bulk, schemas),
     policies: new PolicyService(
       store,
       snapshots,

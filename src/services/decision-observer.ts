@@ -17,22 +17,29 @@ export class DecisionObserver implements Required<CheckObservers> {
   ) {}
 
   /** A decision made on this thread: a check, or one item of a bulk decided here. */
-  readonly decision: Required<CheckObservers>['decision'] = (input, request, decision, revision, startedAt) => {
+  readonly decision: Required<CheckObservers>['decision'] = (input, request, decision, revision, startedAt, violations) => {
     (decision.allowed ? this.metrics.allowed : this.metrics.denied).inc();
-    this.live.decided(input, decision, revision);
-    this.decisionLog?.record({ time: Date.now(), input, request, decision, revision, latencyMs: performance.now() - startedAt });
+    this.live.decided(input, decision, revision, violations);
+    this.decisionLog?.record({ time: Date.now(), input, request, decision, revision, latencyMs: performance.now() - startedAt, violations });
+  };
+
+  /** Checks or plans that broke the attribute schemas (decided under warn, refused under reject), here or in a worker. */
+  readonly schemaViolated = (checks = 1): void => {
+    this.metrics.schemaViolations.inc(checks);
+    this.live.schemaViolated(checks);
   };
 
   /** The size of a bulk, decided here or by a worker. */
   readonly bulk = (size: number): void => this.metrics.bulkSize.observe(size);
 
   /** A bulk a worker thread decided, with its counts by what decided them. */
-  readonly decidedInWorker: BulkObserver = ({ body, json, tally, revision, elapsedMs }) => {
+  readonly decidedInWorker: BulkObserver = ({ body, json, tally, violations, revision, elapsedMs }) => {
     this.metrics.allowed.inc(tally.allowed);
     this.metrics.denied.inc(tally.denied);
     this.live.decidedInWorker(tally, revision);
+    if (violations.length > 0) this.schemaViolated(violations.length);
     const count = tally.allowed + tally.denied;
     this.bulk(count);
-    this.decisionLog?.recordBulk({ time: Date.now(), body: body.toString('utf8'), decisions: json, count, revision, latencyMs: elapsedMs / count });
+    this.decisionLog?.recordBulk({ time: Date.now(), body: body.toString('utf8'), decisions: json, count, revision, latencyMs: elapsedMs / count, violations });
   };
 }

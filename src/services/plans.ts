@@ -11,6 +11,7 @@ import { answerEach } from './answer-each.js';
 import { readBulkItems } from '../requests/bulk-request.js';
 import { planAnswers, type PlanSettings, type PlanWork } from './plan-answers.js';
 import type { BulkPool } from '../pool/bulk-pool.js';
+import type { RequestSchemas } from '../attribute-schemas/enforcement.js';
 
 /** A plan request read: the check it resembles (the resource holding what is known of it) and the MongoDB layout. */
 export interface PlanInput {
@@ -69,18 +70,21 @@ export class PlanService {
     private readonly registered: RegisteredAttributes,
     private readonly settings: PlanSettings,
     private readonly pool?: BulkPool,
+    /** The attribute schemas the requests are held to, as checks are (their resource is known only in part). */
+    private readonly schemas?: RequestSchemas,
   ) {}
 
   /**
    * Throws RequestValidationError (422) for an unusable request, and ClientError (400) for an
-   * attribute conflict or a plan too long to state even coarsely.
+   * attribute conflict, attributes that break the schemas (under `reject`) or a plan too long to
+   * state even coarsely.
    */
   async plan(request: PlanRequest): Promise<Planned<PlanResponse>> {
     const input = readPlanRequest(request, ['body']);
     if (Array.isArray(input)) throw new RequestValidationError(input);
     let resolved: DecisionRequest;
     try {
-      resolved = await resolveCheck(input.check, this.registered);
+      resolved = this.heldToSchemas(await resolveCheck(input.check, this.registered));
     } catch (error) {
       if (error instanceof AttributeConflict) throw new ClientError(400, error.message);
       throw error;
@@ -91,20 +95,30 @@ export class PlanService {
 
   /**
    * Plans every request of a bulk, all read first as /check/bulk reads its items (see readBulkItems);
-   * a conflict only denies its own item. An item too long to plan, or plans longer together than
-   * the answer budget, fail the call (400).
+   * a conflict, or attributes that break the schemas under `reject`, only deny their own item. An
+   * item too long to plan, or plans longer together than the answer budget, fail the call (400).
    */
   async planMany(requests: PlanRequest[]): Promise<Planned<PlanResponse[]>> {
     const inputs = readBulkItems(requests, readPlanRequest);
     const work = await answerEach(
       inputs,
       (input): PlanWork | Promise<PlanWork> => {
+        const planned = (request: DecisionRequest) => ({ request: this.heldToSchemas(request), layout: input.layout });
         const resolved = resolveCheck(input.check, this.registered);
-        return resolved instanceof Promise ? resolved.then((request) => ({ request, layout: input.layout })) : { request: resolved, layout: input.layout };
+        return resolved instanceof Promise ? resolved.then(planned) : planned(resolved);
       },
       conflictAsWork,
     );
     return this.made(work, false);
+  }
+
+  /**
+   * The request, once held to the schemas as a check is, but for what its resource leaves out (it
+   * is the unknown side): counted when it breaks them; SchemaViolation under `reject`.
+   */
+  private heldToSchemas(request: DecisionRequest): DecisionRequest {
+    this.schemas?.enforce(request, 'partial');
+    return request;
   }
 
   /**

@@ -210,3 +210,80 @@ t.test('a case with action attributes and a context; a relation that fails is sh
     '2 passed, 1 failed',
   ]);
 });
+
+t.test("attribute schemas: a policy they contradict is warned of, a case that breaks them fails, in every format; found beside the policy files or given with --schemas", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'verdict-policy-tests-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  mkdirSync(join(dir, 'policies'));
+  const schemas = { principal: { attributes: { type: 'object', properties: { level: { type: 'integer' }, clearance: { enum: [1, 2, 3] } }, required: ['level'] } } };
+  writeFileSync(join(dir, 'policies/schemas.json'), JSON.stringify(schemas));
+  writeFileSync(
+    join(dir, 'policies/records.yaml'),
+    YAML.stringify({
+      name: 'records',
+      default_effect: 'allow',
+      rules: [
+        { name: 'junior staff', effect: 'deny', actions: ['read'], principal_conditions: [{ path: 'attributes.level', operator: 'lt', value: 3 }] },
+        { name: 'clearance two', effect: 'deny', actions: ['read'], principal_conditions: [{ path: 'attributes.clearence', operator: '==', value: 2 }] },
+      ],
+    }),
+  );
+  const read = (principal: Record<string, unknown>, allowed: boolean) => ({ principal: { attributes: principal }, resource: { attributes: { kind: 'record' } }, action: 'read', allowed });
+  mkdirSync(join(dir, 'tests'));
+  writeFileSync(
+    join(dir, 'tests/records.test.yaml'),
+    YAML.stringify({
+      policies: [{ file: '../policies/records.yaml' }],
+      cases: [
+        { name: 'senior reads', ...read({ level: 5, clearance: 1 }, true) },
+        { name: 'junior is denied', ...read({ level: 1, clearance: 1 }, false) },
+        { name: 'a string level slips past', ...read({ level: '1', clearance: 1 }, true) },
+        { name: 'a forgotten level slips past', ...read({ clearance: 1 }, false) },
+      ],
+    }),
+  );
+  const policyFile = join(dir, 'policies/records.yaml');
+  const warning = `WARN  ${policyFile}: policy 'records': rules.1.principal_conditions.0.path: rule 'clearance-two': principal attribute 'clearence' is not declared by the principal schemas`;
+  const expected = [
+    'ok    tests/records.test.yaml: senior reads',
+    'ok    tests/records.test.yaml: junior is denied',
+    'FAIL  tests/records.test.yaml: a string level slips past: decided as expected: allowed (Action allowed by default effect); the check breaks the attribute schemas',
+    "        breaks the attribute schemas: principal: attribute 'level' must be integer (type)",
+    'FAIL  tests/records.test.yaml: a forgotten level slips past: expected denied, got allowed (Action allowed by default effect); the check breaks the attribute schemas',
+    "        breaks the attribute schemas: principal: attribute 'level' is required (required)",
+    "        No rule for action 'read' matched, and every policy's default_effect is allow",
+    '        rule junior-staff of policy records: principal attributes.level lt 3 does not hold: missing',
+    '        rule clearance-two of policy records: principal attributes.clearence == 2 does not hold: missing',
+    warning,
+    '2 passed, 2 failed',
+  ];
+  const found = await runVerdict(t, ['test', 'tests'], {}, dir).exited;
+  t.equal(found.code, 1);
+  t.same(found.stdout.trimEnd().split('\n'), expected, 'the schemas.json beside the policy files');
+
+  // Given: the same from a file anywhere; none at all: the cases pass as before, no warning.
+  const elsewhere = join(dir, 'elsewhere.json');
+  writeFileSync(elsewhere, JSON.stringify(schemas));
+  rmSync(join(dir, 'policies/schemas.json'));
+  const given = await runVerdict(t, ['test', 'tests', '--schemas', elsewhere], {}, dir).exited;
+  t.same([given.code, given.stdout.trimEnd().split('\n')], [1, expected], '--schemas');
+  const without = await runVerdict(t, ['test', 'tests'], {}, dir).exited;
+  t.equal(without.code, 1, 'the forgotten level is still decided against the expectation');
+  t.notMatch(without.stdout, /WARN|schemas/);
+
+  const tap = await runVerdict(t, ['test', 'tests', '--schemas', elsewhere, '--format', 'tap'], {}, dir).exited;
+  const results = await parseTap(tap.stdout);
+  t.same([results.pass, results.fail], [2, 2]);
+  t.match(tap.stdout, `# ${warning.replace('WARN  ', 'WARN ')}`);
+  t.same(results.failures[0]!.diag.why, ["breaks the attribute schemas: principal: attribute 'level' must be integer (type)"]);
+  const junit = await runVerdict(t, ['test', 'tests', '--schemas', elsewhere, '--format', 'junit'], {}, dir).exited;
+  const suite = new XMLParser({ ignoreAttributes: false }).parse(junit.stdout).testsuites.testsuite;
+  t.equal(suite['@_failures'], '2');
+  t.equal(suite['system-out'], warning.replace('WARN  ', 'WARN '));
+
+  const unusable = join(dir, 'unusable.json');
+  writeFileSync(unusable, JSON.stringify({ principal: { attributes: { type: 'object', propertees: {} } } }));
+  const refused = await runVerdict(t, ['test', 'tests', '--schemas', unusable], {}, dir).exited;
+  t.equal(refused.code, 2);
+  t.match(refused.stderr, `--schemas ${unusable}: principal.attributes is not a valid JSON Schema: strict mode: unknown keyword: "propertees"`);
+});

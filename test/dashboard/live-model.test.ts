@@ -11,6 +11,7 @@ const second = (at: number, fields: Partial<LiveSecond> = {}): LiveSecond => ({
   bulk: { count: 0, p50_ms: null, p99_ms: null },
   errors_4xx: 0,
   errors_5xx: 0,
+  schema_violations: 0,
   pool: null,
   feed: { changes: 0, lag_max_ms: null },
   ...fields,

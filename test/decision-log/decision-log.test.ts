@@ -37,7 +37,7 @@ t.test('lines from this thread and from worker bulks are written in order, and c
   const file = logFile(t);
   const log = DecisionLog.open(file, () => t.fail('nothing dropped'));
   log.record(decided('admin'));
-  log.recordBulk({ time: Date.UTC(2026, 10, 22), body: bulkBody, decisions: bulkDecisions, count: 2, revision: 4, latencyMs: 0.5 });
+  log.recordBulk({ time: Date.UTC(2026, 10, 22), body: bulkBody, decisions: bulkDecisions, count: 2, revision: 4, latencyMs: 0.5, violations: [] });
   log.record(decided('guest'));
   await log.close();
   const lines = readLines(file);
@@ -68,7 +68,7 @@ t.test('past its capacity the log drops new lines and counts them, instead of gr
   let dropped = 0;
   const log = DecisionLog.open(file, (lines) => (dropped += lines), 3);
   for (const role of ['a', 'b', 'c', 'd', 'e']) log.record(decided(role));
-  log.recordBulk({ time: 0, body: bulkBody, decisions: bulkDecisions, count: 2, revision: 1, latencyMs: 0 });
+  log.recordBulk({ time: 0, body: bulkBody, decisions: bulkDecisions, count: 2, revision: 1, latencyMs: 0, violations: [] });
   t.equal(dropped, 4, 'two single lines and the two of the bulk');
   await log.close();
   t.same(

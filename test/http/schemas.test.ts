@@ -134,7 +134,7 @@ t.test('reject: bulk items that break the schema are denied, saying why, on the 
   }
 });
 
-t.test('warn: a worker hands a bulk that breaks the schema to the front, which counts and explains it', async (t) => {
+t.test('warn: a worker decides a bulk that breaks the schema, explains it, and the front counts it', async (t) => {
   const server = await serverWith(t, { evaluation: 'pool' });
   const bad = { principal: { attributes: { level: 5, clearance: 1 } }, resource: { attributes: { owner: 7 } }, action: 'read', context: { ip: 'nowhere' } };
   const answer = await server.call('POST', '/check/bulk?explain=true', [bad]);

@@ -52,6 +52,8 @@ t.test('one second of known decisions, responses and changes becomes one exact r
   counters.responded(503, 40, 'bulk');
   counters.feedApplied(0.03);
   counters.feedApplied(0.12);
+  counters.schemaViolated(1);
+  counters.schemaViolated(2);
   window.close(START + 1000);
 
   const [second] = window.seconds();
@@ -64,6 +66,7 @@ t.test('one second of known decisions, responses and changes becomes one exact r
     bulk: { count: 1, p50_ms: second!.bulk.p50_ms, p99_ms: second!.bulk.p99_ms },
     errors_4xx: 2,
     errors_5xx: 1,
+    schema_violations: 3,
     pool: null,
     feed: { changes: 2, lag_max_ms: 120 },
   });
@@ -88,6 +91,7 @@ t.test('a second with nothing in it has zero counts and no percentiles', async (
     bulk: { count: 0, p50_ms: null, p99_ms: null },
     errors_4xx: 0,
     errors_5xx: 0,
+    schema_violations: 0,
     pool: null,
     feed: { changes: 0, lag_max_ms: null },
   });

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import YAML from 'yaml';
 import { startServer, type TestServer } from '../helpers/server.js';
 import { ConfigError } from '../../src/config.js';
-import { runVerdict } from '../helpers/child.js';
+import { ask, outputMatches, runVerdict, startVerdict } from '../helpers/child.js';
 import { ADMIN_WRITES, writeRoutesOf } from '../helpers/admin-writes.js';
 
 // --policies <dir> on a real server: the files are the policy set, changes are applied without a
@@ -184,4 +184,68 @@ t.test('files that are not valid at start: the start stops with the file and fie
   const missing = await runVerdict(t, ['start', '--store', 'embedded', '--port', '0', '--data-dir', join(dir, '.data'), '--policies', join(dir, 'nowhere')]).exited;
   t.equal(missing.code, 2);
   t.match(missing.stderr, /nowhere: ENOENT/);
+});
+
+/** Principals have a string department; a laptop's kind is one of two. */
+const SCHEMAS = {
+  principal: { attributes: { type: 'object', properties: { department: { type: 'string' } } } },
+  resource: { attributes: { type: 'object', properties: { kind: { enum: ['laptop', 'phone'] } } } },
+};
+/** IT desk, with a condition the schemas contradict: a kind that is not in the enumeration. */
+const desktopsToo = () => {
+  const policy = itDesk('it');
+  policy.rules[0]!.resource_conditions[0]!.value = 'desktop';
+  return policy;
+};
+const DESKTOP_PROBLEM =
+  "desk.yaml: policy 'it-desk': rules.0.resource_conditions.0.value: rule 'it-admins': \"desktop\" is not one of the values resource attribute 'kind' may take: \"laptop\", \"phone\"";
+
+t.test('attribute schemas, warn: policy files they contradict are served, each problem logged at start and on change with file, policy, rule and problem', async (t) => {
+  const dir = policyDir(t);
+  writeFileSync(join(dir, 'schemas.json'), JSON.stringify(SCHEMAS));
+  writeFileSync(join(dir, 'desk.yaml'), YAML.stringify(desktopsToo()));
+  const verdict = await startVerdict(t, ['--store', 'embedded', '--data-dir', join(dir, '.data'), '--policies', dir]);
+  const logged = () =>
+    verdict
+      .output()
+      .stdout.split('\n')
+      .filter((line) => line.includes('contradict the attribute schemas'))
+      .map((line) => JSON.parse(line) as { level: number; dir: string; problems: string[] });
+  await outputMatches(verdict, /contradict the attribute schemas/);
+  const [atStart] = logged();
+  t.equal(atStart!.level, 40, 'a warning');
+  t.same(atStart!.problems, [join(dir, DESKTOP_PROBLEM)]);
+  t.equal((await ask(verdict.url, 'GET', '/ready')).body.degraded, false, 'the set is in force');
+
+  // A change that adds a problem is applied, and its problems are logged again.
+  const undeclared = desktopsToo();
+  undeclared.rules[0]!.principal_conditions[0]!.path = 'attributes.departement';
+  writeFileSync(join(dir, 'desk.yaml'), YAML.stringify(undeclared));
+  await outputMatches(verdict, /contradict the attribute schemas[\s\S]*contradict the attribute schemas/);
+  t.same(logged()[1]!.problems, [
+    join(dir, "desk.yaml: policy 'it-desk': rules.0.principal_conditions.0.path: rule 'it-admins': principal attribute 'departement' is not declared by the principal schemas"),
+    join(dir, DESKTOP_PROBLEM),
+  ]);
+  t.equal((await ask(verdict.url, 'GET', '/admin/policies')).body[0].rules[0].principal_conditions[0].path, 'attributes.departement', 'the change is in force');
+});
+
+t.test('attribute schemas, reject: policy files they contradict stop the start, and a change to such files is not applied', async (t) => {
+  const dir = policyDir(t);
+  writeFileSync(join(dir, 'schemas.json'), JSON.stringify(SCHEMAS));
+  writeFileSync(join(dir, 'desk.yaml'), YAML.stringify(desktopsToo()));
+  const args = ['start', '--store', 'embedded', '--port', '0', '--data-dir', join(dir, '.data'), '--policies', dir, '--schema-enforcement', 'reject'];
+  const exit = await runVerdict(t, args).exited;
+  t.equal(exit.code, 2);
+  t.match(exit.stderr, `--policies (POLICIES_DIR) ${dir}: ${join(dir, DESKTOP_PROBLEM)}`);
+
+  writeFileSync(join(dir, 'desk.yaml'), YAML.stringify(itDesk('it')));
+  const server = await startServer({ policiesDir: dir, schemaEnforcement: 'reject' });
+  t.teardown(server.close);
+  t.equal(await allowed(server), true);
+  writeFileSync(join(dir, 'desk.yaml'), YAML.stringify(desktopsToo()));
+  const degraded = await until(server, 'GET', '/ready', undefined, (answer) => answer.body.degraded === true);
+  t.equal(degraded.status, 200, 'the last good set keeps deciding');
+  t.match(degraded.body.checks.policyFiles, DESKTOP_PROBLEM);
+  t.equal(await allowed(server), true, 'a laptop is still administered by the set in force');
+  t.equal((await server.call('GET', '/admin/policies')).body[0].rules[0].resource_conditions[0].value, 'laptop');
 });

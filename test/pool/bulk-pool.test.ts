@@ -250,3 +250,43 @@ t.test('a worker makes plans at the revision the front holds, refusing what is t
   await t.rejects(pool.plans(tooLong, settings, true), { message: /^The plan would be longer than 1024 characters/ });
   await t.rejects(pool.plans([...work, ...tooLong], settings, false), { message: /^Item 1: The plan would be longer than 1024 characters/ });
 });
+
+t.test('under warn a worker decides a bulk whose items break the attribute schemas and says what each broke; under reject it hands it back', async (t) => {
+  const dataDir = temporaryDataDir();
+  const store = new EmbeddedStore(dataDir);
+  await store.createPolicy(ALLOW_A_1_TO_GO, TEST_WRITER);
+  const snapshots = await PolicySnapshots.load(store);
+  const document = { principal: { attributes: { type: 'object', properties: { a: { type: 'integer' } }, required: ['a'] } } };
+  const seen: Parameters<ConstructorParameters<typeof BulkPool>[4] & {}>[0][] = [];
+  const pool = (enforcement: 'warn' | 'reject') =>
+    new BulkPool(1, snapshots, DEFAULT_CONFIG, 10_000, (bulk) => seen.push(bulk), 2, undefined, { document, enforcement });
+  const [warned, rejecting] = [pool('warn'), pool('reject')];
+  t.teardown(async () => {
+    await warned.close();
+    await rejecting.close();
+    snapshots.close();
+    await store.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+  const item = (principal: Record<string, unknown>) => ({ principal: { attributes: principal }, resource: { attributes: { b: 2 } }, action: 'go' });
+  const body = JSON.stringify([item({ a: 1 }), item({ a: '1' }), item({ c: 1 })]);
+  const notAllowed = { allowed: false, reason: 'Action denied by default effect' };
+  t.same(JSON.parse((await warned.decide(body))!), [{ allowed: true, reason: 'Rule r allowed the action in policy p' }, notAllowed, notAllowed], 'decided in the worker, as without schemas');
+  t.same(seen[0]!.violations, [
+    { item: 1, violations: ["principal: attribute 'a' must be integer (type)"] },
+    { item: 2, violations: ["principal: attribute 'a' is required (required)"] },
+  ]);
+  t.same(
+    seen[0]!.tally.denials.map(({ violations }) => violations),
+    [["principal: attribute 'a' must be integer (type)"], ["principal: attribute 'a' is required (required)"]],
+    'the denials kept for the live view carry them',
+  );
+  const explained = JSON.parse((await warned.decide(body, true))!);
+  t.same(explained.map((decision: { explain: { schema_violations?: string[] } }) => decision.explain.schema_violations), [undefined, ...seen[0]!.violations.map(({ violations }) => violations)]);
+  const clean = JSON.stringify([item({ a: 1 })]);
+  t.ok(await warned.decide(clean));
+  t.same(seen.at(-1)!.violations, [], 'a bulk that keeps to them has none');
+
+  t.equal(await rejecting.decide(body), undefined, 'under reject the front decides it, refusing the items as it refuses checks');
+  t.ok(await rejecting.decide(clean), 'a bulk that keeps to them is decided in the worker');
+});

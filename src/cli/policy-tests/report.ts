@@ -12,15 +12,26 @@ export interface FileError {
   message: string;
 }
 
+/** Something a test file's policies say that the attribute schemas contradict: reported, never a failure (as validation warns). */
+export interface FileWarning {
+  file: string;
+  message: string;
+}
+
 export interface Outcome {
   results: CaseResult[];
   errors: FileError[];
+  warnings: FileWarning[];
 }
 
 const decisionText = ({ allowed, reason }: { allowed: boolean; reason?: string }) =>
   `${allowed ? 'allowed' : 'denied'}${reason === undefined ? '' : ` (${reason})`}`;
 
-const mismatch = (result: CaseResult) => `expected ${decisionText(result.expected)}, got ${decisionText(result.actual)}`;
+/** Why a case failed: the decision it got, and whether its check breaks the schemas (listed in its `why`). */
+function mismatch(result: CaseResult): string {
+  const decided = result.decidedAsExpected ? `decided as expected: ${decisionText(result.actual)}` : `expected ${decisionText(result.expected)}, got ${decisionText(result.actual)}`;
+  return result.violations.length === 0 ? decided : `${decided}; the check breaks the attribute schemas`;
+}
 
 /** The closing line: also the plain `N passed, N failed` line that CI systems read. */
 const summary = ({ results, errors }: Outcome) => {
@@ -34,6 +45,7 @@ function text(outcome: Outcome): string {
       ? [`ok    ${result.file}: ${result.name}`]
       : [`FAIL  ${result.file}: ${result.name}: ${mismatch(result)}`, ...result.why.map((line) => `        ${line}`)],
   );
+  lines.push(...outcome.warnings.map((warning) => `WARN  ${warning.message}`));
   lines.push(...outcome.errors.map((error) => `ERROR ${error.message}`));
   return [...lines, summary(outcome)].join('\n') + '\n';
 }
@@ -55,6 +67,7 @@ function tap(outcome: Outcome): string {
       lines.push('  ---', ...yaml, '  ...');
     }
   });
+  lines.push(...outcome.warnings.map((warning) => `# WARN ${warning.message}`));
   lines.push(`# ${summary(outcome)}`);
   return lines.join('\n') + '\n';
 }
@@ -64,6 +77,7 @@ function junit(outcome: Outcome): string {
   const suites = files.map((file) => {
     const results = outcome.results.filter((result) => result.file === file);
     const errors = outcome.errors.filter((error) => error.file === file);
+    const warnings = outcome.warnings.filter((warning) => warning.file === file);
     return {
       '@_name': file,
       '@_tests': results.length + errors.length,
@@ -77,6 +91,7 @@ function junit(outcome: Outcome): string {
         })),
         ...errors.map((error) => ({ '@_classname': file, '@_name': 'could not be run', error: { '@_message': error.message, '@_type': 'test-file' } })),
       ],
+      ...(warnings.length > 0 && { 'system-out': warnings.map((warning) => `WARN ${warning.message}`).join('\n') }),
     };
   });
   const failures = outcome.results.filter((result) => !result.passed).length;

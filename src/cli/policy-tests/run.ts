@@ -3,14 +3,19 @@ import type { CheckRequest } from '../../schemas/check.js';
 import { readCheckRequest } from '../../requests/check-request.js';
 import { AttributeConflict, resolveCheck } from '../../registry/resolve.js';
 import type { LoadedTestFile } from './test-file.js';
+import type { AttributeValidators } from '../../attribute-schemas/attribute-validators.js';
 
 export interface CaseResult {
   file: string;
   name: string;
+  /** Decided as expected, and its check keeps to the attribute schemas. */
   passed: boolean;
+  decidedAsExpected: boolean;
   expected: { allowed: boolean; reason?: string };
   actual: Decision;
-  /** When the case failed: why the engine decided as it did, one line per reason. */
+  /** What the check breaks of the attribute schemas (at most 10): a case that breaks them fails, whatever it was decided. */
+  violations: readonly string[];
+  /** When the case failed: what it broke of the schemas, and why the engine decided as it did, one line per reason. */
   why: string[];
 }
 
@@ -34,20 +39,26 @@ function whyLines(decided: ReturnType<typeof explain>): string[] {
   return [decided.decided_by.why, ...rules];
 }
 
-/** Decides every case of a loaded test file with the server's engine, and compares. */
-export function runTestFile(file: LoadedTestFile): CaseResult[] {
+/**
+ * Decides every case of a loaded test file with the server's engine, and compares; with `schemas`,
+ * holds each case's attributes (registered and supplied, merged) to them.
+ */
+export function runTestFile(file: LoadedTestFile, schemas?: AttributeValidators): CaseResult[] {
   const snapshot = compile(file.policies, 0);
   const registered = (uri: string) => file.entities.get(uri);
   return file.cases.map((testCase, index) => {
     const expected = testCase.reason === undefined ? { allowed: testCase.allowed } : { allowed: testCase.allowed, reason: testCase.reason };
-    const result = (actual: Decision, why: () => string[]): CaseResult => {
-      const passed = actual.allowed === expected.allowed && (expected.reason === undefined || actual.reason === expected.reason);
-      return { file: file.path, name: testCase.name, passed, expected, actual, why: passed ? [] : why() };
+    const result = (actual: Decision, why: () => string[], violations: readonly string[] = []): CaseResult => {
+      const decidedAsExpected = actual.allowed === expected.allowed && (expected.reason === undefined || actual.reason === expected.reason);
+      const passed = decidedAsExpected && violations.length === 0;
+      const broken = violations.map((violation) => `breaks the attribute schemas: ${violation}`);
+      return { file: file.path, name: testCase.name, passed, decidedAsExpected, expected, actual, violations, why: passed ? [] : [...broken, ...(decidedAsExpected ? [] : why())] };
     };
     const input = readCheckRequest(testCase as CheckRequest, ['cases', index]);
     if (Array.isArray(input)) {
       const problem = input.map((issue) => `${issue.loc.join('.')}: ${issue.msg}`).join('; ');
-      return { file: file.path, name: testCase.name, passed: false, expected, actual: { allowed: false, reason: problem }, why: ['the check cannot be decided as written'] };
+      const actual = { allowed: false, reason: problem };
+      return { file: file.path, name: testCase.name, passed: false, decidedAsExpected: false, expected, actual, violations: [], why: ['the check cannot be decided as written'] };
     }
     let request;
     try {
@@ -58,6 +69,6 @@ export function runTestFile(file: LoadedTestFile): CaseResult[] {
       return result({ allowed: false, reason: error.message }, () => ['a supplied attribute contradicts a registered one: nothing was decided']);
     }
     const decision = evaluate(snapshot, request);
-    return result(decision, () => whyLines(explain(snapshot, request, decision)));
+    return result(decision, () => whyLines(explain(snapshot, request, decision)), schemas?.violations(request));
   });
 }

@@ -13,6 +13,10 @@ import { DuplicateAttribute, toAttributeMap } from '../../requests/attributes.js
 export interface LoadedTestFile {
   path: string;
   policies: Policy[];
+  /** Where each policy was written: its file (and index in it), or the test file and its place there. */
+  policyLabels: string[];
+  /** The policy files it names, as paths from here. */
+  policyFiles: string[];
   entities: ReadonlyMap<string, ReadonlyMap<string, unknown>>;
   cases: PolicyTestCase[];
 }
@@ -34,7 +38,7 @@ export function loadTestFile(path: string, reader: PolicySetReader): LoadedTestF
     if (!('file' in entry)) return { label: `${path}: policies.${index}`, values: [entry as unknown] };
     const file = resolve(dirname(path), entry.file as string);
     const held = readDocument(file);
-    return { label: file, values: Array.isArray(held) ? held : [held] };
+    return { label: file, file, values: Array.isArray(held) ? held : [held] };
   });
   const values = sources.flatMap((source) => source.values);
   const labels = sources.flatMap((source) => source.values.map((_, index) => (source.values.length === 1 ? source.label : `${source.label}: ${index}`)));
@@ -47,5 +51,6 @@ export function loadTestFile(path: string, reader: PolicySetReader): LoadedTestF
     if (entities.has(entity.uri)) throw new DocumentError(`${path}: entities.${index}.uri: '${entity.uri}' is registered earlier in this file`);
     entities.set(entity.uri, attributes);
   });
-  return { path, policies: read.policies, entities, cases: content.cases };
+  const policyFiles = sources.flatMap((source) => (source.file === undefined ? [] : [source.file]));
+  return { path, policies: read.policies, policyLabels: labels, policyFiles, entities, cases: content.cases };
 }
