@@ -19,7 +19,7 @@ import { DuplicateKeyError, type Store } from '../store/store.js';
 import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
 import type { PolicyRoles, PolicyWriter } from './policy-source.js';
 import { ClientError, notFound, RequestValidationError, UnavailableError } from '../errors.js';
-import { policyTarget, type AuditRecord, type Writer } from '../audit/record.js';
+import { isPolicyRecord, policyTarget, type AuditRecord, type Writer } from '../audit/record.js';
 import type { AuditPage, AuditTrail } from '../audit/audit-trail.js';
 import type { SchemaEnforcement } from '../config.js';
 
@@ -166,7 +166,7 @@ export class PolicyService {
   async restore(name: string, version: number, by: Writer): Promise<AnsweredPolicy> {
     const writer = this.writer();
     const record = await this.version(name, version);
-    if (!('version' in record) || record.after === null) {
+    if (!isPolicyRecord(record) || record.after === null) {
       throw new ClientError(400, `Version ${version} of policy '${name}' is its deletion; restore an earlier version`);
     }
     const policy = this.accept(record.after);
