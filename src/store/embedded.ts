@@ -97,12 +97,12 @@ const MIGRATIONS: readonly string[] = [
      name TEXT NOT NULL
    );`,
   // 6: the attribute schema document (one row; document NULL when there is none) and the version its last write made.
-  `CREATE TABLE schema_document (
+  `CREATE TABLE IF NOT EXISTS schema_document (
      id INTEGER PRIMARY KEY CHECK (id = 1),
      document TEXT,
      version INTEGER NOT NULL
    );
-   INSERT INTO schema_document (id, document, version) VALUES (1, NULL, 0);`,
+   INSERT OR IGNORE INTO schema_document (id, document, version) VALUES (1, NULL, 0);`,
 ];
 
 interface AuditRow {
