@@ -14,7 +14,7 @@ import type { BulkTask, PlanTask, PoolOutcome, PoolTask, TaskAtRevision, WorkerS
 import { planAnswers } from '../src/services/plan-answers.js';
 import { RunningTasks } from '../src/pool/running-tasks.js';
 import { tallyBulk } from '../src/live/bulk-tally.js';
-import { RequestSchemas } from '../src/attribute-schemas/enforcement.js';
+import { SchemasInForce } from '../src/attribute-schemas/schemas-in-force.js';
 
 let snapshot: Snapshot | undefined;
 /** The generation of the front's snapshots that `snapshot` belongs to (see PolicySnapshots.generation). */
@@ -23,7 +23,8 @@ const validate = compileBulkValidator();
 const start = workerData as WorkerStart;
 const runningTasks = new RunningTasks(start.runningTasks);
 const slot = runningTasks.claim(threadId);
-const schemas = start.schemas === undefined ? undefined : new RequestSchemas(start.schemas);
+/** The schemas that came with the policies of `snapshot`. */
+const schemas = new SchemasInForce(start.schemaEnforcement);
 
 export default function runTask(task: PoolTask): PoolOutcome {
   runningTasks.mark(slot, task.id);
@@ -44,6 +45,7 @@ function snapshotAt(task: TaskAtRevision): Snapshot | undefined {
   } else if (task.policies !== undefined && !isTasks(snapshot)) {
     snapshot = compile(task.policies, task.revision, task.positions);
     generation = task.generation;
+    schemas.apply(task.schemas);
   }
   return isTasks(snapshot) ? snapshot : undefined;
 }
@@ -71,7 +73,8 @@ function decide(task: BulkTask, current: Snapshot): PoolOutcome {
   }
   if (inputs.some(namesRegisteredEntity)) return { kind: 'needs-registry' };
   // Rare, and a client's mistake: the front decides such a bulk, refusing, counting and explaining as for every check.
-  if (schemas !== undefined && inputs.some((input) => schemas.breaks(input))) return { kind: 'breaks-schema' };
+  const enforced = schemas.enforced;
+  if (enforced !== undefined && inputs.some((input) => enforced.breaks(input))) return { kind: 'breaks-schema' };
   const explanations = task.explain ? new AnswerBudget(task.limits.maxAnswerSize) : undefined;
   let decisions: Decision[];
   try {

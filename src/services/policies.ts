@@ -25,7 +25,8 @@ import type { SchemaEnforcement } from '../config.js';
 
 /** The attribute schemas policies are checked against: a write breaking them is refused under `reject`; validate reports them always. */
 export interface PolicySchemas {
-  schemas: AttributeSchemaSets;
+  /** The document in force, read at each write (schemas change). */
+  inForce: { readonly document: AttributeSchemaSets | undefined };
   enforcement: SchemaEnforcement;
 }
 
@@ -218,7 +219,7 @@ export class PolicyService {
     });
     const sentAt = new Map(positions.map((position, index) => [position, index]));
     const warnings = await runInSlices(reportWarnings(set, positions, (position) => locate(sentAt.get(position)!), { maxLength: this.settings.maxAnswerSize }));
-    const schemas = this.attributeSchemas?.schemas;
+    const schemas = this.attributeSchemas?.inForce.document;
     if (schemas === undefined) return { valid: true, warnings };
     const schemaWarnings = policies.flatMap((policy, index) => schemaIssues(policy, schemas, locate(index)));
     return { valid: true, warnings: [...warnings, ...schemaWarnings.slice(0, MAX_SCHEMA_WARNINGS)] };
@@ -236,7 +237,8 @@ export class PolicyService {
 
   private accept(sent: Policy): Policy {
     const issues = policyIssues(sent, ['body'], this.settings);
-    if (issues.length === 0 && this.attributeSchemas?.enforcement === 'reject') issues.push(...schemaIssues(sent, this.attributeSchemas.schemas, ['body']));
+    const schemas = this.attributeSchemas?.inForce.document;
+    if (issues.length === 0 && schemas !== undefined && this.attributeSchemas?.enforcement === 'reject') issues.push(...schemaIssues(sent, schemas, ['body']));
     if (issues.length > 0) throw new RequestValidationError(issues);
     return normalizePolicy(sent);
   }
