@@ -21,6 +21,7 @@ import { CheckService } from './checks.js';
 import { PlanService } from './plans.js';
 import { PolicyService } from './policies.js';
 import { RegistryService } from './registry.js';
+import { SchemaService } from './attribute-schemas.js';
 import { Readiness, within } from './readiness.js';
 import { DecisionObserver } from './decision-observer.js';
 import { filePolicies, storePolicies, withSchemasFromFile } from './policy-source.js';
@@ -42,6 +43,7 @@ export interface Services {
   plans: PlanService;
   policies: PolicyService;
   registry: RegistryService;
+  schemas: SchemaService;
   audit: AuditTrail;
   /** Present when bulks may go to the pool (see bulkPlacement): bulk bodies of at least `minimumBodyLength` characters go to it. */
   pool?: { bulk: BulkPool; minimumBodyLength: number };
@@ -225,6 +227,7 @@ export async function composeServices(config: Config, substitutes: Substitutes =
       { inForce: schemas, enforcement: config.schemaEnforcement },
     ),
     registry: new RegistryService(store, (uri) => entities.invalidate(uri), schemas),
+    schemas: new SchemaService(store, snapshots, audit, schemaFile),
     audit,
     pool: bulk && placement.poolMinimumBodyLength !== undefined ? { bulk, minimumBodyLength: placement.poolMinimumBodyLength } : undefined,
     evaluation: placement.description,

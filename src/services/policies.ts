@@ -18,7 +18,8 @@ import type { CheckInput } from '../requests/check-request.js';
 import { DuplicateKeyError, type Store } from '../store/store.js';
 import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
 import type { PolicyRoles, PolicyWriter } from './policy-source.js';
-import { ClientError, notFound, RequestValidationError, UnavailableError } from '../errors.js';
+import { ClientError, managedInFiles, notFound, RequestValidationError } from '../errors.js';
+import { applied } from './applied.js';
 import { isPolicyRecord, policyTarget, type AuditRecord, type Writer } from '../audit/record.js';
 import type { AuditPage, AuditTrail } from '../audit/audit-trail.js';
 import type { SchemaEnforcement } from '../config.js';
@@ -182,20 +183,8 @@ export class PolicyService {
     return this.answer(policy);
   }
 
-  /**
-   * Waits for the snapshot to include a write that is already durable. When the store cannot be
-   * read back, the client must not repeat the write (it would be refused as a duplicate): the
-   * snapshot builder keeps retrying and applies it.
-   */
-  private async applied(done: string): Promise<void> {
-    try {
-      await this.snapshots.refresh();
-    } catch (error) {
-      throw new UnavailableError(
-        `${done}, but this process could not load it yet (${(error as Error).message}); ` +
-          'it will apply it as soon as the store answers: do not send the write again',
-      );
-    }
+  private applied(done: string): Promise<void> {
+    return applied(this.snapshots, done);
   }
 
   /**
@@ -229,10 +218,7 @@ export class PolicyService {
   private writer(): PolicyWriter {
     const { roles } = this;
     if (roles.writer !== undefined) return roles.writer;
-    throw new ClientError(
-      409,
-      `Policies are managed from files in ${roles.filesDir} (--policies): change the files there instead; policy reads, validation and the registry still work`,
-    );
+    throw managedInFiles('Policies', `files in ${roles.filesDir} (--policies)`, 'the files', 'policy reads, validation and the registry still work');
   }
 
   private accept(sent: Policy): Policy {
