@@ -37,6 +37,26 @@ t.test('the example, as the document shows it', async (t) => {
   }
 });
 
+t.test('the admin API example, as the document shows it', async (t) => {
+  const example = section(DOCUMENT, 'Managed through the admin API');
+  t.match(example, 'verdict start --schema-enforcement reject');
+  const server = await startServer({ schemaEnforcement: 'reject' });
+  t.teardown(server.close);
+  const steps = curlSteps(example);
+  const statuses = [200, 200, 400, 200];
+  t.equal(steps.length, statuses.length, 'a stored policy, the schemas written with its re-check, a refused check, the history');
+  for (const [index, { curl, exact }] of steps.entries()) {
+    const label = `step ${index + 1}: ${curl.method} ${curl.url.slice(BASE.length)}`;
+    t.ok(curl.url.startsWith(BASE), `${label}: aimed at the default address`);
+    const response = await request(server.url + curl.url.slice(BASE.length), { method: curl.method as 'POST', headers: curl.headers, body: curl.body });
+    const text = await response.body.text();
+    t.equal(response.statusCode, statuses[index], `${label}: status`);
+    if (exact !== undefined) t.equal(text, exact, `${label}: the answer the document shows, byte for byte`);
+    if (index === 3) t.match(JSON.parse(text), { records: [{ operation: 'schemas.replace', target: 'schemas', version: 1, before: null }], next_cursor: null }, `${label}: the record the document describes`);
+  }
+  t.equal(steps.filter((step) => step.exact !== undefined).length, 2, 'the schema write and the refused check are shown exactly');
+});
+
 t.test('the document names every flag it relies on as configuration.md does', async (t) => {
   const configuration = readDocument('docs/configuration.md');
   for (const flag of ['--schemas', '--schema-enforcement']) {
