@@ -1,3 +1,4 @@
+import type { FromSchema } from 'json-schema-to-ts';
 import { validationIssueSchema } from './errors.js';
 
 /** A JSON Schema of an attributes object, as the document holds it (any JSON Schema; checked by a strict Ajv, not here). */
@@ -43,6 +44,9 @@ export const schemasAnswerSchema = {
   required: ['document', 'version', 'file'],
   additionalProperties: false,
 } as const;
+
+/** What `GET /admin/schemas` answers (the dashboard reads it). */
+export type SchemasAnswerBody = FromSchema<typeof schemasAnswerSchema>;
 
 export const schemasWriteAnswerSchema = {
   type: 'object',
