@@ -34,6 +34,14 @@ export class RequestValidationError extends Error {
 
 export const notFound = (what: 'Policy' | 'Entity') => new ClientError(404, `${what} not found`);
 
+/**
+ * A write refused because what it would change is managed in files (`--policies`, `--schemas`):
+ * 409 saying where to change it instead and what still works.
+ */
+export function managedInFiles(what: string, where: string, change: string, stillWorks: string): ClientError {
+  return new ClientError(409, `${what} are managed from ${where}: change ${change} there instead; ${stillWorks}`);
+}
+
 /** The request cannot be completed now, for the reason `detail` gives the client: answered 503. */
 export class UnavailableError extends Error {
   constructor(readonly detail: string) {

@@ -14,7 +14,8 @@ import type { BulkTask, PlanTask, PoolOutcome, PoolTask, TaskAtRevision, WorkerS
 import { planAnswers } from '../src/services/plan-answers.js';
 import { RunningTasks } from '../src/pool/running-tasks.js';
 import { tallyBulk } from '../src/live/bulk-tally.js';
-import { RequestSchemas, withViolations, type ItemViolations } from '../src/attribute-schemas/enforcement.js';
+import { withViolations, type ItemViolations } from '../src/attribute-schemas/enforcement.js';
+import { SchemasInForce } from '../src/attribute-schemas/schemas-in-force.js';
 
 let snapshot: Snapshot | undefined;
 /** The generation of the front's snapshots that `snapshot` belongs to (see PolicySnapshots.generation). */
@@ -23,7 +24,8 @@ const validate = compileBulkValidator();
 const start = workerData as WorkerStart;
 const runningTasks = new RunningTasks(start.runningTasks);
 const slot = runningTasks.claim(threadId);
-const schemas = start.schemas === undefined ? undefined : new RequestSchemas(start.schemas);
+/** The schemas that came with the policies of `snapshot`. */
+const schemas = new SchemasInForce(start.schemaEnforcement);
 
 export default function runTask(task: PoolTask): PoolOutcome {
   runningTasks.mark(slot, task.id);
@@ -44,6 +46,7 @@ function snapshotAt(task: TaskAtRevision): Snapshot | undefined {
   } else if (task.policies !== undefined && !isTasks(snapshot)) {
     snapshot = compile(task.policies, task.revision, task.positions);
     generation = task.generation;
+    schemas.apply(task.schemas);
   }
   return isTasks(snapshot) ? snapshot : undefined;
 }
@@ -71,10 +74,11 @@ function decide(task: BulkTask, current: Snapshot): PoolOutcome {
   }
   if (inputs.some(namesRegisteredEntity)) return { kind: 'needs-registry' };
   // What each item breaks of the schemas: under warn it is decided all the same, and the front records it.
-  const broken = schemas === undefined ? undefined : inputs.map((input) => schemas.violations(input));
+  const enforced = schemas.enforced;
+  const broken = enforced === undefined ? undefined : inputs.map((input) => enforced.violations(input));
   const violations: ItemViolations = broken === undefined ? [] : broken.flatMap((item, index) => (item.length === 0 ? [] : [{ item: index, violations: item }]));
   // Rare, and a client's mistake: the front decides such a bulk, refusing such items as it refuses every check.
-  if (violations.length > 0 && schemas!.enforcement === 'reject') return { kind: 'breaks-schema' };
+  if (violations.length > 0 && enforced!.enforcement === 'reject') return { kind: 'breaks-schema' };
   const explanations = task.explain ? new AnswerBudget(task.limits.maxAnswerSize) : undefined;
   let decisions: Decision[];
   try {

@@ -12,6 +12,7 @@ import { Playground } from './views/playground.js';
 import { Live } from './views/live.js';
 import { Audit } from './views/audit.js';
 import { PolicyHistory } from './views/policy-history.js';
+import { Schemas } from './views/schemas.js';
 import { Access as AccessContext, type Whoami } from './access.js';
 
 type Access = { state: 'checking' } | { state: 'granted'; whoami: Whoami } | { state: 'needs-key'; refused: boolean } | { state: 'unreachable'; message: string };
@@ -22,6 +23,7 @@ const NAVIGATION = [
   { link: links.playground, label: 'Playground', screens: ['playground'] },
   { link: links.live, label: 'Live', screens: ['live'] },
   { link: links.audit, label: 'Audit', screens: ['audit'] },
+  { link: links.schemas, label: 'Schemas', screens: ['schemas'] },
 ];
 
 function useRoute(): Route {
@@ -69,6 +71,8 @@ function Screen({ route }: { route: Route }) {
       return <Audit />;
     case 'policy-history':
       return <PolicyHistory key={route.name} name={route.name} />;
+    case 'schemas':
+      return <Schemas />;
   }
 }
 

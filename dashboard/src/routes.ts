@@ -10,7 +10,8 @@ export type Route =
   | { screen: 'entity'; uri: string }
   | { screen: 'playground' }
   | { screen: 'live' }
-  | { screen: 'audit' };
+  | { screen: 'audit' }
+  | { screen: 'schemas' };
 
 export function parseRoute(hash: string): Route {
   const [first = '', ...rest] = hash.replace(/^#\/?/, '').split('/');
@@ -32,6 +33,8 @@ export function parseRoute(hash: string): Route {
       return { screen: 'live' };
     case 'audit':
       return { screen: 'audit' };
+    case 'schemas':
+      return { screen: 'schemas' };
     default:
       return { screen: 'policies' };
   }
@@ -49,6 +52,7 @@ export const links = {
   playground: '#/playground',
   live: '#/live',
   audit: '#/audit',
+  schemas: '#/schemas',
 };
 
 export function go(link: string): void {

@@ -15,7 +15,7 @@ export class SchemaViolation extends AttributeConflict {
   }
 }
 
-/** A schema document and how it is enforced, as workers are given them (plain data). */
+/** A schema document and how it is enforced. */
 export interface SchemaSettings {
   document: SchemaDocument;
   enforcement: Exclude<SchemaEnforcement, 'off'>;
@@ -27,7 +27,7 @@ export class RequestSchemas {
   readonly enforcement: SchemaSettings['enforcement'];
 
   constructor(
-    readonly settings: SchemaSettings,
+    settings: SchemaSettings,
     private readonly violated: () => void = () => {},
   ) {
     this.validators = new AttributeValidators(settings.document);

@@ -7,19 +7,32 @@ import { readSchemaDocument, SchemaDocumentError, type SchemaDocument } from './
 /** The schema document a policy directory may hold beside its policies (never read as a policy). */
 export const SCHEMAS_FILE_NAME = 'schemas.json';
 
+/** The file the schema document is managed in, and the option that says so. */
+export interface SchemaFile {
+  path: string;
+  option: '--schemas (SCHEMAS_FILE)' | '--policies (POLICIES_DIR)';
+}
+
 /**
- * The schema document of the configuration: the `--schemas` file, else the policy directory's
- * schemas.json when there is one, else none. Throws ConfigError naming the file and what is wrong with it.
+ * Where the configuration says schemas are managed in files: the `--schemas` file, else, with policy
+ * files (`--policies`), the schemas.json beside them (there or not); undefined: in the store.
  */
-export function loadSchemaDocument(config: Pick<Config, 'schemasFile' | 'policiesDir'>): SchemaDocument | undefined {
-  const besidePolicies = config.policiesDir === '' ? undefined : join(config.policiesDir, SCHEMAS_FILE_NAME);
-  const [path, label] =
-    config.schemasFile !== '' ? [config.schemasFile, '--schemas (SCHEMAS_FILE)'] : besidePolicies !== undefined && existsSync(besidePolicies) ? [besidePolicies, '--policies (POLICIES_DIR)'] : [];
-  if (path === undefined) return undefined;
+export function schemaFileOf(config: Pick<Config, 'schemasFile' | 'policiesDir'>): SchemaFile | undefined {
+  if (config.schemasFile !== '') return { path: config.schemasFile, option: '--schemas (SCHEMAS_FILE)' };
+  if (config.policiesDir !== '') return { path: join(config.policiesDir, SCHEMAS_FILE_NAME), option: '--policies (POLICIES_DIR)' };
+  return undefined;
+}
+
+/**
+ * The schema document of a schema file: none when the policy directory has no schemas.json. Throws
+ * ConfigError naming the file and what is wrong with it.
+ */
+export function loadSchemaDocument(file: SchemaFile): SchemaDocument | undefined {
+  if (file.option === '--policies (POLICIES_DIR)' && !existsSync(file.path)) return undefined;
   try {
-    return readSchemaFile(path);
+    return readSchemaFile(file.path);
   } catch (error) {
-    if (error instanceof DocumentError) throw new ConfigError(`${label} ${error.message}`);
+    if (error instanceof DocumentError) throw new ConfigError(`${file.option} ${error.message}`);
     throw error;
   }
 }

@@ -1,7 +1,8 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Policy } from '../schemas/policy.js';
 import type { Entity } from '../schemas/entity.js';
-import type { ENTITY_OPERATIONS, POLICY_OPERATIONS } from '../schemas/audit.js';
+import type { ENTITY_OPERATIONS, POLICY_OPERATIONS, SCHEMAS_OPERATIONS } from '../schemas/audit.js';
+import type { SchemaDocument } from '../attribute-schemas/schema-document.js';
 
 /** Who made an admin write and through which request; recorded with the write. */
 export interface Writer {
@@ -16,7 +17,8 @@ export interface Writer {
 
 export type PolicyOperation = (typeof POLICY_OPERATIONS)[number];
 export type EntityOperation = (typeof ENTITY_OPERATIONS)[number];
-export type AuditOperation = PolicyOperation | EntityOperation;
+export type SchemasOperation = (typeof SCHEMAS_OPERATIONS)[number];
+export type AuditOperation = PolicyOperation | EntityOperation | SchemasOperation;
 
 /** An entity as an audit record shows it: its attribute values only when the server records them. */
 export type AuditedEntity =
@@ -50,13 +52,30 @@ export interface EntityRecordFields {
   after: AuditedEntity | null;
 }
 
+export interface SchemasRecordFields {
+  operation: SchemasOperation;
+  /** The version of the schema document this write made (the first write makes version 1; a deletion makes one too). */
+  version: number;
+  before: SchemaDocument | null;
+  after: SchemaDocument | null;
+  /** For a restore: the version restored. */
+  restored_from?: number;
+}
+
 /** An audit record before the store numbers it. */
-export type AuditDraft = RecordBase & (PolicyRecordFields | EntityRecordFields);
+export type AuditDraft = RecordBase & (PolicyRecordFields | EntityRecordFields | SchemasRecordFields);
 /** An audit record as stored and listed: `id` grows with every record, newest first in lists. */
 export type AuditRecord = { id: number } & AuditDraft;
 
+/** Whether a record is of a policy write (which has a version, and a policy before and after). */
+export const isPolicyRecord = (record: AuditRecord): record is Extract<AuditRecord, PolicyRecordFields> => record.operation.startsWith('policy.');
+/** Whether a record is of a schema document write. */
+export const isSchemasRecord = (record: AuditRecord): record is Extract<AuditRecord, SchemasRecordFields> => record.operation.startsWith('schemas.');
+
 export const policyTarget = (name: string) => `policy:${name}`;
 export const entityTarget = (uri: string) => `entity:${uri}`;
+/** The target of the schema document's records: there is one document. */
+export const SCHEMAS_TARGET = 'schemas';
 
 function base(target: string, by: Writer, time: number): RecordBase {
   return { time: new Date(time).toISOString(), target, actor: by.actor, client: by.client, request_id: by.requestId, route: by.route };
@@ -72,17 +91,39 @@ export interface PolicyChange {
   restoredFrom?: number;
 }
 
-/** The record of a policy write that made `version` of policy `name`. */
-export function policyRecord(by: Writer, time: number, change: PolicyChange & { version: number }): AuditDraft {
+/** The record of a write that made `version` of a versioned target (a policy, the schema document). */
+function versionedRecord<Fields extends PolicyRecordFields | SchemasRecordFields>(
+  target: string,
+  by: Writer,
+  time: number,
+  change: { operation: Fields['operation']; before: Fields['before']; after: Fields['after']; restoredFrom?: number; version: number },
+): AuditDraft {
   return {
-    ...base(policyTarget(change.name), by, time),
+    ...base(target, by, time),
     operation: change.operation,
     version: change.version,
     before: change.before,
     after: change.after,
     ...(change.restoredFrom === undefined ? {} : { restored_from: change.restoredFrom }),
-  };
+  } as AuditDraft;
 }
+
+/** The record of a policy write that made `version` of policy `name`. */
+export const policyRecord = (by: Writer, time: number, change: PolicyChange & { version: number }): AuditDraft =>
+  versionedRecord<PolicyRecordFields>(policyTarget(change.name), by, time, change);
+
+/** A write of the schema document: the document before and after it (null where there is none). */
+export interface SchemasChange {
+  operation: SchemasOperation;
+  before: SchemaDocument | null;
+  after: SchemaDocument | null;
+  /** For a restore: the version restored. */
+  restoredFrom?: number;
+}
+
+/** The record of a schema document write that made `version` of it. */
+export const schemasRecord = (by: Writer, time: number, change: SchemasChange & { version: number }): AuditDraft =>
+  versionedRecord<SchemasRecordFields>(SCHEMAS_TARGET, by, time, change);
 
 const valuesOf = (entity: Entity) => new Map(entity.attributes.map(({ key, value }) => [key, value]));
 
@@ -121,7 +162,7 @@ export interface AuditQuery {
   since?: number;
   /** Epoch ms, exclusive. */
   until?: number;
-  /** A target (`policy:<name>`, `entity:<uri>`), or a prefix of one when `targetPrefix`. */
+  /** A target (`policy:<name>`, `entity:<uri>`, `schemas`), or a prefix of one when `targetPrefix`. */
   target?: string;
   targetPrefix?: boolean;
   actor?: string;

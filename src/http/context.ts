@@ -4,6 +4,7 @@ import type { CheckService } from '../services/checks.js';
 import type { PlanService } from '../services/plans.js';
 import type { PolicyService } from '../services/policies.js';
 import type { RegistryService } from '../services/registry.js';
+import type { SchemaService } from '../services/attribute-schemas.js';
 import type { BulkPool } from '../pool/bulk-pool.js';
 import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
 import type { Readiness } from '../services/readiness.js';
@@ -20,6 +21,7 @@ export interface AppContext {
   plans: PlanService;
   policies: PolicyService;
   registry: RegistryService;
+  schemas: SchemaService;
   audit: AuditTrail;
   readiness: Readiness;
   /** Present when bulks may go to the pool (see bulkPlacement): bulk bodies of at least `minimumBodyLength` characters go to it. */

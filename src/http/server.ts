@@ -15,6 +15,7 @@ import { checkRoutes } from './check.js';
 import { authzenRoutes } from './authzen.js';
 import { planRoutes } from './plan.js';
 import { policyRoutes } from './policies.js';
+import { attributeSchemaRoutes } from './attribute-schemas.js';
 import { registryRoutes } from './registry.js';
 import { earlierEndpointRoutes } from './earlier-endpoints.js';
 import { instrumentRoutes, metricsRoutes } from './metrics.js';
@@ -97,6 +98,7 @@ export async function buildServer(config: Config, services: Services): Promise<F
     plans: services.plans,
     policies: services.policies,
     registry: services.registry,
+    schemas: services.schemas,
     adminGuard: services.adminKeys === undefined ? openAdminGuard(config) : await adminKeyCheck(app, config, services.adminKeys),
   };
   await app.register(healthRoutes, { context });
@@ -109,6 +111,7 @@ export async function buildServer(config: Config, services: Services): Promise<F
   await app.register(async (admin) => {
     admin.addHook('onRequest', context.adminGuard);
     await admin.register(policyRoutes, { context });
+    await admin.register(attributeSchemaRoutes, { context });
     await admin.register(auditRoutes, { context });
     await admin.register(whoamiRoutes, { operatorStyle: config.operatorStyle });
     await admin.register(liveRoutes, { window: services.liveWindow, counters: services.live });

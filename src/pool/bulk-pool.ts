@@ -8,7 +8,8 @@ import type { BulkLimits } from '../requests/bulk-request.js';
 import { RunningTasks } from './running-tasks.js';
 import { POOL_WORKER_FILE } from '../../workers/entry-points.js';
 import type { BulkTally } from '../live/live-counters.js';
-import type { ItemViolations, SchemaSettings } from '../attribute-schemas/enforcement.js';
+import type { ItemViolations } from '../attribute-schemas/enforcement.js';
+import type { SchemaEnforcement } from '../config.js';
 
 /** A worker did not finish a bulk in time: answered 503, the client may retry. */
 export class WorkerTimeoutError extends Error {}
@@ -54,8 +55,8 @@ export class BulkPool {
     private readonly recentDenials = 0,
     /** The file the threads run: the pool's worker (tests give one that wraps it, to crash or hang it). */
     private readonly workerFile: URL = POOL_WORKER_FILE,
-    /** The attribute schemas bulks are held to: workers compile them, and hand a bulk that breaks them under `reject` to the front. */
-    private readonly schemas?: SchemaSettings,
+    /** How attribute schemas are enforced: workers compile those of the policies they are sent, and hand a bulk that breaks them under `reject` to the front. */
+    private readonly schemaEnforcement: SchemaEnforcement = 'off',
   ) {
     this.runningTasks = RunningTasks.create(workers);
   }
@@ -63,7 +64,7 @@ export class BulkPool {
   /** The pool, started on first use. */
   private started(): Promise<Piscina<PoolTask, PoolOutcome>> {
     this.starting ??= import('piscina').then(({ Piscina }) => {
-      const workerData: WorkerStart = { runningTasks: this.runningTasks.buffer, recentDenials: this.recentDenials, schemas: this.schemas };
+      const workerData: WorkerStart = { runningTasks: this.runningTasks.buffer, recentDenials: this.recentDenials, schemaEnforcement: this.schemaEnforcement };
       const pool = new Piscina<PoolTask, PoolOutcome>({
         filename: this.workerFile.href,
         minThreads: this.workers,
@@ -130,15 +131,16 @@ export class BulkPool {
    */
   private async atRevision(what: string, send: (pool: Piscina<PoolTask, PoolOutcome>, at: TaskAtRevision) => Promise<PoolOutcome>): Promise<PoolOutcome | undefined> {
     const { current, generation } = this.snapshots;
+    const wholeSet = this.wholeSet(current);
     this.lastTaskId = (this.lastTaskId % 0x7fffffff) + 1;
     const task = { id: this.lastTaskId, revision: current.revision, generation };
     try {
       if (this.closed) return undefined;
       const pool = await this.started();
       let outcome = await send(pool, task);
-      if (outcome.kind === 'stale') outcome = await send(pool, { ...task, ...this.catchUpFrom(outcome.holds, task, current) });
+      if (outcome.kind === 'stale') outcome = await send(pool, { ...task, ...this.catchUpFrom(outcome.holds, task, wholeSet) });
       // The changes reached another worker, which holds yet another revision.
-      if (outcome.kind === 'stale') outcome = await send(pool, { ...task, policies: current.policies, positions: current.positions });
+      if (outcome.kind === 'stale') outcome = await send(pool, { ...task, ...wholeSet });
       return outcome;
     } catch {
       if (this.timedOut.has(task.id)) throw new WorkerTimeoutError(`${what} took longer than ${this.timeoutMillis} ms`);
@@ -148,10 +150,19 @@ export class BulkPool {
     }
   }
 
-  /** What a worker holding `holds` needs to decide `task`, at `snapshot`: the policies written since, when they are kept, else the whole set. */
-  private catchUpFrom(holds: Extract<PoolOutcome, { kind: 'stale' }>['holds'], task: Pick<TaskAtRevision, 'revision' | 'generation'>, snapshot: Snapshot): Pick<TaskAtRevision, 'changes' | 'policies' | 'positions'> {
+  /**
+   * What a worker needs to hold `snapshot` whatever it holds: its policies, and (when they are enforced) the
+   * schemas that came with them; read with the snapshot, since the next snapshot may bring others.
+   */
+  private wholeSet(snapshot: Snapshot): Pick<TaskAtRevision, 'policies' | 'positions' | 'schemas'> {
+    const schemas = this.schemaEnforcement === 'off' ? undefined : this.snapshots.schemas?.document;
+    return { policies: snapshot.policies, positions: snapshot.positions, ...(schemas && { schemas }) };
+  }
+
+  /** What a worker holding `holds` needs to decide `task`: the policies written since, when they are kept, else the whole set. */
+  private catchUpFrom(holds: Extract<PoolOutcome, { kind: 'stale' }>['holds'], task: Pick<TaskAtRevision, 'revision' | 'generation'>, wholeSet: Pick<TaskAtRevision, 'policies' | 'positions' | 'schemas'>): Pick<TaskAtRevision, 'changes' | 'policies' | 'positions' | 'schemas'> {
     const changes = holds?.generation === task.generation ? this.snapshots.changesBetween(holds.revision, task.revision, task.generation) : undefined;
-    if (holds === undefined || changes === undefined) return { policies: snapshot.policies, positions: snapshot.positions };
+    if (holds === undefined || changes === undefined) return wholeSet;
     return { changes: { from: holds.revision, policies: changes } };
   }
 

@@ -4,7 +4,9 @@ import type { ValidationIssue } from '../schemas/errors.js';
 import type { BulkLimits } from '../requests/bulk-request.js';
 import type { BulkTally } from '../live/live-counters.js';
 import type { PlanSettings, PlanWork } from '../services/plan-answers.js';
-import type { ItemViolations, SchemaSettings } from '../attribute-schemas/enforcement.js';
+import type { ItemViolations } from '../attribute-schemas/enforcement.js';
+import type { SchemaDocument } from '../attribute-schemas/schema-document.js';
+import type { SchemaEnforcement } from '../config.js';
 
 /** Work for a worker, with the snapshot revision it must be done at. */
 export interface TaskAtRevision {
@@ -21,6 +23,8 @@ export interface TaskAtRevision {
   /** The policies of `revision` and their positions: sent to a worker that answered `stale` when changes cannot be. */
   policies?: readonly Policy[];
   positions?: readonly number[];
+  /** With `policies`, when schemas are enforced: the attribute schema document of `revision` (none: undefined). */
+  schemas?: SchemaDocument;
 }
 
 /** A bulk check body to decide. */
@@ -65,6 +69,6 @@ export interface WorkerStart {
   runningTasks: SharedArrayBuffer;
   /** How many of a bulk's last denials to send back for the recent denials (0: none). */
   recentDenials: number;
-  /** The attribute schemas bulks are held to, when there are any to enforce. */
-  schemas: SchemaSettings | undefined;
+  /** How the attribute schemas that come with the policies are enforced. */
+  schemaEnforcement: SchemaEnforcement;
 }

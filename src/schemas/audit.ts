@@ -3,6 +3,7 @@ import type { FromSchema } from 'json-schema-to-ts';
 /** What an audit record says a write did. */
 export const POLICY_OPERATIONS = ['policy.create', 'policy.replace', 'policy.delete', 'policy.restore', 'policy.baseline'] as const;
 export const ENTITY_OPERATIONS = ['entity.create', 'entity.update', 'entity.delete'] as const;
+export const SCHEMAS_OPERATIONS = ['schemas.replace', 'schemas.delete', 'schemas.restore'] as const;
 
 const cursorSchema = {
   type: 'string',
@@ -30,7 +31,7 @@ export const auditQuerySchema = (maxPageSize: number) =>
       target: {
         type: 'string',
         minLength: 1,
-        description: 'Only records about this target: `policy:<name>` or `entity:<uri>`; a trailing `*` matches every target that starts with the rest (`policy:*`).',
+        description: 'Only records about this target: `policy:<name>`, `entity:<uri>` or `schemas`; a trailing `*` matches every target that starts with the rest (`policy:*`).',
       },
       actor: { type: 'string', minLength: 1, description: 'Only records written with the admin key of this name (`anonymous` when authentication is off).' },
     },
@@ -41,18 +42,18 @@ export const auditRecordSchema = {
   properties: {
     id: { type: 'integer', description: 'Grows with every record.' },
     time: { type: 'string', format: 'date-time' },
-    operation: { type: 'string', enum: [...POLICY_OPERATIONS, ...ENTITY_OPERATIONS] },
-    target: { type: 'string', description: '`policy:<name>` or `entity:<uri>`.' },
+    operation: { type: 'string', enum: [...POLICY_OPERATIONS, ...ENTITY_OPERATIONS, ...SCHEMAS_OPERATIONS] },
+    target: { type: 'string', description: '`policy:<name>`, `entity:<uri>`, or `schemas` (the attribute schema document).' },
     actor: { type: 'string', description: 'The name of the admin key used; `anonymous` when authentication is off.' },
     client: { type: 'string', description: 'The client address.' },
     request_id: { type: 'string' },
     route: { type: 'string', description: 'Method and route of the request, e.g. `POST /create-policy`.' },
-    version: { type: 'integer', description: 'Policies: the version this write made.' },
+    version: { type: 'integer', description: 'Policies and schemas: the version this write made.' },
     restored_from: { type: 'integer', description: 'Restores: the version restored.' },
     changed_keys: { type: 'array', items: { type: 'string' }, description: 'Entities: attribute keys added, removed or changed.' },
     before: {
       description:
-        'The target before the write; null when it did not exist. A policy as it was stored; an entity as `{type, attributes}` with its attribute values when the server records them (`--audit-values`), else as `{type, keys}`.',
+        'The target before the write; null when it did not exist. A policy, or the schema document, as it was stored; an entity as `{type, attributes}` with its attribute values when the server records them (`--audit-values`), else as `{type, keys}`.',
     },
     after: { description: 'As `before`, after the write; null for a deletion.' },
   },

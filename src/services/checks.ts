@@ -6,7 +6,8 @@ import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
 import { ClientError, RequestValidationError } from '../errors.js';
 import { answerEach } from './answer-each.js';
 import { explanationsTooLarge } from './answer-limits.js';
-import { withViolations, type RequestSchemas } from '../attribute-schemas/enforcement.js';
+import { withViolations } from '../attribute-schemas/enforcement.js';
+import type { EnforcedSchemas } from '../attribute-schemas/schemas-in-force.js';
 
 const conflictAsClientError = (error: unknown): never => {
   if (error instanceof AttributeConflict) throw new ClientError(400, error.message);
@@ -40,7 +41,7 @@ export class CheckService {
     private readonly maxAnswerSize: number,
     private readonly observers: CheckObservers = {},
     /** The attribute schemas checks are held to, when there are any to enforce. */
-    private readonly schemas?: RequestSchemas,
+    private readonly schemas?: EnforcedSchemas,
   ) {}
 
   /**
@@ -106,7 +107,8 @@ export class CheckService {
 
   /** A candidate that breaks the schemas under `reject` is not allowed, as a check would be refused. */
   private allowsResolved(request: DecisionRequest, decided?: (request: DecisionRequest) => boolean): boolean {
-    if (this.schemas?.enforcement === 'reject' && this.schemas.breaks(request)) return false;
+    const schemas = this.schemas?.enforced;
+    if (schemas?.enforcement === 'reject' && schemas.breaks(request)) return false;
     return decided ? decided(request) : evaluate(this.snapshots.current, request).allowed;
   }
 
@@ -125,7 +127,7 @@ export class CheckService {
 
   /** Evaluates against the snapshot current at this moment, which includes every acknowledged policy write. */
   private evaluateNow(input: CheckInput, request: DecisionRequest, startedAt: number, explanations: AnswerBudget | undefined): Decision {
-    const violations = this.schemas?.enforce(request);
+    const violations = this.schemas?.enforced?.enforce(request);
     const snapshot = this.snapshots.current;
     const decision = evaluate(snapshot, request);
     this.observers.decision?.(input, request, decision, snapshot.revision, startedAt, violations);

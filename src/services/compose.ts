@@ -21,11 +21,12 @@ import { CheckService } from './checks.js';
 import { PlanService } from './plans.js';
 import { PolicyService } from './policies.js';
 import { RegistryService } from './registry.js';
+import { SchemaService } from './attribute-schemas.js';
 import { Readiness, within } from './readiness.js';
 import { DecisionObserver } from './decision-observer.js';
-import { filePolicies, storePolicies } from './policy-source.js';
-import { loadSchemaDocument } from '../attribute-schemas/schema-file.js';
-import { requestSchemas } from '../attribute-schemas/enforcement.js';
+import { filePolicies, storePolicies, withSchemasFromFile } from './policy-source.js';
+import { loadSchemaDocument, schemaFileOf } from '../attribute-schemas/schema-file.js';
+import { SchemasInForce } from '../attribute-schemas/schemas-in-force.js';
 
 /** A store that takes longer than this to answer a readiness probe is reported as not ready. */
 export const STORE_PROBE_TIMEOUT_MS = 2000;
@@ -42,6 +43,7 @@ export interface Services {
   plans: PlanService;
   policies: PolicyService;
   registry: RegistryService;
+  schemas: SchemaService;
   audit: AuditTrail;
   /** Present when bulks may go to the pool (see bulkPlacement): bulk bodies of at least `minimumBodyLength` characters go to it. */
   pool?: { bulk: BulkPool; minimumBodyLength: number };
@@ -68,17 +70,28 @@ export interface Substitutes {
 export async function composeServices(config: Config, substitutes: Substitutes = {}): Promise<Services> {
   const metrics = new Metrics();
   // Read before the store opens: a schema document that cannot be used stops the start.
-  const schemaDocument = loadSchemaDocument(config);
-  // Told once the observer is made, below: no check runs before.
-  const schemas = requestSchemas(schemaDocument, config.schemaEnforcement, () => decisions.schemaViolated());
-  if (schemas !== undefined) metrics.observeSchemaViolations();
+  const schemaFile = schemaFileOf(config);
+  const fileSchemas = schemaFile && loadSchemaDocument(schemaFile);
   const store = substitutes.store ?? (await openStore(config, { auditValues: config.auditValues, observer: metrics.auditObserver }));
   // Policies come from the store, or from a directory of files when one is given (the registry stays in the store).
   // Loaded only then: a start without --policies need not load the YAML parser.
   const policyFiles =
-    config.policiesDir === '' ? undefined : (await import('../policy-files/policy-directory.js')).PolicyDirectory.open(config.policiesDir, store, config, schemas?.settings);
-  const snapshots = await PolicySnapshots.load(policyFiles ?? store);
+    config.policiesDir === ''
+      ? undefined
+      : (await import('../policy-files/policy-directory.js')).PolicyDirectory.open(
+          config.policiesDir,
+          store,
+          config,
+          fileSchemas === undefined || config.schemaEnforcement === 'off' ? undefined : { document: fileSchemas, enforcement: config.schemaEnforcement },
+        );
+  const policySource = policyFiles ?? store;
+  // The schemas travel with the policies, from the store, or from their file when there is one.
+  const snapshots = await PolicySnapshots.load(schemaFile === undefined ? policySource : withSchemasFromFile(policySource, fileSchemas));
   metrics.observeSnapshots(snapshots);
+  // Told once the observer is made, below: no check runs before.
+  const schemas = new SchemasInForce(config.schemaEnforcement, () => decisions.schemaViolated(), () => metrics.observeSchemaViolations());
+  schemas.apply(snapshots.schemas?.document);
+  snapshots.on('published', () => schemas.apply(snapshots.schemas?.document));
   if (policyFiles !== undefined) metrics.observePolicyFiles(policyFiles);
   const entities = new EntityAttributeCache(store, config.entityCacheSize);
   const registered: RegisteredAttributes = config.registryEnabled ? entities.lookup : () => undefined;
@@ -99,7 +112,7 @@ export async function composeServices(config: Config, substitutes: Substitutes =
           decisions.decidedInWorker,
           config.recentDenials,
           substitutes.poolWorkerFile,
-          schemas?.settings,
+          config.schemaEnforcement,
         );
   if (bulk !== undefined) metrics.observePool(bulk);
   const liveWindow = new LiveWindow(live, bulk);
@@ -225,9 +238,10 @@ export async function composeServices(config: Config, substitutes: Substitutes =
       config,
       audit,
       policyFiles === undefined ? storePolicies(store) : filePolicies(snapshots, policyFiles.dir),
-      schemaDocument && { schemas: schemaDocument, enforcement: config.schemaEnforcement },
+      { inForce: schemas, enforcement: config.schemaEnforcement },
     ),
     registry: new RegistryService(store, (uri) => entities.invalidate(uri), schemas),
+    schemas: new SchemaService(store, snapshots, audit, schemaFile),
     audit,
     pool: bulk && placement.poolMinimumBodyLength !== undefined ? { bulk, minimumBodyLength: placement.poolMinimumBodyLength } : undefined,
     evaluation: placement.description,

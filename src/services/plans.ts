@@ -11,7 +11,7 @@ import { answerEach } from './answer-each.js';
 import { readBulkItems } from '../requests/bulk-request.js';
 import { planAnswers, type PlanSettings, type PlanWork } from './plan-answers.js';
 import type { BulkPool } from '../pool/bulk-pool.js';
-import type { RequestSchemas } from '../attribute-schemas/enforcement.js';
+import type { EnforcedSchemas } from '../attribute-schemas/schemas-in-force.js';
 
 /** A plan request read: the check it resembles (the resource holding what is known of it) and the MongoDB layout. */
 export interface PlanInput {
@@ -71,7 +71,7 @@ export class PlanService {
     private readonly settings: PlanSettings,
     private readonly pool?: BulkPool,
     /** The attribute schemas the requests are held to, as checks are (their resource is known only in part). */
-    private readonly schemas?: RequestSchemas,
+    private readonly schemas?: EnforcedSchemas,
   ) {}
 
   /**
@@ -117,7 +117,7 @@ export class PlanService {
    * is the unknown side): counted when it breaks them; SchemaViolation under `reject`.
    */
   private heldToSchemas(request: DecisionRequest): DecisionRequest {
-    this.schemas?.enforce(request, 'partial');
+    this.schemas?.enforced?.enforce(request, 'partial');
     return request;
   }
 

@@ -18,14 +18,16 @@ import type { CheckInput } from '../requests/check-request.js';
 import { DuplicateKeyError, type Store } from '../store/store.js';
 import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
 import type { PolicyRoles, PolicyWriter } from './policy-source.js';
-import { ClientError, notFound, RequestValidationError, UnavailableError } from '../errors.js';
-import { policyTarget, type AuditRecord, type Writer } from '../audit/record.js';
+import { ClientError, managedInFiles, notFound, RequestValidationError } from '../errors.js';
+import { applied } from './applied.js';
+import { isPolicyRecord, policyTarget, type AuditRecord, type Writer } from '../audit/record.js';
 import type { AuditPage, AuditTrail } from '../audit/audit-trail.js';
 import type { SchemaEnforcement } from '../config.js';
 
 /** The attribute schemas policies are checked against: a write breaking them is refused under `reject`; validate reports them always. */
 export interface PolicySchemas {
-  schemas: AttributeSchemaSets;
+  /** The document in force, read at each write (schemas change). */
+  inForce: { readonly document: AttributeSchemaSets | undefined };
   enforcement: SchemaEnforcement;
 }
 
@@ -166,7 +168,7 @@ export class PolicyService {
   async restore(name: string, version: number, by: Writer): Promise<AnsweredPolicy> {
     const writer = this.writer();
     const record = await this.version(name, version);
-    if (!('version' in record) || record.after === null) {
+    if (!isPolicyRecord(record) || record.after === null) {
       throw new ClientError(400, `Version ${version} of policy '${name}' is its deletion; restore an earlier version`);
     }
     const policy = this.accept(record.after);
@@ -181,20 +183,8 @@ export class PolicyService {
     return this.answer(policy);
   }
 
-  /**
-   * Waits for the snapshot to include a write that is already durable. When the store cannot be
-   * read back, the client must not repeat the write (it would be refused as a duplicate): the
-   * snapshot builder keeps retrying and applies it.
-   */
-  private async applied(done: string): Promise<void> {
-    try {
-      await this.snapshots.refresh();
-    } catch (error) {
-      throw new UnavailableError(
-        `${done}, but this process could not load it yet (${(error as Error).message}); ` +
-          'it will apply it as soon as the store answers: do not send the write again',
-      );
-    }
+  private applied(done: string): Promise<void> {
+    return applied(this.snapshots, done);
   }
 
   /**
@@ -218,7 +208,7 @@ export class PolicyService {
     });
     const sentAt = new Map(positions.map((position, index) => [position, index]));
     const warnings = await runInSlices(reportWarnings(set, positions, (position) => locate(sentAt.get(position)!), { maxLength: this.settings.maxAnswerSize }));
-    const schemas = this.attributeSchemas?.schemas;
+    const schemas = this.attributeSchemas?.inForce.document;
     if (schemas === undefined) return { valid: true, warnings };
     const schemaWarnings = policies.flatMap((policy, index) => schemaIssues(policy, schemas, locate(index)));
     return { valid: true, warnings: [...warnings, ...schemaWarnings.slice(0, MAX_SCHEMA_WARNINGS)] };
@@ -228,15 +218,13 @@ export class PolicyService {
   private writer(): PolicyWriter {
     const { roles } = this;
     if (roles.writer !== undefined) return roles.writer;
-    throw new ClientError(
-      409,
-      `Policies are managed from files in ${roles.filesDir} (--policies): change the files there instead; policy reads, validation and the registry still work`,
-    );
+    throw managedInFiles('Policies', `files in ${roles.filesDir} (--policies)`, 'the files', 'policy reads, validation and the registry still work');
   }
 
   private accept(sent: Policy): Policy {
     const issues = policyIssues(sent, ['body'], this.settings);
-    if (issues.length === 0 && this.attributeSchemas?.enforcement === 'reject') issues.push(...schemaIssues(sent, this.attributeSchemas.schemas, ['body']));
+    const schemas = this.attributeSchemas?.inForce.document;
+    if (issues.length === 0 && schemas !== undefined && this.attributeSchemas?.enforcement === 'reject') issues.push(...schemaIssues(sent, schemas, ['body']));
     if (issues.length > 0) throw new RequestValidationError(issues);
     return normalizePolicy(sent);
   }

@@ -1,6 +1,7 @@
 import type { Policy } from '../schemas/policy.js';
 import type { LoadedPolicies, LoadedPolicyChanges, Store } from '../store/store.js';
 import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
+import type { SchemaDocument } from '../attribute-schemas/schema-document.js';
 
 /**
  * Where the snapshot builder reads policies: the store, or a directory of policy files (see
@@ -13,6 +14,21 @@ export interface PolicySource {
   loadPolicies(since: number): Promise<LoadedPolicyChanges>;
   /** The revision loadPolicies would return now, without loading anything. */
   policyRevision(): Promise<number>;
+}
+
+/**
+ * `source` with the schema document of a file (`--schemas`, or schemas.json beside policy files; none:
+ * undefined) in place of any the source holds: with a file, the file is where schemas are changed.
+ */
+export function withSchemasFromFile(source: PolicySource, document: SchemaDocument | undefined): PolicySource {
+  const schemas = document && { document, version: 0 };
+  const loadPolicies = async (since?: number): Promise<LoadedPolicyChanges> => {
+    const loaded = await (since === undefined ? source.loadPolicies() : source.loadPolicies(since));
+    if ('changes' in loaded) return loaded;
+    const { schemas: stored, ...policies } = loaded;
+    return schemas === undefined ? policies : { ...policies, schemas };
+  };
+  return { loadPolicies: loadPolicies as PolicySource['loadPolicies'], policyRevision: () => source.policyRevision() };
 }
 
 /** Where policy reads (`GET /admin/policies`, `GET /admin/policies/{name}`) are answered from. */

@@ -7,7 +7,7 @@ import { inKeyOrder, newEntity, updatedEntity } from '../registry/entities.js';
 import { storableValueIssues } from '../engine/value-limits.js';
 import type { Writer } from '../audit/record.js';
 import type { Location, ValidationIssue } from '../schemas/errors.js';
-import type { RequestSchemas } from '../attribute-schemas/enforcement.js';
+import type { EnforcedSchemas } from '../attribute-schemas/schemas-in-force.js';
 
 export interface EntityRegistration {
   uri?: string | null;
@@ -43,15 +43,16 @@ export class RegistryService {
     private readonly store: Store,
     private readonly changed: (uri: string) => void,
     /** The attribute schemas registrations are held to: only under `reject`. */
-    private readonly schemas?: RequestSchemas,
+    private readonly schemas?: EnforcedSchemas,
     private readonly clock: () => Date = () => new Date(),
   ) {}
 
   /** The issues (422) of an entity whose attributes break the schemas of its type; `at` is where its attributes sit in the body. */
   private schemaIssues(entity: Entity, at: Location): ValidationIssue[] {
-    if (this.schemas?.enforcement !== 'reject') return [];
+    const schemas = this.schemas?.enforced;
+    if (schemas?.enforcement !== 'reject') return [];
     const attributes = new Map(entity.attributes.map(({ key, value }) => [key, value]));
-    return this.schemas.registeredViolations(entity.uri, attributes).map((violation) => ({ loc: at, msg: violation, type: 'schema_error' }));
+    return schemas.registeredViolations(entity.uri, attributes).map((violation) => ({ loc: at, msg: violation, type: 'schema_error' }));
   }
 
   async get(uri: string): Promise<Entity> {

@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { compile, derive, type ChangedPolicy, type Snapshot } from '../engine/index.js';
-import type { FeedPosition, LoadedPolicies } from '../store/store.js';
+import type { FeedPosition, LoadedPolicies, StoredSchemas } from '../store/store.js';
 import type { PolicySource } from '../services/policy-source.js';
 import type { Policy } from '../schemas/policy.js';
 
@@ -24,11 +24,15 @@ interface SnapshotEvents {
   closed: [];
 }
 
-/** A snapshot, the epoch of the store history it was built from (see LoadedPolicies.epoch), and the changes it was derived by, if it was. */
+/**
+ * A snapshot, the epoch of the store history it was built from (see LoadedPolicies.epoch), and the
+ * changes it was derived by, if it was; else the schema document loaded with its policies.
+ */
 interface Built {
   snapshot: Snapshot;
   epoch: number | undefined;
   changes?: readonly ChangedPolicy[];
+  schemas?: StoredSchemas;
 }
 
 /** One snapshot derived from the one before: the revisions it went from and to, and the policies the store said changed. */
@@ -41,7 +45,7 @@ interface Step {
 /** Steps kept for workers that are a few revisions behind (see changesBetween). */
 const STEPS_KEPT = 16;
 
-const built = ({ policies, revision, positions, epoch }: LoadedPolicies): Built => ({ snapshot: compile(policies, revision, positions), epoch });
+const built = ({ policies, revision, positions, epoch, schemas }: LoadedPolicies): Built => ({ snapshot: compile(policies, revision, positions), epoch, schemas });
 
 /**
  * Holds the snapshot that checks are evaluated against and rebuilds it from its policy source (the
@@ -75,6 +79,11 @@ export class PolicySnapshots extends EventEmitter<SnapshotEvents> {
   private constructor(
     private readonly source: PolicySource,
     public current: Snapshot,
+    /**
+     * The attribute schema document loaded with `current`'s policies. A schema write is a policy
+     * revision that the source only gives with the whole set, so every generation has one document.
+     */
+    public schemas: StoredSchemas | undefined,
     /** The store's epoch when `current`'s policies were last loaded whole (see LoadedPolicies.epoch). */
     private epoch: number | undefined,
     /** Where the store's change feed stood at the first load: following changes from here misses none. */
@@ -91,8 +100,8 @@ export class PolicySnapshots extends EventEmitter<SnapshotEvents> {
 
   static async load(source: PolicySource): Promise<PolicySnapshots> {
     const loaded = await source.loadPolicies();
-    const { snapshot, epoch } = built(loaded);
-    return new PolicySnapshots(source, snapshot, epoch, loaded.feedPosition);
+    const { snapshot, epoch, schemas } = built(loaded);
+    return new PolicySnapshots(source, snapshot, schemas, epoch, loaded.feedPosition);
   }
 
   /**
@@ -192,10 +201,11 @@ export class PolicySnapshots extends EventEmitter<SnapshotEvents> {
     return undefined;
   }
 
-  private publish({ snapshot, epoch, changes }: Built): void {
+  private publish({ snapshot, epoch, changes, schemas }: Built): void {
     if (changes === undefined) {
       this.generation++;
       this.steps.length = 0;
+      this.schemas = schemas;
     } else if (this.steps.push({ from: this.current.revision, to: snapshot.revision, changes }) > STEPS_KEPT) this.steps.shift();
     this.current = snapshot;
     this.epoch = epoch;

@@ -50,7 +50,8 @@ function changeOf(event: ChangeStreamDocument): StoreChange | undefined {
   if (RESET_EVENTS.has(event.operationType)) return { kind: 'everything' };
   if (!('ns' in event) || !('documentKey' in event)) return undefined;
   const committedAt = commitTime(event);
-  if (event.ns.coll === 'policies') return { kind: 'policies', committedAt };
+  // The schema document travels with the policies (see SCHEMAS_CHANGE).
+  if (event.ns.coll === 'policies' || event.ns.coll === 'schemas') return { kind: 'policies', committedAt };
   return { kind: 'entity', uri: String((event.documentKey as { _id: unknown })._id), committedAt };
 }
 

@@ -9,7 +9,9 @@ import {
   type FeedPosition,
   type LoadedPolicies,
   type LoadedPolicyChanges,
+  SCHEMAS_CHANGE,
   type Store,
+  type StoredSchemas,
   type StoreChangeListener,
   type StoreOptions,
   uriRange,
@@ -18,13 +20,17 @@ import {
   entityRecord,
   policyRecord,
   policyTarget,
+  schemasRecord,
+  SCHEMAS_TARGET,
   type AuditDraft,
   type AuditQuery,
   type AuditRecord,
   type AuditRetention,
   type PolicyChange,
+  type SchemasChange,
   type Writer,
 } from '../audit/record.js';
+import type { SchemaDocument } from '../attribute-schemas/schema-document.js';
 
 type Collection = 'policies' | 'entities';
 
@@ -90,6 +96,13 @@ const MIGRATIONS: readonly string[] = [
      revision INTEGER PRIMARY KEY,
      name TEXT NOT NULL
    );`,
+  // 6: the attribute schema document (one row; document NULL when there is none) and the version its last write made.
+  `CREATE TABLE IF NOT EXISTS schema_document (
+     id INTEGER PRIMARY KEY CHECK (id = 1),
+     document TEXT,
+     version INTEGER NOT NULL
+   );
+   INSERT OR IGNORE INTO schema_document (id, document, version) VALUES (1, NULL, 0);`,
 ];
 
 interface AuditRow {
@@ -181,6 +194,8 @@ export class EmbeddedStore implements Store {
       insertPolicy: db.prepare('INSERT INTO policies (name, document) VALUES (?, ?)'),
       updatePolicy: db.prepare('UPDATE policies SET document = ? WHERE name = ?'),
       deletePolicy: db.prepare('DELETE FROM policies WHERE name = ?'),
+      schemas: db.prepare('SELECT document, version FROM schema_document WHERE document IS NOT NULL'),
+      writeSchemas: db.prepare('UPDATE schema_document SET document = ?, version = version + 1 RETURNING version').pluck(),
       entity: db.prepare('SELECT document FROM entities WHERE uri = ?').pluck(),
       entityPage: db.prepare('SELECT document FROM entities ORDER BY position LIMIT ? OFFSET ?').pluck(),
       entityCount: db.prepare('SELECT count(*) FROM entities').pluck(),
@@ -214,12 +229,15 @@ export class EmbeddedStore implements Store {
         // Complete only when every revision since has its row: the log is trimmed, and revisions before migration 5 have none.
         if ((this.statements.policyChangesCount.get(since) as number) === revision - since) {
           const names = this.statements.policyChangesAfter.all(since) as string[];
-          return { revision, changes: names.map((name) => ({ name, now: this.storedPolicy(name) ?? null })) };
+          // A schema document written since changes what every policy is held to: the whole set is loaded, with it.
+          if (!names.includes(SCHEMAS_CHANGE)) return { revision, changes: names.map((name) => ({ name, now: this.storedPolicy(name) ?? null })) };
         }
       }
       const rows = this.statements.allPolicies.all() as StoredPolicyRow[];
+      const schemas = this.readSchemas();
       return {
         revision,
+        ...(schemas && { schemas }),
         policies: rows.map((row) => JSON.parse(row.document) as Policy),
         positions: rows.map((row) => row.position),
         feedPosition: feedPosition(this.statements.lastChange.get() as number),
@@ -279,6 +297,32 @@ export class EmbeddedStore implements Store {
       else this.statements.updatePolicy.run(JSON.stringify(policy), policy.name);
       this.recordPolicyWrite(by, { operation: 'policy.restore', name: policy.name, before: before ?? null, after: policy, restoredFrom: version });
     });
+  }
+
+  async writeSchemas(document: SchemaDocument, by: Writer, restoredFrom?: number): Promise<number> {
+    return this.write(() => this.recordSchemasWrite(by, { operation: restoredFrom === undefined ? 'schemas.replace' : 'schemas.restore', after: document, restoredFrom }));
+  }
+
+  async deleteSchemas(by: Writer): Promise<number | false> {
+    return this.write(() => (this.readSchemas() === undefined ? false : this.recordSchemasWrite(by, { operation: 'schemas.delete', after: null })));
+  }
+
+  async schemasVersion(version: number): Promise<AuditRecord | undefined> {
+    return this.recordOfVersion(SCHEMAS_TARGET, version);
+  }
+
+  /** Within a write: the document, its version, the policy revision it moves and its audit record. */
+  private recordSchemasWrite(by: Writer, change: Omit<SchemasChange, 'before'>): number {
+    const before = this.readSchemas()?.document ?? null;
+    const version = this.statements.writeSchemas.get(change.after === null ? null : JSON.stringify(change.after)) as number;
+    this.recordChange('policies', SCHEMAS_CHANGE);
+    this.recordAudit(schemasRecord(by, this.clock(), { ...change, before, version }), version);
+    return version;
+  }
+
+  private readSchemas(): StoredSchemas | undefined {
+    const row = this.statements.schemas.get() as { document: string; version: number } | undefined;
+    return row === undefined ? undefined : { document: JSON.parse(row.document) as SchemaDocument, version: row.version };
   }
 
   private readPolicy(name: string): Policy | undefined {
@@ -390,7 +434,12 @@ export class EmbeddedStore implements Store {
   }
 
   async policyVersion(name: string, version: number): Promise<AuditRecord | undefined> {
-    const row = this.statements.policyVersion.get(policyTarget(name), version) as AuditRow | undefined;
+    return this.recordOfVersion(policyTarget(name), version);
+  }
+
+  /** The record of the write that made version `version` of a versioned target (a policy, the schema document). */
+  private recordOfVersion(target: string, version: number): AuditRecord | undefined {
+    const row = this.statements.policyVersion.get(target, version) as AuditRow | undefined;
     return row === undefined ? undefined : auditRecordOf(row);
   }
 

@@ -18,7 +18,7 @@ export interface StoredDocument {
 export interface Counter {
   /**
    * `policy-position`, `entity-position`, `policy-revision`, `audit-sequence`,
-   * `policy-version:<name>`, `store-epoch`, or `entity-count`.
+   * `policy-version:<name>`, `schemas-version`, `store-epoch`, or `entity-count`.
    */
   _id: string;
   value: number;
@@ -42,6 +42,17 @@ export interface StoredAuditRecord {
   record: string;
 }
 
+/**
+ * The attribute schema document: one document, `_id` `document`; `document` is its JSON text, null
+ * once deleted, and `version` the version the last write made (which also moves on a deletion, so
+ * that it reaches the change feed).
+ */
+export interface StoredSchemaDocument {
+  _id: 'document';
+  document: string | null;
+  version: number;
+}
+
 /** The MongoDB store's collections. */
 export interface StoreCollections {
   policies: Collection<StoredDocument>;
@@ -49,6 +60,7 @@ export interface StoreCollections {
   counters: Collection<Counter>;
   audit: Collection<StoredAuditRecord>;
   policyChanges: Collection<PolicyChangeRecord>;
+  schemas: Collection<StoredSchemaDocument>;
 }
 
 export function collectionsOf(db: Db): StoreCollections {
@@ -58,10 +70,11 @@ export function collectionsOf(db: Db): StoreCollections {
     counters: db.collection('counters'),
     audit: db.collection('audit'),
     policyChanges: db.collection('policy_changes'),
+    schemas: db.collection('schemas'),
   };
 }
 
 /** Every collection's name: a drop or rename of any of them undoes some of the set-up (see mongodb-set-up.ts). */
-export const COLLECTION_NAMES = ['policies', 'entities', 'counters', 'audit', 'policy_changes'];
+export const COLLECTION_NAMES = ['policies', 'entities', 'counters', 'audit', 'policy_changes', 'schemas'];
 
 export const ENTITY_COUNT = 'entity-count';

@@ -2,6 +2,7 @@ import { randomInt } from 'node:crypto';
 import { MongoServerError, type AnyBulkWriteOperation, type ClientSession, type Collection, type Document } from 'mongodb';
 import { ENTITY_COUNT, type Counter, type StoreCollections } from './mongodb-collections.js';
 import { runTransaction } from './mongodb-transaction.js';
+import { SCHEMAS_TARGET } from '../audit/record.js';
 
 // What the MongoDB store needs of a database besides its documents, made sure of at start and
 // again whenever the change feed loses track (a collection or the database dropped): every step
@@ -56,9 +57,12 @@ export async function raiseCounters({ policies, entities, counters, audit, polic
   await raise(counters, floors);
 }
 
+/** The counter of the versions of a versioned target's audit records (`policy:<name>`, `schemas`). */
+export const versionCounter = (target: string): string => (target === SCHEMAS_TARGET ? 'schemas-version' : `policy-version:${target.slice('policy:'.length)}`);
+
 /**
- * Raises each policy's version counter to the greatest version its audit records hold: done only
- * once a version was handed out again, which the unique index on (target, version) refuses.
+ * Raises each policy's version counter, and the schema document's, to the greatest version its audit
+ * records hold: done only once a version was handed out again, which the unique index on (target, version) refuses.
  */
 export async function raisePolicyVersions({ counters, audit }: StoreCollections): Promise<void> {
   const newest = audit.aggregate<{ _id: string; version: number }>([
@@ -66,7 +70,7 @@ export async function raisePolicyVersions({ counters, audit }: StoreCollections)
     { $group: { _id: '$target', version: { $max: '$policy_version' } } },
   ]);
   const floors = new Map<string, number>();
-  for await (const { _id: target, version } of newest) floors.set(`policy-version:${target.slice('policy:'.length)}`, version);
+  for await (const { _id: target, version } of newest) floors.set(versionCounter(target), version);
   await raise(counters, floors);
 }
 

@@ -20,7 +20,9 @@ import {
   type LoadedPolicies,
   type LoadedPolicyChanges,
   type PolicyChanges,
+  SCHEMAS_CHANGE,
   type Store,
+  type StoredSchemas,
   type StoreChangeListener,
   type StoreOptions,
   uriRange,
@@ -29,14 +31,18 @@ import {
   entityRecord,
   policyRecord,
   policyTarget,
+  schemasRecord,
+  SCHEMAS_TARGET,
   type AuditDraft,
   type AuditOperation,
   type AuditQuery,
   type AuditRecord,
   type AuditRetention,
   type PolicyChange,
+  type SchemasChange,
   type Writer,
 } from '../audit/record.js';
+import type { SchemaDocument } from '../attribute-schemas/schema-document.js';
 import { rethrowStoreError, rethrowWriteError, unavailability, unconfirmedWrite } from './mongodb-errors.js';
 import { ChangeStreamFollower } from './change-stream-follower.js';
 import { CommitOutcomeUnknownError, runTransaction } from './mongodb-transaction.js';
@@ -49,8 +55,9 @@ import {
   type StoreCollections,
   type StoredAuditRecord,
   type StoredDocument,
+  type StoredSchemaDocument,
 } from './mongodb-collections.js';
-import { countEntities, createIndexes, ensureEpoch, raiseCounters, raisePolicyVersions } from './mongodb-set-up.js';
+import { countEntities, createIndexes, ensureEpoch, raiseCounters, raisePolicyVersions, versionCounter } from './mongodb-set-up.js';
 
 const POLICY_CHANGES_KEPT = 10_000;
 
@@ -67,7 +74,7 @@ const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&
 
 const DUPLICATE_KEY = 11000;
 /** The followed collections; every other collection's events are filtered out on the server, but for their drops and renames. */
-const FOLLOWED = ['policies', 'entities'];
+const FOLLOWED = ['policies', 'entities', 'schemas'];
 
 /** How long MongoDB operations may take, in ms (see clientOptions). */
 export interface MongoTimeouts {
@@ -174,6 +181,7 @@ export class MongoStore implements Store {
   private readonly counters: Collection<Counter>;
   private readonly audit: Collection<StoredAuditRecord>;
   private readonly policyChanges: Collection<PolicyChangeRecord>;
+  private readonly schemas: Collection<StoredSchemaDocument>;
   private readonly clock: () => number;
   private readonly followers = new Set<ChangeStreamFollower>();
   /** Times the change feed lost track (a drop, say), and how many of them the set-up has been made again for. */
@@ -187,7 +195,7 @@ export class MongoStore implements Store {
     private readonly timeouts: MongoTimeouts,
   ) {
     this.collections = collectionsOf(db);
-    ({ policies: this.policies, entities: this.entities, counters: this.counters, audit: this.audit, policyChanges: this.policyChanges } = this.collections);
+    ({ policies: this.policies, entities: this.entities, counters: this.counters, audit: this.audit, policyChanges: this.policyChanges, schemas: this.schemas } = this.collections);
     this.clock = options.clock ?? Date.now;
   }
 
@@ -363,18 +371,55 @@ export class MongoStore implements Store {
     recorded.push(draft.operation);
   }
 
+  /** Within a write: the next policy revision, and what it wrote (a policy's name, or SCHEMAS_CHANGE). */
+  private async movePolicyRevision(session: ClientSession, name: string): Promise<void> {
+    const revision = await this.nextValue('policy-revision', session);
+    await this.policyChanges.insertOne({ _id: revision, name }, { session });
+    await this.policyChanges.deleteMany({ _id: { $lte: revision - POLICY_CHANGES_KEPT } }, { session });
+  }
+
   /** Within a write: the revision and which policy it wrote, then the policy's next version and its audit record. */
   private async recordPolicyWrite(transaction: Transaction, by: Writer, change: PolicyChange): Promise<void> {
-    const { session } = transaction;
-    const revision = await this.nextValue('policy-revision', session);
-    await this.policyChanges.insertOne({ _id: revision, name: change.name }, { session });
-    await this.policyChanges.deleteMany({ _id: { $lte: revision - POLICY_CHANGES_KEPT } }, { session });
+    await this.movePolicyRevision(transaction.session, change.name);
     await this.recordPolicyVersion(transaction, by, change);
   }
 
   private async recordPolicyVersion(transaction: Transaction, by: Writer, change: PolicyChange): Promise<void> {
-    const version = await this.nextValue(`policy-version:${change.name}`, transaction.session);
+    const version = await this.nextValue(versionCounter(policyTarget(change.name)), transaction.session);
     await this.recordAudit(transaction, policyRecord(by, this.clock(), { ...change, version }), version);
+  }
+
+  async writeSchemas(document: SchemaDocument, by: Writer, restoredFrom?: number): Promise<number> {
+    return this.write((transaction) =>
+      this.recordSchemasWrite(transaction, by, { operation: restoredFrom === undefined ? 'schemas.replace' : 'schemas.restore', after: document, restoredFrom }),
+    );
+  }
+
+  async deleteSchemas(by: Writer): Promise<number | false> {
+    return this.write(async (transaction) =>
+      (await this.readSchemas(transaction.session)) === undefined ? false : this.recordSchemasWrite(transaction, by, { operation: 'schemas.delete', after: null }),
+    );
+  }
+
+  async schemasVersion(version: number): Promise<AuditRecord | undefined> {
+    return this.recordOfVersion(SCHEMAS_TARGET, version);
+  }
+
+  /** Within a write: the document and its version, the policy revision it moves, and its audit record. */
+  private async recordSchemasWrite(transaction: Transaction, by: Writer, change: Omit<SchemasChange, 'before'>): Promise<number> {
+    const { session } = transaction;
+    const before = (await this.readSchemas(session))?.document ?? null;
+    const version = await this.nextValue(versionCounter(SCHEMAS_TARGET), session);
+    const document = change.after === null ? null : JSON.stringify(change.after);
+    await this.schemas.updateOne({ _id: 'document' }, { $set: { document, version } }, { upsert: true, session });
+    await this.movePolicyRevision(session, SCHEMAS_CHANGE);
+    await this.recordAudit(transaction, schemasRecord(by, this.clock(), { ...change, before, version }), version);
+    return version;
+  }
+
+  private async readSchemas(session: ClientSession): Promise<StoredSchemas | undefined> {
+    const row = await this.schemas.findOne({ _id: 'document' }, { session });
+    return row === null || row.document === null ? undefined : { document: JSON.parse(row.document) as SchemaDocument, version: row.version };
   }
 
   private async recordEntityWrite(transaction: Transaction, by: Writer, change: Omit<Parameters<typeof entityRecord>[2], 'withValues'>) {
@@ -418,13 +463,15 @@ export class MongoStore implements Store {
       await this.counters.findOne({ _id: 'policy-revision' }, { session });
       const operationTime = session.operationTime;
       if (operationTime === undefined) throw new Error('MongoDB reported no operation time (not a replica set member?)');
-      const { revision, epoch, stored } = await this.readSnapshot(session, async () => ({
+      const { revision, epoch, stored, schemas } = await this.readSnapshot(session, async () => ({
         revision: await this.counters.findOne({ _id: 'policy-revision' }, { session }),
         epoch: await this.counters.findOne({ _id: 'store-epoch' }, { session }),
         stored: await this.policies.find({}, { session }).sort({ position: 1 }).toArray(),
+        schemas: await this.readSchemas(session),
       }));
       return {
         revision: revision?.value ?? 0,
+        ...(schemas && { schemas }),
         policies: stored.map((row) => JSON.parse(row.document) as Policy),
         positions: stored.map((row) => row.position),
         epoch: epoch?.value,
@@ -449,6 +496,8 @@ export class MongoStore implements Store {
       const written = await this.policyChanges.find({ _id: { $gt: since } }, { session, projection: { name: 1 } }).toArray();
       if (written.length !== revision - since) return undefined;
       const names = [...new Set(written.map((change) => change.name))];
+      // A schema document written since changes what every policy is held to: the whole set is loaded, with it.
+      if (names.includes(SCHEMAS_CHANGE)) return undefined;
       const rows = await this.policies.find({ _id: { $in: names } }, { session }).toArray();
       const byName = new Map(rows.map((row) => [row._id, row]));
       const epoch = (await this.counters.findOne({ _id: 'store-epoch' }, { session }))?.value;
@@ -641,7 +690,12 @@ export class MongoStore implements Store {
   }
 
   async policyVersion(name: string, version: number): Promise<AuditRecord | undefined> {
-    const row = await this.audit.findOne({ target: policyTarget(name), policy_version: version }).catch(rethrowStoreError);
+    return this.recordOfVersion(policyTarget(name), version);
+  }
+
+  /** The record of the write that made version `version` of a versioned target (a policy, the schema document). */
+  private async recordOfVersion(target: string, version: number): Promise<AuditRecord | undefined> {
+    const row = await this.audit.findOne({ target, policy_version: version }).catch(rethrowStoreError);
     return row === null ? undefined : auditRecordOf(row);
   }
 
@@ -669,7 +723,7 @@ export class MongoStore implements Store {
   }
 
   /**
-   * Follows every write to the two collections through a change stream (see ChangeStreamFollower),
+   * Follows every write to policies, entities and the schema document through a change stream (see ChangeStreamFollower),
    * and the events that end a history: any of the store's collections dropped, renamed or renamed
    * onto, the database dropped. Whenever the feed loses track, the set-up is made again (in the
    * background: writes wait for it), since a drop takes indexes, counters and the epoch with it.

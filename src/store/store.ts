@@ -2,6 +2,7 @@ import type { Policy } from '../schemas/policy.js';
 import type { ChangedPolicy } from '../engine/compile.js';
 import type { Entity } from '../schemas/entity.js';
 import type { AuditOperation, AuditQuery, AuditRecord, AuditRetention, Writer } from '../audit/record.js';
+import type { SchemaDocument } from '../attribute-schemas/schema-document.js';
 
 /** A policy or entity that already exists under the same name or uri (`key`, when the store can tell). */
 export class DuplicateKeyError extends Error {
@@ -42,7 +43,22 @@ declare const feedPositionBrand: unique symbol;
 /** A point in a store's change feed; only the store that made it can read it. */
 export type FeedPosition = { readonly [feedPositionBrand]: true };
 
+/** The attribute schema document in force and the version of it the write that made it made. */
+export interface StoredSchemas {
+  document: SchemaDocument;
+  version: number;
+}
+
+/**
+ * The key a schema document write logs among the policy changes: no policy name has a ':' (names are
+ * slugs). A schema write moves the policy revision, so that the schemas travel with the policies (see
+ * LoadedPolicies.schemas), and a load since a revision before it is always of the whole set.
+ */
+export const SCHEMAS_CHANGE = ':schemas';
+
 export interface LoadedPolicies extends PolicySet {
+  /** The attribute schema document stored with the policies, read in the same snapshot; absent when there is none. */
+  schemas?: StoredSchemas;
   /**
    * Each policy's place in creation order, increasing (a policy created or restored after its
    * deletion gets a new one, past every other; a replaced one keeps its own). Absent: the indexes.
@@ -125,6 +141,15 @@ export interface Store {
   /** Replaces in place, keeping the creation order; false when there is no such policy. */
   replacePolicy(policy: Policy, by: Writer): Promise<boolean>;
   deletePolicy(name: string, by: Writer): Promise<boolean>;
+  /**
+   * Replaces the attribute schema document (or deletes it: `document` null, false when there is
+   * none), as one policy revision (see SCHEMAS_CHANGE), with its audit record (target `schemas`);
+   * `restoredFrom`: the write restores that version. Resolves with the version it made.
+   */
+  writeSchemas(document: SchemaDocument, by: Writer, restoredFrom?: number): Promise<number>;
+  deleteSchemas(by: Writer): Promise<number | false>;
+  /** The record of the write that made version `version` of the schema document, if it is still kept. */
+  schemasVersion(version: number): Promise<AuditRecord | undefined>;
   /**
    * Makes `policy` (version `version` of it, from its history) current again: in place when the
    * policy exists, else created anew (last in creation order). Rejects with DuplicateKeyError when

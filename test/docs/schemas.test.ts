@@ -1,10 +1,10 @@
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { DEFAULT_CONFIG } from '../../src/config.js';
 import { codeBlocks, curlSteps, readDocument, section } from '../helpers/markdown.js';
-import { scratchDir, startServer } from '../helpers/server.js';
+import { scratchDir, startServer, type TestServer } from '../helpers/server.js';
 
 /**
  * docs/schemas.md's example replayed from the document: the schemas it shows written to a file, a
@@ -16,17 +16,14 @@ const DOCUMENT = readDocument('docs/schemas.md');
 const EXAMPLE = section(DOCUMENT, 'An example');
 const BASE = `http://${DEFAULT_CONFIG.host}:${DEFAULT_CONFIG.port}`;
 
-t.test('the example, as the document shows it', async (t) => {
-  const schemas = codeBlocks(EXAMPLE).find((block) => block.lang === 'json')!.text;
-  t.match(EXAMPLE, 'verdict start --schemas schemas.json --schema-enforcement reject');
-  const schemasFile = join(scratchDir(t), 'schemas.json');
-  writeFileSync(schemasFile, schemas);
-  const server = await startServer({ schemasFile, schemaEnforcement: 'reject' });
-  t.teardown(server.close);
-
-  const steps = curlSteps(EXAMPLE);
-  const statuses = [422, 200, 400, 400, 200, 422];
-  t.equal(steps.length, statuses.length, 'a refused policy, the corrected one, two refused checks, a decided one, a refused registration');
+/**
+ * Sends each curl command of `example` to `server` as written, in order: each answer has its status
+ * in `statuses` and, where the document shows it, exactly the JSON shown. Resolves with the answers' texts.
+ */
+async function replay(t: Test, server: TestServer, example: string, statuses: number[], story: string): Promise<string[]> {
+  const steps = curlSteps(example);
+  t.equal(steps.length, statuses.length, story);
+  const answers: string[] = [];
   for (const [index, { curl, exact }] of steps.entries()) {
     const label = `step ${index + 1}: ${curl.method} ${curl.url.slice(BASE.length)}`;
     t.ok(curl.url.startsWith(BASE), `${label}: aimed at the default address`);
@@ -34,7 +31,29 @@ t.test('the example, as the document shows it', async (t) => {
     const text = await response.body.text();
     t.equal(response.statusCode, statuses[index], `${label}: status`);
     if (exact !== undefined) t.equal(text, exact, `${label}: the answer the document shows, byte for byte`);
+    answers.push(text);
   }
+  return answers;
+}
+
+t.test('the example, as the document shows it', async (t) => {
+  const schemas = codeBlocks(EXAMPLE).find((block) => block.lang === 'json')!.text;
+  t.match(EXAMPLE, 'verdict start --schemas schemas.json --schema-enforcement reject');
+  const schemasFile = join(scratchDir(t), 'schemas.json');
+  writeFileSync(schemasFile, schemas);
+  const server = await startServer({ schemasFile, schemaEnforcement: 'reject' });
+  t.teardown(server.close);
+  await replay(t, server, EXAMPLE, [422, 200, 400, 400, 200, 422], 'a refused policy, the corrected one, two refused checks, a decided one, a refused registration');
+});
+
+t.test('the admin API example, as the document shows it', async (t) => {
+  const example = section(DOCUMENT, 'Managed through the admin API');
+  t.match(example, 'verdict start --schema-enforcement reject');
+  const server = await startServer({ schemaEnforcement: 'reject' });
+  t.teardown(server.close);
+  const answers = await replay(t, server, example, [200, 200, 400, 200], 'a stored policy, the schemas written with its re-check, a refused check, the history');
+  t.equal(curlSteps(example).filter((step) => step.exact !== undefined).length, 2, 'the schema write and the refused check are shown exactly');
+  t.match(JSON.parse(answers[3]!), { records: [{ operation: 'schemas.replace', target: 'schemas', version: 1, before: null }], next_cursor: null }, 'the history has the record the document describes');
 });
 
 t.test('the document names every flag it relies on as configuration.md does', async (t) => {

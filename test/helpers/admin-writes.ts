@@ -38,6 +38,9 @@ export const ADMIN_WRITES: AdminWrite[] = [
   { method: 'POST', route: '/register-entity', path: '/register-entity', body: { uri: 'user:2', attributes: { team: 'ops' } }, target: 'entity:user:2' },
   { method: 'POST', route: '/update-entity', path: '/update-entity', body: { uri: 'user:2', attributes: { team: 'dev' } }, target: 'entity:user:2' },
   { method: 'POST', route: '/delete-entity', path: '/delete-entity?uri=user:2', target: 'entity:user:2' },
+  { method: 'PUT', route: '/admin/schemas', path: '/admin/schemas', body: { principal: { attributes: { type: 'object' } } }, target: 'schemas' },
+  { method: 'DELETE', route: '/admin/schemas', path: '/admin/schemas', target: 'schemas' },
+  { method: 'POST', route: '/admin/schemas/restore', path: '/admin/schemas/restore?version=1', target: 'schemas' },
 ];
 
 /** Admin routes that take a body by POST but write nothing. */

@@ -59,6 +59,7 @@ const BODIES: Record<string, string> = {
   'POST /update-entity': '{"uri":"existing","attributes":{"k@":1}}',
   'POST /delete-entity': '{"uri":"existing@"}',
   'POST /create-policy': '{"name":"p@","rules":[]}',
+  'PUT /admin/schemas': '{"principal":{"attributes":{"type":"object","description":"@"}}}',
 };
 const concretePath = (path: string) =>
   path.replace('{name}', 'existing').replace('{uri}', 'existing') + (path === '/admin/policies/simple' ? '?name=simple' : '');
@@ -105,6 +106,7 @@ t.test('invalid UTF-8 is 400 on every route that takes a JSON body, and nothing 
 
     t.strictSame((await server.call('GET', '/admin/policies')).body, before.policies, `${evaluation}: no policy written`);
     t.strictSame((await server.call('GET', ENTITIES)).body, before.entities, `${evaluation}: no entity written`);
+    t.equal((await server.call('GET', '/admin/schemas')).status, 404, `${evaluation}: no schema document written`);
     const metrics = await server.send('GET', '/metrics', '');
     t.notMatch(metrics.body, /verdict_decisions_total\{allowed="(true|false)"\} [1-9]/, `${evaluation}: no decision made`);
   }

@@ -255,11 +255,11 @@ t.test('under warn a worker decides a bulk whose items break the attribute schem
   const dataDir = temporaryDataDir();
   const store = new EmbeddedStore(dataDir);
   await store.createPolicy(ALLOW_A_1_TO_GO, TEST_WRITER);
+  // The schemas travel with the policies, as a server's workers are sent them.
+  await store.writeSchemas({ principal: { attributes: { type: 'object', properties: { a: { type: 'integer' } }, required: ['a'] } } }, TEST_WRITER);
   const snapshots = await PolicySnapshots.load(store);
-  const document = { principal: { attributes: { type: 'object', properties: { a: { type: 'integer' } }, required: ['a'] } } };
   const seen: Parameters<ConstructorParameters<typeof BulkPool>[4] & {}>[0][] = [];
-  const pool = (enforcement: 'warn' | 'reject') =>
-    new BulkPool(1, snapshots, DEFAULT_CONFIG, 10_000, (bulk) => seen.push(bulk), 2, undefined, { document, enforcement });
+  const pool = (enforcement: 'warn' | 'reject') => new BulkPool(1, snapshots, DEFAULT_CONFIG, 10_000, (bulk) => seen.push(bulk), 2, undefined, enforcement);
   const [warned, rejecting] = [pool('warn'), pool('reject')];
   t.teardown(async () => {
     await warned.close();

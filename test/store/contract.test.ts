@@ -67,6 +67,7 @@ function contract(t: Test, name: string, backing: () => Promise<Backing>): void 
   entityBatchContract(t, name, backing);
   entityRangeContract(t, name, backing);
   policyChangesContract(t, name, backing);
+  schemasContract(t, name, backing);
 
   t.test(`${name}: the store contract`, async (t) => {
     const { store, other } = await openHandles(t, backing);
@@ -164,6 +165,58 @@ function policyChangesContract(t: Test, name: string, backing: () => Promise<Bac
     const { epoch } = await other.loadPolicies();
     const changed = await other.loadPolicies(7);
     t.equal('changes' in changed && changed.epoch, epoch, 'changes carry the epoch of the whole set they apply to');
+  });
+}
+
+/** The attribute schema document: written, replaced, deleted and restored as policy revisions, each with its audit record, heard by the other handle. */
+function schemasContract(t: Test, name: string, backing: () => Promise<Backing>): void {
+  t.test(`${name}: the schema document travels with the policies, audited and versioned`, async (t) => {
+    const heard: string[] = [];
+    const observer: AuditObserver = { recorded: (operation) => heard.push(operation), failed: () => heard.push('failed') };
+    const { store, other } = await openHandles(t, backing, { observer });
+    const first = { principal: { attributes: { type: 'object', properties: { level: { type: 'integer' } } } } };
+    const second = JSON.parse('{"resource": {"types": {"doc": {"type": "object", "properties": {"__proto__": {"type": "string"}}}}}}');
+    t.equal((await other.loadPolicies()).schemas, undefined, 'no document at first');
+    t.equal(await store.deleteSchemas(by), false, 'deleting none is no write');
+
+    await store.createPolicy(policy('a'), by);
+    const changes: StoreChange[] = [];
+    const stop = other.watch((change) => changes.push(change));
+    t.equal(await store.writeSchemas(first, by), 1, 'the first write makes version 1');
+    t.equal(await store.policyRevision(), 2, 'a schema write moves the policy revision');
+    await until(() => changes.length > 0, 'the schema write heard');
+    stop();
+    t.same(changes.map((change) => change.kind), ['policies'], 'heard as a policy change');
+    t.same((await other.loadPolicies()).schemas, { document: first, version: 1 }, 'loaded with the policies, as written');
+    t.same(changesOf(await other.loadPolicies(1)), { revision: 2, whole: ['a'] }, 'a load since a revision before a schema write is the whole set');
+    t.same((await other.loadPolicies(1) as { schemas?: unknown }).schemas, { document: first, version: 1 }, 'with the document');
+    await store.createPolicy(policy('b'), by);
+    t.same(changesOf(await other.loadPolicies(2)), { revision: 3, changes: [['b', [null, (await other.loadPolicies()).positions![1]]]] }, 'policies written after it load as changes');
+
+    t.equal(await store.writeSchemas(second, by), 2);
+    t.equal(JSON.stringify((await other.loadPolicies()).schemas), JSON.stringify({ document: second, version: 2 }), 'any key kept as it is');
+    t.equal(await store.deleteSchemas(by), 3, 'a deletion makes a version');
+    t.equal((await other.loadPolicies()).schemas, undefined, 'none after a deletion');
+    t.equal(await store.policyRevision(), 5);
+    t.equal(await store.writeSchemas(first, by, 1), 4, 'a restore makes a version');
+
+    const records = await other.listAudit({ target: 'schemas', limit: 10 });
+    t.same(summary(records), [
+      ['schemas.restore', 'schemas', 4],
+      ['schemas.delete', 'schemas', 3],
+      ['schemas.replace', 'schemas', 2],
+      ['schemas.replace', 'schemas', 1],
+    ], 'one record per write, newest first');
+    const [restored, deleted, replaced, created] = records as any[];
+    t.same([created.before, created.after], [null, first]);
+    t.equal(JSON.stringify([replaced.before, replaced.after]), JSON.stringify([first, second]));
+    t.equal(JSON.stringify([deleted.before, deleted.after]), JSON.stringify([second, null]));
+    t.same([restored.before, restored.after, restored.restored_from], [null, first, 1]);
+    t.match(restored, { actor: by.actor, client: by.client, request_id: by.requestId, route: by.route }, 'names its writer');
+    t.same(summary([(await other.schemasVersion(3))!]), [['schemas.delete', 'schemas', 3]], 'a version by number');
+    t.equal(await other.schemasVersion(9), undefined);
+    t.equal(await other.policyVersion('schemas', 1), undefined, 'not a policy version');
+    t.same(heard, ['policy.create', 'schemas.replace', 'policy.create', 'schemas.replace', 'schemas.delete', 'schemas.restore'], 'the observer hears each commit');
   });
 }
 
