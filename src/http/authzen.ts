@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { FastifyPluginAsync, onRequestHookHandler } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply, onRequestHookHandler } from 'fastify';
 import type { JsonSchemaToTsProvider } from '@fastify/type-provider-json-schema-to-ts';
 import {
   authzenDecisionSchema,
@@ -13,13 +13,13 @@ import {
   authzenSubjectSearchSchema,
 } from '../schemas/authzen.js';
 import { AuthzenSearch } from '../services/authzen-search.js';
-import { AuthzenService } from '../services/authzen.js';
+import { AuthzenService, fixedAnswerJson, type EvaluationsAnswer } from '../services/authzen.js';
 import { ClientError } from '../errors.js';
 import type { RoutesOptions } from './context.js';
 import { ERROR_RESPONSES } from './responses.js';
 import { MIN_REVISION_DOC } from './min-revision.js';
 import { answerErrors } from './errors.js';
-import { NAMES_ITS_REVISION, withRevision } from './revision.js';
+import { JSON_CONTENT_TYPE, NAMES_ITS_REVISION, REVISION_HEADER } from './revision.js';
 
 const tags = ['authzen'];
 
@@ -105,6 +105,19 @@ export const authzenRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, 
     const authzen = new AuthzenService(checks, config.bulkCheckMaxRequests);
     const description = `Ask with \`?explain=true\` for Verdict's reason and explanation in \`context\`. ${MIN_REVISION_DOC}`;
     const security = config.authzenToken === '' ? [] : [{ authzenBearer: [] }];
+    /**
+     * Names the revision served now that the answer is decided, then sends it: as the text its
+     * decisions were written with, or (reasons, an evaluation not decided) returned for the schema to serialize.
+     */
+    const send = <T extends EvaluationsAnswer>(reply: FastifyReply, answer: T): T | undefined => {
+      reply.header(REVISION_HEADER, revision());
+      const json = fixedAnswerJson(answer);
+      if (json === undefined) return answer;
+      reply.type(JSON_CONTENT_TYPE).send(json);
+      return undefined;
+    };
+    const sendDecided = <T extends EvaluationsAnswer>(reply: FastifyReply, answer: T | Promise<T>) =>
+      answer instanceof Promise ? answer.then((decided) => send(reply, decided)) : send(reply, answer);
 
     app.post(AUTHZEN_ENDPOINTS.access_evaluation_endpoint, {
       config: NAMES_ITS_REVISION,
@@ -117,7 +130,7 @@ export const authzenRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, 
         body: authzenEvaluationSchema,
         response: { 200: authzenDecisionSchema, ...ERROR_RESPONSES },
       },
-      handler: (request, reply) => withRevision(reply, revision, authzen.evaluation(request.body, request.query.explain)),
+      handler: (request, reply) => sendDecided(reply, authzen.evaluation(request.body, request.query.explain)),
     });
 
     app.post(AUTHZEN_ENDPOINTS.access_evaluations_endpoint, {
@@ -133,7 +146,7 @@ export const authzenRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, 
         body: authzenEvaluationsSchema,
         response: { 200: authzenEvaluationsResponseSchema, ...ERROR_RESPONSES },
       },
-      handler: (request, reply) => withRevision(reply, revision, authzen.evaluations(request.body, request.query.explain)),
+      handler: (request, reply) => sendDecided(reply, authzen.evaluations(request.body, request.query.explain)),
     });
 
     const search = new AuthzenSearch(checks, context.plans, context.registry, context.snapshots, config);

@@ -16,11 +16,8 @@ import { RequestValidationError } from '../errors.js';
 import { MIN_REVISION_DOC } from './min-revision.js';
 import { acceptJsonBytes } from './json-body.js';
 import { compiledOnFirstUse } from './schema-compilers.js';
-import { NAMES_ITS_REVISION, REVISION_HEADER, withRevision } from './revision.js';
+import { JSON_CONTENT_TYPE, NAMES_ITS_REVISION, REVISION_HEADER, withRevision } from './revision.js';
 import { decisionJson, decisionsJson } from '../engine/index.js';
-
-/** What Fastify's serializer names: answers written as text keep the header they had. */
-const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 
 /** The public check interface: `POST /check` and `POST /check/bulk`. No authentication. */
 export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { context }) => {

@@ -13,6 +13,9 @@ declare module 'fastify' {
 /** The config of a route whose handler names the revision itself. */
 export const NAMES_ITS_REVISION = { namesItsRevision: true };
 
+/** What Fastify's serializer names: answers written as text keep the header they had. */
+export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
+
 /** The revision this process serves now. */
 export type ServedRevision = () => number;
 

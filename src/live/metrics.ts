@@ -31,12 +31,7 @@ export class Metrics {
   private readonly decisions = new PlainCounter('verdict_decisions_total', 'Decisions made, by outcome', this.registry);
   readonly allowed = this.decisions.bind({ allowed: 'true' });
   readonly denied = this.decisions.bind({ allowed: 'false' });
-  readonly bulkSize = new Histogram({
-    name: 'verdict_bulk_checks',
-    help: 'Checks per POST /check/bulk call',
-    buckets: BULK_SIZE_BUCKETS,
-    registers: [this.registry],
-  });
+  readonly bulkSize = new PlainHistogram('verdict_bulk_checks', 'Checks per POST /check/bulk call', BULK_SIZE_BUCKETS, this.registry).unlabelled();
   readonly changeFeedErrors = new Counter({
     name: 'verdict_change_feed_errors_total',
     help: 'Changes from the store that could not be applied (the last good snapshot kept serving)',
@@ -156,12 +151,12 @@ export class Metrics {
     });
   }
 
-  /** Adds what says whether the policy files on disk are in force (`--policies`). */
   /** Attribute schemas are enforced on checks: their violations are served. */
   observeSchemaViolations(): void {
     this.registry.registerMetric(this.schemaViolations);
   }
 
+  /** Adds what says whether the policy files on disk are in force (`--policies`). */
   observePolicyFiles(directory: PolicyDirectory): void {
     this.observeReloads(
       directory,

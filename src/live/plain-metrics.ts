@@ -82,6 +82,7 @@ export class Observations {
   readonly perBucket: Float64Array;
   sum = 0;
   count = 0;
+  listed = false;
 
   constructor(
     readonly labels: Labels,
@@ -91,8 +92,14 @@ export class Observations {
     this.perBucket = new Float64Array(bounds.length + 1);
   }
 
+  /** From now on it is scraped, observed or not. */
+  list(): void {
+    this.listed = true;
+    this.listedIn.push(this);
+  }
+
   observe(value: number): void {
-    if (this.count === 0) this.listedIn.push(this);
+    if (!this.listed) this.list();
     let bucket = 0;
     while (bucket < this.bounds.length && value > this.bounds[bucket]!) bucket++;
     this.perBucket[bucket]!++;
@@ -122,6 +129,16 @@ export class PlainHistogram extends ScrapedMetric {
     return observations;
   }
 
+  /**
+   * The one label set of a histogram without labels: scraped from the start, with its zeros, as
+   * prom-client scrapes such a histogram until it is reset.
+   */
+  unlabelled(): Observations {
+    const observations = this.bind({});
+    observations.list();
+    return observations;
+  }
+
   protected values(): MetricValueWithName<string>[] {
     return this.listed.flatMap(({ labels, perBucket, sum, count }) => {
       let cumulative = 0;
@@ -144,6 +161,7 @@ export class PlainHistogram extends ScrapedMetric {
       observations.perBucket.fill(0);
       observations.sum = 0;
       observations.count = 0;
+      observations.listed = false;
     }
   }
 }

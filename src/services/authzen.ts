@@ -12,11 +12,38 @@ type Answer = AuthzenDecision | Promise<AuthzenDecision>;
 /** What an evaluations request is answered with: `evaluations` in request order, or one decision when it had none. */
 export type EvaluationsAnswer = { evaluations: AuthzenDecision[] } | AuthzenDecision;
 
-const PERMIT: AuthzenDecision = Object.freeze({ decision: true });
-const DENY: AuthzenDecision = Object.freeze({ decision: false });
+/** The JSON of every decision answered without reasons, written once with it: answers of these are joined from the texts, not serialized. */
+const fixedJson = new WeakMap<AuthzenDecision, string>();
+
+/** `decision` frozen, its context too, with its JSON: the key order the response schema serializes, as JSON.stringify writes it. */
+function fixed(decision: AuthzenDecision): AuthzenDecision {
+  if (decision.context !== undefined) Object.freeze(decision.context);
+  const frozen = Object.freeze(decision);
+  fixedJson.set(frozen, JSON.stringify(frozen));
+  return frozen;
+}
+
+const PERMIT = fixed({ decision: true });
+const DENY = fixed({ decision: false });
 
 /** The context AuthZEN's example gives the evaluation at which deny_on_first_deny stopped. */
-const STOPPED_AT_DENIAL: AuthzenDecision = Object.freeze({ decision: false, context: Object.freeze({ code: '200', reason: 'deny_on_first_deny' }) });
+const STOPPED_AT_DENIAL = fixed({ decision: false, context: { code: '200', reason: 'deny_on_first_deny' } });
+
+/**
+ * An answer as JSON, joined from the texts of its decisions, when every one is answered without
+ * reasons and was decided (the answers of the hot path); undefined otherwise, for the response
+ * schema to serialize. The bytes are the schema's either way.
+ */
+export function fixedAnswerJson(answer: EvaluationsAnswer): string | undefined {
+  if (!('evaluations' in answer)) return fixedJson.get(answer);
+  let json = '{"evaluations":[';
+  for (let index = 0; index < answer.evaluations.length; index++) {
+    const text = fixedJson.get(answer.evaluations[index]!);
+    if (text === undefined) return undefined;
+    json += (index === 0 ? '' : ',') + text;
+  }
+  return json + ']}';
+}
 
 /** A decision as AuthZEN answers it: exactly `{decision}`, or with Verdict's reason and explanation in `context` when asked. */
 function authzenDecision(decision: Decision, explain: boolean): AuthzenDecision {

@@ -16,6 +16,11 @@ export class DecisionObserver implements Required<CheckObservers> {
     private readonly decisionLog: DecisionLog | undefined,
   ) {}
 
+  /** Only the decision log reads how long a decision took. */
+  get timed(): boolean {
+    return this.decisionLog !== undefined;
+  }
+
   /** A decision made on this thread: a check, or one item of a bulk decided here. */
   readonly decision: Required<CheckObservers>['decision'] = (input, request, decision, revision, startedAt, violations) => {
     (decision.allowed ? this.metrics.allowed : this.metrics.denied).inc();

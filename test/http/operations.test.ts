@@ -81,7 +81,10 @@ t.test('the decision log holds one well-formed line per decision, from the front
   const server = await startServer({ decisionLog: logFile, evaluation: 'pool' });
   t.equal((await server.call('POST', '/admin/policies', adminPolicy)).status, 200);
   t.equal((await server.call('POST', '/admin/fetchers/registry/entities', { uri: 'user:ann', attributes: { role: 'admin' } })).status, 200);
+  // The server runs in this process: a decision's latency fits within the round trip of its request.
+  const sentAt = performance.now();
   await server.call('POST', '/check', allowedCheck);
+  const roundTripMs = performance.now() - sentAt;
   await server.call('POST', '/check', { principal: { uri: 'user:ann' }, resource: { attributes: { kind: 'doc' } }, action: 'read' });
   await server.call('POST', '/check/bulk', [deniedCheck, allowedCheck]);
   await server.call('POST', '/check', { principal: {} });
@@ -97,6 +100,7 @@ t.test('the decision log holds one well-formed line per decision, from the front
     t.equal(record.revision, 1);
     t.type(record.latency_ms, 'number');
   }
+  t.ok(records[0].latency_ms > 0 && records[0].latency_ms <= roundTripMs, `a check's latency (${records[0].latency_ms} ms) within its round trip (${roundTripMs} ms)`);
   t.same(records[0].request, { principal: { attributes: { role: 'admin' } }, resource: { attributes: { kind: 'doc' } }, action: 'read' });
   t.same([records[0].allowed, records[0].reason], [true, 'Rule admins allowed the action in policy admins-read']);
   t.same(records[1].request.principal, { uri: 'user:ann', attributes: {} }, 'the request as sent');

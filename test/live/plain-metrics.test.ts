@@ -31,6 +31,27 @@ t.test('a histogram: the same exposition as prom-client after the same observati
   t.equal(await ours.metrics(), await theirs.metrics(), 'after a reset');
 });
 
+t.test('a histogram without labels: listed with its zeros from the start, as prom-client lists it until a reset', async (t) => {
+  const theirs = new Registry();
+  const ours = new Registry();
+  const histogram = new Histogram({ name: 'bulk_checks', help: 'Checks per bulk', buckets: [1, 10, 100], registers: [theirs] });
+  const plain = new PlainHistogram('bulk_checks', 'Checks per bulk', [1, 10, 100], ours).unlabelled();
+  const scraped = await ours.metrics();
+  t.equal(scraped, await theirs.metrics(), 'nothing observed');
+  t.match(scraped, 'bulk_checks_bucket{le="1"} 0', 'its zeros listed');
+  for (const size of [3, 100, 1000]) {
+    histogram.observe(size);
+    plain.observe(size);
+  }
+  t.equal(await ours.metrics(), await theirs.metrics(), 'after observations');
+  ours.resetMetrics();
+  theirs.resetMetrics();
+  t.equal(await ours.metrics(), await theirs.metrics(), 'after a reset: not listed');
+  histogram.observe(7);
+  plain.observe(7);
+  t.equal(await ours.metrics(), await theirs.metrics(), 'observed after a reset');
+});
+
 t.test('a counter: the same exposition as prom-client after the same increments', async (t) => {
   const theirs = new Registry();
   const ours = new Registry();
