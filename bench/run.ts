@@ -430,6 +430,13 @@ function printSummary({ http, rssAfterEntities, rssAfterLoad, start, bytesPerEnt
   add('/check with a principal uri from a 100k registry', times(vsBaseline(URI_SCENARIO)), '≥ 0.85×');
   add('bulk 100 items, decisions/s ratio', times(vsBaseline('bulk, 100 items')), '≥ 1.1×');
   add('bulk 1,000 items, decisions/s ratio', times(vsBaseline('bulk, 1000 items')), '≥ 1.3×');
+  // AuthZEN against Verdict's own API asked the same (the issue's measure): CPU per request, same run.
+  const cpuVs = (scenario: string, of: string) => {
+    const [asked, base] = [http?.[scenario]?.Verdict, http?.[of]?.Verdict];
+    return asked === undefined || base === undefined ? undefined : `${ratio(asked.cpuMicrosPerRequest, base.cpuMicrosPerRequest)} CPU per request`;
+  };
+  add('/access/v1/evaluation, vs /check asking the same', cpuVs('authzen evaluation, uris', 'check, uris'), '≤ 1.05×');
+  add('/access/v1/evaluations of 100, vs /check/bulk of the same', cpuVs('authzen evaluations, 100 items, uris', 'bulk, 100 items, uris'), '≤ 1.05×');
   const cpu = http?.['check, attributes'];
   if (cpu?.Verdict !== undefined) {
     add('server CPU per /check (attributes)', `${cpu.Verdict.cpuMicrosPerRequest.toFixed(0)} µs (bare Fastify ${cpu.baseline!.cpuMicrosPerRequest.toFixed(0)} µs)`, '—');
