@@ -1,4 +1,4 @@
-import type { Ajv, AnySchema, ErrorObject } from 'ajv';
+import type { Ajv, AnySchema, ErrorObject, ValidateFunction } from 'ajv';
 import type { DecisionRequest } from '../engine/index.js';
 import { isTooManyErrors } from '../schemas/validation.js';
 import { createSchemaAjv, SCHEMA_PARTS, type SchemaDocument, type SchemaPart } from './schema-document.js';
@@ -11,13 +11,16 @@ type Validator = (value: unknown) => readonly ErrorObject[] | undefined;
 
 /**
  * A schema compiled twice: to stop at the first error (what every check pays, and a valid one, the
- * common case, costs no more), and to find every error, up to a bound, for the answer of one that breaks it.
+ * common case, costs no more), and to find every error, up to a bound, for the answer of one that
+ * breaks it. That one is compiled by the first value that breaks the schema: a process compiles every
+ * document it is given while its checks wait, and most documents are never broken on most threads.
  */
 function compileValidator(firstErrorAjv: Ajv, everyErrorAjv: Ajv, schema: AnySchema): Validator {
   const firstError = firstErrorAjv.compile(schema);
-  const everyError = everyErrorAjv.compile(schema);
+  let everyError: ValidateFunction | undefined;
   return (value) => {
     if (firstError(value)) return undefined;
+    everyError ??= everyErrorAjv.compile(schema);
     try {
       everyError(value);
       return everyError.errors ?? firstError.errors ?? [];

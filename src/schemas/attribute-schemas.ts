@@ -23,7 +23,7 @@ export const schemaDocumentSchema = {
   additionalProperties: false,
   description:
     'JSON Schemas of the attributes of principals, resources and actions (`attributes` for all, `types` by type) and of the context (`attributes`); see docs/schemas.md. ' +
-    'At most 1 MiB of JSON; every schema is compiled by Ajv in strict mode.',
+    'At most 1 MiB of JSON, and at most 2,000 objects and lists in its schemas; every schema is compiled by Ajv in strict mode.',
   properties: {
     principal: partSchema,
     resource: partSchema,

@@ -3,7 +3,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { scratchDir, startServer, temporaryDataDir, type TestServer } from '../helpers/server.js';
 import type { Config } from '../../src/config.js';
-import { MAX_SCHEMA_DOCUMENT_LENGTH } from '../../src/attribute-schemas/schema-document.js';
+import { MAX_SCHEMA_DOCUMENT_LENGTH, MAX_SCHEMA_NODES } from '../../src/attribute-schemas/schema-document.js';
 
 // The attribute schema document managed through the admin API: stored, versioned and audited,
 // applied to the checks that follow (on the front and in the pool's threads, here and in another
@@ -84,12 +84,17 @@ t.test('a document that cannot be used is refused, naming the schema and the pro
   };
   const huge = { principal: { attributes: { type: 'object', properties: Object.fromEntries(Array.from({ length: 40_000 }, (_, index) => [`attribute${index}`, { type: 'string' }])) } } };
   t.ok(JSON.stringify(huge).length > MAX_SCHEMA_DOCUMENT_LENGTH, 'the huge document is past the bound');
+  // Short, but more to compile than any process should stop its checks for: each attribute its own schema.
+  const attributes = (count: number) => Object.fromEntries(Array.from({ length: count }, (_, index) => [`a${index}`, { type: 'integer' }]));
+  const manyAttributes = { principal: { attributes: { type: 'object', properties: attributes(MAX_SCHEMA_NODES) } } };
+  t.ok(JSON.stringify(manyAttributes).length < MAX_SCHEMA_DOCUMENT_LENGTH / 4, 'the many-attribute document is well within the length bound');
   const refusals: [string, unknown, number, RegExp][] = [
     ['a misspelled keyword', { principal: { types: { user: { type: 'object', propertees: {} } } } }, 422, /^body: The schema document principal\.types\.user is not a valid JSON Schema: strict mode: unknown keyword: "propertees"$/],
     ['an unknown type', { resource: { attributes: { type: 'text' } } }, 422, /^body: The schema document resource\.attributes is not a valid JSON Schema: .*type/],
     ['an unknown format', { context: { attributes: { type: 'string', format: 'postcode' } } }, 422, /^body: The schema document context\.attributes is not a valid JSON Schema: unknown format "postcode"/],
     ['a required attribute not listed', { principal: { attributes: { type: 'object', properties: {}, required: ['level'] } } }, 422, /^body: The schema document principal\.attributes is not a valid JSON Schema: strict mode: required property "level"/],
     ['a document longer than 1 MiB', huge, 422, /^body: The schema document longer than 1048576 characters$/],
+    ['a document with too much to compile', manyAttributes, 422, new RegExp(`^body: The schema document holds more than ${MAX_SCHEMA_NODES} objects and lists in its schemas`)],
     ['an unknown part', { subject: { attributes: {} } }, 422, /^body\.subject: Extra inputs are not permitted$/],
     ['types on the context', { context: { types: { x: {} } } }, 422, /^body\.context\.types: Extra inputs are not permitted$/],
     ['a list', [LEVELS], 422, /^body: must be of type object$/],
