@@ -1,5 +1,6 @@
 import type { Ajv, AnySchema } from 'ajv';
 import { requireWhenUsed, stopsAfterTooManyErrors } from '../schemas/validation.js';
+import { unsafePattern } from './pattern-safety.js';
 
 /** The longest schema document accepted, in characters of JSON: a schema is compiled into code at start. */
 export const MAX_SCHEMA_DOCUMENT_LENGTH = 1024 * 1024;
@@ -66,6 +67,13 @@ export function readSchemaDocument(text: string): SchemaDocument {
   }
   const ajv = createSchemaAjv();
   for (const [label, schema] of schemasOf(document)) {
+    const unsafe = unsafePattern(schema);
+    if (unsafe !== undefined) {
+      const shown = unsafe.length > 100 ? `${unsafe.slice(0, 100)}…` : unsafe;
+      throw new SchemaDocumentError(
+        `${label} has the pattern ${JSON.stringify(shown)}, which could take exponential time on some values (a variable repetition inside another, as in "(a+)+"): write it without nesting them`,
+      );
+    }
     try {
       ajv.compile(schema);
     } catch (error) {

@@ -95,6 +95,18 @@ t.test('a document that cannot be used is refused, naming the schema and the pro
     ['a required attribute not listed', { principal: { attributes: { type: 'object', properties: {}, required: ['level'] } } }, 422, /^body: The schema document principal\.attributes is not a valid JSON Schema: strict mode: required property "level"/],
     ['a document longer than 1 MiB', huge, 422, /^body: The schema document longer than 1048576 characters$/],
     ['a document with too much to compile', manyAttributes, 422, new RegExp(`^body: The schema document holds more than ${MAX_SCHEMA_NODES} objects and lists in its schemas`)],
+    [
+      'a pattern that could take exponential time on a value a client sends',
+      { principal: { attributes: { type: 'object', properties: { code: { type: 'string', pattern: '^(a+)+$' } } } } },
+      422,
+      /^body: The schema document principal\.attributes has the pattern "\^\(a\+\)\+\$", which could take exponential time on some values/,
+    ],
+    [
+      'a property-name pattern that could',
+      { resource: { types: { doc: { type: 'object', patternProperties: { '^(x+x+)+y$': { type: 'string' } } } } } },
+      422,
+      /^body: The schema document resource\.types\.doc has the pattern "\^\(x\+x\+\)\+y\$"/,
+    ],
     ['an unknown part', { subject: { attributes: {} } }, 422, /^body\.subject: Extra inputs are not permitted$/],
     ['types on the context', { context: { types: { x: {} } } }, 422, /^body\.context\.types: Extra inputs are not permitted$/],
     ['a list', [LEVELS], 422, /^body: must be of type object$/],
@@ -109,6 +121,8 @@ t.test('a document that cannot be used is refused, naming the schema and the pro
   }
   t.same((await verdict.call('GET', SCHEMAS)).body, { document: LEVELS, version: 1, file: null }, 'the document in force is unchanged');
   t.equal((await verdict.call('GET', `${SCHEMAS}/history`)).body.records.length, 1, 'no refused write is recorded');
+  const safePatterns = { principal: { attributes: { type: 'object', properties: { code: { type: 'string', pattern: '^[A-Z]{2}-(\\d{3})?[0-9]+$', enum: [{ pattern: '(a+)+' }] } } } } };
+  t.equal((await verdict.call('PUT', SCHEMAS, safePatterns)).status, 200, 'a pattern without nested repetition is taken, and an enumerated value is data, not a pattern');
 });
 
 t.test('schemas come from a file: their writes answer 409 saying where to change them, reads say which file', async (t) => {
