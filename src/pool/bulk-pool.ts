@@ -11,6 +11,23 @@ import type { BulkTally } from '../live/live-counters.js';
 import type { ItemViolations } from '../attribute-schemas/enforcement.js';
 import type { SchemaEnforcement } from '../config.js';
 
+/** What a pool is made with. */
+export interface BulkPoolOptions {
+  /** Its threads, started by the first task. */
+  workers: number;
+  limits: BulkLimits;
+  /** How long a task may run in a thread before the thread is stopped and the task answered 503. */
+  timeoutMillis: number;
+  /** Told of every bulk a thread decided. */
+  observe?: BulkObserver;
+  /** How many of a bulk's denials a thread keeps for the live view (0: none). */
+  recentDenials?: number;
+  /** The file the threads run: the pool's worker (tests give one that wraps it, to crash or hang it). */
+  workerFile?: URL;
+  /** How attribute schemas are enforced: workers compile those of the policies they are sent, and hand a bulk that breaks them under `reject` to the front. */
+  schemaEnforcement?: SchemaEnforcement;
+}
+
 /** A worker did not finish a bulk in time: answered 503, the client may retry. */
 export class WorkerTimeoutError extends Error {}
 
@@ -46,19 +63,26 @@ export class BulkPool {
   private lastTaskId = 0;
   private closed = false;
 
+  private readonly workers: number;
+  private readonly limits: BulkLimits;
+  private readonly timeoutMillis: number;
+  private readonly observe: BulkObserver;
+  private readonly recentDenials: number;
+  private readonly workerFile: URL;
+  private readonly schemaEnforcement: SchemaEnforcement;
+
   constructor(
-    private readonly workers: number,
     private readonly snapshots: PolicySnapshots,
-    private readonly limits: BulkLimits,
-    private readonly timeoutMillis: number,
-    private readonly observe: BulkObserver = () => {},
-    private readonly recentDenials = 0,
-    /** The file the threads run: the pool's worker (tests give one that wraps it, to crash or hang it). */
-    private readonly workerFile: URL = POOL_WORKER_FILE,
-    /** How attribute schemas are enforced: workers compile those of the policies they are sent, and hand a bulk that breaks them under `reject` to the front. */
-    private readonly schemaEnforcement: SchemaEnforcement = 'off',
+    options: BulkPoolOptions,
   ) {
-    this.runningTasks = RunningTasks.create(workers);
+    this.workers = options.workers;
+    this.limits = options.limits;
+    this.timeoutMillis = options.timeoutMillis;
+    this.observe = options.observe ?? (() => {});
+    this.recentDenials = options.recentDenials ?? 0;
+    this.workerFile = options.workerFile ?? POOL_WORKER_FILE;
+    this.schemaEnforcement = options.schemaEnforcement ?? 'off';
+    this.runningTasks = RunningTasks.create(this.workers);
   }
 
   /** The pool, started on first use. */

@@ -104,16 +104,15 @@ export async function composeServices(config: Config, substitutes: Substitutes =
   const bulk =
     config.evaluation === 'inline'
       ? undefined
-      : new BulkPool(
-          config.workers,
-          snapshots,
-          { bulkCheckMaxRequests: config.bulkCheckMaxRequests, maxJsonDepth: config.maxJsonDepth, maxStringLength: config.maxStringLength, maxAnswerSize: config.maxAnswerSize },
-          config.workerTimeoutMs,
-          decisions.decidedInWorker,
-          config.recentDenials,
-          substitutes.poolWorkerFile,
-          config.schemaEnforcement,
-        );
+      : new BulkPool(snapshots, {
+          workers: config.workers,
+          limits: { bulkCheckMaxRequests: config.bulkCheckMaxRequests, maxJsonDepth: config.maxJsonDepth, maxStringLength: config.maxStringLength, maxAnswerSize: config.maxAnswerSize },
+          timeoutMillis: config.workerTimeoutMs,
+          observe: decisions.decidedInWorker,
+          recentDenials: config.recentDenials,
+          workerFile: substitutes.poolWorkerFile,
+          schemaEnforcement: config.schemaEnforcement,
+        });
   if (bulk !== undefined) metrics.observePool(bulk);
   const liveWindow = new LiveWindow(live, bulk);
   const adminKeys = adminKeysOf(config);

@@ -2,7 +2,7 @@ import t, { type Test } from 'tap';
 import { rmSync } from 'node:fs';
 import { EmbeddedStore } from '../../src/store/embedded.js';
 import { PolicySnapshots } from '../../src/snapshot/policy-snapshots.js';
-import { BulkPool } from '../../src/pool/bulk-pool.js';
+import { BulkPool, type BulkObserver } from '../../src/pool/bulk-pool.js';
 import { ClientError } from '../../src/errors.js';
 import { DEFAULT_CONFIG } from '../../src/config.js';
 import { temporaryDataDir } from '../helpers/server.js';
@@ -33,7 +33,7 @@ async function poolOverResetStore(t: Test, fill: (dropped: EmbeddedStore, refill
   const store = interceptedStore(dropped, { loadPolicies: (proceed) => (reset ? refilled.loadPolicies() : proceed()) });
   await fill(dropped, refilled);
   const snapshots = await PolicySnapshots.load(store);
-  const pool = new BulkPool(1, snapshots, DEFAULT_CONFIG, 10_000);
+  const pool = new BulkPool(snapshots, { workers: 1, limits: DEFAULT_CONFIG, timeoutMillis: 10_000 });
   t.teardown(async () => {
     snapshots.close();
     await pool.close();
@@ -53,7 +53,7 @@ t.test('a worker decides a bulk at the revision the front holds, and hands back 
   const dataDir = temporaryDataDir();
   const store = new EmbeddedStore(dataDir);
   const snapshots = await PolicySnapshots.load(store);
-  const pool = new BulkPool(1, snapshots, { ...DEFAULT_CONFIG, bulkCheckMaxRequests: 10 }, 10_000);
+  const pool = new BulkPool(snapshots, { workers: 1, limits: { ...DEFAULT_CONFIG, bulkCheckMaxRequests: 10 }, timeoutMillis: 10_000 });
   t.teardown(async () => {
     await pool.close();
     await store.close();
@@ -104,8 +104,8 @@ t.test("a worker tells the front what decided each bulk and its last denials, fo
   const store = new EmbeddedStore(dataDir);
   await store.createPolicy(ALLOW_A_1_TO_GO, TEST_WRITER);
   const snapshots = await PolicySnapshots.load(store);
-  const seen: Parameters<ConstructorParameters<typeof BulkPool>[4] & {}>[0][] = [];
-  const pool = new BulkPool(1, snapshots, DEFAULT_CONFIG, 10_000, (bulk) => seen.push(bulk), 2);
+  const seen: Parameters<BulkObserver>[0][] = [];
+  const pool = new BulkPool(snapshots, { workers: 1, limits: DEFAULT_CONFIG, timeoutMillis: 10_000, observe: (bulk) => seen.push(bulk), recentDenials: 2 });
   t.teardown(async () => {
     await pool.close();
     await store.close();
@@ -149,7 +149,7 @@ t.test('a worker a few writes behind is sent the policies they changed and deriv
       };
     },
   });
-  const pool = new BulkPool(1, watched, DEFAULT_CONFIG, 10_000);
+  const pool = new BulkPool(watched, { workers: 1, limits: DEFAULT_CONFIG, timeoutMillis: 10_000 });
   t.teardown(async () => {
     await pool.close();
     await store.close();
@@ -183,7 +183,7 @@ t.test('a worker behind two replacements of one policy, each applied by the fron
   const store = new EmbeddedStore(dataDir);
   await store.createPolicy(ALLOW_A_1_TO_GO, TEST_WRITER);
   const snapshots = await PolicySnapshots.load(store);
-  const pool = new BulkPool(1, snapshots, DEFAULT_CONFIG, 10_000);
+  const pool = new BulkPool(snapshots, { workers: 1, limits: DEFAULT_CONFIG, timeoutMillis: 10_000 });
   t.teardown(async () => {
     await pool.close();
     await store.close();
@@ -220,7 +220,7 @@ t.test('a worker makes plans at the revision the front holds, refusing what is t
   const dataDir = temporaryDataDir();
   const store = new EmbeddedStore(dataDir);
   const snapshots = await PolicySnapshots.load(store);
-  const pool = new BulkPool(1, snapshots, DEFAULT_CONFIG, 10_000);
+  const pool = new BulkPool(snapshots, { workers: 1, limits: DEFAULT_CONFIG, timeoutMillis: 10_000 });
   t.teardown(async () => {
     await pool.close();
     await store.close();
@@ -258,8 +258,8 @@ t.test('under warn a worker decides a bulk whose items break the attribute schem
   // The schemas travel with the policies, as a server's workers are sent them.
   await store.writeSchemas({ principal: { attributes: { type: 'object', properties: { a: { type: 'integer' } }, required: ['a'] } } }, TEST_WRITER);
   const snapshots = await PolicySnapshots.load(store);
-  const seen: Parameters<ConstructorParameters<typeof BulkPool>[4] & {}>[0][] = [];
-  const pool = (enforcement: 'warn' | 'reject') => new BulkPool(1, snapshots, DEFAULT_CONFIG, 10_000, (bulk) => seen.push(bulk), 2, undefined, enforcement);
+  const seen: Parameters<BulkObserver>[0][] = [];
+  const pool = (enforcement: 'warn' | 'reject') => new BulkPool(snapshots, { workers: 1, limits: DEFAULT_CONFIG, timeoutMillis: 10_000, observe: (bulk) => seen.push(bulk), recentDenials: 2, schemaEnforcement: enforcement });
   const [warned, rejecting] = [pool('warn'), pool('reject')];
   t.teardown(async () => {
     await warned.close();

@@ -59,7 +59,7 @@ t.test('the pool replaces a crashed worker: the next bulk is decided by a worker
   const dataDir = temporaryDataDir();
   const store = new EmbeddedStore(dataDir);
   const snapshots = await PolicySnapshots.load(store);
-  const pool = new BulkPool(1, snapshots, DEFAULT_CONFIG, DEFAULT_CONFIG.workerTimeoutMs, undefined, undefined, FAULTY_WORKER_FILE);
+  const pool = new BulkPool(snapshots, { workers: 1, limits: DEFAULT_CONFIG, timeoutMillis: DEFAULT_CONFIG.workerTimeoutMs, workerFile: FAULTY_WORKER_FILE });
   t.teardown(async () => {
     await pool.close();
     await store.close();
