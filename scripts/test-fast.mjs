@@ -104,7 +104,13 @@ async function runProcess(queue, env, onFileEnd) {
     if (ended.failures.length === 0) passed.set(ended.file, ended.seconds);
     else failed.push(ended);
     onFileEnd(ended);
-    sendNext();
+    if (ended.last) {
+      // This process can run no more files: the next one takes the rest of the queue.
+      running = undefined;
+      child.stdin.end();
+      clearTimeout(timer);
+      timer = setTimeout(() => child.kill('SIGKILL'), timeout * 1000);
+    } else sendNext();
   });
   sendNext();
   const ended = await closed;

@@ -8,9 +8,13 @@ import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { pathToFileURL } from 'node:url';
 
-const rootTest = t.test;
+const [rootTest, rootPlan] = [t.test, t.plan];
 
-/** Imports `file` with the root's `test` watched, waits for the tests it starts, and names those that failed. */
+/**
+ * Imports `file` with the root's `test` watched, waits for the tests it starts, and names those that
+ * failed. A file that skips itself with `t.plan(0, why)` says so in a comment: planned on the root, it
+ * would end it for the files after it.
+ */
 async function runFile(file) {
   const started = [];
   t.test = (...args) => {
@@ -18,10 +22,12 @@ async function runFile(file) {
     started.push({ name: typeof args[0] === 'string' ? args[0] : '(unnamed)', running });
     return running;
   };
+  t.plan = (count, why) => (count === 0 ? t.comment(`${file}: ${why ?? 'skipped'}`) : rootPlan.call(t, count, why));
   try {
     await import(pathToFileURL(resolve(file)).href);
   } finally {
     t.test = rootTest;
+    t.plan = rootPlan;
   }
   const results = await Promise.all(started.map(({ running }) => running));
   return started.filter((_, index) => results[index] !== null && !results[index].ok).map(({ name }) => name);
@@ -31,6 +37,9 @@ const toParent = createWriteStream('', { fd: 3 });
 for await (const file of createInterface({ input: process.stdin })) {
   const startedAt = performance.now();
   const failures = await runFile(file).catch((error) => [`${file} could not be run: ${error?.stack ?? error}`]);
-  toParent.write(`${JSON.stringify({ file, failures, seconds: (performance.now() - startedAt) / 1000 })}\n`);
+  // A file may still end tap's root (`t.end()`, a plan of its own): no test of a later file would run here.
+  const last = t.ended;
+  toParent.write(`${JSON.stringify({ file, failures, seconds: (performance.now() - startedAt) / 1000, last })}\n`);
+  if (last) break;
 }
 toParent.end();

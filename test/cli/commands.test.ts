@@ -78,7 +78,7 @@ t.test('every command answers --help (and -h) with its own usage, exit 0', async
     [['key', '--help'], /^ {2}verdict key$/m, false],
     [['import', '--help'], /^ {2}verdict import entities <file\.jsonl>\n[^]*^ {2}verdict import eunomia \[path\]$/m, true],
     [['import', 'eunomia', '--help'], /^ {2}verdict import eunomia \[path\]$/m, true],
-    [['test', '--help'], /^ {2}verdict test \[paths\.\.\.\] \[--format text\|tap\|junit\]$/m, false],
+    [['test', '--help'], /^ {2}verdict test \[paths\.\.\.\] \[--format text\|tap\|junit\] \[--schemas <file>\]$/m, false],
     [['policies', 'export', '--help'], /^ {2}verdict policies export <dir>/m, false],
     [['policies', '--help'], /^ {2}verdict policies export <dir>/m, false],
   ];
