@@ -11,7 +11,7 @@
 // output printed: a file that passes alone failed only beside others (a test leaves something behind).
 //
 //   npm run test:fast                             the files below
-//   npm run test:fast -- dist/test/http/...js     these files only
+//   npm run test:fast -- dist/test/http/...js     these files only (the slow kinds among them each alone)
 //   npm run test:fast -- --times                  also each file's time, as it finishes
 //
 // Test data directories go under /dev/shm when the machine has it (a memory file system: SQLite's
@@ -127,7 +127,9 @@ const files = (named.length > 0 ? named : fastFiles()).sort((a, b) => (lastTimes
 const scratch = existsSync('/dev/shm') ? mkdtempSync('/dev/shm/verdict-test-fast-') : undefined;
 const env = { ...process.env, TAP_TIMEOUT: String(timeout), ...(scratch && { TMPDIR: scratch }) };
 const started = performance.now();
-const queue = [...files];
+const isSlow = (file) => SLOW.some((slow) => slow.test(file));
+const queue = files.filter((file) => !isSlow(file));
+const slowNamed = files.filter(isSlow);
 let done = 0;
 
 const onFileEnd = ({ file, seconds }) => {
@@ -149,7 +151,21 @@ async function runProcesses() {
 
 // One more than the cores: some files spend seconds waiting on timers and child processes, and the
 // extra process keeps the cores busy meanwhile.
-const groups = (await Promise.all(Array.from({ length: Math.min(availableParallelism() + 1, files.length) }, runProcesses))).flat();
+const groups = (await Promise.all(Array.from({ length: Math.min(availableParallelism() + 1, queue.length) }, runProcesses))).flat();
+// The slow kinds, when named, each in a process of its own, as npm test runs them: some set up tap's root
+// for themselves (a timeout, a browser opened before every test), which would hold for the files after them.
+const alone = [];
+await Promise.all(
+  Array.from({ length: Math.min(availableParallelism(), slowNamed.length) }, async () => {
+    for (let file = slowNamed.shift(); file !== undefined; file = slowNamed.shift()) {
+      const startedAt = performance.now();
+      const ran = await runAlone(file, env);
+      const seconds = (performance.now() - startedAt) / 1000;
+      onFileEnd({ file, seconds });
+      alone.push({ file, ran, seconds });
+    }
+  }),
+);
 if (process.stdout.isTTY && !times) process.stdout.write('\n');
 
 const failed = [];
@@ -167,13 +183,21 @@ for (const group of groups) {
     failed.push('(a test process)');
   }
 }
+for (const { file, ran } of alone) {
+  if (ran.code === 0 && ran.results?.ok) continue;
+  process.stdout.write(`\n# ${file} failed (exit ${ran.signal ?? ran.code})\n${ran.output}\n`);
+  failed.push(file);
+}
 for (const file of queue) {
   process.stdout.write(`\n# ${file} was not run: its test processes died before they took a file\n`);
   failed.push(file);
 }
 if (scratch !== undefined) rmSync(scratch, { recursive: true, force: true });
 
-const ranTimes = Object.fromEntries(groups.flatMap((group) => [...group.passed]));
+const ranTimes = Object.fromEntries([
+  ...groups.flatMap((group) => [...group.passed]),
+  ...alone.filter(({ ran }) => ran.code === 0 && ran.results?.ok).map(({ file, seconds }) => [file, seconds]),
+]);
 mkdirSync(dirname(TIMES_FILE), { recursive: true });
 writeFileSync(TIMES_FILE, JSON.stringify({ ...lastTimes, ...ranTimes }));
 

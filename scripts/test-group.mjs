@@ -34,6 +34,8 @@ async function runFile(file) {
 }
 
 const toParent = createWriteStream('', { fd: 3 });
+// tap ends its root when the process would otherwise exit: held open while the parent may send a file.
+const keepAlive = setInterval(() => {}, 1 << 30);
 for await (const file of createInterface({ input: process.stdin })) {
   const startedAt = performance.now();
   const failures = await runFile(file).catch((error) => [`${file} could not be run: ${error?.stack ?? error}`]);
@@ -42,4 +44,5 @@ for await (const file of createInterface({ input: process.stdin })) {
   toParent.write(`${JSON.stringify({ file, failures, seconds: (performance.now() - startedAt) / 1000, last })}\n`);
   if (last) break;
 }
+clearInterval(keepAlive);
 toParent.end();
