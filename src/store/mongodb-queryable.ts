@@ -61,5 +61,13 @@ const UNVOUCHED: MongoFilter = {
   $expr: { $or: [{ $ne: [{ $type: '$attributes' }, 'object'] }, { $ne: ['$attributes_version', { $ifNull: ['$version', 0] }] }] },
 };
 
-/** The rows `filter` (written for ENTITY_ROW_LAYOUT) selects, and every row whose copy cannot vouch for its attributes. */
-export const selectedOrUnvouched = (filter: MongoFilter): MongoFilter => ({ $or: [filter, UNVOUCHED] });
+/**
+ * The rows of `range` that `filter` (written for ENTITY_ROW_LAYOUT) selects, with every row of it
+ * whose copy cannot vouch for its attributes; the whole range without a filter.
+ */
+export function narrowedRange(range: MongoFilter, filter: MongoFilter | undefined): MongoFilter {
+  return filter === undefined ? range : { $and: [range, { $or: [filter, UNVOUCHED] }] };
+}
+
+/** The levels of narrowedRange's query that a filter is placed in (two documents, two lists), as mongoFilter counts them. */
+export const NARROWED_NESTING = 4;

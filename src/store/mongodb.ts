@@ -60,7 +60,7 @@ import {
   type StoredSchemaDocument,
 } from './mongodb-collections.js';
 import { backfillQueryableFields, countEntities, createIndexes, ensureEpoch, raiseCounters, raisePolicyVersions, versionCounter } from './mongodb-set-up.js';
-import { ENTITY_ROW_LAYOUT, queryableFields, selectedOrUnvouched } from './mongodb-queryable.js';
+import { ENTITY_ROW_LAYOUT, NARROWED_NESTING, narrowedRange, queryableFields } from './mongodb-queryable.js';
 import type { MongoFilter } from '../engine/mongodb-filter.js';
 
 const POLICY_CHANGES_KEPT = 10_000;
@@ -188,8 +188,7 @@ const counterBehind = (error: unknown) => error instanceof MongoServerError && e
  * follows the others' writes through a change stream that resumes where it stopped.
  */
 export class MongoStore implements Store {
-  /** A filtered listing places the filter two levels deep, in `$and` and `$or` (see listEntitiesUnder). */
-  readonly entityFilter = { layout: ENTITY_ROW_LAYOUT, nestedIn: 4 };
+  readonly entityFilter = { layout: ENTITY_ROW_LAYOUT, nestedIn: NARROWED_NESTING };
   private readonly collections: StoreCollections;
   private readonly policies: Collection<StoredDocument>;
   private readonly entities: Collection<StoredEntity>;
@@ -603,14 +602,13 @@ export class MongoStore implements Store {
     return rows.map((row) => JSON.parse(row.document) as Entity);
   }
 
-  /** `narrowedBy` selects among the rows of the uri range, with every row whose queryable copy cannot vouch for its attributes (see mongodb-queryable.ts). */
+  /** `narrowedBy` selects among the rows of the uri range, with every row whose queryable copy cannot vouch for its attributes (see narrowedRange). */
   async listEntitiesUnder(prefix: string, after: string, limit: number, narrowedBy?: MongoFilter): Promise<Entity[]> {
     if (limit === 0) return [];
     const { from, to } = uriRange(prefix);
     // _id is the uri; with no collation, strings compare by their UTF-8 bytes, as in the embedded store.
-    const range: Filter<StoredEntity> = { _id: { $gte: from, $lt: to, $gt: after } };
     const rows = await this.entities
-      .find(narrowedBy === undefined ? range : { $and: [range, selectedOrUnvouched(narrowedBy)] }, ENTITY_TEXT)
+      .find(narrowedRange({ _id: { $gte: from, $lt: to, $gt: after } }, narrowedBy), ENTITY_TEXT)
       .sort({ _id: 1 })
       .limit(limit)
       .toArray()
