@@ -186,14 +186,17 @@ async function withMongoStores(t: Test, use: (store: MongoStore, raw: Collection
   const { MongoClient } = await import('mongodb');
   const database = reached.freshDatabase();
   const client = await MongoClient.connect(reached.uri);
+  const stores: MongoStore[] = [];
+  // The stores first: one that saw its database dropped would make its set-up again there.
   t.teardown(async () => {
+    for (const store of stores) await store.close();
     await client.db(database).dropDatabase();
     await client.close();
   });
   const raw = client.db(database).collection<Document>('entities');
   const open = async () => {
     const opened = await MongoStore.open({ uri: reached.uri, database });
-    t.teardown(() => opened.close());
+    stores.push(opened);
     return opened;
   };
   await use(await open(), raw, open);
