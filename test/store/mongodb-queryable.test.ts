@@ -237,8 +237,9 @@ t.test('mongodb: rows written before copies were kept are listed by every narrow
     const filter = { 'attributes.level': { $gt: 3 } };
     const narrowed = async (on: MongoStore) => (await on.listEntitiesUnder('doc:', '', 10, filter)).map((entity) => entity.uri);
     t.same(await narrowed(store), ['doc:high', 'doc:low'], 'without a copy, both are candidates');
-    const restarted = await open();
-    t.same(await narrowed(restarted), ['doc:high'], 'backfilled at start: only the one the filter selects');
+    const [restarted, alongside] = await Promise.all([open(), open()]);
+    t.same(await narrowed(restarted), ['doc:high'], 'backfilled at start, by two processes at once: only the one the filter selects');
+    t.same(await narrowed(alongside), ['doc:high'], 'the same for both');
     t.same(await raw.findOne({ _id: 'doc:low' as never }, { projection: { _id: 0, attributes: 1, attributes_version: 1 } }), { attributes: { level: 1 }, attributes_version: 0 }, 'the copy of the row as it was');
     await raw.updateOne({ _id: 'doc:low' as never }, { $set: { document: JSON.stringify(entityOf('doc:low', { level: 9 })) }, $inc: { version: 1 } });
     t.same(await narrowed(restarted), ['doc:high', 'doc:low'], 'a row rewritten as an older release does (the text only): a candidate again');
