@@ -437,9 +437,11 @@ class FilterWriter {
  * documents' values must be JSON's (strings, numbers, booleans, null, lists, embedded documents)
  * and the query must use the simple (binary) collation. Operators may come in either spelling
  * (`==` or `equals`); a reason naming a condition spells it as the tree does. A filter whose JSON
- * text would be longer than `maxLength` characters is not written: its reason says so.
+ * text would be longer than `maxLength` characters is not written: its reason says so. `nestedIn`:
+ * the levels (documents and lists) of the query the filter is to be placed in, which count towards
+ * MongoDB's limit of depth.
  */
-export function mongoFilter(condition: ConditionTree, options: MongoFilterOptions = DEFAULT_MONGO_FILTER_OPTIONS, maxLength = Infinity): MongoFilterResult {
+export function mongoFilter(condition: ConditionTree, options: MongoFilterOptions = DEFAULT_MONGO_FILTER_OPTIONS, maxLength = Infinity, nestedIn = 0): MongoFilterResult {
   const writer = new FilterWriter(options, maxLength);
   let filter: MongoFilter;
   try {
@@ -448,7 +450,7 @@ export function mongoFilter(condition: ConditionTree, options: MongoFilterOption
     if (error instanceof NoExactFilter) return { unsupported: error.message };
     throw error;
   }
-  const depth = depthOf(filter);
+  const depth = nestedIn + depthOf(filter);
   if (depth > MONGODB_MAX_DEPTH) {
     const culprit = writer.deepestComparison();
     const named = culprit === undefined ? '' : ` (condition ${formatCondition(culprit)} is the deepest)`;

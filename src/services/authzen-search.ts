@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import type { AuthzenActionSearch, AuthzenResourceSearch, AuthzenSubjectSearch } from '../schemas/authzen.js';
 import { actionAndContext, entityInput, entityUri } from '../requests/authzen-request.js';
 import type { CheckInput } from '../requests/check-request.js';
-import type { DecisionRequest } from '../engine/index.js';
+import type { DecisionRequest, MongoFilter } from '../engine/index.js';
+import { PLAN_ANSWER_GROWTH } from '../config.js';
 import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
 import type { RegistryService } from './registry.js';
 import type { CheckService } from './checks.js';
@@ -74,6 +75,12 @@ function pageOf<Result>(keys: readonly string[], resultOf: (key: string) => Resu
 /** Whether the registered entity `uri` is a result. */
 type CandidateTest = (uri: string) => boolean | Promise<boolean>;
 
+/** How a search finds its results: each candidate decided by `permits`, once the store has left out, by `narrowedBy`, some that cannot be. */
+interface Candidates {
+  permits: CandidateTest;
+  narrowedBy?: MongoFilter;
+}
+
 /** What one request's pass over the registry found: the allowed uris, and where the next page starts (undefined: nowhere, they are all answered). */
 interface Scanned {
   allowed: string[];
@@ -86,7 +93,12 @@ interface Scanned {
  * would (told to no observer of checks); a page ends once it holds `page.limit` results and another is
  * known to follow, when the candidates end, or after `--search-max-candidates` of them, whichever
  * comes first. Resources are decided by the plan of the subject, action and context when it is exact,
- * else one check each. Actions are those the policies name, all decided at once (there are few).
+ * else one check each; on a store that filters in the database (MongoDB), an exact plan's filter
+ * first narrows the candidates read, unless the resource has properties (they merge with the
+ * registered attributes, which are all the database sees). The candidates are then those the
+ * database returns, each still decided here, so answers are as exact as without it; a page token
+ * names the last candidate decided either way, and the bound counts the candidates returned.
+ * Actions are those the policies name, all decided at once (there are few).
  * Paging is stable while the registry and the policies do not change.
  */
 export class AuthzenSearch {
@@ -100,6 +112,8 @@ export class AuthzenSearch {
       maxPageSize: number;
       /** The most candidates one request decides. */
       searchMaxCandidates: number;
+      /** The longest plan condition (its MongoDB filter may be longer, as a plan answer's may). */
+      maxPlanSize: number;
     },
   ) {}
 
@@ -107,7 +121,7 @@ export class AuthzenSearch {
     const resource = entityInput(body.resource);
     const supplied = entityInput({ ...body.subject, id: '' }).attributes;
     const action = actionAndContext(body.action, body.context);
-    return this.search(body, body.subject.type, () => (uri) => this.permits({ principal: { uri, attributes: supplied }, resource, ...action }));
+    return this.search(body, body.subject.type, () => ({ permits: (uri) => this.permits({ principal: { uri, attributes: supplied }, resource, ...action }) }));
   }
 
   async resources(body: AuthzenResourceSearch): Promise<SearchAnswer<{ type: string; id: string }>> {
@@ -119,8 +133,10 @@ export class AuthzenSearch {
       const condition = await this.plans.exactCondition(asked(undefined));
       // Nothing is allowed: no candidate need be read.
       if (condition === false) return undefined;
-      const decided = condition === undefined ? undefined : conditionTest(condition);
-      return (uri) => this.permits(asked(uri), decided);
+      if (condition === undefined) return { permits: (uri) => this.permits(asked(uri)) };
+      const decided = conditionTest(condition);
+      const narrowedBy = supplied.size === 0 ? this.registry.narrowing(condition, (PLAN_ANSWER_GROWTH - 1) * this.limits.maxPlanSize) : undefined;
+      return { permits: (uri) => this.permits(asked(uri), decided), narrowedBy };
     });
   }
 
@@ -136,20 +152,20 @@ export class AuthzenSearch {
   }
 
   /**
-   * The page a subject or resource search answers: the registered entities of `type` that the test
-   * `permitting` makes (once the page token is read) allows, from the token's position; none when it
-   * makes none.
+   * The page a subject or resource search answers: the registered entities of `type` that the
+   * candidates `finding` makes (once the page token is read) allow, from the token's position; none
+   * when it makes none.
    */
   private async search(
     body: AuthzenSubjectSearch | AuthzenResourceSearch,
     type: string,
-    permitting: () => CandidateTest | undefined | Promise<CandidateTest | undefined>,
+    finding: () => Candidates | undefined | Promise<Candidates | undefined>,
   ): Promise<SearchAnswer<{ type: string; id: string }>> {
     const request = digestOf(body);
     const after = readToken(body.page?.token, request);
     const prefix = entityUri(type, '');
-    const permits = await permitting();
-    const { allowed, resumeAfter } = permits === undefined ? { allowed: [], resumeAfter: undefined } : await this.scan(prefix, after ?? '', this.limit(body.page?.limit), permits);
+    const candidates = await finding();
+    const { allowed, resumeAfter } = candidates === undefined ? { allowed: [], resumeAfter: undefined } : await this.scan(prefix, after ?? '', this.limit(body.page?.limit), candidates);
     const page = { next_token: resumeAfter === undefined ? '' : tokenAt(request, resumeAfter), count: allowed.length };
     return {
       page: after === undefined && resumeAfter === undefined ? { ...page, total: allowed.length } : page,
@@ -158,11 +174,11 @@ export class AuthzenSearch {
   }
 
   /**
-   * Decides the entities under `prefix` after `after`, in uri order, until `limit` are allowed and
-   * another allowed one follows them, the entities end, or the most candidates one request may
-   * decide have been.
+   * Decides the entities under `prefix` after `after` (those the store's narrowing leaves), in uri
+   * order, until `limit` are allowed and another allowed one follows them, the entities end, or the
+   * most candidates one request may decide have been.
    */
-  private async scan(prefix: string, after: string, limit: number, permits: CandidateTest): Promise<Scanned> {
+  private async scan(prefix: string, after: string, limit: number, { permits, narrowedBy }: Candidates): Promise<Scanned> {
     const allowed: string[] = [];
     let decided = 0;
     let position = after;
@@ -170,7 +186,7 @@ export class AuthzenSearch {
       const asked = Math.min(SLICE, this.limits.searchMaxCandidates - decided);
       // Out of candidates to decide: the next page goes on after the last one decided.
       if (asked === 0) return { allowed, resumeAfter: position };
-      const uris = await this.registry.urisUnder(prefix, position, asked);
+      const uris = await this.registry.urisUnder(prefix, position, asked, narrowedBy);
       for (const uri of uris) {
         decided++;
         const permitted = permits(uri);

@@ -8,6 +8,7 @@ import { storableValueIssues } from '../engine/value-limits.js';
 import type { Writer } from '../audit/record.js';
 import type { Location, ValidationIssue } from '../schemas/errors.js';
 import type { EnforcedSchemas } from '../attribute-schemas/schemas-in-force.js';
+import { mongoFilter, type ConditionTree, type MongoFilter } from '../engine/index.js';
 
 export interface EntityRegistration {
   uri?: string | null;
@@ -65,9 +66,26 @@ export class RegistryService {
     return (await this.store.listEntities(offset, limit)).map(inKeyOrder);
   }
 
-  /** The uris of up to `limit` entities under `prefix` (`<type>:`) after `after`, in the store's uri order (see Store.listEntitiesUnder). */
-  async urisUnder(prefix: string, after: string, limit: number): Promise<string[]> {
-    return (await this.store.listEntitiesUnder(prefix, after, limit)).map((entity) => entity.uri);
+  /**
+   * The uris of up to `limit` entities under `prefix` (`<type>:`) after `after`, in the store's uri
+   * order (see Store.listEntitiesUnder); `narrowedBy`, from `narrowing`, may leave out those its
+   * condition does not hold for.
+   */
+  async urisUnder(prefix: string, after: string, limit: number, narrowedBy?: MongoFilter): Promise<string[]> {
+    return (await this.store.listEntitiesUnder(prefix, after, limit, narrowedBy)).map((entity) => entity.uri);
+  }
+
+  /**
+   * A filter for urisUnder that leaves out, in the store, the registered entities `condition` (a
+   * plan's, over the resource) does not hold for; undefined when the store cannot filter, or the
+   * condition has no MongoDB filter of at most `maxLength` characters.
+   */
+  narrowing(condition: ConditionTree, maxLength: number): MongoFilter | undefined {
+    const where = this.store.entityFilter;
+    // A condition that holds for every entity leaves none out.
+    if (where === undefined || condition === true) return undefined;
+    const written = mongoFilter(condition, where.layout, maxLength, where.nestedIn);
+    return 'filter' in written ? written.filter : undefined;
   }
 
   count(): Promise<number> {

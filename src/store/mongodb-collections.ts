@@ -15,6 +15,15 @@ export interface StoredDocument {
   version?: number;
 }
 
+/**
+ * An entity's row: beside its text, a queryable copy of its attributes and the version that copy was
+ * made at (see mongodb-queryable.ts); both absent on rows written before copies were kept.
+ */
+export interface StoredEntity extends StoredDocument {
+  attributes?: Record<string, unknown> | null;
+  attributes_version?: number;
+}
+
 export interface Counter {
   /**
    * `policy-position`, `entity-position`, `policy-revision`, `audit-sequence`,
@@ -56,7 +65,7 @@ export interface StoredSchemaDocument {
 /** The MongoDB store's collections. */
 export interface StoreCollections {
   policies: Collection<StoredDocument>;
-  entities: Collection<StoredDocument>;
+  entities: Collection<StoredEntity>;
   counters: Collection<Counter>;
   audit: Collection<StoredAuditRecord>;
   policyChanges: Collection<PolicyChangeRecord>;

@@ -1,6 +1,8 @@
 import { randomInt } from 'node:crypto';
 import { MongoServerError, type AnyBulkWriteOperation, type ClientSession, type Collection, type Document } from 'mongodb';
-import { ENTITY_COUNT, type Counter, type StoreCollections } from './mongodb-collections.js';
+import { ENTITY_COUNT, type Counter, type StoreCollections, type StoredEntity } from './mongodb-collections.js';
+import { queryableFields } from './mongodb-queryable.js';
+import type { Entity } from '../schemas/entity.js';
 import { runTransaction } from './mongodb-transaction.js';
 import { SCHEMAS_TARGET } from '../audit/record.js';
 
@@ -22,6 +24,8 @@ export async function createIndexes({ policies, entities, audit }: StoreCollecti
       await collection.createIndex({ position: 1 }, { unique: true });
     }
   }
+  // Finds the rows the backfill has yet to reach without reading the others (see backfillQueryableFields).
+  await entities.createIndex({ attributes_version: 1, _id: 1 });
   await audit.createIndex({ target: 1, _id: -1 });
   await audit.createIndex({ actor: 1, _id: -1 });
   await audit.createIndex({ time: 1 });
@@ -97,4 +101,31 @@ export async function countEntities({ entities, counters }: StoreCollections, se
     retryMs,
     { readConcern: { level: 'snapshot' } },
   );
+}
+
+/** Rows the backfill reads and writes at once: one bounded read, then one batch of updates. */
+export const BACKFILL_BATCH = 500;
+
+/**
+ * Gives every entity row written before queryable copies were kept (see mongodb-queryable.ts) its
+ * copy, BACKFILL_BATCH rows at a time in uri order, each row once. Each update names the text and
+ * version it read, so a row rewritten meanwhile is left to the write that rewrote it; processes
+ * doing this at once write the same fields, and a row done already is not found again.
+ */
+export async function backfillQueryableFields({ entities }: StoreCollections, batch = BACKFILL_BATCH): Promise<void> {
+  let after: string | undefined;
+  for (;;) {
+    const pending = { attributes_version: { $exists: false }, ...(after === undefined ? {} : { _id: { $gt: after } }) };
+    const rows = await entities.find(pending, { projection: { document: 1, version: 1 } }).sort({ _id: 1 }).limit(batch).toArray();
+    if (rows.length === 0) return;
+    const updates: AnyBulkWriteOperation<StoredEntity>[] = rows.map(({ _id, document, version }) => ({
+      updateOne: {
+        filter: { _id, document, version: version ?? { $exists: false }, attributes_version: { $exists: false } },
+        update: { $set: queryableFields(JSON.parse(document) as Entity, document, version ?? 0) },
+      },
+    }));
+    await entities.bulkWrite(updates, { ordered: false });
+    if (rows.length < batch) return;
+    after = rows.at(-1)!._id;
+  }
 }

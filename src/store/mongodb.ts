@@ -9,6 +9,7 @@ import {
   type Document,
   type Filter,
   type MongoClientOptions,
+  type OptionalUnlessRequiredId,
   type Timestamp,
 } from 'mongodb';
 import type { Policy } from '../schemas/policy.js';
@@ -55,9 +56,12 @@ import {
   type StoreCollections,
   type StoredAuditRecord,
   type StoredDocument,
+  type StoredEntity,
   type StoredSchemaDocument,
 } from './mongodb-collections.js';
-import { countEntities, createIndexes, ensureEpoch, raiseCounters, raisePolicyVersions, versionCounter } from './mongodb-set-up.js';
+import { backfillQueryableFields, countEntities, createIndexes, ensureEpoch, raiseCounters, raisePolicyVersions, versionCounter } from './mongodb-set-up.js';
+import { ENTITY_ROW_LAYOUT, NARROWED_NESTING, narrowedRange, queryableFields } from './mongodb-queryable.js';
+import type { MongoFilter } from '../engine/mongodb-filter.js';
 
 const POLICY_CHANGES_KEPT = 10_000;
 
@@ -71,6 +75,15 @@ interface Transaction {
 const BASELINE_WRITER: Writer = { actor: 'verdict', client: '', requestId: '', route: '' };
 
 const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** What entity reads fetch of a row: its JSON text, not the queryable copy beside it. */
+const ENTITY_TEXT = { projection: { document: 1 } } as const;
+
+/** A new entity's row: its text and queryable fields at version 1. */
+function entityRow(entity: Entity, position: number): StoredEntity {
+  const document = JSON.stringify(entity);
+  return { _id: entity.uri, position, document, version: 1, ...queryableFields(entity, document, 1) };
+}
 
 const DUPLICATE_KEY = 11000;
 /** The followed collections; every other collection's events are filtered out on the server, but for their drops and renames. */
@@ -175,9 +188,10 @@ const counterBehind = (error: unknown) => error instanceof MongoServerError && e
  * follows the others' writes through a change stream that resumes where it stopped.
  */
 export class MongoStore implements Store {
+  readonly entityFilter = { layout: ENTITY_ROW_LAYOUT, nestedIn: NARROWED_NESTING };
   private readonly collections: StoreCollections;
   private readonly policies: Collection<StoredDocument>;
-  private readonly entities: Collection<StoredDocument>;
+  private readonly entities: Collection<StoredEntity>;
   private readonly counters: Collection<Counter>;
   private readonly audit: Collection<StoredAuditRecord>;
   private readonly policyChanges: Collection<PolicyChangeRecord>;
@@ -238,6 +252,8 @@ export class MongoStore implements Store {
     await ensureEpoch(this.collections);
     // Without an exact count (a registry too large to count in one transaction), $count counts the collection.
     await this.withSession((session) => countEntities(this.collections, session, this.timeouts.retry)).catch(() => undefined);
+    // Rows left without a queryable copy are listed by every filtered listing: slower searches, never wrong ones.
+    await backfillQueryableFields(this.collections).catch(() => undefined);
   }
 
   /**
@@ -354,9 +370,9 @@ export class MongoStore implements Store {
   }
 
   /** Inserts `document`; an existing key is a DuplicateKeyError saying `duplicate`. */
-  private async insertNew(collection: Collection<StoredDocument>, document: StoredDocument, session: ClientSession, duplicate: string) {
+  private async insertNew<Row extends StoredDocument>(collection: Collection<Row>, document: Row, session: ClientSession, duplicate: string) {
     try {
-      await collection.insertOne(document, { session });
+      await collection.insertOne(document as OptionalUnlessRequiredId<Row>, { session });
     } catch (error) {
       if (takenKey(error)) throw new DuplicateKeyError(duplicate);
       throw error;
@@ -442,7 +458,7 @@ export class MongoStore implements Store {
   }
 
   private async readEntity(uri: string, session?: ClientSession): Promise<Entity | undefined> {
-    const row = await this.entities.findOne({ _id: uri }, { session });
+    const row = await this.entities.findOne({ _id: uri }, { session, ...ENTITY_TEXT });
     return row === null ? undefined : (JSON.parse(row.document) as Entity);
   }
 
@@ -577,7 +593,7 @@ export class MongoStore implements Store {
     // The server reads a limit of 0 as "no limit".
     if (limit === 0) return [];
     const rows = await this.entities
-      .find({})
+      .find({}, ENTITY_TEXT)
       .sort({ position: 1 })
       .skip(Math.min(offset, Number.MAX_SAFE_INTEGER))
       .limit(limit)
@@ -586,12 +602,13 @@ export class MongoStore implements Store {
     return rows.map((row) => JSON.parse(row.document) as Entity);
   }
 
-  async listEntitiesUnder(prefix: string, after: string, limit: number): Promise<Entity[]> {
+  /** `narrowedBy` selects among the rows of the uri range, with every row whose queryable copy cannot vouch for its attributes (see narrowedRange). */
+  async listEntitiesUnder(prefix: string, after: string, limit: number, narrowedBy?: MongoFilter): Promise<Entity[]> {
     if (limit === 0) return [];
     const { from, to } = uriRange(prefix);
     // _id is the uri; with no collation, strings compare by their UTF-8 bytes, as in the embedded store.
     const rows = await this.entities
-      .find({ _id: { $gte: from, $lt: to, $gt: after } })
+      .find(narrowedRange({ _id: { $gte: from, $lt: to, $gt: after } }, narrowedBy), ENTITY_TEXT)
       .sort({ _id: 1 })
       .limit(limit)
       .toArray()
@@ -621,8 +638,7 @@ export class MongoStore implements Store {
     await this.write(async (transaction) => {
       const { session } = transaction;
       const position = await this.nextValue('entity-position', session);
-      const document = { _id: entity.uri, position, document: JSON.stringify(entity), version: 1 };
-      await this.insertNew(this.entities, document, session, `Entity '${entity.uri}' already exists`);
+      await this.insertNew(this.entities, entityRow(entity, position), session, `Entity '${entity.uri}' already exists`);
       await this.countRegistered(session, 1);
       await this.recordEntityWrite(transaction, by, { operation: 'entity.create', uri: entity.uri, before: undefined, after: entity });
     });
@@ -634,7 +650,7 @@ export class MongoStore implements Store {
     await this.write(async (transaction) => {
       const { session } = transaction;
       const firstPosition = (await this.nextValue('entity-position', session, entities.length)) - entities.length + 1;
-      const rows = entities.map((entity, index) => ({ _id: entity.uri, position: firstPosition + index, document: JSON.stringify(entity) }));
+      const rows = entities.map((entity, index) => entityRow(entity, firstPosition + index));
       try {
         await this.entities.insertMany(rows, { session, ordered: true });
       } catch (error) {
@@ -653,10 +669,13 @@ export class MongoStore implements Store {
   async updateEntity(uri: string, change: (entity: Entity) => Entity, by: Writer): Promise<Entity | undefined> {
     return this.write(async (transaction) => {
       const { session } = transaction;
-      const before = await this.readEntity(uri, session);
-      if (before === undefined) return undefined;
+      const row = await this.entities.findOne({ _id: uri }, { session, projection: { document: 1, version: 1 } });
+      if (row === null) return undefined;
+      const before = JSON.parse(row.document) as Entity;
       const updated = change(before);
-      await this.entities.updateOne({ _id: uri }, { $set: { document: JSON.stringify(updated) }, $inc: { version: 1 } }, { session });
+      const document = JSON.stringify(updated);
+      const version = (row.version ?? 0) + 1;
+      await this.entities.updateOne({ _id: uri }, { $set: { document, version, ...queryableFields(updated, document, version) } }, { session });
       await this.recordEntityWrite(transaction, by, { operation: 'entity.update', uri, before, after: updated });
       return updated;
     });

@@ -1,5 +1,6 @@
 import type { Policy } from '../schemas/policy.js';
 import type { ChangedPolicy } from '../engine/compile.js';
+import type { MongoFilter, MongoFilterOptions } from '../engine/mongodb-filter.js';
 import type { Entity } from '../schemas/entity.js';
 import type { AuditOperation, AuditQuery, AuditRecord, AuditRetention, Writer } from '../audit/record.js';
 import type { SchemaDocument } from '../attribute-schemas/schema-document.js';
@@ -164,9 +165,16 @@ export interface Store {
   /**
    * Up to `limit` entities whose uri starts with `prefix` (which ends with `:`, as `<type>:` does) and
    * sorts after `after` ('' for the first), in uri order: the order of the uris' UTF-8 bytes, the
-   * same in every store. Reads an index range, never the whole registry.
+   * same in every store. Reads an index range, never the whole registry. `narrowedBy`, a MongoDB
+   * filter written for `entityFilter`: entities whose stored attributes it does not select may be
+   * left out (the others are listed as without it); a store without `entityFilter` leaves none out.
    */
-  listEntitiesUnder(prefix: string, after: string, limit: number): Promise<Entity[]>;
+  listEntitiesUnder(prefix: string, after: string, limit: number, narrowedBy?: MongoFilter): Promise<Entity[]>;
+  /**
+   * Set when listEntitiesUnder narrows by a filter in the database: where a filter finds an entity's
+   * uri and attributes, and how many levels of the query it is placed in (see mongoFilter).
+   */
+  readonly entityFilter?: { layout: MongoFilterOptions; nestedIn: number };
   /** Rejects with DuplicateKeyError when the uri is taken. */
   createEntity(entity: Entity, by: Writer): Promise<void>;
   /**

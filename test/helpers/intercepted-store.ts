@@ -1,6 +1,6 @@
 import type { Store } from '../../src/store/store.js';
 
-type AsyncMethod = { [K in keyof Store]: Store[K] extends (...args: never[]) => Promise<unknown> ? K : never }[keyof Store];
+type AsyncMethod = { [K in keyof Store]-?: Store[K] extends (...args: never[]) => Promise<unknown> ? K : never }[keyof Store];
 
 /** Runs around one call: `proceed` makes the real call; the result is what the caller gets. */
 export type Around = (proceed: () => Promise<unknown>, args: unknown[]) => Promise<unknown>;
