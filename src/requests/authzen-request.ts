@@ -21,6 +21,8 @@ export function entityInput(entity: AuthzenEntity): EntityInput {
  * the action's attributes (`action_conditions`), `context` the check's context (`context_conditions`).
  */
 export function actionAndContext(action: AuthzenEvaluation['action'], context: AuthzenEvaluation['context']): ActionInput {
+  // The common evaluation names its action and nothing more: read as /check reads one, in an object of the same shape.
+  if (action.properties === undefined && context === undefined) return { action: action.name };
   const input = actionInput({ action: { name: action.name, attributes: action.properties }, context }, ['body']);
   // Only a list of attributes can repeat a key; AuthZEN sends objects.
   if ('loc' in input) throw new ClientError(400, input.msg);
@@ -29,7 +31,14 @@ export function actionAndContext(action: AuthzenEvaluation['action'], context: A
 
 /** The check an AuthZEN evaluation (schema-valid) asks for. */
 export function evaluationInput(evaluation: AuthzenEvaluation): CheckInput {
-  return { principal: entityInput(evaluation.subject), resource: entityInput(evaluation.resource), ...actionAndContext(evaluation.action, evaluation.context) };
+  const principal = entityInput(evaluation.subject);
+  const resource = entityInput(evaluation.resource);
+  const { action, actionAttributes, context } = actionAndContext(evaluation.action, evaluation.context);
+  // Built key by key, in /check's order: checks of one shape keep the code that decides them fast.
+  const input: CheckInput = { principal, resource, action };
+  if (actionAttributes !== undefined) input.actionAttributes = actionAttributes;
+  if (context !== undefined) input.context = context;
+  return input;
 }
 
 /** An evaluations request (schema-valid) read: each item with the top-level defaults applied, and how to run them. */

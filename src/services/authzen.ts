@@ -3,8 +3,7 @@ import type { AuthzenDecision, AuthzenEvaluation, AuthzenEvaluations, Evaluation
 import { evaluationInput, readEvaluations } from '../requests/authzen-request.js';
 import type { CheckInput } from '../requests/check-request.js';
 import { AttributeConflict } from '../registry/resolve.js';
-import { ClientError } from '../errors.js';
-import type { CheckService } from './checks.js';
+import { conflictAsClientError, type CheckService } from './checks.js';
 import { answerEach } from './answer-each.js';
 
 type Answer = AuthzenDecision | Promise<AuthzenDecision>;
@@ -94,15 +93,12 @@ export class AuthzenService {
   }
 
   private decideOne(input: CheckInput, explain: boolean): Answer {
-    const decide = this.checks.decider(1, explain);
-    const asClientError = (error: unknown): never => {
-      throw error instanceof AttributeConflict ? new ClientError(400, error.message) : error;
-    };
     try {
-      const decided = then(decide(input), (decision) => authzenDecision(decision, explain));
-      return decided instanceof Promise ? decided.catch(asClientError) : decided;
+      const decided = this.checks.decider(1, explain)(input);
+      if (decided instanceof Promise) return decided.then((decision) => authzenDecision(decision, explain), conflictAsClientError);
+      return authzenDecision(decided, explain);
     } catch (error) {
-      return asClientError(error);
+      return conflictAsClientError(error);
     }
   }
 }

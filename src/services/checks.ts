@@ -9,7 +9,8 @@ import { explanationsTooLarge } from './answer-limits.js';
 import { withViolations } from '../attribute-schemas/enforcement.js';
 import type { EnforcedSchemas } from '../attribute-schemas/schemas-in-force.js';
 
-const conflictAsClientError = (error: unknown): never => {
+/** A check that cannot be decided as asked (a supplied attribute contradicting the registry): 400. */
+export const conflictAsClientError = (error: unknown): never => {
   if (error instanceof AttributeConflict) throw new ClientError(400, error.message);
   throw error;
 };

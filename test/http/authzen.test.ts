@@ -286,6 +286,37 @@ t.test('400 for every request the model refuses, one by one; unknown fields igno
   t.equal(withId.headers['x-request-id'], 'abc', 'echoed on an error too');
 });
 
+t.test('X-Request-ID echoed by every AuthZEN route, on answers and refusals alike, with or without a bearer token', async (t) => {
+  const valid = { subject: alice, action: { name: 'read' }, resource: { type: 'document', id: '1' } };
+  const search = { subject: alice, action: { name: 'read' }, resource: { type: 'document' } };
+  const bodies: [string, unknown][] = [
+    [EVALUATION, valid],
+    [EVALUATIONS, { ...valid, evaluations: [{}] }],
+    ['/access/v1/search/subject', { ...search, subject: { type: 'user' }, resource: { type: 'document', id: '1' } }],
+    ['/access/v1/search/resource', search],
+    ['/access/v1/search/action', { ...valid, action: undefined }],
+  ];
+  for (const token of ['', 's3cret']) {
+    const server = await libraryServer(t, { authzenToken: token, minRevisionWaitMs: 10 });
+    const authorization: Record<string, string> = token === '' ? {} : { authorization: `Bearer ${token}` };
+    const echoed = async (method: string, path: string, body: unknown, headers: Record<string, string>, expected: number, what: string) => {
+      const id = `id-${Math.random().toString(36).slice(2)}`;
+      const answer = await server.call(method, path, body, { ...headers, 'x-request-id': id });
+      t.equal(answer.status, expected, `${path} ${what}${token === '' ? '' : ' (token set)'}`);
+      t.equal(answer.headers['x-request-id'], id, `${path} ${what}: the id echoed`);
+      const generated = await server.call(method, path, body, headers);
+      t.match(generated.headers['x-request-id'], /^[0-9a-f-]{36}$/, `${path} ${what}: an id generated`);
+    };
+    await echoed('GET', '/.well-known/authzen-configuration', undefined, {}, 200, 'answered');
+    for (const [path, body] of bodies) {
+      await echoed('POST', path, body, authorization, 200, 'answered');
+      await echoed('POST', path, { action: 1 }, authorization, 400, 'refused');
+      await echoed('POST', path, body, { ...authorization, 'verdict-min-revision': '999999' }, 503, 'not at the revision');
+      if (token !== '') await echoed('POST', path, body, {}, 401, 'without the token');
+    }
+  }
+});
+
 t.test('verdict-min-revision, as /check', async (t) => {
   const server = await libraryServer(t, { minRevisionWaitMs: 50 });
   const valid = { subject: alice, action: { name: 'read' }, resource: { type: 'document', id: '1' } };
