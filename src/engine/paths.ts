@@ -52,16 +52,26 @@ export function compileLookup(path: string): Lookup {
   if ('error' in parsed) throw new Error(`invalid path '${path}': ${parsed.error}`);
   if (parsed.kind === 'uri') return (entity) => entity.uri ?? MISSING;
   const [first, ...rest] = parsed.steps as [string, ...string[]];
-  if (rest.length === 0) {
-    return (entity) => (entity.attributes.has(first) ? entity.attributes.get(first) : MISSING);
-  }
-  return (entity) => (entity.attributes.has(first) ? stepInto(entity.attributes.get(first), rest) : MISSING);
+  if (rest.length === 0) return (entity) => attributeOf(entity.attributes, first);
+  return (entity) => {
+    const value = attributeOf(entity.attributes, first);
+    return value === MISSING ? MISSING : stepInto(value, rest);
+  };
 }
 
 /** The lookup of the steps after `attributes.` in a map of attributes that may be absent (a check without context). */
 export function compileAttributeLookup(steps: readonly string[]): (attributes: ReadonlyMap<string, unknown> | undefined) => unknown {
   const [first, ...rest] = steps as [string, ...string[]];
-  return (attributes) => (attributes !== undefined && attributes.has(first) ? stepInto(attributes.get(first), rest) : MISSING);
+  return (attributes) => {
+    const value = attributes === undefined ? MISSING : attributeOf(attributes, first);
+    return value === MISSING ? MISSING : stepInto(value, rest);
+  };
+}
+
+/** The value of an attribute, or MISSING: one lookup, and a second only for a value that reads as undefined. */
+function attributeOf(attributes: ReadonlyMap<string, unknown>, key: string): unknown {
+  const value = attributes.get(key);
+  return value !== undefined || attributes.has(key) ? value : MISSING;
 }
 
 function stepInto(value: unknown, steps: readonly string[]): unknown {

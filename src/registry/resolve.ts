@@ -44,8 +44,12 @@ export function resolveCheck(input: CheckInput, registered: RegisteredAttributes
   return decisionRequest(input, principal, resource);
 }
 
-function decisionRequest(input: CheckInput, principal: Attributes, resource: Attributes): DecisionRequest {
-  const request: DecisionRequest = { principal: merge(input.principal, principal), resource: merge(input.resource, resource), action: input.action };
+function decisionRequest(input: CheckInput, principalAttributes: Attributes, resourceAttributes: Attributes): DecisionRequest {
+  const principal = merge(input.principal, principalAttributes);
+  const resource = merge(input.resource, resourceAttributes);
+  // Nothing registered to add (the common check): the check as read is already the request, and no copy is made.
+  if (principal === input.principal && resource === input.resource) return input;
+  const request: DecisionRequest = { principal, resource, action: input.action };
   if (input.actionAttributes !== undefined) request.actionAttributes = input.actionAttributes;
   if (input.context !== undefined) request.context = input.context;
   return request;
