@@ -56,6 +56,8 @@ interface Window {
 const WINDOW_MILLIS = 200;
 const TRIAL_EVERY = 32;
 const WEIGHT = 0.3;
+/** A path measured within this many windows of its last is averaged; after a longer gap, measured afresh. */
+const RECENT_WINDOWS = 2;
 
 const perByte = (ms: number) => `${Number((ms * 1e6).toPrecision(3))} ns/byte`;
 
@@ -68,7 +70,7 @@ const perByte = (ms: number) => `${Number((ms * 1e6).toPrecision(3))} ns/byte`;
  * path runs alone and at its pace: inline once the pooled bulks handed off before are all answered,
  * pooled once the first is answered (the time to fill the pool is no cost at saturation). The first
  * window measured of each path only warms it up. An unmeasured path is tried first, and then one
- * window in `trialEvery`.
+ * window in `trialEvery`, whose costs replace those it was last measured at.
  */
 export class MeasuredPlacement {
   private readonly workers: number;
@@ -80,6 +82,8 @@ export class MeasuredPlacement {
   private readonly costs: PathCosts = {};
   /** Windows measured, by path, the first (warming up) included. */
   private readonly measured: Record<BulkPath, number> = { inline: 0, pool: 0 };
+  /** The last window measured of each path, counting the windows of both from 1. */
+  private readonly lastMeasured: Record<BulkPath, number> = { inline: 0, pool: 0 };
   private window: Window;
   /** Pooled bulks handed off and not yet answered. */
   private pooling = 0;
@@ -153,28 +157,33 @@ export class MeasuredPlacement {
     return { at: this.now(), utilization: this.utilization() };
   }
 
-  /** Adds the window's costs to its path's averages (a window that measured nothing is left out); the next window's path. */
+  /**
+   * Adds the window's costs to its path's averages (a window that measured nothing is left out); the next window's path. A path
+   * measured again after a gap (a trial) starts its averages afresh: the load may have changed since.
+   */
   private close(window: Window): BulkPath {
     if (window.since !== undefined && window.bytes > 0) {
       const frontMsPerByte = this.utilization(window.since.utilization).active / window.bytes;
+      const windows = this.measured.inline + this.measured.pool;
+      const weight = windows - this.lastMeasured[window.path] > RECENT_WINDOWS ? 1 : this.weight;
       // The first window of each path warms it up (compiling its code): its costs are not those of serving.
       if (this.measured[window.path] > 0) {
         if (window.path === 'inline') {
-          this.costs.inlineFrontMsPerByte = this.averaged(this.costs.inlineFrontMsPerByte, frontMsPerByte);
+          this.costs.inlineFrontMsPerByte = averaged(this.costs.inlineFrontMsPerByte, frontMsPerByte, weight);
         } else {
-          this.costs.poolFrontMsPerByte = this.averaged(this.costs.poolFrontMsPerByte, frontMsPerByte);
-          this.costs.poolWorkerMsPerByte = this.averaged(this.costs.poolWorkerMsPerByte, window.workerMs / window.bytes);
+          this.costs.poolFrontMsPerByte = averaged(this.costs.poolFrontMsPerByte, frontMsPerByte, weight);
+          this.costs.poolWorkerMsPerByte = averaged(this.costs.poolWorkerMsPerByte, window.workerMs / window.bytes, weight);
         }
       }
       this.measured[window.path] += 1;
+      this.lastMeasured[window.path] = windows + 1;
     }
     const chosen = fasterPath(this.costs, this.workers);
     if (chosen === undefined) return this.costs.inlineFrontMsPerByte === undefined ? 'inline' : 'pool';
     const windows = this.measured.inline + this.measured.pool;
     return window.path === chosen && windows % this.trialEvery === 0 ? (chosen === 'pool' ? 'inline' : 'pool') : chosen;
   }
-
-  private averaged(average: number | undefined, sample: number): number {
-    return average === undefined ? sample : average + this.weight * (sample - average);
-  }
 }
+
+/** `sample` moved into `average` with `weight` (1: replacing it). */
+const averaged = (average: number | undefined, sample: number, weight: number): number => (average === undefined ? sample : average + weight * (sample - average));
