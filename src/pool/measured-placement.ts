@@ -38,8 +38,6 @@ export interface MeasuringOptions {
   windowMillis?: number;
   /** One window in this many takes the path not chosen, so that its costs follow a changing load. */
   trialEvery?: number;
-  /** The weight of a new window's costs in their moving averages. */
-  weight?: number;
   /** The front thread's event loop utilization (tests pass their own). */
   utilization?: (previous?: EventLoopUtilization) => EventLoopUtilization;
   now?: () => number;
@@ -55,6 +53,7 @@ interface Window {
 
 const WINDOW_MILLIS = 200;
 const TRIAL_EVERY = 32;
+/** The weight of a new window's costs in their moving averages. */
 const WEIGHT = 0.3;
 /** A path measured within this many windows of its last is averaged; after a longer gap, measured afresh. */
 const RECENT_WINDOWS = 2;
@@ -76,7 +75,6 @@ export class MeasuredPlacement {
   private readonly workers: number;
   private readonly windowMillis: number;
   private readonly trialEvery: number;
-  private readonly weight: number;
   private readonly utilization: (previous?: EventLoopUtilization) => EventLoopUtilization;
   private readonly now: () => number;
   private readonly costs: PathCosts = {};
@@ -92,7 +90,6 @@ export class MeasuredPlacement {
     this.workers = options.workers;
     this.windowMillis = options.windowMillis ?? WINDOW_MILLIS;
     this.trialEvery = options.trialEvery ?? TRIAL_EVERY;
-    this.weight = options.weight ?? WEIGHT;
     this.utilization = options.utilization ?? ((previous) => performance.eventLoopUtilization(previous));
     this.now = options.now ?? (() => performance.now());
     this.window = this.open('inline', undefined);
@@ -165,7 +162,7 @@ export class MeasuredPlacement {
     if (window.since !== undefined && window.bytes > 0) {
       const frontMsPerByte = this.utilization(window.since.utilization).active / window.bytes;
       const windows = this.measured.inline + this.measured.pool;
-      const weight = windows - this.lastMeasured[window.path] > RECENT_WINDOWS ? 1 : this.weight;
+      const weight = windows - this.lastMeasured[window.path] > RECENT_WINDOWS ? 1 : WEIGHT;
       // The first window of each path warms it up (compiling its code): its costs are not those of serving.
       if (this.measured[window.path] > 0) {
         if (window.path === 'inline') {
