@@ -4,8 +4,8 @@ import { performance, type EventLoopUtilization } from 'node:perf_hooks';
 export type BulkPath = 'inline' | 'pool';
 
 /**
- * What each path has been measured to cost, per byte of bulk body, as moving averages; a path not
- * yet measured is left out.
+ * What each path has been measured to cost, per byte of bulk body: each the median of the last
+ * windows that measured it; a path not yet measured is left out.
  */
 export interface PathCosts {
   /** The front thread's busy time per byte while it decides bulks itself (reading the requests and answering included). */
@@ -53,10 +53,18 @@ interface Window {
 
 const WINDOW_MILLIS = 200;
 const TRIAL_EVERY = 32;
-/** The weight of a new window's costs in their moving averages. */
-const WEIGHT = 0.3;
-/** A path measured within this many windows of its last is averaged; after a longer gap, measured afresh. */
-const RECENT_WINDOWS = 2;
+/**
+ * A path's costs are the medians of its last this many windows: a window on a machine shared with other
+ * work may measure many times the usual (its thread preempted), and one such window must not move the choice.
+ */
+const WINDOWS_KEPT = 3;
+
+/** The median of a few numbers (of two, their mean). */
+const median = (values: readonly number[]): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+};
 
 const perByte = (ms: number) => `${Number((ms * 1e6).toPrecision(3))} ns/byte`;
 
@@ -65,11 +73,11 @@ const perByte = (ms: number) => `${Number((ms * 1e6).toPrecision(3))} ns/byte`;
  * spare: the one measured faster by fasterPath. Each window's bulks all take one path; when it
  * closes, the front thread's busy time over it (its event loop utilization: whatever else the
  * front did meanwhile weighs on both paths alike) and, pooled, the workers' wall time, each per
- * byte of the bulks it decided, join that path's moving averages. A window measures from when the
+ * byte of the bulks it decided, join that path's last windows (see WINDOWS_KEPT). A window measures from when the
  * path runs alone and at its pace: inline once the pooled bulks handed off before are all answered,
  * pooled once the first is answered (the time to fill the pool is no cost at saturation). The first
  * window measured of each path only warms it up. An unmeasured path is tried first, and then one
- * window in `trialEvery`, whose costs replace those it was last measured at.
+ * window in `trialEvery`.
  */
 export class MeasuredPlacement {
   private readonly workers: number;
@@ -77,11 +85,11 @@ export class MeasuredPlacement {
   private readonly trialEvery: number;
   private readonly utilization: (previous?: EventLoopUtilization) => EventLoopUtilization;
   private readonly now: () => number;
-  private readonly costs: PathCosts = {};
+  /** The last windows' costs per byte, WINDOWS_KEPT at most of each path: the front's, and (pooled) a worker's. */
+  private readonly samples: Record<BulkPath, { front: number; worker: number }[]> = { inline: [], pool: [] };
+  private costs: PathCosts = {};
   /** Windows measured, by path, the first (warming up) included. */
   private readonly measured: Record<BulkPath, number> = { inline: 0, pool: 0 };
-  /** The last window measured of each path, counting the windows of both from 1. */
-  private readonly lastMeasured: Record<BulkPath, number> = { inline: 0, pool: 0 };
   private window: Window;
   /** Pooled bulks handed off and not yet answered. */
   private pooling = 0;
@@ -154,33 +162,29 @@ export class MeasuredPlacement {
     return { at: this.now(), utilization: this.utilization() };
   }
 
-  /**
-   * Adds the window's costs to its path's averages (a window that measured nothing is left out); the next window's path. A path
-   * measured again after a gap (a trial) starts its averages afresh: the load may have changed since.
-   */
+  /** Adds the window's costs to its path's (a window that measured nothing is left out); the next window's path. */
   private close(window: Window): BulkPath {
     if (window.since !== undefined && window.bytes > 0) {
-      const frontMsPerByte = this.utilization(window.since.utilization).active / window.bytes;
-      const windows = this.measured.inline + this.measured.pool;
-      const weight = windows - this.lastMeasured[window.path] > RECENT_WINDOWS ? 1 : WEIGHT;
       // The first window of each path warms it up (compiling its code): its costs are not those of serving.
       if (this.measured[window.path] > 0) {
-        if (window.path === 'inline') {
-          this.costs.inlineFrontMsPerByte = averaged(this.costs.inlineFrontMsPerByte, frontMsPerByte, weight);
-        } else {
-          this.costs.poolFrontMsPerByte = averaged(this.costs.poolFrontMsPerByte, frontMsPerByte, weight);
-          this.costs.poolWorkerMsPerByte = averaged(this.costs.poolWorkerMsPerByte, window.workerMs / window.bytes, weight);
-        }
+        const samples = this.samples[window.path];
+        samples.push({ front: this.utilization(window.since.utilization).active / window.bytes, worker: window.workerMs / window.bytes });
+        if (samples.length > WINDOWS_KEPT) samples.shift();
+        this.costs = this.medians();
       }
       this.measured[window.path] += 1;
-      this.lastMeasured[window.path] = windows + 1;
     }
     const chosen = fasterPath(this.costs, this.workers);
     if (chosen === undefined) return this.costs.inlineFrontMsPerByte === undefined ? 'inline' : 'pool';
     const windows = this.measured.inline + this.measured.pool;
     return window.path === chosen && windows % this.trialEvery === 0 ? (chosen === 'pool' ? 'inline' : 'pool') : chosen;
   }
-}
 
-/** `sample` moved into `average` with `weight` (1: replacing it). */
-const averaged = (average: number | undefined, sample: number, weight: number): number => (average === undefined ? sample : average + weight * (sample - average));
+  private medians(): PathCosts {
+    const { inline, pool } = this.samples;
+    return {
+      ...(inline.length > 0 && { inlineFrontMsPerByte: median(inline.map(({ front }) => front)) }),
+      ...(pool.length > 0 && { poolFrontMsPerByte: median(pool.map(({ front }) => front)), poolWorkerMsPerByte: median(pool.map(({ worker }) => worker)) }),
+    };
+  }
+}
