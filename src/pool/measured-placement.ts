@@ -52,7 +52,7 @@ interface Window {
 }
 
 const WINDOW_MILLIS = 200;
-const TRIAL_EVERY = 32;
+const TRIAL_EVERY = 64;
 /**
  * A path's costs are the medians of its last this many windows: a window on a machine shared with other
  * work may measure many times the usual (its thread preempted), and one such window must not move the choice.
