@@ -10,7 +10,7 @@ import {
 } from '../schemas/check.js';
 import { compileBulkValidator, plainlyNamesUri, readBulkBody } from '../requests/bulk-request.js';
 import { createAjv } from '../schemas/validation.js';
-import type { RoutesOptions } from './context.js';
+import type { AppContext, RoutesOptions } from './context.js';
 import { ERROR_RESPONSES } from './responses.js';
 import { RequestValidationError } from '../errors.js';
 import { MIN_REVISION_DOC } from './min-revision.js';
@@ -18,6 +18,33 @@ import { acceptJsonBytes } from './json-body.js';
 import { compiledOnFirstUse } from './schema-compilers.js';
 import { JSON_CONTENT_TYPE, NAMES_ITS_REVISION, REVISION_HEADER, withRevision } from './revision.js';
 import { decisionJson, decisionsJson } from '../engine/index.js';
+import type { MeasuredPlacement } from '../pool/measured-placement.js';
+import type { BulkPool } from '../pool/bulk-pool.js';
+
+/** Where a bulk goes, and, when the path was chosen by measuring them, the placement measuring its costs. */
+type PlacedBulk = { path: 'inline'; measured?: MeasuredPlacement } | { path: 'pool'; bulk: BulkPool; measured?: MeasuredPlacement };
+
+/**
+ * A bulk's path: the front's unless there is a pool and the bulk is explained (worth a worker at any size: explanations may be as long as the
+ * answer budget) or big, and names no `uri` (the front holds the entity cache). Big bulks take the path measured faster, when it is measured.
+ */
+function placedBulk(pool: AppContext['pool'], bytes: Buffer, explain: boolean): PlacedBulk {
+  if (pool === undefined || (!explain && bytes.length < pool.minimumBodyLength) || plainlyNamesUri(bytes)) return { path: 'inline' };
+  const measured = explain ? undefined : pool.placement;
+  if (measured === undefined) return { path: 'pool', bulk: pool.bulk };
+  return measured.path() === 'pool' ? { path: 'pool', bulk: pool.bulk, measured } : { path: 'inline', measured };
+}
+
+/** A bulk's decisions from the pool, as BulkPool.decide gives them, with what it cost told to `placement`. */
+async function measuredInPool(bulk: BulkPool, placement: MeasuredPlacement, bytes: Buffer): Promise<string | undefined> {
+  let workerMs: number | undefined;
+  placement.handedOff();
+  try {
+    return await bulk.decide(bytes, false, (took) => (workerMs = took));
+  } finally {
+    placement.answeredByPool(bytes.length, workerMs);
+  }
+}
 
 /** The public check interface: `POST /check` and `POST /check/bulk`. No authentication. */
 export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { context }) => {
@@ -77,14 +104,15 @@ export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { 
         // No body at all (no content type either): as /check answers it.
         if (bytes === undefined) throw new RequestValidationError([{ loc: ['body'], msg: 'must be of type array', type: 'type_error' }]);
         const { explain } = request.query as FromSchema<typeof checkQuerySchema>;
-        // Explanations are worth a worker at any size: they may be as long as the answer budget.
-        if (pool !== undefined && (bytes.length >= pool.minimumBodyLength || explain) && !plainlyNamesUri(bytes)) {
-          const decided = await pool.bulk.decide(bytes, explain);
+        const placed = placedBulk(pool, bytes, explain);
+        if (placed.path === 'pool') {
+          const decided = placed.measured === undefined ? await placed.bulk.decide(bytes, explain) : await measuredInPool(placed.bulk, placed.measured, bytes);
           if (decided !== undefined) return sendJson(reply, decided);
         }
         const decided = checks.checkMany(readBulkBody(bytes.toString('utf8'), validate, config), explain);
         if (explain) return withRevision(reply, revision, decided);
-        return sendJson(reply, decisionsJson(await decided));
+        sendJson(reply, decisionsJson(await decided));
+        if (placed.path === 'inline') placed.measured?.decidedInline(bytes.length);
       },
     });
   });

@@ -6,6 +6,7 @@ import type { PolicyService } from '../services/policies.js';
 import type { RegistryService } from '../services/registry.js';
 import type { SchemaService } from '../services/attribute-schemas.js';
 import type { BulkPool } from '../pool/bulk-pool.js';
+import type { MeasuredPlacement } from '../pool/measured-placement.js';
 import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
 import type { Readiness } from '../services/readiness.js';
 import type { AuditTrail } from '../audit/audit-trail.js';
@@ -24,8 +25,11 @@ export interface AppContext {
   schemas: SchemaService;
   audit: AuditTrail;
   readiness: Readiness;
-  /** Present when bulks may go to the pool (see bulkPlacement): bulk bodies of at least `minimumBodyLength` characters go to it. */
-  pool?: { bulk: BulkPool; minimumBodyLength: number };
+  /**
+   * Present when bulks may go to the pool (see bulkPlacement): bulk bodies of at least `minimumBodyLength` characters go to it, or,
+   * with `placement`, those that come while it chooses the pool.
+   */
+  pool?: { bulk: BulkPool; minimumBodyLength: number; placement?: MeasuredPlacement };
   /** Holds a check back until this process serves the revision it asks for (see min-revision.ts). */
   minRevisionCheck: onRequestHookHandler;
   /** Run first on every admin and earlier-family write route: the admin key check (admin-auth.ts) when authentication is on, else the open admin guard (open-admin.ts). */

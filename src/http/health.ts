@@ -24,7 +24,8 @@ const readySchema = {
     checks: {
       type: 'object',
       description:
-        'Each condition (workers, snapshot, store, shutdown): `ok` or why it does not hold; and `evaluation`, never failing: where bulk checks are decided, and why.',
+        'Each condition (workers, snapshot, store, shutdown): `ok` or why it does not hold; and, never failing, `evaluation`: where bulk checks are decided, and why, ' +
+        'and `placement` (with `--evaluation auto` and a core to spare): the path big bulks take now, and what each path was measured to cost.',
       additionalProperties: { type: 'string' },
     },
   },

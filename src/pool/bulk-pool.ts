@@ -110,9 +110,9 @@ export class BulkPool {
    * registered entity or breaks the attribute schemas under `reject`, or the worker died: Piscina replaces it and the caller decides inline,
    * never a guess). Throws the client errors the body deserves, and WorkerTimeoutError when a
    * worker ran the bulk for longer than the timeout (the worker is terminated and replaced; bulks
-   * queued on it are decided on the front).
+   * queued on it are decided on the front). `timed` is told how long the worker took, in ms of its wall time, when it decided the bulk.
    */
-  async decide(body: Buffer | string, explain = false): Promise<string | undefined> {
+  async decide(body: Buffer | string, explain = false, timed?: (workerMs: number) => void): Promise<string | undefined> {
     const bytes = typeof body === 'string' ? Buffer.from(body) : body;
     // Each run moves a copy of the bytes to the worker: no structured clone of a decoded string,
     // and the front keeps the body, to decide it itself when the worker cannot.
@@ -120,7 +120,10 @@ export class BulkPool {
       const moved = new Uint8Array(bytes).buffer;
       return pool.run({ kind: 'checks', ...at, limits: this.limits, explain, body: moved }, { transferList: [moved] });
     });
-    if (outcome?.kind === 'decided') this.observe({ ...outcome, body: bytes });
+    if (outcome?.kind === 'decided') {
+      this.observe({ ...outcome, body: bytes });
+      timed?.(outcome.elapsedMs);
+    }
     return this.answered(outcome);
   }
 

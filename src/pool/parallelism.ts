@@ -92,6 +92,8 @@ export const POOL_MINIMUM_BODY_LENGTH = 8192;
 export interface BulkPlacement {
   /** Bulk bodies at least this long (or explained) go to the pool; undefined: none does. */
   poolMinimumBodyLength: number | undefined;
+  /** Those bodies go to the pool only while it measures faster than the front thread (see MeasuredPlacement); explained ones always. */
+  measured: boolean;
   description: string;
 }
 
@@ -102,18 +104,21 @@ const cores = (count: number) => `${Number(count.toFixed(2))} core${count === 1 
  * use (the fewer of os.availableParallelism() and the cgroup quota, rounded down, at least one) and
  * gives one to the front thread: with none left over, a worker could only run by taking CPU time from
  * the front, so the hop to a thread and back is pure cost and every bulk is decided on the front; with
- * one or more, big and explained bulks go to the pool, whose `workers` threads share the spare cores.
+ * one or more, explained bulks go to the pool, whose `workers` threads share the spare cores, and big
+ * ones take the path measured faster while serving (something else, such as a load generator, may
+ * take the spare core).
  */
 export function bulkPlacement(mode: Evaluation, parallelism: Parallelism, workers: number): BulkPlacement {
-  if (mode === 'inline') return { poolMinimumBodyLength: undefined, description: 'inline (--evaluation inline): every bulk decided on the front thread' };
-  if (mode === 'pool') return { poolMinimumBodyLength: 0, description: `pool (--evaluation pool): every bulk decided by the ${workers} worker thread${workers === 1 ? '' : 's'}` };
+  if (mode === 'inline') return { poolMinimumBodyLength: undefined, measured: false, description: 'inline (--evaluation inline): every bulk decided on the front thread' };
+  if (mode === 'pool') return { poolMinimumBodyLength: 0, measured: false, description: `pool (--evaluation pool): every bulk decided by the ${workers} worker thread${workers === 1 ? '' : 's'}` };
   const usable = Math.max(1, Math.floor(Math.min(parallelism.cores, parallelism.cpuLimit ?? Infinity)));
   const spare = usable - 1;
   const available = `${cores(parallelism.cores)} available${parallelism.cpuLimit === undefined ? '' : `, a cgroup CPU quota of ${cores(parallelism.cpuLimit)}`}`;
-  if (spare === 0) return { poolMinimumBodyLength: undefined, description: `inline (--evaluation auto): ${available}, none spare beside the front thread` };
+  if (spare === 0) return { poolMinimumBodyLength: undefined, measured: false, description: `inline (--evaluation auto): ${available}, none spare beside the front thread` };
   const pool = `${workers} worker thread${workers === 1 ? '' : 's'}`;
   return {
     poolMinimumBodyLength: POOL_MINIMUM_BODY_LENGTH,
-    description: `pool for explained bulks and bulks of ${POOL_MINIMUM_BODY_LENGTH} bytes or more (--evaluation auto): ${available}, ${cores(spare)} spare beside the front thread for ${pool}`,
+    measured: true,
+    description: `pool for explained bulks, and for bulks of ${POOL_MINIMUM_BODY_LENGTH} bytes or more while it measures faster than the front thread (--evaluation auto): ${available}, ${cores(spare)} spare beside the front thread for ${pool}`,
   };
 }

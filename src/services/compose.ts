@@ -8,6 +8,7 @@ import { EntityAttributeCache } from '../registry/entity-cache.js';
 import type { RegisteredAttributes } from '../registry/resolve.js';
 import { BulkPool } from '../pool/bulk-pool.js';
 import { bulkPlacement, detectParallelism } from '../pool/parallelism.js';
+import { MeasuredPlacement } from '../pool/measured-placement.js';
 import { Metrics } from '../live/metrics.js';
 import { LiveCounters } from '../live/live-counters.js';
 import { LiveWindow } from '../live/live-window.js';
@@ -45,8 +46,8 @@ export interface Services {
   registry: RegistryService;
   schemas: SchemaService;
   audit: AuditTrail;
-  /** Present when bulks may go to the pool (see bulkPlacement): bulk bodies of at least `minimumBodyLength` characters go to it. */
-  pool?: { bulk: BulkPool; minimumBodyLength: number };
+  /** Present when bulks may go to the pool (see bulkPlacement): bulk bodies of at least `minimumBodyLength` characters go to it, or, with `placement`, those that come while it chooses the pool. */
+  pool?: { bulk: BulkPool; minimumBodyLength: number; placement?: MeasuredPlacement };
   /** Where bulks are decided and why, in words: the start's log line and /ready say it. */
   evaluation: string;
   /** The admin keys when admin authentication is on. */
@@ -114,6 +115,7 @@ export async function composeServices(config: Config, substitutes: Substitutes =
           schemaEnforcement: config.schemaEnforcement,
         });
   if (bulk !== undefined) metrics.observePool(bulk);
+  const measuredPlacement = bulk && placement.measured ? new MeasuredPlacement({ workers: config.workers }) : undefined;
   const liveWindow = new LiveWindow(live, bulk);
   const adminKeys = adminKeysOf(config);
   const adminKeysFile = config.adminKeysFile === '' ? undefined : adminKeys;
@@ -166,7 +168,7 @@ export async function composeServices(config: Config, substitutes: Substitutes =
         },
       }),
     },
-  }, { evaluation: placement.description });
+  }, () => ({ evaluation: placement.description, ...(measuredPlacement && { placement: measuredPlacement.describe() }) }));
   const audit = new AuditTrail(store);
 
   let stopRunning = async (): Promise<void> => snapshots.close();
@@ -242,7 +244,7 @@ export async function composeServices(config: Config, substitutes: Substitutes =
     registry: new RegistryService(store, (uri) => entities.invalidate(uri), schemas),
     schemas: new SchemaService(store, snapshots, audit, schemaFile),
     audit,
-    pool: bulk && placement.poolMinimumBodyLength !== undefined ? { bulk, minimumBodyLength: placement.poolMinimumBodyLength } : undefined,
+    pool: bulk && placement.poolMinimumBodyLength !== undefined ? { bulk, minimumBodyLength: placement.poolMinimumBodyLength, placement: measuredPlacement } : undefined,
     evaluation: placement.description,
     adminKeys,
     start,

@@ -14,7 +14,7 @@ export interface ReadinessReport {
   degraded: boolean;
   /** Every condition by name: `ok`, or why it does not hold. */
   checks: Record<string, string>;
-  /** What this process chose at start, by name, reported beside the conditions and never failing. */
+  /** What this process chose, by name, reported beside the conditions and never failing. */
   choices?: Readonly<Record<string, string>>;
 }
 
@@ -45,7 +45,8 @@ export class Readiness {
 
   constructor(
     private readonly conditions: ReadinessConditions,
-    private readonly choices?: Readonly<Record<string, string>>,
+    /** What this process chose, read at each report: some choices are revised while serving. */
+    private readonly choices?: () => Readonly<Record<string, string>>,
   ) {}
 
   beginShutdown(): void {
@@ -57,7 +58,7 @@ export class Readiness {
     const checks = { ...required, ...degrading };
     if (this.shuttingDown) checks.shutdown = SHUTTING_DOWN;
     const report = { ready: allHold(required) && !this.shuttingDown, degraded: !allHold(degrading), checks };
-    return this.choices === undefined ? report : { ...report, choices: this.choices };
+    return this.choices === undefined ? report : { ...report, choices: this.choices() };
   }
 }
 

@@ -50,9 +50,10 @@ const workerThreads = async (url: string) => {
 t.test('a start on the embedded store loads no MongoDB driver, rate limiter, pool or schema compiler before a request needs it', async (t) => {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const server = runVerdict(t, ['start', '--store', 'embedded', '--port', String(port), '--workers', '1'], reporting(t));
+  // Every bulk to the pool: under auto, where it goes depends on this machine's cores and the costs measured.
+  const server = runVerdict(t, ['start', '--store', 'embedded', '--port', String(port), '--workers', '1', '--evaluation', 'pool'], reporting(t));
   const ready = await waitFor(url, '/ready', 200, server);
-  t.same(ready.body.checks, { snapshot: 'ok', store: 'ok', feed: 'ok', workers: 'ok', evaluation: bulkPlacement('auto', detectParallelism(), 1).description }, 'ready, worker threads not started yet');
+  t.same(ready.body.checks, { snapshot: 'ok', store: 'ok', feed: 'ok', workers: 'ok', evaluation: bulkPlacement('pool', detectParallelism(), 1).description }, 'ready, worker threads not started yet');
   t.equal(await workerThreads(url), 0, 'no worker thread runs');
   let report = nextReport(server);
   server.process.kill('SIGWINCH');
@@ -63,7 +64,7 @@ t.test('a start on the embedded store loads no MongoDB driver, rate limiter, poo
   const item = { principal: { attributes: { role: 'admin' } }, resource: { attributes: { kind: 'doc' } }, action: 'read' };
   const bulk = await ask(url, 'POST', '/check/bulk', Array.from({ length: 200 }, () => item));
   t.equal(bulk.status, 200);
-  t.equal(bulk.body.length, 200, 'a bulk big enough for the pool is decided');
+  t.equal(bulk.body.length, 200, 'a bulk is decided');
   t.equal(await workerThreads(url), 1, 'the worker thread started with it');
   t.same((await ask(url, 'GET', '/ready')).body.checks.workers, 'ok');
   t.equal((await ask(url, 'POST', '/check', item)).status, 200, 'a check validates its body and serializes its answer');

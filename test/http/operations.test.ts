@@ -2,7 +2,7 @@ import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startServer, temporaryDataDir } from '../helpers/server.js';
-import { bulkPlacement, detectParallelism } from '../../src/pool/parallelism.js';
+import { autoEvaluationChecks } from '../helpers/evaluation.js';
 
 const allowedCheck = { principal: { attributes: { role: 'admin' } }, resource: { attributes: { kind: 'doc' } }, action: 'read' };
 const deniedCheck = { principal: { attributes: { role: 'guest' } }, resource: { attributes: { kind: 'doc' } }, action: 'read' };
@@ -35,7 +35,7 @@ t.test('GET /ready is 200 with every condition once loaded; /health keeps its sh
   const server = await startServer({ evaluation: 'auto' });
   const ready = await server.call('GET', '/ready');
   t.equal(ready.status, 200);
-  t.same(ready.body, { status: 'ready', degraded: false, checks: { snapshot: 'ok', store: 'ok', feed: 'ok', workers: 'ok', evaluation: bulkPlacement('auto', detectParallelism(), 1).description } });
+  t.same(ready.body, { status: 'ready', degraded: false, checks: { snapshot: 'ok', store: 'ok', feed: 'ok', workers: 'ok', ...autoEvaluationChecks(1) } });
   const health = await server.call('GET', '/health');
   t.same(health.body, { status: 'ok', revision: 0 }, '/health keeps its shape');
   await server.close();
