@@ -15,6 +15,8 @@ import {
 import { AuthzenSearch } from '../services/authzen-search.js';
 import { AuthzenService, fixedAnswerJson, type EvaluationsAnswer } from '../services/authzen.js';
 import { ClientError } from '../errors.js';
+import { isValidEvaluation } from '../requests/authzen-shape.js';
+import { bodyHandCheckedFirst } from './schema-compilers.js';
 import type { RoutesOptions } from './context.js';
 import { ERROR_RESPONSES } from './responses.js';
 import { MIN_REVISION_DOC } from './min-revision.js';
@@ -138,6 +140,7 @@ export const authzenRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, 
 
     app.post(AUTHZEN_ENDPOINTS.access_evaluation_endpoint, {
       config: NAMES_ITS_REVISION,
+      validatorCompiler: bodyHandCheckedFirst(isValidEvaluation),
       schema: {
         tags,
         security,

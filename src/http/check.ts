@@ -10,12 +10,13 @@ import {
 } from '../schemas/check.js';
 import { compileBulkValidator, plainlyNamesUri, readBulkBody } from '../requests/bulk-request.js';
 import { createAjv } from '../schemas/validation.js';
+import { isValidCheck } from '../requests/check-shape.js';
 import type { AppContext, RoutesOptions } from './context.js';
 import { ERROR_RESPONSES } from './responses.js';
 import { RequestValidationError } from '../errors.js';
 import { MIN_REVISION_DOC } from './min-revision.js';
 import { acceptJsonBytes } from './json-body.js';
-import { compiledOnFirstUse } from './schema-compilers.js';
+import { bodyHandCheckedFirst, compiledOnFirstUse } from './schema-compilers.js';
 import { JSON_CONTENT_TYPE, NAMES_ITS_REVISION, REVISION_HEADER, withRevision } from './revision.js';
 import { decisionJson, decisionsJson } from '../engine/index.js';
 import type { MeasuredPlacement } from '../pool/measured-placement.js';
@@ -59,6 +60,7 @@ export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { 
   app.post('/check', {
     onRequest,
     config: NAMES_ITS_REVISION,
+    validatorCompiler: bodyHandCheckedFirst((body) => isValidCheck(body, config)),
     schema: {
       tags: ['checks'],
       summary: 'Decide one check',

@@ -24,8 +24,12 @@ const isShortString = (value: unknown, limits: Limits) => typeof value === 'stri
 
 const isNullableString = (value: unknown, limits: Limits) => value === null || isShortString(value, limits);
 
-/** A check request at depth 1: the fields of either form, each as the schema types it. */
-function isValidCheck(check: unknown, limits: Limits): boolean {
+/**
+ * A check request at depth 1 (a bulk's item): the fields of either form, each as the schema types
+ * it. A `/check` body sits at depth 0, so this judges it one level more strictly than its limits
+ * do, and answers false for a body nested to the very limit: Ajv then judges that one.
+ */
+export function isValidCheck(check: unknown, limits: Limits): boolean {
   if (!isObject(check)) return false;
   for (const key in check) {
     if (key.length > limits.maxStringLength) return false;
