@@ -2,7 +2,7 @@ import t, { type Test } from 'tap';
 import fc from 'fast-check';
 import type { Document } from 'mongodb';
 import { MongoStore } from '../../src/store/mongodb.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { startServer, succeeded } from '../helpers/server.js';
 import { found, scriptedMongo, type Received } from '../helpers/scripted-mongo.js';
 import { reachableMongo } from '../helpers/mongo.js';
 import { planCase } from '../helpers/plan-cases.js';
@@ -15,11 +15,6 @@ import type { Policy, Rule } from '../../src/schemas/policy.js';
 const SEARCH = '/access/v1/search/resource';
 const REGISTER_MANY = '/admin/fetchers/registry/entities/$bulk';
 
-async function ok(server: TestServer, method: string, path: string, body?: unknown) {
-  const response = await server.call(method, path, body);
-  if (response.status !== 200 && response.status !== 201) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(response.body)}`);
-  return response.body;
-}
 
 const registered = (uri: string, attributes: Record<string, unknown>) => ({
   _id: uri,
@@ -75,7 +70,7 @@ const search = { subject: { type: 'user', id: 'alice' }, action: { name: 'read' 
 t.test('a resource search sends the plan\'s filter in its find, and still decides what the database returns (scripted primary)', async (t) => {
   const { mongo, server } = await serverOnScriptedMongo(t);
   const before = mongo.received.length;
-  const answer = await ok(server, 'POST', SEARCH, search);
+  const answer = await succeeded(server, 'POST', SEARCH, search);
   t.same(answer, { page: { next_token: '', count: 1, total: 1 }, results: [{ type: 'doc', id: 'high' }] }, 'doc:low, which the primary returned though the filter leaves it out, is not a result');
   const [read, ...more] = rangeReads(mongo.received.slice(before));
   t.equal(more.length, 0, 'one find lists the candidates');
@@ -89,7 +84,7 @@ t.test('a resource search sends the plan\'s filter in its find, and still decide
 t.test('with resource properties, which the database cannot see, the search sends no filter (scripted primary)', async (t) => {
   const { mongo, server } = await serverOnScriptedMongo(t);
   const before = mongo.received.length;
-  const answer = await ok(server, 'POST', SEARCH, { ...search, resource: { type: 'doc', properties: { owner: 'alice' } } });
+  const answer = await succeeded(server, 'POST', SEARCH, { ...search, resource: { type: 'doc', properties: { owner: 'alice' } } });
   t.same(answer.results, [{ type: 'doc', id: 'high' }], 'decided as before');
   const reads = rangeReads(mongo.received.slice(before));
   t.same(
@@ -102,7 +97,7 @@ t.test('with resource properties, which the database cannot see, the search send
 t.test('a plan allowing everything sends no filter (scripted primary)', async (t) => {
   const { mongo, server } = await serverOnScriptedMongo(t, policyAllowing({}));
   const before = mongo.received.length;
-  t.same((await ok(server, 'POST', SEARCH, search)).results.map((result: { id: string }) => result.id), ['high', 'low']);
+  t.same((await succeeded(server, 'POST', SEARCH, search)).results.map((result: { id: string }) => result.id), ['high', 'low']);
   t.same(rangeReads(mongo.received.slice(before)).map((command) => command.body.filter), [{ _id: { $gte: 'doc:', $lt: 'doc;', $gt: '' } }]);
 });
 
@@ -133,9 +128,9 @@ if ('skipped' in mongo) {
         attributes: Object.keys(document.attributes).length === 0 ? { none: 1 } : document.attributes,
       }));
       for (const server of servers) {
-        for (const policy of (await ok(server, 'GET', '/admin/policies')) as { name: string }[]) await ok(server, 'DELETE', `/admin/policies/${policy.name}`);
-        for (const policy of example.policies) await ok(server, 'POST', '/admin/policies', policy);
-        await ok(server, 'POST', REGISTER_MANY, entities);
+        for (const policy of (await succeeded(server, 'GET', '/admin/policies')) as { name: string }[]) await succeeded(server, 'DELETE', `/admin/policies/${policy.name}`);
+        for (const policy of example.policies) await succeeded(server, 'POST', '/admin/policies', policy);
+        await succeeded(server, 'POST', REGISTER_MANY, entities);
       }
       const [subjectType, id] = (example.principal.uri ?? 'user:carol').split(':') as [string, string];
       const body = {
@@ -149,7 +144,7 @@ if ('skipped' in mongo) {
         const pages: unknown[] = [];
         let token: string | undefined;
         do {
-          const page = (await ok(server, 'POST', SEARCH, { ...body, page: { limit: 2, ...(token === undefined ? {} : { token }) } })) as { page: { next_token: string }; results: unknown[] };
+          const page = (await succeeded(server, 'POST', SEARCH, { ...body, page: { limit: 2, ...(token === undefined ? {} : { token }) } })) as { page: { next_token: string }; results: unknown[] };
           pages.push(page.results);
           token = page.page.next_token;
         } while (token !== '' && pages.length < 50);

@@ -1,17 +1,12 @@
 import t from 'tap';
 import fc from 'fast-check';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { startServer, type TestServer, succeeded } from '../helpers/server.js';
 import { planCase } from '../helpers/plan-cases.js';
 import type { Config } from '../../src/config.js';
 
 const SEARCH = '/access/v1/search/resource';
 const REGISTER_MANY = '/admin/fetchers/registry/entities/$bulk';
 
-async function ok(server: TestServer, method: string, path: string, body?: unknown) {
-  const response = await server.call(method, path, body);
-  if (response.status !== 200 && response.status !== 201) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(response.body)}`);
-  return response.body;
-}
 
 interface SearchPage {
   page: { next_token: string; count: number; total?: number };
@@ -23,7 +18,7 @@ async function everyPage(server: TestServer, body: object, most: number): Promis
   const pages: SearchPage[] = [];
   let token: string | undefined;
   do {
-    const page = (await ok(server, 'POST', SEARCH, { ...body, ...(token === undefined ? {} : { page: { ...(body as { page?: object }).page, token } }) })) as SearchPage;
+    const page = (await succeeded(server, 'POST', SEARCH, { ...body, ...(token === undefined ? {} : { page: { ...(body as { page?: object }).page, token } }) })) as SearchPage;
     pages.push(page);
     token = page.page.next_token;
   } while (token !== '' && pages.length < most);
@@ -36,8 +31,8 @@ const COPIES = 3;
 
 /** Replaces the server's policies with `policies`. */
 async function replacePolicies(server: TestServer, policies: readonly object[]): Promise<void> {
-  for (const policy of (await ok(server, 'GET', '/admin/policies')) as { name: string }[]) await ok(server, 'DELETE', `/admin/policies/${policy.name}`);
-  for (const policy of policies) await ok(server, 'POST', '/admin/policies', policy);
+  for (const policy of (await succeeded(server, 'GET', '/admin/policies')) as { name: string }[]) await succeeded(server, 'DELETE', `/admin/policies/${policy.name}`);
+  for (const policy of policies) await succeeded(server, 'POST', '/admin/policies', policy);
 }
 
 /**
@@ -64,7 +59,7 @@ for (const [name, overrides] of servers) {
     let registered: string[] = [];
     for (const [index, example] of fc.sample(planCase, { numRuns: RUNS, seed: 2027 }).entries()) {
       await replacePolicies(server, example.policies);
-      for (const uri of registered) await ok(server, 'DELETE', `/admin/fetchers/registry/entities/${encodeURIComponent(uri)}`);
+      for (const uri of registered) await succeeded(server, 'DELETE', `/admin/fetchers/registry/entities/${encodeURIComponent(uri)}`);
       // Each drawn document registered a few times (doc:1 and doc:2 among them, which uri conditions name).
       const documents = example.resources.flatMap((document, position) =>
         Array.from({ length: COPIES }, (_, copy) => ({ uri: copy === 0 ? `doc:${position}` : `doc:${position}-${copy}`, attributes: document.attributes })),
@@ -73,7 +68,7 @@ for (const [name, overrides] of servers) {
       // Neighbours whose uri shares a beginning with the type's prefix but is not under it.
       const neighbours = ['docs:0', 'do:c', 'doc', 'doc;0'].map((uri) => ({ uri, attributes: example.resources[0]!.attributes }));
       const entities = [...documents, ...neighbours].map(({ uri, attributes }) => ({ uri, type: 'resource', attributes: Object.keys(attributes).length === 0 ? { none: 1 } : attributes }));
-      await ok(server, 'POST', REGISTER_MANY, entities);
+      await succeeded(server, 'POST', REGISTER_MANY, entities);
       registered = entities.map((entity) => entity.uri);
 
       const [type, id] = (example.principal.uri ?? 'user:carol').split(':') as [string, string];
@@ -83,7 +78,7 @@ for (const [name, overrides] of servers) {
         action: { name: example.action, attributes: example.actionAttributes },
         context: example.context,
       }));
-      const decided = (await ok(server, 'POST', '/check/bulk', checks)) as { allowed: boolean }[];
+      const decided = (await succeeded(server, 'POST', '/check/bulk', checks)) as { allowed: boolean }[];
       const expected = documents.filter((_, position) => decided[position]!.allowed).map(({ uri }) => ({ type: 'doc', id: uri.slice('doc:'.length) }));
 
       const body = {
@@ -141,9 +136,9 @@ for (const [allows, plannedAs] of [
   t.test(`where the subject's plan would be ${plannedAs}, each candidate is checked: the results are still exact`, async (t) => {
     const server = await startServer({ maxPlanSize: 1024 });
     t.teardown(server.close);
-    await ok(server, 'POST', '/admin/policies', exemptingPolicy(allows));
+    await succeeded(server, 'POST', '/admin/policies', exemptingPolicy(allows));
     const exempted = `exempted-by-rule-0-${'x'.repeat(24)}`;
-    await ok(server, 'POST', REGISTER_MANY, [
+    await succeeded(server, 'POST', REGISTER_MANY, [
       { uri: 'doc:exempted-and-flagged', type: 'resource', attributes: { a0: exempted, flagged: true } },
       { uri: 'doc:flagged', type: 'resource', attributes: { public: true, flagged: true } },
       { uri: 'doc:public', type: 'resource', attributes: { public: true } },
@@ -152,7 +147,7 @@ for (const [allows, plannedAs] of [
     const planned = await server.call('POST', '/plan', { principal: { uri: 'user:ada' }, action: 'read' });
     if (allows === 8) t.strictSame([planned.status, planned.body.exact], [200, false], 'the plan is coarse');
     else t.equal(planned.status, 400, 'no plan is made');
-    const search = await ok(server, 'POST', SEARCH, { subject: { type: 'user', id: 'ada' }, action: { name: 'read' }, resource: { type: 'doc' } });
+    const search = await succeeded(server, 'POST', SEARCH, { subject: { type: 'user', id: 'ada' }, action: { name: 'read' }, resource: { type: 'doc' } });
     t.strictSame(search.results, [{ type: 'doc', id: 'exempted-and-flagged' }, { type: 'doc', id: 'public' }], 'the exempted resource is found, the flagged one is not');
   });
 }
@@ -167,10 +162,10 @@ t.test('a large registry: each search request decides at most --search-max-candi
   const chosen = [size - 3, size - 2, size - 1].map(uriOf);
   for (let from = 0; from < size; from += 5000) {
     const batch = Array.from({ length: Math.min(5000, size - from) }, (_, offset) => uriOf(from + offset));
-    await ok(server, 'POST', REGISTER_MANY, batch.map((uri) => ({ uri, type: 'principal', attributes: { chosen: chosen.includes(uri) } })));
+    await succeeded(server, 'POST', REGISTER_MANY, batch.map((uri) => ({ uri, type: 'principal', attributes: { chosen: chosen.includes(uri) } })));
   }
   const isChosen = [{ path: 'attributes.chosen', operator: '==', value: true }];
-  await ok(server, 'POST', '/admin/policies', {
+  await succeeded(server, 'POST', '/admin/policies', {
     name: 'chosen',
     rules: [
       { name: 'chosen may act', effect: 'allow', principal_conditions: isChosen, actions: ['act'] },
@@ -186,7 +181,7 @@ t.test('a large registry: each search request decides at most --search-max-candi
     const pages: SearchPage[] = [];
     let token: string | undefined;
     do {
-      pages.push((await ok(server, 'POST', path, { ...body, ...(token === undefined ? {} : { page: { token } }) })) as SearchPage);
+      pages.push((await succeeded(server, 'POST', path, { ...body, ...(token === undefined ? {} : { page: { token } }) })) as SearchPage);
       token = pages.at(-1)!.page.next_token;
     } while (token !== '' && pages.length < 10);
     t.strictSame(
@@ -199,7 +194,7 @@ t.test('a large registry: each search request decides at most --search-max-candi
 
     // Checks sent one after another while a search decides its 10,000 candidates are answered between its slices.
     let searching = true;
-    const search = ok(server, 'POST', path, body).finally(() => (searching = false));
+    const search = succeeded(server, 'POST', path, body).finally(() => (searching = false));
     let answeredMeanwhile = 0;
     while (searching) {
       const check = await server.call('POST', '/check', { principal: { uri: uriOf(1) }, resource: { uri: 'doc:1' }, action: 'act' });
