@@ -21,6 +21,7 @@ import type { RoutesOptions } from './context.js';
 import { ERROR_RESPONSES } from './responses.js';
 import { MIN_REVISION_DOC } from './min-revision.js';
 import { answerErrors } from './errors.js';
+import { onceMayExplain } from './admin-auth.js';
 import { JSON_CONTENT_TYPE, NAMES_ITS_REVISION, REVISION_HEADER } from './revision.js';
 
 const tags = ['authzen'];
@@ -150,7 +151,10 @@ export const authzenRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, 
         body: authzenEvaluationSchema,
         response: { 200: authzenDecisionSchema, ...ERROR_RESPONSES },
       },
-      handler: (request, reply) => sendDecided(reply, authzen.evaluation(request.body, request.query.explain)),
+      handler: (request, reply) =>
+        request.query.explain
+          ? onceMayExplain(context.explainGuard, request, reply, () => sendDecided(reply, authzen.evaluation(request.body, true)))
+          : sendDecided(reply, authzen.evaluation(request.body, false)),
     });
 
     app.post(AUTHZEN_ENDPOINTS.access_evaluations_endpoint, {
@@ -166,7 +170,10 @@ export const authzenRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, 
         body: authzenEvaluationsSchema,
         response: { 200: authzenEvaluationsResponseSchema, ...ERROR_RESPONSES },
       },
-      handler: (request, reply) => sendDecided(reply, authzen.evaluations(request.body, request.query.explain)),
+      handler: (request, reply) =>
+        request.query.explain
+          ? onceMayExplain(context.explainGuard, request, reply, () => sendDecided(reply, authzen.evaluations(request.body, true)))
+          : sendDecided(reply, authzen.evaluations(request.body, false)),
     });
 
     const search = new AuthzenSearch(checks, context.plans, context.registry, context.snapshots, config);

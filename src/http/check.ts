@@ -18,6 +18,7 @@ import { MIN_REVISION_DOC } from './min-revision.js';
 import { acceptJsonBytes } from './json-body.js';
 import { bodyHandCheckedFirst, compiledOnFirstUse } from './schema-compilers.js';
 import { JSON_CONTENT_TYPE, NAMES_ITS_REVISION, REVISION_HEADER, withRevision } from './revision.js';
+import { onceMayExplain } from './admin-auth.js';
 import { decisionJson, decisionsJson } from '../engine/index.js';
 import type { MeasuredPlacement } from '../pool/measured-placement.js';
 import type { BulkPool } from '../pool/bulk-pool.js';
@@ -50,7 +51,7 @@ async function measuredInPool(bulk: BulkPool, placement: MeasuredPlacement, byte
 /** The public check interface: `POST /check` and `POST /check/bulk`. No authentication. */
 export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { context }) => {
   const app = fastify.withTypeProvider<JsonSchemaToTsProvider>();
-  const { checks, config, revision } = context;
+  const { checks, config, revision, explainGuard } = context;
   const onRequest = context.minRevisionCheck;
   /** Sends answers already written as JSON, naming the revision served now that they are decided. */
   const sendJson = (reply: FastifyReply, json: string): void => {
@@ -72,10 +73,9 @@ export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { 
       response: { 200: checkResponseSchema, ...ERROR_RESPONSES },
     },
     handler: (request, reply) => {
-      const { explain } = request.query;
-      const decided = checks.check(request.body, explain);
       // An explained answer is serialized; any other is the text its decision was built with.
-      if (explain) return withRevision(reply, revision, decided);
+      if (request.query.explain) return onceMayExplain(explainGuard, request, reply, () => withRevision(reply, revision, checks.check(request.body, true)));
+      const decided = checks.check(request.body, false);
       if (decided instanceof Promise) return decided.then((decision) => sendJson(reply, decisionJson(decision)));
       return sendJson(reply, decisionJson(decided));
     },
@@ -106,6 +106,7 @@ export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { 
         // No body at all (no content type either): as /check answers it.
         if (bytes === undefined) throw new RequestValidationError([{ loc: ['body'], msg: 'must be of type array', type: 'type_error' }]);
         const { explain } = request.query as FromSchema<typeof checkQuerySchema>;
+        if (explain) await explainGuard?.(request, reply);
         const placed = placedBulk(pool, bytes, explain);
         if (placed.path === 'pool') {
           const decided = placed.measured === undefined ? await placed.bulk.decide(bytes, explain) : await measuredInPool(placed.bulk, placed.measured, bytes);

@@ -1,4 +1,4 @@
-import type { onRequestHookHandler } from 'fastify';
+import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import type { Config } from '../config.js';
 import type { CheckService } from '../services/checks.js';
 import type { PlanService } from '../services/plans.js';
@@ -34,6 +34,11 @@ export interface AppContext {
   minRevisionCheck: onRequestHookHandler;
   /** Run first on every admin and earlier-family write route: the admin key check (admin-auth.ts) when authentication is on, else the open admin guard (open-admin.ts). */
   adminGuard: onRequestHookHandler;
+  /**
+   * Asked before a route explains a decision, while admin authentication is on (undefined while it is
+   * off): explanations show what the admin API protects, so they need a key of any role.
+   */
+  explainGuard?: (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
 }
 
 export interface RoutesOptions {

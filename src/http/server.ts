@@ -7,7 +7,7 @@ import type { AppContext } from './context.js';
 import { lazySchemaCompilers } from './schema-compilers.js';
 import { installErrorHandling } from './errors.js';
 import { installJsonBodyParser } from './json-body.js';
-import { adminKeyCheck, API_KEY_HEADER, trustedProxies } from './admin-auth.js';
+import { adminKeyCheck, API_KEY_HEADER, EXPLAIN_NEEDS_KEY, trustedProxies } from './admin-auth.js';
 import { openAdminGuard } from './open-admin.js';
 import { registerDocs } from './docs.js';
 import { healthRoutes } from './health.js';
@@ -86,6 +86,7 @@ export async function buildServer(config: Config, services: Services): Promise<F
   installErrorHandling(app, revision);
   installJsonBodyParser(app, config);
   await registerDocs(app);
+  const keyCheck = services.adminKeys === undefined ? undefined : await adminKeyCheck(app, config, services.adminKeys);
   const context: AppContext = {
     config,
     snapshots,
@@ -99,7 +100,8 @@ export async function buildServer(config: Config, services: Services): Promise<F
     policies: services.policies,
     registry: services.registry,
     schemas: services.schemas,
-    adminGuard: services.adminKeys === undefined ? openAdminGuard(config) : await adminKeyCheck(app, config, services.adminKeys),
+    adminGuard: keyCheck?.guard ?? openAdminGuard(config),
+    explainGuard: keyCheck && ((request, reply) => keyCheck.requireKey(request, reply, EXPLAIN_NEEDS_KEY)),
   };
   await app.register(healthRoutes, { context });
   if (config.metricsPort === undefined) await app.register(metricsRoutes, { metrics });
