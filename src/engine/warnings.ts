@@ -3,6 +3,7 @@ import type { Location, ValidationIssue } from '../schemas/errors.js';
 import { ConditionCompiler, conditionKey as keyOf, type CompiledCondition } from './compile.js';
 import { CANONICAL_OPERATOR } from './operators.js';
 import { parseReference } from './references.js';
+import type { RequestPart } from './entity.js';
 import { formatCondition } from './condition-tree.js';
 import { slugify } from './slug.js';
 import { AnswerBudget } from './answer-budget.js';
@@ -424,6 +425,31 @@ type CompiledPolicies = (policyIndex: number) => readonly CompiledRuleConditions
 
 const sideKey = (side: SideKey, path: string) => JSON.stringify([side, path]);
 
+const SIDE_OF_PART: Readonly<Record<RequestPart, SideKey>> = {
+  principal: 'principal_conditions',
+  resource: 'resource_conditions',
+  action: 'action_conditions',
+  context: 'context_conditions',
+};
+
+/**
+ * The values a condition on `side` needs, each as the side and path a request could leave out: its
+ * own path, and the value its `value_from` reads (but an action's name, which every check has). None
+ * for `exists` and `not_exists`, which are about presence.
+ */
+function valuesNeeded(condition: CompiledCondition, side: SideKey): [SideKey, string][] {
+  if (isPresenceTest(condition)) return [];
+  const own: [SideKey, string] = [side, condition.source.path];
+  const { referenced } = condition;
+  if (referenced === undefined || (referenced.part === 'action' && referenced.path === 'name')) return [own];
+  return [own, [SIDE_OF_PART[referenced.part], referenced.path]];
+}
+
+/** Whether `condition`, on `conditionSide`, can hold only when `path` of `side` is there: it tests it or refers to it. */
+const needs = (condition: CompiledCondition, conditionSide: SideKey, side: SideKey, path: string): boolean =>
+  (conditionSide === side && condition.source.path === path) ||
+  (condition.referenced !== undefined && SIDE_OF_PART[condition.referenced.part] === side && condition.referenced.path === path);
+
 /**
  * Conditions compared, at most, in looking for the rules that close the gaps of one validation:
  * past that, a gap is reported as open (a warning too many, never one missed), so that a body
@@ -447,7 +473,7 @@ function closingRuleText(denying: CompiledRuleConditions, side: SideKey, path: s
 function closingRule({ rule, sides }: CompiledRuleConditions, side: SideKey, path: string): Record<string, unknown> {
   const conditions = (each: SideKey) => {
     const kept = sides[each]
-      .filter((condition) => each !== side || condition.source.path !== path)
+      .filter((condition) => !needs(condition, each, side, path))
       .map(({ source }) => (source.value_from === undefined ? { path: source.path, operator: source.operator, value: source.value } : { path: source.path, operator: source.operator, value_from: source.value_from }));
     return each === side ? [...kept, { path, operator: 'not_exists' }] : kept;
   };
@@ -504,7 +530,7 @@ function omissionWarnings(policies: readonly Policy[], compiledOf: CompiledPolic
     work += actions.length * closer.rule.actions.length;
     if (work > CLOSING_WORK_BUDGET || !actions.every((action) => closer.rule.actions.includes(action))) return false;
     const demandsNoMore = SIDES.every((each) => {
-      const others = denying.sides[each].filter((condition) => each !== side || condition.source.path !== path);
+      const others = denying.sides[each].filter((condition) => !needs(condition, each, side, path));
       work += others.length * closer.sides[each].length;
       if (work > CLOSING_WORK_BUDGET) return false;
       const othersIndexed = indexOf(others);
@@ -520,30 +546,31 @@ function omissionWarnings(policies: readonly Policy[], compiledOf: CompiledPolic
 
   const of = (denying: PlacedRule, at: Location): ValidationIssue[] => {
     if (denying.rule.effect !== 'deny') return [];
-    return SIDES.flatMap((side) => {
-      const conditions = denying.sides[side];
-      const absent = new Set(conditions.filter((condition) => condition.holdsWhenMissing).map((condition) => condition.source.path));
-      const warned = new Set<string>();
-      return conditions.flatMap((condition, index) => {
-        const { path } = condition.source;
-        if (isPresenceTest(condition) || absent.has(path) || warned.has(path)) return [];
-        warned.add(path);
-        const candidates = closers.get(sideKey(side, path));
-        if (candidates !== undefined && work <= CLOSING_WORK_BUDGET && candidates.some((closer) => closes(closer, denying, side, path))) return [];
-        const loc = [...at, side, index];
-        if (given === MAX_OMISSION_WARNINGS) {
-          notGiven ??= loc;
-          notGivenCount++;
-          return [];
-        }
-        given++;
-        const whose = WHOSE[side];
-        const msg =
-          `a request that leaves out ${whose} ${path} escapes this deny rule (a missing attribute makes any condition on it false); ` +
-          `to deny such requests too, add this rule next to it, with no allow rule between them: ${closingRuleText(denying, side, path)}`;
-        return [{ loc, msg, type: 'escaped_by_omission' }];
-      });
-    });
+    // A rule that holds only when a value is absent is not escaped by leaving it out.
+    const absent = new Set(SIDES.flatMap((side) => denying.sides[side].filter((condition) => condition.holdsWhenMissing).map((condition) => sideKey(side, condition.source.path))));
+    const warned = new Set<string>();
+    return SIDES.flatMap((conditionSide) =>
+      denying.sides[conditionSide].flatMap((condition, index) =>
+        valuesNeeded(condition, conditionSide).flatMap(([side, path]) => {
+          const key = sideKey(side, path);
+          if (absent.has(key) || warned.has(key)) return [];
+          warned.add(key);
+          const candidates = closers.get(key);
+          if (candidates !== undefined && work <= CLOSING_WORK_BUDGET && candidates.some((closer) => closes(closer, denying, side, path))) return [];
+          const loc = [...at, conditionSide, index];
+          if (given === MAX_OMISSION_WARNINGS) {
+            notGiven ??= loc;
+            notGivenCount++;
+            return [];
+          }
+          given++;
+          const msg =
+            `a request that leaves out ${WHOSE[side]} ${path} escapes this deny rule (a missing attribute makes any condition on it false); ` +
+            `to deny such requests too, add this rule next to it, with no allow rule between them: ${closingRuleText(denying, side, path)}`;
+          return [{ loc, msg, type: 'escaped_by_omission' }];
+        }),
+      ),
+    );
   };
   const more = (): ValidationIssue[] =>
     notGiven === undefined

@@ -55,6 +55,28 @@ t.test('validation: a deny rule on the context that a check escapes by leaving t
   t.match(warnings[0]!.msg, /"context_conditions":\[\{"path":"attributes.network","operator":"not_exists"\}\]/, 'the closing rule tests the absence in the context');
 });
 
+t.test('validation: a deny rule escaped by leaving out the value a reference reads, on the side the reference names', async (t) => {
+  const notOwner = { path: 'attributes.owner', operator: '!=', value_from: 'principal.attributes.id' } as Condition;
+  const denying = policyOf({ effect: 'deny', resource_conditions: [notOwner] });
+  const warnings = warningsOf([denying]);
+  const onReference = warnings.filter((w) => /principal's attributes\.id/.test(w.msg));
+  t.equal(onReference.length, 1, `one warning about the principal's id (${JSON.stringify(warnings)})`);
+  t.match(onReference[0], { loc: 'body.0.rules.0.resource_conditions.0', type: 'escaped_by_omission' });
+  const suggested = JSON.parse(onReference[0]!.msg.slice(onReference[0]!.msg.indexOf('{'))) as Policy['rules'][number];
+  t.same(suggested.principal_conditions, [{ path: 'attributes.id', operator: 'not_exists' }], 'the closing rule tests the absence on the principal');
+  t.same(suggested.resource_conditions, [], 'and drops the condition that cannot hold without it');
+
+  // The suggested rule, added, denies what escaped, and validation says no more about the id.
+  const fixed: Policy = { ...denying, default_effect: 'allow', rules: [...denying.rules, { description: null, ...suggested }] };
+  t.same(warningsOf([fixed]).filter((w) => /principal's attributes\.id/.test(w.msg)), [], 'after the suggested fix, nothing about the id');
+  const escaping: DecisionRequest = { principal: entity({}), resource: entity({ owner: 'alice' }), action: 'read' };
+  t.equal(evaluate(compile([{ ...denying, default_effect: 'allow' }], 1), escaping).allowed, true, 'without it, leaving out the id escapes the denial');
+  t.equal(evaluate(compile([fixed], 1), escaping).allowed, false, 'with it, the request is denied');
+
+  const onName = warningsOf([policyOf({ effect: 'deny', resource_conditions: [{ path: 'attributes.kind', operator: '!=', value_from: 'action.name' }] })]);
+  t.notOk(onName.some((w) => /action's name/.test(w.msg)), 'an action always has its name: nothing to leave out');
+});
+
 t.test('validation: a rule with action or context conditions does not shadow one without them', async (t) => {
   const policies = [policyOf({ action_conditions: [{ path: 'attributes.soft', operator: '==', value: true }] })];
   policies[0]!.rules.push({ name: 'later', description: null, effect: 'deny', principal_conditions: [], resource_conditions: [], actions: ['read'] });

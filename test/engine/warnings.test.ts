@@ -174,6 +174,46 @@ t.test('soundness: leaving out a path a deny rule is not warned about never turn
   t.ok(silent > 200 && warned > 200, `${silent} paths closed and confirmed, ${warned} warned about`);
 });
 
+t.test('soundness with references: leaving out a value a deny rule refers to, when not warned about, never turns its denial into an allow', async (t) => {
+  let seed = 29;
+  const next = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const KEYS = ['a', 'b', 'c'];
+  let silent = 0;
+  let warned = 0;
+  for (let round = 0; round < 1500; round++) {
+    const keys = KEYS.filter(() => next() < 0.6);
+    if (keys.length === 0) continue;
+    // The resource's r<key> differs from the principal's <key>: the rule denies when every value is there.
+    const relations: Condition[] = keys.map((key) => ({ path: `attributes.r${key}`, operator: '!=', value_from: `principal.attributes.${key}` }));
+    const denying = rule('denying', { effect: 'deny', resource: relations, actions: ['read'] });
+    const closer = () => {
+      const left = keys[Math.floor(next() * keys.length)]!;
+      const kept = relations.filter((relation) => relation.value_from !== `principal.attributes.${left}` && next() < 0.8);
+      const extra = next() < 0.15 ? [cond('==', 3, 'attributes.d')] : [];
+      return rule(`closes-${left}`, { effect: 'deny', principal: [...extra, { path: `attributes.${left}`, operator: 'not_exists' }], resource: kept, actions: ['read'] });
+    };
+    const rules = [denying, ...Array.from({ length: Math.floor(next() * 3) }, closer)];
+    const policies = [policy('p', next() < 0.5 ? rules : rules.reverse(), 'allow')];
+    const at = policies[0]!.rules.indexOf(denying);
+    const warnings = warningsOf(policies).filter((w) => w.type === 'escaped_by_omission' && w.loc.startsWith(`body.0.rules.${at}.`));
+    const snapshot = compile(policies, 1);
+    const decide = (principal: Record<string, unknown>) =>
+      evaluate(snapshot, request(entity(principal), entity(Object.fromEntries(keys.map((key) => [`r${key}`, 'y']))), 'read')).allowed;
+    const meeting = Object.fromEntries(keys.map((key) => [key, 'x']));
+    t.equal(decide(meeting), false);
+    for (const key of keys) {
+      if (warnings.some((w) => w.msg.includes(`leaves out the principal's attributes.${key} `))) {
+        warned++;
+        continue;
+      }
+      silent++;
+      const { [key]: _, ...leaving } = meeting;
+      if (decide(leaving)) t.fail(`no warning for the principal's ${key} in ${JSON.stringify(policies)}, yet leaving it out is allowed`);
+    }
+  }
+  t.ok(silent > 100 && warned > 100, `${silent} references closed and confirmed, ${warned} warned about`);
+});
+
 t.test('omission warnings are bounded: at most 100 and one saying how many more, and a long closing rule is described', async (t) => {
   const denying = (index: number) => rule(`d${index}`, { effect: 'deny', principal: [cond('==', index, `attributes.a${index}`)], actions: ['read'] });
   const many = warningsOf([policy('p', Array.from({ length: 150 }, (_, index) => denying(index)))]).filter((w) => w.type === 'escaped_by_omission');
