@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { checkAdminExposure, ConfigError } from './config.js';
+import { checkAdminExposure, ConfigError, loadConfig } from './config.js';
 import { dotenvLogLine, loadConfigWithDotenv } from './cli/dotenv/load.js';
 import { isLoopbackHost } from './loopback.js';
 import { commandHelp, optionsTable } from './cli/help.js';
@@ -126,7 +126,9 @@ async function importCommand(args: string[]): Promise<void> {
   if (what !== 'entities' || file === undefined || file.startsWith('-')) {
     throw new ConfigError("usage: verdict import entities <file.jsonl> [flags] | verdict import eunomia [path] [flags]; run 'verdict import --help'");
   }
-  const { config } = loadConfigWithDotenv(flags, process.env);
+  // A client of a server: its target, to which it sends the admin key, comes from flags and the
+  // environment only, never from a .env it happens to be run beside.
+  const config = loadConfig(flags, process.env);
   const { importEntities } = await import('./cli/import-entities.js');
   const { imported, seconds } = await importEntities(file, config, (count, line) =>
     console.log(`imported ${count} entities (to line ${line})`),

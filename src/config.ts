@@ -505,11 +505,8 @@ function parseBoolean(name: string, text: string): boolean {
   throw new ConfigError(`${name} must be true or false, got '${text}'`);
 }
 
-/**
- * The configuration of `verdict start` from its flags and the environment; flags win over variables.
- * Throws ConfigError, naming the flag or variable to fix, when anything is unusable.
- */
-export function loadConfig(args: string[], env: NodeJS.ProcessEnv): Config {
+/** Each setting as given by `args` (flags win) or `env`, else its default. Throws ConfigError for a flag not understood. */
+function parseContext(args: string[], env: NodeJS.ProcessEnv): ParseContext {
   let values: Partial<Record<string, string>>;
   try {
     const options = Object.fromEntries(Object.keys(START_OPTIONS).map((name) => [name, { type: 'string' as const }]));
@@ -525,7 +522,22 @@ export function loadConfig(args: string[], env: NodeJS.ProcessEnv): Config {
     if (fromEnv !== undefined) return { label: option.env, text: fromEnv };
     return { label: `--${name}`, text: option.default };
   };
-  const context: ParseContext = { read, env };
+  return { read, env };
+}
+
+/** Whether `verdict start` with `args` and `env` requires admin authentication (see adminAuthentication). */
+export function requiresAdminAuthentication(args: string[], env: NodeJS.ProcessEnv): boolean {
+  const context = parseContext(args, env);
+  return adminAuthentication(context.read('admin-authn-required'), context).required;
+}
+
+/**
+ * The configuration of `verdict start` from its flags and the environment; flags win over variables.
+ * Throws ConfigError, naming the flag or variable to fix, when anything is unusable.
+ */
+export function loadConfig(args: string[], env: NodeJS.ProcessEnv): Config {
+  const context = parseContext(args, env);
+  const { read } = context;
   const parsed = Object.fromEntries(
     Object.entries(OPTIONS).map(([name, spec]) => [spec.field, (spec.parse as (given: Given, context: ParseContext) => unknown)(read(name), context)]),
   );

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { ask, runVerdict, startVerdict } from '../helpers/child.js';
 import { scratchDir } from '../helpers/server.js';
 import { parseDotenv } from '../../src/cli/dotenv/parse.js';
+import { loadConfigWithDotenv } from '../../src/cli/dotenv/load.js';
 
 // `.env` in the working directory, read as Eunomia reads it: the real CLI started in a directory
 // holding Eunomia's `.env`, asked over HTTP.
@@ -52,6 +53,41 @@ t.test('flags and the environment win over the file', async (t) => {
 
   const byFlag = await startVerdict(t, [...STORE, '--no-admin-authn-required'], { cwd: dir });
   t.equal((await ask(byFlag.url, 'GET', '/admin/policies')).status, 200, '--no-admin-authn-required: open');
+});
+
+t.test('nothing in the file weakens authentication that a flag or the environment decides', async (t) => {
+  const dir = realpathSync(scratchDir(t));
+  const file = (name: string, text: string) => {
+    const path = join(dir, name);
+    writeFileSync(path, text);
+    return path;
+  };
+  const keysFile = file('keys', '');
+  const turnsOff = file('off.env', 'ADMIN_AUTHN_REQUIRED=false\n');
+  const load = (dotenv: string, args: string[], env: NodeJS.ProcessEnv) => loadConfigWithDotenv(['--dotenv', dotenv, ...args], env);
+
+  const byKey = load(turnsOff, [], { ADMIN_API_KEY: KEY });
+  t.equal(byKey.config.adminAuthRequired, true, 'ADMIN_API_KEY in the environment: on, whatever the file says');
+  t.same(byKey.dotenv?.weakening, ['ADMIN_AUTHN_REQUIRED'], 'the report names the setting not taken');
+  t.equal(load(turnsOff, ['--admin-keys-file', keysFile], {}).config.adminAuthRequired, true, '--admin-keys-file: on');
+  t.equal(load(turnsOff, [], { ADMIN_AUTHN_REQUIRED: 'true', ADMIN_API_KEY: KEY }).config.adminAuthRequired, true, 'ADMIN_AUTHN_REQUIRED=true in the environment: on');
+  t.equal(load(file('keyed.env', `ADMIN_API_KEY=${KEY}\n`), [], { ADMIN_AUTHN_REQUIRED: 'false' }).config.adminAuthRequired, false, 'the environment may turn it off itself');
+
+  // An empty secret in the environment is no secret: the file's is taken.
+  const secrets = file('secrets.env', `ADMIN_API_KEY=${KEY}\nAUTHZEN_TOKEN=tok3n\n`);
+  const emptied = load(secrets, [], { ADMIN_API_KEY: '', AUTHZEN_TOKEN: ' ' });
+  t.equal(emptied.config.adminAuthRequired, true, "an empty ADMIN_API_KEY in the environment does not hide the file's");
+  t.equal(emptied.config.adminApiKey, KEY);
+  t.equal(emptied.config.authzenToken, 'tok3n', "nor an empty AUTHZEN_TOKEN the file's");
+  t.same(emptied.dotenv?.settings, ['ADMIN_API_KEY', 'AUTHZEN_TOKEN']);
+});
+
+t.test('a started server whose environment sets the key stays protected beside a .env that says otherwise', async (t) => {
+  const dir = eunomiaDirectory('ADMIN_AUTHN_REQUIRED=false\n');
+  const verdict = await startVerdict(t, STORE, { cwd: dir, env: { ADMIN_API_KEY: KEY } });
+  t.equal((await ask(verdict.url, 'GET', '/admin/policies')).status, 401, 'no key: 401');
+  t.equal((await ask(verdict.url, 'GET', '/admin/policies', undefined, { 'way-api-key': KEY })).status, 200, 'the key: 200');
+  t.match(verdict.output().stdout, /not taken, as they would weaken the authentication that flags or the environment set: ADMIN_AUTHN_REQUIRED/);
 });
 
 t.test('--dotenv points elsewhere, --no-dotenv reads none, a missing --dotenv stops the start', async (t) => {

@@ -1,5 +1,7 @@
 import t, { type Test } from 'tap';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type IncomingHttpHeaders } from 'node:http';
+import { dirname } from 'node:path';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runVerdict, freePort } from '../helpers/child.js';
@@ -83,6 +85,23 @@ t.test('the admin key comes from ADMIN_API_KEY, as for every admin call', async 
   const accepted = await importFile(t, server, file, { ADMIN_API_KEY: 'import-key' });
   t.equal(accepted.code, 0, accepted.stderr);
   t.equal(await count(server, { 'way-api-key': 'import-key' }), 2);
+});
+
+t.test('a .env beside the file never chooses where the import, and its admin key, go', async (t) => {
+  const seen: IncomingHttpHeaders[] = [];
+  const trap = createServer((request, response) => {
+    seen.push(request.headers);
+    request.resume().on('end', () => response.writeHead(200, { 'content-type': 'application/json' }).end('[]'));
+  });
+  await new Promise<void>((resolve) => trap.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => trap.close());
+  const file = jsonLines(t, [entityLine(1)]);
+  const { port } = trap.address() as { port: number };
+  writeFileSync(join(dirname(file), '.env'), `HOST=127.0.0.1\nPORT=${port}\n`);
+  // No flag or variable names a target: the import goes to the default address, never the file's.
+  const run = await runVerdict(t, ['import', 'entities', file], { ADMIN_API_KEY: 'the-operators-key' }, dirname(file)).exited;
+  t.same(seen, [], 'the server the .env names is never called');
+  t.match(`${run.stdout}${run.stderr}`, /127\.0\.0\.1:8421|imported 1 entities/, 'it went to the default address');
 });
 
 t.test('no server, no file, no arguments: one line each', async (t) => {

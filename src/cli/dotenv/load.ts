@@ -1,6 +1,6 @@
 import { readFileSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { ConfigError, loadConfig, START_OPTIONS, type Config } from '../../config.js';
+import { ConfigError, loadConfig, requiresAdminAuthentication, START_OPTIONS, type Config } from '../../config.js';
 import { parseDotenv } from './parse.js';
 
 /** Where Eunomia's users keep its settings, and where Verdict looks by default. */
@@ -15,6 +15,8 @@ export interface DotenvReport {
   settings: string[];
   /** Settings of Verdict's in the file that a flag or the environment set instead. */
   overridden: string[];
+  /** Settings in the file not taken because they would turn off admin authentication that flags or the environment turn on. */
+  weakening: string[];
   /** Names in the file that are no setting of Verdict's (Eunomia's own, such as ENGINE_SQL_DATABASE_URL). */
   ignored: string[];
   /** Line numbers of statements that could not be read, and were skipped. */
@@ -26,6 +28,12 @@ const SETTINGS = new Map<string, string | undefined>([
   ...Object.entries(START_OPTIONS).map(([flag, option]) => [option.env, flag] as [string, string]),
   ['ADMIN_API_KEY', undefined],
 ]);
+
+/**
+ * Settings of authentication for which an empty value is none: one empty in the environment (a
+ * manifest's `ADMIN_API_KEY=` with no secret behind it) does not hide the file's.
+ */
+const EMPTY_IS_NONE = new Set(['ADMIN_API_KEY', 'AUTHZEN_TOKEN', 'ADMIN_KEYS_FILE', 'ADMIN_AUTHN_REQUIRED']);
 
 const flagGiven = (args: string[], flag: string) => args.some((arg) => arg === `--${flag}` || arg === `--no-${flag}` || arg.startsWith(`--${flag}=`));
 
@@ -72,17 +80,24 @@ export function loadConfigWithDotenv(args: string[], env: NodeJS.ProcessEnv): { 
     throw new ConfigError(`cannot read --dotenv ${file}: ${(error as Error).message}`);
   }
   const { values, unreadable } = parseDotenv(text, env);
-  const report: DotenvReport = { file: resolve(file), settings: [], overridden: [], ignored: [], unreadableLines: unreadable };
+  const report: DotenvReport = { file: resolve(file), settings: [], overridden: [], weakening: [], ignored: [], unreadableLines: unreadable };
+  const outside: NodeJS.ProcessEnv = Object.fromEntries(Object.entries(env).filter(([name, value]) => !(EMPTY_IS_NONE.has(name) && value?.trim() === '')));
   const merged: NodeJS.ProcessEnv = { ...env };
   for (const [name, value] of values) {
     if (!SETTINGS.has(name)) {
       report.ignored.push(name);
-    } else if (env[name] !== undefined || (SETTINGS.get(name) !== undefined && flagGiven(rest, SETTINGS.get(name)!))) {
+    } else if (outside[name] !== undefined || (SETTINGS.get(name) !== undefined && flagGiven(rest, SETTINGS.get(name)!))) {
       report.overridden.push(name);
     } else {
       report.settings.push(name);
       merged[name] = value;
     }
+  }
+  // Only ADMIN_AUTHN_REQUIRED can turn off what a key from a flag or the environment turns on.
+  if (report.settings.includes('ADMIN_AUTHN_REQUIRED') && requiresAdminAuthentication(rest, outside) && !requiresAdminAuthentication(rest, merged)) {
+    report.settings = report.settings.filter((name) => name !== 'ADMIN_AUTHN_REQUIRED');
+    report.weakening.push('ADMIN_AUTHN_REQUIRED');
+    merged.ADMIN_AUTHN_REQUIRED = env.ADMIN_AUTHN_REQUIRED;
   }
   try {
     return { config: loadConfig(rest, merged), dotenv: report };
@@ -95,9 +110,10 @@ export function loadConfigWithDotenv(args: string[], env: NodeJS.ProcessEnv): { 
 /** The start's log line about the file, naming each setting it gave and never a value. */
 export function dotenvLogLine(report: DotenvReport): [Record<string, unknown>, string] {
   return [
-    { envFile: report.file, settings: report.settings, overridden: report.overridden, ignored: report.ignored, unreadableLines: report.unreadableLines },
+    { envFile: report.file, settings: report.settings, overridden: report.overridden, weakening: report.weakening, ignored: report.ignored, unreadableLines: report.unreadableLines },
     `settings read from ${report.file}: ${report.settings.length === 0 ? 'none' : report.settings.join(', ')}` +
       (report.overridden.length === 0 ? '' : `; set by a flag or the environment instead: ${report.overridden.join(', ')}`) +
+      (report.weakening.length === 0 ? '' : `; not taken, as they would weaken the authentication that flags or the environment set: ${report.weakening.join(', ')}`) +
       (report.ignored.length === 0 ? '' : `; not settings of Verdict's, ignored: ${report.ignored.join(', ')}`) +
       (report.unreadableLines.length === 0 ? '' : `; unreadable, skipped: line ${report.unreadableLines.join(', ')}`),
   ];
