@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { runVerdict } from '../helpers/child.js';
 import { scratchDir, startServer, type TestServer } from '../helpers/server.js';
 import { EunomiaDatabaseFile } from '../helpers/eunomia-database.js';
+import { EunomiaDatabase } from '../../src/cli/import-eunomia/database.js';
 import { reachableMongo } from '../helpers/mongo.js';
 
 // `verdict import eunomia`: the real CLI reading a real SQLite file laid out by Eunomia's DDL, into
@@ -188,6 +189,24 @@ t.test('into the MongoDB store', async (t) => {
   const server = await startServer({ store: 'mongodb', mongodbUri: mongo.uri, mongodbDatabase: database });
   t.teardown(server.close);
   t.same(await check(server, 'user:carol', 'read'), { allowed: true, reason: 'Rule finance-reads allowed the action in policy reports' });
+});
+
+t.test('a policy of 100,000 rules (and a rule of 10,000 conditions) is read in one pass, keeping no more than a policy may hold', async (t) => {
+  const { file } = eunomiaDirectory(t, (database) => {
+    database.db.exec('BEGIN');
+    database.addPolicy({ name: 'huge', rules: Array.from({ length: 100_000 }, (_, index) => ({ name: `r${index}`, effect: 'allow' as const, actions: ['read'] })) });
+    database.addPolicy({
+      name: 'wide',
+      rules: [{ name: 'w', effect: 'allow', actions: ['read'], principal_conditions: Array.from({ length: 10_000 }, (_, index) => ({ path: `attributes.a${index}`, operator: 'equals', value: index })) }],
+    });
+    database.db.exec('COMMIT');
+  });
+  const database = new EunomiaDatabase(file);
+  t.teardown(() => database.close());
+  const limits = { maxRulesPerPolicy: 1000, maxConditionsPerRule: 50 };
+  const [huge, wide] = database.policies(limits) as { rules: { principal_conditions: unknown[] }[] }[];
+  t.equal(huge!.rules.length, limits.maxRulesPerPolicy + 1, 'one rule past the limit, enough for the refusal to say so');
+  t.equal(wide!.rules[0]!.principal_conditions.length, limits.maxConditionsPerRule + 1, 'one condition past the limit');
 });
 
 t.test('a path given, a path missing, a file that is not a database, --help', async (t) => {

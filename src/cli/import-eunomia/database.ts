@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
 import type { Effect, Operator } from '../../schemas/policy.js';
+import type { PolicyLimits } from '../../engine/index.js';
 
 /**
  * Reads what an Eunomia server (0.3.x) keeps in its SQLite database: policies with their rules and
@@ -113,6 +114,13 @@ function isoTime(stored: unknown, fallback: string): string {
   return Number.isNaN(time) ? fallback : new Date(time).toISOString();
 }
 
+/** Adds `item` to the list of `key`, unless that list holds `most` items already. */
+function appendBounded<T>(lists: Map<number, T[]>, key: number, item: T, most: number): void {
+  const list = lists.get(key);
+  if (list === undefined) lists.set(key, [item]);
+  else if (list.length < most) list.push(item);
+}
+
 interface PolicyRow {
   id: number;
   version: string;
@@ -166,20 +174,23 @@ export class EunomiaDatabase {
     return this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name) !== undefined;
   }
 
-  /** Every policy in creation order, or why it cannot be read (the name, then the reason). */
-  policies(): (EunomiaPolicy | { name: string; unreadable: string })[] {
+  /**
+   * Every policy in creation order, or why it cannot be read (the name, then the reason). Rules and
+   * conditions are read in one pass each, and a policy keeps at most one rule more than `limits` allow
+   * (a rule one condition more), enough for Verdict's refusal to say so: a database of a million rules
+   * costs no more memory than the policies Verdict could take.
+   */
+  policies(limits: PolicyLimits): (EunomiaPolicy | { name: string; unreadable: string })[] {
     if (!this.hasTable('policies')) return [];
     const rulesOf = new Map<number, RuleRow[]>();
     const conditionsOf = new Map<number, ConditionRow[]>();
     if (this.hasTable('rules')) {
-      for (const rule of this.db.prepare('SELECT id, policy_id, name, description, effect, actions FROM rules ORDER BY id').all() as RuleRow[]) {
-        rulesOf.set(rule.policy_id, [...(rulesOf.get(rule.policy_id) ?? []), rule]);
-      }
+      const rules = this.db.prepare('SELECT id, policy_id, name, description, effect, actions FROM rules ORDER BY id').iterate() as IterableIterator<RuleRow>;
+      for (const rule of rules) appendBounded(rulesOf, rule.policy_id, rule, limits.maxRulesPerPolicy + 1);
     }
     if (this.hasTable('conditions')) {
-      for (const condition of this.db.prepare('SELECT rule_id, entity_type, path, operator, value FROM conditions ORDER BY id').all() as ConditionRow[]) {
-        conditionsOf.set(condition.rule_id, [...(conditionsOf.get(condition.rule_id) ?? []), condition]);
-      }
+      const conditions = this.db.prepare('SELECT rule_id, entity_type, path, operator, value FROM conditions ORDER BY id').iterate() as IterableIterator<ConditionRow>;
+      for (const condition of conditions) appendBounded(conditionsOf, condition.rule_id, condition, limits.maxConditionsPerRule + 1);
     }
     const rows = this.db.prepare('SELECT id, version, name, description, default_effect FROM policies ORDER BY id').all() as PolicyRow[];
     return rows.map((row) => {

@@ -54,7 +54,7 @@ function decisionNotes(policy: Policy): string[] {
  */
 export async function importEunomia(database: EunomiaDatabase, store: Store, limits: PolicyLimits, by: Writer, print: (line: string) => void): Promise<ImportResult> {
   return {
-    policies: await importPolicies(database.policies(), store, limits, by, print),
+    policies: await importPolicies(database.policies(limits), store, limits, by, print),
     entities: await importEntities(database, store, by, print),
   };
 }
