@@ -112,7 +112,7 @@ export const authzenQuerySchema = {
 /** A search request's `page`: where to go on (`token`, from the previous answer's `next_token`) and how many results at most. */
 const pageRequestSchema = {
   type: 'object',
-  properties: { token: { type: 'string' }, limit: { type: 'integer', minimum: 0 } },
+  properties: { token: { type: 'string' }, limit: { type: 'integer', minimum: 1, description: 'At least 1: a page of none would never advance.' } },
 } as const;
 
 /** The searched-for side: a `type`, its `id` ignored. */
