@@ -41,10 +41,15 @@ export function evaluationInput(evaluation: AuthzenEvaluation): CheckInput {
   return input;
 }
 
+/** An item of an evaluations request that cannot be decided as it stands (a key missing after the defaults): why, as a 400 would say. */
+export interface UndecidableItem {
+  undecidable: string;
+}
+
 /** An evaluations request (schema-valid) read: each item with the top-level defaults applied, and how to run them. */
 export interface EvaluationsInput {
   /** Absent when the request had no `evaluations` (or an empty list): then it is one evaluation, answered as /access/v1/evaluation. */
-  items?: CheckInput[];
+  items?: (CheckInput | UndecidableItem)[];
   single?: CheckInput;
   semantic: EvaluationsSemantic;
 }
@@ -53,8 +58,9 @@ const KEYS = ['subject', 'action', 'resource'] as const;
 
 /**
  * Applies the top-level `subject`, `action`, `resource` and `context` to every item that lacks them
- * (an item's own key replaces the default whole). An item left without one of the three is 400,
- * naming it; so is a request with more items than a bulk check may hold.
+ * (an item's own key replaces the default whole). An item that cannot be read then (left without one
+ * of the three) is an UndecidableItem, answered on its own; a request with more items than a bulk
+ * check may hold is 400, and so is a request without items that lacks one of the three.
  */
 export function readEvaluations(body: AuthzenEvaluations, maxItems: number): EvaluationsInput {
   const semantic = body.options?.evaluations_semantic ?? 'execute_all';
@@ -63,7 +69,16 @@ export function readEvaluations(body: AuthzenEvaluations, maxItems: number): Eva
   if (list.length > maxItems) {
     throw new ClientError(400, `evaluations holds ${list.length} items, more than the ${maxItems} one call may hold: send them in several calls`);
   }
-  return { items: list.map((item, index) => evaluationInput(complete(item, body, `evaluations[${index}]`))), semantic };
+  return { items: list.map((item, index) => itemInput(item, body, `evaluations[${index}]`)), semantic };
+}
+
+function itemInput(item: AuthzenEvaluationItem, defaults: AuthzenEvaluations, at: string): CheckInput | UndecidableItem {
+  try {
+    return evaluationInput(complete(item, defaults, at));
+  } catch (error) {
+    if (error instanceof ClientError) return { undecidable: error.detail };
+    throw error;
+  }
 }
 
 function complete(item: AuthzenEvaluationItem, defaults: AuthzenEvaluations, at: string): AuthzenEvaluation {

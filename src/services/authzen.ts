@@ -1,6 +1,6 @@
 import type { Decision, ExplainedDecision } from '../engine/index.js';
 import type { AuthzenDecision, AuthzenEvaluation, AuthzenEvaluations, EvaluationsSemantic } from '../schemas/authzen.js';
-import { evaluationInput, readEvaluations } from '../requests/authzen-request.js';
+import { evaluationInput, readEvaluations, type UndecidableItem } from '../requests/authzen-request.js';
 import type { CheckInput } from '../requests/check-request.js';
 import { AttributeConflict } from '../registry/resolve.js';
 import { conflictAsClientError, type CheckService } from './checks.js';
@@ -52,9 +52,11 @@ function authzenDecision(decision: Decision, explain: boolean): AuthzenDecision 
 
 /** An evaluation that cannot be decided as asked denies, saying why in its context (the others are decided). */
 function undecided(error: unknown): AuthzenDecision {
-  if (error instanceof AttributeConflict) return { decision: false, context: { error: { status: 400, message: error.message } } };
+  if (error instanceof AttributeConflict) return undecidable(error.message);
   throw error;
 }
+
+const undecidable = (message: string): AuthzenDecision => ({ decision: false, context: { error: { status: 400, message } } });
 
 const then = <T, U>(value: T | Promise<T>, next: (value: T) => U): U | Promise<U> => (value instanceof Promise ? value.then(next) : next(value));
 
@@ -80,7 +82,8 @@ export class AuthzenService {
     const { items, single, semantic } = readEvaluations(body, this.maxEvaluations);
     if (items === undefined) return this.decideOne(single!, explain);
     const decide = this.checks.decider(items.length, explain);
-    const answer = (input: CheckInput): Answer => {
+    const answer = (input: CheckInput | UndecidableItem): Answer => {
+      if ('undecidable' in input) return undecidable(input.undecidable);
       try {
         const decided = then(decide(input), (decision) => authzenDecision(decision, explain));
         return decided instanceof Promise ? decided.catch(undecided) : decided;
@@ -108,9 +111,9 @@ export class AuthzenService {
  * denial (or an evaluation that could not be decided) under deny_on_first_deny, a permit under
  * permit_on_first_permit. Evaluations after it are not made. Synchronous unless one has to wait.
  */
-function untilDecisive(
-  items: readonly CheckInput[],
-  answer: (input: CheckInput) => Answer,
+function untilDecisive<Item>(
+  items: readonly Item[],
+  answer: (input: Item) => Answer,
   semantic: Exclude<EvaluationsSemantic, 'execute_all'>,
   explain: boolean,
 ): AuthzenDecision[] | Promise<AuthzenDecision[]> {

@@ -21,7 +21,8 @@ const RUNS = Number(process.env.RELATIONS_RUNS ?? 500);
 const SEED = process.env.RELATIONS_SEED === undefined ? undefined : Number(process.env.RELATIONS_SEED);
 
 const KEYS = ['a', 'b', 'list'];
-const VALUES: unknown[] = ['x', 'y', '', 'xy', 0, 1, 2, true, null, ['x', 1], [], { k: 'x' }];
+// Of every type, with strings another reading would take for numbers ('1') or booleans (''), so that a relation meets values of two types.
+const VALUES: unknown[] = ['x', 'y', '', 'xy', '1', 0, 1, 2, true, false, null, ['x', 1], [], { k: 'x' }];
 const ACTIONS = ['read', 'delete'];
 const value = fc.constantFrom(...VALUES);
 const attributePath = fc.oneof(fc.constantFrom(...KEYS).map((key) => `attributes.${key}`), fc.constant('attributes.a.k'), fc.constant('attributes.list.0'));

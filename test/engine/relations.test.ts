@@ -1,7 +1,8 @@
 import t from 'tap';
 import { Query } from 'mingo';
 import { compile, evaluate, mongoFilter, plan, policyWarnings, type DecisionRequest } from '../../src/engine/index.js';
-import type { Condition, Policy } from '../../src/schemas/policy.js';
+import { OPERATORS, type Condition, type Policy } from '../../src/schemas/policy.js';
+import { conditionHolds } from './reference.js';
 
 // Relations, action attributes and context in the engine: validation's warnings about them, and the
 // plans and filters of relations that a random case rarely meets.
@@ -17,6 +18,25 @@ const policyOf = (rule: Partial<Policy['rules'][number]>): Policy => ({
 });
 
 const entity = (attributes: Record<string, unknown> = {}, uri?: string) => ({ uri, attributes: new Map(Object.entries(attributes)) });
+
+t.test('every operator relates every pair of values of any two types as the documented reading does', async (t) => {
+  // Values of every JSON type, and strings that other conversions would read as numbers or booleans.
+  const values: unknown[] = [0, 1, 5, -2.5, '5', '1', '', '0', 'x', 'xy', true, false, null, [], [1], ['5'], ['x', 1], {}, { k: 1 }];
+  let checked = 0;
+  for (const operator of OPERATORS.filter((each) => each !== 'exists' && each !== 'not_exists')) {
+    const condition = { path: 'attributes.a', operator, value_from: 'principal.attributes.b' } as Condition;
+    const snapshot = compile([{ ...policyOf({ resource_conditions: [condition] }), default_effect: 'deny' }], 1);
+    for (const a of values) {
+      for (const b of values) {
+        const request: DecisionRequest = { principal: entity({ b }), resource: entity({ a }), action: 'read' };
+        const expected = conditionHolds(condition, request.resource, request);
+        if (evaluate(snapshot, request).allowed !== expected) t.fail(`${JSON.stringify(a)} ${operator} value_from ${JSON.stringify(b)}: the reading says ${expected}`);
+        checked++;
+      }
+    }
+  }
+  t.ok(checked > 5000, `${checked} pairs`);
+});
 
 t.test('validation: relations between values that can never have the types their operator takes', async (t) => {
   const never: [string, Condition, string][] = [

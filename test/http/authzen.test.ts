@@ -133,8 +133,25 @@ t.test('the specification examples: evaluations with and without defaults, and t
     evaluations: [{ resource: { type: 'doc', id: '1' }, subject: { type: 'doc', id: '2' } }],
     options: { evaluations_semantic: 'execute_all', another_option: 'value' },
   });
-  t.equal(options.status, 400);
-  t.match(options.body.detail, /'action' is required: evaluations\[0\] has none/);
+  t.strictSame(options.status, 200, 'an item invalid after the defaults is answered, not the batch refused (certification case c-3-4-1)');
+  t.strictSame(options.body, {
+    evaluations: [{ decision: false, context: { error: { status: 400, message: "'action' is required: evaluations[0] has none and the request gives no top-level action to default to" } } }],
+  });
+});
+
+t.test('evaluations: an item that is invalid after the defaults is denied with its error, the others decided, under each semantic', async (t) => {
+  const server = await libraryServer(t);
+  const invalid = { decision: false, context: { error: { status: 400, message: "'subject' is required: evaluations[1] has none and the request gives no top-level subject to default to" } } };
+  const body = (semantic: string) => ({
+    action: { name: 'read' },
+    options: { evaluations_semantic: semantic },
+    evaluations: [{ subject: alice, resource: { type: 'document', id: '1' } }, { resource: { type: 'document', id: '1' } }, { subject: alice, resource: { type: 'document', id: '1' } }],
+  });
+  t.strictSame(await ok(server, 'POST', EVALUATIONS, body('execute_all')), { evaluations: [{ decision: true }, invalid, { decision: true }] }, 'execute_all: every item answered');
+  t.strictSame(await ok(server, 'POST', EVALUATIONS, body('deny_on_first_deny')), { evaluations: [{ decision: true }, invalid] }, 'deny_on_first_deny: stops at it, as at a denial');
+  t.strictSame(await ok(server, 'POST', EVALUATIONS, body('permit_on_first_permit')), { evaluations: [{ decision: true }] }, 'permit_on_first_permit: decided before it');
+  const lateInvalid = { ...body('permit_on_first_permit'), evaluations: [body('x').evaluations[1], { subject: alice, resource: { type: 'document', id: '1' } }] };
+  t.strictSame(await ok(server, 'POST', EVALUATIONS, lateInvalid), { evaluations: [{ ...invalid, context: { error: { ...invalid.context.error, message: invalid.context.error.message.replace('[1]', '[0]') } } }, { decision: true }] }, 'permit_on_first_permit: goes on past it');
 });
 
 t.test('evaluations: defaults, order, short-circuits that decide nothing after the decisive item, no evaluations at all', async (t) => {
@@ -262,7 +279,6 @@ t.test('400 for every request the model refuses, one by one; unknown fields igno
     ['evaluations not a list', { ...valid, evaluations: {} }, /evaluations/],
     ['an item not an object', { ...valid, evaluations: [1] }, /evaluations\.0/],
     ['an item with a mistyped subject', { ...valid, evaluations: [{ subject: { type: 'user' } }] }, /evaluations\.0\.subject/],
-    ['an item missing a key with no default', { action: valid.action, resource: valid.resource, evaluations: [{ subject: alice }, { action: valid.action }] }, /'subject' is required: evaluations\[1\] has none/],
     ['an unknown semantic', { ...valid, evaluations: [{}], options: { evaluations_semantic: 'deny_all' } }, /evaluations_semantic/],
     ['options not an object', { ...valid, evaluations: [{}], options: 'execute_all' }, /options/],
   ] as [string, unknown, RegExp][]) {

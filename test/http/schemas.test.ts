@@ -191,6 +191,27 @@ t.test('reject: registrations that break the schema of their type are 422 naming
   t.equal((await server.call('POST', ENTITIES, { uri: 'team:x', attributes: { level: 'any' } })).status, 200);
 });
 
+t.test('reject: a resource type\'s schema, required attributes included, holds checks and registrations as a principal type\'s does', async (t) => {
+  const documents = { type: 'object', properties: { owner: { type: 'string' }, pages: { type: 'integer' } }, required: ['owner'] };
+  const server = await serverWith(t, { schemaEnforcement: 'reject' }, { resource: { types: { document: documents } } });
+  const reading = (resource: unknown) => ({ principal: { attributes: { level: 5 } }, resource, action: 'read' });
+  await server.call('POST', '/admin/policies', GUARDED);
+
+  const forgotten = await server.call('POST', '/check', reading({ uri: 'document:1', attributes: { pages: 3 } }));
+  t.equal(forgotten.status, 400, 'a document without its required owner is refused');
+  t.match(forgotten.body.detail, /resource 'document:1': attribute 'owner' is required \(required\)/);
+  t.equal((await server.call('POST', '/check', reading({ uri: 'document:1', attributes: { owner: 'ann' } }))).status, 200, 'with it, decided');
+  t.equal((await server.call('POST', '/check', reading({ uri: 'note:1', attributes: {} }))).status, 200, 'another type is not held to it');
+
+  const ENTITIES = '/admin/fetchers/registry/entities';
+  const wrong = await server.call('POST', ENTITIES, { uri: 'document:2', type: 'resource', attributes: { owner: 7 } });
+  t.equal(wrong.status, 422, 'a registration breaking the resource type\'s schema is refused');
+  t.match(wrong.body.detail, [{ loc: ['body', 'attributes'], msg: "resource 'document:2': attribute 'owner' must be string (type)" }]);
+  t.equal((await server.call('POST', ENTITIES, { uri: 'document:2', type: 'resource', attributes: { owner: 'ann' } })).status, 200);
+  const update = await server.call('PUT', `${ENTITIES}/document:2`, { attributes: { pages: 'many' }, override: false });
+  t.equal(update.status, 422, 'so is an update that would leave it broken');
+});
+
 t.test('a schema document that cannot be used stops the start, saying why', async (t) => {
   const refused = async (schemas: unknown) => {
     try {
