@@ -227,6 +227,47 @@ const DIFFERENCES: Record<string, (t: Test) => Promise<void>> = {
     t.same([misspelt.status, misspelt.body.detail], [422, [{ loc: ['body', 'resouce'], msg: 'Extra inputs are not permitted', type: 'extra_forbidden' }]]);
   },
 
+  'A conflicting attribute denies its bulk item, not the bulk': async (t) => {
+    const target = await server(t);
+    await create(t, target, policy('everyone', [allowRule('everyone', [])], 'deny'));
+    t.equal((await target.call('POST', ENTITIES, { uri: 'user:a', type: 'principal', attributes: { role: 'staff' } })).status, 200);
+    const resource = { attributes: { kind: 'document' } };
+    const answer = await target.call('POST', '/check/bulk', [{ principal: { uri: 'user:a', attributes: { role: 'admin' } }, resource, action: 'read' }, { principal: { uri: 'user:a' }, resource, action: 'read' }]);
+    t.equal(answer.status, 200);
+    t.same(answer.body, [
+      { allowed: false, reason: "For entity 'user:a', attribute 'role' has more than one value" },
+      { allowed: true, reason: 'Rule everyone allowed the action in policy everyone' },
+    ]);
+  },
+
+  '/health also names the revision': async (t) => {
+    const target = await server(t);
+    t.same((await target.call('GET', '/health')).body, { status: 'ok', revision: 0 });
+    await create(t, target, policy('one', [allowRule('one', [])]));
+    t.same((await target.call('GET', '/health')).body, { status: 'ok', revision: 1 });
+  },
+
+  'A name with nothing to slugify is 422': async (t) => {
+    const target = await server(t);
+    const answer = await target.call('POST', '/admin/policies', policy('???', []));
+    t.equal(answer.status, 422);
+    t.match(answer.body.detail, [{ loc: ['body', 'name'], msg: "name '???' has no letters or digits to make a slug from" }]);
+  },
+
+  'Malformed JSON is 400': async (t) => {
+    const target = await server(t);
+    const answer = await target.send('POST', '/check', '{"principal":', { 'content-type': 'application/json' });
+    t.equal(answer.status, 400);
+    t.match(answer.body.detail, /^Malformed JSON body: /);
+  },
+
+  'Entity answers give type before attributes': async (t) => {
+    const target = await server(t);
+    const written = await target.send('POST', ENTITIES, JSON.stringify({ uri: 'user:o', type: 'principal', attributes: { a: 1 } }), { 'content-type': 'application/json' });
+    t.same(Object.keys(written.body), ['uri', 'type', 'attributes', 'registered_at'], 'as written');
+    t.same(Object.keys((await target.call('GET', `${ENTITIES}/user:o`)).body), ['uri', 'type', 'attributes', 'registered_at'], 'as read');
+  },
+
   'The OpenAPI document at /openapi.json': async (t) => {
     const target = await server(t);
     const document = await target.call('GET', '/openapi.json');
