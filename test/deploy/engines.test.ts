@@ -26,3 +26,13 @@ t.test('every locked package supports every promised Node version', async (t) =>
     .map(([path, entry]) => `${path.replace(/^.*node_modules\//, '')}@${entry.version} wants node ${entry.engines!.node}`);
   t.same(unsupported, [], `packages whose engines exclude part of ${promised}`);
 });
+
+t.test('the image runs the newest Node line package.json promises, a long-term-support (even) line, in every stage', async (t) => {
+  const lines = semver.validRange(promised)!.split('||').map((range) => semver.minVersion(range.trim())!.major);
+  const newest = Math.max(...lines);
+  t.equal(newest % 2, 0, `Node ${newest} is an even line, which becomes long-term support`);
+  const dockerfile = readFileSync(new URL('../../../deploy/Dockerfile', import.meta.url), 'utf8');
+  const bases = [...dockerfile.matchAll(/^FROM (\S+)/gm)].map((match) => match[1]);
+  t.ok(bases.length >= 2, `stages: ${bases.join(', ')}`);
+  for (const base of bases) t.match(base, new RegExp(`^node:${newest}-`), `${base} is Node ${newest}`);
+});
