@@ -2,7 +2,12 @@ import t, { type Test } from 'tap';
 import { realpathSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ask, outputMatches, runVerdict, startVerdict } from '../helpers/child.js';
-import { readDocument, section } from '../helpers/markdown.js';
+import { codeBlocks, readDocument, section } from '../helpers/markdown.js';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { EunomiaDatabaseFile } from '../helpers/eunomia-database.js';
+import { freePort, waitFor } from '../helpers/child.js';
 import { scratchDir, startServer, type TestServer } from '../helpers/server.js';
 import { pythonPolicyProblems } from '../helpers/eunomia-models.js';
 import { loadConfig, type Config } from '../../src/config.js';
@@ -277,6 +282,35 @@ const DIFFERENCES: Record<string, (t: Test) => Promise<void>> = {
     t.same(document.body, (await target.call('GET', '/docs/json')).body, 'the same document as /docs/json');
   },
 };
+
+t.test("moving a server over: the guide's commands, run as written from Eunomia's directory outside the checkout", async (t) => {
+  const [block] = codeBlocks(section(GUIDE, 'Moving a server over')).filter((each) => each.lang === 'sh');
+  const lines = block!.text.split('\n').map((line) => line.replace(/\s+#.*$/, '').trim()).filter((line) => line !== '');
+  t.notMatch(block!.text, /\bnpx\b/, 'no command asks the npm registry for a package');
+  t.match(lines[0], /^VERDICT=/, 'the first line names the checkout');
+  const checkout = fileURLToPath(new URL('../../../', import.meta.url));
+  const eunomia = realpathSync(scratchDir(t));
+  t.notOk(eunomia.startsWith(realpathSync(checkout)), 'the directory is outside the checkout');
+  mkdirSync(join(eunomia, '.db'));
+  const database = new EunomiaDatabaseFile(join(eunomia, '.db', 'eunomia_db.sqlite'));
+  database.addPolicy({ name: 'laptops', rules: [{ name: 'it', effect: 'allow', actions: ['administer'], principal_conditions: [{ path: 'attributes.department', operator: 'equals', value: 'it' }] }] });
+  database.close();
+  writeFileSync(join(eunomia, '.env'), 'ADMIN_AUTHN_REQUIRED=false\n');
+  // The shell runs each line as the reader would, with the checkout where the first line says it is.
+  const shell = (line: string) => `VERDICT=${JSON.stringify(checkout)}\n${line}`;
+  const env = { PATH: process.env.PATH, HOME: eunomia };
+  const imported = spawnSync('bash', ['-c', shell(lines[1]!)], { cwd: eunomia, env, encoding: 'utf8' });
+  t.equal(imported.status, 0, `${lines[1]}: ${imported.stdout}${imported.stderr}`);
+  t.match(imported.stdout, /imported policy 'laptops'/);
+  const port = await freePort();
+  // A process group of its own: the shell and the server it starts are stopped together.
+  const server = spawn('bash', ['-c', shell(lines[2]!)], { cwd: eunomia, env: { ...env, PORT: String(port) }, stdio: 'ignore', detached: true });
+  t.teardown(() => process.kill(-server.pid!, 'SIGKILL'));
+  await waitFor(`http://127.0.0.1:${port}`, '/health', 200, 60_000);
+  const policies = await ask(`http://127.0.0.1:${port}`, 'GET', '/admin/policies');
+  t.same(policies.body.map((each: { name: string }) => each.name), ['laptops'], 'the server serves what the import wrote');
+  t.equal(policies.body[0].rules[0].principal_conditions[0].operator, 'equals', "in Eunomia's operator style");
+});
 
 t.test('the guide lists exactly the differences tested here', async (t) => {
   const headings = section(GUIDE, 'Differences')
