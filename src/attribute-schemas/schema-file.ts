@@ -37,12 +37,39 @@ export function loadSchemaDocument(file: SchemaFile): SchemaDocument | undefined
   }
 }
 
-/** The schema document in the file at `path`. Throws DocumentError naming the file and what is wrong with it. */
-export function readSchemaFile(path: string): SchemaDocument {
+/**
+ * The text of a schema file and the document it holds, or what is wrong with it (naming the file):
+ * read again at each change of a policy directory. A policy directory without a schemas.json has none
+ * (its text is then undefined).
+ */
+export function readSchemaFileText(file: SchemaFile): { text?: string; document?: SchemaDocument; problem?: string } {
+  if (file.option === '--policies (POLICIES_DIR)' && !existsSync(file.path)) return {};
+  let text: string;
   try {
-    return readSchemaDocument(readText(path));
+    text = readText(file.path);
+  } catch (error) {
+    if (!(error instanceof DocumentError)) throw error;
+    return { problem: error.message };
+  }
+  try {
+    return { text, document: readSchemaDocumentAt(file.path, text) };
+  } catch (error) {
+    if (!(error instanceof DocumentError)) throw error;
+    return { text, problem: error.message };
+  }
+}
+
+/** The schema document `text`, read from `path`. Throws DocumentError naming the file and what is wrong with it. */
+function readSchemaDocumentAt(path: string, text: string): SchemaDocument {
+  try {
+    return readSchemaDocument(text);
   } catch (error) {
     if (error instanceof SchemaDocumentError) throw new DocumentError(`${path}: ${error.message}`);
     throw error;
   }
+}
+
+/** The schema document in the file at `path`. Throws DocumentError naming the file and what is wrong with it. */
+export function readSchemaFile(path: string): SchemaDocument {
+  return readSchemaDocumentAt(path, readText(path));
 }

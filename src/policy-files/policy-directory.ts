@@ -6,8 +6,8 @@ import type { PolicySource } from '../services/policy-source.js';
 import { PolicySetReader } from '../services/policy-set.js';
 import type { PolicyLimits } from '../engine/index.js';
 import { ConfigError } from '../config.js';
-import { readPolicyDirectory } from './read-directory.js';
-import type { SchemaSettings } from '../attribute-schemas/enforcement.js';
+import { readPolicyDirectory, type DirectorySchemas } from './read-directory.js';
+import type { SchemaDocument } from '../attribute-schemas/schema-document.js';
 
 /** Changes come in bursts (an editor's temporary file and rename, a ConfigMap's symlink swap): read once they settle. */
 const SETTLE_MS = 50;
@@ -28,9 +28,10 @@ interface DirectoryEvents {
 }
 
 /**
- * A directory of policy files as the source of the whole policy set (`--policies`): read at start,
- * read again whenever its files change. A change is taken only when every file is valid; otherwise
- * the last good set stays, and `rejected` says why. Each set taken gets the next revision.
+ * A directory of policy files as the source of the whole policy set (`--policies`), with the attribute
+ * schema document of its schema file when it has one: read at start, read again whenever its files (or
+ * the schema file) change. A change is taken only when every file is valid; otherwise the last good set
+ * stays, and `rejected` says why. Each set taken gets the next revision, and carries its schemas.
  */
 export class PolicyDirectory extends EventEmitter<DirectoryEvents> implements PolicySource {
   /** Set while the files on disk are not in force. */
@@ -41,8 +42,8 @@ export class PolicyDirectory extends EventEmitter<DirectoryEvents> implements Po
     readonly dir: string,
     private readonly store: Store,
     private readonly reader: PolicySetReader,
-    private readonly schemas: SchemaSettings | undefined,
-    private inForce: { policies: Policy[]; revision: number; schemaWarnings: string[] },
+    private readonly schemas: DirectorySchemas | undefined,
+    private inForce: { policies: Policy[]; revision: number; schemas: SchemaDocument | undefined; schemaWarnings: string[] },
     fingerprint: string,
   ) {
     super();
@@ -50,14 +51,15 @@ export class PolicyDirectory extends EventEmitter<DirectoryEvents> implements Po
   }
 
   /**
-   * Throws ConfigError when the files cannot all be read as policies (or, under `reject`, contradict
-   * the attribute `schemas`): there is no last good set to serve yet.
+   * Throws ConfigError when the files cannot all be read as policies (or the schema file as a schema
+   * document, or, under `reject`, the policies contradict it): there is no last good set to serve yet.
    */
-  static open(dir: string, store: Store, limits: PolicyLimits, schemas?: SchemaSettings): PolicyDirectory {
+  static open(dir: string, store: Store, limits: PolicyLimits, schemas?: DirectorySchemas): PolicyDirectory {
     const reader = new PolicySetReader(limits);
     const contents = readPolicyDirectory(dir, reader, schemas);
     if ('problems' in contents) throw new ConfigError(`--policies (POLICIES_DIR) ${dir}: ${contents.problems.join('; ')}`);
-    return new PolicyDirectory(dir, store, reader, schemas, { policies: contents.policies, revision: 1, schemaWarnings: contents.schemaWarnings }, contents.fingerprint);
+    const { policies, schemas: document, schemaWarnings } = contents;
+    return new PolicyDirectory(dir, store, reader, schemas, { policies, revision: 1, schemas: document, schemaWarnings }, contents.fingerprint);
   }
 
   /** What the policies in force say that the attribute schemas contradict, under `warn`: to be logged. */
@@ -69,11 +71,14 @@ export class PolicyDirectory extends EventEmitter<DirectoryEvents> implements Po
     return this.inForce.policies;
   }
 
-  /** The set in force. The feed position is the store's: entities still live there, and their changes are followed from it. */
+  /**
+   * The set in force, always whole, with its schemas. The feed position is the store's: entities still
+   * live there, and their changes are followed from it.
+   */
   async loadPolicies(): Promise<LoadedPolicies> {
     const { feedPosition } = await this.store.loadPolicies();
-    const { policies, revision } = this.inForce;
-    return { policies, revision, feedPosition };
+    const { policies, revision, schemas } = this.inForce;
+    return { policies, revision, feedPosition, ...(schemas && { schemas: { document: schemas, version: 0 } }) };
   }
 
   async policyRevision(): Promise<number> {
@@ -91,7 +96,7 @@ export class PolicyDirectory extends EventEmitter<DirectoryEvents> implements Po
       return;
     }
     this.rejected = undefined;
-    this.inForce = { policies: contents.policies, revision: this.inForce.revision + 1, schemaWarnings: contents.schemaWarnings };
+    this.inForce = { policies: contents.policies, revision: this.inForce.revision + 1, schemas: contents.schemas, schemaWarnings: contents.schemaWarnings };
     this.emit('applied', this.inForce.revision);
   }
 

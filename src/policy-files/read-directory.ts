@@ -3,9 +3,16 @@ import { join } from 'node:path';
 import type { Policy } from '../schemas/policy.js';
 import { DocumentError, parseDocument, readText } from '../documents.js';
 import type { PolicySetReader } from '../services/policy-set.js';
-import { SCHEMAS_FILE_NAME } from '../attribute-schemas/schema-file.js';
-import type { SchemaSettings } from '../attribute-schemas/enforcement.js';
+import { readSchemaFileText, SCHEMAS_FILE_NAME, type SchemaFile } from '../attribute-schemas/schema-file.js';
+import type { SchemaEnforcement } from '../config.js';
 import { policySchemaProblems } from '../attribute-schemas/policy-problems.js';
+import type { SchemaDocument } from '../attribute-schemas/schema-document.js';
+
+/** The attribute schemas of a policy directory: their file (schemas.json beside the policies, or --schemas), and how they are enforced. */
+export interface DirectorySchemas {
+  file: SchemaFile;
+  enforcement: SchemaEnforcement;
+}
 
 /**
  * Policy files: JSON or YAML. Names starting with `.` are skipped (a ConfigMap mount's `..data` and
@@ -15,20 +22,22 @@ const POLICY_FILE = /^[^.].*\.(json|ya?ml)$/;
 
 export type DirectoryContents =
   /**
-   * `fingerprint` identifies the files' names and contents, to tell a change from a rescan of the
-   * same files; `schemaWarnings`, what the policies say that the attribute schemas contradict (warn).
+   * `fingerprint` identifies the files' names and contents (the schema file's too), to tell a change
+   * from a rescan of the same files; `schemas`, the attribute schema document (none: no schema file);
+   * `schemaWarnings`, what the policies say that it contradicts (warn).
    */
-  | { fingerprint: string; policies: Policy[]; schemaWarnings: string[] }
+  | { fingerprint: string; policies: Policy[]; schemas: SchemaDocument | undefined; schemaWarnings: string[] }
   | { fingerprint: string; problems: string[] };
 
 /**
  * Every policy in the directory's policy files, in the order of the file names, then of the policies
- * in each file (a file holds one policy or a list), read as a policy write reads them, and checked
- * against the attribute schemas when there are any: what they contradict is a problem under
- * `reject`, a warning under `warn`. Symbolic links are followed. Problems name the file and the
- * field (and, for the schemas, the policy and the rule).
+ * in each file (a file holds one policy or a list), read as a policy write reads them, with the
+ * attribute schema document of `schemas`' file, read each time as the policies are, and the policies
+ * checked against it (but with enforcement off): what they contradict is a problem under `reject`, a
+ * warning under `warn`. Symbolic links are followed. Problems name the file and the field (and, for
+ * the schemas, the policy and the rule).
  */
-export function readPolicyDirectory(dir: string, reader: PolicySetReader, schemas?: SchemaSettings): DirectoryContents {
+export function readPolicyDirectory(dir: string, reader: PolicySetReader, schemas?: DirectorySchemas): DirectoryContents {
   let names: string[];
   try {
     names = readdirSync(dir).filter((name) => POLICY_FILE.test(name) && name !== SCHEMAS_FILE_NAME).sort();
@@ -43,9 +52,11 @@ export function readPolicyDirectory(dir: string, reader: PolicySetReader, schema
       return { path, text: '', problem: (error as Error).message };
     }
   });
-  const fingerprint = JSON.stringify(texts.map(({ path, text }) => [path, text]));
-  const unreadable = texts.flatMap(({ problem }) => (problem === undefined ? [] : [problem]));
+  const schemaFile = schemas === undefined ? undefined : readSchemaFileText(schemas.file);
+  const fingerprint = JSON.stringify([...texts.map(({ path, text }) => [path, text]), schemaFile?.text ?? null]);
+  const unreadable = [...texts, ...(schemaFile === undefined ? [] : [schemaFile])].flatMap(({ problem }) => (problem === undefined ? [] : [problem]));
   if (unreadable.length > 0) return { fingerprint, problems: unreadable };
+  const document = schemaFile?.document;
   const values: unknown[] = [];
   const labels: string[] = [];
   const problems: string[] = [];
@@ -67,7 +78,7 @@ export function readPolicyDirectory(dir: string, reader: PolicySetReader, schema
   if ('issues' in read) {
     return { fingerprint, problems: read.issues.map(({ loc: [file, ...field], msg }) => `${file}: ${field.length > 0 ? `${field.join('.')}: ` : ''}${msg}`) };
   }
-  const schemaProblems = schemas === undefined ? [] : policySchemaProblems(read.policies, labels, schemas.document);
+  const schemaProblems = document === undefined || schemas!.enforcement === 'off' ? [] : policySchemaProblems(read.policies, labels, document);
   if (schemas?.enforcement === 'reject' && schemaProblems.length > 0) return { fingerprint, problems: schemaProblems };
-  return { fingerprint, policies: read.policies, schemaWarnings: schemaProblems };
+  return { fingerprint, policies: read.policies, schemas: document, schemaWarnings: schemaProblems };
 }

@@ -72,22 +72,17 @@ export async function composeServices(config: Config, substitutes: Substitutes =
   const metrics = new Metrics();
   // Read before the store opens: a schema document that cannot be used stops the start.
   const schemaFile = schemaFileOf(config);
-  const fileSchemas = schemaFile && loadSchemaDocument(schemaFile);
-  const store = substitutes.store ?? (await openStore(config, { auditValues: config.auditValues, observer: metrics.auditObserver }));
   // Policies come from the store, or from a directory of files when one is given (the registry stays in the store).
   // Loaded only then: a start without --policies need not load the YAML parser.
-  const policyFiles =
-    config.policiesDir === ''
-      ? undefined
-      : (await import('../policy-files/policy-directory.js')).PolicyDirectory.open(
-          config.policiesDir,
-          store,
-          config,
-          fileSchemas === undefined || config.schemaEnforcement === 'off' ? undefined : { document: fileSchemas, enforcement: config.schemaEnforcement },
-        );
+  const directory = config.policiesDir === '' ? undefined : (await import('../policy-files/policy-directory.js')).PolicyDirectory;
+  // With policies in the store, a schema file is read once, at start: one that cannot be used stops it.
+  const fileSchemas = directory === undefined && schemaFile !== undefined ? loadSchemaDocument(schemaFile) : undefined;
+  const store = substitutes.store ?? (await openStore(config, { auditValues: config.auditValues, observer: metrics.auditObserver }));
+  // With policy files, the directory reads the schema file with them, at start and at every change.
+  const policyFiles = directory?.open(config.policiesDir, store, config, schemaFile && { file: schemaFile, enforcement: config.schemaEnforcement });
   const policySource = policyFiles ?? store;
-  // The schemas travel with the policies, from the store, or from their file when there is one.
-  const snapshots = await PolicySnapshots.load(schemaFile === undefined ? policySource : withSchemasFromFile(policySource, fileSchemas));
+  // The schemas travel with the policies: from the store, the policy directory, or their file.
+  const snapshots = await PolicySnapshots.load(fileSchemas === undefined ? policySource : withSchemasFromFile(policySource, fileSchemas));
   metrics.observeSnapshots(snapshots);
   // Told once the observer is made, below: no check runs before.
   const schemas = new SchemasInForce(config.schemaEnforcement, () => decisions.schemaViolated(), () => metrics.observeSchemaViolations());

@@ -6,6 +6,8 @@ import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
 import { Deployment } from 'kubernetes-models/apps/v1';
 import { ConfigMap, Secret, Service } from 'kubernetes-models/v1';
+import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
+import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { parse as parseYaml } from 'yaml';
 import { checkAdminExposure, ConfigError, DEFAULT_CONFIG, loadConfig, type Config } from '../../src/config.js';
 import { STORE_PROBE_TIMEOUT_MS } from '../../src/services/compose.js';
@@ -14,8 +16,9 @@ import { ask, freePort, runVerdict, waitFor } from '../helpers/child.js';
 import { imageVariables, parseDockerfile } from '../helpers/dockerfile.js';
 
 const DEPLOY = fileURLToPath(new URL('../../../deploy/', import.meta.url));
-const EXAMPLES = ['sidecar', 'central', 'policies-configmap'];
-const MODELS: Record<string, new (data: any) => { validate(): void }> = { Deployment, Service, Secret, ConfigMap };
+/** The stateless sidecar first, as the documentation leads with it. */
+const EXAMPLES = ['sidecar', 'sidecar-mongodb', 'central'];
+const MODELS: Record<string, new (data: any) => { validate(): void }> = { Deployment, Service, Secret, ConfigMap, NetworkPolicy, PodDisruptionBudget };
 
 type Manifest = Record<string, any>;
 
@@ -88,15 +91,14 @@ t.test('every manifest passes the Kubernetes schema', async (t) => {
   }
 });
 
-t.test('sidecar: Verdict starts before the app on loopback and a shared socket, non-root, every pod on one MongoDB', async (t) => {
-  const all = manifests('sidecar');
+t.test('sidecar-mongodb: Verdict starts before the app on loopback and a shared socket, non-root, every pod on one MongoDB', async (t) => {
+  const all = manifests('sidecar-mongodb');
   const deployment = all.find((manifest) => manifest.kind === 'Deployment')!;
-  const secrets = all.filter((manifest) => manifest.kind === 'Secret').map((secret) => secret.metadata.name);
   const pod = deployment.spec.template.spec;
   t.equal(pod.securityContext.runAsNonRoot, true);
   const verdict = (pod.initContainers as Manifest[]).find((container) => container.name === 'verdict')!;
   t.equal(verdict.restartPolicy, 'Always', 'a native sidecar');
-  const config = checkVerdictContainer(verdict, 'sidecar');
+  const config = checkVerdictContainer(verdict, 'sidecar-mongodb');
   t.equal(config.host, '127.0.0.1', 'the API on loopback only');
   const socketDir = config.socket.slice(0, config.socket.lastIndexOf('/'));
   for (const container of [verdict, ...pod.containers]) {
@@ -106,13 +108,8 @@ t.test('sidecar: Verdict starts before the app on loopback and a shared socket, 
     );
   }
   t.equal(config.store, 'mongodb', 'policies and entities in MongoDB, shared by every pod, not in the pod');
-  for (const variable of verdict.env as Manifest[]) {
-    // The admin key's secret is the operator's to create: see 'no manifest ships a working admin key'.
-    if (variable.valueFrom !== undefined && variable.name !== 'ADMIN_API_KEY') {
-      t.ok(secrets.includes(variable.valueFrom.secretKeyRef.name), `${variable.name} comes from a secret defined here`);
-      t.notOk(variable.valueFrom.secretKeyRef.optional, `${variable.name} is required: without it a pod would start on a store of its own`);
-    }
-  }
+  const uri = (verdict.env as Manifest[]).find((variable) => variable.name === 'MONGODB_URI')!;
+  t.notOk(uri.valueFrom.secretKeyRef.optional, 'MONGODB_URI is required: without it a pod would start on a store of its own');
   t.notOk((pod.volumes as Manifest[]).some((volume) => volume.emptyDir !== undefined && volume.name !== 'verdict-socket'), 'no per-pod volume holds data');
   t.ok(config.adminAuthRequired, 'an admin write changes every pod: the admin key is required');
   t.ok(pod.terminationGracePeriodSeconds * 1000 > config.shutdownGraceMs, 'Kubernetes waits longer than the grace period');
@@ -121,17 +118,13 @@ t.test('central: a Deployment on MongoDB behind a Service', async (t) => {
   const all = manifests('central');
   const deployment = all.find((manifest) => manifest.kind === 'Deployment')!;
   const service = all.find((manifest) => manifest.kind === 'Service')!;
-  const secrets = all.filter((manifest) => manifest.kind === 'Secret').map((secret) => secret.metadata.name);
   const pod = deployment.spec.template.spec;
   const verdict = pod.containers[0];
   const config = checkVerdictContainer(verdict, 'central');
   t.equal(config.store, 'mongodb', 'MONGODB_URI chooses the MongoDB store');
-  for (const variable of verdict.env as Manifest[]) {
-    // The admin key's secret is the operator's to create: see 'no manifest ships a working admin key'.
-    if (variable.valueFrom !== undefined && variable.name !== 'ADMIN_API_KEY') {
-      t.ok(secrets.includes(variable.valueFrom.secretKeyRef.name), `${variable.name} comes from a secret defined here`);
-    }
-  }
+  const budget = all.find((manifest) => manifest.kind === 'PodDisruptionBudget');
+  t.same(budget?.spec.selector.matchLabels, deployment.spec.selector.matchLabels, 'a disruption budget covers the replicas');
+  t.ok(budget!.spec.maxUnavailable < deployment.spec.replicas, 'and keeps some answering through a drain');
   t.same(service.spec.selector, deployment.spec.selector.matchLabels, 'the Service selects the pods');
   const ports = Object.fromEntries((verdict.ports as Manifest[]).map((port) => [port.name, port.containerPort]));
   t.same(ports, { http: config.port, metrics: config.metricsPort });
@@ -140,7 +133,7 @@ t.test('central: a Deployment on MongoDB behind a Service', async (t) => {
 });
 
 t.test("every probe answers 200 from a server started with its container's settings", async (t) => {
-  for (const example of ['sidecar', 'central']) {
+  for (const example of ['sidecar-mongodb', 'central']) {
     const pod = manifests(example).find((manifest) => manifest.kind === 'Deployment')!.spec.template.spec;
     const container = [...(pod.initContainers ?? []), ...pod.containers].find((candidate: Manifest) => candidate.name === 'verdict');
     const dir = mkdtempSync(join(tmpdir(), 'verdict-deploy-'));
@@ -174,12 +167,15 @@ t.test("every probe answers 200 from a server started with its container's setti
   }
 });
 
-t.test('policies-configmap: the sidecar serving the files of a ConfigMap, mounted whole, each a valid policy', async (t) => {
-  const all = manifests('policies-configmap');
+t.test('sidecar: stateless, serving the files of a ConfigMap, mounted whole, each a valid policy', async (t) => {
+  const all = manifests('sidecar');
   const configMap = all.find((manifest) => manifest.kind === 'ConfigMap')!;
   const pod = all.find((manifest) => manifest.kind === 'Deployment')!.spec.template.spec;
   const verdict = (pod.initContainers as Manifest[]).find((container) => container.name === 'verdict')!;
-  const config = checkVerdictContainer(verdict, 'policies-configmap');
+  const config = checkVerdictContainer(verdict, 'sidecar');
+  t.equal(verdict.restartPolicy, 'Always', 'a native sidecar');
+  t.equal(config.host, '127.0.0.1', 'the API on loopback only');
+  t.equal(config.store, 'embedded', 'no database: the registry, if used, is the pod\'s own');
   const mount = (verdict.volumeMounts as Manifest[]).find((candidate) => candidate.mountPath === config.policiesDir);
   t.ok(mount, 'POLICIES_DIR is a mounted volume');
   t.equal(mount!.subPath, undefined, 'mounted whole: a subPath mount is never updated');
@@ -222,6 +218,28 @@ function startRefused(args: string[], env: NodeJS.ProcessEnv): boolean {
 }
 
 const OPERATORS_KEY = 'a-key-the-operator-made';
+
+t.test('hardening: no service account token, the metrics port open to Prometheus only, scrape annotations, no shipped secret', async (t) => {
+  for (const example of EXAMPLES) {
+    const all = manifests(example);
+    t.same(all.filter((manifest) => manifest.kind === 'Secret').map((secret) => secret.metadata.name), [], `${example}: no secret ships, not even a placeholder`);
+    const deployment = all.find((manifest) => manifest.kind === 'Deployment')!;
+    const pod = deployment.spec.template.spec;
+    t.equal(pod.automountServiceAccountToken, false, `${example}: no service account token in the pod`);
+    const verdict = verdictContainerOf(all);
+    const config = containerConfig(verdict);
+    const annotations = deployment.spec.template.metadata.annotations;
+    t.same([annotations['prometheus.io/scrape'], annotations['prometheus.io/port'], annotations['prometheus.io/path']], ['true', String(config.metricsPort), '/metrics'], `${example}: scrape annotations name the metrics port`);
+    const policy = all.find((manifest) => manifest.kind === 'NetworkPolicy');
+    t.same(policy?.spec.podSelector.matchLabels, deployment.spec.selector.matchLabels, `${example}: a network policy selects the pods`);
+    const rules = policy!.spec.ingress as Manifest[];
+    const metricsRules = rules.filter((rule) => (rule.ports as Manifest[]).some((port) => port.port === 'metrics'));
+    t.equal(metricsRules.length, 1, `${example}: one rule admits the metrics port`);
+    t.same(metricsRules[0]!.from, [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }], `${example}: from the monitoring namespace only`);
+    const containerPorts = [...(pod.initContainers ?? []), ...pod.containers].flatMap((container: Manifest) => (container.ports ?? []).map((port: Manifest) => port.name));
+    for (const rule of rules) for (const port of rule.ports as Manifest[]) t.ok(containerPorts.includes(port.port), `${example}: the rule's port ${port.port} is a port of the pod`);
+  }
+});
 
 t.test('no manifest ships a working admin key, and every one requires the key the operator creates', async (t) => {
   for (const example of EXAMPLES) {

@@ -249,3 +249,32 @@ t.test('attribute schemas, reject: policy files they contradict stop the start, 
   t.equal(await allowed(server), true, 'a laptop is still administered by the set in force');
   t.equal((await server.call('GET', '/admin/policies')).body[0].rules[0].resource_conditions[0].value, 'laptop');
 });
+
+t.test('attribute schemas beside the policy files follow their changes as the policies do: applied without a restart, the last good ones kept while a change is not valid', async (t) => {
+  const dir = policyDir(t);
+  writeFileSync(join(dir, 'desk.yaml'), YAML.stringify(itDesk('it')));
+  const server = await startServer({ policiesDir: dir, schemaEnforcement: 'reject' });
+  t.teardown(server.close);
+  const rejects = (server: TestServer) => server.call('POST', '/check', { ...CHECK, principal: { attributes: { department: 7 } } }).then((answer) => answer.status === 400);
+  t.equal(await rejects(server), false, 'no schemas: a numeric department is decided');
+
+  // A ConfigMap's new version: the schemas arrive beside the policies.
+  const departmentsAreText = { principal: { attributes: { type: 'object', properties: { department: { type: 'string' } } } } };
+  writeFileSync(join(dir, 'schemas.json'), JSON.stringify(departmentsAreText));
+  await until(server, 'POST', '/check', { ...CHECK, principal: { attributes: { department: 7 } } }, (answer) => answer.status === 400);
+  t.same((await server.call('GET', '/admin/schemas')).body.document, departmentsAreText, 'the schemas in force are the file\'s');
+
+  // A change that is not a schema document: the last good schemas stay, and /ready says why.
+  writeFileSync(join(dir, 'schemas.json'), '{"principal": {"attributes": {"type": "text"}}}');
+  const degraded = await until(server, 'GET', '/ready', undefined, (answer) => answer.body.degraded === true);
+  t.match(degraded.body.checks.policyFiles, 'schemas.json');
+  t.equal(await rejects(server), true, 'the last good schemas still hold checks');
+
+  // Fixed, then gone: each applied as the policies would be.
+  writeFileSync(join(dir, 'schemas.json'), JSON.stringify({ principal: { attributes: { type: 'object' } } }));
+  await until(server, 'GET', '/ready', undefined, (answer) => answer.body.degraded === false);
+  t.equal(await rejects(server), false, 'the fixed schemas are in force');
+  rmSync(join(dir, 'schemas.json'));
+  await until(server, 'GET', '/admin/schemas', undefined, (answer) => answer.status === 404);
+  t.equal(await allowed(server), true);
+});
