@@ -5,6 +5,7 @@ import { parseRetention } from './audit/retention.js';
 import type { AuditRetention } from './audit/record.js';
 import { OPERATOR_STYLES, type OperatorStyle } from './engine/operators.js';
 import { isLoopbackHost } from './loopback.js';
+import { parseDecisionLogMask } from './decision-log/mask.js';
 
 export const STORES = ['embedded', 'mongodb', 'mongodb-memory'] as const;
 export type StoreKind = (typeof STORES)[number];
@@ -340,10 +341,24 @@ const OPTIONS = {
   'decision-log': option({
     field: 'decisionLog',
     env: 'DECISION_LOG',
-    help: 'log every decision as a JSON line to this file or to stdout',
+    help: 'log every decision as a JSON line to this file, to stdout, or to a collector at this http(s) URL (posted in batches)',
     default: '',
     defaultHelp: 'off',
-    parse: trimmed,
+    parse: decisionLogTarget,
+  }),
+  'decision-log-mask': option({
+    field: 'decisionLogMask',
+    env: 'DECISION_LOG_MASK',
+    help: 'attributes whose values the decision log never writes: <part>.<attribute>[=hash], comma-separated (part: principal, resource, action, context)',
+    default: '',
+    defaultHelp: 'none',
+    parse: ({ label, text }) => {
+      try {
+        return parseDecisionLogMask(text);
+      } catch (error) {
+        throw new ConfigError(`${label} ${(error as Error).message}`);
+      }
+    },
   }),
   'shutdown-delay-ms': option({
     field: 'shutdownDelayMs',
@@ -479,6 +494,20 @@ function parseHosts(name: string, text: string): string[] {
   const bad = hosts.find((host) => isIP(host) === 0 && !HOST_NAME.test(host));
   if (bad !== undefined) throw new ConfigError(`${name} takes host names and IP addresses, comma-separated, with no port or scheme; got '${bad}'`);
   return hosts;
+}
+
+/** --decision-log: `stdout`, a file path, or an http(s) URL (a collector), checked to be one. */
+function decisionLogTarget({ label, text }: Given): string {
+  const target = text.trim();
+  if (!/^https?:/i.test(target)) return target;
+  let url: URL;
+  try {
+    url = new URL(target);
+  } catch {
+    throw new ConfigError(`${label} '${target}' is not a URL`);
+  }
+  if (url.username !== '' || url.password !== '') throw new ConfigError(`${label}: credentials in the URL would be logged with it; the collector must not need any in it`);
+  return url.href;
 }
 
 /**

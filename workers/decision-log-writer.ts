@@ -1,13 +1,14 @@
 /**
  * The decision log's writer thread: serializes the decisions the front sends it and appends them
- * to the log. It runs at the lowest scheduling priority, so that on a busy machine the decisions
- * themselves keep the CPU; when it falls behind, the front drops lines (and counts them) instead of
- * waiting for it.
+ * to the log, or posts them to a collector. It runs at the lowest scheduling priority, so that on a
+ * busy machine the decisions themselves keep the CPU; when it falls behind, the front drops lines
+ * (and counts them) instead of waiting for it.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { readlinkSync, writeSync } from 'node:fs';
 import { constants, setPriority } from 'node:os';
 import { bulkDecisionLines, decisionLine } from '../src/decision-log/line.js';
+import { HttpSink } from '../src/decision-log/http-sink.js';
 import { linesOf, type DecisionLogEntry, type WriterMessage, type WriterReport, type WriterStart } from '../src/decision-log/entries.js';
 
 const FULL_PIPE_WAIT_MS = 10;
@@ -22,13 +23,19 @@ function lowerPriority(): void {
   }
 }
 
-const { fd, unwritten } = workerData as WriterStart;
+const { sink, unwritten, mask } = workerData as WriterStart;
 const unwrittenLines = new Int32Array(unwritten);
 const sleeper = new Int32Array(new SharedArrayBuffer(4));
 const port = parentPort!;
 
+/** Lines done with: written, delivered, or dropped (then told to the front, which counts them). */
+const done = (lines: number, dropped: boolean) => {
+  if (dropped) port.postMessage({ dropped: lines } satisfies WriterReport);
+  Atomics.sub(unwrittenLines, 0, lines);
+};
+
 /** Blocks this thread only: stdout may be a non-blocking pipe, so a full one is waited out. */
-function writeAll(text: string): void {
+function writeAll(fd: number, text: string): void {
   let rest = Buffer.from(text);
   while (rest.length > 0) {
     try {
@@ -40,12 +47,29 @@ function writeAll(text: string): void {
   }
 }
 
-const serialize = (entry: DecisionLogEntry) => (entry.kind === 'bulk' ? bulkDecisionLines(entry.record) : decisionLine(entry.record));
+/** Where a batch of lines goes: a file (written now) or a collector (posted in the background). */
+const deliver: { add(text: string, lines: number): void; close(): Promise<void> } =
+  'url' in sink
+    ? new HttpSink(sink.url, { delivered: (lines) => done(lines, false), dropped: (lines) => done(lines, true) })
+    : {
+        add(text, lines) {
+          try {
+            writeAll(sink.fd, text);
+            done(lines, false);
+          } catch {
+            // The sink failed (a full disk, a closed pipe): these lines are lost, and counted as dropped.
+            done(lines, true);
+          }
+        },
+        close: async () => {},
+      };
+
+const serialize = (entry: DecisionLogEntry) => (entry.kind === 'bulk' ? bulkDecisionLines(entry.record, mask) : decisionLine(entry.record, mask));
 
 lowerPriority();
 port.on('message', (message: WriterMessage) => {
   if (message === 'close') {
-    port.close();
+    void deliver.close().then(() => port.close());
     return;
   }
   let text = '';
@@ -54,11 +78,5 @@ port.on('message', (message: WriterMessage) => {
     text += serialize(entry);
     lines += linesOf(entry);
   }
-  try {
-    writeAll(text);
-  } catch {
-    // The sink failed (a full disk, a closed pipe): these lines are lost, and counted as dropped.
-    port.postMessage({ dropped: lines } satisfies WriterReport);
-  }
-  Atomics.sub(unwrittenLines, 0, lines);
+  deliver.add(text, lines);
 });

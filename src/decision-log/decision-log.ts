@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { Worker } from 'node:worker_threads';
 import { PRIVATE_FILE } from '../private-files.js';
 import { DECISION_LOG_WRITER_FILE } from '../../workers/entry-points.js';
-import type { BulkDecisionRecord, DecisionRecord } from './line.js';
+import type { BulkDecisionRecord, DecisionLogMask, DecisionRecord } from './line.js';
 import { linesOf, type DecisionLogEntry, type WriterMessage, type WriterReport, type WriterStart } from './entries.js';
 
 /** Lines waiting to be written; past this, new lines are dropped and counted. */
@@ -39,11 +39,17 @@ export class DecisionLog {
     writer.unref();
   }
 
-  /** `target` is a file path (appended to, opened now so that a bad path fails at start) or `stdout`. */
-  static open(target: string, onDrop: (lines: number) => void, capacity = DECISION_LOG_CAPACITY): DecisionLog {
+  /**
+   * `target` is a file path (appended to, opened now so that a bad path fails at start), `stdout`, or
+   * an http(s) URL, where the lines are posted in batches (see HttpSink). `mask` names the attributes
+   * whose values are never written as they are.
+   */
+  static open(target: string, onDrop: (lines: number) => void, capacity = DECISION_LOG_CAPACITY, mask: DecisionLogMask = {}): DecisionLog {
+    const isUrl = /^https?:/i.test(target);
     // A file made here is its user's alone; one that exists keeps the mode its owner gave it.
-    const ownedFd = target === 'stdout' ? undefined : openSync(target, 'a', PRIVATE_FILE);
-    const start: WriterStart = { fd: ownedFd ?? 1, unwritten: new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT) };
+    const ownedFd = target === 'stdout' || isUrl ? undefined : openSync(target, 'a', PRIVATE_FILE);
+    const sink = isUrl ? { url: target } : { fd: ownedFd ?? 1 };
+    const start: WriterStart = { sink, unwritten: new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT), mask };
     const writer = new Worker(DECISION_LOG_WRITER_FILE, { workerData: start });
     return new DecisionLog(writer, new Int32Array(start.unwritten), ownedFd, onDrop, capacity);
   }

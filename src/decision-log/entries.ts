@@ -1,4 +1,4 @@
-import type { BulkDecisionRecord, DecisionRecord } from './line.js';
+import type { BulkDecisionRecord, DecisionLogMask, DecisionRecord } from './line.js';
 
 /** What the front sends the decision log's writer thread, in batches: decisions to serialize and write, in order. */
 export type DecisionLogEntry = { kind: 'decision'; record: DecisionRecord } | { kind: 'bulk'; record: BulkDecisionRecord };
@@ -10,10 +10,12 @@ export type WriterMessage = DecisionLogEntry[] | 'close';
 
 /** What the writer thread is given when it starts. */
 export interface WriterStart {
-  /** Where to append: an open file descriptor (1 for stdout). */
-  fd: number;
-  /** An Int32Array's buffer: [0] counts lines sent to the writer and not yet written. */
+  /** Where the lines go: appended to an open file descriptor (1 for stdout), or posted to a collector's URL. */
+  sink: { fd: number } | { url: string };
+  /** An Int32Array's buffer: [0] counts lines sent to the writer and not yet written (or dropped). */
   unwritten: SharedArrayBuffer;
+  /** The attributes whose values are never written as they are. */
+  mask: DecisionLogMask;
 }
 
 /** What the writer tells the front: lines it could not write. */

@@ -1,7 +1,23 @@
+import { createHash } from 'node:crypto';
 import type { Decision, DecisionRequest } from '../engine/index.js';
 import { readCheckRequest, type CheckInput } from '../requests/check-request.js';
 import type { CheckRequest } from '../schemas/check.js';
 import type { ItemViolations } from '../attribute-schemas/enforcement.js';
+
+/** The HTTP request that asked for decisions: the id echoed to its caller (`X-Request-ID`), and its own, unique id. */
+export interface RequestOrigin {
+  requestId: string;
+  id: string;
+}
+
+/** Which request a decision answered (its `X-Request-ID`), and the decision's own id: `<the request's unique id>/<the decision's index in it>`. */
+export interface DecisionOrigin {
+  requestId: string;
+  decisionId: string;
+}
+
+/** The origin of the `index`th decision made for the request `origin`. */
+export const decisionOrigin = (origin: RequestOrigin, index: number): DecisionOrigin => ({ requestId: origin.requestId, decisionId: `${origin.id}/${index}` });
 
 /** One decision made on the front, as the decision log records it, before it is serialized. */
 export interface DecisionRecord {
@@ -14,6 +30,9 @@ export interface DecisionRecord {
   latencyMs: number;
   /** What the check broke of the attribute schemas (warn); none: undefined or empty. */
   violations?: readonly string[] | undefined;
+  origin?: DecisionOrigin | undefined;
+  /** The check was refused (400) for breaking the attribute schemas under `reject`: `decision` says why. */
+  refused?: true;
 }
 
 /**
@@ -34,22 +53,57 @@ export interface BulkDecisionRecord {
   latencyMs: number;
   /** What the items that broke the attribute schemas broke (warn). */
   violations: ItemViolations;
+  origin?: RequestOrigin | undefined;
 }
 
-/** Attributes as a JSON object, keys in the order given (`__proto__` and the like as ordinary keys). */
-function attributesJson(attributes: ReadonlyMap<string, unknown>): string {
-  let members = '';
-  for (const [key, value] of attributes) {
-    members += `${members === '' ? '' : ','}${JSON.stringify(key)}:${JSON.stringify(value) ?? 'null'}`;
+/** How a masked attribute's value is written: not at all, or as a digest of its JSON (which a guessable value does not hide). */
+export type MaskMethod = 'omit' | 'hash';
+
+/** The attributes whose values the log never writes as they are: by part of the check, then attribute name. */
+export type DecisionLogMask = Partial<Record<'principal' | 'resource' | 'action' | 'context', Readonly<Record<string, MaskMethod>>>>;
+
+type MaskedPart = keyof DecisionLogMask;
+
+/** A masked value as written: `"[masked]"`, or the first 16 hex digits of the SHA-256 of its JSON. */
+function maskedValue(value: unknown, method: MaskMethod): string {
+  if (method === 'omit') return '"[masked]"';
+  return `"sha256:${createHash('sha256').update(JSON.stringify(value) ?? 'null').digest('hex').slice(0, 16)}"`;
+}
+
+/**
+ * Writes JSON lines, masking what `mask` names; `masked` collects the paths it masked in the line
+ * being written (`principal.ssn`), which the line then lists.
+ */
+class LineWriter {
+  readonly masked = new Set<string>();
+
+  constructor(private readonly mask: DecisionLogMask) {}
+
+  /** Attributes of `part` as a JSON object, keys in the order given (`__proto__` and the like as ordinary keys). */
+  attributes(part: MaskedPart, attributes: ReadonlyMap<string, unknown>): string {
+    const masks = this.mask[part];
+    let members = '';
+    for (const [key, value] of attributes) {
+      const method = masks !== undefined && Object.hasOwn(masks, key) ? masks[key] : undefined;
+      if (method !== undefined) this.masked.add(`${part}.${key}`);
+      members += `${members === '' ? '' : ','}${JSON.stringify(key)}:${method === undefined ? (JSON.stringify(value) ?? 'null') : maskedValue(value, method)}`;
+    }
+    return `{${members}}`;
   }
-  return `{${members}}`;
+
+  /** The action's attributes and the context, each when the check sent some: a check without them is logged as before. */
+  actionAndContext({ actionAttributes, context }: CheckInput): string {
+    const attributes = actionAttributes === undefined ? '' : `,"action_attributes":${this.attributes('action', actionAttributes)}`;
+    return context === undefined ? attributes : `${attributes},"context":${this.attributes('context', context)}`;
+  }
+
+  /** The masked paths, as a member followed by a comma; nothing when none was masked. */
+  maskedJson(): string {
+    return this.masked.size === 0 ? '' : `"masked":${JSON.stringify([...this.masked].sort())},`;
+  }
 }
 
-/** The action's attributes and the context, each when the check sent some: a check without them is logged as before. */
-function actionAndContextJson({ actionAttributes, context }: CheckInput): string {
-  const attributes = actionAttributes === undefined ? '' : `,"action_attributes":${attributesJson(actionAttributes)}`;
-  return context === undefined ? attributes : `${attributes},"context":${attributesJson(context)}`;
-}
+const NO_MASK: DecisionLogMask = {};
 
 const sideJson = (uri: string | undefined, attributes: string) =>
   uri === undefined ? `{"attributes":${attributes}}` : `{"uri":${JSON.stringify(uri)},"attributes":${attributes}}`;
@@ -75,30 +129,34 @@ function isoTime(time: number): string {
  * Written out by hand rather than through intermediate objects: this runs once per decision, and a
  * side decided on exactly the attributes it was sent with (no registry) is serialized once.
  */
-export function decisionLine({ time, input, request, decision, revision, latencyMs, violations }: DecisionRecord): string {
-  const sent = { principal: attributesJson(input.principal.attributes), resource: attributesJson(input.resource.attributes) };
+export function decisionLine({ time, input, request, decision, revision, latencyMs, violations, origin, refused }: DecisionRecord, mask = NO_MASK): string {
+  const write = new LineWriter(mask);
+  const sent = { principal: write.attributes('principal', input.principal.attributes), resource: write.attributes('resource', input.resource.attributes) };
   const principalResolved =
-    request.principal.attributes === input.principal.attributes ? sent.principal : attributesJson(request.principal.attributes);
+    request.principal.attributes === input.principal.attributes ? sent.principal : write.attributes('principal', request.principal.attributes);
   const resourceResolved =
-    request.resource.attributes === input.resource.attributes ? sent.resource : attributesJson(request.resource.attributes);
+    request.resource.attributes === input.resource.attributes ? sent.resource : write.attributes('resource', request.resource.attributes);
+  const ids = origin === undefined ? '' : `"request_id":${JSON.stringify(origin.requestId)},"decision_id":${JSON.stringify(origin.decisionId)},`;
+  const actionAndContext = write.actionAndContext(input);
   return (
-    `{"time":"${isoTime(time)}","revision":${revision},` +
+    `{"time":"${isoTime(time)}",${ids}"revision":${revision},` +
     `"request":{"principal":${sideJson(input.principal.uri, sent.principal)},"resource":${sideJson(input.resource.uri, sent.resource)},` +
-    `"action":${JSON.stringify(input.action)}${actionAndContextJson(input)}},` +
-    `"resolved":{"principal":${principalResolved},"resource":${resourceResolved}},` +
-    `"allowed":${decision.allowed},"reason":${JSON.stringify(decision.reason)},${violationsJson(violations)}"latency_ms":${Math.round(latencyMs * 1000) / 1000}}\n`
+    `"action":${JSON.stringify(input.action)}${actionAndContext}},` +
+    `"resolved":{"principal":${principalResolved},"resource":${resourceResolved}},${write.maskedJson()}` +
+    `${refused ? '"refused":true,' : ''}"allowed":${decision.allowed},"reason":${JSON.stringify(decision.reason)},${violationsJson(violations)}"latency_ms":${Math.round(latencyMs * 1000) / 1000}}\n`
   );
 }
 
 /** The JSON lines of a bulk decided in a worker, one per item, in order. */
-export function bulkDecisionLines({ time, body, decisions, revision, latencyMs, violations }: BulkDecisionRecord): string {
+export function bulkDecisionLines({ time, body, decisions, revision, latencyMs, violations, origin }: BulkDecisionRecord, mask = NO_MASK): string {
   const requests = JSON.parse(body) as CheckRequest[];
   const decided = JSON.parse(decisions) as Decision[];
   const violationsOf = new Map(violations.map(({ item, violations }) => [item, violations]));
   let lines = '';
   requests.forEach((request, index) => {
     const input = readCheckRequest(request, ['body', index]) as CheckInput;
-    lines += decisionLine({ time, input, request: input, decision: decided[index]!, revision, latencyMs, violations: violationsOf.get(index) });
+    const itemOrigin = origin && decisionOrigin(origin, index);
+    lines += decisionLine({ time, input, request: input, decision: decided[index]!, revision, latencyMs, violations: violationsOf.get(index), origin: itemOrigin }, mask);
   });
   return lines;
 }

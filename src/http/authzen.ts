@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply, onRequestHookHandler } from 'fastify';
 import type { JsonSchemaToTsProvider } from '@fastify/type-provider-json-schema-to-ts';
 import {
   authzenDecisionSchema,
@@ -23,10 +23,9 @@ import { MIN_REVISION_DOC } from './min-revision.js';
 import { answerErrors } from './errors.js';
 import { onceMayExplain } from './admin-auth.js';
 import { JSON_CONTENT_TYPE, NAMES_ITS_REVISION, REVISION_HEADER } from './revision.js';
+import { echoingRequestId, echoRequestId, originOf } from './request-ids.js';
 
 const tags = ['authzen'];
-
-export const REQUEST_ID_HEADER = 'x-request-id';
 
 /** Where each AuthZEN endpoint is served, by its name in the metadata document. */
 export const AUTHZEN_ENDPOINTS = {
@@ -39,22 +38,6 @@ export const AUTHZEN_ENDPOINTS = {
 
 export const AUTHZEN_METADATA_PATH = '/.well-known/authzen-configuration';
 
-/** Names in the reply the `X-Request-ID` the caller sent, or this request's own id when it sent none. */
-function echoRequestId(request: FastifyRequest, reply: FastifyReply): void {
-  const sent = request.headers[REQUEST_ID_HEADER];
-  reply.header(REQUEST_ID_HEADER, typeof sent === 'string' ? sent : request.id);
-}
-
-/**
- * `then`, after the request id is echoed: one hook in place of two, since every hook a route runs
- * costs each of its requests (a second one cost an evaluation about a microsecond of CPU).
- */
-const echoingRequestId =
-  (then: onRequestHookHandler): onRequestHookHandler =>
-  function (request, reply, done) {
-    echoRequestId(request, reply);
-    return then.call(this, request, reply, done);
-  };
 const onlyEchoingRequestId: onRequestHookHandler = (request, reply, done) => {
   echoRequestId(request, reply);
   done();
@@ -153,8 +136,8 @@ export const authzenRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, 
       },
       handler: (request, reply) =>
         request.query.explain
-          ? onceMayExplain(context.explainGuard, request, reply, () => sendDecided(reply, authzen.evaluation(request.body, true)))
-          : sendDecided(reply, authzen.evaluation(request.body, false)),
+          ? onceMayExplain(context.explainGuard, request, reply, () => sendDecided(reply, authzen.evaluation(request.body, true, originOf(request))))
+          : sendDecided(reply, authzen.evaluation(request.body, false, originOf(request))),
     });
 
     app.post(AUTHZEN_ENDPOINTS.access_evaluations_endpoint, {
@@ -172,8 +155,8 @@ export const authzenRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, 
       },
       handler: (request, reply) =>
         request.query.explain
-          ? onceMayExplain(context.explainGuard, request, reply, () => sendDecided(reply, authzen.evaluations(request.body, true)))
-          : sendDecided(reply, authzen.evaluations(request.body, false)),
+          ? onceMayExplain(context.explainGuard, request, reply, () => sendDecided(reply, authzen.evaluations(request.body, true, originOf(request))))
+          : sendDecided(reply, authzen.evaluations(request.body, false, originOf(request))),
     });
 
     const search = new AuthzenSearch(checks, context.plans, context.registry, context.snapshots, config);

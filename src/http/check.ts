@@ -22,6 +22,8 @@ import { onceMayExplain } from './admin-auth.js';
 import { decisionJson, decisionsJson } from '../engine/index.js';
 import type { MeasuredPlacement } from '../pool/measured-placement.js';
 import type { BulkPool } from '../pool/bulk-pool.js';
+import type { RequestOrigin } from '../decision-log/line.js';
+import { echoingRequestId, originOf } from './request-ids.js';
 
 /** Where a bulk goes, and, when the path was chosen by measuring them, the placement measuring its costs. */
 type PlacedBulk = { path: 'inline'; measured?: MeasuredPlacement } | { path: 'pool'; bulk: BulkPool; measured?: MeasuredPlacement };
@@ -38,11 +40,11 @@ function placedBulk(pool: AppContext['pool'], bytes: Buffer, explain: boolean): 
 }
 
 /** A bulk's decisions from the pool, as BulkPool.decide gives them, with what it cost told to `placement`. */
-async function measuredInPool(bulk: BulkPool, placement: MeasuredPlacement, bytes: Buffer): Promise<string | undefined> {
+async function measuredInPool(bulk: BulkPool, placement: MeasuredPlacement, bytes: Buffer, origin: RequestOrigin): Promise<string | undefined> {
   let workerMs: number | undefined;
   placement.handedOff();
   try {
-    return await bulk.decide(bytes, false, (took) => (workerMs = took));
+    return await bulk.decide(bytes, false, (took) => (workerMs = took), origin);
   } finally {
     placement.answeredByPool(bytes.length, workerMs);
   }
@@ -52,7 +54,8 @@ async function measuredInPool(bulk: BulkPool, placement: MeasuredPlacement, byte
 export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { context }) => {
   const app = fastify.withTypeProvider<JsonSchemaToTsProvider>();
   const { checks, config, revision, explainGuard } = context;
-  const onRequest = context.minRevisionCheck;
+  // The request id echoed as AuthZEN's routes echo it: the decision log names it in each line.
+  const onRequest = echoingRequestId(context.minRevisionCheck);
   /** Sends answers already written as JSON, naming the revision served now that they are decided. */
   const sendJson = (reply: FastifyReply, json: string): void => {
     reply.type(JSON_CONTENT_TYPE).header(REVISION_HEADER, revision()).send(json);
@@ -74,8 +77,8 @@ export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { 
     },
     handler: (request, reply) => {
       // An explained answer is serialized; any other is the text its decision was built with.
-      if (request.query.explain) return onceMayExplain(explainGuard, request, reply, () => withRevision(reply, revision, checks.check(request.body, true)));
-      const decided = checks.check(request.body, false);
+      if (request.query.explain) return onceMayExplain(explainGuard, request, reply, () => withRevision(reply, revision, checks.check(request.body, true, originOf(request))));
+      const decided = checks.check(request.body, false, originOf(request));
       if (decided instanceof Promise) return decided.then((decision) => sendJson(reply, decisionJson(decision)));
       return sendJson(reply, decisionJson(decided));
     },
@@ -109,10 +112,11 @@ export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { 
         if (explain) await explainGuard?.(request, reply);
         const placed = placedBulk(pool, bytes, explain);
         if (placed.path === 'pool') {
-          const decided = placed.measured === undefined ? await placed.bulk.decide(bytes, explain) : await measuredInPool(placed.bulk, placed.measured, bytes);
+          const decided =
+            placed.measured === undefined ? await placed.bulk.decide(bytes, explain, undefined, originOf(request)) : await measuredInPool(placed.bulk, placed.measured, bytes, originOf(request));
           if (decided !== undefined) return sendJson(reply, decided);
         }
-        const decided = checks.checkMany(readBulkBody(bytes.toString('utf8'), validate, config), explain);
+        const decided = checks.checkMany(readBulkBody(bytes.toString('utf8'), validate, config), explain, originOf(request));
         if (explain) return withRevision(reply, revision, decided);
         sendJson(reply, decisionsJson(await decided));
         if (placed.path === 'inline') placed.measured?.decidedInline(bytes.length);

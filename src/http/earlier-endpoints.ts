@@ -5,6 +5,7 @@ import { policySchema, storedPolicySchema } from '../schemas/policy.js';
 import { entityCreateSchema, entitySchema, entityUpdateSchema, overrideQuerySchema } from '../schemas/entity.js';
 import { ClientError, RequestValidationError } from '../errors.js';
 import { API_KEY_SECURITY } from './admin-auth.js';
+import { echoingRequestId, originOf } from './request-ids.js';
 import type { RoutesOptions } from './context.js';
 import { MIN_REVISION_DOC } from './min-revision.js';
 import { ERROR_RESPONSES } from './responses.js';
@@ -32,7 +33,7 @@ export const earlierEndpointRoutes: FastifyPluginAsync<RoutesOptions> = async (f
   const security = API_KEY_SECURITY;
 
   app.post('/check-access', {
-    onRequest: context.minRevisionCheck,
+    onRequest: echoingRequestId(context.minRevisionCheck),
     schema: {
       tags,
       summary: 'Decide one check; answers a bare true or false',
@@ -40,7 +41,7 @@ export const earlierEndpointRoutes: FastifyPluginAsync<RoutesOptions> = async (f
       body: checkRequestSchema,
       response: { 200: { type: 'boolean' }, ...ERROR_RESPONSES },
     },
-    handler: async (request) => (await checks.check(request.body)).allowed,
+    handler: async (request) => (await checks.check(request.body, false, originOf(request))).allowed,
   });
 
   app.post('/create-policy', {

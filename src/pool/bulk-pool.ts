@@ -10,6 +10,7 @@ import { POOL_WORKER_FILE } from '../../workers/entry-points.js';
 import type { BulkTally } from '../live/live-counters.js';
 import type { ItemViolations } from '../attribute-schemas/enforcement.js';
 import type { SchemaEnforcement } from '../config.js';
+import type { RequestOrigin } from '../decision-log/line.js';
 
 /** What a pool is made with. */
 export interface BulkPoolOptions {
@@ -35,7 +36,16 @@ export class WorkerTimeoutError extends Error {}
  * Told of every bulk a worker decided: its body (UTF-8), its decisions as JSON, what decided them,
  * what its items broke of the attribute schemas, at which revision, in how long.
  */
-export type BulkObserver = (bulk: { body: Buffer; json: string; tally: BulkTally; violations: ItemViolations; revision: number; elapsedMs: number }) => void;
+export type BulkObserver = (bulk: {
+  body: Buffer;
+  json: string;
+  tally: BulkTally;
+  violations: ItemViolations;
+  revision: number;
+  elapsedMs: number;
+  /** The request the bulk answered, for the decision log. */
+  origin: RequestOrigin | undefined;
+}) => void;
 
 /**
  * Bulks a worker may hold at once: it starts the next as soon as one is done, without waiting for
@@ -110,9 +120,10 @@ export class BulkPool {
    * registered entity or breaks the attribute schemas under `reject`, or the worker died: Piscina replaces it and the caller decides inline,
    * never a guess). Throws the client errors the body deserves, and WorkerTimeoutError when a
    * worker ran the bulk for longer than the timeout (the worker is terminated and replaced; bulks
-   * queued on it are decided on the front). `timed` is told how long the worker took, in ms of its wall time, when it decided the bulk.
+   * queued on it are decided on the front). `timed` is told how long the worker took, in ms of its wall time, when it decided the bulk;
+   * `origin` names the request, for the decision log.
    */
-  async decide(body: Buffer | string, explain = false, timed?: (workerMs: number) => void): Promise<string | undefined> {
+  async decide(body: Buffer | string, explain = false, timed?: (workerMs: number) => void, origin?: RequestOrigin): Promise<string | undefined> {
     const bytes = typeof body === 'string' ? Buffer.from(body) : body;
     // Each run moves a copy of the bytes to the worker: no structured clone of a decoded string,
     // and the front keeps the body, to decide it itself when the worker cannot.
@@ -121,7 +132,7 @@ export class BulkPool {
       return pool.run({ kind: 'checks', ...at, limits: this.limits, explain, body: moved }, { transferList: [moved] });
     });
     if (outcome?.kind === 'decided') {
-      this.observe({ ...outcome, body: bytes });
+      this.observe({ ...outcome, body: bytes, origin });
       timed?.(outcome.elapsedMs);
     }
     return this.answered(outcome);

@@ -5,6 +5,7 @@ import type { CheckInput } from '../requests/check-request.js';
 import { AttributeConflict } from '../registry/resolve.js';
 import { conflictAsClientError, type CheckService } from './checks.js';
 import { answerEach } from './answer-each.js';
+import type { RequestOrigin } from '../decision-log/line.js';
 
 type Answer = AuthzenDecision | Promise<AuthzenDecision>;
 
@@ -72,16 +73,16 @@ export class AuthzenService {
     private readonly maxEvaluations: number,
   ) {}
 
-  /** One evaluation; a supplied property that contradicts the registry is 400, as in /check. */
-  evaluation(body: AuthzenEvaluation, explain: boolean): Answer {
-    return this.decideOne(evaluationInput(body), explain);
+  /** One evaluation; a supplied property that contradicts the registry is 400, as in /check. `origin`: the request, for the decision log. */
+  evaluation(body: AuthzenEvaluation, explain: boolean, origin?: RequestOrigin): Answer {
+    return this.decideOne(evaluationInput(body), explain, origin);
   }
 
   /** Many evaluations (or one, when the request has no `evaluations`), under the semantic it asks for. */
-  evaluations(body: AuthzenEvaluations, explain: boolean): EvaluationsAnswer | Promise<EvaluationsAnswer> {
+  evaluations(body: AuthzenEvaluations, explain: boolean, origin?: RequestOrigin): EvaluationsAnswer | Promise<EvaluationsAnswer> {
     const { items, single, semantic } = readEvaluations(body, this.maxEvaluations);
-    if (items === undefined) return this.decideOne(single!, explain);
-    const decide = this.checks.decider(items.length, explain);
+    if (items === undefined) return this.decideOne(single!, explain, origin);
+    const decide = this.checks.decider(items.length, explain, origin);
     const answer = (input: CheckInput | UndecidableItem): Answer => {
       if ('undecidable' in input) return undecidable(input.undecidable);
       try {
@@ -95,9 +96,9 @@ export class AuthzenService {
     return then(evaluations, (decided) => ({ evaluations: decided }));
   }
 
-  private decideOne(input: CheckInput, explain: boolean): Answer {
+  private decideOne(input: CheckInput, explain: boolean, origin: RequestOrigin | undefined): Answer {
     try {
-      const decided = this.checks.decider(1, explain)(input);
+      const decided = this.checks.decider(1, explain, origin)(input);
       if (decided instanceof Promise) return decided.then((decision) => authzenDecision(decision, explain), conflictAsClientError);
       return authzenDecision(decided, explain);
     } catch (error) {

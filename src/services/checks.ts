@@ -6,7 +6,8 @@ import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
 import { ClientError, RequestValidationError } from '../errors.js';
 import { answerEach } from './answer-each.js';
 import { explanationsTooLarge } from './answer-limits.js';
-import { withViolations } from '../attribute-schemas/enforcement.js';
+import { SchemaViolation, withViolations } from '../attribute-schemas/enforcement.js';
+import { decisionOrigin, type DecisionOrigin, type RequestOrigin } from '../decision-log/line.js';
 import type { EnforcedSchemas } from '../attribute-schemas/schemas-in-force.js';
 
 /** A check that cannot be decided as asked (a supplied attribute contradicting the registry): 400. */
@@ -26,8 +27,21 @@ export interface CheckObservers {
    * revision, since when (performance.now() as it began; 0 unless `timed`), and what it broke of the
    * attribute schemas (warn; none: empty or undefined).
    */
-  decision?: (input: CheckInput, request: DecisionRequest, decision: Decision, revision: number, startedAt: number, violations: readonly string[] | undefined) => void;
-  /** Whether `decision` reads its `startedAt`: otherwise the clock is not read for every check (some 85 ns each). */
+  decision?: (
+    input: CheckInput,
+    request: DecisionRequest,
+    decision: Decision,
+    revision: number,
+    startedAt: number,
+    violations: readonly string[] | undefined,
+    origin: DecisionOrigin | undefined,
+  ) => void;
+  /** Told of every check refused for breaking the attribute schemas under `reject`, as `decision` is of a decision. */
+  refused?: (input: CheckInput, request: DecisionRequest, refusal: SchemaViolation, revision: number, startedAt: number, origin: DecisionOrigin | undefined) => void;
+  /**
+   * Whether `decision` reads its `startedAt` and `origin`: otherwise the clock is not read for every
+   * check (some 85 ns each), and no origin is made.
+   */
   readonly timed?: boolean;
   /** Told of the size of every bulk decided on this thread. */
   bulk?: (size: number) => void;
@@ -51,12 +65,12 @@ export class CheckService {
   /**
    * Throws RequestValidationError (422) for an unusable request and ClientError (400) for an
    * attribute conflict or an explanation longer than the answer budget. With `explain`, the
-   * decision carries how it came about.
+   * decision carries how it came about. `origin`: the request it answers, for the decision log.
    */
-  check(request: CheckRequest, explain = false): Decision | Promise<Decision> {
+  check(request: CheckRequest, explain = false, origin?: RequestOrigin): Decision | Promise<Decision> {
     const input = readCheckRequest(request, ['body']);
     if (Array.isArray(input)) throw new RequestValidationError(input);
-    const decide = this.decider(1, explain);
+    const decide = this.decider(1, explain, origin);
     try {
       const decision = decide(input);
       return decision instanceof Promise ? decision.catch(conflictAsClientError) : decision;
@@ -69,25 +83,28 @@ export class CheckService {
    * Decides checks already read (see readBulkBody); a conflict only denies its own item (with no
    * explanation). Explanations longer together than the answer budget fail the call (400).
    */
-  checkMany(inputs: CheckInput[], explain = false): Decision[] | Promise<Decision[]> {
+  checkMany(inputs: CheckInput[], explain = false, origin?: RequestOrigin): Decision[] | Promise<Decision[]> {
     this.observers.bulk?.(inputs.length);
-    return answerEach(inputs, this.decider(inputs.length, explain), conflictAsDenial);
+    return answerEach(inputs, this.decider(inputs.length, explain, origin), conflictAsDenial);
   }
 
   /**
    * What decides the `checks` checks of one call, already read, sharing one explanation budget. It
    * throws (or rejects with) AttributeConflict for a check that cannot be decided as asked, and the
-   * 400 of explanationsTooLarge once the call's explanations outgrow the answer budget.
+   * 400 of explanationsTooLarge once the call's explanations outgrow the answer budget. The checks
+   * decided are numbered in the order they are given, in the ids of their decisions (see DecisionOrigin).
    */
-  decider(checks: number, explain: boolean): (input: CheckInput) => Decision | Promise<Decision> {
+  decider(checks: number, explain: boolean, origin?: RequestOrigin): (input: CheckInput) => Decision | Promise<Decision> {
     const explanations = this.explanations(explain);
-    if (explanations === undefined) return (input) => this.decide(input, undefined);
+    let decided = 0;
+    const originOfNext = origin === undefined || this.observers.timed !== true ? () => undefined : () => decisionOrigin(origin, decided++);
+    if (explanations === undefined) return (input) => this.decide(input, undefined, originOfNext());
     const asClientError = (error: unknown): never => {
       throw error instanceof ExplanationTooLarge ? explanationsTooLarge(error.maxLength, checks) : error;
     };
     return (input) => {
       try {
-        const decision = this.decide(input, explanations);
+        const decision = this.decide(input, explanations, originOfNext());
         return decision instanceof Promise ? decision.catch(asClientError) : decision;
       } catch (error) {
         return asClientError(error);
@@ -122,21 +139,31 @@ export class CheckService {
   }
 
   /** Throws (or rejects with) AttributeConflict (SchemaViolation among them) or ExplanationTooLarge. */
-  private decide(input: CheckInput, explanations: AnswerBudget | undefined): Decision | Promise<Decision> {
+  private decide(input: CheckInput, explanations: AnswerBudget | undefined, origin: DecisionOrigin | undefined): Decision | Promise<Decision> {
     const startedAt = this.observers.timed === true ? performance.now() : 0;
     const request = resolveCheck(input, this.registered);
-    if (request instanceof Promise) return request.then((resolved) => this.evaluateNow(input, resolved, startedAt, explanations));
-    return this.evaluateNow(input, request, startedAt, explanations);
+    if (request instanceof Promise) return request.then((resolved) => this.evaluateNow(input, resolved, startedAt, explanations, origin));
+    return this.evaluateNow(input, request, startedAt, explanations, origin);
   }
 
   /** Evaluates against the snapshot current at this moment, which includes every acknowledged policy write. */
-  private evaluateNow(input: CheckInput, request: DecisionRequest, startedAt: number, explanations: AnswerBudget | undefined): Decision {
-    const violations = this.schemas?.enforced?.enforce(request);
+  private evaluateNow(input: CheckInput, request: DecisionRequest, startedAt: number, explanations: AnswerBudget | undefined, origin: DecisionOrigin | undefined): Decision {
+    const violations = this.enforceSchemas(input, request, startedAt, origin);
     const snapshot = this.snapshots.current;
     const decision = evaluate(snapshot, request);
-    this.observers.decision?.(input, request, decision, snapshot.revision, startedAt, violations);
+    this.observers.decision?.(input, request, decision, snapshot.revision, startedAt, violations, origin);
     if (explanations === undefined) return decision;
     const explained = withExplanation(snapshot, request, decision, explanations);
     return violations === undefined ? explained : withViolations(explained, violations);
+  }
+
+  /** What the check breaks of the schemas (warn); a refusal (reject) is told to `refused` before it is thrown. */
+  private enforceSchemas(input: CheckInput, request: DecisionRequest, startedAt: number, origin: DecisionOrigin | undefined): readonly string[] | undefined {
+    try {
+      return this.schemas?.enforced?.enforce(request);
+    } catch (error) {
+      if (error instanceof SchemaViolation) this.observers.refused?.(input, request, error, this.snapshots.current.revision, startedAt, origin);
+      throw error;
+    }
   }
 }

@@ -14,7 +14,7 @@ import { LiveCounters } from '../live/live-counters.js';
 import { LiveWindow } from '../live/live-window.js';
 import { RuleTally } from '../live/rule-tally.js';
 import { RecentDenials } from '../live/recent-denials.js';
-import { DecisionLog } from '../decision-log/decision-log.js';
+import { DECISION_LOG_CAPACITY, DecisionLog } from '../decision-log/decision-log.js';
 import { AuditTrail } from '../audit/audit-trail.js';
 import { AuditPruner } from '../audit/retention.js';
 import { adminKeysOf, type KeyRing } from '../admin-keys.js';
@@ -94,7 +94,7 @@ export async function composeServices(config: Config, substitutes: Substitutes =
   const live = new LiveCounters(new RuleTally(Date.now()), config.recentDenials === 0 ? undefined : new RecentDenials(config.recentDenials, config.recentDenialsValues));
   metrics.observeRules(live.rules);
   const decisionLog =
-    config.decisionLog === '' ? undefined : DecisionLog.open(config.decisionLog, (lines) => metrics.decisionLogDropped.inc(lines));
+    config.decisionLog === '' ? undefined : DecisionLog.open(config.decisionLog, (lines) => metrics.decisionLogDropped.inc(lines), DECISION_LOG_CAPACITY, config.decisionLogMask);
   const decisions = new DecisionObserver(metrics, live, decisionLog);
   const placement = bulkPlacement(config.evaluation, detectParallelism(), config.workers);
   const bulk =

@@ -22,10 +22,16 @@ export class DecisionObserver implements Required<CheckObservers> {
   }
 
   /** A decision made on this thread: a check, or one item of a bulk decided here. */
-  readonly decision: Required<CheckObservers>['decision'] = (input, request, decision, revision, startedAt, violations) => {
+  readonly decision: Required<CheckObservers>['decision'] = (input, request, decision, revision, startedAt, violations, origin) => {
     (decision.allowed ? this.metrics.allowed : this.metrics.denied).inc();
     this.live.decided(input, decision, revision, violations);
-    this.decisionLog?.record({ time: Date.now(), input, request, decision, revision, latencyMs: performance.now() - startedAt, violations });
+    this.decisionLog?.record({ time: Date.now(), input, request, decision, revision, latencyMs: performance.now() - startedAt, violations, origin });
+  };
+
+  /** A check refused for breaking the attribute schemas (reject): counted where violations are, and logged with its refusal. */
+  readonly refused: Required<CheckObservers>['refused'] = (input, request, refusal, revision, startedAt, origin) => {
+    const decision = { allowed: false, reason: refusal.message };
+    this.decisionLog?.record({ time: Date.now(), input, request, decision, revision, latencyMs: performance.now() - startedAt, violations: refusal.violations, origin, refused: true });
   };
 
   /** Checks or plans that broke the attribute schemas (decided under warn, refused under reject), here or in a worker. */
@@ -38,13 +44,13 @@ export class DecisionObserver implements Required<CheckObservers> {
   readonly bulk = (size: number): void => this.metrics.bulkSize.observe(size);
 
   /** A bulk a worker thread decided, with its counts by what decided them. */
-  readonly decidedInWorker: BulkObserver = ({ body, json, tally, violations, revision, elapsedMs }) => {
+  readonly decidedInWorker: BulkObserver = ({ body, json, tally, violations, revision, elapsedMs, origin }) => {
     this.metrics.allowed.inc(tally.allowed);
     this.metrics.denied.inc(tally.denied);
     this.live.decidedInWorker(tally, revision);
     if (violations.length > 0) this.schemaViolated(violations.length);
     const count = tally.allowed + tally.denied;
     this.bulk(count);
-    this.decisionLog?.recordBulk({ time: Date.now(), body: body.toString('utf8'), decisions: json, count, revision, latencyMs: elapsedMs / count, violations });
+    this.decisionLog?.recordBulk({ time: Date.now(), body: body.toString('utf8'), decisions: json, count, revision, latencyMs: elapsedMs / count, violations, origin });
   };
 }
