@@ -104,11 +104,15 @@ const MUTANTS = [
   {
     name: '/admin/whoami answers without the admin key',
     changes: [
-      { file: 'src/http/server.ts', search: '    await admin.register(whoamiRoutes, { operatorStyle: config.operatorStyle });\n', replace: '' },
+      {
+        file: 'src/http/server.ts',
+        search: "    await admin.register(whoamiRoutes, { operatorStyle: config.operatorStyle, policyFiles: config.policiesDir === '' ? null : config.policiesDir });\n",
+        replace: '',
+      },
       {
         file: 'src/http/server.ts',
         search: '  await app.register(dashboardRoutes);',
-        replace: '  await app.register(dashboardRoutes);\n  await app.register(whoamiRoutes, { operatorStyle: config.operatorStyle });',
+        replace: "  await app.register(dashboardRoutes);\n  await app.register(whoamiRoutes, { operatorStyle: config.operatorStyle, policyFiles: config.policiesDir === '' ? null : config.policiesDir });",
       },
     ],
     tests: ['test/http/auth.test.ts'],

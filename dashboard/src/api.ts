@@ -33,6 +33,14 @@ export function whenUnauthorized(handler: (error: ApiError) => void): void {
 }
 
 export async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
+  return (await callWithWarnings<T>(method, path, body)).answer;
+}
+
+/**
+ * As `call`, with the warnings a write's answer carries (its `Verdict-Warnings` header: what it
+ * contradicts of the attribute schemas, taken under `--schema-enforcement warn`).
+ */
+export async function callWithWarnings<T>(method: string, path: string, body?: unknown): Promise<{ answer: T; warnings: string[] }> {
   const headers: Record<string, string> = {};
   const key = adminKey.get();
   if (key !== null) headers[KEY_HEADER] = key;
@@ -47,7 +55,10 @@ export async function call<T>(method: string, path: string, body?: unknown): Pro
   } catch {
     // not JSON: keep the text
   }
-  if (response.ok) return parsed as T;
+  if (response.ok) {
+    const warned = response.headers.get('verdict-warnings');
+    return { answer: parsed as T, warnings: warned === null ? [] : (JSON.parse(warned) as string[]) };
+  }
   const detail = typeof parsed === 'object' && parsed !== null && 'detail' in parsed ? parsed.detail : parsed;
   const error = new ApiError(response.status, detail);
   if (response.status === 401) onUnauthorized(error);

@@ -57,17 +57,18 @@ export interface PolicyDraft {
 
 /** `operator`: how the server spells equality (see operator-style.ts). */
 export const emptyCondition = (operator = '=='): ConditionDraft => ({ path: 'attributes.', operator, comparedWith: 'value', value: '', valueFrom: '' });
-export const emptyRule = (operator = '=='): RuleDraft => ({
+export const emptyRule = (): RuleDraft => ({
   name: '',
   description: '',
   effect: 'allow',
-  principal_conditions: [emptyCondition(operator)],
-  resource_conditions: [emptyCondition(operator)],
+  // No blank condition to fill in or remove: a new rule holds for any principal and resource until conditions are added.
+  principal_conditions: [],
+  resource_conditions: [],
   action_conditions: [],
   context_conditions: [],
   actions: '',
 });
-export const emptyPolicy = (operator = '=='): PolicyDraft => ({ name: '', description: '', default_effect: 'deny', rules: [emptyRule(operator)] });
+export const emptyPolicy = (): PolicyDraft => ({ name: '', description: '', default_effect: 'deny', rules: [emptyRule()] });
 
 export function draftFromPolicy(policy: SentPolicy): PolicyDraft {
   const conditions = (list: SentCondition[] | undefined): ConditionDraft[] =>

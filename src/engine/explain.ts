@@ -154,15 +154,30 @@ const firstFailure = (compiled: CompiledRule, request: DecisionRequest, spending
   failure('action', compiled.action, request, spending) ??
   failure('context', compiled.context, request, spending);
 
-/** Why no rule decided: the default effect that applied, and which policy's. */
-function defaultApplied(snapshot: Snapshot, decision: Decision, action: string, anyRule: boolean): DecidedBy {
+/** Policies a default's reason names, at most: past them, how many more. */
+const MAX_NAMED_POLICIES = 5;
+
+/** `names` quoted as a list, the first MAX_NAMED_POLICIES of them. */
+function namedPolicies(names: readonly string[]): string {
+  const named = names.slice(0, MAX_NAMED_POLICIES).join(', ');
+  return names.length > MAX_NAMED_POLICIES ? `${named} and ${names.length - MAX_NAMED_POLICIES} more` : named;
+}
+
+/**
+ * Why no rule decided: the default effect that applied, which policy's, and which policies had rules
+ * for the action (`covering`), so that a denial by a policy that never mentions the action says so.
+ */
+function defaultApplied(snapshot: Snapshot, decision: Decision, action: string, covering: readonly string[]): DecidedBy {
   if (decision === DENIED_WITHOUT_POLICIES) return { kind: 'no_policies', effect: 'deny', why: 'There are no policies' };
-  const unmatched = anyRule ? `No rule for action '${action}' matched` : `No policy has a rule for action '${action}'`;
+  const unmatched =
+    covering.length > 0 ? `No rule for action '${action}' matched in the policies with rules for it (${namedPolicies(covering)})` : `No policy has a rule for action '${action}'`;
   if (decision.allowed) {
-    return { kind: 'default', effect: 'allow', why: `${unmatched}, and every policy's default_effect is allow`, policy: snapshot.policies[0]!.name };
+    return { kind: 'default', effect: 'allow', why: `${unmatched}; so the default effects decide, and every policy's default_effect is allow`, policy: snapshot.policies[0]!.name };
   }
   const denying = snapshot.policies.find((policy) => policy.default_effect === 'deny')!;
-  return { kind: 'default', effect: 'deny', why: `${unmatched}, and policy ${denying.name} has default_effect deny`, policy: denying.name };
+  const mentions = covering.includes(denying.name) ? '' : ` (it has no rule for '${action}')`;
+  const why = `${unmatched}; so the default effects decide, and a deny default anywhere denies: policy ${denying.name} is the first with default_effect deny${mentions}`;
+  return { kind: 'default', effect: 'deny', why, policy: denying.name };
 }
 
 /**
@@ -204,8 +219,8 @@ export function explain(snapshot: Snapshot, request: DecisionRequest, decision: 
       decidedBy = { kind: 'rule', effect: rule.effect, why, policy: policy.name, rule: rule.name };
     }
   }
-  decidedBy ??= defaultApplied(snapshot, decision, request.action, policies.length > 0);
-  spending.spend(FRAME.decidedBy + 2 * actionLength + 3 * (decidedBy.policy?.length ?? 0) + 2 * (decidedBy.rule?.length ?? 0));
+  decidedBy ??= defaultApplied(snapshot, decision, request.action, policies.map((trace) => trace.name));
+  spending.spend(FRAME.decidedBy + jsonLengthOf(decidedBy.why) + (decidedBy.policy?.length ?? 0) + (decidedBy.rule?.length ?? 0));
   const explanation: Explanation = { revision: snapshot.revision, action: request.action, principal, resource, policies, decided_by: decidedBy };
   if (request.actionAttributes !== undefined) explanation.action_attributes = mapTrace(request.actionAttributes, spending);
   if (request.context !== undefined) explanation.context = mapTrace(request.context, spending);

@@ -9,7 +9,7 @@ import { echoingRequestId, originOf } from './request-ids.js';
 import type { RoutesOptions } from './context.js';
 import { MIN_REVISION_DOC } from './min-revision.js';
 import { ERROR_RESPONSES } from './responses.js';
-import { writerOf } from './writer.js';
+import { warningsTo, writerOf } from './writer.js';
 
 const tags = ['earlier endpoints'];
 
@@ -47,7 +47,7 @@ export const earlierEndpointRoutes: FastifyPluginAsync<RoutesOptions> = async (f
   app.post('/create-policy', {
     onRequest,
     schema: { tags, security, summary: 'As POST /admin/policies', body: policySchema, response: { 200: storedPolicySchema, ...ERROR_RESPONSES } },
-    handler: (request) => policies.create(request.body, writerOf(request)),
+    handler: (request, reply) => policies.create(request.body, writerOf(request), warningsTo(reply)),
   });
 
   if (!config.registryEnabled) return;
@@ -55,7 +55,7 @@ export const earlierEndpointRoutes: FastifyPluginAsync<RoutesOptions> = async (f
   app.post('/register-entity', {
     onRequest,
     schema: { tags, security, summary: 'As POST /admin/fetchers/registry/entities', body: entityCreateSchema, response: { 200: entitySchema, ...ERROR_RESPONSES } },
-    handler: (request) => registry.register(request.body, writerOf(request)),
+    handler: (request, reply) => registry.register(request.body, writerOf(request), warningsTo(reply)),
   });
 
   app.post('/update-entity', {
@@ -68,7 +68,7 @@ export const earlierEndpointRoutes: FastifyPluginAsync<RoutesOptions> = async (f
       body: entityUpdateSchema,
       response: { 200: entitySchema, ...ERROR_RESPONSES },
     },
-    handler: (request) => registry.update(request.body.uri, { ...request.body, override: request.query.override }, writerOf(request)),
+    handler: (request, reply) => registry.update(request.body.uri, { ...request.body, override: request.query.override }, writerOf(request), warningsTo(reply)),
   });
 
   app.post('/delete-entity', {

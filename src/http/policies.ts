@@ -8,7 +8,7 @@ import { RequestValidationError } from '../errors.js';
 import { API_KEY_SECURITY } from './admin-auth.js';
 import type { RoutesOptions } from './context.js';
 import { ERROR_RESPONSES } from './responses.js';
-import { writerOf } from './writer.js';
+import { warningsTo, writerOf } from './writer.js';
 import { auditPageQuerySchema, auditPageSchema, auditRecordSchema } from '../schemas/audit.js';
 
 const nameParams = {
@@ -72,7 +72,7 @@ export const policyRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, {
       body: policySchema,
       response: { 200: storedPolicySchema, ...ERROR_RESPONSES },
     },
-    handler: (request) => policies.create(request.body, writerOf(request)),
+    handler: (request, reply) => policies.create(request.body, writerOf(request), warningsTo(reply)),
   });
 
   app.post('/admin/policies/validate', {
@@ -106,10 +106,10 @@ export const policyRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, {
       body: nestedCheckRequestSchema,
       response: { 200: storedPolicySchema, ...ERROR_RESPONSES },
     },
-    handler: (request) => {
+    handler: (request, reply) => {
       const check = readCheckRequest(request.body, ['body']);
       if (Array.isArray(check)) throw new RequestValidationError(check);
-      return policies.createSimple(request.query.name, check, writerOf(request));
+      return policies.createSimple(request.query.name, check, writerOf(request), warningsTo(reply));
     },
   });
 
@@ -128,7 +128,7 @@ export const policyRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, {
       body: policySchema,
       response: { 200: storedPolicySchema, ...ERROR_RESPONSES },
     },
-    handler: (request) => policies.replace(request.params.name, request.body, writerOf(request)),
+    handler: (request, reply) => policies.replace(request.params.name, request.body, writerOf(request), warningsTo(reply)),
   });
 
   app.delete('/admin/policies/:name', {
@@ -173,6 +173,6 @@ export const policyRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, {
       querystring: restoreQuery,
       response: { 200: storedPolicySchema, ...ERROR_RESPONSES },
     },
-    handler: (request) => policies.restore(request.params.name, request.query.version, writerOf(request)),
+    handler: (request, reply) => policies.restore(request.params.name, request.query.version, writerOf(request), warningsTo(reply)),
   });
 };

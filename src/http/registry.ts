@@ -14,7 +14,7 @@ import { ClientError } from '../errors.js';
 import { API_KEY_SECURITY } from './admin-auth.js';
 import type { RoutesOptions } from './context.js';
 import { ERROR_RESPONSES } from './responses.js';
-import { writerOf } from './writer.js';
+import { warningsTo, writerOf } from './writer.js';
 
 const tags = ['registry'];
 const security = API_KEY_SECURITY;
@@ -51,7 +51,7 @@ export const registryRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify,
       body: entityCreateSchema,
       response: { 200: entitySchema, ...ERROR_RESPONSES },
     },
-    handler: (request) => registry.register(request.body, writerOf(request)),
+    handler: (request, reply) => registry.register(request.body, writerOf(request), warningsTo(reply)),
   });
 
   // Only POST is routed here, and no entity route takes POST: an entity whose uri is `$bulk` is
@@ -65,10 +65,10 @@ export const registryRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify,
       body: entityCreateListSchema,
       response: { 200: entityListSchema, ...ERROR_RESPONSES },
     },
-    handler: (request) => {
+    handler: (request, reply) => {
       if (request.body.length === 0) throw new ClientError(400, 'Empty entity list');
       if (request.body.length > maxEntities) throw new ClientError(400, `Too many entities. Maximum allowed: ${maxEntities}`);
-      return registry.registerMany(request.body, writerOf(request));
+      return registry.registerMany(request.body, writerOf(request), warningsTo(reply));
     },
   });
 
@@ -88,9 +88,9 @@ export const registryRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify,
       body: entityUpdateSchema,
       response: { 200: entitySchema, ...ERROR_RESPONSES },
     },
-    handler: (request) => {
+    handler: (request, reply) => {
       if (request.body.uri !== request.params.uri) throw new ClientError(400, 'URI mismatch');
-      return registry.update(request.params.uri, { ...request.body, override: request.query.override }, writerOf(request));
+      return registry.update(request.params.uri, { ...request.body, override: request.query.override }, writerOf(request), warningsTo(reply));
     },
   });
 

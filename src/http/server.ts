@@ -115,7 +115,7 @@ export async function buildServer(config: Config, services: Services): Promise<F
     await admin.register(policyRoutes, { context });
     await admin.register(attributeSchemaRoutes, { context });
     await admin.register(auditRoutes, { context });
-    await admin.register(whoamiRoutes, { operatorStyle: config.operatorStyle });
+    await admin.register(whoamiRoutes, { operatorStyle: config.operatorStyle, policyFiles: config.policiesDir === '' ? null : config.policiesDir });
     await admin.register(liveRoutes, { window: services.liveWindow, counters: services.live });
     if (config.registryEnabled) await admin.register(registryRoutes, { context });
   });

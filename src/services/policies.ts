@@ -1,5 +1,6 @@
 import type { AnsweredPolicy, Condition, Policy } from '../schemas/policy.js';
 import type { ValidationIssue } from '../schemas/errors.js';
+import type { WriteWarnings } from './write-warnings.js';
 import {
   buildSimplePolicy,
   normalizePolicy,
@@ -96,9 +97,10 @@ export class PolicyService {
     return this.answer(policy);
   }
 
-  async create(sent: Policy, by: Writer): Promise<AnsweredPolicy> {
+  /** `warn` hears what the policy contradicts of the attribute schemas under `warn` (as every write's `warn` does). */
+  async create(sent: Policy, by: Writer, warn?: WriteWarnings): Promise<AnsweredPolicy> {
     const writer = this.writer();
-    const policy = this.accept(sent);
+    const { policy, contradicted } = this.accept(sent);
     try {
       await writer.createPolicy(policy, by);
     } catch (error) {
@@ -106,6 +108,7 @@ export class PolicyService {
       throw error;
     }
     await this.applied(`Policy '${policy.name}' was saved`);
+    if (contradicted.length > 0) warn?.(contradicted);
     return this.answer(policy);
   }
 
@@ -113,7 +116,7 @@ export class PolicyService {
    * The one-rule policy of `POST /admin/policies/simple`. Attribute keys become paths, so a key
    * with a `.` could not be matched as sent and is refused.
    */
-  async createSimple(name: string, check: CheckInput, by: Writer): Promise<AnsweredPolicy> {
+  async createSimple(name: string, check: CheckInput, by: Writer, warn?: WriteWarnings): Promise<AnsweredPolicy> {
     this.writer(); // refused before the name and the check are read, as every write is
     const slug = slugify(name);
     if (slug === '') {
@@ -125,18 +128,19 @@ export class PolicyService {
         .map((key) => ({ loc: ['body', side, 'attributes', key], msg: "attribute keys of a simple policy cannot contain '.'", type: 'value_error' })),
     );
     if (dotted.length > 0) throw new RequestValidationError(dotted);
-    return this.create(buildSimplePolicy(slug, check.principal, check.resource, check.action, this.settings.operatorStyle), by);
+    return this.create(buildSimplePolicy(slug, check.principal, check.resource, check.action, this.settings.operatorStyle), by, warn);
   }
 
   /** Replaces the policy named `name`, which keeps its place in creation order. */
-  async replace(name: string, sent: Policy, by: Writer): Promise<AnsweredPolicy> {
+  async replace(name: string, sent: Policy, by: Writer, warn?: WriteWarnings): Promise<AnsweredPolicy> {
     const writer = this.writer();
-    const policy = this.accept(sent);
+    const { policy, contradicted } = this.accept(sent);
     if (policy.name !== name) {
       throw new ClientError(400, `Name mismatch: the body names '${policy.name}' (slugified), the path '${name}'`);
     }
     if (!(await writer.replacePolicy(policy, by))) throw notFound('Policy');
     await this.applied(`Policy '${policy.name}' was saved`);
+    if (contradicted.length > 0) warn?.(contradicted);
     return this.answer(policy);
   }
 
@@ -165,13 +169,13 @@ export class PolicyService {
    * Makes version `version` of the policy current again, as a write of its own; a deleted policy
    * comes back (last in creation order). The version must still pass today's limits.
    */
-  async restore(name: string, version: number, by: Writer): Promise<AnsweredPolicy> {
+  async restore(name: string, version: number, by: Writer, warn?: WriteWarnings): Promise<AnsweredPolicy> {
     const writer = this.writer();
     const record = await this.version(name, version);
     if (!isPolicyRecord(record) || record.after === null) {
       throw new ClientError(400, `Version ${version} of policy '${name}' is its deletion; restore an earlier version`);
     }
-    const policy = this.accept(record.after);
+    const { policy, contradicted } = this.accept(record.after);
     try {
       await writer.restorePolicy(policy, version, by);
     } catch (error) {
@@ -180,6 +184,7 @@ export class PolicyService {
       throw error;
     }
     await this.applied(`Version ${version} of policy '${name}' was restored`);
+    if (contradicted.length > 0) warn?.(contradicted);
     return this.answer(policy);
   }
 
@@ -221,12 +226,18 @@ export class PolicyService {
     throw managedInFiles('Policies', `files in ${roles.filesDir} (--policies)`, 'the files', 'policy reads, validation and the registry still work');
   }
 
-  private accept(sent: Policy): Policy {
+  /**
+   * The policy to write, normalized, and what it contradicts of the attribute schemas: that refuses it
+   * under `reject`; under `warn` it is written, and the write's `warn` hears of it once it is.
+   */
+  private accept(sent: Policy): { policy: Policy; contradicted: ValidationIssue[] } {
     const issues = policyIssues(sent, ['body'], this.settings);
     const schemas = this.attributeSchemas?.inForce.document;
-    if (issues.length === 0 && schemas !== undefined && this.attributeSchemas?.enforcement === 'reject') issues.push(...schemaIssues(sent, schemas, ['body']));
+    const enforcement = this.attributeSchemas?.enforcement ?? 'off';
+    const contradicted = issues.length === 0 && schemas !== undefined && enforcement !== 'off' ? schemaIssues(sent, schemas, ['body']) : [];
+    if (enforcement === 'reject') issues.push(...contradicted);
     if (issues.length > 0) throw new RequestValidationError(issues);
-    return normalizePolicy(sent);
+    return { policy: normalizePolicy(sent), contradicted };
   }
 
   private answer(policy: Policy): AnsweredPolicy {

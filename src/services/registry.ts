@@ -8,6 +8,7 @@ import { storableValueIssues } from '../engine/value-limits.js';
 import type { Writer } from '../audit/record.js';
 import type { Location, ValidationIssue } from '../schemas/errors.js';
 import type { EnforcedSchemas } from '../attribute-schemas/schemas-in-force.js';
+import type { WriteWarnings } from './write-warnings.js';
 import { mongoFilter, type ConditionTree, type MongoFilter } from '../engine/index.js';
 
 export interface EntityRegistration {
@@ -37,6 +38,14 @@ function attributesOf(sent: SuppliedAttributes): Map<string, unknown> {
   return attributes;
 }
 
+/** What an entity breaks of the attribute schemas: issues that refuse its write (`reject`), or warnings (`warn`). */
+interface EntitySchemaIssues {
+  refusing: readonly ValidationIssue[];
+  warnings: readonly ValidationIssue[];
+}
+
+const NO_SCHEMA_ISSUES: EntitySchemaIssues = { refusing: [], warnings: [] };
+
 /** The entity registry's operations, shared by the registry routes and the earlier endpoint family. */
 export class RegistryService {
   /** `changed` hears of every uri written, once the write is durable (the entity cache listens). */
@@ -48,12 +57,16 @@ export class RegistryService {
     private readonly clock: () => Date = () => new Date(),
   ) {}
 
-  /** The issues (422) of an entity whose attributes break the schemas of its type; `at` is where its attributes sit in the body. */
-  private schemaIssues(entity: Entity, at: Location): ValidationIssue[] {
+  /**
+   * What an entity's attributes break of the schemas of its type (`at`: where its attributes sit in
+   * the body), and whether that refuses the write (`reject`) or is a warning (`warn`).
+   */
+  private schemaIssues(entity: Entity, at: Location): EntitySchemaIssues {
     const schemas = this.schemas?.enforced;
-    if (schemas?.enforcement !== 'reject') return [];
+    if (schemas === undefined) return NO_SCHEMA_ISSUES;
     const attributes = new Map(entity.attributes.map(({ key, value }) => [key, value]));
-    return schemas.registeredViolations(entity.uri, attributes).map((violation) => ({ loc: at, msg: violation, type: 'schema_error' }));
+    const issues: ValidationIssue[] = schemas.registeredViolations(entity.uri, attributes).map((violation) => ({ loc: at, msg: violation, type: 'schema_error' }));
+    return schemas.enforcement === 'reject' ? { refusing: issues, warnings: [] } : { refusing: [], warnings: issues };
   }
 
   async get(uri: string): Promise<Entity> {
@@ -92,10 +105,11 @@ export class RegistryService {
     return this.store.countEntities();
   }
 
-  async register(sent: EntityRegistration, by: Writer): Promise<Entity> {
+  /** `warn` hears what the entity breaks of the attribute schemas under `warn` (as every write's `warn` does). */
+  async register(sent: EntityRegistration, by: Writer, warn?: WriteWarnings): Promise<Entity> {
     const entity = newEntity(sent, attributesOf(sent.attributes), this.clock().toISOString());
-    const schemaIssues = this.schemaIssues(entity, ['body', 'attributes']);
-    if (schemaIssues.length > 0) throw new RequestValidationError(schemaIssues);
+    const { refusing, warnings } = this.schemaIssues(entity, ['body', 'attributes']);
+    if (refusing.length > 0) throw new RequestValidationError(refusing);
     try {
       await this.store.createEntity(entity, by);
     } catch (error) {
@@ -103,6 +117,7 @@ export class RegistryService {
       throw error;
     }
     this.changed(entity.uri);
+    if (warnings.length > 0) warn?.(warnings);
     return inKeyOrder(entity);
   }
 
@@ -110,14 +125,19 @@ export class RegistryService {
    * Registers every entity of the list or none (one store transaction), with the rules of
    * `register` for each; 409 names the item whose uri is taken, or given twice in the list.
    */
-  async registerMany(sent: readonly EntityRegistration[], by: Writer): Promise<Entity[]> {
+  async registerMany(sent: readonly EntityRegistration[], by: Writer, warn?: WriteWarnings): Promise<Entity[]> {
     const now = this.clock().toISOString();
     const issues: ValidationIssue[] = [];
+    const warnings: ValidationIssue[] = [];
     const entities = sent.map((item, index) => {
       const attributes = readAttributes(item.attributes, ['body', index, 'attributes']);
       if (Array.isArray(attributes)) issues.push(...attributes);
       const entity = newEntity(item, Array.isArray(attributes) ? new Map() : attributes, now);
-      if (!Array.isArray(attributes)) issues.push(...this.schemaIssues(entity, ['body', index, 'attributes']));
+      if (!Array.isArray(attributes)) {
+        const schemaIssues = this.schemaIssues(entity, ['body', index, 'attributes']);
+        issues.push(...schemaIssues.refusing);
+        warnings.push(...schemaIssues.warnings);
+      }
       return entity;
     });
     if (issues.length > 0) throw new RequestValidationError(issues);
@@ -135,25 +155,29 @@ export class RegistryService {
       throw new ClientError(409, index === undefined ? error.message : `Item ${index}: ${error.message}`);
     }
     for (const entity of entities) this.changed(entity.uri);
+    if (warnings.length > 0) warn?.(warnings);
     return entities;
   }
 
-  async update(uri: string, change: EntityChange, by: Writer): Promise<Entity> {
+  async update(uri: string, change: EntityChange, by: Writer, warn?: WriteWarnings): Promise<Entity> {
     const attributes = attributesOf(change.attributes);
     const now = this.clock().toISOString();
+    let warnings: readonly ValidationIssue[] = [];
     const entity = await this.store.updateEntity(
       uri,
       (stored) => {
         const updated = updatedEntity(stored, { type: change.type, attributes, override: change.override }, now);
         // The entity as it will stand is what checks read: it must keep to its schema, whatever the change left alone.
         const schemaIssues = this.schemaIssues(updated, ['body', 'attributes']);
-        if (schemaIssues.length > 0) throw new RequestValidationError(schemaIssues);
+        if (schemaIssues.refusing.length > 0) throw new RequestValidationError(schemaIssues.refusing);
+        warnings = schemaIssues.warnings;
         return updated;
       },
       by,
     );
     if (entity === undefined) throw notFound('Entity');
     this.changed(uri);
+    if (warnings.length > 0) warn?.(warnings);
     return inKeyOrder(entity);
   }
 

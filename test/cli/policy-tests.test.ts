@@ -92,7 +92,7 @@ t.test('failures: what was expected, what was decided and why; an unusable file;
   t.same(lines, [
     'ok    desk.test.yaml: IT administers',
     'FAIL  desk.test.yaml: sales <&> "administers": expected allowed, got denied (Action denied by default effect)',
-    "        No rule for action 'administer' matched, and policy it-desk has default_effect deny",
+    "        No rule for action 'administer' matched in the policies with rules for it (it-desk); so the default effects decide, and a deny default anywhere denies: policy it-desk is the first with default_effect deny",
     '        rule it-admins of policy it-desk: principal attributes.department == "it" does not hold: found "sales"',
     'FAIL  desk.test.yaml: wrong reason: expected allowed (Rule x allowed the action in policy y), got allowed (Rule it-admins allowed the action in policy it-desk)',
     "        Rule it-admins is the first rule of policy it-desk to match, and it allows: no policy's first matching rule denies",
@@ -205,7 +205,7 @@ t.test('a case with action attributes and a context; a relation that fails is sh
     'ok    owner.test.yaml: soft, from the office',
     'ok    owner.test.yaml: flat action attributes',
     'FAIL  owner.test.yaml: not hers: expected allowed, got denied (Action denied by default effect)',
-    "        No rule for action 'delete' matched, and policy documents has default_effect deny",
+    "        No rule for action 'delete' matched in the policies with rules for it (documents); so the default effects decide, and a deny default anywhere denies: policy documents is the first with default_effect deny",
     '        rule owner-deletes-softly of policy documents: resource attributes.ownerID == principal.attributes.email ("alice@example.com") does not hold: found "bob@example.com"',
     '2 passed, 1 failed',
   ]);
@@ -251,7 +251,7 @@ t.test("attribute schemas: a policy they contradict is warned of, a case that br
     "        breaks the attribute schemas: principal: attribute 'level' must be integer (type)",
     'FAIL  tests/records.test.yaml: a forgotten level slips past: expected denied, got allowed (Action allowed by default effect); the check breaks the attribute schemas',
     "        breaks the attribute schemas: principal: attribute 'level' is required (required)",
-    "        No rule for action 'read' matched, and every policy's default_effect is allow",
+    "        No rule for action 'read' matched in the policies with rules for it (records); so the default effects decide, and every policy's default_effect is allow",
     '        rule junior-staff of policy records: principal attributes.level lt 3 does not hold: missing',
     '        rule clearance-two of policy records: principal attributes.clearence == 2 does not hold: missing',
     warning,

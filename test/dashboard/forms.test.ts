@@ -1,6 +1,6 @@
 import t from 'tap';
 import { placeIssues } from '../../dashboard/src/issues.js';
-import { draftFieldKeys, draftFromPolicy, emptyPolicy, policyFromDraft, policyMatches } from '../../dashboard/src/policy-draft.js';
+import { draftFieldKeys, draftFromPolicy, emptyCondition, emptyPolicy, policyFromDraft, policyMatches } from '../../dashboard/src/policy-draft.js';
 import { parseAttributes } from '../../dashboard/src/json-text.js';
 
 const POLICY = {
@@ -51,10 +51,17 @@ t.test('exists and not_exists: shown with an empty value, sent without one', asy
   t.strictSame(policyFromDraft(draft), { ok: true, policy: sent });
 });
 
+t.test('a new policy has no blank condition to trip over: it converts as it is', async (t) => {
+  const draft = emptyPolicy();
+  t.same([draft.rules[0]!.principal_conditions, draft.rules[0]!.resource_conditions], [[], []]);
+  const converted = policyFromDraft(draft);
+  t.equal(converted.ok, true, 'nothing is flagged before anything is typed');
+});
+
 t.test('a value that is not JSON is reported on its own field', async (t) => {
   const draft = emptyPolicy();
-  draft.rules[0]!.principal_conditions[0]!.value = 'it';
-  draft.rules[0]!.resource_conditions[0]!.value = '"laptop"';
+  draft.rules[0]!.principal_conditions.push({ ...emptyCondition(), value: 'it' });
+  draft.rules[0]!.resource_conditions.push({ ...emptyCondition(), value: '"laptop"' });
   const converted = policyFromDraft(draft);
   t.equal(converted.ok, false);
   if (!converted.ok) t.same(Object.keys(converted.errors), ['rules.0.principal_conditions.0.value']);

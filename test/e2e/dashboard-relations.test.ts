@@ -27,8 +27,9 @@ if (missing !== undefined) {
     await field(page, 'Rule name').fill('owner deletes softly');
     await field(page, 'Actions').fill('delete');
     const rule = page.getByRole('group', { name: 'Rule 1' });
-    await rule.getByRole('group', { name: 'Principal conditions' }).getByRole('button', { name: /Remove/ }).click();
+    t.equal(await rule.getByLabel('Path', { exact: true }).count(), 0, 'a new rule has no blank condition');
     const resource = rule.getByRole('group', { name: 'Resource conditions' });
+    await resource.getByRole('button', { name: 'Add resource condition' }).click();
     await resource.getByLabel('Path', { exact: true }).fill('attributes.ownerID');
     await resource.getByLabel('Compare with', { exact: true }).selectOption('another attribute');
     await resource.getByLabel('Another attribute', { exact: true }).fill('principal.attributes.email');

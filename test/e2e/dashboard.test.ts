@@ -20,6 +20,8 @@ if (missing !== undefined) {
 
 async function conditionFields(page: Page, side: 'Principal conditions' | 'Resource conditions', path: string, value: string) {
   const group = page.getByRole('group', { name: 'Rule 1' }).getByRole('group', { name: side });
+  // A new rule has no conditions to fill: each is added.
+  if ((await group.getByLabel('Path', { exact: true }).count()) === 0) await group.getByRole('button', { name: /^Add .* condition$/ }).click();
   await group.getByLabel('Path', { exact: true }).fill(path);
   await group.getByLabel('Operator', { exact: true }).selectOption('==');
   await group.getByLabel('Value (JSON)', { exact: true }).fill(value);
@@ -164,7 +166,7 @@ async function run() {
       await runCheck(page, { principalUri: 'user:alice', resourceAttributes: '{"kind": "hr-record"}', action: 'read' });
       await page.getByText('Action denied by default effect').waitFor();
       t.equal(await page.locator('.decision .badge').textContent(), 'Denied');
-      await page.getByText("No rule for action 'read' matched, and policy it-desk has default_effect deny.").waitFor();
+      await page.getByText("No rule for action 'read' matched in the policies with rules for it (hr-records); so the default effects decide, and a deny default anywhere denies: policy it-desk is the first with default_effect deny (it has no rule for 'read').").waitFor();
       t.match(
         await page.getByRole('region', { name: 'Why' }).getByRole('row').nth(1).textContent(),
         /hr-records.*principal attributes.department == "hr" does not hold: it is "it"/,

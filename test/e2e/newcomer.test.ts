@@ -145,9 +145,11 @@ async function run() {
     await field(page, 'Policy name').fill('checked');
     await field(page, 'Rule name').fill('team-reads');
     await field(page, 'Actions').fill('read');
+    await page.getByText('No problems and no warnings.').waitFor();
+    t.equal(await page.locator('[aria-invalid="true"]').count(), 0, 'a new policy flags nothing before anything is typed');
+    await page.getByRole('button', { name: 'Add principal condition' }).click();
     await page.getByLabel('Path', { exact: true }).first().fill('attributes.team');
     await page.getByLabel('Value (JSON)', { exact: true }).first().fill('"it"');
-    await page.getByRole('button', { name: 'Remove resource condition 1' }).click();
     await page.getByText('No problems and no warnings.').waitFor();
     await page.getByLabel('Value (JSON)', { exact: true }).first().fill('"it');
     await page.getByText('Not checked while something typed is not valid JSON.').waitFor();

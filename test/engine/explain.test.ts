@@ -125,7 +125,7 @@ t.test('within a policy the first matching rule decides; rules of other actions 
   t.equal(explanation.decided_by.rule, 'first');
 });
 
-t.test('defaults: deny names the first policy whose default is deny; allow; no policies; no rule for the action', async (t) => {
+t.test('defaults: deny names the policies with rules for the action and the first whose default is deny, saying when it has none for it; allow; no policies; no rule for the action', async (t) => {
   const unmatched = [rule('r', { principal: [cond('==', 'it', 'attributes.department')] })];
   const hr = request(entity({ department: 'hr' }));
   const deny = explained([policy('open', unmatched, 'allow'), policy('closed', [], 'deny'), policy('shut', [], 'deny')], hr);
@@ -133,18 +133,22 @@ t.test('defaults: deny names the first policy whose default is deny; allow; no p
   t.same(deny.explanation.decided_by, {
     kind: 'default',
     effect: 'deny',
-    why: "No rule for action 'access' matched, and policy closed has default_effect deny",
+    why: "No rule for action 'access' matched in the policies with rules for it (open); so the default effects decide, and a deny default anywhere denies: policy closed is the first with default_effect deny (it has no rule for 'access')",
     policy: 'closed',
   });
   t.same(deny.explanation.policies.map((p) => p.name), ['open'], 'only policies with a rule for the action are listed');
+  const covers = explained([policy('open', unmatched, 'deny')], hr).explanation.decided_by.why;
+  t.equal(covers, "No rule for action 'access' matched in the policies with rules for it (open); so the default effects decide, and a deny default anywhere denies: policy open is the first with default_effect deny");
+  const many = explained(Array.from({ length: 8 }, (_, index) => policy(`p${index}`, unmatched, 'deny')), hr).explanation.decided_by.why;
+  t.match(many, /\(p0, p1, p2, p3, p4 and 3 more\)/, 'a long list of policies is cut');
   const allow = explained([policy('open', unmatched, 'allow')], hr).explanation.decided_by;
-  t.same(allow, { kind: 'default', effect: 'allow', why: "No rule for action 'access' matched, and every policy's default_effect is allow", policy: 'open' });
+  t.same(allow, { kind: 'default', effect: 'allow', why: "No rule for action 'access' matched in the policies with rules for it (open); so the default effects decide, and every policy's default_effect is allow", policy: 'open' });
   const none = explained([], hr);
   t.same(none.decision, { allowed: false, reason: 'Action denied by default because there are no policies' });
   t.same(none.explanation.decided_by, { kind: 'no_policies', effect: 'deny', why: 'There are no policies' });
   t.same(none.explanation.policies, []);
   const otherAction = explained([policy('p', unmatched)], request(entity({ department: 'it' }), entity(), 'delete')).explanation;
-  t.equal(otherAction.decided_by.why, "No policy has a rule for action 'delete', and policy p has default_effect deny");
+  t.equal(otherAction.decided_by.why, "No policy has a rule for action 'delete'; so the default effects decide, and a deny default anywhere denies: policy p is the first with default_effect deny (it has no rule for 'delete')");
 });
 
 t.test('the attributes decided on, the uri and the revision', async (t) => {

@@ -77,15 +77,15 @@ t.test('a read key reads everything and gets 403 with a detail on every write ro
 
 t.test('ADMIN_API_KEY is an admin key named default; whoami says who and what', async (t) => {
   const { server } = await withKeys(t, [line('auditor', 'read', AUDITOR)]);
-  t.same((await server.call('GET', '/admin/whoami', undefined, as(DEFAULT))).body, { actor: 'default', role: 'admin', operator_style: 'spec' });
-  t.same((await server.call('GET', '/admin/whoami', undefined, as(AUDITOR))).body, { actor: 'auditor', role: 'read', operator_style: 'spec' });
+  t.same((await server.call('GET', '/admin/whoami', undefined, as(DEFAULT))).body, { actor: 'default', role: 'admin', operator_style: 'spec', policy_files: null });
+  t.same((await server.call('GET', '/admin/whoami', undefined, as(AUDITOR))).body, { actor: 'auditor', role: 'read', operator_style: 'spec', policy_files: null });
   t.equal((await server.call('GET', '/admin/whoami', undefined, as('wrong'))).status, 401);
   t.equal((await server.call('POST', '/admin/policies', { name: 'p', rules: [] }, as(DEFAULT))).status, 200);
   t.match((await server.call('GET', '/admin/audit', undefined, as(DEFAULT))).body.records, [{ actor: 'default' }]);
 
   const open = await startServer();
   t.teardown(open.close);
-  t.same((await open.call('GET', '/admin/whoami')).body, { actor: 'anonymous', role: 'admin', operator_style: 'spec' }, 'authentication off');
+  t.same((await open.call('GET', '/admin/whoami')).body, { actor: 'anonymous', role: 'admin', operator_style: 'spec', policy_files: null }, 'authentication off');
 });
 
 t.test('the keys file is reloaded when it changes; a broken one leaves the keys as they were', async (t) => {
@@ -95,7 +95,7 @@ t.test('the keys file is reloaded when it changes; a broken one leaves the keys 
 
   file.write([line('alice', 'read', ALICE), line('auditor', 'read', AUDITOR)]);
   t.equal(await until(server, AUDITOR, 200), 200, 'a key added to the file works');
-  t.same((await server.call('GET', '/admin/whoami', undefined, as(ALICE))).body, { actor: 'alice', role: 'read', operator_style: 'spec' }, 'a changed role applies');
+  t.same((await server.call('GET', '/admin/whoami', undefined, as(ALICE))).body, { actor: 'alice', role: 'read', operator_style: 'spec', policy_files: null }, 'a changed role applies');
   t.equal((await server.call('DELETE', '/admin/policies/p', undefined, as(ALICE))).status, 403);
 
   file.write([line('auditor', 'read', AUDITOR), 'bob superuser 00']);
@@ -210,7 +210,7 @@ t.test('verdict key --name prints a new key and its line; the line makes it work
   t.match(again.stdout, /ops-bot admin [0-9a-f]{64}/, 'admin by default');
 
   const { server } = await withKeys(t, [entry!]);
-  t.same((await server.call('GET', '/admin/whoami', undefined, as(key!))).body, { actor: 'ops-bot', role: 'read', operator_style: 'spec' });
+  t.same((await server.call('GET', '/admin/whoami', undefined, as(key!))).body, { actor: 'ops-bot', role: 'read', operator_style: 'spec', policy_files: null });
   for (const [args, message] of [[['key'], /needs --name/], [['key', '--name', 'a b'], /key name/], [['key', '--name', 'x', '--role', 'root'], /--role must be/]] as const) {
     const refused = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8' });
     t.equal(refused.status, 2, `${args.join(' ')}: exit 2`);

@@ -333,3 +333,27 @@ t.test('hostile checks: a long list of wrong items reports at most 10 violations
   t.match(proto.body.detail, /resource: attribute '__proto__' is not declared by the schema \(additionalProperties\)/);
   t.equal((await server.call('POST', '/check', { principal: { attributes: { a: 1 } }, resource: { attributes: { tags: [1] } } })).status, 200, 'the server answers on');
 });
+
+t.test('warn: a write that contradicts the schemas is taken, and its answer says what it contradicts in Verdict-Warnings', async (t) => {
+  const server = await serverWith(t, { schemaEnforcement: 'warn' });
+  const written = await server.call('POST', '/admin/policies', MISTYPED);
+  t.equal(written.status, 200, 'taken');
+  t.equal(written.body.name, 'mistyped', 'the body is the policy, as clients parse it');
+  const warned = JSON.parse(String(written.headers['verdict-warnings'])) as string[];
+  t.same(warned, MISTYPED_ISSUES.map(({ loc, msg }) => `${loc.join('.')}: ${msg}`), 'each contradiction, where and what');
+  const replaced = await server.call('PUT', '/admin/policies/mistyped', MISTYPED);
+  t.ok(replaced.headers['verdict-warnings'], 'a replacement too');
+  t.equal((await server.call('POST', '/admin/policies', GUARDED)).headers['verdict-warnings'], undefined, 'a policy that keeps to them: no header');
+
+  const ENTITIES = '/admin/fetchers/registry/entities';
+  const registered = await server.call('POST', ENTITIES, { uri: 'user:ann', attributes: { level: '5', clearance: 1 } });
+  t.equal(registered.status, 200);
+  t.same(JSON.parse(String(registered.headers['verdict-warnings'])), ["body.attributes: principal 'user:ann': attribute 'level' must be integer (type)"]);
+  const updated = await server.call('PUT', `${ENTITIES}/user:ann`, { uri: 'user:ann', attributes: { clearance: 9 } });
+  t.equal(updated.status, 200, JSON.stringify(updated.body));
+  t.match(JSON.parse(String(updated.headers['verdict-warnings'])), [/attribute 'level' must be integer/, /attribute 'clearance' must be equal to one of the allowed values/]);
+  const many = await server.call('POST', `${ENTITIES}/$bulk`, Array.from({ length: 12 }, (_, index) => ({ uri: `user:${index}`, attributes: { level: 'x', clearance: 1 } })));
+  const listed = JSON.parse(String(many.headers['verdict-warnings'])) as string[];
+  t.equal(listed.length, 11, 'ten, then how many more');
+  t.equal(listed.at(-1), 'and 2 more');
+});

@@ -1,25 +1,28 @@
 /** Create a policy, or view, edit and delete one: a form for rules and conditions, or its raw JSON. */
 import { useEffect, useState } from 'preact/hooks';
-import { call, failureReport, policyPath } from '../api.js';
+import { call, callWithWarnings, failureReport, policyPath } from '../api.js';
 import { Alerts, ConfirmDelete, Notice, SelectField, TextArea, TextField } from '../components.js';
 import { draftFieldKeys, draftFromPolicy, EFFECTS, emptyPolicy, emptyRule, policyFromDraft, type Policy, type PolicyDraft, type SentPolicy } from '../policy-draft.js';
 import { go, links } from '../routes.js';
 import { RuleFields } from './rule-fields.js';
-import { useCanWrite, useFirstOperator } from '../access.js';
+import { useCanWritePolicies, usePolicyFiles } from '../access.js';
+import { FilesNotice } from './files-notice.js';
 import { PolicyChecks } from './policy-checks.js';
 
 type Mode = 'form' | 'json';
 
 export function PolicyEditor({ name }: { name?: string }) {
   const creating = name === undefined;
-  const canWrite = useCanWrite();
-  const firstOperator = useFirstOperator();
-  const [draft, setDraft] = useState<PolicyDraft | undefined>(creating ? emptyPolicy(firstOperator) : undefined);
+  const canWrite = useCanWritePolicies();
+  const files = usePolicyFiles();
+  const [draft, setDraft] = useState<PolicyDraft | undefined>(creating ? emptyPolicy() : undefined);
   const [mode, setMode] = useState<Mode>('form');
   const [raw, setRaw] = useState('');
   const [errors, setErrors] = useState<Record<string, string>>({});
   const [alerts, setAlerts] = useState<string[]>([]);
   const [saved, setSaved] = useState<string | undefined>(undefined);
+  /** What the saved policy contradicts of the attribute schemas, taken under --schema-enforcement warn. */
+  const [warnings, setWarnings] = useState<string[]>([]);
 
   useEffect(() => {
     if (name !== undefined) call<Policy>('GET', policyPath(name)).then((policy) => setDraft(draftFromPolicy(policy)), (error: Error) => setAlerts([error.message]));
@@ -54,13 +57,17 @@ export function PolicyEditor({ name }: { name?: string }) {
     setErrors({});
     setAlerts([]);
     setSaved(undefined);
+    setWarnings([]);
     const policy = policyToSend(draft);
     if (policy === undefined) return;
     try {
-      const stored = creating ? await call<Policy>('POST', '/admin/policies', policy) : await call<Policy>('PUT', policyPath(name), policy);
+      const { answer: stored, warnings } = creating
+        ? await callWithWarnings<Policy>('POST', '/admin/policies', policy)
+        : await callWithWarnings<Policy>('PUT', policyPath(name), policy);
       setDraft(draftFromPolicy(stored));
       setRaw(JSON.stringify(stored, null, 2));
       setSaved(`Saved policy ${stored.name}.`);
+      setWarnings(warnings);
       if (creating) go(links.policy(stored.name));
     } catch (error) {
       report(error, mode === 'form' ? draftFieldKeys(draft) : []);
@@ -122,9 +129,19 @@ export function PolicyEditor({ name }: { name?: string }) {
         {!creating && canWrite && draft !== undefined && <ConfirmDelete what={`policy ${name}`} onConfirm={remove} />}
       </div>
       {saved !== undefined && <Notice>{saved}</Notice>}
-      <Alerts messages={alerts} />
+      {warnings.length > 0 && (
+        <div class="warning" role="status">
+          <p>Saved, but it contradicts the attribute schemas (taken because they are only warned about):</p>
+          <ul>
+            {warnings.map((warning) => (
+              <li key={warning}>{warning}</li>
+            ))}
+          </ul>
+        </div>
+      )}
+      {files !== null && <FilesNotice dir={files} />}
       {draft === undefined ? (
-        alerts.length === 0 && <p role="status">Loading…</p>
+        alerts.length === 0 ? <p role="status">Loading…</p> : <Alerts messages={alerts} />
       ) : (
         <form onSubmit={save} noValidate>
           <div class="tabs" role="group" aria-label="Editor">
@@ -169,12 +186,14 @@ export function PolicyEditor({ name }: { name?: string }) {
                   onRemove={() => setDraft({ ...draft, rules: draft.rules.filter((_, i) => i !== index) })}
                 />
               ))}
-              <button type="button" onClick={() => setDraft({ ...draft, rules: [...draft.rules, emptyRule(firstOperator)] })}>
+              <button type="button" onClick={() => setDraft({ ...draft, rules: [...draft.rules, emptyRule()] })}>
                 Add rule
               </button>
             </>
           )}
           <PolicyChecks policy={typed()} />
+          {/* Beside the button that caused them, where the eye is: a refusal at the top of a long form went unseen. */}
+          <Alerts messages={alerts} />
           {canWrite && (
             <div class="actions">
               <button type="submit" class="primary">

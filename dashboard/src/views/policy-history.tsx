@@ -2,7 +2,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { call, policyPath } from '../api.js';
 import { Alerts, ConfirmButton, Notice } from '../components.js';
-import { useCanWrite } from '../access.js';
+import { useCanWritePolicies } from '../access.js';
 import { sideBySide, versionText, type AuditPage, type AuditRecord, type DiffCell } from '../audit-model.js';
 import { links } from '../routes.js';
 import { Time } from '../time.js';
@@ -74,7 +74,7 @@ function ConfirmRestore({ version, name, onConfirm }: { version: number; name: s
 }
 
 export function PolicyHistory({ name }: { name: string }) {
-  const canWrite = useCanWrite();
+  const canWrite = useCanWritePolicies();
   const [versions, setVersions] = useState<AuditRecord[] | undefined>(undefined);
   const [compared, setCompared] = useState<{ left?: number; right?: number }>({});
   const [alerts, setAlerts] = useState<string[]>([]);

@@ -4,13 +4,15 @@ import { call } from '../api.js';
 import { Alerts, TextField } from '../components.js';
 import { policyMatches, type Policy } from '../policy-draft.js';
 import { links } from '../routes.js';
-import { useCanWrite } from '../access.js';
+import { useCanWritePolicies, usePolicyFiles } from '../access.js';
+import { FilesNotice } from './files-notice.js';
 
 export function PolicyList() {
   const [policies, setPolicies] = useState<Policy[] | undefined>(undefined);
   const [problem, setProblem] = useState<string[]>([]);
   const [search, setSearch] = useState('');
-  const canWrite = useCanWrite();
+  const canWrite = useCanWritePolicies();
+  const files = usePolicyFiles();
 
   useEffect(() => {
     call<Policy[]>('GET', '/admin/policies').then(setPolicies, (error: Error) => setProblem([error.message]));
@@ -32,6 +34,7 @@ export function PolicyList() {
           </>
         )}
       </div>
+      {files !== null && <FilesNotice dir={files} />}
       <Alerts messages={problem} />
       <div class="search">
         <TextField label="Search policies" value={search} onValue={setSearch} hint="Matches names, descriptions, rule names and actions." />

@@ -5,13 +5,13 @@ import { Alerts, TextField } from '../components.js';
 import type { Policy } from '../policy-draft.js';
 import { go, links } from '../routes.js';
 import { EntitySide, checkRequestBody, emptySide } from './entity-side.js';
-import { useCanWrite } from '../access.js';
+import { useCanWritePolicies } from '../access.js';
 import { useCheckForm } from '../check-form.js';
 
 const FIELDS = ['name', 'action', 'principal', 'principal.uri', 'principal.attributes', 'resource', 'resource.uri', 'resource.attributes'];
 
 export function SimplePolicy() {
-  const canWrite = useCanWrite();
+  const canWrite = useCanWritePolicies();
   const [name, setName] = useState('');
   const [principal, setPrincipal] = useState(emptySide());
   const [resource, setResource] = useState(emptySide());
