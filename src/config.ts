@@ -124,6 +124,13 @@ const OPTIONS = {
   }),
   // Never logged: it may hold credentials.
   'mongodb-uri': option({ field: 'mongodbUri', env: 'MONGODB_URI', help: 'MongoDB connection string (a replica set)', default: '', parse: trimmed }),
+  'store-maintenance': option({
+    field: 'storeMaintenance',
+    env: 'STORE_MAINTENANCE',
+    help: 'on|off: whether this process maintains the MongoDB database (indexes, epoch, backfill, recount); off: it never creates or drops anything (a decision-only sidecar)',
+    default: 'on',
+    parse: oneOf(['on', 'off'] as const),
+  }),
   'mongodb-db': option({
     field: 'mongodbDatabase',
     env: 'MONGODB_DB',

@@ -139,6 +139,8 @@ export async function composeServices(config: Config, substitutes: Substitutes =
           return `unreachable: ${(error as Error).message}`;
         }
       },
+      // Index builds, the backfill and the recount: searches and $count are slower meanwhile, never wrong.
+      ...(store.maintenance && { storeMaintenance: () => store.maintenance!.status() }),
       // Without the feed, writes by other processes are not applied here: decisions may be stale.
       feed: () => {
         const lost = feed.interruption;
@@ -173,6 +175,7 @@ export async function composeServices(config: Config, substitutes: Substitutes =
       log.error({ err: error, failures }, 'could not rebuild the policy snapshot; serving the last one and retrying'),
     );
     snapshots.on('recovered', ({ since }) => log.info({ failingSince: new Date(since).toISOString() }, 'the policy snapshot is rebuilt again'));
+    store.maintenance?.on('failed', ({ step, error }) => log.warn({ err: error, step }, 'store maintenance: a step failed; retrying in the background'));
     const pruner =
       config.auditRetention &&
       new AuditPruner(store, config.auditRetention, {

@@ -48,7 +48,6 @@ import { rethrowStoreError, rethrowWriteError, unavailability, unconfirmedWrite 
 import { ChangeStreamFollower } from './change-stream-follower.js';
 import { CommitOutcomeUnknownError, runTransaction } from './mongodb-transaction.js';
 import {
-  COLLECTION_NAMES,
   collectionsOf,
   ENTITY_COUNT,
   type Counter,
@@ -59,7 +58,9 @@ import {
   type StoredEntity,
   type StoredSchemaDocument,
 } from './mongodb-collections.js';
-import { backfillQueryableFields, countEntities, createIndexes, ensureEpoch, raiseCounters, raisePolicyVersions, versionCounter } from './mongodb-set-up.js';
+import { ensureEpoch, raiseCounters, raisePolicyVersions, versionCounter } from './mongodb-set-up.js';
+import { StoreMaintenance } from './mongodb-maintenance.js';
+import { feedPipeline } from './mongodb-feed.js';
 import { ENTITY_ROW_LAYOUT, NARROWED_NESTING, narrowedRange, queryableFields } from './mongodb-queryable.js';
 import type { MongoFilter } from '../engine/mongodb-filter.js';
 
@@ -86,8 +87,6 @@ function entityRow(entity: Entity, position: number): StoredEntity {
 }
 
 const DUPLICATE_KEY = 11000;
-/** The followed collections; every other collection's events are filtered out on the server, but for their drops and renames. */
-const FOLLOWED = ['policies', 'entities', 'schemas'];
 
 /** How long MongoDB operations may take, in ms (see clientOptions). */
 export interface MongoTimeouts {
@@ -107,6 +106,13 @@ export interface MongoStoreOptions extends Partial<StoreOptions> {
   /** How long the driver waits for a server it can use, at start and for every operation. */
   serverSelectionTimeoutMS?: number;
   timeouts?: MongoTimeouts;
+  /**
+   * Whether this process maintains the database (`--store-maintenance`, on by default): makes the
+   * epoch, the baselines and the indexes, backfills and recounts. Off, it never creates, drops or
+   * writes anything but what an admin write writes, so a decision-only sidecar needs only find and
+   * changeStream rights; another process (or the operator) maintains the database.
+   */
+  maintenance?: boolean;
 }
 
 /**
@@ -201,21 +207,25 @@ export class MongoStore implements Store {
   /** Times the change feed lost track (a drop, say), and how many of them the set-up has been made again for. */
   private resets = { seen: 0, setUp: 0 };
   private settingUp: Promise<void> | undefined;
+  readonly maintenance: StoreMaintenance | undefined;
 
   private constructor(
     private readonly client: MongoClient,
     private readonly db: Db,
     private readonly options: Partial<StoreOptions>,
     private readonly timeouts: MongoTimeouts,
+    maintain: boolean,
   ) {
     this.collections = collectionsOf(db);
     ({ policies: this.policies, entities: this.entities, counters: this.counters, audit: this.audit, policyChanges: this.policyChanges, schemas: this.schemas } = this.collections);
     this.clock = options.clock ?? Date.now;
+    this.maintenance = maintain ? new StoreMaintenance(this.collections, (use) => this.withSession(use), timeouts.retry, this.clock) : undefined;
   }
 
   /**
-   * Connects, refuses a server that cannot hold the store, and prepares the collections; fails
-   * within the selection timeout when no server answers.
+   * Connects, refuses a server that cannot hold the store, and makes what correctness needs of the
+   * database (see setUp); fails within the selection timeout when no server answers. What may take as
+   * long as the registry is large runs in the background from then on (see StoreMaintenance).
    */
   static async open(options: MongoStoreOptions): Promise<MongoStore> {
     const timeoutMs = options.serverSelectionTimeoutMS ?? 10_000;
@@ -225,8 +235,9 @@ export class MongoStore implements Store {
       await client.connect();
       const refusal = topologyRefusal(await client.db('admin').command({ hello: 1 }), client.options.directConnection);
       if (refusal !== undefined) throw new Error(refusal);
-      const store = new MongoStore(client, client.db(options.database), options, timeouts);
+      const store = new MongoStore(client, client.db(options.database), options, timeouts, options.maintenance ?? true);
       await store.setUp();
+      store.maintenance?.start();
       return store;
     } catch (error) {
       await client.close().catch(() => undefined);
@@ -243,17 +254,15 @@ export class MongoStore implements Store {
     }
   }
 
-  /** Everything the store needs of the database besides its documents (see mongodb-set-up.ts). */
+  /**
+   * What correctness needs of the database before the store serves, each step bounded by what the
+   * policies hold, not the registry: the baselines of the audit trail and the epoch (see
+   * mongodb-set-up.ts). Nothing, with maintenance off. The rest is the background maintenance's.
+   */
   private async setUp(): Promise<void> {
-    await createIndexes(this.collections);
-    // Before the baselines, which a counters collection dropped would otherwise take for a database without an audit trail.
-    await raiseCounters(this.collections);
+    if (this.maintenance === undefined) return;
     await this.recordBaselines();
     await ensureEpoch(this.collections);
-    // Without an exact count (a registry too large to count in one transaction), $count counts the collection.
-    await this.withSession((session) => countEntities(this.collections, session, this.timeouts.retry)).catch(() => undefined);
-    // Rows left without a queryable copy are listed by every filtered listing: slower searches, never wrong ones.
-    await backfillQueryableFields(this.collections).catch(() => undefined);
   }
 
   /**
@@ -266,6 +275,8 @@ export class MongoStore implements Store {
         const seen = this.resets.seen;
         try {
           await this.setUp();
+          // The indexes and counters went with the collections: the maintenance makes them again.
+          this.maintenance?.start();
           this.resets.setUp = seen;
         } finally {
           this.settingUp = undefined;
@@ -742,24 +753,13 @@ export class MongoStore implements Store {
   }
 
   /**
-   * Follows every write to policies, entities and the schema document through a change stream (see ChangeStreamFollower),
-   * and the events that end a history: any of the store's collections dropped, renamed or renamed
-   * onto, the database dropped. Whenever the feed loses track, the set-up is made again (in the
-   * background: writes wait for it), since a drop takes indexes, counters and the epoch with it.
+   * Follows every write to policies, entities and the schema document through a change stream (see ChangeStreamFollower
+   * and feedPipeline), and the events that end a history: any of the store's collections dropped,
+   * renamed or renamed onto, the database dropped. Whenever the feed loses track, the set-up is made
+   * again (in the background: writes wait for it), since a drop takes indexes, counters and the epoch with it.
    */
   watch(listener: StoreChangeListener, from?: FeedPosition): () => void {
-    const pipeline = [
-      {
-        $match: {
-          $or: [
-            { 'ns.coll': { $in: FOLLOWED } },
-            { operationType: { $in: ['drop', 'rename'] }, 'ns.coll': { $in: COLLECTION_NAMES } },
-            { 'to.coll': { $in: COLLECTION_NAMES } },
-            { operationType: { $in: ['dropDatabase', 'invalidate'] } },
-          ],
-        },
-      },
-    ];
+    const pipeline = feedPipeline();
     const relay: StoreChangeListener = (change) => {
       if (change.kind === 'everything') {
         this.resets.seen++;
@@ -778,6 +778,7 @@ export class MongoStore implements Store {
   }
 
   async close(): Promise<void> {
+    await this.maintenance?.stop();
     await Promise.all([...this.followers].map((follower) => follower.stop()));
     this.followers.clear();
     await this.client.close();

@@ -24,12 +24,12 @@ export async function openStore(config: Config, options: StoreOptions): Promise<
       return new EmbeddedStore(config.dataDir, options);
     case 'mongodb': {
       const { MongoStore } = await import('./mongodb.js');
-      return MongoStore.open({ ...options, uri: config.mongodbUri, database: config.mongodbDatabase });
+      return MongoStore.open({ ...options, uri: config.mongodbUri, database: config.mongodbDatabase, maintenance: config.storeMaintenance === 'on' });
     }
     case 'mongodb-memory': {
       const { MongoStore } = await import('./mongodb.js');
       const server = await startMemoryReplicaSet();
-      const store = await MongoStore.open({ ...options, uri: server.uri, database: config.mongodbDatabase });
+      const store = await MongoStore.open({ ...options, uri: server.uri, database: config.mongodbDatabase, maintenance: config.storeMaintenance === 'on' });
       const close = store.close.bind(store);
       store.close = async () => {
         await close();

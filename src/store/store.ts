@@ -126,7 +126,17 @@ export interface StoreOptions {
  * Every write that changes something commits, in the same transaction, one audit record naming
  * `by`; a write that changes nothing or fails leaves none.
  */
+/** Work a store does in the background, whose cost grows with what it holds (see mongodb-maintenance.ts). */
+export interface BackgroundMaintenance {
+  /** What is not done yet, or failing, for `/ready`; undefined once done. */
+  status(): string | undefined;
+  /** A step that failed, and will be tried again: for the log. */
+  on(event: 'failed', listener: (failure: { step: string; error: Error }) => void): unknown;
+}
+
 export interface Store {
+  /** Present on a store that maintains its database in the background (MongoDB, unless --store-maintenance off). */
+  readonly maintenance?: BackgroundMaintenance;
   loadPolicies(): Promise<LoadedPolicies>;
   /**
    * The policies written after revision `since`, as they stand now, when the store still knows

@@ -95,7 +95,7 @@ t.test('the decision log holds one well-formed line per decision, from the front
   t.equal(lines.length, 4, 'one line per decision; none for a refused request');
   const records = lines.map((line) => JSON.parse(line));
   for (const record of records) {
-    t.same(Object.keys(record), ['time', 'revision', 'request', 'resolved', 'allowed', 'reason', 'latency_ms']);
+    t.same(Object.keys(record), ['time', 'request_id', 'decision_id', 'revision', 'request', 'resolved', 'allowed', 'reason', 'latency_ms']);
     t.ok(!Number.isNaN(Date.parse(record.time)), 'an ISO time');
     t.equal(record.revision, 1);
     t.type(record.latency_ms, 'number');

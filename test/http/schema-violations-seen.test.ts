@@ -85,19 +85,21 @@ t.test('warn: the decision log line of a check that broke the schemas carries wh
     lines.map((line) => line.schema_violations),
     [DENIED_VIOLATIONS, MISSING_VIOLATIONS, undefined, undefined, STRING_VIOLATIONS],
   );
-  t.same(Object.keys(lines[2]!), ['time', 'revision', 'request', 'resolved', 'allowed', 'reason', 'latency_ms'], 'a line of a check that keeps to them is as before');
-  t.same(Object.keys(lines[0]!), ['time', 'revision', 'request', 'resolved', 'allowed', 'reason', 'schema_violations', 'latency_ms']);
+  t.same(Object.keys(lines[2]!), ['time', 'request_id', 'decision_id', 'revision', 'request', 'resolved', 'allowed', 'reason', 'latency_ms'], 'a line of a check that keeps to them is as before');
+  t.same(Object.keys(lines[0]!), ['time', 'request_id', 'decision_id', 'revision', 'request', 'resolved', 'allowed', 'reason', 'schema_violations', 'latency_ms']);
 });
 
-t.test('reject: a refused check is no decision, and is not logged, but the live view counts it', async (t) => {
+t.test('reject: a refused check is no decision, but the live view counts it and the decision log has its line, saying it was refused', async (t) => {
   const { server, logFile } = await serverWith(t, { evaluation: 'inline', schemaEnforcement: 'reject' });
-  t.equal((await server.call('POST', '/check', MISSING_LEVEL)).status, 400);
+  const refused = await server.call('POST', '/check', MISSING_LEVEL);
+  t.equal(refused.status, 400);
   t.equal((await server.call('POST', '/check', KEEPING)).status, 200);
   const { live, counted } = await liveCounting(server, 1);
   t.equal(counted, 1);
-  t.same(live.seconds.reduce((total: number, second: { allowed: number; denied: number }) => total + second.allowed + second.denied, 0), 1);
+  t.same(live.seconds.reduce((total: number, second: { allowed: number; denied: number }) => total + second.allowed + second.denied, 0), 1, 'no decision counted for it');
   await server.close();
-  t.same(logLines(logFile).map((line) => line.allowed), [true]);
+  t.same(logLines(logFile).map((line) => [line.refused, line.allowed]), [[true, false], [undefined, true]]);
+  t.equal(logLines(logFile)[0]!.reason, refused.body.detail, 'its reason the refusal');
 });
 
 t.test('warn: at most 10 violations are logged for one check, as explain lists them', async (t) => {

@@ -6,7 +6,8 @@ import { compile, mongoFilter, type ConditionTree, type DecisionRequest } from '
 import { plan } from '../../src/engine/plan.js';
 import { conditionTest } from '../../src/services/condition-test.js';
 import { MongoStore } from '../../src/store/mongodb.js';
-import { BACKFILL_BATCH } from '../../src/store/mongodb-set-up.js';
+import { BACKFILL_BATCH } from '../../src/store/mongodb-maintenance.js';
+import { until } from '../helpers/until.js';
 import { ENTITY_ROW_LAYOUT, MAX_COPIED_TEXT_BYTES, NARROWED_NESTING, narrowedRange, queryableFields } from '../../src/store/mongodb-queryable.js';
 import type { Entity } from '../../src/schemas/entity.js';
 import { planCase, type PlanCase } from '../helpers/plan-cases.js';
@@ -123,6 +124,8 @@ t.test('the backfill gives rows without a copy theirs, a bounded batch at a time
     await store.close();
     await mongo.close();
   });
+  // The backfill runs in the background once the store is open (see mongodb-maintenance.ts).
+  await until(() => mongo.received.filter((command) => command.name === 'update' && command.body.update === 'entities').length === 2, 'the backfill to write both batches');
   const reads = mongo.received.filter((command) => command.name === 'find' && command.body.find === 'entities' && (command.body.filter as Document).attributes_version !== undefined);
   t.same(
     reads.map((command) => [command.body.filter, command.body.limit]),

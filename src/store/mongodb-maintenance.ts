@@ -1,0 +1,210 @@
+import { randomUUID } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { MongoServerError, type AnyBulkWriteOperation, type ClientSession } from 'mongodb';
+import type { Counter, StoreCollections, StoredEntity } from './mongodb-collections.js';
+import { countEntities, createIndexes, raiseCounters } from './mongodb-set-up.js';
+import { queryableFields } from './mongodb-queryable.js';
+import type { Entity } from '../schemas/entity.js';
+
+// The MongoDB store's maintenance: what a database needs that may take as long as its registry is
+// large (index builds, the queryable-copy backfill, the exact entity count), run in the background
+// once the store is open, so that no start of a fleet's pods waits on it (a start that did would
+// outlast its timeouts on a large registry, and every pod of a rollout would crash-loop). Index
+// builds are asked of every process (each returns at once once the indexes exist); the backfill and
+// the recount run under a lease in the database, so that one process of the fleet does them.
+
+/** The lease's counter document: who holds it, until when (epoch ms, in `value`), and the backfill's checkpoint. */
+export const MAINTENANCE_LEASE = 'maintenance-lease';
+/** A lease lasts this long unless renewed; its holder renews it before each batch. */
+export const LEASE_MS = 30_000;
+/** Rows the backfill reads and writes at once: one bounded read, then one batch of updates. */
+export const BACKFILL_BATCH = 500;
+/** The longest one maintenance read may run on the server (`maxTimeMS`): past it, the step is tried again later. */
+export const MAINTENANCE_READ_MS = 5_000;
+/** Pauses between attempts at a step that failed: doubling from the first to the last. */
+const RETRY_MS = { first: 1_000, max: 60_000 };
+
+export type MaintenanceStep = 'indexes' | 'counters' | 'backfill' | 'recount';
+
+/** Another process of the fleet holds the lease and does the step: this one waits, which is no failure. */
+class LeaseHeld extends Error {}
+
+interface MaintenanceEvents {
+  /** A step failed and will be tried again (a log line's worth). */
+  failed: [{ step: MaintenanceStep; error: Error }];
+  /** Every step done (by this process, or the lease's holder). */
+  done: [];
+}
+
+/** A lease document as it is stored: a counter whose value is when the lease ends. */
+type LeaseRow = Counter & { holder?: string; checkpoint?: string; done?: string[] };
+
+/**
+ * The background maintenance of one store. `status` says, for `/ready`, what is not done yet or
+ * failing. `stop` ends it at the next step (none is left half-written: each batch is a write of
+ * its own, and the lease's checkpoint names the last row done).
+ */
+export class StoreMaintenance extends EventEmitter<MaintenanceEvents> {
+  private readonly holder = randomUUID();
+  private readonly stopping = new AbortController();
+  private running: Promise<void> | undefined;
+  /** The steps are to be taken (again) from the first: set by start. */
+  private again = false;
+  private pending: MaintenanceStep | undefined;
+  private lastFailure: { step: MaintenanceStep; error: Error; since: number } | undefined;
+
+  constructor(
+    private readonly collections: StoreCollections,
+    private readonly withSession: <T>(use: (session: ClientSession) => Promise<T>) => Promise<T>,
+    private readonly retryMs: number,
+    private readonly clock: () => number = Date.now,
+  ) {
+    super();
+  }
+
+  /**
+   * Starts the steps in the background; while they run, has them taken again from the first once
+   * they end (the database was dropped under the store, and what they made with it).
+   */
+  start(): void {
+    this.again = true;
+    if (this.running !== undefined) return;
+    this.running = (async () => {
+      while (this.again && !this.stopping.signal.aborted) {
+        this.again = false;
+        await this.run();
+      }
+    })().finally(() => (this.running = undefined));
+  }
+
+  /** What `/ready` reports while maintenance is not done: the step under way, and its last failure. */
+  status(): string | undefined {
+    if (this.pending === undefined) return undefined;
+    const failure = this.lastFailure;
+    const failing =
+      failure === undefined ? '' : failure.error instanceof LeaseHeld ? `: ${failure.error.message}` : `; failing since ${new Date(failure.since).toISOString()}: ${failure.error.message}`;
+    return `${DESCRIPTIONS[this.pending]} not done yet${failing}`;
+  }
+
+  async stop(): Promise<void> {
+    this.stopping.abort();
+    await this.running;
+  }
+
+  private async run(): Promise<void> {
+    for (const step of ['indexes', 'counters', 'backfill', 'recount'] as const) {
+      this.pending = step;
+      if (!(await this.untilDone(step))) return;
+    }
+    this.pending = undefined;
+    this.lastFailure = undefined;
+    this.emit('done');
+  }
+
+  /** Runs `step` until it succeeds, pausing longer after each failure; false once stopped. */
+  private async untilDone(step: MaintenanceStep): Promise<boolean> {
+    for (let pause = RETRY_MS.first; !this.stopping.signal.aborted; pause = Math.min(pause * 2, RETRY_MS.max)) {
+      try {
+        await this.runStep(step);
+        this.lastFailure = undefined;
+        return true;
+      } catch (error) {
+        if (this.stopping.signal.aborted) return false;
+        this.lastFailure = { step, error: error as Error, since: this.lastFailure?.since ?? this.clock() };
+        if (!(error instanceof LeaseHeld)) this.emit('failed', { step, error: error as Error });
+        await sleep(pause, undefined, { signal: this.stopping.signal }).catch(() => undefined);
+      }
+    }
+    return false;
+  }
+
+  private async runStep(step: MaintenanceStep): Promise<void> {
+    switch (step) {
+      case 'indexes':
+        return createIndexes(this.collections);
+      case 'counters':
+        return raiseCounters(this.collections, MAINTENANCE_READ_MS);
+      case 'backfill':
+        return this.underLease('backfill', (checkpoint) => this.backfill(checkpoint));
+      case 'recount':
+        return this.underLease('recount', () => this.withSession((session) => countEntities(this.collections, session, this.retryMs, MAINTENANCE_READ_MS)));
+    }
+  }
+
+  /**
+   * Does `work` once the lease is this process's, unless a holder has marked `step` done. While
+   * another holds it, waits (a failure, so that the step is tried again after a pause): its holder
+   * works, and should it stop, the lease runs out and another process takes it up at the checkpoint.
+   */
+  private async underLease(step: 'backfill' | 'recount', work: (checkpoint: string | undefined) => Promise<void>): Promise<void> {
+    const lease = await this.acquire();
+    if (lease === undefined) {
+      const held = await this.collections.counters.findOne({ _id: MAINTENANCE_LEASE });
+      if ((held as LeaseRow | null)?.done?.includes(step)) return;
+      throw new LeaseHeld(`another Verdict process holds the maintenance lease (until ${new Date(held?.value ?? 0).toISOString()}) and does it`);
+    }
+    if (lease.done?.includes(step)) return;
+    await work(lease.checkpoint);
+    await this.collections.counters.updateOne({ _id: MAINTENANCE_LEASE, holder: this.holder } as object, { $addToSet: { done: step }, $unset: { checkpoint: '' } } as object);
+  }
+
+  /** The lease, taken or renewed until LEASE_MS from now; undefined while another process holds it. */
+  private async acquire(): Promise<LeaseRow | undefined> {
+    const now = this.clock();
+    try {
+      const row = await this.collections.counters.findOneAndUpdate(
+        { _id: MAINTENANCE_LEASE, $or: [{ value: { $lt: now } }, { holder: this.holder }] } as object,
+        { $set: { value: now + LEASE_MS, holder: this.holder } } as object,
+        { upsert: true, returnDocument: 'after' },
+      );
+      return (row ?? undefined) as LeaseRow | undefined;
+    } catch (error) {
+      // The upsert found the lease held by another (its filter did not match, and the _id is taken).
+      if (error instanceof MongoServerError && error.code === 11000) return undefined;
+      throw error;
+    }
+  }
+
+  /**
+   * Gives every entity row written before queryable copies were kept (see mongodb-queryable.ts) its
+   * copy, BACKFILL_BATCH rows at a time in uri order from `checkpoint`, each read bounded by
+   * MAINTENANCE_READ_MS. Each update names the text and version it read, so a row rewritten meanwhile
+   * is left to the write that rewrote it. After each batch the lease is renewed and the checkpoint
+   * moved, so that a process taking the lease over goes on from there.
+   */
+  private async backfill(checkpoint: string | undefined): Promise<void> {
+    const { entities, counters } = this.collections;
+    let after = checkpoint;
+    while (!this.stopping.signal.aborted) {
+      const pending = { attributes_version: { $exists: false }, ...(after === undefined ? {} : { _id: { $gt: after } }) };
+      const rows = await entities
+        .find(pending, { projection: { document: 1, version: 1 }, maxTimeMS: MAINTENANCE_READ_MS })
+        .sort({ _id: 1 })
+        .limit(BACKFILL_BATCH)
+        .toArray();
+      if (rows.length === 0) return;
+      const updates: AnyBulkWriteOperation<StoredEntity>[] = rows.map(({ _id, document, version }) => ({
+        updateOne: {
+          filter: { _id, document, version: version ?? { $exists: false }, attributes_version: { $exists: false } },
+          update: { $set: queryableFields(JSON.parse(document) as Entity, document, version ?? 0) },
+        },
+      }));
+      await entities.bulkWrite(updates, { ordered: false });
+      after = rows.at(-1)!._id;
+      const renewed = await counters.updateOne(
+        { _id: MAINTENANCE_LEASE, holder: this.holder } as object,
+        { $set: { value: this.clock() + LEASE_MS, checkpoint: after } } as object,
+      );
+      if (renewed.matchedCount === 0) throw new Error('the maintenance lease was taken over by another Verdict process (this one was too slow to renew it)');
+      if (rows.length < BACKFILL_BATCH) return;
+    }
+  }
+}
+
+const DESCRIPTIONS: Record<MaintenanceStep, string> = {
+  indexes: 'index builds',
+  counters: 'the counter check',
+  backfill: "the backfill of the entities' queryable copies",
+  recount: 'the exact entity count',
+};

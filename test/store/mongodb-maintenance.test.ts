@@ -1,0 +1,90 @@
+import t, { type Test } from 'tap';
+import type { Document } from 'mongodb';
+import { MongoStore } from '../../src/store/mongodb.js';
+import { MAINTENANCE_LEASE } from '../../src/store/mongodb-maintenance.js';
+import { found, NO_ANSWER, scriptedMongo, type Answer, type Received } from '../helpers/scripted-mongo.js';
+import { until } from '../helpers/until.js';
+
+// A fleet's start on a large registry: the store opens without waiting on anything whose cost grows
+// with the registry (index builds, the backfill, the recount), which then run in the background, the
+// backfill and recount under a lease so that one process of the fleet does them. Checked on a
+// scripted stand-in for a primary (no MongoDB server runs here) through the real driver.
+
+async function open(t: Test, uri: string, maintenance = true): Promise<MongoStore> {
+  const store = await MongoStore.open({ uri, database: 'verdict', serverSelectionTimeoutMS: 2000, maintenance });
+  t.teardown(() => store.close());
+  return store;
+}
+
+const named = (commands: Received[], name: string, collection?: string) =>
+  commands.filter((command) => command.name === name && (collection === undefined || command.body[name] === collection));
+
+t.test('a primary that never answers createIndexes still lets the store open; /ready is told the builds are not done', async (t) => {
+  const server = await scriptedMongo((command) => (command.name === 'createIndexes' ? NO_ANSWER : undefined));
+  t.teardown(() => server.close());
+  const store = await open(t, server.uri);
+  t.pass('open');
+  t.same(await store.loadPolicies().then((loaded) => loaded.policies), [], 'and serving');
+  await until(() => named(server.received, 'createIndexes').length > 0, 'an index build to be asked for');
+  t.match(store.maintenance!.status(), /^index builds not done yet/);
+  const build = named(server.received, 'createIndexes')[0]!;
+  t.equal(build.body.commitQuorum, 'majority', 'a build commits once a majority has it, so a member down does not stop it');
+});
+
+/**
+ * A primary holding entity rows written before queryable copies were kept, and the maintenance lease
+ * as MongoDB would: taken by an upsert whose filter matches only a free lease or its own holder's.
+ */
+function fleetPrimary(pendingRows: Document[]): { answer: Answer; backfillWrites: () => number } {
+  let lease: Document | undefined;
+  let pending = pendingRows;
+  let writes = 0;
+  const answer: Answer = (command) => {
+    const { name, body } = command;
+    if (name === 'findAndModify' && body.findAndModify === 'counters' && (body.query as Document)._id === MAINTENANCE_LEASE) {
+      const holder = (body.update as Document).$set.holder as string;
+      const free = lease === undefined || lease.value < Date.now() || lease.holder === holder;
+      if (!free) return { ok: 0, code: 11000, codeName: 'DuplicateKey', errmsg: `E11000 duplicate key error collection: verdict.counters index: _id_ dup key: { _id: "${MAINTENANCE_LEASE}" }` };
+      lease = { ...lease, _id: MAINTENANCE_LEASE, ...(body.update as Document).$set };
+      return { value: lease, lastErrorObject: { n: 1, updatedExisting: true }, ok: 1 };
+    }
+    if (name === 'update' && body.update === 'counters' && (body.updates as Document[])[0]!.q._id === MAINTENANCE_LEASE) {
+      const { q, u } = (body.updates as Document[])[0]!;
+      if (lease?.holder !== q.holder) return { n: 0, nModified: 0, ok: 1 };
+      lease = { ...lease, ...(u.$set ?? {}), ...(u.$addToSet ? { done: [...(lease!.done ?? []), u.$addToSet.done] } : {}) };
+      return { n: 1, nModified: 1, ok: 1 };
+    }
+    if (name === 'find' && body.find === 'counters' && (body.filter as Document)._id === MAINTENANCE_LEASE) return found(command, lease ? [lease] : []);
+    if (name === 'find' && body.find === 'entities' && (body.filter as Document).attributes_version !== undefined) {
+      const rows = pending;
+      pending = [];
+      return found(command, rows);
+    }
+    if (name === 'update' && body.update === 'entities') writes += (body.updates as Document[]).length;
+    return undefined;
+  };
+  return { answer, backfillWrites: () => writes };
+}
+
+t.test('two stores opened together backfill once: one holds the lease and writes, the other finds it done', async (t) => {
+  const rows = ['user:a', 'user:b', 'user:c'].map((uri, version) => ({ _id: uri, document: JSON.stringify({ uri, type: 'principal', attributes: [{ key: 'n', value: version }] }), version: 1 }));
+  const primary = fleetPrimary(rows);
+  const server = await scriptedMongo(primary.answer);
+  t.teardown(() => server.close());
+  const [first, second] = await Promise.all([open(t, server.uri), open(t, server.uri)]);
+  await until(() => first.maintenance!.status() === undefined && second.maintenance!.status() === undefined, 'both to be done', 30_000);
+  t.equal(primary.backfillWrites(), rows.length, 'each row written once, by one store');
+  const leases = named(server.received, 'findAndModify', 'counters').filter((command) => (command.body.query as Document)._id === MAINTENANCE_LEASE);
+  t.equal(new Set(leases.map((command) => (command.body.update as Document).$set.holder)).size, 2, 'both asked for the lease');
+});
+
+t.test('with maintenance off, the store creates, drops and writes nothing of its own: a decision-only sidecar', async (t) => {
+  const server = await scriptedMongo();
+  t.teardown(() => server.close());
+  const store = await open(t, server.uri, false);
+  await store.loadPolicies();
+  await store.getEntity('user:a');
+  const own = server.operations().filter((command) => ['createIndexes', 'dropIndexes', 'insert', 'update', 'delete', 'findAndModify', 'drop', 'create'].includes(command.name));
+  t.same(own.map((command) => `${command.name}:${String(command.body[command.name])}`), [], 'only reads');
+  t.equal(store.maintenance, undefined, 'and no maintenance to report');
+});
