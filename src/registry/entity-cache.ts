@@ -35,16 +35,18 @@ export class EntityAttributeCache {
   };
 
   /**
-   * Loads registered entities, in registration order, until the cache is full, so that checks
-   * find them in memory. Run once at start, beside the checks: it yields between pages, and a check
-   * that comes first reads the store as any miss does. A page read while an entry was invalidated
+   * Loads registered entities, in uri order, until the cache is full, so that checks find them in
+   * memory. Run once at start, beside the checks: it yields between pages, and a check that comes
+   * first reads the store as any miss does. Each page is an index range after the last uri of the
+   * one before, never a skip past the rows already read. A page read while an entry was invalidated
    * is left out, since it may hold what the write replaced.
    */
   async warm(pageSize = 1000): Promise<void> {
     const capacity = this.maxEntries;
-    for (let offset = 0; offset < capacity && !this.closed; offset += pageSize) {
+    let after = '';
+    for (let loaded = 0; loaded < capacity && !this.closed; loaded += pageSize) {
       const generation = this.generation;
-      const page = await this.store.listEntities(offset, Math.min(pageSize, capacity - offset));
+      const page = await this.store.listEntitiesAfter(after, Math.min(pageSize, capacity - loaded));
       if (this.closed) return;
       if (generation === this.generation) {
         for (const entity of page) {
@@ -52,6 +54,7 @@ export class EntityAttributeCache {
         }
       }
       if (page.length < pageSize) return;
+      after = page.at(-1)!.uri;
       await nextTurn();
     }
   }

@@ -201,6 +201,7 @@ export class EmbeddedStore implements Store {
       entityCount: db.prepare('SELECT count(*) FROM entities').pluck(),
       // uri's UNIQUE index holds the range; TEXT compares by its UTF-8 bytes.
       entitiesUnder: db.prepare('SELECT document FROM entities WHERE uri >= ? AND uri < ? AND uri > ? ORDER BY uri LIMIT ?').pluck(),
+      entitiesAfter: db.prepare('SELECT document FROM entities WHERE uri > ? ORDER BY uri LIMIT ?').pluck(),
       insertEntity: db.prepare('INSERT INTO entities (uri, document) VALUES (?, ?)'),
       updateEntity: db.prepare('UPDATE entities SET document = ? WHERE uri = ?'),
       deleteEntity: db.prepare('DELETE FROM entities WHERE uri = ?'),
@@ -349,6 +350,11 @@ export class EmbeddedStore implements Store {
 
   async countEntities(): Promise<number> {
     return this.statements.entityCount.get() as number;
+  }
+
+  async listEntitiesAfter(after: string, limit: number): Promise<Entity[]> {
+    const documents = this.statements.entitiesAfter.all(after, Math.min(limit, Number.MAX_SAFE_INTEGER)) as string[];
+    return documents.map((document) => JSON.parse(document) as Entity);
   }
 
   async listEntitiesUnder(prefix: string, after: string, limit: number): Promise<Entity[]> {

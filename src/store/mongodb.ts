@@ -3,6 +3,7 @@ import {
   MongoClient,
   MongoServerError,
   MongoServerSelectionError,
+  ReadPreference,
   type ClientSession,
   type Collection,
   type Db,
@@ -80,6 +81,19 @@ const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&
 /** What entity reads fetch of a row: its JSON text, not the queryable copy beside it. */
 const ENTITY_TEXT = { projection: { document: 1 } } as const;
 
+/**
+ * An entity read on a check's path (a uri the entity cache does not hold): from the primary, or while
+ * there is none (an election) from a secondary, at majority read concern as always, so that checks
+ * naming uris go on through an election. A secondary may not have a write this process acknowledged
+ * a moment before, for as long as the election lasts (docs/deploying.md).
+ */
+const CHECK_PATH_READ = { ...ENTITY_TEXT, readPreference: ReadPreference.PRIMARY_PREFERRED } as const;
+/**
+ * The longest a check waits for an entity read: past it, 503. Without a member to read from at all,
+ * the driver would wait for one for the whole server selection timeout (10 s).
+ */
+export const ENTITY_READ_BOUND_MS = 2000;
+
 /** A new entity's row: its text and queryable fields at version 1. */
 function entityRow(entity: Entity, position: number): StoredEntity {
   const document = JSON.stringify(entity);
@@ -122,7 +136,9 @@ export interface MongoStoreOptions extends Partial<StoreOptions> {
  * effect from driver 7.8). The read concern is given as `readConcernLevel`, the key a URI uses, so
  * that this one wins over the URI's.
  */
-export function clientOptions(timeouts: MongoTimeouts, serverSelectionTimeoutMS: number): MongoClientOptions {
+export function clientOptions(timeouts: MongoTimeouts, serverSelectionTimeoutMS: number, uri: string): MongoClientOptions {
+  // The pool's size is the operator's to choose in the URI (see SIDECAR_POOL).
+  const pool = Object.fromEntries(Object.entries(SIDECAR_POOL).filter(([option]) => !new RegExp(`[?&]${option}=`, 'i').test(uri)));
   return {
     writeConcern: { w: 'majority', wtimeoutMS: timeouts.majority },
     readConcernLevel: 'majority',
@@ -130,8 +146,17 @@ export function clientOptions(timeouts: MongoTimeouts, serverSelectionTimeoutMS:
     serverSelectionTimeoutMS,
     socketTimeoutMS: timeouts.answer,
     waitQueueTimeoutMS: timeouts.answer,
+    ...pool,
   };
 }
+
+/**
+ * Connections to each member for one process, unless the URI says otherwise: a sidecar's checks read
+ * from its entity cache and its writes are rare, so a few connections serve it, and a fleet of
+ * hundreds of pods must not hold the driver's default of 100 each (docs/deploying.md gives the
+ * arithmetic). An idle connection is closed after a minute.
+ */
+export const SIDECAR_POOL = { maxPoolSize: 10, maxIdleTimeMS: 60_000 } as const;
 
 /**
  * Why a server that answered `hello` with this cannot hold the store, or undefined when it can:
@@ -230,7 +255,7 @@ export class MongoStore implements Store {
   static async open(options: MongoStoreOptions): Promise<MongoStore> {
     const timeoutMs = options.serverSelectionTimeoutMS ?? 10_000;
     const timeouts = options.timeouts ?? MONGODB_TIMEOUTS;
-    const client = new MongoClient(options.uri, clientOptions(timeouts, timeoutMs));
+    const client = new MongoClient(options.uri, clientOptions(timeouts, timeoutMs, options.uri));
     try {
       await client.connect();
       const refusal = topologyRefusal(await client.db('admin').command({ hello: 1 }), client.options.directConnection);
@@ -597,7 +622,32 @@ export class MongoStore implements Store {
   }
 
   async getEntity(uri: string): Promise<Entity | undefined> {
-    return this.readEntity(uri).catch(rethrowStoreError);
+    const read = this.entities.findOne({ _id: uri }, CHECK_PATH_READ);
+    let bound: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<never>((_, reject) => {
+      bound = setTimeout(() => reject(new StoreUnavailableError(`MongoDB is unavailable (no member answered a read of entity '${uri}' within ${ENTITY_READ_BOUND_MS} ms)`)), ENTITY_READ_BOUND_MS);
+    });
+    try {
+      const row = await Promise.race([read, timedOut]);
+      return row === null ? undefined : (JSON.parse(row.document) as Entity);
+    } catch (error) {
+      read.catch(() => undefined);
+      return rethrowStoreError(error);
+    } finally {
+      clearTimeout(bound);
+    }
+  }
+
+  /** The warm-up's pages (see Store.listEntitiesAfter): by the _id index, from a secondary when one is there, taking the primary's load off. */
+  async listEntitiesAfter(after: string, limit: number): Promise<Entity[]> {
+    if (limit === 0) return [];
+    const rows = await this.entities
+      .find({ _id: { $gt: after } }, { ...ENTITY_TEXT, readPreference: ReadPreference.SECONDARY_PREFERRED })
+      .sort({ _id: 1 })
+      .limit(limit)
+      .toArray()
+      .catch(rethrowStoreError);
+    return rows.map((row) => JSON.parse(row.document) as Entity);
   }
 
   async listEntities(offset: number, limit: number): Promise<Entity[]> {
@@ -767,7 +817,8 @@ export class MongoStore implements Store {
       }
       listener(change);
     };
-    const follower = new ChangeStreamFollower((start) => this.db.watch(pipeline, start), relay, {
+    // From a secondary when one is there: a fleet's streams would otherwise all weigh on the primary.
+    const follower = new ChangeStreamFollower((start) => this.db.watch(pipeline, { ...start, readPreference: ReadPreference.SECONDARY_PREFERRED }), relay, {
       from: from === undefined ? undefined : operationTimeAt(from),
     });
     this.followers.add(follower);

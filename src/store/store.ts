@@ -171,6 +171,8 @@ export interface Store {
   getEntity(uri: string): Promise<Entity | undefined>;
   /** In registration order. */
   listEntities(offset: number, limit: number): Promise<Entity[]>;
+  /** Up to `limit` entities whose uri sorts after `after` ('' for the first), in uri order, by an index range: the entity cache's warm-up pages. */
+  listEntitiesAfter(after: string, limit: number): Promise<Entity[]>;
   countEntities(): Promise<number>;
   /**
    * Up to `limit` entities whose uri starts with `prefix` (which ends with `:`, as `<type>:` does) and

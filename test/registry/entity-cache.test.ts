@@ -97,7 +97,7 @@ t.test('a page read while its entity was written is not cached: the check sees t
   const store = await storeWith(t, 3, 'guest');
   let cache: EntityAttributeCache;
   const racing = interceptedStore(store, {
-    listEntities: async (proceed) => {
+    listEntitiesAfter: async (proceed) => {
       const page = await proceed();
       // Another writer changes user:1 after the page was read; the change feed invalidates it.
       await store.updateEntity('user:1', () => withRole('user:1', 'staff'), TEST_WRITER);
@@ -139,7 +139,7 @@ t.test('closing stops a warm-up between pages', async (t) => {
   let pages = 0;
   let cache: EntityAttributeCache;
   const counting = interceptedStore(store, {
-    listEntities: async (proceed) => {
+    listEntitiesAfter: async (proceed) => {
       pages++;
       cache.close();
       return proceed();
@@ -149,4 +149,20 @@ t.test('closing stops a warm-up between pages', async (t) => {
   await cache.warm(10);
   t.equal(pages, 1, 'no page is read after close');
   t.ok(cache.lookup('user:0') instanceof Promise, 'and the page read during close is not kept');
+});
+
+t.test('the warm-up reads pages after the last uri of the one before, never a skip past what it read', async (t) => {
+  const store = await storeWith(t, 25, 'guest');
+  const asked: [string, number][] = [];
+  const recording = interceptedStore(store, {
+    listEntitiesAfter: async (proceed, [after, limit]) => {
+      asked.push([after as string, limit as number]);
+      return proceed();
+    },
+  });
+  const cache = new EntityAttributeCache(recording, 100);
+  await cache.warm(10);
+  const uris = Array.from({ length: 25 }, (_, index) => `user:${index}`).sort();
+  t.same(asked, [['', 10], [uris[9]!, 10], [uris[19]!, 10]], 'each page after the last of the one before');
+  for (const uri of uris) t.same(cache.lookup(uri), new Map([['role', 'guest']]), `${uri} is in memory`);
 });

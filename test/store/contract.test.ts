@@ -282,6 +282,11 @@ function entityRangeContract(t: Test, name: string, backing: () => Promise<Backi
     t.same((await other.listEntitiesUnder('users:', '', 10)).map((e) => e.uri), ['users:x']);
     t.same(await other.listEntitiesUnder('group:', '', 10), []);
     t.equal(JSON.stringify((await other.listEntitiesUnder('user:', 'user:', 1))[0]), JSON.stringify(entity('user:a')), 'stored as given');
+    const all = ['use:r', 'user', 'users:x', 'user;z', 'userz', ...under].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+    const after = async (uri: string, limit: number) => (await other.listEntitiesAfter(uri, limit)).map((e) => e.uri);
+    t.same(await after('', 100), all, 'every entity after nothing, in UTF-8 byte order (the warm-up)');
+    t.same([...(await after('', 4)), ...(await after(all[3]!, 4)), ...(await after(all[7]!, 4))], all, 'pages after the last uri of the page before');
+    t.same(await after('', 0), [], 'a limit of 0 is an empty page');
   });
 }
 

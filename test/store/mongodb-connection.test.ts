@@ -1,6 +1,6 @@
 import t from 'tap';
 import { MongoClient, ReadPreference } from 'mongodb';
-import { clientOptions, MONGODB_TIMEOUTS, topologyRefusal } from '../../src/store/mongodb.js';
+import { clientOptions, MONGODB_TIMEOUTS, SIDECAR_POOL, topologyRefusal } from '../../src/store/mongodb.js';
 
 // What the MongoDB store decides about a server and a connection string before it uses them,
 // checked without a server (none runs here): hello replies as MongoDB 7 sends them, and the
@@ -43,7 +43,7 @@ t.test('a connection made directly to one member is refused unless that member i
 
 t.test('reads go to the primary, writes wait for a majority, and every wait is bounded, whatever the connection string asks', async (t) => {
   const uri = 'mongodb://127.0.0.1:1/?readPreference=secondaryPreferred&w=1&wtimeoutMS=0&readConcernLevel=local&socketTimeoutMS=0&waitQueueTimeoutMS=0';
-  const client = new MongoClient(uri, clientOptions(MONGODB_TIMEOUTS, 10_000));
+  const client = new MongoClient(uri, clientOptions(MONGODB_TIMEOUTS, 10_000, uri));
   t.equal(client.readPreference.mode, ReadPreference.PRIMARY, 'a secondary may not hold a write this process acknowledged');
   t.equal(client.writeConcern?.w, 'majority');
   t.equal(client.writeConcern?.wtimeoutMS, MONGODB_TIMEOUTS.majority, 'a majority is waited for a bounded time');
@@ -52,4 +52,16 @@ t.test('reads go to the primary, writes wait for a majority, and every wait is b
   t.equal(client.options.waitQueueTimeoutMS, MONGODB_TIMEOUTS.answer, 'a connection is waited for a bounded time');
   t.ok(MONGODB_TIMEOUTS.answer > MONGODB_TIMEOUTS.majority, "MongoDB's own answer to a majority wait comes before the socket gives up");
   await client.close();
+});
+
+t.test('a connection pool sized for a sidecar, unless the connection string sizes it', async (t) => {
+  const plain = 'mongodb://127.0.0.1:1/?replicaSet=rs0';
+  const sized = new MongoClient(plain, clientOptions(MONGODB_TIMEOUTS, 10_000, plain));
+  t.equal(sized.options.maxPoolSize, SIDECAR_POOL.maxPoolSize, `at most ${SIDECAR_POOL.maxPoolSize} connections to each member`);
+  t.equal(sized.options.maxIdleTimeMS, SIDECAR_POOL.maxIdleTimeMS, 'an idle connection is closed');
+  await sized.close();
+  const chosen = 'mongodb://127.0.0.1:1/?replicaSet=rs0&maxPoolSize=3&maxIdleTimeMS=5000';
+  const own = new MongoClient(chosen, clientOptions(MONGODB_TIMEOUTS, 10_000, chosen));
+  t.same([own.options.maxPoolSize, own.options.maxIdleTimeMS], [3, 5000], "the connection string's own sizes win");
+  await own.close();
 });

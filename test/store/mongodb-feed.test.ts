@@ -49,4 +49,5 @@ t.test('the store opens its change stream with that pipeline (scripted primary)'
   const [, ...pipeline] = opened.body.pipeline as Document[];
   t.same(JSON.parse(JSON.stringify(pipeline)), JSON.parse(JSON.stringify(feedPipeline())));
   t.notOk('fullDocument' in (opened.body.pipeline as Document[])[0]!.$changeStream && (opened.body.pipeline as Document[])[0]!.$changeStream.fullDocument !== 'default', 'no full documents asked for');
+  t.equal((opened.body.$readPreference as Document | undefined)?.mode, 'secondaryPreferred', 'read from a secondary when there is one: a fleet of streams off the primary');
 });

@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap';
 import type { Document } from 'mongodb';
-import { MongoStore } from '../../src/store/mongodb.js';
+import { ENTITY_READ_BOUND_MS, MongoStore } from '../../src/store/mongodb.js';
 import { MAINTENANCE_LEASE } from '../../src/store/mongodb-maintenance.js';
 import { found, NO_ANSWER, scriptedMongo, type Answer, type Received } from '../helpers/scripted-mongo.js';
 import { until } from '../helpers/until.js';
@@ -87,4 +87,18 @@ t.test('with maintenance off, the store creates, drops and writes nothing of its
   const own = server.operations().filter((command) => ['createIndexes', 'dropIndexes', 'insert', 'update', 'delete', 'findAndModify', 'drop', 'create'].includes(command.name));
   t.same(own.map((command) => `${command.name}:${String(command.body[command.name])}`), [], 'only reads');
   t.equal(store.maintenance, undefined, 'and no maintenance to report');
+});
+
+t.test("a check's entity read goes to a secondary while there is no primary, and waits a bounded time (scripted primary)", async (t) => {
+  const server = await scriptedMongo((command) => (command.name === 'find' && command.body.find === 'entities' && (command.body.filter as Document)._id === 'user:slow' ? NO_ANSWER : undefined));
+  t.teardown(() => server.close());
+  const store = await open(t, server.uri, false);
+  t.equal(await store.getEntity('user:a'), undefined);
+  const read = named(server.received, 'find', 'entities').at(-1)!;
+  t.equal((read.body.$readPreference as Document | undefined)?.mode, 'primaryPreferred', 'the primary, or during an election a secondary');
+  const refused = await store.getEntity('user:slow').then(
+    () => undefined,
+    (error: Error) => error,
+  );
+  t.match(refused?.message, new RegExp(`no member answered a read of entity 'user:slow' within ${ENTITY_READ_BOUND_MS} ms`), 'a 503, not a wait for the whole selection timeout');
 });
