@@ -6,6 +6,7 @@ import type { Policy } from '../schemas/policy.js';
 import type { Entity } from '../schemas/entity.js';
 import {
   DuplicateKeyError,
+  isRefusal,
   type FeedPosition,
   type LoadedPolicies,
   type LoadedPolicyChanges,
@@ -489,7 +490,7 @@ export class EmbeddedStore implements Store {
       for (const operation of this.recorded) this.options.observer?.recorded(operation);
       return result;
     } catch (error) {
-      if (!(error instanceof DuplicateKeyError)) this.options.observer?.failed();
+      if (!isRefusal(error)) this.options.observer?.failed();
       throw error;
     }
   }

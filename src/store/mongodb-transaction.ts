@@ -20,7 +20,8 @@ const backoffMillis = (attempt: number) => Math.random() * Math.min(5 * 1.5 ** a
 /**
  * Runs `work` in a transaction on `session` and commits it, retrying as the driver's
  * withTransaction does (the whole transaction after a TransientTransactionError, such as a write
- * conflict or a failover; the commit after an UnknownTransactionCommitResult), but starts no new
+ * conflict or a failover; the commit after an UnknownTransactionCommitResult, each after a growing
+ * pause), but starts no new
  * attempt, and sends no commit again, once `retryMs` have passed. withTransaction itself retries for
  * 120 s whatever the client's timeouts: `timeoutMS`, which bounded it, has no effect from driver 7.8.
  *
@@ -45,7 +46,9 @@ export async function runTransaction<T>(
       if (retryable(error, MongoErrorLabel.TransientTransactionError) && performance.now() < deadline) continue;
       throw error;
     }
-    for (;;) {
+    for (let commit = 0; ; commit++) {
+      // A commit sent again waits as a new attempt does: a primary that answers at once would otherwise be sent thousands.
+      if (commit > 0) await sleep(backoffMillis(commit));
       try {
         await session.commitTransaction();
         return result;

@@ -17,6 +17,7 @@ import type { Policy } from '../schemas/policy.js';
 import type { Entity } from '../schemas/entity.js';
 import {
   DuplicateKeyError,
+  isRefusal,
   StoreUnavailableError,
   type FeedPosition,
   type LoadedPolicies,
@@ -388,7 +389,7 @@ export class MongoStore implements Store {
       for (const operation of recorded) this.options.observer?.recorded(operation);
       return result;
     } catch (error) {
-      if (error instanceof DuplicateKeyError) throw error;
+      if (isRefusal(error)) throw error;
       if (error instanceof CommitOutcomeUnknownError) {
         this.options.observer?.unconfirmed?.();
         throw unconfirmedWrite(error, this.timeouts.retry);

@@ -4,6 +4,7 @@ import type { MongoFilter, MongoFilterOptions } from '../engine/mongodb-filter.j
 import type { Entity } from '../schemas/entity.js';
 import type { AuditOperation, AuditQuery, AuditRecord, AuditRetention, Writer } from '../audit/record.js';
 import type { SchemaDocument } from '../attribute-schemas/schema-document.js';
+import { ClientError, RequestValidationError } from '../errors.js';
 
 /** A policy or entity that already exists under the same name or uri (`key`, when the store can tell). */
 export class DuplicateKeyError extends Error {
@@ -126,6 +127,13 @@ export interface StoreOptions {
  * Every write that changes something commits, in the same transaction, one audit record naming
  * `by`; a write that changes nothing or fails leaves none.
  */
+/**
+ * Whether a write failed because it was refused rather than because the store failed: a key taken,
+ * or what the write's own work (an entity update's change, say) refused the client. No audit write
+ * failed then: nothing is counted as one.
+ */
+export const isRefusal = (error: unknown): boolean => error instanceof DuplicateKeyError || error instanceof ClientError || error instanceof RequestValidationError;
+
 /** Work a store does in the background, whose cost grows with what it holds (see mongodb-maintenance.ts). */
 export interface BackgroundMaintenance {
   /** What is not done yet, or failing, for `/ready`; undefined once done. */

@@ -357,3 +357,12 @@ t.test('warn: a write that contradicts the schemas is taken, and its answer says
   t.equal(listed.length, 11, 'ten, then how many more');
   t.equal(listed.at(-1), 'and 2 more');
 });
+
+t.test('reject: a registry update refused for breaking the schemas is the client\'s refusal, not a failed audit write', async (t) => {
+  const server = await serverWith(t, { schemaEnforcement: 'reject' });
+  const ENTITIES = '/admin/fetchers/registry/entities';
+  t.equal((await server.call('POST', ENTITIES, { uri: 'user:bob', attributes: { level: 5, clearance: 1 } })).status, 200);
+  t.equal((await server.call('PUT', `${ENTITIES}/user:bob`, { uri: 'user:bob', attributes: { level: 'high' } })).status, 422);
+  const metrics = (await server.call('GET', '/metrics')).body as string;
+  t.match(metrics, /^verdict_audit_write_failures_total 0$/m, 'no audit write failed');
+});

@@ -137,3 +137,18 @@ t.test('over HTTP: a write no majority confirms is a 503 whose detail says it ma
   const check = await server.call('POST', '/check', { principal: { uri: 'user:a' }, resource: { attributes: { kind: 'x' } }, action: 'read' });
   t.equal(check.status, 200, 'decisions go on from the snapshot');
 });
+
+t.test('a commit whose outcome stays unknown is sent again after growing pauses, not as fast as the server answers (scripted primary)', async (t) => {
+  let unknown = false;
+  const { server, store } = await openOn(t, (command) =>
+    unknown && command.name === 'commitTransaction'
+      ? { ok: 0, code: 50, codeName: 'MaxTimeMSExpired', errmsg: 'operation exceeded time limit', errorLabels: ['UnknownTransactionCommitResult'] }
+      : undefined,
+  );
+  unknown = true;
+  const ended = await ending(store.createPolicy(policy('p'), TEST_WRITER));
+  t.ok(ended !== 'still waiting' && 'error' in ended && ended.error instanceof StoreWriteUnconfirmedError, 'the write ends, saying it may have been applied');
+  const commits = server.received.filter((command) => command.name === 'commitTransaction').length;
+  // Answered at once, a commit sent again without a pause goes out thousands of times in the 300 ms retry budget.
+  t.ok(commits >= 2 && commits <= 60, `${commits} commits in the ${TIMEOUTS.retry} ms budget`);
+});
