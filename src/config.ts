@@ -124,6 +124,34 @@ const OPTIONS = {
   }),
   // Never logged: it may hold credentials.
   'mongodb-uri': option({ field: 'mongodbUri', env: 'MONGODB_URI', help: 'MongoDB connection string (a replica set)', default: '', parse: trimmed }),
+  'mongodb-write-retry-ms': option({
+    field: 'mongodbWriteRetryMs',
+    env: 'MONGODB_WRITE_RETRY_MS',
+    help: 'MongoDB: a write (or a snapshot read) starts no new attempt, and sends no commit again, after this long',
+    default: '10000',
+    parse: integer(100, 600_000),
+  }),
+  'mongodb-majority-timeout-ms': option({
+    field: 'mongodbMajorityTimeoutMs',
+    env: 'MONGODB_MAJORITY_TIMEOUT_MS',
+    help: "MongoDB: the longest a write waits for a majority of the replica set to acknowledge it (its wtimeout)",
+    default: '5000',
+    parse: integer(100, 600_000),
+  }),
+  'mongodb-answer-timeout-ms': option({
+    field: 'mongodbAnswerTimeoutMs',
+    env: 'MONGODB_ANSWER_TIMEOUT_MS',
+    help: 'MongoDB: the longest the driver waits for one answer or a free connection; must exceed --mongodb-majority-timeout-ms',
+    default: '15000',
+    parse: integer(100, 600_000),
+  }),
+  'mongodb-selection-timeout-ms': option({
+    field: 'mongodbSelectionTimeoutMs',
+    env: 'MONGODB_SELECTION_TIMEOUT_MS',
+    help: 'MongoDB: the longest the driver waits for a member it can use, at start and for each operation',
+    default: '10000',
+    parse: integer(100, 600_000),
+  }),
   'store-maintenance': option({
     field: 'storeMaintenance',
     env: 'STORE_MAINTENANCE',
@@ -585,6 +613,11 @@ export function loadConfig(args: string[], env: NodeJS.ProcessEnv): Config {
   if (config.shutdownDelayMs >= config.shutdownGraceMs) {
     throw new ConfigError(
       `${read('shutdown-delay-ms').label} (${config.shutdownDelayMs}) must be shorter than ${read('shutdown-grace-ms').label} (${config.shutdownGraceMs})`,
+    );
+  }
+  if (config.mongodbAnswerTimeoutMs <= config.mongodbMajorityTimeoutMs) {
+    throw new ConfigError(
+      `${read('mongodb-answer-timeout-ms').label} (${config.mongodbAnswerTimeoutMs}) must be longer than ${read('mongodb-majority-timeout-ms').label} (${config.mongodbMajorityTimeoutMs}): MongoDB's own answer to a majority wait must come before the driver gives up on it`,
     );
   }
   if (PLAN_ANSWER_GROWTH * config.maxPlanSize > config.maxAnswerSize) {

@@ -35,15 +35,23 @@ export async function runTransaction<T>(
   options: TransactionOptions = {},
 ): Promise<T> {
   const deadline = performance.now() + retryMs;
+  let lastError: unknown;
   for (let attempt = 0; ; attempt++) {
-    if (attempt > 0) await sleep(backoffMillis(attempt));
+    if (attempt > 0) {
+      await sleep(backoffMillis(attempt));
+      // The pause may have run past the budget: the last attempt's error is the answer.
+      if (performance.now() >= deadline) throw lastError;
+    }
     session.startTransaction(options);
     let result: T;
     try {
       result = await work();
     } catch (error) {
       if (session.inTransaction()) await session.abortTransaction();
-      if (retryable(error, MongoErrorLabel.TransientTransactionError) && performance.now() < deadline) continue;
+      if (retryable(error, MongoErrorLabel.TransientTransactionError) && performance.now() < deadline) {
+        lastError = error;
+        continue;
+      }
       throw error;
     }
     for (let commit = 0; ; commit++) {
@@ -57,7 +65,10 @@ export async function runTransaction<T>(
           if (performance.now() < deadline) continue;
           throw new CommitOutcomeUnknownError(error as MongoError);
         }
-        if (retryable(error, MongoErrorLabel.TransientTransactionError) && performance.now() < deadline) break;
+        if (retryable(error, MongoErrorLabel.TransientTransactionError) && performance.now() < deadline) {
+          lastError = error;
+          break;
+        }
         throw error;
       }
     }

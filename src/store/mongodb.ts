@@ -234,6 +234,8 @@ export class MongoStore implements Store {
   private resets = { seen: 0, setUp: 0 };
   private settingUp: Promise<void> | undefined;
   readonly maintenance: StoreMaintenance | undefined;
+  /** When each write's session must have committed (see beforeNextOperation). */
+  private readonly deadlines = new WeakMap<ClientSession, number>();
 
   private constructor(
     private readonly client: MongoClient,
@@ -339,8 +341,22 @@ export class MongoStore implements Store {
     });
   }
 
+  /**
+   * Throws, within a write, once the write has run longer than its retry budget: it is then aborted,
+   * not applied, rather than left to run an operation more, each of which may take the answer
+   * timeout. Checked before every counter is advanced (every write advances one or more, and its audit
+   * sequence last), so a write ends within its budget and one operation's timeout.
+   */
+  private beforeNextOperation(session: ClientSession): void {
+    const deadline = this.deadlines.get(session);
+    if (deadline !== undefined && performance.now() > deadline) {
+      throw new StoreUnavailableError(`MongoDB is unavailable (the write took longer than its ${this.timeouts.retry} ms, --mongodb-write-retry-ms); it was not applied`);
+    }
+  }
+
   /** Advances `counter` by `count` and returns its new value: the last of the `count` values reserved. */
   private async nextValue(counter: string, session: ClientSession, count = 1): Promise<number> {
+    this.beforeNextOperation(session);
     const updated = await this.counters.findOneAndUpdate(
       { _id: counter },
       { $inc: { value: count } },
@@ -369,6 +385,7 @@ export class MongoStore implements Store {
   /** The transaction of `write`, without waiting for the set-up (which makes baselines with it). */
   private async transact<T>(work: (transaction: Transaction) => Promise<T>): Promise<T> {
     const session = this.client.startSession();
+    this.deadlines.set(session, performance.now() + this.timeouts.retry);
     let recorded: AuditOperation[] = [];
     const attempt = () =>
       runTransaction(

@@ -14,6 +14,14 @@ async function startMemoryReplicaSet(): Promise<MemoryMongo> {
   }
 }
 
+/** What the configuration says of a MongoDB store but where it is. */
+const mongoSettings = (config: Config) => ({
+  database: config.mongodbDatabase,
+  maintenance: config.storeMaintenance === 'on',
+  serverSelectionTimeoutMS: config.mongodbSelectionTimeoutMs,
+  timeouts: { retry: config.mongodbWriteRetryMs, majority: config.mongodbMajorityTimeoutMs, answer: config.mongodbAnswerTimeoutMs },
+});
+
 /**
  * Opens the store the configuration names: the embedded one by default, MongoDB for many processes.
  * The MongoDB driver is loaded only by a configuration that uses it.
@@ -24,12 +32,12 @@ export async function openStore(config: Config, options: StoreOptions): Promise<
       return new EmbeddedStore(config.dataDir, options);
     case 'mongodb': {
       const { MongoStore } = await import('./mongodb.js');
-      return MongoStore.open({ ...options, uri: config.mongodbUri, database: config.mongodbDatabase, maintenance: config.storeMaintenance === 'on' });
+      return MongoStore.open({ ...options, ...mongoSettings(config), uri: config.mongodbUri });
     }
     case 'mongodb-memory': {
       const { MongoStore } = await import('./mongodb.js');
       const server = await startMemoryReplicaSet();
-      const store = await MongoStore.open({ ...options, uri: server.uri, database: config.mongodbDatabase, maintenance: config.storeMaintenance === 'on' });
+      const store = await MongoStore.open({ ...options, ...mongoSettings(config), uri: server.uri });
       const close = store.close.bind(store);
       store.close = async () => {
         await close();

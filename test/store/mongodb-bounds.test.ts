@@ -152,3 +152,19 @@ t.test('a commit whose outcome stays unknown is sent again after growing pauses,
   // Answered at once, a commit sent again without a pause goes out thousands of times in the 300 ms retry budget.
   t.ok(commits >= 2 && commits <= 60, `${commits} commits in the ${TIMEOUTS.retry} ms budget`);
 });
+
+t.test('a write past its retry budget stops before its next operation, not applied, however slowly each answer comes (scripted primary)', async (t) => {
+  let slow = false;
+  const { server, store } = await openOn(t, async (command) => {
+    if (slow && command.name === 'findAndModify') await sleep(200);
+    return undefined;
+  });
+  slow = true;
+  const before = server.received.length;
+  const ended = await ending(store.createPolicy(policy('p'), TEST_WRITER));
+  t.ok(ended !== 'still waiting' && 'error' in ended, 'the write is refused');
+  if (ended === 'still waiting' || !('error' in ended)) return;
+  t.type(ended.error, StoreUnavailableError);
+  t.match(ended.error.message, new RegExp(`longer than its ${TIMEOUTS.retry} ms.*not applied`));
+  t.equal(server.received.slice(before).filter((command) => command.name === 'commitTransaction').length, 0, 'nothing was committed');
+});
