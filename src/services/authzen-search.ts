@@ -10,7 +10,10 @@ import type { CheckService } from './checks.js';
 import type { PlanService } from './plans.js';
 import { conditionTest } from './condition-test.js';
 import { ClientError } from '../errors.js';
-import { AttributeConflict } from '../registry/resolve.js';
+import { AttributeConflict, type RegisteredAttributes } from '../registry/resolve.js';
+import { attributeMapOf } from '../registry/entities.js';
+import { NarrowingTimedOut } from '../store/store.js';
+import type { Entity } from '../schemas/entity.js';
 import { betweenSlices } from '../slices.js';
 
 /** One page of a search's answer, as AuthZEN writes it: `page` first, then the results. */
@@ -72,8 +75,8 @@ function pageOf<Result>(keys: readonly string[], resultOf: (key: string) => Resu
   return { page: { next_token, count: chosen.length, total: keys.length }, results: chosen.map(resultOf) };
 }
 
-/** Whether the registered entity `uri` is a result. */
-type CandidateTest = (uri: string) => boolean | Promise<boolean>;
+/** Whether a registered entity, as its row was read, is a result. */
+type CandidateTest = (candidate: Entity) => boolean | Promise<boolean>;
 
 /** How a search finds its results: each candidate decided by `permits`, once the store has left out, by `narrowedBy`, some that cannot be. */
 interface Candidates {
@@ -121,7 +124,7 @@ export class AuthzenSearch {
     const resource = entityInput(body.resource);
     const supplied = entityInput({ ...body.subject, id: '' }).attributes;
     const action = actionAndContext(body.action, body.context);
-    return this.search(body, body.subject.type, () => ({ permits: (uri) => this.permits({ principal: { uri, attributes: supplied }, resource, ...action }) }));
+    return this.search(body, body.subject.type, () => ({ permits: (candidate) => this.permits({ principal: { uri: candidate.uri, attributes: supplied }, resource, ...action }, candidate) }));
   }
 
   async resources(body: AuthzenResourceSearch): Promise<SearchAnswer<{ type: string; id: string }>> {
@@ -133,10 +136,10 @@ export class AuthzenSearch {
       const condition = await this.plans.exactCondition(asked(undefined));
       // Nothing is allowed: no candidate need be read.
       if (condition === false) return undefined;
-      if (condition === undefined) return { permits: (uri) => this.permits(asked(uri)) };
+      if (condition === undefined) return { permits: (candidate) => this.permits(asked(candidate.uri), candidate) };
       const decided = conditionTest(condition);
       const narrowedBy = supplied.size === 0 ? this.registry.narrowing(condition, (PLAN_ANSWER_GROWTH - 1) * this.limits.maxPlanSize) : undefined;
-      return { permits: (uri) => this.permits(asked(uri), decided), narrowedBy };
+      return { permits: (candidate) => this.permits(asked(candidate.uri), candidate, decided), narrowedBy };
     });
   }
 
@@ -147,7 +150,7 @@ export class AuthzenSearch {
     const resource = entityInput(body.resource);
     const named = [...this.snapshots.current.rulesByAction.keys()].sort();
     const allowed: string[] = [];
-    for (const name of named) if (await this.permits({ principal, resource, ...actionAndContext({ name }, body.context) })) allowed.push(name);
+    for (const name of named) if (await this.permits({ principal, resource, ...actionAndContext({ name }, body.context) }, undefined)) allowed.push(name);
     return pageOf(allowed, (name) => ({ name }), request, after, this.limit(body.page?.limit));
   }
 
@@ -178,7 +181,9 @@ export class AuthzenSearch {
    * order, until `limit` are allowed and another allowed one follows them, the entities end, or the
    * most candidates one request may decide have been.
    */
-  private async scan(prefix: string, after: string, limit: number, { permits, narrowedBy }: Candidates): Promise<Scanned> {
+  private async scan(prefix: string, after: string, limit: number, candidates: Candidates): Promise<Scanned> {
+    const { permits } = candidates;
+    let { narrowedBy } = candidates;
     const allowed: string[] = [];
     let decided = 0;
     let position = after;
@@ -186,20 +191,38 @@ export class AuthzenSearch {
       const asked = Math.min(SLICE, this.limits.searchMaxCandidates - decided);
       // Out of candidates to decide: the next page goes on after the last one decided.
       if (asked === 0) return { allowed, resumeAfter: position };
-      const uris = await this.registry.urisUnder(prefix, position, asked, narrowedBy);
-      for (const uri of uris) {
+      let slice: Entity[];
+      try {
+        slice = await this.registry.entitiesUnder(prefix, position, asked, narrowedBy);
+      } catch (error) {
+        if (!(error instanceof NarrowingTimedOut)) throw error;
+        // The filter scans more than it finds: this request reads its ranges whole, as without one.
+        narrowedBy = undefined;
+        slice = await this.registry.entitiesUnder(prefix, position, asked);
+      }
+      for (const candidate of slice) {
         decided++;
-        const permitted = permits(uri);
+        const permitted = permits(candidate);
         if (permitted instanceof Promise ? await permitted : permitted) {
           // A result past a full page: the next page starts with it.
           if (allowed.length === limit) return { allowed, resumeAfter: allowed.at(-1) ?? after };
-          allowed.push(uri);
+          allowed.push(candidate.uri);
         }
-        position = uri;
+        position = candidate.uri;
       }
-      if (uris.length < asked) return { allowed, resumeAfter: undefined };
+      if (slice.length < asked) return { allowed, resumeAfter: undefined };
       await betweenSlices();
     }
+  }
+
+  /**
+   * The registry as a search reads it: the candidate's attributes from the row the search read (no
+   * second read, and no entry of the entity cache that checks rely on pushed out by a scan), any other
+   * uri as checks read it.
+   */
+  private readFrom(candidate: Entity): RegisteredAttributes {
+    const attributes = attributeMapOf(candidate);
+    return (uri) => (uri === candidate.uri ? attributes : this.checks.registered(uri));
   }
 
   private limit(asked: number | undefined): number {
@@ -211,9 +234,9 @@ export class AuthzenSearch {
    * cannot be decided as asked (a conflicting property) is not. Not a decision anyone asked for: no
    * metric, live figure or decision log line counts it.
    */
-  private permits(input: CheckInput, decided?: (request: DecisionRequest) => boolean): boolean | Promise<boolean> {
+  private permits(input: CheckInput, candidate: Entity | undefined, decided?: (request: DecisionRequest) => boolean): boolean | Promise<boolean> {
     try {
-      const allowed = this.checks.allows(input, decided);
+      const allowed = this.checks.allows(input, decided, candidate && this.readFrom(candidate));
       return allowed instanceof Promise ? allowed.catch(conflictDenies) : allowed;
     } catch (error) {
       return conflictDenies(error);

@@ -54,7 +54,8 @@ export interface CheckObservers {
 export class CheckService {
   constructor(
     private readonly snapshots: PolicySnapshots,
-    private readonly registered: RegisteredAttributes,
+    /** The registry as checks read it: through the entity cache. */
+    readonly registered: RegisteredAttributes,
     /** What the explanations of one call may hold together, in characters of JSON. */
     private readonly maxAnswerSize: number,
     private readonly observers: CheckObservers = {},
@@ -118,11 +119,12 @@ export class CheckService {
    * decision log (whose writer drops lines past its queue) with decisions nobody asked for. Throws
    * (or rejects with) AttributeConflict for a check that cannot be decided as asked. `decided`, when
    * given, decides the resolved check in place of the policies (an exact plan's condition, which says
-   * what they would).
+   * what they would). `registered`, when given, reads the registry in place of the entity cache (a
+   * search, which has read its candidates' rows already).
    */
-  allows(input: CheckInput, decided?: (request: DecisionRequest) => boolean): boolean | Promise<boolean> {
+  allows(input: CheckInput, decided?: (request: DecisionRequest) => boolean, registered: RegisteredAttributes = this.registered): boolean | Promise<boolean> {
     const allowed = (request: DecisionRequest) => this.allowsResolved(request, decided);
-    const request = resolveCheck(input, this.registered);
+    const request = resolveCheck(input, registered);
     return request instanceof Promise ? request.then(allowed) : allowed(request);
   }
 

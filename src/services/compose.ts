@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config.js';
 import { openStore } from '../store/open.js';
-import type { Store } from '../store/store.js';
+import type { CheckedAgainst, Store } from '../store/store.js';
 import { PolicySnapshots } from '../snapshot/policy-snapshots.js';
 import { FeedHealth, followChanges } from '../snapshot/follow-changes.js';
 import { EntityAttributeCache } from '../registry/entity-cache.js';
@@ -167,6 +167,9 @@ export async function composeServices(config: Config, substitutes: Substitutes =
     },
   }, () => ({ evaluation: placement.description, ...(measuredPlacement && { placement: measuredPlacement.describe() }) }));
   const audit = new AuditTrail(store);
+  // Under reject, with schemas kept in the store, a write commits only against the schemas it was checked against.
+  const checkedAgainst = (): CheckedAgainst | undefined =>
+    config.schemaEnforcement !== 'reject' || schemaFile !== undefined ? undefined : { schemasVersion: snapshots.schemas?.version };
 
   let stopRunning = async (): Promise<void> => snapshots.close();
   const start = (log: FastifyBaseLogger): void => {
@@ -238,8 +241,9 @@ export async function composeServices(config: Config, substitutes: Substitutes =
       audit,
       policyFiles === undefined ? storePolicies(store) : filePolicies(snapshots, policyFiles.dir),
       { inForce: schemas, enforcement: config.schemaEnforcement },
+      checkedAgainst,
     ),
-    registry: new RegistryService(store, (uri) => entities.invalidate(uri), schemas),
+    registry: new RegistryService(store, (uri) => entities.invalidate(uri), schemas, checkedAgainst),
     schemas: new SchemaService(store, snapshots, audit, schemaFile),
     audit,
     pool: bulk && placement.poolMinimumBodyLength !== undefined ? { bulk, minimumBodyLength: placement.poolMinimumBodyLength, placement: measuredPlacement } : undefined,

@@ -16,7 +16,7 @@ import {
 import { runInSlices } from '../slices.js';
 import { PolicySetReader } from './policy-set.js';
 import type { CheckInput } from '../requests/check-request.js';
-import { DuplicateKeyError, type Store } from '../store/store.js';
+import { DuplicateKeyError, type CheckedAgainst, type Store } from '../store/store.js';
 import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
 import type { PolicyRoles, PolicyWriter } from './policy-source.js';
 import { ClientError, managedInFiles, notFound, RequestValidationError } from '../errors.js';
@@ -82,6 +82,8 @@ export class PolicyService {
     /** Where policies are read and written; policies from files (`--policies`) have no writer, so writes are refused. */
     private readonly roles: PolicyRoles,
     private readonly attributeSchemas?: PolicySchemas,
+    /** The schemas a write was checked against, for the store to hold it to (see CheckedAgainst); undefined: no such check. */
+    private readonly checkedAgainst: () => CheckedAgainst | undefined = () => undefined,
   ) {
     this.reader = new PolicySetReader(settings);
   }
@@ -102,7 +104,7 @@ export class PolicyService {
     const writer = this.writer();
     const { policy, contradicted } = this.accept(sent);
     try {
-      await writer.createPolicy(policy, by);
+      await writer.createPolicy(policy, by, this.checkedAgainst());
     } catch (error) {
       if (error instanceof DuplicateKeyError) throw new ClientError(409, error.message);
       throw error;
@@ -138,7 +140,7 @@ export class PolicyService {
     if (policy.name !== name) {
       throw new ClientError(400, `Name mismatch: the body names '${policy.name}' (slugified), the path '${name}'`);
     }
-    if (!(await writer.replacePolicy(policy, by))) throw notFound('Policy');
+    if (!(await writer.replacePolicy(policy, by, this.checkedAgainst()))) throw notFound('Policy');
     await this.applied(`Policy '${policy.name}' was saved`);
     if (contradicted.length > 0) warn?.(contradicted);
     return this.answer(policy);
@@ -177,7 +179,7 @@ export class PolicyService {
     }
     const { policy, contradicted } = this.accept(record.after);
     try {
-      await writer.restorePolicy(policy, version, by);
+      await writer.restorePolicy(policy, version, by, this.checkedAgainst());
     } catch (error) {
       // Another process re-created the deleted policy while this restore ran: nothing was written.
       if (error instanceof DuplicateKeyError) throw new ClientError(409, `${error.message}; restore again to replace it`);

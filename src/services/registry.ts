@@ -1,6 +1,6 @@
 import type { Entity, EntityType } from '../schemas/entity.js';
 import type { SuppliedAttributes } from '../schemas/check.js';
-import { DuplicateKeyError, type Store } from '../store/store.js';
+import { DuplicateKeyError, type CheckedAgainst, type Store } from '../store/store.js';
 import { ClientError, notFound, RequestValidationError } from '../errors.js';
 import { DuplicateAttribute, toAttributeMap } from '../requests/attributes.js';
 import { inKeyOrder, newEntity, updatedEntity } from '../registry/entities.js';
@@ -52,8 +52,10 @@ export class RegistryService {
   constructor(
     private readonly store: Store,
     private readonly changed: (uri: string) => void,
-    /** The attribute schemas registrations are held to: only under `reject`. */
+    /** The attribute schemas registrations are held to (refused under `reject`, warned of under `warn`). */
     private readonly schemas?: EnforcedSchemas,
+    /** The schemas a write was checked against, for the store to hold it to (see CheckedAgainst); undefined: no such check. */
+    private readonly checkedAgainst: () => CheckedAgainst | undefined = () => undefined,
     private readonly clock: () => Date = () => new Date(),
   ) {}
 
@@ -80,12 +82,12 @@ export class RegistryService {
   }
 
   /**
-   * The uris of up to `limit` entities under `prefix` (`<type>:`) after `after`, in the store's uri
-   * order (see Store.listEntitiesUnder); `narrowedBy`, from `narrowing`, may leave out those its
-   * condition does not hold for.
+   * Up to `limit` entities under `prefix` (`<type>:`) after `after`, in the store's uri order (see
+   * Store.listEntitiesUnder); `narrowedBy`, from `narrowing`, may leave out those its condition does
+   * not hold for. Rejects with NarrowingTimedOut when the narrowing ran out of time in the database.
    */
-  async urisUnder(prefix: string, after: string, limit: number, narrowedBy?: MongoFilter): Promise<string[]> {
-    return (await this.store.listEntitiesUnder(prefix, after, limit, narrowedBy)).map((entity) => entity.uri);
+  entitiesUnder(prefix: string, after: string, limit: number, narrowedBy?: MongoFilter): Promise<Entity[]> {
+    return this.store.listEntitiesUnder(prefix, after, limit, narrowedBy);
   }
 
   /**
@@ -111,7 +113,7 @@ export class RegistryService {
     const { refusing, warnings } = this.schemaIssues(entity, ['body', 'attributes']);
     if (refusing.length > 0) throw new RequestValidationError(refusing);
     try {
-      await this.store.createEntity(entity, by);
+      await this.store.createEntity(entity, by, this.checkedAgainst());
     } catch (error) {
       if (error instanceof DuplicateKeyError) throw new ClientError(409, error.message);
       throw error;
@@ -148,7 +150,7 @@ export class RegistryService {
       itemOf.set(entity.uri, index);
     });
     try {
-      await this.store.createEntities(entities, by);
+      await this.store.createEntities(entities, by, this.checkedAgainst());
     } catch (error) {
       if (!(error instanceof DuplicateKeyError)) throw error;
       const index = error.key === undefined ? undefined : itemOf.get(error.key);
@@ -174,6 +176,7 @@ export class RegistryService {
         return updated;
       },
       by,
+      this.checkedAgainst(),
     );
     if (entity === undefined) throw notFound('Entity');
     this.changed(uri);

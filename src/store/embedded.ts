@@ -7,6 +7,8 @@ import type { Entity } from '../schemas/entity.js';
 import {
   DuplicateKeyError,
   isRefusal,
+  SchemasMovedOn,
+  type CheckedAgainst,
   type FeedPosition,
   type LoadedPolicies,
   type LoadedPolicyChanges,
@@ -260,7 +262,7 @@ export class EmbeddedStore implements Store {
     return this.readPolicy(name);
   }
 
-  async createPolicy(policy: Policy, by: Writer): Promise<void> {
+  async createPolicy(policy: Policy, by: Writer, checked?: CheckedAgainst): Promise<void> {
     this.write(() => {
       try {
         this.statements.insertPolicy.run(policy.name, JSON.stringify(policy));
@@ -269,17 +271,17 @@ export class EmbeddedStore implements Store {
         throw error;
       }
       this.recordPolicyWrite(by, { operation: 'policy.create', name: policy.name, before: null, after: policy });
-    });
+    }, checked);
   }
 
-  async replacePolicy(policy: Policy, by: Writer): Promise<boolean> {
+  async replacePolicy(policy: Policy, by: Writer, checked?: CheckedAgainst): Promise<boolean> {
     return this.write(() => {
       const before = this.readPolicy(policy.name);
       if (before === undefined) return false;
       this.statements.updatePolicy.run(JSON.stringify(policy), policy.name);
       this.recordPolicyWrite(by, { operation: 'policy.replace', name: policy.name, before, after: policy });
       return true;
-    });
+    }, checked);
   }
 
   async deletePolicy(name: string, by: Writer): Promise<boolean> {
@@ -292,13 +294,13 @@ export class EmbeddedStore implements Store {
     });
   }
 
-  async restorePolicy(policy: Policy, version: number, by: Writer): Promise<void> {
+  async restorePolicy(policy: Policy, version: number, by: Writer, checked?: CheckedAgainst): Promise<void> {
     this.write(() => {
       const before = this.readPolicy(policy.name);
       if (before === undefined) this.statements.insertPolicy.run(policy.name, JSON.stringify(policy));
       else this.statements.updatePolicy.run(JSON.stringify(policy), policy.name);
       this.recordPolicyWrite(by, { operation: 'policy.restore', name: policy.name, before: before ?? null, after: policy, restoredFrom: version });
-    });
+    }, checked);
   }
 
   async writeSchemas(document: SchemaDocument, by: Writer, restoredFrom?: number): Promise<number> {
@@ -364,14 +366,14 @@ export class EmbeddedStore implements Store {
     return documents.map((document) => JSON.parse(document) as Entity);
   }
 
-  async createEntity(entity: Entity, by: Writer): Promise<void> {
-    this.write(() => this.insertEntity(entity, by));
+  async createEntity(entity: Entity, by: Writer, checked?: CheckedAgainst): Promise<void> {
+    this.write(() => this.insertEntity(entity, by), checked);
   }
 
-  async createEntities(entities: readonly Entity[], by: Writer): Promise<void> {
+  async createEntities(entities: readonly Entity[], by: Writer, checked?: CheckedAgainst): Promise<void> {
     this.write(() => {
       for (const entity of entities) this.insertEntity(entity, by);
-    });
+    }, checked);
   }
 
   /** Within a write: the new entity, its change and its audit record. */
@@ -385,7 +387,7 @@ export class EmbeddedStore implements Store {
     this.recordEntityWrite(by, { operation: 'entity.create', uri: entity.uri, before: undefined, after: entity });
   }
 
-  async updateEntity(uri: string, change: (entity: Entity) => Entity, by: Writer): Promise<Entity | undefined> {
+  async updateEntity(uri: string, change: (entity: Entity) => Entity, by: Writer, checked?: CheckedAgainst): Promise<Entity | undefined> {
     return this.write(() => {
       const before = this.readEntity(uri);
       if (before === undefined) return undefined;
@@ -393,7 +395,7 @@ export class EmbeddedStore implements Store {
       this.statements.updateEntity.run(JSON.stringify(updated), uri);
       this.recordEntityWrite(by, { operation: 'entity.update', uri, before, after: updated });
       return updated;
-    });
+    }, checked);
   }
 
   async deleteEntity(uri: string, by: Writer): Promise<boolean> {
@@ -481,12 +483,19 @@ export class EmbeddedStore implements Store {
 
   /**
    * Runs `work` in one immediate transaction: the write, its change-log entry and its audit record
-   * commit together or not at all. The observer hears of the records once they are committed.
+   * commit together or not at all, if the stored schemas are those `checked` names. The observer hears
+   * of the records once they are committed.
    */
-  private write<T>(work: () => T): T {
+  private write<T>(work: () => T, checked?: CheckedAgainst): T {
     this.recorded = [];
     try {
-      const result = this.db.transaction(work).immediate();
+      const result = this.db
+        .transaction(() => {
+          // Other processes on this file may have written other schemas (see CheckedAgainst).
+          if (checked !== undefined && this.readSchemas()?.version !== checked.schemasVersion) throw new SchemasMovedOn(checked.schemasVersion, this.readSchemas()?.version);
+          return work();
+        })
+        .immediate();
       for (const operation of this.recorded) this.options.observer?.recorded(operation);
       return result;
     } catch (error) {

@@ -18,7 +18,10 @@ import type { Entity } from '../schemas/entity.js';
 import {
   DuplicateKeyError,
   isRefusal,
+  NarrowingTimedOut,
+  SchemasMovedOn,
   StoreUnavailableError,
+  type CheckedAgainst,
   type FeedPosition,
   type LoadedPolicies,
   type LoadedPolicyChanges,
@@ -102,6 +105,9 @@ function entityRow(entity: Entity, position: number): StoredEntity {
 }
 
 const DUPLICATE_KEY = 11000;
+const MAX_TIME_EXPIRED = 50;
+/** The longest a narrowed listing may run in the database (see listEntitiesUnder). */
+export const NARROWED_LISTING_MS = 2000;
 
 /** How long MongoDB operations may take, in ms (see clientOptions). */
 export interface MongoTimeouts {
@@ -487,6 +493,13 @@ export class MongoStore implements Store {
     return version;
   }
 
+  /** Within a write: refuses it when the store holds other schemas than those it was checked against (see CheckedAgainst). */
+  private async holdsSchemas(session: ClientSession, checked: CheckedAgainst | undefined): Promise<void> {
+    if (checked === undefined) return;
+    const stored = (await this.readSchemas(session))?.version;
+    if (stored !== checked.schemasVersion) throw new SchemasMovedOn(checked.schemasVersion, stored);
+  }
+
   private async readSchemas(session: ClientSession): Promise<StoredSchemas | undefined> {
     const row = await this.schemas.findOne({ _id: 'document' }, { session });
     return row === null || row.document === null ? undefined : { document: JSON.parse(row.document) as SchemaDocument, version: row.version };
@@ -591,9 +604,10 @@ export class MongoStore implements Store {
     return this.readPolicy(name).catch(rethrowStoreError);
   }
 
-  async createPolicy(policy: Policy, by: Writer): Promise<void> {
+  async createPolicy(policy: Policy, by: Writer, checked?: CheckedAgainst): Promise<void> {
     await this.write(async (transaction) => {
       const { session } = transaction;
+      await this.holdsSchemas(session, checked);
       const position = await this.nextValue('policy-position', session);
       const document = { _id: policy.name, position, document: JSON.stringify(policy), version: 1 };
       await this.insertNew(this.policies, document, session, `Policy '${policy.name}' already exists`);
@@ -601,9 +615,10 @@ export class MongoStore implements Store {
     });
   }
 
-  async replacePolicy(policy: Policy, by: Writer): Promise<boolean> {
+  async replacePolicy(policy: Policy, by: Writer, checked?: CheckedAgainst): Promise<boolean> {
     return this.write(async (transaction) => {
       const { session } = transaction;
+      await this.holdsSchemas(session, checked);
       const before = await this.readPolicy(policy.name, session);
       if (before === undefined) return false;
       await this.policies.updateOne({ _id: policy.name }, { $set: { document: JSON.stringify(policy) }, $inc: { version: 1 } }, { session });
@@ -623,9 +638,10 @@ export class MongoStore implements Store {
     });
   }
 
-  async restorePolicy(policy: Policy, version: number, by: Writer): Promise<void> {
+  async restorePolicy(policy: Policy, version: number, by: Writer, checked?: CheckedAgainst): Promise<void> {
     await this.write(async (transaction) => {
       const { session } = transaction;
+      await this.holdsSchemas(session, checked);
       const before = await this.readPolicy(policy.name, session);
       if (before === undefined) {
         const position = await this.nextValue('policy-position', session);
@@ -681,17 +697,25 @@ export class MongoStore implements Store {
     return rows.map((row) => JSON.parse(row.document) as Entity);
   }
 
-  /** `narrowedBy` selects among the rows of the uri range, with every row whose queryable copy cannot vouch for its attributes (see narrowedRange). */
+  /**
+   * `narrowedBy` selects among the rows of the uri range, with every row whose queryable copy cannot
+   * vouch for its attributes (see narrowedRange), within NARROWED_LISTING_MS in the database: a filter
+   * that selects few rows of a large range may scan the range that long.
+   */
   async listEntitiesUnder(prefix: string, after: string, limit: number, narrowedBy?: MongoFilter): Promise<Entity[]> {
     if (limit === 0) return [];
     const { from, to } = uriRange(prefix);
     // _id is the uri; with no collation, strings compare by their UTF-8 bytes, as in the embedded store.
+    const range = { _id: { $gte: from, $lt: to, $gt: after } };
     const rows = await this.entities
-      .find(narrowedRange({ _id: { $gte: from, $lt: to, $gt: after } }, narrowedBy), ENTITY_TEXT)
+      .find(narrowedRange(range, narrowedBy), narrowedBy === undefined ? ENTITY_TEXT : { ...ENTITY_TEXT, maxTimeMS: NARROWED_LISTING_MS })
       .sort({ _id: 1 })
       .limit(limit)
       .toArray()
-      .catch(rethrowStoreError);
+      .catch((error: unknown) => {
+        if (error instanceof MongoServerError && error.code === MAX_TIME_EXPIRED) throw new NarrowingTimedOut(error.message);
+        return rethrowStoreError(error);
+      });
     return rows.map((row) => JSON.parse(row.document) as Entity);
   }
 
@@ -713,9 +737,10 @@ export class MongoStore implements Store {
     await this.counters.updateOne({ _id: ENTITY_COUNT }, { $inc: { value: change } }, { upsert: true, session });
   }
 
-  async createEntity(entity: Entity, by: Writer): Promise<void> {
+  async createEntity(entity: Entity, by: Writer, checked?: CheckedAgainst): Promise<void> {
     await this.write(async (transaction) => {
       const { session } = transaction;
+      await this.holdsSchemas(session, checked);
       const position = await this.nextValue('entity-position', session);
       await this.insertNew(this.entities, entityRow(entity, position), session, `Entity '${entity.uri}' already exists`);
       await this.countRegistered(session, 1);
@@ -724,10 +749,11 @@ export class MongoStore implements Store {
   }
 
   /** One insertMany and the audit records in one transaction: every entity is registered, or (on any error) none. */
-  async createEntities(entities: readonly Entity[], by: Writer): Promise<void> {
+  async createEntities(entities: readonly Entity[], by: Writer, checked?: CheckedAgainst): Promise<void> {
     if (entities.length === 0) return;
     await this.write(async (transaction) => {
       const { session } = transaction;
+      await this.holdsSchemas(session, checked);
       const firstPosition = (await this.nextValue('entity-position', session, entities.length)) - entities.length + 1;
       const rows = entities.map((entity, index) => entityRow(entity, firstPosition + index));
       try {
@@ -745,9 +771,10 @@ export class MongoStore implements Store {
   }
 
   /** A concurrent update from another process is a write conflict: the transaction runs again on the newer entity. */
-  async updateEntity(uri: string, change: (entity: Entity) => Entity, by: Writer): Promise<Entity | undefined> {
+  async updateEntity(uri: string, change: (entity: Entity) => Entity, by: Writer, checked?: CheckedAgainst): Promise<Entity | undefined> {
     return this.write(async (transaction) => {
       const { session } = transaction;
+      await this.holdsSchemas(session, checked);
       const row = await this.entities.findOne({ _id: uri }, { session, projection: { document: 1, version: 1 } });
       if (row === null) return undefined;
       const before = JSON.parse(row.document) as Entity;

@@ -20,6 +20,27 @@ export class DuplicateKeyError extends Error {
 export class StoreUnavailableError extends Error {}
 
 /**
+ * The attribute schema document a write was checked against under `--schema-enforcement reject`:
+ * its version in this process (undefined: none). The write commits only if the store holds that one
+ * when it does; else it is refused with SchemasMovedOn, not applied: a process whose change feed is
+ * interrupted would otherwise store what the schemas in the store forbid.
+ */
+export interface CheckedAgainst {
+  schemasVersion: number | undefined;
+}
+
+/** A write refused because the store holds other attribute schemas than the ones it was checked against (503: this process is behind). */
+export class SchemasMovedOn extends StoreUnavailableError {
+  constructor(checked: number | undefined, stored: number | undefined) {
+    const version = (value: number | undefined) => (value === undefined ? 'none' : `version ${value}`);
+    super(
+      `The attribute schemas changed in the store (${version(stored)}) since this process applied the ones it checked the write against (${version(checked)}): ` +
+        'it was not applied; send it again once this process has caught up (a moment, unless its change feed is interrupted: see /ready)',
+    );
+  }
+}
+
+/**
  * A write the store could not confirm in time: it may have been applied, or not. Answered 503 with
  * the message as the detail (which says to read it back before sending it again, never to retry blindly).
  */
@@ -129,10 +150,18 @@ export interface StoreOptions {
  */
 /**
  * Whether a write failed because it was refused rather than because the store failed: a key taken,
- * or what the write's own work (an entity update's change, say) refused the client. No audit write
+ * schemas moved on since it was checked, or what the write's own work (an entity update's change,
+ * say) refused the client. No audit write
  * failed then: nothing is counted as one.
  */
-export const isRefusal = (error: unknown): boolean => error instanceof DuplicateKeyError || error instanceof ClientError || error instanceof RequestValidationError;
+export const isRefusal = (error: unknown): boolean =>
+  error instanceof DuplicateKeyError || error instanceof SchemasMovedOn || error instanceof ClientError || error instanceof RequestValidationError;
+
+/**
+ * A listing narrowed by a filter in the database ran out of its time there (see Store.listEntitiesUnder):
+ * the caller lists the same range without the filter, which an index serves at once.
+ */
+export class NarrowingTimedOut extends Error {}
 
 /** Work a store does in the background, whose cost grows with what it holds (see mongodb-maintenance.ts). */
 export interface BackgroundMaintenance {
@@ -155,10 +184,10 @@ export interface Store {
   /** The revision loadPolicies would return now, without loading anything. */
   policyRevision(): Promise<number>;
   getPolicy(name: string): Promise<Policy | undefined>;
-  /** Rejects with DuplicateKeyError when the name is taken. */
-  createPolicy(policy: Policy, by: Writer): Promise<void>;
+  /** Rejects with DuplicateKeyError when the name is taken. `checked`: see CheckedAgainst (on every write that takes it). */
+  createPolicy(policy: Policy, by: Writer, checked?: CheckedAgainst): Promise<void>;
   /** Replaces in place, keeping the creation order; false when there is no such policy. */
-  replacePolicy(policy: Policy, by: Writer): Promise<boolean>;
+  replacePolicy(policy: Policy, by: Writer, checked?: CheckedAgainst): Promise<boolean>;
   deletePolicy(name: string, by: Writer): Promise<boolean>;
   /**
    * Replaces the attribute schema document (or deletes it: `document` null, false when there is
@@ -174,7 +203,7 @@ export interface Store {
    * policy exists, else created anew (last in creation order). Rejects with DuplicateKeyError when
    * another process creates the policy while it finds none.
    */
-  restorePolicy(policy: Policy, version: number, by: Writer): Promise<void>;
+  restorePolicy(policy: Policy, version: number, by: Writer, checked?: CheckedAgainst): Promise<void>;
 
   getEntity(uri: string): Promise<Entity | undefined>;
   /** In registration order. */
@@ -187,7 +216,8 @@ export interface Store {
    * sorts after `after` ('' for the first), in uri order: the order of the uris' UTF-8 bytes, the
    * same in every store. Reads an index range, never the whole registry. `narrowedBy`, a MongoDB
    * filter written for `entityFilter`: entities whose stored attributes it does not select may be
-   * left out (the others are listed as without it); a store without `entityFilter` leaves none out.
+   * left out (the others are listed as without it); a store without `entityFilter` leaves none out. A
+   * narrowed listing that runs out of its time in the database rejects with NarrowingTimedOut.
    */
   listEntitiesUnder(prefix: string, after: string, limit: number, narrowedBy?: MongoFilter): Promise<Entity[]>;
   /**
@@ -196,14 +226,14 @@ export interface Store {
    */
   readonly entityFilter?: { layout: MongoFilterOptions; nestedIn: number };
   /** Rejects with DuplicateKeyError when the uri is taken. */
-  createEntity(entity: Entity, by: Writer): Promise<void>;
+  createEntity(entity: Entity, by: Writer, checked?: CheckedAgainst): Promise<void>;
   /**
    * Registers every entity or none, each with its audit record, in one transaction, in the order
    * given. Rejects with DuplicateKeyError naming the first uri that is taken.
    */
-  createEntities(entities: readonly Entity[], by: Writer): Promise<void>;
+  createEntities(entities: readonly Entity[], by: Writer, checked?: CheckedAgainst): Promise<void>;
   /** Applies `change` to the stored entity atomically; undefined when there is no such entity. */
-  updateEntity(uri: string, change: (entity: Entity) => Entity, by: Writer): Promise<Entity | undefined>;
+  updateEntity(uri: string, change: (entity: Entity) => Entity, by: Writer, checked?: CheckedAgainst): Promise<Entity | undefined>;
   deleteEntity(uri: string, by: Writer): Promise<boolean>;
 
   /**

@@ -26,8 +26,11 @@ const registered = (uri: string, attributes: Record<string, unknown>) => ({
 /** What the scripted primary holds: two documents, one at level 5 and one at level 1. */
 const ROWS = [registered('doc:high', { level: 5 }), registered('doc:low', { level: 1 })];
 
-/** Whether a find's filter lists a uri range (rather than reading one uri, or every row in registration order). */
-const listsRange = (filter: Document) => filter.$and !== undefined || typeof filter._id === 'object';
+/**
+ * Whether a find's filter lists a range of a type's uris, rather than reading one uri, every row in
+ * registration order, or every entity in uri order (the entity cache's warm-up, `{_id: {$gt}}`).
+ */
+const listsRange = (filter: Document) => filter.$and !== undefined || (typeof filter._id === 'object' && '$gte' in filter._id);
 
 /** The finds on the entities collection that list a uri range. */
 const rangeReads = (commands: Received[]) =>
@@ -48,12 +51,13 @@ const LEVELS = policyAllowing({ resource_conditions: [{ path: 'attributes.level'
  * A server on a MongoDB store over a scripted primary that holds `policy` and, as entities, ROWS:
  * every listing of a range finds both (the primary runs no filter), a read of one uri finds its row.
  */
-async function serverOnScriptedMongo(t: Test, policy: Policy = LEVELS) {
+async function serverOnScriptedMongo(t: Test, policy: Policy = LEVELS, narrowedFindsTimeOut = false) {
   const mongo = await scriptedMongo((command) => {
     if (command.name === 'find' && command.body.find === 'policies') return found(command, [{ _id: policy.name, position: 1, version: 1, document: JSON.stringify(policy) }]);
     if (command.name !== 'find' || command.body.find !== 'entities') return undefined;
-    const { _id } = command.body.filter as Document;
+    const { _id, $and } = command.body.filter as Document;
     if (typeof _id === 'string') return found(command, ROWS.filter((row) => row._id === _id));
+    if ($and !== undefined && narrowedFindsTimeOut) return { ok: 0, code: 50, codeName: 'MaxTimeMSExpired', errmsg: 'operation exceeded time limit' };
     return listsRange(command.body.filter as Document) ? found(command, ROWS) : undefined;
   });
   const store = await MongoStore.open({ uri: mongo.uri, database: 'verdict', serverSelectionTimeoutMS: 2000 });
@@ -99,6 +103,24 @@ t.test('a plan allowing everything sends no filter (scripted primary)', async (t
   const before = mongo.received.length;
   t.same((await succeeded(server, 'POST', SEARCH, search)).results.map((result: { id: string }) => result.id), ['high', 'low']);
   t.same(rangeReads(mongo.received.slice(before)).map((command) => command.body.filter), [{ _id: { $gte: 'doc:', $lt: 'doc;', $gt: '' } }]);
+});
+
+t.test("a search decides its candidates from the rows it read: no second read of each, nothing pushed out of the checks' entity cache (scripted primary)", async (t) => {
+  const { mongo, server } = await serverOnScriptedMongo(t);
+  const before = mongo.received.length;
+  t.same((await succeeded(server, 'POST', SEARCH, search)).results.map((result: { id: string }) => result.id), ['high']);
+  const readsOfOne = mongo.received.slice(before).filter((command) => command.name === 'find' && command.body.find === 'entities' && typeof (command.body.filter as Document)._id === 'string');
+  t.same(readsOfOne.map((command) => (command.body.filter as Document)._id), ['user:alice'], 'only the subject is read by its uri');
+});
+
+t.test('a narrowed find that runs out of its time in the database: the search reads the range whole and decides it (scripted primary)', async (t) => {
+  const { mongo, server } = await serverOnScriptedMongo(t, LEVELS, true);
+  const before = mongo.received.length;
+  t.same((await succeeded(server, 'POST', SEARCH, search)).results.map((result: { id: string }) => result.id), ['high'], 'the same answer');
+  const reads = rangeReads(mongo.received.slice(before));
+  t.equal(reads.length, 2, 'the narrowed find, then the range without it');
+  t.ok((reads[0]!.body.filter as Document).$and !== undefined && reads[0]!.body.maxTimeMS > 0, 'the narrowed find is bounded in the database');
+  t.same(reads[1]!.body.filter, { _id: { $gte: 'doc:', $lt: 'doc;', $gt: '' } }, 'then the plain range');
 });
 
 const RUNS = 20;

@@ -2,7 +2,7 @@ import t, { type Test } from 'tap';
 import { rmSync } from 'node:fs';
 import { EmbeddedStore } from '../../src/store/embedded.js';
 import { MongoStore } from '../../src/store/mongodb.js';
-import { DuplicateKeyError, type AuditObserver, type LoadedPolicyChanges, type Store, type StoreChange, type StoreOptions } from '../../src/store/store.js';
+import { DuplicateKeyError, SchemasMovedOn, type AuditObserver, type LoadedPolicyChanges, type Store, type StoreChange, type StoreOptions } from '../../src/store/store.js';
 import type { AuditRecord } from '../../src/audit/record.js';
 import type { Policy } from '../../src/schemas/policy.js';
 import type { Entity } from '../../src/schemas/entity.js';
@@ -217,6 +217,34 @@ function schemasContract(t: Test, name: string, backing: () => Promise<Backing>)
     t.equal(await other.schemasVersion(9), undefined);
     t.equal(await other.policyVersion('schemas', 1), undefined, 'not a policy version');
     t.same(heard, ['policy.create', 'schemas.replace', 'policy.create', 'schemas.replace', 'schemas.delete', 'schemas.restore'], 'the observer hears each commit');
+  });
+
+  t.test(`${name}: a write checked against schemas the store no longer holds is refused, not applied`, async (t) => {
+    const heard: string[] = [];
+    const observer: AuditObserver = { recorded: (operation) => heard.push(operation), failed: () => heard.push('failed') };
+    const { store, other } = await openHandles(t, backing, { observer });
+    const schemas = { principal: { attributes: { type: 'object' } } };
+    const none = { schemasVersion: undefined };
+    await store.createEntity(entity('user:before'), by, none);
+    t.equal(await store.writeSchemas(schemas, by), 1);
+    const stale: [string, () => Promise<unknown>][] = [
+      ['a registration', () => other.createEntity(entity('user:a'), by, none)],
+      ['a batch', () => other.createEntities([entity('user:b')], by, none)],
+      ['an update', () => other.updateEntity('user:before', (before) => before, by, none)],
+      ['a policy', () => other.createPolicy(policy('p'), by, none)],
+    ];
+    for (const [what, write] of stale) {
+      const refused = await write().then(() => undefined, (error: unknown) => error);
+      t.ok(refused instanceof SchemasMovedOn, `${what} checked against no schemas, with version 1 stored: ${String(refused)}`);
+    }
+    t.equal(await other.getEntity('user:a'), undefined, 'nothing was applied');
+    t.equal(await other.getPolicy('p'), undefined);
+    await other.createEntity(entity('user:a'), by, { schemasVersion: 1 });
+    t.ok(await other.getEntity('user:a'), 'checked against the version stored: applied');
+    await store.deleteSchemas(by);
+    await other.createPolicy(policy('p'), by, none);
+    t.ok(await other.getPolicy('p'), 'after a deletion, none is what the store holds');
+    t.notOk(heard.includes('failed'), 'a refusal, not a failed audit write');
   });
 }
 

@@ -4,6 +4,8 @@ import { ENTITY_READ_BOUND_MS, MongoStore } from '../../src/store/mongodb.js';
 import { MAINTENANCE_LEASE } from '../../src/store/mongodb-maintenance.js';
 import { found, NO_ANSWER, scriptedMongo, type Answer, type Received } from '../helpers/scripted-mongo.js';
 import { until } from '../helpers/until.js';
+import { TEST_WRITER } from '../helpers/writer.js';
+import { SchemasMovedOn } from '../../src/store/store.js';
 
 // A fleet's start on a large registry: the store opens without waiting on anything whose cost grows
 // with the registry (index builds, the backfill, the recount), which then run in the background, the
@@ -101,4 +103,21 @@ t.test("a check's entity read goes to a secondary while there is no primary, and
     (error: Error) => error,
   );
   t.match(refused?.message, new RegExp(`no member answered a read of entity 'user:slow' within ${ENTITY_READ_BOUND_MS} ms`), 'a 503, not a wait for the whole selection timeout');
+});
+
+t.test('a write checked against other schemas than the store holds is refused in its transaction, nothing committed (scripted primary)', async (t) => {
+  const server = await scriptedMongo((command) =>
+    command.name === 'find' && command.body.find === 'schemas' ? found(command, [{ _id: 'document', document: '{"principal":{}}', version: 2 }]) : undefined,
+  );
+  t.teardown(() => server.close());
+  const store = await open(t, server.uri, false);
+  const before = server.received.length;
+  const refused = await store.createEntity({ uri: 'user:a', type: null, attributes: [], registered_at: '2026-01-01T00:00:00.000Z' }, TEST_WRITER, { schemasVersion: 1 }).then(
+    () => undefined,
+    (error: Error) => error,
+  );
+  t.type(refused, SchemasMovedOn);
+  t.match(refused?.message, /changed in the store \(version 2\) since this process applied the ones it checked the write against \(version 1\)/);
+  const sent = server.received.slice(before).map((command) => command.name);
+  t.notOk(sent.includes('commitTransaction') || sent.includes('insert'), `nothing inserted or committed (${sent.join(', ')})`);
 });
