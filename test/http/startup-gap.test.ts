@@ -67,7 +67,7 @@ function writesDuringStartUp(name: string, backing: () => Promise<Backing>): voi
         if (loads++ === 0) await other.createPolicy(policy, TEST_WRITER);
         return loaded;
       },
-      listEntities: async (proceed) => {
+      listEntitiesAfter: async (proceed) => {
         const page = await proceed();
         if (warmUps++ === 0) await other.updateEntity('user:kim', () => entity('staff'), TEST_WRITER);
         return page;
