@@ -101,7 +101,17 @@ async function main(uri: string): Promise<void> {
   console.log(`Admin writes on one MongoDB, medians of ${RUNS} runs (all processes together):`);
   console.log(`  verdict import entities, ${ENTITIES} in batches of 1000: one process ${rate(figures.oneImport)}/s, two at once ${rate(figures.twoImports)}/s`);
   console.log(`  policy creations one by one, ${POLICIES}: one process ${rate(figures.oneWriter)}/s, two at once ${rate(figures.twoWriters)}/s`);
+  // Two writers contend for the audit-sequence counter: together they should not write much less than one alone.
+  const contended = median(figures.twoWriters) / median(figures.oneWriter);
+  console.log(`  two policy writers against one: ${contended.toFixed(2)}x (the shared counter's cost; MIN_CONTENDED_RATIO=${MIN_CONTENDED_RATIO ?? 'unset'})`);
+  if (MIN_CONTENDED_RATIO !== undefined && contended < MIN_CONTENDED_RATIO) {
+    console.error(`two writers at once wrote ${contended.toFixed(2)}x what one did, below MIN_CONTENDED_RATIO ${MIN_CONTENDED_RATIO}`);
+    process.exitCode = 1;
+  }
 }
+
+/** When set, the run fails (exit 1) when two policy writers at once reach less than this share of one writer's rate. */
+const MIN_CONTENDED_RATIO = process.env.MIN_CONTENDED_RATIO === undefined ? undefined : Number(process.env.MIN_CONTENDED_RATIO);
 
 if (!URI) {
   console.error('MONGODB_URI is not set: this benchmark needs a MongoDB replica set (see the comment at the top of bench/mongodb-writers.ts)');
