@@ -1,11 +1,11 @@
 import type { Config } from '../config.js';
 import { EmbeddedStore } from './embedded.js';
 import { StoreUnavailableError, type Store, type StoreOptions } from './store.js';
-import type { MemoryMongo } from './mongodb-memory.js';
+import type { MemoryMongo } from './mongodb/memory.js';
 
 /** A started throw-away replica set for development, or one line saying why there is none. */
 async function startMemoryReplicaSet(): Promise<MemoryMongo> {
-  const { MemoryMongoStartError, startMemoryMongo } = await import('./mongodb-memory.js');
+  const { MemoryMongoStartError, startMemoryMongo } = await import('./mongodb/memory.js');
   try {
     return await startMemoryMongo('replica set');
   } catch (error) {
@@ -31,11 +31,11 @@ export async function openStore(config: Config, options: StoreOptions): Promise<
     case 'embedded':
       return new EmbeddedStore(config.dataDir, options);
     case 'mongodb': {
-      const { MongoStore } = await import('./mongodb.js');
+      const { MongoStore } = await import('./mongodb/store.js');
       return MongoStore.open({ ...options, ...mongoSettings(config), uri: config.mongodbUri });
     }
     case 'mongodb-memory': {
-      const { MongoStore } = await import('./mongodb.js');
+      const { MongoStore } = await import('./mongodb/store.js');
       const server = await startMemoryReplicaSet();
       const store = await MongoStore.open({ ...options, ...mongoSettings(config), uri: server.uri });
       const close = store.close.bind(store);

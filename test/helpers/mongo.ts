@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { startMemoryMongo } from '../../src/store/mongodb-memory.js';
+import { startMemoryMongo } from '../../src/store/mongodb/memory.js';
 
 export interface ReachableMongo {
   uri: string;

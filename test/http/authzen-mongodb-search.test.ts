@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap';
 import fc from 'fast-check';
 import type { Document } from 'mongodb';
-import { MongoStore } from '../../src/store/mongodb.js';
+import { MongoStore } from '../../src/store/mongodb/store.js';
 import { startServer, succeeded } from '../helpers/server.js';
 import { found, scriptedMongo, type Received } from '../helpers/scripted-mongo.js';
 import { reachableMongo } from '../helpers/mongo.js';

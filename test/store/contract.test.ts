@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap';
 import { rmSync } from 'node:fs';
 import { EmbeddedStore } from '../../src/store/embedded.js';
-import { MongoStore } from '../../src/store/mongodb.js';
+import { MongoStore } from '../../src/store/mongodb/store.js';
 import { DuplicateKeyError, SchemasMovedOn, type AuditObserver, type LoadedPolicyChanges, type Store, type StoreChange, type StoreOptions } from '../../src/store/store.js';
 import type { AuditRecord } from '../../src/audit/record.js';
 import type { Policy } from '../../src/schemas/policy.js';

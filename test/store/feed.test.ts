@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap';
 import { rmSync } from 'node:fs';
 import { EmbeddedStore } from '../../src/store/embedded.js';
-import { MongoStore } from '../../src/store/mongodb.js';
+import { MongoStore } from '../../src/store/mongodb/store.js';
 import type { Store, StoreChange } from '../../src/store/store.js';
 import type { Policy } from '../../src/schemas/policy.js';
 import { temporaryDataDir } from '../helpers/server.js';

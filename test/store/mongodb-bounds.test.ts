@@ -1,7 +1,8 @@
 import t, { type Test } from 'tap';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Document } from 'mongodb';
-import { MongoStore, type MongoTimeouts } from '../../src/store/mongodb.js';
+import { MongoStore } from '../../src/store/mongodb/store.js';
+import type { MongoTimeouts } from '../../src/store/mongodb/connection.js';
 import { StoreUnavailableError, StoreWriteUnconfirmedError, type AuditObserver } from '../../src/store/store.js';
 import type { Policy } from '../../src/schemas/policy.js';
 import { found, NO_ANSWER, scriptedMongo, type Answer, type Received } from '../helpers/scripted-mongo.js';

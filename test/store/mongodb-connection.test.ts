@@ -1,6 +1,6 @@
 import t from 'tap';
 import { MongoClient, ReadPreference } from 'mongodb';
-import { clientOptions, MONGODB_TIMEOUTS, SIDECAR_POOL, topologyRefusal } from '../../src/store/mongodb.js';
+import { clientOptions, MONGODB_TIMEOUTS, SIDECAR_POOL, topologyRefusal } from '../../src/store/mongodb/connection.js';
 
 // What the MongoDB store decides about a server and a connection string before it uses them,
 // checked without a server (none runs here): hello replies as MongoDB 7 sends them, and the

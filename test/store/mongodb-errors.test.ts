@@ -12,8 +12,8 @@ import {
   MongoTransactionError,
   MongoWriteConcernError,
 } from 'mongodb';
-import { rethrowStoreError, rethrowWriteError, unavailability, unconfirmedWrite } from '../../src/store/mongodb-errors.js';
-import { CommitOutcomeUnknownError } from '../../src/store/mongodb-transaction.js';
+import { rethrowStoreError, rethrowWriteError, unavailability, unconfirmedWrite } from '../../src/store/mongodb/errors.js';
+import { CommitOutcomeUnknownError } from '../../src/store/mongodb/transaction.js';
 import { StoreUnavailableError, StoreWriteUnconfirmedError } from '../../src/store/store.js';
 
 // How MongoDB failures reach clients, checked on the driver's own error classes (mongodb 7.9),

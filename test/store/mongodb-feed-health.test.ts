@@ -1,5 +1,5 @@
 import t from 'tap';
-import { MongoStore } from '../../src/store/mongodb.js';
+import { MongoStore } from '../../src/store/mongodb/store.js';
 import { scriptedMongo, type Received } from '../helpers/scripted-mongo.js';
 import { startServer } from '../helpers/server.js';
 import { until } from '../helpers/until.js';

@@ -1,9 +1,9 @@
 import t from 'tap';
 import { Aggregator } from 'mingo';
 import type { Document } from 'mongodb';
-import { feedPipeline } from '../../src/store/mongodb-feed.js';
+import { feedPipeline } from '../../src/store/mongodb/feed.js';
 import { scriptedMongo } from '../helpers/scripted-mongo.js';
-import { MongoStore } from '../../src/store/mongodb.js';
+import { MongoStore } from '../../src/store/mongodb/store.js';
 import { until } from '../helpers/until.js';
 
 // The change feed carries what followers read and nothing more: the pipeline the store asks the

@@ -1,7 +1,8 @@
 import t, { type Test } from 'tap';
 import type { Document } from 'mongodb';
-import { ENTITY_READ_BOUND_MS, MongoStore } from '../../src/store/mongodb.js';
-import { MAINTENANCE_LEASE } from '../../src/store/mongodb-maintenance.js';
+import { MongoStore } from '../../src/store/mongodb/store.js';
+import { ENTITY_READ_BOUND_MS } from '../../src/store/mongodb/entities.js';
+import { MAINTENANCE_LEASE } from '../../src/store/mongodb/maintenance.js';
 import { found, NO_ANSWER, scriptedMongo, type Answer, type Received } from '../helpers/scripted-mongo.js';
 import { until } from '../helpers/until.js';
 import { TEST_WRITER } from '../helpers/writer.js';

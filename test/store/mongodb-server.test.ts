@@ -1,6 +1,6 @@
 import t from 'tap';
 import { MongoClient } from 'mongodb';
-import { MongoStore } from '../../src/store/mongodb.js';
+import { MongoStore } from '../../src/store/mongodb/store.js';
 import { StoreUnavailableError, type StoreChange } from '../../src/store/store.js';
 import type { Policy } from '../../src/schemas/policy.js';
 import { reachableMongo, reachableStandalone, throughLoopbackPort } from '../helpers/mongo.js';

@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap';
 import { Timestamp, type Document } from 'mongodb';
-import { MongoStore } from '../../src/store/mongodb.js';
+import { MongoStore } from '../../src/store/mongodb/store.js';
 import { StoreUnavailableError } from '../../src/store/store.js';
 import type { Policy } from '../../src/schemas/policy.js';
 import { found, primaryHello, scriptedMongo, type Answer, type Received } from '../helpers/scripted-mongo.js';

@@ -8,17 +8,14 @@ import {
   type Collection,
   type Db,
   type Document,
-  type Filter,
-  type MongoClientOptions,
   type OptionalUnlessRequiredId,
   type Timestamp,
 } from 'mongodb';
-import type { Policy } from '../schemas/policy.js';
-import type { Entity } from '../schemas/entity.js';
+import type { Policy } from '../../schemas/policy.js';
+import type { Entity } from '../../schemas/entity.js';
 import {
   DuplicateKeyError,
   isRefusal,
-  NarrowingTimedOut,
   SchemasMovedOn,
   StoreUnavailableError,
   type CheckedAgainst,
@@ -31,8 +28,7 @@ import {
   type StoredSchemas,
   type StoreChangeListener,
   type StoreOptions,
-  uriRange,
-} from './store.js';
+} from '../store.js';
 import {
   entityRecord,
   policyRecord,
@@ -47,11 +43,11 @@ import {
   type PolicyChange,
   type SchemasChange,
   type Writer,
-} from '../audit/record.js';
-import type { SchemaDocument } from '../attribute-schemas/schema-document.js';
-import { rethrowStoreError, rethrowWriteError, unavailability, unconfirmedWrite } from './mongodb-errors.js';
-import { ChangeStreamFollower } from './change-stream-follower.js';
-import { CommitOutcomeUnknownError, runTransaction } from './mongodb-transaction.js';
+} from '../../audit/record.js';
+import type { SchemaDocument } from '../../attribute-schemas/schema-document.js';
+import { rethrowStoreError, rethrowWriteError, unavailability, unconfirmedWrite } from './errors.js';
+import { ChangeStreamFollower } from '../change-stream-follower.js';
+import { CommitOutcomeUnknownError, runTransaction } from './transaction.js';
 import {
   collectionsOf,
   ENTITY_COUNT,
@@ -62,12 +58,15 @@ import {
   type StoredDocument,
   type StoredEntity,
   type StoredSchemaDocument,
-} from './mongodb-collections.js';
-import { ensureEpoch, raiseCounters, raisePolicyVersions, versionCounter } from './mongodb-set-up.js';
-import { StoreMaintenance } from './mongodb-maintenance.js';
-import { feedPipeline } from './mongodb-feed.js';
-import { ENTITY_ROW_LAYOUT, NARROWED_NESTING, narrowedRange, queryableFields } from './mongodb-queryable.js';
-import type { MongoFilter } from '../engine/mongodb-filter.js';
+} from './collections.js';
+import { ensureEpoch, raiseCounters, raisePolicyVersions, versionCounter } from './set-up.js';
+import { StoreMaintenance } from './maintenance.js';
+import { feedPipeline } from './feed.js';
+import { listAudit, pruneAudit, recordOfVersion, storedAudit } from './audit.js';
+import { countEntities, ENTITY_TEXT, entityRow, listEntities, listEntitiesAfter, listEntitiesUnder, readEntityOnCheckPath } from './entities.js';
+import { clientOptions, MONGODB_TIMEOUTS, topologyRefusal, type MongoTimeouts } from './connection.js';
+import { ENTITY_ROW_LAYOUT, NARROWED_NESTING, queryableFields } from './queryable.js';
+import type { MongoFilter } from '../../engine/mongodb-filter.js';
 
 const POLICY_CHANGES_KEPT = 10_000;
 
@@ -80,46 +79,7 @@ interface Transaction {
 /** The actor of the baseline records that give policies stored before the audit trail a version 1. */
 const BASELINE_WRITER: Writer = { actor: 'verdict', client: '', requestId: '', route: '' };
 
-const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-
-/** What entity reads fetch of a row: its JSON text, not the queryable copy beside it. */
-const ENTITY_TEXT = { projection: { document: 1 } } as const;
-
-/**
- * An entity read on a check's path (a uri the entity cache does not hold): from the primary, or while
- * there is none (an election) from a secondary, at majority read concern as always, so that checks
- * naming uris go on through an election. A secondary may not have a write this process acknowledged
- * a moment before, for as long as the election lasts (docs/deploying.md).
- */
-const CHECK_PATH_READ = { ...ENTITY_TEXT, readPreference: ReadPreference.PRIMARY_PREFERRED } as const;
-/**
- * The longest a check waits for an entity read: past it, 503. Without a member to read from at all,
- * the driver would wait for one for the whole server selection timeout (10 s).
- */
-export const ENTITY_READ_BOUND_MS = 2000;
-
-/** A new entity's row: its text and queryable fields at version 1. */
-function entityRow(entity: Entity, position: number): StoredEntity {
-  const document = JSON.stringify(entity);
-  return { _id: entity.uri, position, document, version: 1, ...queryableFields(entity, document, 1) };
-}
-
 const DUPLICATE_KEY = 11000;
-const MAX_TIME_EXPIRED = 50;
-/** The longest a narrowed listing may run in the database (see listEntitiesUnder). */
-export const NARROWED_LISTING_MS = 2000;
-
-/** How long MongoDB operations may take, in ms (see clientOptions). */
-export interface MongoTimeouts {
-  /** A write (or a snapshot read) starts no new attempt, and sends no commit again, after this. */
-  retry: number;
-  /** The longest MongoDB waits for a majority to acknowledge a write (its `wtimeout`). */
-  majority: number;
-  /** The longest the driver waits for one answer, or for a free connection: past `majority`, so that MongoDB's own answer comes first. */
-  answer: number;
-}
-
-export const MONGODB_TIMEOUTS: MongoTimeouts = { retry: 10_000, majority: 5_000, answer: 15_000 };
 
 export interface MongoStoreOptions extends Partial<StoreOptions> {
   uri: string;
@@ -136,65 +96,9 @@ export interface MongoStoreOptions extends Partial<StoreOptions> {
   maintenance?: boolean;
 }
 
-/**
- * How every Verdict connects, whatever the URI says: majority writes and reads, reads from the
- * primary (a secondary may not have a write yet that this process has acknowledged), and every
- * stage of an operation bounded (`timeoutMS`, which would bound an operation as a whole, has no
- * effect from driver 7.8). The read concern is given as `readConcernLevel`, the key a URI uses, so
- * that this one wins over the URI's.
- */
-export function clientOptions(timeouts: MongoTimeouts, serverSelectionTimeoutMS: number, uri: string): MongoClientOptions {
-  // The pool's size is the operator's to choose in the URI (see SIDECAR_POOL).
-  const pool = Object.fromEntries(Object.entries(SIDECAR_POOL).filter(([option]) => !new RegExp(`[?&]${option}=`, 'i').test(uri)));
-  return {
-    writeConcern: { w: 'majority', wtimeoutMS: timeouts.majority },
-    readConcernLevel: 'majority',
-    readPreference: 'primary',
-    serverSelectionTimeoutMS,
-    socketTimeoutMS: timeouts.answer,
-    waitQueueTimeoutMS: timeouts.answer,
-    ...pool,
-  };
-}
-
-/**
- * Connections to each member for one process, unless the URI says otherwise: a sidecar's checks read
- * from its entity cache and its writes are rare, so a few connections serve it, and a fleet of
- * hundreds of pods must not hold the driver's default of 100 each (docs/deploying.md gives the
- * arithmetic). An idle connection is closed after a minute.
- */
-export const SIDECAR_POOL = { maxPoolSize: 10, maxIdleTimeMS: 60_000 } as const;
-
-/**
- * Why a server that answered `hello` with this cannot hold the store, or undefined when it can:
- * transactions and change streams need a replica set member or a mongos, and a connection made
- * directly to one member (`directConnection`) must reach the primary, since it reaches no other.
- * (Servers older than MongoDB 4.4, which lack the rest of what is used, are refused by the driver itself.)
- */
-export function topologyRefusal(hello: Document, directConnection = false): string | undefined {
-  if (hello.msg === 'isdbgrid') return undefined;
-  if (typeof hello.setName !== 'string') {
-    return 'it is a standalone server, and Verdict needs a replica set (transactions and change streams): start mongod with --replSet and initiate it, or connect to a replica set or mongos';
-  }
-  if (!directConnection || hello.isWritablePrimary === true) return undefined;
-  const member = hello.secondary === true ? 'a secondary' : hello.arbiterOnly === true ? 'an arbiter' : 'a member';
-  return (
-    `the URI connects directly (directConnection=true) to ${String(hello.me ?? 'its host')}, ${member} of replica set ${hello.setName}, not its primary, ` +
-    `so every write would fail: name the replica set instead (replicaSet=${hello.setName}, without directConnection) or connect directly to the primary`
-  );
-}
-
 /** A position in a MongoDB change feed: an operation time, where a change stream can start. */
 const feedPosition = (operationTime: Timestamp) => ({ operationTime }) as unknown as FeedPosition;
 const operationTimeAt = (position: FeedPosition) => (position as unknown as { operationTime: Timestamp }).operationTime;
-const auditRecordOf = (row: StoredAuditRecord): AuditRecord => ({ id: row._id, ...(JSON.parse(row.record) as AuditDraft) });
-const storedAudit = (id: number, draft: AuditDraft): StoredAuditRecord => ({
-  _id: id,
-  time: new Date(draft.time),
-  target: draft.target,
-  actor: draft.actor,
-  record: JSON.stringify(draft),
-});
 
 /** The first write error of a failed insert: the error itself, or of a batch the first of its write errors. */
 function firstWriteError(error: MongoServerError): { index: number; keyPattern?: Document } {
@@ -655,81 +559,24 @@ export class MongoStore implements Store {
     });
   }
 
-  async getEntity(uri: string): Promise<Entity | undefined> {
-    const read = this.entities.findOne({ _id: uri }, CHECK_PATH_READ);
-    let bound: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<never>((_, reject) => {
-      bound = setTimeout(() => reject(new StoreUnavailableError(`MongoDB is unavailable (no member answered a read of entity '${uri}' within ${ENTITY_READ_BOUND_MS} ms)`)), ENTITY_READ_BOUND_MS);
-    });
-    try {
-      const row = await Promise.race([read, timedOut]);
-      return row === null ? undefined : (JSON.parse(row.document) as Entity);
-    } catch (error) {
-      read.catch(() => undefined);
-      return rethrowStoreError(error);
-    } finally {
-      clearTimeout(bound);
-    }
+  getEntity(uri: string): Promise<Entity | undefined> {
+    return readEntityOnCheckPath(this.entities, uri);
   }
 
-  /** The warm-up's pages (see Store.listEntitiesAfter): by the _id index, from a secondary when one is there, taking the primary's load off. */
-  async listEntitiesAfter(after: string, limit: number): Promise<Entity[]> {
-    if (limit === 0) return [];
-    const rows = await this.entities
-      .find({ _id: { $gt: after } }, { ...ENTITY_TEXT, readPreference: ReadPreference.SECONDARY_PREFERRED })
-      .sort({ _id: 1 })
-      .limit(limit)
-      .toArray()
-      .catch(rethrowStoreError);
-    return rows.map((row) => JSON.parse(row.document) as Entity);
+  listEntitiesAfter(after: string, limit: number): Promise<Entity[]> {
+    return listEntitiesAfter(this.entities, after, limit);
   }
 
-  async listEntities(offset: number, limit: number): Promise<Entity[]> {
-    // The server reads a limit of 0 as "no limit".
-    if (limit === 0) return [];
-    const rows = await this.entities
-      .find({}, ENTITY_TEXT)
-      .sort({ position: 1 })
-      .skip(Math.min(offset, Number.MAX_SAFE_INTEGER))
-      .limit(limit)
-      .toArray()
-      .catch(rethrowStoreError);
-    return rows.map((row) => JSON.parse(row.document) as Entity);
+  listEntities(offset: number, limit: number): Promise<Entity[]> {
+    return listEntities(this.entities, offset, limit);
   }
 
-  /**
-   * `narrowedBy` selects among the rows of the uri range, with every row whose queryable copy cannot
-   * vouch for its attributes (see narrowedRange), within NARROWED_LISTING_MS in the database: a filter
-   * that selects few rows of a large range may scan the range that long.
-   */
-  async listEntitiesUnder(prefix: string, after: string, limit: number, narrowedBy?: MongoFilter): Promise<Entity[]> {
-    if (limit === 0) return [];
-    const { from, to } = uriRange(prefix);
-    // _id is the uri; with no collation, strings compare by their UTF-8 bytes, as in the embedded store.
-    const range = { _id: { $gte: from, $lt: to, $gt: after } };
-    const rows = await this.entities
-      .find(narrowedRange(range, narrowedBy), narrowedBy === undefined ? ENTITY_TEXT : { ...ENTITY_TEXT, maxTimeMS: NARROWED_LISTING_MS })
-      .sort({ _id: 1 })
-      .limit(limit)
-      .toArray()
-      .catch((error: unknown) => {
-        if (error instanceof MongoServerError && error.code === MAX_TIME_EXPIRED) throw new NarrowingTimedOut(error.message);
-        return rethrowStoreError(error);
-      });
-    return rows.map((row) => JSON.parse(row.document) as Entity);
+  listEntitiesUnder(prefix: string, after: string, limit: number, narrowedBy?: MongoFilter): Promise<Entity[]> {
+    return listEntitiesUnder(this.entities, prefix, after, limit, narrowedBy);
   }
 
-  /**
-   * The count kept with every registration and deletion (made exact at set-up), one document read;
-   * counted from the collection only while that count cannot be trusted (its counter was dropped).
-   */
-  async countEntities(): Promise<number> {
-    try {
-      const kept = await this.counters.findOne({ _id: ENTITY_COUNT });
-      return kept?.exact ? kept.value : await this.entities.countDocuments();
-    } catch (error) {
-      return rethrowStoreError(error);
-    }
+  countEntities(): Promise<number> {
+    return countEntities(this.collections);
   }
 
   /** Within a write: moves the kept entity count (see countEntities). */
@@ -799,52 +646,20 @@ export class MongoStore implements Store {
     });
   }
 
-  async listAudit(query: AuditQuery): Promise<AuditRecord[]> {
-    const filter: Filter<StoredAuditRecord> = {};
-    if (query.before !== undefined) filter._id = { $lt: query.before };
-    if (query.since !== undefined || query.until !== undefined) {
-      filter.time = {
-        ...(query.since === undefined ? {} : { $gte: new Date(query.since) }),
-        ...(query.until === undefined ? {} : { $lt: new Date(query.until) }),
-      };
-    }
-    if (query.target !== undefined) filter.target = query.targetPrefix ? { $regex: `^${escapeRegExp(query.target)}` } : query.target;
-    if (query.actor !== undefined) filter.actor = query.actor;
-    const rows = await this.audit.find(filter).sort({ _id: -1 }).limit(query.limit).toArray().catch(rethrowStoreError);
-    return rows.map(auditRecordOf);
+  listAudit(query: AuditQuery): Promise<AuditRecord[]> {
+    return listAudit(this.audit, query);
   }
 
   async policyVersion(name: string, version: number): Promise<AuditRecord | undefined> {
     return this.recordOfVersion(policyTarget(name), version);
   }
 
-  /** The record of the write that made version `version` of a versioned target (a policy, the schema document). */
-  private async recordOfVersion(target: string, version: number): Promise<AuditRecord | undefined> {
-    const row = await this.audit.findOne({ target, policy_version: version }).catch(rethrowStoreError);
-    return row === null ? undefined : auditRecordOf(row);
+  private recordOfVersion(target: string, version: number): Promise<AuditRecord | undefined> {
+    return recordOfVersion(this.audit, target, version);
   }
 
-  /** Deletes by id, oldest first; deleting what another process already pruned is harmless. */
-  async pruneAudit(retention: AuditRetention, batch: number): Promise<number> {
-    const oldest = (filter: Filter<StoredAuditRecord>, limit: number) =>
-      this.audit.find(filter, { projection: { _id: 1 } }).sort({ _id: 1 }).limit(limit).toArray();
-    const prune = async (filter: Filter<StoredAuditRecord>, limit: number) => {
-      const ids = (await oldest(filter, limit)).map((row) => row._id);
-      return ids.length === 0 ? 0 : (await this.audit.deleteMany({ _id: { $in: ids } })).deletedCount;
-    };
-    try {
-      let pruned = 0;
-      if (retention.maxCount !== undefined) {
-        const [newestPrunable] = await this.audit.find({}, { projection: { _id: 1 } }).sort({ _id: -1 }).skip(retention.maxCount).limit(1).toArray();
-        if (newestPrunable !== undefined) pruned += await prune({ _id: { $lte: newestPrunable._id } }, batch);
-      }
-      if (retention.maxAgeMs !== undefined && pruned < batch) {
-        pruned += await prune({ time: { $lt: new Date(this.clock() - retention.maxAgeMs) } }, batch - pruned);
-      }
-      return pruned;
-    } catch (error) {
-      return rethrowStoreError(error);
-    }
+  pruneAudit(retention: AuditRetention, batch: number): Promise<number> {
+    return pruneAudit(this.audit, retention, batch, this.clock());
   }
 
   /**

@@ -8,8 +8,8 @@ import {
   MongoTopologyClosedError,
   MongoWriteConcernError,
 } from 'mongodb';
-import { StoreUnavailableError, StoreWriteUnconfirmedError } from './store.js';
-import { CommitOutcomeUnknownError } from './mongodb-transaction.js';
+import { StoreUnavailableError, StoreWriteUnconfirmedError } from '../store.js';
+import { CommitOutcomeUnknownError } from './transaction.js';
 
 /**
  * Server error codes that mean the replica set cannot serve the operation now (an election, a

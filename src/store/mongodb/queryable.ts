@@ -1,5 +1,5 @@
-import type { Entity } from '../schemas/entity.js';
-import type { MongoFilter, MongoFilterOptions } from '../engine/mongodb-filter.js';
+import type { Entity } from '../../schemas/entity.js';
+import type { MongoFilter, MongoFilterOptions } from '../../engine/mongodb-filter.js';
 
 // Beside its JSON text, an entity row holds a copy of its attributes as an embedded document,
 // `attributes` ({key: value}), so that a plan's MongoDB filter can select rows in the database, and

@@ -2,10 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { MongoServerError, type AnyBulkWriteOperation, type ClientSession } from 'mongodb';
-import type { Counter, StoreCollections, StoredEntity } from './mongodb-collections.js';
-import { countEntities, createIndexes, raiseCounters } from './mongodb-set-up.js';
-import { queryableFields } from './mongodb-queryable.js';
-import type { Entity } from '../schemas/entity.js';
+import type { Counter, StoreCollections, StoredEntity } from './collections.js';
+import { countEntities, createIndexes, raiseCounters } from './set-up.js';
+import { queryableFields } from './queryable.js';
+import type { Entity } from '../../schemas/entity.js';
 
 // The MongoDB store's maintenance: what a database needs that may take as long as its registry is
 // large (index builds, the queryable-copy backfill, the exact entity count), run in the background

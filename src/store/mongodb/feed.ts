@@ -1,5 +1,5 @@
 import type { Document } from 'mongodb';
-import { COLLECTION_NAMES } from './mongodb-collections.js';
+import { COLLECTION_NAMES } from './collections.js';
 
 /** The followed collections; every other collection's events are filtered out on the server, but for their drops and renames. */
 const FOLLOWED = ['policies', 'entities', 'schemas'];

@@ -1,8 +1,8 @@
 import { randomInt } from 'node:crypto';
 import { MongoServerError, type AnyBulkWriteOperation, type ClientSession, type Collection, type Document } from 'mongodb';
-import { ENTITY_COUNT, type Counter, type StoreCollections } from './mongodb-collections.js';
-import { runTransaction } from './mongodb-transaction.js';
-import { SCHEMAS_TARGET } from '../audit/record.js';
+import { ENTITY_COUNT, type Counter, type StoreCollections } from './collections.js';
+import { runTransaction } from './transaction.js';
+import { SCHEMAS_TARGET } from '../../audit/record.js';
 
 // What the MongoDB store needs of a database besides its documents: the steps made at start and
 // again whenever the change feed loses track (a collection or the database dropped), and those the

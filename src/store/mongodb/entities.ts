@@ -1,0 +1,118 @@
+import { MongoServerError, ReadPreference, type Collection } from 'mongodb';
+import type { Entity } from '../../schemas/entity.js';
+import type { MongoFilter } from '../../engine/mongodb-filter.js';
+import { NarrowingTimedOut, StoreUnavailableError, uriRange } from '../store.js';
+import { ENTITY_COUNT, type StoreCollections, type StoredEntity } from './collections.js';
+import { rethrowStoreError } from './errors.js';
+import { narrowedRange, queryableFields } from './queryable.js';
+
+// The registry's rows on MongoDB: how an entity is stored, and how it is read: by a check, by the
+// entity cache's warm-up, by the admin listing, by a search.
+
+/** What entity reads fetch of a row: its JSON text, not the queryable copy beside it. */
+export const ENTITY_TEXT = { projection: { document: 1 } } as const;
+
+/**
+ * An entity read on a check's path (a uri the entity cache does not hold): from the primary, or while
+ * there is none (an election) from a secondary, at majority read concern as always, so that checks
+ * naming uris go on through an election. A secondary may not have a write this process acknowledged
+ * a moment before, for as long as the election lasts (docs/deploying.md).
+ */
+const CHECK_PATH_READ = { ...ENTITY_TEXT, readPreference: ReadPreference.PRIMARY_PREFERRED } as const;
+/**
+ * The longest a check waits for an entity read: past it, 503. Without a member to read from at all,
+ * the driver would wait for one for the whole server selection timeout (10 s).
+ */
+export const ENTITY_READ_BOUND_MS = 2000;
+
+/** A new entity's row: its text and queryable fields at version 1. */
+export function entityRow(entity: Entity, position: number): StoredEntity {
+  const document = JSON.stringify(entity);
+  return { _id: entity.uri, position, document, version: 1, ...queryableFields(entity, document, 1) };
+}
+
+const MAX_TIME_EXPIRED = 50;
+/** The longest a narrowed listing may run in the database (see listEntitiesUnder). */
+export const NARROWED_LISTING_MS = 2000;
+
+const entityOf = (row: { document: string }) => JSON.parse(row.document) as Entity;
+
+/** An entity a check names (see CHECK_PATH_READ), within ENTITY_READ_BOUND_MS. */
+export async function readEntityOnCheckPath(entities: Collection<StoredEntity>, uri: string): Promise<Entity | undefined> {
+  const read = entities.findOne({ _id: uri }, CHECK_PATH_READ);
+  let bound: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<never>((_, reject) => {
+    bound = setTimeout(() => reject(new StoreUnavailableError(`MongoDB is unavailable (no member answered a read of entity '${uri}' within ${ENTITY_READ_BOUND_MS} ms)`)), ENTITY_READ_BOUND_MS);
+  });
+  try {
+    const row = await Promise.race([read, timedOut]);
+    return row === null ? undefined : entityOf(row);
+  } catch (error) {
+    read.catch(() => undefined);
+    return rethrowStoreError(error);
+  } finally {
+    clearTimeout(bound);
+  }
+}
+
+/** The warm-up's pages (see Store.listEntitiesAfter): by the _id index, from a secondary when one is there, taking the primary's load off. */
+export async function listEntitiesAfter(entities: Collection<StoredEntity>, after: string, limit: number): Promise<Entity[]> {
+  if (limit === 0) return [];
+  const rows = await entities
+    .find({ _id: { $gt: after } }, { ...ENTITY_TEXT, readPreference: ReadPreference.SECONDARY_PREFERRED })
+    .sort({ _id: 1 })
+    .limit(limit)
+    .toArray()
+    .catch(rethrowStoreError);
+  return rows.map(entityOf);
+}
+
+/** The admin listing: in registration order, from `offset`. */
+export async function listEntities(entities: Collection<StoredEntity>, offset: number, limit: number): Promise<Entity[]> {
+  // The server reads a limit of 0 as "no limit".
+  if (limit === 0) return [];
+  const rows = await entities
+    .find({}, ENTITY_TEXT)
+    .sort({ position: 1 })
+    .skip(Math.min(offset, Number.MAX_SAFE_INTEGER))
+    .limit(limit)
+    .toArray()
+    .catch(rethrowStoreError);
+  return rows.map(entityOf);
+}
+
+/**
+ * A search's slices (see Store.listEntitiesUnder). `narrowedBy` selects among the rows of the uri
+ * range, with every row whose queryable copy cannot vouch for its attributes (see narrowedRange),
+ * within NARROWED_LISTING_MS in the database: a filter that selects few rows of a large range may scan
+ * the range that long.
+ */
+export async function listEntitiesUnder(entities: Collection<StoredEntity>, prefix: string, after: string, limit: number, narrowedBy?: MongoFilter): Promise<Entity[]> {
+  if (limit === 0) return [];
+  const { from, to } = uriRange(prefix);
+  // _id is the uri; with no collation, strings compare by their UTF-8 bytes, as in the embedded store.
+  const range = { _id: { $gte: from, $lt: to, $gt: after } };
+  const rows = await entities
+    .find(narrowedRange(range, narrowedBy), narrowedBy === undefined ? ENTITY_TEXT : { ...ENTITY_TEXT, maxTimeMS: NARROWED_LISTING_MS })
+    .sort({ _id: 1 })
+    .limit(limit)
+    .toArray()
+    .catch((error: unknown) => {
+      if (error instanceof MongoServerError && error.code === MAX_TIME_EXPIRED) throw new NarrowingTimedOut(error.message);
+      return rethrowStoreError(error);
+    });
+  return rows.map(entityOf);
+}
+
+/**
+ * The count kept with every registration and deletion (made exact by the maintenance), one document
+ * read; counted from the collection only while that count cannot be trusted (its counter was dropped).
+ */
+export async function countEntities({ entities, counters }: StoreCollections): Promise<number> {
+  try {
+    const kept = await counters.findOne({ _id: ENTITY_COUNT });
+    return kept?.exact ? kept.value : await entities.countDocuments();
+  } catch (error) {
+    return rethrowStoreError(error);
+  }
+}
