@@ -17,7 +17,7 @@ export interface StoredDocument {
 
 /**
  * An entity's row: beside its text, a queryable copy of its attributes and the version that copy was
- * made at (see mongodb-queryable.ts); both absent on rows written before copies were kept.
+ * made at (see queryable.ts); both absent on rows written before copies were kept.
  */
 export interface StoredEntity extends StoredDocument {
   attributes?: Record<string, unknown> | null;
@@ -83,7 +83,7 @@ export function collectionsOf(db: Db): StoreCollections {
   };
 }
 
-/** Every collection's name: a drop or rename of any of them undoes some of the set-up (see mongodb-set-up.ts). */
+/** Every collection's name: a drop or rename of any of them undoes some of the set-up (see set-up.ts). */
 export const COLLECTION_NAMES = ['policies', 'entities', 'counters', 'audit', 'policy_changes', 'schemas'];
 
 export const ENTITY_COUNT = 'entity-count';

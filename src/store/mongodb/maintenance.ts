@@ -167,7 +167,7 @@ export class StoreMaintenance extends EventEmitter<MaintenanceEvents> {
   }
 
   /**
-   * Gives every entity row written before queryable copies were kept (see mongodb-queryable.ts) its
+   * Gives every entity row written before queryable copies were kept (see queryable.ts) its
    * copy, BACKFILL_BATCH rows at a time in uri order from `checkpoint`, each read bounded by
    * MAINTENANCE_READ_MS. Each update names the text and version it read, so a row rewritten meanwhile
    * is left to the write that rewrote it. After each batch the lease is renewed and the checkpoint

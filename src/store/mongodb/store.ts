@@ -195,7 +195,7 @@ export class MongoStore implements Store {
   /**
    * What correctness needs of the database before the store serves, each step bounded by what the
    * policies hold, not the registry: the baselines of the audit trail and the epoch (see
-   * mongodb-set-up.ts). Nothing, with maintenance off. The rest is the background maintenance's.
+   * set-up.ts). Nothing, with maintenance off. The rest is the background maintenance's.
    */
   private async setUp(): Promise<void> {
     if (this.maintenance === undefined) return;
