@@ -163,7 +163,7 @@ export const isRefusal = (error: unknown): boolean =>
  */
 export class NarrowingTimedOut extends Error {}
 
-/** Work a store does in the background, whose cost grows with what it holds (see mongodb-maintenance.ts). */
+/** Work a store does in the background, whose cost grows with what it holds (see mongodb/maintenance.ts). */
 export interface BackgroundMaintenance {
   /** What is not done yet, or failing, for `/ready`; undefined once done. */
   status(): string | undefined;

@@ -6,7 +6,7 @@ import { SCHEMAS_TARGET } from '../../audit/record.js';
 
 // What the MongoDB store needs of a database besides its documents: the steps made at start and
 // again whenever the change feed loses track (a collection or the database dropped), and those the
-// background maintenance takes (see mongodb-maintenance.ts). Every step is idempotent, and processes
+// background maintenance takes (see maintenance.ts). Every step is idempotent, and processes
 // taking them at once agree.
 
 const INDEX_OPTIONS_CONFLICT = 85;
