@@ -186,7 +186,7 @@ const MUTANTS = [
   },
   {
     name: 'an AuthZEN evaluation left without a subject after the defaults fails the whole batch',
-    changes: [{ file: 'src/services/authzen.ts', search: "if ('undecidable' in input) return undecidable(input.undecidable);", replace: "if ('undecidable' in input) throw new ClientError(400, input.undecidable);" }, { file: 'src/services/authzen.ts', search: "import { answerEach } from './answer-each.js';", replace: "import { answerEach } from './answer-each.js';\nimport { ClientError } from '../errors.js';" }],
+    changes: [{ file: 'src/services/authzen.ts', search: "if ('undecidable' in input) return undecidable(input.undecidable);", replace: "if ('undecidable' in input) throw new ClientError(400, input.undecidable);" }, { file: 'src/services/authzen.ts', search: "import { answerEach } from '../decide/answer-each.js';", replace: "import { answerEach } from '../decide/answer-each.js';\nimport { ClientError } from '../errors.js';" }],
     tests: ['test/http/authzen.test.ts'],
   },
   {

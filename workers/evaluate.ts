@@ -6,15 +6,16 @@
  * to derive the snapshot from, or with the whole set (see src/pool/bulk-pool.ts).
  */
 import { threadId, workerData } from 'node:worker_threads';
-import { AnswerBudget, compile, decisionsJson, derive, evaluate, ExplanationTooLarge, withExplanation, type Decision, type Snapshot } from '../src/engine/index.js';
-import { explanationsTooLarge } from '../src/services/answer-limits.js';
+import { AnswerBudget, compile, decisionsJson, derive, ExplanationTooLarge, type Decision, type Snapshot } from '../src/engine/index.js';
+import { decideResolved } from '../src/decide/kernel.js';
+import { explanationsTooLarge } from '../src/decide/answer-limits.js';
 import { compileBulkValidator, namesRegisteredEntity, readBulkBody } from '../src/requests/bulk-request.js';
 import { ClientError, RequestValidationError } from '../src/errors.js';
 import type { BulkTask, PlanTask, PoolOutcome, PoolTask, TaskAtRevision, WorkerStart } from '../src/pool/bulk-task.js';
-import { planAnswers } from '../src/services/plan-answers.js';
+import { planAnswers } from '../src/decide/plan-answers.js';
 import { RunningTasks } from '../src/pool/running-tasks.js';
 import { tallyBulk } from '../src/live/bulk-tally.js';
-import { withViolations, type ItemViolations } from '../src/attribute-schemas/enforcement.js';
+import type { ItemViolations } from '../src/attribute-schemas/enforcement.js';
 import { SchemasInForce } from '../src/attribute-schemas/schemas-in-force.js';
 
 let snapshot: Snapshot | undefined;
@@ -82,12 +83,7 @@ function decide(task: BulkTask, current: Snapshot): PoolOutcome {
   const explanations = task.explain ? new AnswerBudget(task.limits.maxAnswerSize) : undefined;
   let decisions: Decision[];
   try {
-    decisions = inputs.map((input, index): Decision => {
-      const decision = evaluate(current, input);
-      if (explanations === undefined) return decision;
-      const explained = withExplanation(current, input, decision, explanations);
-      return broken === undefined ? explained : withViolations(explained, broken[index]!);
-    });
+    decisions = inputs.map((input, index) => decideResolved(current, input, broken?.[index], explanations).answer);
   } catch (error) {
     if (!(error instanceof ExplanationTooLarge)) throw error;
     const refused = explanationsTooLarge(error.maxLength, inputs.length);

@@ -22,7 +22,7 @@ import { ERROR_RESPONSES } from './responses.js';
 import { MIN_REVISION_DOC } from './min-revision.js';
 import { answerErrors } from './errors.js';
 import { onceMayExplain } from './admin-auth.js';
-import { JSON_CONTENT_TYPE, NAMES_ITS_REVISION, REVISION_HEADER } from './revision.js';
+import { answerDecided, NAMES_ITS_REVISION } from './revision.js';
 import { echoingRequestId, echoRequestId, originOf } from './request-ids.js';
 
 const tags = ['authzen'];
@@ -108,19 +108,7 @@ export const authzenRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, 
     const authzen = new AuthzenService(checks, config.bulkCheckMaxRequests);
     const description = `Ask with \`?explain=true\` for Verdict's reason and explanation in \`context\`. ${MIN_REVISION_DOC}`;
     const security = config.authzenToken === '' ? [] : [{ authzenBearer: [] }];
-    /**
-     * Names the revision served now that the answer is decided, then sends it: as the text its
-     * decisions were written with, or (reasons, an evaluation not decided) returned for the schema to serialize.
-     */
-    const send = <T extends EvaluationsAnswer>(reply: FastifyReply, answer: T): T | undefined => {
-      reply.header(REVISION_HEADER, revision());
-      const json = fixedAnswerJson(answer);
-      if (json === undefined) return answer;
-      reply.type(JSON_CONTENT_TYPE).send(json);
-      return undefined;
-    };
-    const sendDecided = <T extends EvaluationsAnswer>(reply: FastifyReply, answer: T | Promise<T>) =>
-      answer instanceof Promise ? answer.then((decided) => send(reply, decided)) : send(reply, answer);
+    const sendDecided = <T extends EvaluationsAnswer>(reply: FastifyReply, answer: T | Promise<T>) => answerDecided(reply, revision, answer, fixedAnswerJson);
 
     app.post(AUTHZEN_ENDPOINTS.access_evaluation_endpoint, {
       config: NAMES_ITS_REVISION,

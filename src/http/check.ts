@@ -1,4 +1,4 @@
-import type { FastifyPluginAsync, FastifyReply } from 'fastify';
+import type { FastifyPluginAsync } from 'fastify';
 import type { FromSchema } from 'json-schema-to-ts';
 import type { JsonSchemaToTsProvider } from '@fastify/type-provider-json-schema-to-ts';
 import {
@@ -17,7 +17,7 @@ import { RequestValidationError } from '../errors.js';
 import { MIN_REVISION_DOC } from './min-revision.js';
 import { acceptJsonBytes } from './json-body.js';
 import { bodyHandCheckedFirst, compiledOnFirstUse } from './schema-compilers.js';
-import { JSON_CONTENT_TYPE, NAMES_ITS_REVISION, REVISION_HEADER, withRevision } from './revision.js';
+import { answerDecided, NAMES_ITS_REVISION } from './revision.js';
 import { onceMayExplain } from './admin-auth.js';
 import { decisionJson, decisionsJson } from '../engine/index.js';
 import type { MeasuredPlacement } from '../pool/measured-placement.js';
@@ -56,10 +56,6 @@ export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { 
   const { checks, config, revision, explainGuard } = context;
   // The request id echoed as AuthZEN's routes echo it: the decision log names it in each line.
   const onRequest = echoingRequestId(context.minRevisionCheck);
-  /** Sends answers already written as JSON, naming the revision served now that they are decided. */
-  const sendJson = (reply: FastifyReply, json: string): void => {
-    reply.type(JSON_CONTENT_TYPE).header(REVISION_HEADER, revision()).send(json);
-  };
 
   app.post('/check', {
     onRequest,
@@ -77,10 +73,8 @@ export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { 
     },
     handler: (request, reply) => {
       // An explained answer is serialized; any other is the text its decision was built with.
-      if (request.query.explain) return onceMayExplain(explainGuard, request, reply, () => withRevision(reply, revision, checks.check(request.body, true, originOf(request))));
-      const decided = checks.check(request.body, false, originOf(request));
-      if (decided instanceof Promise) return decided.then((decision) => sendJson(reply, decisionJson(decision)));
-      return sendJson(reply, decisionJson(decided));
+      if (request.query.explain) return onceMayExplain(explainGuard, request, reply, () => answerDecided(reply, revision, checks.check(request.body, true, originOf(request))));
+      return answerDecided(reply, revision, checks.check(request.body, false, originOf(request)), decisionJson);
     },
   });
 
@@ -114,11 +108,11 @@ export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { 
         if (placed.path === 'pool') {
           const decided =
             placed.measured === undefined ? await placed.bulk.decide(bytes, explain, undefined, originOf(request)) : await measuredInPool(placed.bulk, placed.measured, bytes, originOf(request));
-          if (decided !== undefined) return sendJson(reply, decided);
+          if (decided !== undefined) return answerDecided(reply, revision, decided, (json) => json);
         }
         const decided = checks.checkMany(readBulkBody(bytes.toString('utf8'), validate, config), explain, originOf(request));
-        if (explain) return withRevision(reply, revision, decided);
-        sendJson(reply, decisionsJson(await decided));
+        if (explain) return answerDecided(reply, revision, decided);
+        await answerDecided(reply, revision, decided, decisionsJson);
         if (placed.path === 'inline') placed.measured?.decidedInline(bytes.length);
       },
     });

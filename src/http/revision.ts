@@ -37,14 +37,24 @@ export function revisionOnEveryAnswer(app: FastifyInstance, revision: ServedRevi
   });
 }
 
-/** `answer` as a NAMES_ITS_REVISION route's handler returns it, its reply naming the revision served once it is decided. */
-export function withRevision<T>(reply: FastifyReply, revision: ServedRevision, answer: T | Promise<T>): T | Promise<T> {
-  if (!(answer instanceof Promise)) {
+/**
+ * How a NAMES_ITS_REVISION route answers what it decided, sync or not: names the revision served once
+ * it is decided (after an admin write, the one that includes it), then sends the JSON text
+ * `prewritten` has for the answer (the hot path's answers, joined from texts written once per
+ * snapshot), or, when it has none, returns the answer for the route's response schema to serialize.
+ */
+export function answerDecided<T>(
+  reply: FastifyReply,
+  revision: ServedRevision,
+  answer: T | Promise<T>,
+  prewritten: (answer: T) => string | undefined = () => undefined,
+): T | undefined | Promise<T | undefined> {
+  const send = (decided: T): T | undefined => {
     reply.header(REVISION_HEADER, revision());
-    return answer;
-  }
-  return answer.then((decided) => {
-    reply.header(REVISION_HEADER, revision());
-    return decided;
-  });
+    const json = prewritten(decided);
+    if (json === undefined) return decided;
+    reply.type(JSON_CONTENT_TYPE).send(json);
+    return undefined;
+  };
+  return answer instanceof Promise ? answer.then(send) : send(answer);
 }

@@ -3,7 +3,7 @@ import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
 import type { Snapshot } from '../engine/index.js';
 import { ClientError, RequestValidationError } from '../errors.js';
 import type { PoolOutcome, PoolTask, TaskAtRevision, WorkerStart } from './bulk-task.js';
-import type { PlanSettings, PlanWork } from '../services/plan-answers.js';
+import type { PlanSettings, PlanWork } from '../decide/plan-answers.js';
 import type { BulkLimits } from '../requests/bulk-request.js';
 import { RunningTasks } from './running-tasks.js';
 import { POOL_WORKER_FILE } from '../../workers/entry-points.js';

@@ -3,7 +3,7 @@ import type { ChangedPolicy } from '../engine/index.js';
 import type { ValidationIssue } from '../schemas/errors.js';
 import type { BulkLimits } from '../requests/bulk-request.js';
 import type { BulkTally } from '../live/live-counters.js';
-import type { PlanSettings, PlanWork } from '../services/plan-answers.js';
+import type { PlanSettings, PlanWork } from '../decide/plan-answers.js';
 import type { ItemViolations } from '../attribute-schemas/enforcement.js';
 import type { SchemaDocument } from '../attribute-schemas/schema-document.js';
 import type { SchemaEnforcement } from '../config.js';

@@ -4,7 +4,7 @@ import { evaluationInput, readEvaluations, type UndecidableItem } from '../reque
 import type { CheckInput } from '../requests/check-request.js';
 import { AttributeConflict } from '../registry/resolve.js';
 import { conflictAsClientError, type CheckService } from './checks.js';
-import { answerEach } from './answer-each.js';
+import { answerEach } from '../decide/answer-each.js';
 import type { RequestOrigin } from '../decision-log/line.js';
 
 type Answer = AuthzenDecision | Promise<AuthzenDecision>;

@@ -1,12 +1,13 @@
 import type { CheckRequest } from '../schemas/check.js';
-import { AnswerBudget, evaluate, ExplanationTooLarge, withExplanation, type Decision, type DecisionRequest } from '../engine/index.js';
+import { AnswerBudget, evaluate, ExplanationTooLarge, type Decision, type DecisionRequest } from '../engine/index.js';
+import { decideResolved } from '../decide/kernel.js';
 import { readCheckRequest, type CheckInput } from '../requests/check-request.js';
 import { AttributeConflict, resolveCheck, type RegisteredAttributes } from '../registry/resolve.js';
 import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
 import { ClientError, RequestValidationError } from '../errors.js';
-import { answerEach } from './answer-each.js';
-import { explanationsTooLarge } from './answer-limits.js';
-import { SchemaViolation, withViolations } from '../attribute-schemas/enforcement.js';
+import { answerEach } from '../decide/answer-each.js';
+import { explanationsTooLarge } from '../decide/answer-limits.js';
+import { SchemaViolation } from '../attribute-schemas/enforcement.js';
 import { decisionOrigin, type DecisionOrigin, type RequestOrigin } from '../decision-log/line.js';
 import type { EnforcedSchemas } from '../attribute-schemas/schemas-in-force.js';
 
@@ -152,11 +153,9 @@ export class CheckService {
   private evaluateNow(input: CheckInput, request: DecisionRequest, startedAt: number, explanations: AnswerBudget | undefined, origin: DecisionOrigin | undefined): Decision {
     const violations = this.enforceSchemas(input, request, startedAt, origin);
     const snapshot = this.snapshots.current;
-    const decision = evaluate(snapshot, request);
+    const { decision, answer } = decideResolved(snapshot, request, violations, explanations);
     this.observers.decision?.(input, request, decision, snapshot.revision, startedAt, violations, origin);
-    if (explanations === undefined) return decision;
-    const explained = withExplanation(snapshot, request, decision, explanations);
-    return violations === undefined ? explained : withViolations(explained, violations);
+    return answer;
   }
 
   /** What the check breaks of the schemas (warn); a refusal (reject) is told to `refused` before it is thrown. */

@@ -7,9 +7,9 @@ import { DuplicateAttribute, toAttributeMap } from '../requests/attributes.js';
 import { AttributeConflict, resolveCheck, type RegisteredAttributes } from '../registry/resolve.js';
 import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
 import { ClientError, RequestValidationError } from '../errors.js';
-import { answerEach } from './answer-each.js';
+import { answerEach } from '../decide/answer-each.js';
 import { readBulkItems } from '../requests/bulk-request.js';
-import { planAnswers, type PlanSettings, type PlanWork } from './plan-answers.js';
+import { planAnswers, type PlanSettings, type PlanWork } from '../decide/plan-answers.js';
 import type { BulkPool } from '../pool/bulk-pool.js';
 import type { EnforcedSchemas } from '../attribute-schemas/schemas-in-force.js';
 

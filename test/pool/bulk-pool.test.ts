@@ -10,7 +10,7 @@ import { TEST_WRITER } from '../helpers/writer.js';
 import { interceptedStore } from '../helpers/intercepted-store.js';
 import type { Policy } from '../../src/schemas/policy.js';
 import { DEFAULT_MONGO_FILTER_OPTIONS } from '../../src/engine/index.js';
-import { planAnswers } from '../../src/services/plan-answers.js';
+import { planAnswers } from '../../src/decide/plan-answers.js';
 
 const ALLOW_A_1_TO_GO: Policy = {
   version: '1.0',
