@@ -176,7 +176,7 @@ const MUTANTS = [
   },
   {
     name: "a deny rule's value_from is not counted among the attributes a request may leave out",
-    changes: [{ file: 'src/engine/warnings.ts', search: "if (referenced === undefined || (referenced.part === 'action' && referenced.path === 'name')) return [own];", replace: 'return [own];' }],
+    changes: [{ file: 'src/engine/warnings/omissions.ts', search: "if (referenced === undefined || (referenced.part === 'action' && referenced.path === 'name')) return [own];", replace: 'return [own];' }],
     tests: ['test/engine/relations.test.ts', 'test/engine/warnings.test.ts'],
   },
   {

@@ -8,7 +8,7 @@ export { jsonLength, mapComparisons, type Comparison, type ConditionTree } from 
 export { DEFAULT_MONGO_FILTER_OPTIONS, mongoFilter, mongoOptionIssue, SELECTS_NOTHING, type MongoFilter, type MongoFilterOptions } from './mongodb-filter.js';
 export { explain, ExplanationTooLarge, withExplanation, type Explanation, type ExplainedDecision } from './explain.js';
 export { normalizePolicy, policyIssues, type PolicyLimits } from './validate.js';
-export { policyWarnings, reportWarnings } from './warnings.js';
+export { policyWarnings, reportWarnings } from './warnings/report.js';
 export { schemaIssues, type AttributeSchemaSets } from './schema-check.js';
 export { buildSimplePolicy, type SimplePolicySide } from './simple-policy.js';
 export { slugify } from './slug.js';

@@ -1,7 +1,8 @@
 import t from 'tap';
 import fc from 'fast-check';
 import { compile, evaluate, policyWarnings, reportWarnings } from '../../src/engine/index.js';
-import { MAX_OMISSION_WARNINGS, withinEdits } from '../../src/engine/warnings.js';
+import { MAX_OMISSION_WARNINGS } from '../../src/engine/warnings/omissions.js';
+import { withinEdits } from '../../src/engine/warnings/typos.js';
 import type { Condition, Operator, Policy } from '../../src/schemas/policy.js';
 import { cond, entity, policy, request, rule } from './helpers.js';
 
