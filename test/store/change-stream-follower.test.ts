@@ -1,5 +1,6 @@
 import t from 'tap';
 import { EventEmitter } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { MongoNetworkError, MongoServerError, Timestamp, type ChangeStreamDocument, type ResumeToken } from 'mongodb';
 import { ChangeStreamFollower, type FollowedStream, type StreamStart } from '../../src/store/change-stream-follower.js';
 import type { StoreChange } from '../../src/store/store.js';
@@ -248,7 +249,8 @@ t.test('stop() cancels a pending reopen and ends the follower (scripted change s
   );
   while (opens.length === 0) await new Promise((resolve) => setImmediate(resolve));
   for (let turn = 0; turn < 10; turn++) await new Promise((resolve) => setImmediate(resolve));
-  const stopped = await Promise.race([follower.stop().then(() => true), new Promise((resolve) => setTimeout(resolve, 10_000, false))]);
+  // The bound does not outlive the test: a timer left behind would run on beside the files after this one.
+  const stopped = await Promise.race([follower.stop().then(() => true), sleep(10_000, false, { ref: false })]);
   t.equal(stopped, true, 'stop() ended the one-minute pause instead of waiting it out');
   t.equal(opens.length, 1, 'and nothing was reopened');
 });
