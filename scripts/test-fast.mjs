@@ -1,6 +1,7 @@
 // npm run test:fast: every test file but the slow kinds (see docs/development.md), run from dist/
 // (build first) by a few long-lived plain `node` processes, one a core and one more, each taking the
-// next file as it finishes one (scripts/test-group.mjs).
+// next file as it finishes one (scripts/test-group.mjs). With --all (npm test), the slow kinds too,
+// each in a process of its own once the others are done.
 //
 // Why not a process per file, through tap's runner: tap starts every test process, and every worker
 // thread a test starts, with its loaders for TypeScript and mocks, which these built JavaScript files
@@ -11,6 +12,7 @@
 // output printed: a file that passes alone failed only beside others (a test leaves something behind).
 //
 //   npm run test:fast                             the files below
+//   npm test (test-fast.mjs --all)                every file, the slow kinds each alone
 //   npm run test:fast -- dist/test/http/...js     these files only (the slow kinds among them each alone)
 //   npm run test:fast -- --times                  also each file's time, as it finishes
 //
@@ -37,10 +39,11 @@ const TIMES_FILE = 'node_modules/.cache/verdict-test-fast/times.json';
 
 const { timeout } = JSON.parse(readFileSync('package.json', 'utf8')).tap;
 
-function fastFiles() {
+/** Every test file, or (`fastOnly`) all but the slow kinds. */
+function testFiles(fastOnly) {
   return readdirSync('dist/test', { recursive: true })
     .map((path) => join('dist/test', path))
-    .filter((path) => path.endsWith('.test.js') && !path.startsWith('dist/test/helpers/') && !SLOW.some((slow) => slow.test(path)))
+    .filter((path) => path.endsWith('.test.js') && !path.startsWith('dist/test/helpers/') && !(fastOnly && SLOW.some((slow) => slow.test(path))))
     .sort();
 }
 
@@ -121,9 +124,10 @@ async function runProcess(queue, env, onFileEnd) {
 
 const args = process.argv.slice(2);
 const times = args.includes('--times');
-const named = args.filter((arg) => arg !== '--times');
+const all = args.includes('--all');
+const named = args.filter((arg) => arg !== '--times' && arg !== '--all');
 const lastTimes = readTimes();
-const files = (named.length > 0 ? named : fastFiles()).sort((a, b) => (lastTimes[b] ?? 0) - (lastTimes[a] ?? 0));
+const files = (named.length > 0 ? named : testFiles(!all)).sort((a, b) => (lastTimes[b] ?? 0) - (lastTimes[a] ?? 0));
 const scratch = existsSync('/dev/shm') ? mkdtempSync('/dev/shm/verdict-test-fast-') : undefined;
 const env = { ...process.env, TAP_TIMEOUT: String(timeout), ...(scratch && { TMPDIR: scratch }) };
 const started = performance.now();
@@ -136,6 +140,8 @@ const onFileEnd = ({ file, seconds }) => {
   done++;
   if (times) process.stdout.write(`# ${seconds.toFixed(1).padStart(6)} s ${file}\n`);
   else if (process.stdout.isTTY) process.stdout.write(`\r${done}/${files.length} files`);
+  // A log (CI) gets a line every tenth of the files, so that a long run shows it is moving.
+  else if (done % Math.ceil(files.length / 10) === 0) process.stdout.write(`# ${done}/${files.length} files\n`);
 };
 
 /** Processes one after another, each going on where the last died, until the queue is empty. */
@@ -152,7 +158,7 @@ async function runProcesses() {
 // One more than the cores: some files spend seconds waiting on timers and child processes, and the
 // extra process keeps the cores busy meanwhile.
 const groups = (await Promise.all(Array.from({ length: Math.min(availableParallelism() + 1, queue.length) }, runProcesses))).flat();
-// The slow kinds, when named, each in a process of its own, as npm test runs them: some set up tap's root
+// The slow kinds (with --all, or when named) each in a process of its own: some set up tap's root
 // for themselves (a timeout, a browser opened before every test), which would hold for the files after them.
 const alone = [];
 await Promise.all(
