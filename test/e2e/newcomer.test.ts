@@ -36,7 +36,11 @@ async function contrast(locator: Locator): Promise<number> {
   });
 }
 
-const operatorOptions = (page: Page) => page.getByLabel('Operator', { exact: true }).first().locator('option').allTextContents();
+/** The operators a new principal condition offers (a new rule has no condition until one is added). */
+async function operatorOptions(page: Page): Promise<string[]> {
+  await page.getByRole('button', { name: 'Add principal condition' }).first().click();
+  return page.getByLabel('Operator', { exact: true }).first().locator('option').allTextContents();
+}
 
 async function run() {
   let chromium: Browser;
