@@ -1,35 +1,16 @@
 import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import type { Config } from '../config.js';
-import type { CheckService } from '../services/checks.js';
-import type { PlanService } from '../services/plans.js';
-import type { PolicyService } from '../services/policies.js';
-import type { RegistryService } from '../services/registry.js';
-import type { SchemaService } from '../services/attribute-schemas.js';
-import type { BulkPool } from '../pool/bulk-pool.js';
-import type { MeasuredPlacement } from '../pool/measured-placement.js';
-import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
-import type { Readiness } from '../services/readiness.js';
-import type { AuditTrail } from '../audit/audit-trail.js';
+import type { Services } from '../services/compose.js';
 import type { ServedRevision } from './revision.js';
 
+/** The services the routes call. */
+type RoutedServices = Pick<Services, 'snapshots' | 'checks' | 'plans' | 'policies' | 'registry' | 'schemas' | 'audit' | 'authzen' | 'authzenSearch' | 'readiness' | 'pool'>;
+
 /** What the route plugins work with; built once by buildApp. */
-export interface AppContext {
+export interface AppContext extends RoutedServices {
   config: Config;
-  snapshots: PolicySnapshots;
   /** The revision of the snapshot in use, which every answer names (see revision.ts). */
   revision: ServedRevision;
-  checks: CheckService;
-  plans: PlanService;
-  policies: PolicyService;
-  registry: RegistryService;
-  schemas: SchemaService;
-  audit: AuditTrail;
-  readiness: Readiness;
-  /**
-   * Present when bulks may go to the pool (see bulkPlacement): bulk bodies of at least `minimumBodyLength` characters go to it, or,
-   * with `placement`, those that come while it chooses the pool.
-   */
-  pool?: { bulk: BulkPool; minimumBodyLength: number; placement?: MeasuredPlacement };
   /** Holds a check back until this process serves the revision it asks for (see min-revision.ts). */
   minRevisionCheck: onRequestHookHandler;
   /** Run first on every admin and earlier-family write route: the admin key check (admin-auth.ts) when authentication is on, else the open admin guard (open-admin.ts). */

@@ -1,8 +1,17 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { JsonSchemaToTsProvider } from '@fastify/type-provider-json-schema-to-ts';
-import { policyListSchema, policySchema, storedPolicySchema } from '../schemas/policy.js';
+import {
+  policiesToValidateSchema,
+  policyListSchema,
+  policyNameParamsSchema,
+  policySchema,
+  policyVersionParamsSchema,
+  restoreQuerySchema,
+  simplePolicyQuerySchema,
+  storedPolicySchema,
+  validationReportSchema,
+} from '../schemas/policy.js';
 import { nestedCheckRequestSchema } from '../schemas/check.js';
-import { validationIssueSchema } from '../schemas/errors.js';
 import { readCheckRequest } from '../requests/check-request.js';
 import { RequestValidationError } from '../errors.js';
 import { API_KEY_SECURITY } from './admin-auth.js';
@@ -10,45 +19,6 @@ import type { RoutesOptions } from './context.js';
 import { ERROR_RESPONSES } from './responses.js';
 import { warningsTo, writerOf } from './writer.js';
 import { auditPageQuerySchema, auditPageSchema, auditRecordSchema } from '../schemas/audit.js';
-
-const nameParams = {
-  type: 'object',
-  properties: { name: { type: 'string', description: 'The policy name (as stored, slugified).' } },
-  required: ['name'],
-} as const;
-
-const versionParams = {
-  type: 'object',
-  properties: { ...nameParams.properties, version: { type: 'integer', minimum: 1, description: 'A version from the history.' } },
-  required: ['name', 'version'],
-} as const;
-
-const restoreQuery = {
-  type: 'object',
-  properties: { version: { type: 'integer', minimum: 1, description: 'The version to make current again.' } },
-  required: ['version'],
-} as const;
-
-const simplePolicyQuery = {
-  type: 'object',
-  properties: { name: { type: 'string', minLength: 1, description: 'Policy name; slugified, also names the rule.' } },
-  required: ['name'],
-} as const;
-
-const validationReportSchema = {
-  type: 'object',
-  properties: {
-    valid: { type: 'boolean', const: true },
-    warnings: {
-      type: 'array',
-      items: validationIssueSchema,
-      description:
-        '`type`: never_matches, shadowed, unknown_action, duplicate_condition or escaped_by_omission; `incomplete`, last, when the report stopped early (too long, or too much work).',
-    },
-  },
-  required: ['valid', 'warnings'],
-  additionalProperties: false,
-} as const;
 
 const tags = ['policies'];
 const security = API_KEY_SECURITY;
@@ -85,7 +55,7 @@ export const policyRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, {
         'a rule that can never match, a rule shadowed by an earlier rule of its policy, an action that looks like a typo of one another policy names, ' +
         'a duplicate condition, a deny rule that a request escapes by leaving out an attribute it tests (with the rule that closes the gap). ' +
         'Each policy is taken with the stored ones, in place of the stored policy of its name.',
-      body: { anyOf: [policySchema, { type: 'array', items: policySchema }] },
+      body: policiesToValidateSchema,
       response: { 200: validationReportSchema, ...ERROR_RESPONSES },
     },
     // It changes nothing: a read key (a CI job's, say) may validate.
@@ -102,7 +72,7 @@ export const policyRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, {
       summary: 'Create a one-rule allow policy from a check request',
       description:
         'Each principal and resource attribute becomes an `==` condition; a `uri` becomes a `uri ==` condition. The rule allows the given action; the default effect is deny.',
-      querystring: simplePolicyQuery,
+      querystring: simplePolicyQuerySchema,
       body: nestedCheckRequestSchema,
       response: { 200: storedPolicySchema, ...ERROR_RESPONSES },
     },
@@ -114,7 +84,7 @@ export const policyRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, {
   });
 
   app.get('/admin/policies/:name', {
-    schema: { tags, security, summary: 'One policy', params: nameParams, response: { 200: storedPolicySchema, ...ERROR_RESPONSES } },
+    schema: { tags, security, summary: 'One policy', params: policyNameParamsSchema, response: { 200: storedPolicySchema, ...ERROR_RESPONSES } },
     handler: (request) => policies.get(request.params.name),
   });
 
@@ -124,7 +94,7 @@ export const policyRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, {
       security,
       summary: 'Replace a policy',
       description: "The body's name, once slugified, must equal the path's. The policy keeps its place in creation order.",
-      params: nameParams,
+      params: policyNameParamsSchema,
       body: policySchema,
       response: { 200: storedPolicySchema, ...ERROR_RESPONSES },
     },
@@ -132,7 +102,7 @@ export const policyRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, {
   });
 
   app.delete('/admin/policies/:name', {
-    schema: { tags, security, summary: 'Delete a policy', params: nameParams, response: { 200: { type: 'boolean' }, ...ERROR_RESPONSES } },
+    schema: { tags, security, summary: 'Delete a policy', params: policyNameParamsSchema, response: { 200: { type: 'boolean' }, ...ERROR_RESPONSES } },
     handler: (request) => policies.delete(request.params.name, writerOf(request)),
   });
 
@@ -143,7 +113,7 @@ export const policyRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, {
       summary: "A policy's versions, newest first",
       description:
         'The audit records of the writes that made each version (`version`, `operation`, `actor`, `time`, the policy `before` and `after`; a deletion has `after` null). The history reaches back as far as the audit trail is kept.',
-      params: nameParams,
+      params: policyNameParamsSchema,
       querystring: auditPageQuerySchema(context.config.maxPageSize),
       response: { 200: auditPageSchema, ...ERROR_RESPONSES },
     },
@@ -156,7 +126,7 @@ export const policyRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, {
       security,
       summary: 'One version of a policy',
       description: 'The audit record of the write that made it; the policy is its `after` (null: the version is a deletion).',
-      params: versionParams,
+      params: policyVersionParamsSchema,
       response: { 200: auditRecordSchema, ...ERROR_RESPONSES },
     },
     handler: (request) => policies.version(request.params.name, request.params.version),
@@ -169,8 +139,8 @@ export const policyRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, {
       summary: 'Make an earlier version of a policy current again',
       description:
         'Recorded as a write of its own (`policy.restore`). A deleted policy comes back, last in creation order; an existing one keeps its place. 400 when the version is a deletion.',
-      params: nameParams,
-      querystring: restoreQuery,
+      params: policyNameParamsSchema,
+      querystring: restoreQuerySchema,
       response: { 200: storedPolicySchema, ...ERROR_RESPONSES },
     },
     handler: (request, reply) => policies.restore(request.params.name, request.query.version, writerOf(request), warningsTo(reply)),

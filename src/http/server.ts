@@ -88,18 +88,10 @@ export async function buildServer(config: Config, services: Services): Promise<F
   await registerDocs(app);
   const keyCheck = services.adminKeys === undefined ? undefined : await adminKeyCheck(app, config, services.adminKeys);
   const context: AppContext = {
+    ...services,
     config,
-    snapshots,
     revision,
-    pool: services.pool,
-    readiness,
-    checks: services.checks,
-    audit: services.audit,
     minRevisionCheck: minRevisionCheck(snapshots, config.minRevisionWaitMs),
-    plans: services.plans,
-    policies: services.policies,
-    registry: services.registry,
-    schemas: services.schemas,
     adminGuard: keyCheck?.guard ?? openAdminGuard(config),
     explainGuard: keyCheck && ((request, reply) => keyCheck.requireKey(request, reply, EXPLAIN_NEEDS_KEY)),
   };

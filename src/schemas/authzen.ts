@@ -161,3 +161,24 @@ export const authzenSearchResponseSchema = {
   required: ['page', 'results'],
   additionalProperties: false,
 } as const;
+
+/** Where each AuthZEN endpoint is served, by its name in the metadata document. */
+export const AUTHZEN_ENDPOINTS = {
+  access_evaluation_endpoint: '/access/v1/evaluation',
+  access_evaluations_endpoint: '/access/v1/evaluations',
+  search_subject_endpoint: '/access/v1/search/subject',
+  search_action_endpoint: '/access/v1/search/action',
+  search_resource_endpoint: '/access/v1/search/resource',
+} as const;
+
+export const AUTHZEN_METADATA_PATH = '/.well-known/authzen-configuration';
+
+/** The metadata document: where this decision point and each of its endpoints is. */
+export const authzenMetadataSchema = {
+  type: 'object',
+  properties: {
+    policy_decision_point: { type: 'string' },
+    ...Object.fromEntries(Object.keys(AUTHZEN_ENDPOINTS).map((name) => [name, { type: 'string' }])),
+  },
+  required: ['policy_decision_point', ...Object.keys(AUTHZEN_ENDPOINTS)],
+} as const;

@@ -1,5 +1,6 @@
 import type { FromSchema } from 'json-schema-to-ts';
 import { anyJsonValueSchema } from './json.js';
+import { validationIssueSchema } from './errors.js';
 
 /** Operators as they travel on the wire; synonyms are kept as sent and mean the same thing. */
 export const OPERATORS = [
@@ -127,3 +128,47 @@ export type Rule = Policy['rules'][number];
 export type Condition = Rule['principal_conditions'][number];
 /** A policy as answers give it: every rule with its description. */
 export type AnsweredPolicy = FromSchema<typeof storedPolicySchema>;
+
+// The policy routes' parameters and answers.
+
+export const policyNameParamsSchema = {
+  type: 'object',
+  properties: { name: { type: 'string', description: 'The policy name (as stored, slugified).' } },
+  required: ['name'],
+} as const;
+
+export const policyVersionParamsSchema = {
+  type: 'object',
+  properties: { ...policyNameParamsSchema.properties, version: { type: 'integer', minimum: 1, description: 'A version from the history.' } },
+  required: ['name', 'version'],
+} as const;
+
+export const restoreQuerySchema = {
+  type: 'object',
+  properties: { version: { type: 'integer', minimum: 1, description: 'The version to make current again.' } },
+  required: ['version'],
+} as const;
+
+export const simplePolicyQuerySchema = {
+  type: 'object',
+  properties: { name: { type: 'string', minLength: 1, description: 'Policy name; slugified, also names the rule.' } },
+  required: ['name'],
+} as const;
+
+/** Policies to validate: one, or a list. */
+export const policiesToValidateSchema = { anyOf: [policySchema, { type: 'array', items: policySchema }] } as const;
+
+export const validationReportSchema = {
+  type: 'object',
+  properties: {
+    valid: { type: 'boolean', const: true },
+    warnings: {
+      type: 'array',
+      items: validationIssueSchema,
+      description:
+        '`type`: never_matches, shadowed, unknown_action, duplicate_condition or escaped_by_omission; `incomplete`, last, when the report stopped early (too long, or too much work).',
+    },
+  },
+  required: ['valid', 'warnings'],
+  additionalProperties: false,
+} as const;
