@@ -49,7 +49,7 @@ const MUTANTS = [
   },
   {
     name: '/check-access ignores verdict-min-revision',
-    changes: [{ file: 'src/http/earlier-endpoints.ts', search: '    onRequest: echoingRequestId(context.minRevisionCheck),\n', replace: '' }],
+    changes: [{ file: 'src/http/eunomia-earlier-family.ts', search: '    onRequest: echoingRequestId(context.minRevisionCheck),\n', replace: '' }],
     tests: ['test/http/min-revision.test.ts', 'test/http/revision-header.test.ts'],
   },
   {

@@ -2,7 +2,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { readFileSync, watch, type FSWatcher } from 'node:fs';
 import { basename, dirname } from 'node:path';
-import { ConfigError, type Config } from './config.js';
+import { ConfigError, type Config } from './config/config.js';
 
 export const ROLES = ['admin', 'read'] as const;
 export type Role = (typeof ROLES)[number];

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { Config } from './config.js';
+import type { Config } from './config/config.js';
 import { composeServices, type Substitutes } from './services/compose.js';
 import { buildServer } from './http/server.js';
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { checkAdminExposure, ConfigError, loadConfig } from './config.js';
+import { checkAdminExposure, ConfigError, loadConfig } from './config/config.js';
 import { dotenvLogLine, loadConfigWithDotenv } from './cli/dotenv/load.js';
 import { isLoopbackHost } from './loopback.js';
 import { commandHelp, optionsTable } from './cli/help.js';
@@ -159,7 +159,7 @@ async function main(argv: string[]): Promise<void> {
       const [subcommand, ...rest] = args;
       if (subcommand !== 'export') throw new ConfigError(`unknown command 'policies ${subcommand ?? ''}'; run 'verdict --help'`);
       const { exportPolicies } = await import('./cli/policies-export.js');
-      return exportPolicies(rest);
+      return exportPolicies(rest, process.env);
     }
     case 'test': {
       const { policyTest } = await import('./cli/policy-tests/command.js');

@@ -2,7 +2,7 @@ import type { DecisionRequest, ExplainedDecision } from '../engine/index.js';
 import { AttributeConflict } from '../registry/resolve.js';
 import { AttributeValidators, type ResourceKnown } from './attribute-validators.js';
 import type { SchemaDocument } from './schema-document.js';
-import type { SchemaEnforcement } from '../config.js';
+import type { SchemaEnforcement } from '../config/config.js';
 
 /**
  * A check whose attributes break the schema, under `reject`: it cannot be decided as asked, as a

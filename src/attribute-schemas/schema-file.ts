@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { ConfigError, type Config } from '../config.js';
-import { DocumentError, readText } from '../documents.js';
+import { ConfigError, type Config } from '../config/config.js';
+import { DocumentError, readText } from '../document-files.js';
 import { readSchemaDocument, SchemaDocumentError, type SchemaDocument } from './schema-document.js';
 
 /** The schema document a policy directory may hold beside its policies (never read as a policy). */

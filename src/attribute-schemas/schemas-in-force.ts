@@ -1,5 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
-import type { SchemaEnforcement } from '../config.js';
+import type { SchemaEnforcement } from '../config/config.js';
 import { requestSchemas, type RequestSchemas } from './enforcement.js';
 import type { SchemaDocument } from './schema-document.js';
 

@@ -1,5 +1,5 @@
 import { request } from 'node:http';
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 
 const PROBE_TIMEOUT_MS = 3000;
 

@@ -1,4 +1,4 @@
-import { START_OPTIONS, type StartOption } from '../config.js';
+import { START_OPTIONS, type StartOption } from '../config/config.js';
 
 /** Columns are separated by at least this much space. */
 const GAP = 2;

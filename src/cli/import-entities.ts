@@ -1,7 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { createInterface } from 'node:readline';
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import { describeTarget, serverTarget } from './healthcheck.js';
 
 /** Where `verdict import entities` sends its batches: the registry's all-or-nothing bulk registration. */

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import YAML from 'yaml';
 import type { Policy } from '../schemas/policy.js';
-import { ConfigError, loadConfig } from '../config.js';
+import { adminApiKeyOf, ConfigError, loadConfig } from '../config/config.js';
 import { openStore } from '../store/open.js';
 import { PRIVATE_DIRECTORY, PRIVATE_FILE } from '../private-files.js';
 
@@ -17,9 +17,9 @@ const MAX_REDIRECTS = 5;
  * followed within the server's origin only: the key is never sent anywhere else, and a redirect to
  * another origin stops the export, naming it, for the user to pass as --url if that is the server.
  */
-async function fromServer(url: string): Promise<Policy[]> {
-  const key = process.env.ADMIN_API_KEY;
-  const headers: Record<string, string> = key === undefined ? {} : { 'way-api-key': key };
+async function fromServer(url: string, env: NodeJS.ProcessEnv): Promise<Policy[]> {
+  const key = adminApiKeyOf(env);
+  const headers: Record<string, string> = key === '' ? {} : { 'way-api-key': key };
   let target = new URL('/admin/policies', url);
   for (let redirects = 0; ; redirects++) {
     let response: Response;
@@ -45,8 +45,8 @@ async function fromServer(url: string): Promise<Policy[]> {
   }
 }
 
-async function fromStore(args: string[]): Promise<Policy[]> {
-  const config = loadConfig(args, process.env);
+async function fromStore(args: string[], env: NodeJS.ProcessEnv): Promise<Policy[]> {
+  const config = loadConfig(args, env);
   if (config.store === 'embedded' && !existsSync(config.dataDir)) throw new ConfigError(`no data directory at ${config.dataDir}`);
   const store = await openStore(config, { auditValues: config.auditValues });
   try {
@@ -62,7 +62,7 @@ async function fromStore(args: string[]): Promise<Policy[]> {
  * YAML file per policy, numbered so that the files' order is the policies' creation order, the
  * order `--policies` reads them in. Refuses a directory that already holds policy files.
  */
-export async function exportPolicies(args: string[]): Promise<void> {
+export async function exportPolicies(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
   let parsed;
   try {
     parsed = parseArgs({
@@ -79,7 +79,7 @@ export async function exportPolicies(args: string[]): Promise<void> {
   const { url, ...storeOptions } = parsed.values;
   const storeArgs = Object.entries(storeOptions).flatMap(([name, value]) => [`--${name}`, value as string]);
   if (url !== undefined && storeArgs.length > 0) throw new ConfigError(`--url and a store (${storeArgs[0]}) are two sources: give one\n${USAGE}`);
-  const policies = storeArgs.length > 0 ? await fromStore(storeArgs) : await fromServer(url ?? 'http://127.0.0.1:8421');
+  const policies = storeArgs.length > 0 ? await fromStore(storeArgs, env) : await fromServer(url ?? 'http://127.0.0.1:8421', env);
   mkdirSync(dir, { recursive: true, mode: PRIVATE_DIRECTORY });
   const existing = readdirSync(dir).filter((name) => /\.(json|ya?ml)$/.test(name));
   if (existing.length > 0) throw new ConfigError(`${dir} already holds policy files (${existing.slice(0, 3).join(', ')}): export into an empty directory`);

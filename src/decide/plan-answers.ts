@@ -18,7 +18,7 @@ import {
 } from '../engine/index.js';
 import { ClientError } from '../errors.js';
 import { planTooLarge, plansTooLarge } from './answer-limits.js';
-import { PLAN_ANSWER_GROWTH, type Config } from '../config.js';
+import { PLAN_ANSWER_GROWTH, type Config } from '../config/config.js';
 
 /** How long a plan's condition may be (its filter: twice as long), and the plans of one request together; how answers spell operators. */
 export type PlanSettings = Pick<Config, 'maxPlanSize' | 'maxAnswerSize' | 'operatorStyle'>;

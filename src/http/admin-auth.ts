@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import type {} from '@fastify/rate-limit';
 import { ClientError } from '../errors.js';
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import type { AdminKey, KeyRing } from '../admin-keys.js';
 import { isLoopbackAddress } from '../loopback.js';
 

@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import type { FastifyRequest, onRequestHookHandler } from 'fastify';
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import { ClientError } from '../errors.js';
 import { isLoopbackHost } from '../loopback.js';
 

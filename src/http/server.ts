@@ -1,5 +1,5 @@
 import Fastify, { LogController, type FastifyInstance, type FastifyReply } from 'fastify';
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import type { Services } from '../services/compose.js';
 import type { Readiness } from '../services/readiness.js';
 import type { Metrics } from '../live/metrics.js';
@@ -17,7 +17,7 @@ import { planRoutes } from './plan.js';
 import { policyRoutes } from './policies.js';
 import { attributeSchemaRoutes } from './attribute-schemas.js';
 import { registryRoutes } from './registry.js';
-import { earlierEndpointRoutes } from './earlier-endpoints.js';
+import { eunomiaEarlierRoutes } from './eunomia-earlier-family.js';
 import { instrumentRoutes, metricsRoutes } from './metrics.js';
 import { dashboardRoutes } from './dashboard.js';
 import { auditRoutes } from './audit.js';
@@ -100,7 +100,7 @@ export async function buildServer(config: Config, services: Services): Promise<F
   await app.register(checkRoutes, { context });
   await app.register(authzenRoutes, { context });
   await app.register(planRoutes, { context });
-  await app.register(earlierEndpointRoutes, { context });
+  await app.register(eunomiaEarlierRoutes, { context });
   await app.register(dashboardRoutes);
   await app.register(async (admin) => {
     admin.addHook('onRequest', context.adminGuard);

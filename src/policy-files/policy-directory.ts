@@ -5,7 +5,7 @@ import type { LoadedPolicies, Store } from '../store/store.js';
 import type { PolicySource } from '../services/policy-source.js';
 import { PolicySetReader } from '../services/policy-set.js';
 import type { PolicyLimits } from '../engine/index.js';
-import { ConfigError } from '../config.js';
+import { ConfigError } from '../config/config.js';
 import { readPolicyDirectory, type DirectorySchemas } from './read-directory.js';
 import type { SchemaDocument } from '../attribute-schemas/schema-document.js';
 

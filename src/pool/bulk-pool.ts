@@ -9,7 +9,7 @@ import { RunningTasks } from './running-tasks.js';
 import { POOL_WORKER_FILE } from '../../workers/entry-points.js';
 import type { BulkTally } from '../live/live-counters.js';
 import type { ItemViolations } from '../attribute-schemas/enforcement.js';
-import type { SchemaEnforcement } from '../config.js';
+import type { SchemaEnforcement } from '../config/config.js';
 import type { RequestOrigin } from '../decision-log/line.js';
 
 /** What a pool is made with. */

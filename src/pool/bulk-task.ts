@@ -6,7 +6,7 @@ import type { BulkTally } from '../live/live-counters.js';
 import type { PlanSettings, PlanWork } from '../decide/plan-answers.js';
 import type { ItemViolations } from '../attribute-schemas/enforcement.js';
 import type { SchemaDocument } from '../attribute-schemas/schema-document.js';
-import type { SchemaEnforcement } from '../config.js';
+import type { SchemaEnforcement } from '../config/config.js';
 
 /** Work for a worker, with the snapshot revision it must be done at. */
 export interface TaskAtRevision {

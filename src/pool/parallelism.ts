@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import type { Evaluation } from '../config.js';
+import type { Evaluation } from '../config/config.js';
 
 /** The cgroup files that bound this process's CPU time, as read (absent: no such file). */
 export interface CgroupCpuFiles {

@@ -2,7 +2,7 @@ import { chmodSync, lstatSync, rmSync } from 'node:fs';
 import cluster from 'node:cluster';
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import { Server as NetServer } from 'node:net';
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 
 /** Group members (an app container in the same pod) may connect to the socket; others may not. */
 const SOCKET_MODE = 0o660;
@@ -17,11 +17,8 @@ function listen(server: Server, target: { host: string; port: number } | { path:
   });
 }
 
-/**
- * Test-only, off unless VERDICT_TEST_PROCESS_HEADER=1: every answer names the process that gave it,
- * so that tests can tell the processes of a cluster apart.
- */
-const PROCESS_HEADER = process.env.VERDICT_TEST_PROCESS_HEADER === '1' ? 'verdict-test-process' : undefined;
+/** See Config's testProcessHeader. */
+const PROCESS_HEADER = 'verdict-test-process';
 
 /** A socket file left by a process that died is removed; anything else at the path is an error. */
 function removeStaleSocket(path: string): void {
@@ -52,10 +49,11 @@ export class Listeners {
   private constructor(
     private handler: RequestListener,
     private metricsHandler: RequestListener,
+    private readonly namesProcess: boolean,
   ) {}
 
   static async open(config: Config, starting: RequestListener): Promise<Listeners> {
-    const listeners = new Listeners(starting, starting);
+    const listeners = new Listeners(starting, starting, config.testProcessHeader);
     const apiServer = () => {
       const server = createServer((request, response) => listeners.dispatch(listeners.handler, request, response));
       listeners.api.push(server);
@@ -89,7 +87,7 @@ export class Listeners {
   /** Hands a request to `handler`, its response marked `Connection: close` once the listeners drain. */
   private dispatch(handler: RequestListener, request: IncomingMessage, response: ServerResponse): void {
     if (this.draining) response.setHeader('connection', 'close');
-    if (PROCESS_HEADER !== undefined) response.setHeader(PROCESS_HEADER, String(process.pid));
+    if (this.namesProcess) response.setHeader(PROCESS_HEADER, String(process.pid));
     handler(request, response);
   }
 

@@ -1,7 +1,7 @@
 import closeWithGrace from 'close-with-grace';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import type { Listeners } from './listeners.js';
 
 /**

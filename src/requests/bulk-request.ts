@@ -7,7 +7,7 @@ import { ClientError, RequestValidationError } from '../errors.js';
 import type { ValidationIssue } from '../schemas/errors.js';
 import { requestLimitIssues } from './request-limits.js';
 import { isValidCheckList } from './check-shape.js';
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 
 /** What bounds a bulk body; plain data, so that it travels to the pool's workers. */
 export type BulkLimits = Pick<Config, 'bulkCheckMaxRequests' | 'maxJsonDepth' | 'maxStringLength' | 'maxAnswerSize'>;

@@ -1,4 +1,4 @@
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import type { Location, ValidationIssue } from '../schemas/errors.js';
 
 export type RequestLimits = Pick<Config, 'maxJsonDepth' | 'maxStringLength'>;

@@ -8,7 +8,7 @@ import { isSchemasRecord, SCHEMAS_TARGET, type AuditRecord, type Writer } from '
 import { ClientError, managedInFiles, RequestValidationError } from '../errors.js';
 import { readSchemaDocument, SchemaDocumentError, type SchemaDocument } from '../attribute-schemas/schema-document.js';
 import type { SchemaFile } from '../attribute-schemas/schema-file.js';
-import { runInSlices } from '../slices.js';
+import { runInSlices } from './work-in-slices.js';
 import { applied } from './applied.js';
 
 /** Most problems a re-check lists, over every policy: a schema that every rule breaks could otherwise list millions. */

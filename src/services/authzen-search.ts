@@ -3,7 +3,7 @@ import type { AuthzenActionSearch, AuthzenResourceSearch, AuthzenSubjectSearch }
 import { actionAndContext, entityInput, entityUri } from '../requests/authzen-request.js';
 import type { CheckInput } from '../requests/check-request.js';
 import type { DecisionRequest, MongoFilter } from '../engine/index.js';
-import { PLAN_ANSWER_GROWTH } from '../config.js';
+import { PLAN_ANSWER_GROWTH } from '../config/config.js';
 import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
 import type { RegistryService } from './registry.js';
 import type { CheckService } from './checks.js';
@@ -14,7 +14,7 @@ import { AttributeConflict, type RegisteredAttributes } from '../registry/resolv
 import { attributeMapOf } from '../registry/entities.js';
 import { NarrowingTimedOut } from '../store/store.js';
 import type { Entity } from '../schemas/entity.js';
-import { betweenSlices } from '../slices.js';
+import { betweenSlices } from './work-in-slices.js';
 
 /** One page of a search's answer, as AuthZEN writes it: `page` first, then the results. */
 export interface SearchAnswer<Result> {

@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import { openStore } from '../store/open.js';
 import type { CheckedAgainst, Store } from '../store/store.js';
 import { PolicySnapshots } from '../snapshot/policy-snapshots.js';

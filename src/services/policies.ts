@@ -13,7 +13,7 @@ import {
   type OperatorStyle,
   type PolicyLimits,
 } from '../engine/index.js';
-import { runInSlices } from '../slices.js';
+import { runInSlices } from './work-in-slices.js';
 import { PolicySetReader } from './policy-set.js';
 import type { CheckInput } from '../requests/check-request.js';
 import { DuplicateKeyError, type CheckedAgainst, type Store } from '../store/store.js';
@@ -23,7 +23,7 @@ import { ClientError, managedInFiles, notFound, RequestValidationError } from '.
 import { applied } from './applied.js';
 import { isPolicyRecord, policyTarget, type AuditRecord, type Writer } from '../audit/record.js';
 import type { AuditPage, AuditTrail } from '../audit/audit-trail.js';
-import type { SchemaEnforcement } from '../config.js';
+import type { SchemaEnforcement } from '../config/config.js';
 
 /** The attribute schemas policies are checked against: a write breaking them is refused under `reject`; validate reports them always. */
 export interface PolicySchemas {

@@ -1,4 +1,4 @@
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import { EmbeddedStore } from './embedded.js';
 import { StoreUnavailableError, type Store, type StoreOptions } from './store.js';
 import type { MemoryMongo } from './mongodb/memory.js';

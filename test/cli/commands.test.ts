@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ConfigError, DEFAULT_CONFIG, loadConfig } from '../../src/config.js';
+import { ConfigError, DEFAULT_CONFIG, loadConfig } from '../../src/config/config.js';
 import { runVerdict, type Exit } from '../helpers/child.js';
 import { scratchDir } from '../helpers/server.js';
 

@@ -2,7 +2,7 @@ import t from 'tap';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, loadConfig, START_OPTIONS } from '../../src/config.js';
+import { ConfigError, loadConfig, START_OPTIONS } from '../../src/config/config.js';
 import { ask, freePort, runVerdict, waitFor } from '../helpers/child.js';
 
 /** The longest line --help may print when stdout is not a terminal. */

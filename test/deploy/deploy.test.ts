@@ -9,7 +9,7 @@ import { ConfigMap, Secret, Service } from 'kubernetes-models/v1';
 import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { parse as parseYaml } from 'yaml';
-import { checkAdminExposure, ConfigError, DEFAULT_CONFIG, loadConfig, type Config } from '../../src/config.js';
+import { checkAdminExposure, ConfigError, DEFAULT_CONFIG, loadConfig, type Config } from '../../src/config/config.js';
 import { STORE_PROBE_TIMEOUT_MS } from '../../src/services/readiness-conditions.js';
 import { PolicySetReader } from '../../src/services/policy-set.js';
 import { ask, freePort, runVerdict, waitFor } from '../helpers/child.js';

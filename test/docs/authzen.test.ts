@@ -1,6 +1,6 @@
 import t from 'tap';
 import { request } from 'undici';
-import { DEFAULT_CONFIG } from '../../src/config.js';
+import { DEFAULT_CONFIG } from '../../src/config/config.js';
 import { curlSteps, readDocument, replay, section } from '../helpers/markdown.js';
 import { startServer } from '../helpers/server.js';
 

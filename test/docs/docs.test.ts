@@ -1,7 +1,7 @@
 import t from 'tap';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DEFAULT_CONFIG, START_OPTIONS } from '../../src/config.js';
+import { DEFAULT_CONFIG, START_OPTIONS } from '../../src/config/config.js';
 import { OPERATORS } from '../../src/schemas/policy.js';
 import { codeSpans, curlSteps, readDocument, replay, section, tableAfter } from '../helpers/markdown.js';
 import { scratchDir, startServer } from '../helpers/server.js';

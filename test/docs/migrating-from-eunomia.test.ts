@@ -10,7 +10,7 @@ import { EunomiaDatabaseFile } from '../helpers/eunomia-database.js';
 import { freePort, waitFor } from '../helpers/child.js';
 import { scratchDir, startServer, type TestServer } from '../helpers/server.js';
 import { pythonPolicyProblems } from '../helpers/eunomia-models.js';
-import { loadConfig, type Config } from '../../src/config.js';
+import { loadConfig, type Config } from '../../src/config/config.js';
 
 // docs/migrating-from-eunomia.md: each difference it lists, checked on a real server to behave as
 // written; the guide's headings and the tests below must name the same differences.

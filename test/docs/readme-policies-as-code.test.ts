@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { request } from 'undici';
-import { DEFAULT_CONFIG } from '../../src/config.js';
+import { DEFAULT_CONFIG } from '../../src/config/config.js';
 import { codeBlocks, curlSteps, readDocument, replay, section, type Block } from '../helpers/markdown.js';
 import { runVerdict, startVerdict, type RunningVerdict } from '../helpers/child.js';
 import type { TestServer } from '../helpers/server.js';

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { readdirSync, readFileSync } from 'node:fs';
 import { request } from 'undici';
-import { DEFAULT_CONFIG } from '../../src/config.js';
+import { DEFAULT_CONFIG } from '../../src/config/config.js';
 import { codeSpans, curlSteps, readDocument, replay, section } from '../helpers/markdown.js';
 import { Query } from 'mingo';
 import { startServer } from '../helpers/server.js';

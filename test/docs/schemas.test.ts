@@ -2,7 +2,7 @@ import t, { type Test } from 'tap';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'undici';
-import { DEFAULT_CONFIG } from '../../src/config.js';
+import { DEFAULT_CONFIG } from '../../src/config/config.js';
 import { codeBlocks, curlSteps, readDocument, section } from '../helpers/markdown.js';
 import { scratchDir, startServer, type TestServer } from '../helpers/server.js';
 

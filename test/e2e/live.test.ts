@@ -3,7 +3,7 @@ import type { Browser, Page } from 'playwright-core';
 import { ALLOWED, BY_DEFAULT, BY_GUARD, createLivePolicies } from '../helpers/live-traffic.js';
 import { scratchDir, startServer, type TestServer } from '../helpers/server.js';
 import { chromiumMissing, field, heading, launchChromium, openDashboard, screenshot } from '../helpers/browser.js';
-import type { Config } from '../../src/config.js';
+import type { Config } from '../../src/config/config.js';
 
 /**
  * The Live screen in a real headless Chromium against a real Verdict, with traffic the test sends

@@ -3,7 +3,7 @@
  * docs/evaluation.md, over many random policy sets and requests (seeded, so failures reproduce).
  */
 import t from 'tap';
-import { DEFAULT_CONFIG as LIMITS } from '../../src/config.js';
+import { DEFAULT_CONFIG as LIMITS } from '../../src/config/config.js';
 import { compile, deciderOf, evaluate, explain, policyIssues, type Decision, type DecisionRequest, type ResolvedEntity } from '../../src/engine/index.js';
 import type { Snapshot } from '../../src/engine/compile.js';
 import type { Condition, Operator, Policy, Rule } from '../../src/schemas/policy.js';

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { DEFAULT_CONFIG as LIMITS } from '../../src/config.js';
+import { DEFAULT_CONFIG as LIMITS } from '../../src/config/config.js';
 import { buildSimplePolicy, compile, evaluate, policyIssues } from '../../src/engine/index.js';
 import { entity, request } from './helpers.js';
 

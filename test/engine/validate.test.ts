@@ -1,5 +1,5 @@
 import t from 'tap';
-import { DEFAULT_CONFIG as LIMITS } from '../../src/config.js';
+import { DEFAULT_CONFIG as LIMITS } from '../../src/config/config.js';
 import { normalizePolicy, policyIssues } from '../../src/engine/index.js';
 import type { Policy } from '../../src/schemas/policy.js';
 import { cond, policy, rule } from './helpers.js';

@@ -1,7 +1,7 @@
 import type { Test } from 'tap';
 import { readFileSync } from 'node:fs';
 import { request } from 'undici';
-import { DEFAULT_CONFIG } from '../../src/config.js';
+import { DEFAULT_CONFIG } from '../../src/config/config.js';
 import type { TestServer } from './server.js';
 
 /**

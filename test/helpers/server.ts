@@ -5,7 +5,7 @@ import type { Test } from 'tap';
 import { request } from 'undici';
 import { buildApp } from '../../src/app.js';
 import type { Metrics } from '../../src/live/metrics.js';
-import { DEFAULT_CONFIG, type Config } from '../../src/config.js';
+import { DEFAULT_CONFIG, type Config } from '../../src/config/config.js';
 import type { Substitutes } from '../../src/services/compose.js';
 
 export interface JsonResponse {

@@ -4,7 +4,7 @@ import { request } from 'undici';
 import { SerializerSelector } from '@fastify/fast-json-stringify-compiler';
 import { checkResponseListSchema, checkResponseSchema } from '../../src/schemas/check.js';
 import { authzenDecisionSchema, authzenEvaluationsResponseSchema } from '../../src/schemas/authzen.js';
-import type { Evaluation } from '../../src/config.js';
+import type { Evaluation } from '../../src/config/config.js';
 import { startServer, type TestServer } from '../helpers/server.js';
 
 /**

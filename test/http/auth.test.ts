@@ -2,7 +2,7 @@ import t, { type Test } from 'tap';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { buildApp } from '../../src/app.js';
-import { ConfigError, DEFAULT_CONFIG, loadConfig, type Config } from '../../src/config.js';
+import { ConfigError, DEFAULT_CONFIG, loadConfig, type Config } from '../../src/config/config.js';
 import { isLocalClient } from '../../src/http/admin-auth.js';
 import { ask } from '../helpers/child.js';
 import { startServer, temporaryDataDir, type TestServer } from '../helpers/server.js';

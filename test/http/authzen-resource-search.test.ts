@@ -2,7 +2,7 @@ import t from 'tap';
 import fc from 'fast-check';
 import { startServer, type TestServer, succeeded } from '../helpers/server.js';
 import { planCase } from '../helpers/plan-cases.js';
-import type { Config } from '../../src/config.js';
+import type { Config } from '../../src/config/config.js';
 
 const SEARCH = '/access/v1/search/resource';
 const REGISTER_MANY = '/admin/fetchers/registry/entities/$bulk';

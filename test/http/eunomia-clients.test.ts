@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap';
 import { openStore } from '../../src/store/open.js';
-import { DEFAULT_CONFIG, type Config } from '../../src/config.js';
+import { DEFAULT_CONFIG, type Config } from '../../src/config/config.js';
 import type { Policy } from '../../src/schemas/policy.js';
 import { startServer, temporaryDataDir, type TestServer } from '../helpers/server.js';
 import { TEST_WRITER } from '../helpers/writer.js';

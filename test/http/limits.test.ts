@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap';
-import { ConfigError, DEFAULT_CONFIG, loadConfig, type Config } from '../../src/config.js';
+import { ConfigError, DEFAULT_CONFIG, loadConfig, type Config } from '../../src/config/config.js';
 import { rmSync } from 'node:fs';
 import { startServer, temporaryDataDir, type TestServer } from '../helpers/server.js';
 import { ask, freePort, runVerdict, waitFor } from '../helpers/child.js';

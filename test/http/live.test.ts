@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { ALLOWED, BY_DEFAULT, BY_GUARD, createLivePolicies, LIVE_POLICIES } from '../helpers/live-traffic.js';
 import { startServer, temporaryDataDir, type TestServer } from '../helpers/server.js';
 import { keyDigest } from '../../src/admin-keys.js';
-import type { Config } from '../../src/config.js';
+import type { Config } from '../../src/config/config.js';
 
 /**
  * GET /admin/live on a real server, with traffic the test sends over HTTP: exact counts of

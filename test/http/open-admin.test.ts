@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap';
-import type { Config } from '../../src/config.js';
+import type { Config } from '../../src/config/config.js';
 import { startServer, type TestServer } from '../helpers/server.js';
 import { ADMIN_WRITES } from '../helpers/admin-writes.js';
 

@@ -2,7 +2,7 @@ import t, { type Test } from 'tap';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { scratchDir, startServer, type TestServer } from '../helpers/server.js';
-import type { Config } from '../../src/config.js';
+import type { Config } from '../../src/config/config.js';
 
 /**
  * POST /plan and /plan/bulk hold what they know to the attribute schemas as /check does: the

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
 import { startServer, type TestServer } from '../helpers/server.js';
-import type { Config } from '../../src/config.js';
+import type { Config } from '../../src/config/config.js';
 
 // Relations (`value_from`), action attributes and context over real HTTP, in every form and route
 // that takes a check; and policies written before them, stored and answered as they were.

@@ -7,7 +7,7 @@ import { ADMIN_WRITES, writeRoutesOf } from '../helpers/admin-writes.js';
 import { CLI } from '../helpers/child.js';
 import { KeyRing, keyDigest } from '../../src/admin-keys.js';
 import { until as waitFor } from '../helpers/until.js';
-import { ConfigError, loadConfig } from '../../src/config.js';
+import { ConfigError, loadConfig } from '../../src/config/config.js';
 
 const DEFAULT = 'the-default-key';
 const ALICE = 'alice-key-0123456789';

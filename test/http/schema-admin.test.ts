@@ -2,7 +2,7 @@ import t, { type Test } from 'tap';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { scratchDir, startServer, temporaryDataDir, type TestServer } from '../helpers/server.js';
-import type { Config } from '../../src/config.js';
+import type { Config } from '../../src/config/config.js';
 import { MAX_SCHEMA_DOCUMENT_LENGTH, MAX_SCHEMA_NODES } from '../../src/attribute-schemas/schema-document.js';
 
 // The attribute schema document managed through the admin API: stored, versioned and audited,

@@ -3,7 +3,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { scratchDir, startServer, type TestServer } from '../helpers/server.js';
-import type { Config } from '../../src/config.js';
+import type { Config } from '../../src/config/config.js';
 
 /**
  * Checks decided despite the attribute schemas (--schema-enforcement warn) are seen where decisions

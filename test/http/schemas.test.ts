@@ -2,7 +2,7 @@ import t, { type Test } from 'tap';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { scratchDir, startServer, temporaryDataDir, type TestServer } from '../helpers/server.js';
-import type { Config } from '../../src/config.js';
+import type { Config } from '../../src/config/config.js';
 
 /** Users have an integer level and a clearance from 1 to 3, both required; documents a string owner. */
 const SCHEMAS = {

@@ -3,7 +3,7 @@ import { rmSync } from 'node:fs';
 import { EmbeddedStore } from '../../src/store/embedded.js';
 import { MongoStore } from '../../src/store/mongodb/store.js';
 import type { Store } from '../../src/store/store.js';
-import type { Config } from '../../src/config.js';
+import type { Config } from '../../src/config/config.js';
 import type { Policy } from '../../src/schemas/policy.js';
 import { startServer, temporaryDataDir } from '../helpers/server.js';
 import { interceptedStore } from '../helpers/intercepted-store.js';

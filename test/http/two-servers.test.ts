@@ -2,7 +2,7 @@ import t, { type Test } from 'tap';
 import { rmSync } from 'node:fs';
 import { startServer, temporaryDataDir, type TestServer } from '../helpers/server.js';
 import { reachableMongo } from '../helpers/mongo.js';
-import type { Config } from '../../src/config.js';
+import type { Config } from '../../src/config/config.js';
 
 // Two Verdict servers on one data directory (two connections, as two processes would have): what
 // is written through one is enforced by the other once its change feed has delivered it.

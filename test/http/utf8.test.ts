@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap';
 import { request } from 'undici';
-import type { Config } from '../../src/config.js';
+import type { Config } from '../../src/config/config.js';
 import { startServer, type TestServer } from '../helpers/server.js';
 import { operationsOf } from '../helpers/openapi.js';
 

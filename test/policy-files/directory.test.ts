@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import YAML from 'yaml';
 import { startServer, type TestServer } from '../helpers/server.js';
-import { ConfigError } from '../../src/config.js';
+import { ConfigError } from '../../src/config/config.js';
 import { ask, outputMatches, runVerdict, startVerdict } from '../helpers/child.js';
 import { ADMIN_WRITES, writeRoutesOf } from '../helpers/admin-writes.js';
 

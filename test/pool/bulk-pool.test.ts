@@ -4,7 +4,7 @@ import { EmbeddedStore } from '../../src/store/embedded.js';
 import { PolicySnapshots } from '../../src/snapshot/policy-snapshots.js';
 import { BulkPool, type BulkObserver } from '../../src/pool/bulk-pool.js';
 import { ClientError } from '../../src/errors.js';
-import { DEFAULT_CONFIG } from '../../src/config.js';
+import { DEFAULT_CONFIG } from '../../src/config/config.js';
 import { temporaryDataDir } from '../helpers/server.js';
 import { TEST_WRITER } from '../helpers/writer.js';
 import { interceptedStore } from '../helpers/intercepted-store.js';

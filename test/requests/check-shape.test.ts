@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { isValidCheckList } from '../../src/requests/check-shape.js';
 import { compileBulkValidator, readBulkBody } from '../../src/requests/bulk-request.js';
 import { requestLimitIssues, type RequestLimits } from '../../src/requests/request-limits.js';
-import { DEFAULT_CONFIG } from '../../src/config.js';
+import { DEFAULT_CONFIG } from '../../src/config/config.js';
 
 // The hand check lets a bulk skip Ajv and the limits walk: it must say "valid" exactly when they
 // would both accept the body, or a 422 could be lost (or its details change). Compared with them on

@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DEFAULT_CONFIG } from '../../src/config.js';
+import { DEFAULT_CONFIG } from '../../src/config/config.js';
 import { EmbeddedStore } from '../../src/store/embedded.js';
 import { PolicySnapshots } from '../../src/snapshot/policy-snapshots.js';
 import { PolicyDirectory } from '../../src/policy-files/policy-directory.js';

@@ -1,7 +1,7 @@
 import t from 'tap';
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
-import { DEFAULT_CONFIG } from '../../src/config.js';
+import { DEFAULT_CONFIG } from '../../src/config/config.js';
 import { DATABASE_FILE, EmbeddedStore } from '../../src/store/embedded.js';
 import { openStore } from '../../src/store/open.js';
 import { scratchDir, startServer } from '../helpers/server.js';

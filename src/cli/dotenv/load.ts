@@ -1,6 +1,6 @@
 import { readFileSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { ConfigError, loadConfig, requiresAdminAuthentication, START_OPTIONS, type Config } from '../../config.js';
+import { ConfigError, loadConfig, requiresAdminAuthentication, START_OPTIONS, type Config } from '../../config/config.js';
 import { parseDotenv } from './parse.js';
 
 /** Where Eunomia's users keep its settings, and where Verdict looks by default. */

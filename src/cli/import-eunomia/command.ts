@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { ConfigError, type Config } from '../../config.js';
+import { ConfigError, type Config } from '../../config/config.js';
 import { loadConfigWithDotenv } from '../dotenv/load.js';
 import { openStore } from '../../store/open.js';
 import { EunomiaDatabase } from './database.js';

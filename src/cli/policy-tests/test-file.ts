@@ -5,7 +5,7 @@ import type { Policy } from '../../schemas/policy.js';
 import { policyTestFileSchema, type PolicyTestCase, type PolicyTestFile } from '../../schemas/policy-test.js';
 import { createAjv, validationIssues } from '../../schemas/validation.js';
 import type { ValidationIssue } from '../../schemas/errors.js';
-import { DocumentError, readDocument } from '../../documents.js';
+import { DocumentError, readDocument } from '../../document-files.js';
 import type { PolicySetReader } from '../../services/policy-set.js';
 import { DuplicateAttribute, toAttributeMap } from '../../requests/attributes.js';
 

@@ -1,11 +1,28 @@
-import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
-import { parseRetention } from './audit/retention.js';
-import type { AuditRetention } from './audit/record.js';
-import { OPERATOR_STYLES, type OperatorStyle } from './engine/operators.js';
-import { isLoopbackHost } from './loopback.js';
-import { parseDecisionLogMask } from './decision-log/mask.js';
+import { parseRetention } from '../audit/retention.js';
+import type { AuditRetention } from '../audit/record.js';
+import { OPERATOR_STYLES, type OperatorStyle } from '../engine/operators.js';
+import { isLoopbackHost } from '../loopback.js';
+import { parseDecisionLogMask } from '../decision-log/mask.js';
+import {
+  adminApiKeyOf,
+  adminAuthentication,
+  boolean,
+  ConfigError,
+  decisionLogTarget,
+  integer,
+  notEmpty,
+  oneOf,
+  parseHosts,
+  parseInteger,
+  parseTrustProxy,
+  trimmed,
+  type Given,
+  type ParseContext,
+} from './parsers.js';
+
+export { adminApiKeyOf, ConfigError } from './parsers.js';
 
 export const STORES = ['embedded', 'mongodb', 'mongodb-memory'] as const;
 export type StoreKind = (typeof STORES)[number];
@@ -21,22 +38,7 @@ export type SchemaEnforcement = (typeof SCHEMA_ENFORCEMENTS)[number];
 /** A plan's condition and its MongoDB filter together may be this many times --max-plan-size (see PlanService). */
 export const PLAN_ANSWER_GROWTH = 3;
 
-/** Bad configuration: the start stops with this one line. */
-export class ConfigError extends Error {}
-
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
-
-/** What was given for an option (its flag, else its variable, else its default) and the name to quote in an error. */
-interface Given {
-  label: string;
-  text: string;
-}
-
-/** What an option's parse may read besides its own value: another option's, and the environment. */
-interface ParseContext {
-  read(name: string): Given;
-  env: NodeJS.ProcessEnv;
-}
 
 /** An option as `--help` and docs/configuration.md state it. */
 export interface StartOption {
@@ -58,25 +60,6 @@ interface OptionSpec<Field extends string, Value> extends StartOption {
 }
 
 const option = <const Field extends string, Value>(spec: OptionSpec<Field, Value>): OptionSpec<Field, Value> => spec;
-
-const trimmed = ({ text }: Given): string => text.trim();
-const boolean = ({ label, text }: Given): boolean => parseBoolean(label, text);
-const integer =
-  (min: number, max: number) =>
-  ({ label, text }: Given): number =>
-    parseInteger(label, text, min, max);
-const oneOf =
-  <Value extends string>(values: readonly Value[]) =>
-  ({ label, text }: Given): Value => {
-    if (!(values as readonly string[]).includes(text)) throw new ConfigError(`${label} must be one of ${values.join(', ')}, got '${text}'`);
-    return text as Value;
-  };
-const notEmpty =
-  (name: string) =>
-  ({ text }: Given): string => {
-    if (text.trim() === '') throw new ConfigError(`${name} must not be empty`);
-    return text.trim();
-  };
 
 /**
  * The flags of `verdict start`, one entry each: its variable, what it means, its default, and the
@@ -456,6 +439,11 @@ export type Config = { -readonly [Name in OptionName as Options[Name]['field']]:
   adminAuthReason: string;
   /** ADMIN_API_KEY, a variable only (never a flag, so never in a process list); only read when adminAuthRequired; never logged. */
   adminApiKey: string;
+  /**
+   * Test-only, off unless VERDICT_TEST_PROCESS_HEADER=1: every answer names the process that gave it
+   * (header `verdict-test-process`), so that tests can tell the processes of a cluster apart.
+   */
+  testProcessHeader: boolean;
 };
 
 const BOOLEAN_WORDS = ['true', 'false', '1', '0', 'yes', 'no', 'on', 'off'];
@@ -486,87 +474,6 @@ function spellSwitches(args: string[]): string[] {
     }
   }
   return spelled;
-}
-
-function parseInteger(name: string, text: string, min: number, max: number): number {
-  if (!/^\d+$/.test(text.trim()) || Number(text) < min || Number(text) > max) {
-    throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got '${text}'`);
-  }
-  return Number(text);
-}
-
-const PROXY_RANGE_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
-
-function isAddressOrRange(entry: string): boolean {
-  if (PROXY_RANGE_NAMES.includes(entry)) return true;
-  const [address, prefix, ...rest] = entry.split('/');
-  const family = isIP(address ?? '');
-  if (family === 0 || rest.length > 0) return false;
-  return prefix === undefined || (/^\d+$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128));
-}
-
-/** `false`, `true`, or a comma-separated list of proxy addresses and ranges. */
-function parseTrustProxy(name: string, text: string): boolean | string[] {
-  const normalized = text.trim().toLowerCase();
-  if (normalized === 'false' || normalized === '') return false;
-  if (normalized === 'true') return true;
-  const entries = normalized.split(',').map((entry) => entry.trim());
-  const bad = entries.find((entry) => !isAddressOrRange(entry));
-  if (bad !== undefined) {
-    throw new ConfigError(
-      `${name} takes true, false, or proxy addresses, CIDR ranges and ${PROXY_RANGE_NAMES.join('|')}; got '${bad}'`,
-    );
-  }
-  return entries;
-}
-
-const HOST_NAME = /^[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*\.?$/;
-
-/** Host names and IP addresses, comma-separated; empty for none. */
-function parseHosts(name: string, text: string): string[] {
-  if (text.trim() === '') return [];
-  const hosts = text.split(',').map((entry) => entry.trim().toLowerCase());
-  const bad = hosts.find((host) => isIP(host) === 0 && !HOST_NAME.test(host));
-  if (bad !== undefined) throw new ConfigError(`${name} takes host names and IP addresses, comma-separated, with no port or scheme; got '${bad}'`);
-  return hosts;
-}
-
-/** --decision-log: `stdout`, a file path, or an http(s) URL (a collector), checked to be one. */
-function decisionLogTarget({ label, text }: Given): string {
-  const target = text.trim();
-  if (!/^https?:/i.test(target)) return target;
-  let url: URL;
-  try {
-    url = new URL(target);
-  } catch {
-    throw new ConfigError(`${label} '${target}' is not a URL`);
-  }
-  if (url.username !== '' || url.password !== '') throw new ConfigError(`${label}: credentials in the URL would be logged with it; the collector must not need any in it`);
-  return url.href;
-}
-
-/**
- * Whether admin authentication is on, and why: ADMIN_AUTHN_REQUIRED (its flag or variable) when it
- * is given, else whether a key is set. Only an explicit false keeps it off with a key set, and the
- * reason then says the key is ignored.
- */
-function adminAuthentication(setting: Given, { read, env }: ParseContext): { required: boolean; reason: string } {
-  const apiKey = env.ADMIN_API_KEY ?? '';
-  const keysFile = read('admin-keys-file');
-  const keys = [...(apiKey.trim() === '' ? [] : ['ADMIN_API_KEY']), ...(keysFile.text.trim() === '' ? [] : [keysFile.label])];
-  const keysAre = `${keys.join(' and ')} ${keys.length === 1 ? 'is' : 'are'}`;
-  if (setting.text.trim() === '') {
-    return keys.length === 0 ? { required: false, reason: 'off: no admin key is set' } : { required: true, reason: `on: ${keysAre} set` };
-  }
-  if (parseBoolean(setting.label, setting.text)) return { required: true, reason: `on: ${setting.label} is true` };
-  return { required: false, reason: keys.length === 0 ? `off: ${setting.label} is false` : `off: ${setting.label} is false, so ${keysAre} ignored` };
-}
-
-function parseBoolean(name: string, text: string): boolean {
-  const normalized = text.trim().toLowerCase();
-  if (['true', '1', 'yes', 'on'].includes(normalized)) return true;
-  if (['false', '0', 'no', 'off', ''].includes(normalized)) return false;
-  throw new ConfigError(`${name} must be true or false, got '${text}'`);
 }
 
 /** Each setting as given by `args` (flags win) or `env`, else its default. Throws ConfigError for a flag not understood. */
@@ -608,7 +515,8 @@ export function loadConfig(args: string[], env: NodeJS.ProcessEnv): Config {
   const config = {
     ...parsed,
     adminAuthReason: adminAuthentication(read('admin-authn-required'), context).reason,
-    adminApiKey: env.ADMIN_API_KEY ?? '',
+    adminApiKey: adminApiKeyOf(env),
+    testProcessHeader: env.VERDICT_TEST_PROCESS_HEADER === '1',
   } as Config;
   if (config.shutdownDelayMs >= config.shutdownGraceMs) {
     throw new ConfigError(

@@ -26,7 +26,7 @@ const deletedEntitySchema = {
  * The earlier endpoint family, kept for clients written against it. `/check-access` is public like
  * `/check`; the writes take the admin key exactly like `/admin`, or they would be a way around it.
  */
-export const earlierEndpointRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { context }) => {
+export const eunomiaEarlierRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { context }) => {
   const app = fastify.withTypeProvider<JsonSchemaToTsProvider>();
   const { checks, policies, registry, config } = context;
   const onRequest = context.adminGuard;
