@@ -3,7 +3,8 @@ import { once } from 'node:events';
 import { Worker } from 'node:worker_threads';
 import { PRIVATE_FILE } from '../private-files.js';
 import { DECISION_LOG_WRITER_FILE } from '../../workers/entry-points.js';
-import type { BulkDecisionRecord, DecisionLogMask, DecisionRecord } from './line.js';
+import type { BulkDecisionRecord, DecisionRecord } from './line.js';
+import type { DecisionLogMask } from './mask.js';
 import { linesOf, type DecisionLogEntry, type WriterMessage, type WriterReport, type WriterStart } from './entries.js';
 
 /** Lines waiting to be written; past this, new lines are dropped and counted. */

@@ -1,4 +1,5 @@
-import type { BulkDecisionRecord, DecisionLogMask, DecisionRecord } from './line.js';
+import type { BulkDecisionRecord, DecisionRecord } from './line.js';
+import type { DecisionLogMask } from './mask.js';
 
 /** What the front sends the decision log's writer thread, in batches: decisions to serialize and write, in order. */
 export type DecisionLogEntry = { kind: 'decision'; record: DecisionRecord } | { kind: 'bulk'; record: BulkDecisionRecord };

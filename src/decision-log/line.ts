@@ -3,6 +3,7 @@ import type { Decision, DecisionRequest } from '../engine/index.js';
 import { readCheckRequest, type CheckInput } from '../requests/check-request.js';
 import type { CheckRequest } from '../schemas/check.js';
 import type { ItemViolations } from '../attribute-schemas/enforcement.js';
+import type { DecisionLogMask, MaskMethod } from './mask.js';
 
 /** The HTTP request that asked for decisions: the id echoed to its caller (`X-Request-ID`), and its own, unique id. */
 export interface RequestOrigin {
@@ -55,12 +56,6 @@ export interface BulkDecisionRecord {
   violations: ItemViolations;
   origin?: RequestOrigin | undefined;
 }
-
-/** How a masked attribute's value is written: not at all, or as a digest of its JSON (which a guessable value does not hide). */
-export type MaskMethod = 'omit' | 'hash';
-
-/** The attributes whose values the log never writes as they are: by part of the check, then attribute name. */
-export type DecisionLogMask = Partial<Record<'principal' | 'resource' | 'action' | 'context', Readonly<Record<string, MaskMethod>>>>;
 
 type MaskedPart = keyof DecisionLogMask;
 

@@ -1,4 +1,8 @@
-import type { DecisionLogMask, MaskMethod } from './line.js';
+/** How a masked attribute's value is written: not at all, or as a digest of its JSON (which a guessable value does not hide). */
+export type MaskMethod = 'omit' | 'hash';
+
+/** The attributes whose values the log never writes as they are: by part of the check, then attribute name. */
+export type DecisionLogMask = Partial<Record<'principal' | 'resource' | 'action' | 'context', Readonly<Record<string, MaskMethod>>>>;
 
 const PARTS = ['principal', 'resource', 'action', 'context'] as const;
 const METHODS: readonly MaskMethod[] = ['omit', 'hash'];

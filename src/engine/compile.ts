@@ -1,46 +1,12 @@
 import type { Condition, Policy } from '../schemas/policy.js';
-import { partOf, type ResolvedEntity } from './entity.js';
-import { ALLOWED_BY_DEFAULT, DENIED_BY_DEFAULT, DENIED_WITHOUT_POLICIES, ruleDecision, type Decision, type DecisionRequest } from './decisions.js';
-import { CANONICAL_OPERATOR, OPERATOR_DEFINITIONS, type Predicate, type Relation } from './operators.js';
+import { partOf, type DecisionRequest, type ResolvedEntity } from './entity.js';
+import { ALLOWED_BY_DEFAULT, DENIED_BY_DEFAULT, DENIED_WITHOUT_POLICIES, ruleDecision, type Decision } from './decisions.js';
+import { CANONICAL_OPERATOR, OPERATOR_DEFINITIONS } from './operators.js';
 import type { Comparison } from './condition-tree.js';
-import { compileLookup, MISSING, type Lookup } from './paths.js';
-import { compileReference, parseReference, type Reference, type RequestLookup } from './references.js';
+import { compileLookup, MISSING } from './paths.js';
+import { compileReference, parseReference, type Reference } from './references.js';
+import type { CompiledCondition, CompiledRule, ConditionLists } from './compiled-rule.js';
 import { ActionRules, type IndexableRule } from './rule-index.js';
-
-export interface CompiledCondition {
-  lookup: Lookup;
-  /** The test of a condition with a `value`. */
-  test: Predicate;
-  /** For a condition with `value_from`: what it reads of the request, and how it relates the two values. */
-  reference: RequestLookup | undefined;
-  /** The part of the check and the path that `reference` reads. */
-  referenced: Reference | undefined;
-  relate: Relation;
-  /** What the condition says where its path leads nowhere (see holdsFor). */
-  holdsWhenMissing: boolean;
-  /** The condition as a plan states it when the entity is not known: operator in its canonical spelling (and `value_from` as written). */
-  comparison: Comparison;
-  /** The condition as written, for explanations and validation. */
-  source: Condition;
-}
-
-export interface CompiledRule {
-  /**
-   * Where the rule stands among all rules, as one number: its policy's position in creation order
-   * (see Snapshot.positions), then its place in the policy. Only comparisons mean anything.
-   */
-  order: number;
-  /** Its policy's position in creation order: equal for rules of the same policy. */
-  policyPosition: number;
-  denies: boolean;
-  principal: readonly CompiledCondition[];
-  resource: readonly CompiledCondition[];
-  /** Conditions on the action and on the context: most rules have none. */
-  action: readonly CompiledCondition[];
-  context: readonly CompiledCondition[];
-  /** The decision this rule gives when it is the one that counts, built once. */
-  decision: Decision;
-}
 
 /** Every policy compiled for evaluation, under the store revision it was built from. */
 export interface Snapshot {
@@ -120,7 +86,7 @@ const UNUSED_TEST = () => false;
  * Compiles conditions once per distinct condition and per distinct list: thousands of rules that
  * share `attributes.role == "reader"` share one compiled condition, which stays in the CPU cache.
  */
-export class ConditionCompiler {
+export class ConditionCompiler implements ConditionLists {
   private readonly conditions = new Map<string, CompiledCondition>();
   private readonly lists = new Map<string, readonly CompiledCondition[]>();
 

@@ -1,16 +1,3 @@
-import type { ResolvedEntity } from './entity.js';
-
-/** A check as the engine decides it: both entities resolved, the action and, when sent, its attributes and the context. */
-export interface DecisionRequest {
-  principal: ResolvedEntity;
-  resource: ResolvedEntity;
-  action: string;
-  /** The action's attributes; absent when the check sent none. */
-  actionAttributes?: ReadonlyMap<string, unknown>;
-  /** The attributes of the request itself (time, address, channel...); absent when the check sent none. */
-  context?: ReadonlyMap<string, unknown>;
-}
-
 /** The engine's answer to a check, as `/check` gives it. */
 export interface Decision {
   readonly allowed: boolean;

@@ -1,5 +1,3 @@
-import type { DecisionRequest } from './decisions.js';
-
 /**
  * An entity as the engine sees it during one decision: its uri (when the caller named one) and its
  * attributes after resolution. Attributes live in a Map so that keys such as `__proto__` or
@@ -8,6 +6,17 @@ import type { DecisionRequest } from './decisions.js';
 export interface ResolvedEntity {
   uri: string | undefined;
   attributes: ReadonlyMap<string, unknown>;
+}
+
+/** A check as the engine decides it: both entities resolved, the action and, when sent, its attributes and the context. */
+export interface DecisionRequest {
+  principal: ResolvedEntity;
+  resource: ResolvedEntity;
+  action: string;
+  /** The action's attributes; absent when the check sent none. */
+  actionAttributes?: ReadonlyMap<string, unknown>;
+  /** The attributes of the request itself (time, address, channel...); absent when the check sent none. */
+  context?: ReadonlyMap<string, unknown>;
 }
 
 /** The parts of a check that conditions and references read. */

@@ -1,4 +1,5 @@
-import type { Decision, DecisionRequest } from './decisions.js';
+import type { Decision } from './decisions.js';
+import type { DecisionRequest } from './entity.js';
 import { ruleMatches, type Snapshot } from './compile.js';
 
 /**

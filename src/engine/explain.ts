@@ -1,8 +1,9 @@
 import type { Effect } from '../schemas/policy.js';
-import { partOf, type RequestPart, type ResolvedEntity } from './entity.js';
-import { firstFailingCondition, sourceOf, type CompiledCondition, type CompiledRule, type Snapshot } from './compile.js';
+import { partOf, type DecisionRequest, type RequestPart, type ResolvedEntity } from './entity.js';
+import { firstFailingCondition, sourceOf, type Snapshot } from './compile.js';
+import type { CompiledCondition, CompiledRule } from './compiled-rule.js';
 import { AnswerBudget } from './answer-budget.js';
-import { DENIED_WITHOUT_POLICIES, type Decider, type Decision, type DecisionRequest } from './decisions.js';
+import { DENIED_WITHOUT_POLICIES, type Decider, type Decision } from './decisions.js';
 import { MISSING } from './paths.js';
 
 /** The first condition of a rule that the request did not satisfy. */

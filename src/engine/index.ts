@@ -1,5 +1,5 @@
-export type { ResolvedEntity } from './entity.js';
-export type { Decision, DecisionRequest } from './decisions.js';
+export type { DecisionRequest, ResolvedEntity } from './entity.js';
+export type { Decision } from './decisions.js';
 export { compile, derive, type ChangedPolicy, type Snapshot } from './compile.js';
 export { evaluate } from './evaluate.js';
 export { plan, PlanTooLarge, PlanUnstatable, type Plan, type PlanKind } from './plan.js';

@@ -1,6 +1,6 @@
-import { partOf, type RequestPart, type ResolvedEntity } from './entity.js';
-import type { DecisionRequest } from './decisions.js';
-import { holdsFor, type CompiledCondition, type CompiledRule, type Snapshot } from './compile.js';
+import { partOf, type DecisionRequest, type RequestPart, type ResolvedEntity } from './entity.js';
+import { holdsFor, type Snapshot } from './compile.js';
+import type { CompiledCondition, CompiledRule } from './compiled-rule.js';
 import { and, JunctionChildren, jsonLength, not, or, type Comparison, type ConditionTree } from './condition-tree.js';
 import { OPERATOR_DEFINITIONS } from './operators.js';
 import { MISSING } from './paths.js';

@@ -1,5 +1,5 @@
 import { REQUEST_PARTS, type RequestPart } from './entity.js';
-import type { DecisionRequest } from './decisions.js';
+import type { DecisionRequest } from './entity.js';
 import { compileAttributeLookup, MISSING, parsePath, type NamedValue } from './paths.js';
 
 /** What a path can name besides attributes in each part of a check (see parsePath). */

@@ -1,7 +1,6 @@
 import type { Condition } from '../schemas/policy.js';
-import type { ResolvedEntity } from './entity.js';
-import type { DecisionRequest } from './decisions.js';
-import type { CompiledRule, ConditionCompiler } from './compile.js';
+import type { DecisionRequest, ResolvedEntity } from './entity.js';
+import type { CompiledRule, ConditionLists } from './compiled-rule.js';
 import type { Comparison } from './condition-tree.js';
 import { compileLookup, MISSING, type Lookup } from './paths.js';
 
@@ -292,7 +291,7 @@ export class ActionRules {
     private readonly forDecisions: CandidateRules<Condition>,
   ) {}
 
-  static build(rules: readonly IndexableRule[], conditions: ConditionCompiler): ActionRules {
+  static build(rules: readonly IndexableRule[], conditions: ConditionLists): ActionRules {
     const forDecisions = CandidateRules.build(rules, ['principal', 'resource'], (rule: IndexableRule, { side, position }) => ({
       ...rule.compiled,
       [side]: conditions.list(rule[side].filter((_, index) => index !== position)),

@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import { watch } from 'node:fs';
 import type { Policy } from '../schemas/policy.js';
 import type { LoadedPolicies, Store } from '../store/store.js';
-import type { PolicySource } from '../services/policy-source.js';
+import type { PolicySource } from '../snapshot/policy-source.js';
 import { PolicySetReader } from '../services/policy-set.js';
 import type { PolicyLimits } from '../engine/index.js';
 import { ConfigError } from '../config/config.js';

@@ -28,7 +28,8 @@ import { startBackgroundWork } from './background-work.js';
 import { AuthzenService } from './authzen.js';
 import { AuthzenSearch } from './authzen-search.js';
 import { DecisionObserver } from './decision-observer.js';
-import { filePolicies, storePolicies, withSchemasFromFile } from './policy-source.js';
+import { filePolicies, storePolicies } from './policy-roles.js';
+import { withSchemasFromFile } from '../snapshot/policy-source.js';
 import { loadSchemaDocument, schemaFileOf } from '../attribute-schemas/schema-file.js';
 import { SchemasInForce } from '../attribute-schemas/schemas-in-force.js';
 

@@ -18,7 +18,7 @@ import { PolicySetReader } from './policy-set.js';
 import type { CheckInput } from '../requests/check-request.js';
 import { DuplicateKeyError, type CheckedAgainst, type Store } from '../store/store.js';
 import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
-import type { PolicyRoles, PolicyWriter } from './policy-source.js';
+import type { PolicyRoles, PolicyWriter } from './policy-roles.js';
 import { ClientError, managedInFiles, notFound, RequestValidationError } from '../errors.js';
 import { applied } from './applied.js';
 import { isPolicyRecord, policyTarget, type AuditRecord, type Writer } from '../audit/record.js';

@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { compile, derive, type ChangedPolicy, type Snapshot } from '../engine/index.js';
 import type { FeedPosition, LoadedPolicies, StoredSchemas } from '../store/store.js';
-import type { PolicySource } from '../services/policy-source.js';
+import type { PolicySource } from './policy-source.js';
 import type { Policy } from '../schemas/policy.js';
 
 /** After a failed rebuild the next attempt waits this long, doubling after each failure up to `max`. */

@@ -7,7 +7,7 @@ import { PolicySnapshots } from '../../src/snapshot/policy-snapshots.js';
 import { PolicyDirectory } from '../../src/policy-files/policy-directory.js';
 import { AuditTrail } from '../../src/audit/audit-trail.js';
 import { PolicyService } from '../../src/services/policies.js';
-import { filePolicies, storePolicies } from '../../src/services/policy-source.js';
+import { filePolicies, storePolicies } from '../../src/services/policy-roles.js';
 import type { Policy } from '../../src/schemas/policy.js';
 import { temporaryDataDir } from '../helpers/server.js';
 

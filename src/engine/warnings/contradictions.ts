@@ -1,6 +1,6 @@
 import type { Operator, Rule } from '../../schemas/policy.js';
 import type { Location, ValidationIssue } from '../../schemas/errors.js';
-import type { CompiledCondition } from '../compile.js';
+import type { CompiledCondition } from '../compiled-rule.js';
 import { CANONICAL_OPERATOR } from '../operators.js';
 import { parseReference } from '../references.js';
 import { COMPARISONS, Checking, type CompiledRuleConditions, SIDES, demandedValues, describe } from './shared.js';

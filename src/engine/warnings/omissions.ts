@@ -1,6 +1,6 @@
 import type { Policy, Rule } from '../../schemas/policy.js';
 import type { Location, ValidationIssue } from '../../schemas/errors.js';
-import type { CompiledCondition } from '../compile.js';
+import type { CompiledCondition } from '../compiled-rule.js';
 import type { RequestPart } from '../entity.js';
 import { slugify } from '../slug.js';
 import { type CompiledPolicies, type CompiledRuleConditions, type PlacedRule, SIDES, type SideKey, WHOSE, conditionsOf, implied, indexOf, isPresenceTest } from './shared.js';

@@ -1,6 +1,7 @@
 import type { Operator, Rule } from '../../schemas/policy.js';
 import type { ValidationIssue } from '../../schemas/errors.js';
-import { ConditionCompiler, conditionKey as keyOf, type CompiledCondition } from '../compile.js';
+import { ConditionCompiler, conditionKey as keyOf } from '../compile.js';
+import type { CompiledCondition } from '../compiled-rule.js';
 import { CANONICAL_OPERATOR } from '../operators.js';
 import { formatCondition } from '../condition-tree.js';
 import { AnswerBudget } from '../answer-budget.js';

@@ -1,0 +1,49 @@
+import type { Condition } from '../schemas/policy.js';
+import type { Decision } from './decisions.js';
+import type { Predicate, Relation } from './operators.js';
+import type { Comparison } from './condition-tree.js';
+import type { Lookup } from './paths.js';
+import type { Reference, RequestLookup } from './references.js';
+
+// What compiling a policy makes of its rules and conditions (compile.ts), as the rule index,
+// evaluation, explanation and plans read them.
+
+export interface CompiledCondition {
+  lookup: Lookup;
+  /** The test of a condition with a `value`. */
+  test: Predicate;
+  /** For a condition with `value_from`: what it reads of the request, and how it relates the two values. */
+  reference: RequestLookup | undefined;
+  /** The part of the check and the path that `reference` reads. */
+  referenced: Reference | undefined;
+  relate: Relation;
+  /** What the condition says where its path leads nowhere (see holdsFor). */
+  holdsWhenMissing: boolean;
+  /** The condition as a plan states it when the entity is not known: operator in its canonical spelling (and `value_from` as written). */
+  comparison: Comparison;
+  /** The condition as written, for explanations and validation. */
+  source: Condition;
+}
+
+export interface CompiledRule {
+  /**
+   * Where the rule stands among all rules, as one number: its policy's position in creation order
+   * (see Snapshot.positions), then its place in the policy. Only comparisons mean anything.
+   */
+  order: number;
+  /** Its policy's position in creation order: equal for rules of the same policy. */
+  policyPosition: number;
+  denies: boolean;
+  principal: readonly CompiledCondition[];
+  resource: readonly CompiledCondition[];
+  /** Conditions on the action and on the context: most rules have none. */
+  action: readonly CompiledCondition[];
+  context: readonly CompiledCondition[];
+  /** The decision this rule gives when it is the one that counts, built once. */
+  decision: Decision;
+}
+
+/** Compiles a list of conditions, sharing what it compiled before (see ConditionCompiler). */
+export interface ConditionLists {
+  list(conditions: readonly Condition[]): readonly CompiledCondition[];
+}

@@ -1,0 +1,32 @@
+import type { Policy } from '../schemas/policy.js';
+import type { Store } from '../store/store.js';
+import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
+
+/** Where policy reads (`GET /admin/policies`, `GET /admin/policies/{name}`) are answered from. */
+export interface PolicyReader {
+  all(): Promise<readonly Policy[]>;
+  named(name: string): Promise<Policy | undefined>;
+}
+
+/** The writes a policy source takes: the store's. Policies from files have none: only their files change them. */
+export type PolicyWriter = Pick<Store, 'createPolicy' | 'replacePolicy' | 'deletePolicy' | 'restorePolicy'>;
+
+/**
+ * The policies' two roles: reading them, and, unless they come from files, writing them. Policies from
+ * files are read as the set in force; `filesDir` says where they are changed instead of written.
+ */
+export type PolicyRoles = { reader: PolicyReader; writer: PolicyWriter } | { reader: PolicyReader; writer: undefined; filesDir: string };
+
+/** Policies kept in the store: read from it, which every write reaches first, and written to it. */
+export function storePolicies(store: Store): PolicyRoles {
+  return { reader: { all: async () => (await store.loadPolicies()).policies, named: (name) => store.getPolicy(name) }, writer: store };
+}
+
+/** Policies from a directory of files (`--policies`): read as the snapshot holds them, never written. */
+export function filePolicies(snapshots: PolicySnapshots, filesDir: string): PolicyRoles {
+  const reader: PolicyReader = {
+    all: async () => snapshots.policies,
+    named: async (name) => snapshots.policies.find((stored) => stored.name === name),
+  };
+  return { reader, writer: undefined, filesDir };
+}
