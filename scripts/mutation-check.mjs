@@ -60,7 +60,7 @@ const MUTANTS = [
   {
     name: 'bulk reading stops at the first unusable item',
     changes: [{ file: 'src/requests/bulk-request.ts', search: 'if (Array.isArray(input)) issues.push(...input);', replace: 'if (Array.isArray(input)) throw new RequestValidationError(input);' }],
-    tests: ['test/http/check.test.ts', 'test/http/plan.test.ts', 'test/http/bulk-pool.test.ts'],
+    tests: ['test/http/check-bulk.test.ts', 'test/http/plan.test.ts', 'test/http/bulk-pool.test.ts'],
   },
   {
     name: 'a bulk is checked for UTF-8 only when the front decides it',
@@ -72,9 +72,9 @@ const MUTANTS = [
       },
       {
         file: 'src/http/check.ts',
-        search: "        const decided = checks.checkMany(readBulkBody(bytes.toString('utf8'), validate, config), explain);",
+        search: "        const decided = checks.checkMany(readBulkBody(bytes.toString('utf8'), validate, config), explain, originOf(request));",
         replace:
-          "        if (!isUtf8(bytes)) throw new ClientError(400, 'Request body is not valid UTF-8');\n        const decided = checks.checkMany(readBulkBody(bytes.toString('utf8'), validate, config), explain);",
+          "        if (!isUtf8(bytes)) throw new ClientError(400, 'Request body is not valid UTF-8');\n        const decided = checks.checkMany(readBulkBody(bytes.toString('utf8'), validate, config), explain, originOf(request));",
       },
       { file: 'src/http/check.ts', search: "import { RequestValidationError } from '../errors.js';", replace: "import { ClientError, RequestValidationError } from '../errors.js';\nimport { isUtf8 } from 'node:buffer';" },
     ],
@@ -82,7 +82,7 @@ const MUTANTS = [
   },
   {
     name: "restoring a version brings back the policy it replaced, not the one it wrote",
-    changes: [{ file: 'src/services/policies.ts', search: 'const policy = this.accept(record.after);', replace: 'const policy = this.accept(record.before ?? record.after);' }],
+    changes: [{ file: 'src/services/policies.ts', search: 'const { policy, contradicted } = this.accept(record.after);', replace: 'const { policy, contradicted } = this.accept(record.before ?? record.after);' }],
     tests: ['test/http/history.test.ts', 'test/store/contract.test.ts'],
   },
   {
@@ -120,7 +120,7 @@ const MUTANTS = [
   {
     name: 'the worker pool ignores --bulk-check-max-requests',
     changes: [{ file: 'src/services/compose.ts', search: '{ bulkCheckMaxRequests: config.bulkCheckMaxRequests, maxJsonDepth', replace: '{ bulkCheckMaxRequests: 1000, maxJsonDepth' }],
-    tests: ['test/http/check.test.ts', 'test/http/bulk-pool.test.ts', 'test/http/limits.test.ts'],
+    tests: ['test/http/check-bulk.test.ts', 'test/http/bulk-pool.test.ts', 'test/http/limits.test.ts'],
   },
   {
     name: 'policy files fixed after a rejection leave /ready degraded',
