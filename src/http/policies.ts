@@ -105,6 +105,12 @@ export const policyRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, {
     schema: { tags, security, summary: 'Delete a policy', params: policyNameParamsSchema, response: { 200: { type: 'boolean' }, ...ERROR_RESPONSES } },
     handler: (request) => policies.delete(request.params.name, writerOf(request)),
   });
+};
+
+/** A policy's versions under `/admin/policies/{name}/history`, and restoring one; behind the admin key check too. */
+export const policyHistoryRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { context }) => {
+  const app = fastify.withTypeProvider<JsonSchemaToTsProvider>();
+  const { policies } = context;
 
   app.get('/admin/policies/:name/history', {
     schema: {

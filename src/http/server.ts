@@ -14,7 +14,7 @@ import { healthRoutes } from './health.js';
 import { checkRoutes } from './check.js';
 import { authzenRoutes } from './authzen.js';
 import { planRoutes } from './plan.js';
-import { policyRoutes } from './policies.js';
+import { policyHistoryRoutes, policyRoutes } from './policies.js';
 import { attributeSchemaRoutes } from './attribute-schemas.js';
 import { registryRoutes } from './registry.js';
 import { eunomiaEarlierRoutes } from './eunomia-earlier-family.js';
@@ -105,6 +105,7 @@ export async function buildServer(config: Config, services: Services): Promise<F
   await app.register(async (admin) => {
     admin.addHook('onRequest', context.adminGuard);
     await admin.register(policyRoutes, { context });
+    await admin.register(policyHistoryRoutes, { context });
     await admin.register(attributeSchemaRoutes, { context });
     await admin.register(auditRoutes, { context });
     await admin.register(whoamiRoutes, { operatorStyle: config.operatorStyle, policyFiles: config.policiesDir === '' ? null : config.policiesDir });
