@@ -43,6 +43,14 @@ export function mongoOptionIssue(name: keyof MongoFilterOptions, value: string):
 
 class NoExactFilter extends Error {}
 
+/** The operators MongoDB's query language cannot state exactly, and why. */
+const NO_EXACT_QUERY: Partial<Record<Comparison['operator'], string>> = {
+  matches: "MongoDB's regular expressions (PCRE) are not the linear-time engine's (RE2), and differ on some patterns",
+  not_matches: "MongoDB's regular expressions (PCRE) are not the linear-time engine's (RE2), and differ on some patterns",
+  in_cidr: 'MongoDB cannot read an IP address held as text as a number to compare with a range',
+  not_in_cidr: 'MongoDB cannot read an IP address held as text as a number to compare with a range',
+};
+
 const isScalar = (value: unknown): value is string | number | boolean =>
   typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean';
 
@@ -406,6 +414,8 @@ class FilterWriter {
   }
 
   private comparison(comparison: Comparison): MongoFilter {
+    const untranslatable = NO_EXACT_QUERY[CANONICAL_OPERATOR[comparison.operator]];
+    if (untranslatable !== undefined) throw new NoExactFilter(`condition ${formatCondition(comparison)} has no exact MongoDB filter: ${untranslatable}`);
     if (comparison.value_from !== undefined) return this.relation(comparison as Comparison & { value_from: string });
     const { path, value } = comparison;
     const operator = CANONICAL_OPERATOR[comparison.operator];

@@ -1,5 +1,7 @@
 import { OPERATORS, type Operator } from '../schemas/policy.js';
 import { jsonEqual } from './json-equal.js';
+import { inRanges, isAddress, rangesIssue } from './address-ranges.js';
+import { linearRegExp, PatternError } from './linear-regexp.js';
 
 /** Tests an attribute's value (never MISSING: the caller handles absence) against a condition. */
 export type Predicate = (attribute: unknown) => boolean;
@@ -17,6 +19,8 @@ interface OperatorDefinition {
   relate: Relation;
   /** Whether the condition holds where its path leads nowhere: only `not_exists` does. */
   holdsWhenMissing?: true;
+  /** Why the operator takes no `value_from`, when it takes none. */
+  refusesValueFrom?: string;
 }
 
 export const OPERATOR_STYLES = ['spec', 'eunomia'] as const;
@@ -94,6 +98,43 @@ function compareStrings(test: (attribute: string, value: string) => boolean): Op
   };
 }
 
+/** A pattern is compiled once, with its policy: one read from the request would be compiled for every check. */
+function needsPattern(value: unknown): string | undefined {
+  if (!isString(value)) return 'needs a string value: a regular expression';
+  try {
+    linearRegExp(value);
+    return undefined;
+  } catch (error) {
+    if (error instanceof PatternError) return `needs a regular expression: /${value.length > 60 ? `${value.slice(0, 60)}…` : value}/ ${error.message}`;
+    throw error;
+  }
+}
+
+function matching(negated: boolean): OperatorDefinition {
+  return {
+    checkValue: needsPattern,
+    build(value) {
+      const pattern = linearRegExp(value as string);
+      return (attribute) => isString(attribute) && pattern.test(attribute) !== negated;
+    },
+    relate: () => false,
+    refusesValueFrom: 'its pattern is compiled once, with the policy; give it as the value',
+  };
+}
+
+/** Ranges read from the request are parsed for each check, within MAX_ADDRESS_RANGES; ranges that do not parse hold for nothing. */
+function inNetwork(negated: boolean): OperatorDefinition {
+  const holds = (test: (attribute: unknown) => boolean, attribute: unknown) => (negated ? isAddress(attribute) && !test(attribute) : test(attribute));
+  return {
+    checkValue: rangesIssue,
+    build(value) {
+      const test = inRanges(value);
+      return (attribute) => holds(test, attribute);
+    },
+    relate: (attribute, value) => rangesIssue(value) === undefined && holds(inRanges(value), attribute),
+  };
+}
+
 const equals: OperatorDefinition = { checkValue: anyValue, build: equalTo, relate: jsonEqual };
 const notEquals: OperatorDefinition = {
   checkValue: anyValue,
@@ -144,9 +185,13 @@ export const OPERATOR_DEFINITIONS: Readonly<Record<Operator, OperatorDefinition>
     },
     relate: (attribute, value) => Array.isArray(value) && !isMemberOf(attribute, value),
   },
+  matches: matching(false),
+  not_matches: matching(true),
+  in_cidr: inNetwork(false),
+  not_in_cidr: inNetwork(true),
   // Presence: any value there (null included) is present; a missing path holds only for not_exists.
-  exists: { checkValue: noValue, build: () => () => true, relate: neverRelated },
-  not_exists: { checkValue: noValue, build: () => () => false, holdsWhenMissing: true, relate: neverRelated },
+  exists: { checkValue: noValue, build: () => () => true, relate: neverRelated, refusesValueFrom: "leave 'value_from' out" },
+  not_exists: { checkValue: noValue, build: () => () => false, holdsWhenMissing: true, relate: neverRelated, refusesValueFrom: "leave 'value_from' out" },
 };
 
 /** Each operator's first spelling in OPERATORS (`equals` → `==`, `>` → `gt`): synonyms share one definition. */

@@ -83,6 +83,10 @@ const OPERAND_TYPES: Partial<Record<Operator, readonly JsonType[]>> = {
   endswith: ['string'],
   contains: ['string', 'array'],
   not_contains: ['string', 'array'],
+  matches: ['string'],
+  not_matches: ['string'],
+  in_cidr: ['string'],
+  not_in_cidr: ['string'],
 };
 
 /** The schemas of one part a path may meet: the part's own, and each type's. */

@@ -1,4 +1,4 @@
-import { PRESENCE_OPERATORS, type Condition, type Operator, type Policy } from '../schemas/policy.js';
+import type { Condition, Policy } from '../schemas/policy.js';
 import type { Location, ValidationIssue } from '../schemas/errors.js';
 import type { RequestPart } from './entity.js';
 import { OPERATOR_DEFINITIONS } from './operators.js';
@@ -27,8 +27,6 @@ function controlCharacterIssues(text: string, what: string, at: Location): Valid
   return [{ loc: at, msg: `${what} must not hold control characters (U+${code} at index ${found.index})`, type: 'value_error' }];
 }
 
-const isPresenceOperator = (operator: Operator) => (PRESENCE_OPERATORS as readonly Operator[]).includes(operator);
-
 /** Each list of conditions a rule may have, and the part of the check its paths lead into. */
 export const CONDITION_LISTS = [
   ['principal_conditions', 'principal'],
@@ -54,7 +52,8 @@ function conditionIssues(condition: Condition, part: RequestPart, at: Location):
 function referenceIssues(condition: Condition, at: Location): ValidationIssue[] {
   const issue = (msg: string): ValidationIssue[] => [{ loc: at, msg, type: 'value_error' }];
   if (condition.value !== undefined) return issue("give either 'value' or 'value_from', not both");
-  if (isPresenceOperator(condition.operator)) return issue(`operator '${condition.operator}' takes no value_from: leave 'value_from' out`);
+  const refused = OPERATOR_DEFINITIONS[condition.operator].refusesValueFrom;
+  if (refused !== undefined) return issue(`operator '${condition.operator}' takes no value_from: ${refused}`);
   const control = controlCharacterIssues(condition.value_from!, 'value_from', at);
   if (control.length > 0) return control;
   const reference = parseReference(condition.value_from!);

@@ -10,6 +10,8 @@ export const OPERATORS = [
   'gt', '>', 'gte', '>=', 'lt', '<', 'lte', '<=',
   'in', 'not_in',
   'exists', 'not_exists',
+  'matches', 'not_matches',
+  'in_cidr', 'not_in_cidr',
 ] as const;
 export type Operator = (typeof OPERATORS)[number];
 

@@ -33,6 +33,10 @@ const FAILING_AND_HOLDING: Record<ValueOperator, [unknown, unknown, unknown]> = 
   '<=': [18, 18.5, 18],
   in: [['it', 'hr'], 'sales', 'hr'],
   not_in: [['it', 'hr'], 'it', 'sales'],
+  matches: ['^/projects/[a-z0-9-]+/reports/', '/projects/x/notes/1', '/projects/x/reports/1'],
+  not_matches: ['^tmp-', 'tmp-1', 'data-1'],
+  in_cidr: [['10.16.0.0/12', '2001:db8::/32'], '10.32.0.1', '2001:db8::7'],
+  not_in_cidr: ['10.16.0.0/12', '10.16.0.1', '192.0.2.1'],
 };
 
 t.test('every operator: the failed condition with its expected and actual values, or matched', async (t) => {

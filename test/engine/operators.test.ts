@@ -24,7 +24,7 @@ function check(t: Asserts, operators: Operator[], cases: Case[]): void {
 
 t.test('every wire operator has a definition', async (t) => {
   t.same(Object.keys(OPERATOR_DEFINITIONS).sort(), [...OPERATORS].sort());
-  t.equal(OPERATORS.length, 20);
+  t.equal(OPERATORS.length, 24);
 });
 
 t.test('exists and not_exists: whether the path leads to a value, whatever it is', async (t) => {
@@ -290,6 +290,7 @@ t.test('a missing attribute satisfies no condition, whatever the operator, but n
     gt: 1, '>': 1, gte: 1, '>=': 1, lt: 1, '<': 1, lte: 1, '<=': 1,
     in: ['a'], not_in: ['a'],
     exists: undefined, not_exists: undefined,
+    matches: '', not_matches: 'a', in_cidr: '0.0.0.0/0', not_in_cidr: '10.0.0.0/8',
   };
   for (const operator of OPERATORS) {
     t.equal(holdsWhenMissing(operator, values[operator]), operator === 'not_exists', `missing ${operator} ${JSON.stringify(values[operator])}`);
@@ -364,4 +365,106 @@ t.test('jsonEqual', async (t) => {
   t.equal(jsonEqual(JSON.parse('{"toString": 1}'), { valueOf: 1 }), false);
   t.equal(jsonEqual(JSON.parse('{"__proto__": {}}'), {}), false, 'an own __proto__ key is not the prototype');
   t.equal(jsonEqual({}, JSON.parse('{"__proto__": {}}')), false);
+});
+
+t.test('matches: a regular expression (RE2 syntax) found anywhere in a string attribute, as RegExp.test finds it', async (t) => {
+  check(t, ['matches'], [
+    ['^/projects/[a-z0-9-]+/reports/', '/projects/q3-plan/reports/1', true],
+    ['^/projects/[a-z0-9-]+/reports/', '/projects/Q3/reports/1', false],
+    ['^/projects/[a-z0-9-]+/reports/', 'x/projects/q3/reports/1', false],
+    ['reports', '/projects/q3/reports/1', true],
+    ['^a$', 'a', true],
+    ['^a$', 'a\n', false],
+    ['^(a|aa)+$', `${'a'.repeat(40)}b`, false],
+    ['^1$', 1, false],
+    ['.*', null, false],
+    ['.*', ['a'], false],
+  ]);
+  check(t, ['not_matches'], [
+    ['^tmp-', 'tmp-1', false],
+    ['^tmp-', 'data-1', true],
+    ['^tmp-', 7, false],
+    ['^tmp-', ['data'], false],
+  ]);
+});
+
+t.test('matches refuses what the linear-time engine does not take, too long a pattern, and value_from', async (t) => {
+  t.equal(OPERATOR_DEFINITIONS.matches.checkValue('^[a-z]+$'), undefined);
+  t.match(OPERATOR_DEFINITIONS.matches.checkValue('(a)\\1'), /needs a regular expression: .*RE2 syntax/, 'a backreference');
+  t.match(OPERATOR_DEFINITIONS.matches.checkValue('(?=a)'), /needs a regular expression/, 'lookahead');
+  t.match(OPERATOR_DEFINITIONS.not_matches.checkValue('['), /needs a regular expression/);
+  t.match(OPERATOR_DEFINITIONS.matches.checkValue('a'.repeat(1001)), /longer than 1000 characters/);
+  t.equal(OPERATOR_DEFINITIONS.matches.checkValue(3), 'needs a string value: a regular expression');
+  t.type(OPERATOR_DEFINITIONS.matches.refusesValueFrom, 'string');
+  t.equal(OPERATOR_DEFINITIONS.in_cidr.refusesValueFrom, undefined);
+});
+
+t.test('in_cidr: an IPv4 or IPv6 address in a range, or in any range of a list', async (t) => {
+  check(t, ['in_cidr'], [
+    ['10.16.0.0/12', '10.16.0.1', true],
+    ['10.16.0.0/12', '10.31.255.255', true],
+    ['10.16.0.0/12', '10.32.0.0', false],
+    ['10.16.0.0/12', '10.15.255.255', false],
+    ['10.1.0.0/16', '10.10.0.1', false],
+    ['0.0.0.0/0', '203.0.113.9', true],
+    ['0.0.0.0/0', '2001:db8::1', false],
+    ['192.0.2.7', '192.0.2.7', true],
+    ['192.0.2.7/32', '192.0.2.8', false],
+    ['2001:db8::/32', '2001:db8:ffff::1', true],
+    ['2001:db8::/32', '2001:db9::1', false],
+    ['2001:DB8::/32', '2001:db8::1', true],
+    ['::/0', '10.0.0.1', false],
+    ['::/0', '::1', true],
+    ['fe80::/10', 'fe80::1', true],
+    ['fe80::/10', 'fe80::1%eth0', false],
+    // An IPv4-mapped IPv6 address is the IPv4 address it maps.
+    ['10.0.0.0/8', '::ffff:10.1.2.3', true],
+    ['::ffff:0:0/96', '10.1.2.3', true],
+    [['192.0.2.0/24', '2001:db8::/32'], '2001:db8::5', true],
+    [['192.0.2.0/24', '2001:db8::/32'], '198.51.100.1', false],
+    ['10.0.0.0/8', '10.1.2', false],
+    ['10.0.0.0/8', '010.1.2.3', false],
+    ['10.0.0.0/8', '10.1.2.256', false],
+    ['10.0.0.0/8', ' 10.1.2.3', false],
+    ['10.0.0.0/8', 167837953, false],
+    ['10.0.0.0/8', null, false],
+    ['10.0.0.0/8', ['10.1.2.3'], false],
+  ]);
+  check(t, ['not_in_cidr'], [
+    ['10.0.0.0/8', '10.1.2.3', false],
+    ['10.0.0.0/8', '192.0.2.1', true],
+    ['10.0.0.0/8', '2001:db8::1', true],
+    // Only an address is outside a range: anything else holds for neither operator.
+    ['10.0.0.0/8', 'laptop', false],
+    ['10.0.0.0/8', 42, false],
+  ]);
+});
+
+t.test('in_cidr takes a range or a list of up to 256, each an address with an optional prefix of its family', async (t) => {
+  for (const value of ['10.0.0.0/8', '2001:db8::/32', '192.0.2.1', ['10.0.0.0/8', '::1'], Array(256).fill('10.0.0.0/8')]) {
+    t.equal(OPERATOR_DEFINITIONS.in_cidr.checkValue(value), undefined, JSON.stringify(value).slice(0, 40));
+  }
+  const refused: [unknown, RegExp][] = [
+    ['10.0.0.0/33', /prefix length that is not 0 to 32/],
+    ['2001:db8::/129', /prefix length that is not 0 to 128/],
+    ['10.0.0/8', /not an IPv4 or IPv6 address/],
+    ['10.0.0.0/', /prefix length/],
+    ['10.0.0.0/08', /prefix length/],
+    ['office', /not an IPv4 or IPv6 address/],
+    [[], /at least one/],
+    [Array(257).fill('10.0.0.0/8'), /at most 256/],
+    [8, /needs a CIDR range/],
+    [['10.0.0.0/8', 8], /needs a CIDR range/],
+  ];
+  for (const [value, message] of refused) t.match(OPERATOR_DEFINITIONS.not_in_cidr.checkValue(value), message, JSON.stringify(value).slice(0, 40));
+});
+
+t.test('in_cidr with value_from: the ranges read from the check, holding for nothing when they are not ranges', async (t) => {
+  const { relate } = OPERATOR_DEFINITIONS.in_cidr;
+  t.equal(relate('10.1.2.3', '10.0.0.0/8'), true);
+  t.equal(relate('10.1.2.3', ['192.0.2.0/24', '10.0.0.0/8']), true);
+  t.equal(relate('10.1.2.3', 'office'), false);
+  t.equal(relate('10.1.2.3', Array(257).fill('10.0.0.0/8')), false, 'beyond the bound: no range is read');
+  t.equal(OPERATOR_DEFINITIONS.not_in_cidr.relate('10.1.2.3', 'office'), false);
+  t.equal(OPERATOR_DEFINITIONS.not_in_cidr.relate('192.0.2.1', '10.0.0.0/8'), true);
 });

@@ -2,6 +2,7 @@ import t from 'tap';
 import fc from 'fast-check';
 import { compile, derive, evaluate, explain, plan, policyIssues, type DecisionRequest, type ResolvedEntity } from '../../src/engine/index.js';
 import { deciderOf } from '../../src/engine/decisions.js';
+import { OPERATOR_DEFINITIONS } from '../../src/engine/operators.js';
 import { OPERATORS, type Condition, type Operator, type Policy } from '../../src/schemas/policy.js';
 import { conditionHolds, reference } from './reference.js';
 import { treeHolds, unstatableAsDocumented } from '../helpers/plan-cases.js';
@@ -22,7 +23,7 @@ const SEED = process.env.RELATIONS_SEED === undefined ? undefined : Number(proce
 
 const KEYS = ['a', 'b', 'list'];
 // Of every type, with strings another reading would take for numbers ('1') or booleans (''), so that a relation meets values of two types.
-const VALUES: unknown[] = ['x', 'y', '', 'xy', '1', 0, 1, 2, true, false, null, ['x', 1], [], { k: 'x' }];
+const VALUES: unknown[] = ['x', 'y', '', 'xy', '1', '10.1.2.3', 0, 1, 2, true, false, null, ['x', 1], [], { k: 'x' }];
 const ACTIONS = ['read', 'delete'];
 const value = fc.constantFrom(...VALUES);
 const attributePath = fc.oneof(fc.constantFrom(...KEYS).map((key) => `attributes.${key}`), fc.constant('attributes.a.k'), fc.constant('attributes.list.0'));
@@ -36,6 +37,8 @@ function constantFor(operator: Operator): fc.Arbitrary<unknown> {
   if (operator === 'in' || operator === 'not_in') return fc.array(value, { maxLength: 3 });
   if (['gt', '>', 'gte', '>=', 'lt', '<', 'lte', '<='].includes(operator)) return fc.constantFrom(0, 1, 2);
   if (operator === 'startswith' || operator === 'endswith') return fc.constantFrom('x', 'y', '');
+  if (operator === 'matches' || operator === 'not_matches') return fc.constantFrom('x', '^x', 'y$', '^$');
+  if (operator === 'in_cidr' || operator === 'not_in_cidr') return fc.constantFrom<unknown>('10.0.0.0/8', ['10.0.0.0/8', '2001:db8::/32']);
   return value;
 }
 
@@ -43,7 +46,7 @@ function constantFor(operator: Operator): fc.Arbitrary<unknown> {
 const conditionOf = (part: Part): fc.Arbitrary<Condition> =>
   fc.record({ path: pathOf(part), operator: fc.constantFrom(...OPERATORS), relational: fc.boolean() }).chain(({ path, operator, relational }): fc.Arbitrary<Condition> => {
     if (operator === 'exists' || operator === 'not_exists') return fc.constant({ path, operator });
-    if (!relational) return constantFor(operator).map((chosen) => ({ path, operator, value: chosen }));
+    if (!relational || OPERATOR_DEFINITIONS[operator].refusesValueFrom !== undefined) return constantFor(operator).map((chosen) => ({ path, operator, value: chosen }));
     return fc
       .constantFrom<Part>('principal', 'resource', 'action', 'context')
       .chain((target) => pathOf(target).map((targetPath) => ({ path, operator, value_from: `${target}.${targetPath}` })));

@@ -3,6 +3,7 @@ import { Query } from 'mingo';
 import { compile, evaluate, mongoFilter, plan, policyWarnings, type DecisionRequest } from '../../src/engine/index.js';
 import { OPERATORS, type Condition, type Policy } from '../../src/schemas/policy.js';
 import { conditionHolds } from './reference.js';
+import { OPERATOR_DEFINITIONS } from '../../src/engine/operators.js';
 
 // Relations, action attributes and context in the engine: validation's warnings about them, and the
 // plans and filters of relations that a random case rarely meets.
@@ -21,9 +22,10 @@ const entity = (attributes: Record<string, unknown> = {}, uri?: string) => ({ ur
 
 t.test('every operator relates every pair of values of any two types as the documented reading does', async (t) => {
   // Values of every JSON type, and strings that other conversions would read as numbers or booleans.
-  const values: unknown[] = [0, 1, 5, -2.5, '5', '1', '', '0', 'x', 'xy', true, false, null, [], [1], ['5'], ['x', 1], {}, { k: 1 }];
+  const values: unknown[] = [0, 1, 5, -2.5, '5', '1', '', '0', 'x', 'xy', '10.1.2.3', '10.0.0.0/8', true, false, null, [], [1], ['5'], ['x', 1], ['10.0.0.0/8'], {}, { k: 1 }];
   let checked = 0;
-  for (const operator of OPERATORS.filter((each) => each !== 'exists' && each !== 'not_exists')) {
+  // Every operator that takes a value_from: the others' are refused when the policy is written.
+  for (const operator of OPERATORS.filter((each) => OPERATOR_DEFINITIONS[each].refusesValueFrom === undefined)) {
     const condition = { path: 'attributes.a', operator, value_from: 'principal.attributes.b' } as Condition;
     const snapshot = compile([{ ...policyOf({ resource_conditions: [condition] }), default_effect: 'deny' }], 1);
     for (const a of values) {
