@@ -18,9 +18,9 @@ const SEED = process.env.DERIVE_SEED === undefined ? undefined : Number(process.
 
 const NAMES = ['p0', 'p1', 'p2', 'p3', 'p4', 'p5'];
 const ACTIONS = ['read', 'write', 'delete'];
-const VALUES = ['a', 'b', 'c', 0, 1, 2];
+const VALUES = ['a', 'b', 'c', '10.1.2.3', 0, 1, 2];
 /** Equality first (it decides where rules are filed), then the other kinds of operator. */
-const OPERATORS: Operator[] = ['==', '==', 'equals', 'in', 'in', '!=', 'not_in', 'gt', 'lte', 'startswith', 'exists', 'not_exists'];
+const OPERATORS: Operator[] = ['==', '==', 'equals', 'in', 'in', '!=', 'not_in', 'gt', 'lte', 'startswith', 'exists', 'not_exists', 'matches', 'in_cidr'];
 
 const value = fc.constantFrom(...VALUES);
 const conditionOn = (paths: string[]): fc.Arbitrary<Condition> =>
@@ -30,6 +30,8 @@ const conditionOn = (paths: string[]): fc.Arbitrary<Condition> =>
       if (operator === 'in' || operator === 'not_in') return fc.array(value, { maxLength: 3 }).map((values): Condition => ({ path, operator, value: values }));
       if (operator === 'gt' || operator === 'lte') return fc.constantFrom(0, 1, 2).map((number): Condition => ({ path, operator, value: number }));
       if (operator === 'startswith') return fc.constantFrom('a', 'b').map((prefix): Condition => ({ path, operator, value: prefix }));
+      if (operator === 'matches') return fc.constantFrom('^a', 'b|c').map((pattern): Condition => ({ path, operator, value: pattern }));
+      if (operator === 'in_cidr') return fc.constantFrom<unknown>('10.0.0.0/8', ['192.0.2.0/24']).map((ranges): Condition => ({ path, operator, value: ranges }));
       if (operator === 'exists' || operator === 'not_exists') return fc.constant<Condition>({ path, operator });
       return value.map((chosen): Condition => ({ path, operator, value: chosen }));
     });
