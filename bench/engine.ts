@@ -126,6 +126,39 @@ export function engineRelationRates(roundMillis = 400): { relation: number; cons
   return { relation: rate(ownerRule({ value_from: 'principal.attributes.email' })), constant: rate(ownerRule({ value: email })) };
 }
 
+/** Each operator of the language's second week, against `==`, on the context or resource value it tests. */
+export const OPERATOR_CASES = [
+  { name: '==', path: 'attributes.ip', operator: '==', value: '10.20.3.4', attribute: '10.20.3.4' },
+  { name: 'in_cidr, IPv4', path: 'attributes.ip', operator: 'in_cidr', value: ['10.16.0.0/12', '2001:db8:42::/48'], attribute: '10.20.3.4' },
+  { name: 'in_cidr, IPv6', path: 'attributes.ip', operator: 'in_cidr', value: ['10.16.0.0/12', '2001:db8:42::/48'], attribute: '2001:db8:42::7' },
+  { name: 'not_in_cidr', path: 'attributes.ip', operator: 'not_in_cidr', value: '192.168.0.0/16', attribute: '10.20.3.4' },
+  { name: 'matches', path: 'attributes.path', operator: 'matches', value: '^/projects/[a-z0-9-]+/reports/', attribute: '/projects/q3-plan/reports/summary.pdf' },
+] as const;
+
+/** Decisions per second of one allow rule whose one context condition is each case, on requests that match it. */
+export function engineOperatorRates(roundMillis = 400): Record<(typeof OPERATOR_CASES)[number]['name'], number> {
+  const rates: Record<string, number> = {};
+  for (const { name, path, operator, value, attribute } of OPERATOR_CASES) {
+    const snapshot = compile(
+      [{ version: '1.0', name: 'p', description: null, default_effect: 'deny', rules: [{ name: 'r', effect: 'allow', principal_conditions: [], resource_conditions: [], context_conditions: [{ path, operator, value: value as unknown }], actions: ['read'] }] }],
+      1,
+    );
+    const requests: DecisionRequest[] = Array.from({ length: 1024 }, () => ({
+      principal: { uri: undefined, attributes: new Map() },
+      resource: { uri: undefined, attributes: new Map() },
+      action: 'read',
+      context: new Map([[path.slice('attributes.'.length), attribute]]),
+    }));
+    let allowed = 0;
+    rates[name] = bestRate(() => {
+      for (const request of requests) if (evaluate(snapshot, request).allowed) allowed++;
+      return requests.length;
+    }, roundMillis);
+    if (allowed === 0) throw new Error(`the ${name} case allowed nothing`);
+  }
+  return rates as Record<(typeof OPERATOR_CASES)[number]['name'], number>;
+}
+
 /**
  * Checks per second of the engine alone, and of the engine with attribute schemas enforced (reject)
  * on every check first, on the requests of engineDecisionsPerSecond at 10 policies: what schemas add

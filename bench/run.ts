@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
-import { engineDecisionsPerSecond, enginePlansPerSecond, engineRelationRates, engineSchemaRates } from './engine.js';
+import { engineDecisionsPerSecond, engineOperatorRates, enginePlansPerSecond, engineRelationRates, engineSchemaRates } from './engine.js';
 import { loadWithWrk, wrkAvailable, type LoadResult } from './wrk.js';
 import { startBaseline, startVerdict, stop, type RunningServer, type StartCost } from './server.js';
 import { benchDirectory, copyOf, seed } from './seed.js';
@@ -408,6 +408,17 @@ function relationFigures(): { relation: number; constant: number } {
   return rates;
 }
 
+/** Each newer operator's decision against one by `==` (target: at most 2x, but for matches, which reports its figure). */
+function operatorFigures(): void {
+  const rates = engineOperatorRates();
+  for (const [name, rate] of Object.entries(rates)) {
+    if (name === '==') continue;
+    const times = rates['=='] / rate;
+    const target = name === 'matches' ? '(reported)' : `(target at most 2x)${times > 2 ? ' ABOVE TARGET' : ''}`;
+    console.log(`engine alone, one condition by ${name.padEnd(14)} ${(rate / 1e6).toFixed(2)}M decisions/s: ${times.toFixed(2)}x a decision by == ${target}`);
+  }
+}
+
 /** What enforcing attribute schemas adds to a check, in nanoseconds of one thread (the target: at most a tenth of a /check's CPU). */
 function schemaFigures(): void {
   const { without, withSchemas } = engineSchemaRates();
@@ -571,6 +582,7 @@ async function main(): Promise<void> {
       engine = engineFigures();
       relations = relationFigures();
       schemaFigures();
+      operatorFigures();
       ({ plans, teamPlans } = planFigures(engine));
     }
     printSummary(tracked, processesLabel);

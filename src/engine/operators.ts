@@ -1,6 +1,6 @@
 import { OPERATORS, type Operator } from '../schemas/policy.js';
 import { jsonEqual } from './json-equal.js';
-import { inRanges, isAddress, rangesIssue } from './address-ranges.js';
+import { addressRanges, rangesIssue } from './address-ranges.js';
 import { linearRegExp, PatternError } from './linear-regexp.js';
 
 /** Tests an attribute's value (never MISSING: the caller handles absence) against a condition. */
@@ -124,14 +124,15 @@ function matching(negated: boolean): OperatorDefinition {
 
 /** Ranges read from the request are parsed for each check, within MAX_ADDRESS_RANGES; ranges that do not parse hold for nothing. */
 function inNetwork(negated: boolean): OperatorDefinition {
-  const holds = (test: (attribute: unknown) => boolean, attribute: unknown) => (negated ? isAddress(attribute) && !test(attribute) : test(attribute));
+  // Only an address is in a range or outside it: anything else holds for neither operator.
+  const expected = !negated;
   return {
     checkValue: rangesIssue,
     build(value) {
-      const test = inRanges(value);
-      return (attribute) => holds(test, attribute);
+      const test = addressRanges(value);
+      return (attribute) => test(attribute) === expected;
     },
-    relate: (attribute, value) => rangesIssue(value) === undefined && holds(inRanges(value), attribute),
+    relate: (attribute, value) => rangesIssue(value) === undefined && addressRanges(value)(attribute) === expected,
   };
 }
 

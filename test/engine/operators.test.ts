@@ -1,4 +1,5 @@
 import t from 'tap';
+import fc from 'fast-check';
 import { OPERATORS, type Operator } from '../../src/schemas/policy.js';
 import { OPERATOR_DEFINITIONS } from '../../src/engine/operators.js';
 import { jsonEqual } from '../../src/engine/json-equal.js';
@@ -467,4 +468,58 @@ t.test('in_cidr with value_from: the ranges read from the check, holding for not
   t.equal(relate('10.1.2.3', Array(257).fill('10.0.0.0/8')), false, 'beyond the bound: no range is read');
   t.equal(OPERATOR_DEFINITIONS.not_in_cidr.relate('10.1.2.3', 'office'), false);
   t.equal(OPERATOR_DEFINITIONS.not_in_cidr.relate('192.0.2.1', '10.0.0.0/8'), true);
+});
+
+t.test('in_cidr reads addresses as people write them, and only those', async (t) => {
+  const anyV6 = OPERATOR_DEFINITIONS.in_cidr.build('::/0');
+  const anyV4 = OPERATOR_DEFINITIONS.in_cidr.build('0.0.0.0/0');
+  for (const address of ['::', '::1', '1::', '1:2:3:4:5:6:7:8', '1::8', '1:2:3:4:5:6::', 'ABCD:ef01::', '1:2:3:4:5:6:1.2.3.4', '::1.2.3.4']) t.equal(anyV6(address), true, address);
+  for (const address of ['0.0.0.0', '255.255.255.255', '::ffff:1.2.3.4', '::FFFF:102:304']) t.equal(anyV4(address), true, address);
+  for (const address of ['', ':', ':::', '1:2:3:4:5:6:7:8:9', '1::2::3', ':1', '1:', '1:2:3:4:5:6:7', '12345::', '1:2:3:4:5:6:7:1.2.3.4', '::1.2.3', 'g::', '1.2.3.4.5', '1..2.3', '256.1.1.1', '1.2.3.4 ', '::1%lo']) {
+    t.same([anyV6(address), anyV4(address)], [false, false], JSON.stringify(address));
+  }
+});
+
+t.test('in_cidr agrees with arithmetic on 128-bit numbers, for any address written any way and any prefix', async (t) => {
+  const hex = (groups: number[]) => groups.map((group) => group.toString(16));
+  /** The address in full, compressed at its longest run of zero groups, and in capitals. */
+  const spellings = (groups: number[]) => {
+    const full = hex(groups).join(':');
+    let [start, length] = [-1, 0];
+    for (let index = 0; index < 8; index++) {
+      let run = 0;
+      while (index + run < 8 && groups[index + run] === 0) run++;
+      if (run > length) [start, length] = [index, run];
+    }
+    const compressed = length < 2 ? full : `${hex(groups.slice(0, start)).join(':')}::${hex(groups.slice(start + length)).join(':')}`;
+    return [full, compressed, compressed.toUpperCase()];
+  };
+  const number = (groups: number[]) => groups.reduce((value, group) => (value << 16n) | BigInt(group), 0n);
+  const group = fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 0xffff }));
+  const v6 = fc.array(group, { minLength: 8, maxLength: 8 }).filter((groups) => !(groups.slice(0, 5).every((each) => each === 0) && groups[5] === 0xffff));
+  fc.assert(
+    fc.property(v6, v6, fc.integer({ min: 0, max: 128 }), (address, network, prefix) => {
+      const range = `${spellings(network)[1]}/${prefix}`;
+      const shift = BigInt(128 - prefix);
+      const expected = number(address) >> shift === number(network) >> shift;
+      for (const written of spellings(address)) {
+        if (OPERATOR_DEFINITIONS.in_cidr.build(range)(written) !== expected) throw new Error(`${written} in ${range}: expected ${expected}`);
+        if (OPERATOR_DEFINITIONS.not_in_cidr.build(range)(written) !== !expected) throw new Error(`${written} not in ${range}: expected ${!expected}`);
+      }
+    }),
+    { numRuns: 2000 },
+  );
+  const octets = fc.array(fc.integer({ min: 0, max: 255 }), { minLength: 4, maxLength: 4 });
+  fc.assert(
+    fc.property(octets, octets, fc.integer({ min: 0, max: 32 }), (address, network, prefix) => {
+      const value = (parts: number[]) => parts.reduce((sum, part) => sum * 256 + part, 0);
+      const expected = Math.floor(value(address) / 2 ** (32 - prefix)) === Math.floor(value(network) / 2 ** (32 - prefix));
+      const range = `${network.join('.')}/${prefix}`;
+      for (const written of [address.join('.'), `::ffff:${address.join('.')}`]) {
+        if (OPERATOR_DEFINITIONS.in_cidr.build(range)(written) !== expected) throw new Error(`${written} in ${range}: expected ${expected}`);
+      }
+    }),
+    { numRuns: 2000 },
+  );
+  t.pass('4,000 cases');
 });
