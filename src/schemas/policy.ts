@@ -168,7 +168,7 @@ export const validationReportSchema = {
       type: 'array',
       items: validationIssueSchema,
       description:
-        '`type`: never_matches, shadowed, unknown_action, duplicate_condition or escaped_by_omission; `incomplete`, last, when the report stopped early (too long, or too much work).',
+        '`type`: never_matches, shadowed, unknown_action, duplicate_condition, escaped_by_omission or substring_membership; `incomplete`, last, when the report stopped early (too long, or too much work).',
     },
   },
   required: ['valid', 'warnings'],

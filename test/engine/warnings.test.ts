@@ -109,6 +109,29 @@ t.test('duplicate conditions, synonyms included', async (t) => {
   ]);
 });
 
+t.test('contains of a reference to one thing (a uri, an id, an email) is flagged as a substring test, suggesting a list', async (t) => {
+  const owners = (operator: Operator, value_from: string): Condition => ({ path: 'attributes.owners', operator, value_from });
+  const flagged = rule('owners edit', { resource: [owners('contains', 'principal.uri')], principal: [owners('not_contains', 'principal.attributes.user_id')] });
+  t.same(warningsOf([policy('p', [flagged])]), [
+    {
+      loc: 'body.0.rules.0.principal_conditions.0',
+      type: 'substring_membership',
+      msg: "attributes.owners not_contains principal.attributes.user_id is a substring test where attributes.owners is a string ('user:al' is in 'user:alice'), and membership only where it is a list: hold attributes.owners as a list of ids",
+    },
+    {
+      loc: 'body.0.rules.0.resource_conditions.0',
+      type: 'substring_membership',
+      msg: "attributes.owners contains principal.uri is a substring test where attributes.owners is a string ('user:al' is in 'user:alice'), and membership only where it is a list: hold attributes.owners as a list of ids",
+    },
+  ]);
+  for (const value_from of ['principal.attributes.email', 'resource.attributes.ownerId', 'principal.attributes.owner', 'action.attributes.id']) {
+    t.same(warningsOf(oneRule([owners('contains', value_from)])).map((warning) => warning.type), ['substring_membership'], value_from);
+  }
+  for (const condition of [owners('contains', 'principal.attributes.department'), owners('in', 'principal.attributes.groups'), cond('contains', 'user:alice')]) {
+    t.same(warningsOf(oneRule([condition])), [], `${condition.operator} ${condition.value_from ?? JSON.stringify(condition.value)}: not flagged`);
+  }
+});
+
 t.test('presence: not_exists beside any other condition on the path never matches; exists is implied by them', async (t) => {
   const x = (operator: Operator, value?: unknown): Condition => (value === undefined ? { path: 'attributes.x', operator } : cond(operator, value));
   t.same(warningsOf(oneRule([x('not_exists'), x('!=', 1)])), [

@@ -7,6 +7,7 @@ import { neverMatches } from './contradictions.js';
 import { RulesByAction, duplicates, shadowing } from './overlap.js';
 import { ActionIndex, lonelyActions } from './typos.js';
 import { omissionWarnings } from './omissions.js';
+import { substringMembership } from './substring-membership.js';
 
 // The report of what is valid but probably not meant: every analysis, rule by rule, held to its
 // budget of work and length, in slices.
@@ -15,7 +16,7 @@ import { omissionWarnings } from './omissions.js';
  * What is valid but probably not meant, in the policies at `checked` (positions in `policies`, the
  * whole set in creation order): rules that can never match, rules that never decide, actions that
  * look like typos of another policy's, duplicate conditions, deny rules a request escapes by
- * leaving an attribute out. Reasons on the compiled conditions that evaluation uses. `locate(i)`
+ * leaving an attribute out, `contains` meant as membership that is a substring test on a string. Reasons on the compiled conditions that evaluation uses. `locate(i)`
  * says where policy i sits in the request. The report is held to `maxLength` characters of JSON
  * and its checks to `workLimit` steps: past either, it stops with a last warning of type
  * `incomplete` saying so. It pauses (yields) between rules after each slice of work, so that a
@@ -50,6 +51,7 @@ export function* reportWarnings(
         earlierRules.add(rule, ruleIndex);
         checking.report(warnings, lonelyActions(rule.rule, policyIndex, actions, at, checking));
         checking.report(warnings, duplicates(rule, at));
+        checking.report(warnings, substringMembership(rule, at));
         checking.report(warnings, escapesByOmission.of({ ...rule, policy: policyIndex, index: ruleIndex }, at));
         // A pause between rules, once a slice of work is done: whoever runs the report may let others run.
         if (checking.sliceDone()) yield;

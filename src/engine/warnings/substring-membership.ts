@@ -1,0 +1,29 @@
+import type { Location, ValidationIssue } from '../../schemas/errors.js';
+import { SIDES, type CompiledRuleConditions } from './shared.js';
+
+/**
+ * A reference whose value names one thing: a uri, an id, an email, a user or owner name. `contains`
+ * with one is meant as membership, but on a string attribute it is a substring test.
+ */
+const NAMES_ONE_THING = /(^|\.)(uri|id|email|user|username|owner|login)$|(_id|Id|ID)$/;
+
+/**
+ * `contains` (or `not_contains`) of a reference to an id-like value: where the attribute is a string
+ * (`"user:alice"`), `user:al` is in it, which membership in a list of ids would not say.
+ */
+export function substringMembership({ sides }: CompiledRuleConditions, at: Location): ValidationIssue[] {
+  const warnings: ValidationIssue[] = [];
+  for (const side of SIDES) {
+    sides[side].forEach(({ source }, index) => {
+      if ((source.operator !== 'contains' && source.operator !== 'not_contains') || source.value_from === undefined || !NAMES_ONE_THING.test(source.value_from)) return;
+      warnings.push({
+        loc: [...at, side, index],
+        msg:
+          `${source.path} ${source.operator} ${source.value_from} is a substring test where ${source.path} is a string ('user:al' is in 'user:alice'), ` +
+          `and membership only where it is a list: hold ${source.path} as a list of ids`,
+        type: 'substring_membership',
+      });
+    });
+  }
+  return warnings;
+}
