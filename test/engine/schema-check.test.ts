@@ -74,6 +74,13 @@ t.test('an operator that cannot hold for the declared type', async (t) => {
   t.same(messages([{ path: 'attributes.level', operator: 'startswith', value: '1' }]), [
     "principal_conditions.0.operator: rule 'r': operator 'startswith' cannot hold for principal attribute 'level', declared integer",
   ]);
+  t.same(messages([{ path: 'attributes.level', operator: 'in_cidr', value: '10.0.0.0/8' }]), [
+    "principal_conditions.0.operator: rule 'r': operator 'in_cidr' cannot hold for principal attribute 'level', declared integer",
+  ]);
+  t.same(messages([{ path: 'attributes.level', operator: 'matches', value: '^1' }]), [
+    "principal_conditions.0.operator: rule 'r': operator 'matches' cannot hold for principal attribute 'level', declared integer",
+  ]);
+  t.same(messages([{ path: 'attributes.department', operator: 'not_matches', value: '^x' }]), [], 'a pattern on a string');
 });
 
 t.test('a value of the wrong type, or outside the enumeration', async (t) => {
