@@ -126,13 +126,15 @@ export function engineRelationRates(roundMillis = 400): { relation: number; cons
   return { relation: rate(ownerRule({ value_from: 'principal.attributes.email' })), constant: rate(ownerRule({ value: email })) };
 }
 
-/** Each operator of the language's second week, against `==`, on the context or resource value it tests. */
+/** Each operator of the language's second week, against `==`, on the context value it tests. */
 export const OPERATOR_CASES = [
   { name: '==', path: 'attributes.ip', operator: '==', value: '10.20.3.4', attribute: '10.20.3.4' },
   { name: 'in_cidr, IPv4', path: 'attributes.ip', operator: 'in_cidr', value: ['10.16.0.0/12', '2001:db8:42::/48'], attribute: '10.20.3.4' },
   { name: 'in_cidr, IPv6', path: 'attributes.ip', operator: 'in_cidr', value: ['10.16.0.0/12', '2001:db8:42::/48'], attribute: '2001:db8:42::7' },
   { name: 'not_in_cidr', path: 'attributes.ip', operator: 'not_in_cidr', value: '192.168.0.0/16', attribute: '10.20.3.4' },
   { name: 'matches', path: 'attributes.path', operator: 'matches', value: '^/projects/[a-z0-9-]+/reports/', attribute: '/projects/q3-plan/reports/summary.pdf' },
+  { name: 'before', path: 'attributes.at', operator: 'before', value: '2999-01-01T00:00:00Z', attribute: '2026-11-27T10:00:00Z' },
+  { name: 'during', path: 'attributes.at', operator: 'during', value: { zone: 'Europe/Berlin', days: ['mon', 'tue', 'wed', 'thu', 'fri'], from: '09:00', to: '18:00' }, attribute: '2026-11-27T10:00:00Z' },
 ] as const;
 
 /** Decisions per second of one allow rule whose one context condition is each case, on requests that match it. */

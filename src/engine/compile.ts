@@ -140,7 +140,7 @@ export function holdsFor(condition: CompiledCondition, found: unknown, request: 
 export function firstFailingCondition(conditions: readonly CompiledCondition[], entity: ResolvedEntity, request: DecisionRequest): number {
   for (let index = 0; index < conditions.length; index++) {
     const condition = conditions[index]!;
-    if (!holdsFor(condition, condition.lookup(entity), request)) return index;
+    if (!holdsFor(condition, condition.lookup(entity, request), request)) return index;
   }
   return -1;
 }

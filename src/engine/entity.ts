@@ -1,3 +1,5 @@
+import { decisionTime } from './time.js';
+
 /**
  * An entity as the engine sees it during one decision: its uri (when the caller named one) and its
  * attributes after resolution. Attributes live in a Map so that keys such as `__proto__` or
@@ -17,6 +19,11 @@ export interface DecisionRequest {
   actionAttributes?: ReadonlyMap<string, unknown>;
   /** The attributes of the request itself (time, address, channel...); absent when the check sent none. */
   context?: ReadonlyMap<string, unknown>;
+  /**
+   * The decision's time (`context.time`), RFC 3339 in UTC: given by a `verdict test` case, else read
+   * from the clock when a condition first asks for it, and kept for the rest of the decision.
+   */
+  time?: string;
 }
 
 /** The parts of a check that conditions and references read. */
@@ -38,7 +45,14 @@ export function partOf(request: DecisionRequest, part: RequestPart): ResolvedEnt
     case 'action':
       return { uri: request.action, attributes: request.actionAttributes ?? NO_ATTRIBUTES };
     case 'context':
+      // Its `time` is read by the lookup of that path (see compileLookup), from the request: the clock only when a condition asks.
       return { uri: undefined, attributes: request.context ?? NO_ATTRIBUTES };
   }
+}
+
+/** The decision's time (see DecisionRequest.time). */
+export function timeOf(request: DecisionRequest): string {
+  request.time ??= decisionTime();
+  return request.time;
 }
 

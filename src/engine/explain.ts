@@ -126,7 +126,7 @@ function failure(side: RequestPart, conditions: readonly CompiledCondition[], re
   const index = firstFailingCondition(conditions, entity, request);
   if (index === -1) return undefined;
   const { lookup, source, reference } = conditions[index]!;
-  const actual = lookup(entity);
+  const actual = lookup(entity, request);
   spending.spend(FRAME.failed + (reference === undefined ? 0 : FRAME.reference) + conditionValueLength(source));
   const failed: FailedCondition = { side, path: source.path, operator: source.operator };
   if (reference === undefined) {

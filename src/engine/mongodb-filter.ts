@@ -49,6 +49,9 @@ const NO_EXACT_QUERY: Partial<Record<Comparison['operator'], string>> = {
   not_matches: "MongoDB's regular expressions (PCRE) are not the linear-time engine's (RE2), and differ on some patterns",
   in_cidr: 'MongoDB cannot read an IP address held as text as a number to compare with a range',
   not_in_cidr: 'MongoDB cannot read an IP address held as text as a number to compare with a range',
+  before: 'MongoDB compares date-times held as text as text, not as the instants they name',
+  after: 'MongoDB compares date-times held as text as text, not as the instants they name',
+  during: 'MongoDB cannot read a date-time held as text in a time zone',
 };
 
 const isScalar = (value: unknown): value is string | number | boolean =>

@@ -2,6 +2,7 @@ import { OPERATORS, type Operator } from '../schemas/policy.js';
 import { jsonEqual } from './json-equal.js';
 import { addressRanges, rangesIssue } from './address-ranges.js';
 import { linearRegExp, PatternError } from './linear-regexp.js';
+import { inWindow, instantOf, windowIssue } from './time.js';
 
 /** Tests an attribute's value (never MISSING: the caller handles absence) against a condition. */
 export type Predicate = (attribute: unknown) => boolean;
@@ -136,6 +137,26 @@ function inNetwork(negated: boolean): OperatorDefinition {
   };
 }
 
+const needsDateTime = (value: unknown) => (instantOf(value) === undefined ? "needs a date-time value, RFC 3339 with its offset ('2026-12-31T23:59:59Z')" : undefined);
+
+function compareInstants(test: (attribute: number, value: number) => boolean): OperatorDefinition {
+  const holds = (attribute: unknown, bound: number) => {
+    const instant = instantOf(attribute);
+    return instant !== undefined && test(instant, bound);
+  };
+  return {
+    checkValue: needsDateTime,
+    build(value) {
+      const bound = instantOf(value)!;
+      return (attribute) => holds(attribute, bound);
+    },
+    relate(attribute, value) {
+      const bound = instantOf(value);
+      return bound !== undefined && holds(attribute, bound);
+    },
+  };
+}
+
 const equals: OperatorDefinition = { checkValue: anyValue, build: equalTo, relate: jsonEqual };
 const notEquals: OperatorDefinition = {
   checkValue: anyValue,
@@ -190,6 +211,9 @@ export const OPERATOR_DEFINITIONS: Readonly<Record<Operator, OperatorDefinition>
   not_matches: matching(true),
   in_cidr: inNetwork(false),
   not_in_cidr: inNetwork(true),
+  before: compareInstants((attribute, value) => attribute < value),
+  after: compareInstants((attribute, value) => attribute > value),
+  during: { checkValue: windowIssue, build: inWindow, relate: () => false, refusesValueFrom: 'its window is compiled once, with the policy; give it as the value' },
   // Presence: any value there (null included) is present; a missing path holds only for not_exists.
   exists: { checkValue: noValue, build: () => () => true, relate: neverRelated, refusesValueFrom: "leave 'value_from' out" },
   not_exists: { checkValue: noValue, build: () => () => false, holdsWhenMissing: true, relate: neverRelated, refusesValueFrom: "leave 'value_from' out" },

@@ -1,29 +1,29 @@
-import type { ResolvedEntity } from './entity.js';
+import { timeOf, type DecisionRequest, type ResolvedEntity } from './entity.js';
 
 /** What a path yields when the entity has no value there; it satisfies no condition. */
 export const MISSING: unique symbol = Symbol('missing');
-export type Lookup = (entity: ResolvedEntity) => unknown;
+/** Reads a path of a part of the check; `request` is the whole check, which the context's `time` alone reads (missing without it). */
+export type Lookup = (entity: ResolvedEntity, request?: DecisionRequest) => unknown;
 
 const ARRAY_INDEX = /^(0|[1-9][0-9]*)$/;
 
 /**
  * What a condition path can name besides attributes, per part of a check: a principal's or
- * resource's `uri`, the action's `name` (a lookup reads it where an entity keeps its uri), nothing
- * of the context.
+ * resource's `uri`, the action's `name`, the context's `time` (the decision's time; a lookup reads
+ * each where an entity keeps its uri).
  */
-export type NamedValue = 'uri' | 'name' | null;
+export type NamedValue = 'uri' | 'name' | 'time';
 
 /**
- * Splits a dotted condition path. Valid paths are `uri` (`name` for the action, nothing for the
+ * Splits a dotted condition path. Valid paths are `uri` (`name` for the action, `time` for the
  * context) and `attributes.<key>` followed by any number of `.<key>` or `.<index>` steps into
  * nested objects and lists. Returns the steps after `attributes`, or a message saying what is wrong.
  */
 export function parsePath(path: string, named: NamedValue = 'uri'): { kind: 'uri' } | { kind: 'attribute'; steps: string[] } | { error: string } {
-  if (named !== null && path === named) return { kind: 'uri' };
+  if (path === named) return { kind: 'uri' };
   const parts = path.split('.');
   if (parts[0] !== 'attributes' || parts.length < 2) {
-    const first = named === null ? '' : `'${named}' or `;
-    return { error: `path must be ${first}'attributes.<key>' (dotted, e.g. 'attributes.address.city')` };
+    return { error: `path must be '${named}' or 'attributes.<key>' (dotted, e.g. 'attributes.address.city')` };
   }
   const steps = parts.slice(1);
   if (steps.some((step) => step === '')) return { error: 'path has an empty segment' };
@@ -48,6 +48,7 @@ function step(container: unknown, key: string): unknown {
 
 /** Compiles a valid path into a lookup that never consults a prototype chain (`name`, the action's, reads the uri). */
 export function compileLookup(path: string): Lookup {
+  if (path === 'time') return (_entity, request) => (request === undefined ? MISSING : timeOf(request));
   const parsed = parsePath(path, path === 'name' ? 'name' : 'uri');
   if ('error' in parsed) throw new Error(`invalid path '${path}': ${parsed.error}`);
   if (parsed.kind === 'uri') return (entity) => entity.uri ?? MISSING;

@@ -68,12 +68,12 @@ function resourceDemand(condition: CompiledCondition, request: DecisionRequest):
   const { resource } = request;
   const known = isKnown(condition.comparison.path, resource);
   const { reference, referenced } = condition;
-  if (reference === undefined) return known ? holdsFor(condition, condition.lookup(resource), request) : condition.comparison;
+  if (reference === undefined) return known ? holdsFor(condition, condition.lookup(resource, request), request) : condition.comparison;
   const targetKnown = referenced!.part !== 'resource' || isKnown(referenced!.path, resource);
-  if (known && targetKnown) return holdsFor(condition, condition.lookup(resource), request);
+  if (known && targetKnown) return holdsFor(condition, condition.lookup(resource, request), request);
   if (!known && !targetKnown) return condition.comparison;
   if (known) {
-    const value = condition.lookup(resource);
+    const value = condition.lookup(resource, request);
     return value === MISSING ? false : mirrored(referenced!.path, condition, value, KNOWN_RESOURCE_UNSTATABLE);
   }
   const value = reference(request);
@@ -90,7 +90,7 @@ const KNOWN_RESOURCE_UNSTATABLE: Unstatable = { relates: ' relates a known attri
  */
 function knownPartHolds(part: RequestPart, conditions: readonly CompiledCondition[], entity: ResolvedEntity, request: DecisionRequest, open: ConditionTree[]): boolean {
   for (const condition of conditions) {
-    const found = condition.lookup(entity);
+    const found = condition.lookup(entity, request);
     const { referenced } = condition;
     if (referenced?.part !== 'resource' || found === MISSING || isKnown(referenced.path, request.resource)) {
       if (!holdsFor(condition, found, request)) return false;

@@ -1,9 +1,8 @@
-import { REQUEST_PARTS, type RequestPart } from './entity.js';
-import type { DecisionRequest } from './entity.js';
+import { REQUEST_PARTS, timeOf, type DecisionRequest, type RequestPart } from './entity.js';
 import { compileAttributeLookup, MISSING, parsePath, type NamedValue } from './paths.js';
 
 /** What a path can name besides attributes in each part of a check (see parsePath). */
-export const NAMED_VALUE: Readonly<Record<RequestPart, NamedValue>> = { principal: 'uri', resource: 'uri', action: 'name', context: null };
+export const NAMED_VALUE: Readonly<Record<RequestPart, NamedValue>> = { principal: 'uri', resource: 'uri', action: 'name', context: 'time' };
 
 /** A `value_from` read: the part of the check it names, and the path into that part. */
 export interface Reference {
@@ -35,6 +34,7 @@ export function compileReference(text: string): RequestLookup {
   const parsed = parsePath(path, NAMED_VALUE[part]) as Exclude<ReturnType<typeof parsePath>, { error: string }>;
   if (parsed.kind === 'uri') {
     if (part === 'action') return (request) => request.action;
+    if (part === 'context') return timeOf;
     return part === 'principal' ? (request) => request.principal.uri ?? MISSING : (request) => request.resource.uri ?? MISSING;
   }
   if (parsed.steps.length === 1) return topLevelLookup(part, parsed.steps[0]!);

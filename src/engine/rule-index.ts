@@ -254,7 +254,7 @@ class CandidateRules<Source extends IndexedCondition> {
     if (this.unkeyed.length > 0) lists[count++] = this.unkeyed;
     for (const keyed of this.keyed) {
       const entity: ResolvedEntity = keyed.side === 'principal' ? request.principal : request.resource;
-      const value = keyed.lookup(entity);
+      const value = keyed.lookup(entity, request);
       if (value === MISSING || !isPrimitive(value)) continue;
       const filed = keyed.changed?.get(value) ?? keyed.rulesByValue.get(value);
       if (filed !== undefined) lists[count++] = filed;

@@ -87,6 +87,9 @@ const OPERAND_TYPES: Partial<Record<Operator, readonly JsonType[]>> = {
   not_matches: ['string'],
   in_cidr: ['string'],
   not_in_cidr: ['string'],
+  before: ['string'],
+  after: ['string'],
+  during: ['string'],
 };
 
 /** The schemas of one part a path may meet: the part's own, and each type's. */

@@ -56,6 +56,10 @@ export const policyTestFileSchema = {
           action: { ...actionAndContextProperties.action, type: ['string', 'object'], minLength: 1 },
           allowed: { type: 'boolean', description: 'The decision expected.' },
           reason: { type: 'string', description: 'The reason expected, exactly; not compared when absent.' },
+          time: {
+            type: 'string',
+            description: "The decision's time (context.time), RFC 3339 with its offset ('2026-11-27T10:00:00Z'), so that the case decides the same whenever it runs; the time it runs when absent.",
+          },
         },
         required: ['name', 'principal', 'resource', 'allowed'],
         additionalProperties: false,

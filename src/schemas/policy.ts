@@ -12,6 +12,7 @@ export const OPERATORS = [
   'exists', 'not_exists',
   'matches', 'not_matches',
   'in_cidr', 'not_in_cidr',
+  'before', 'after', 'during',
 ] as const;
 export type Operator = (typeof OPERATORS)[number];
 

@@ -27,7 +27,7 @@ export function conditionTest(tree: ConditionTree): ConditionTest {
       return (request) => !child(request);
     }
     const [condition] = compiler.list([node as Condition]);
-    return (request) => holdsFor(condition!, condition!.lookup(request.resource), request);
+    return (request) => holdsFor(condition!, condition!.lookup(request.resource, request), request);
   };
   return compiled(tree);
 }

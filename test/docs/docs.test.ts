@@ -3,7 +3,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEFAULT_CONFIG, START_OPTIONS } from '../../src/config/config.js';
 import { OPERATORS } from '../../src/schemas/policy.js';
-import { codeSpans, curlSteps, readDocument, replay, section, tableAfter } from '../helpers/markdown.js';
+import { codeBlocks, codeSpans, curlSteps, readDocument, replay, section, tableAfter } from '../helpers/markdown.js';
 import { scratchDir, startServer } from '../helpers/server.js';
 import { runVerdict } from '../helpers/child.js';
 
@@ -179,6 +179,21 @@ t.test("docs/evaluation.md's path pattern: replayed exactly, validated, explaine
   t.same(planned.body.condition, { path: 'attributes.path', operator: 'matches', value: '^/projects/[a-z0-9-]+/reports/' }, 'the plan states the condition');
   t.equal(planned.body.mongodb, undefined, 'and gives no MongoDB filter');
   t.match(planned.body.reason, /no MongoDB filter: condition attributes\.path matches .* has no exact MongoDB filter: MongoDB's regular expressions \(PCRE\)/);
+});
+
+t.test("docs/evaluation.md's business hours and expiry: the test file shown passes as written, and fails for a wrong time", async (t) => {
+  const [file] = codeBlocks(section(EVALUATION, 'Policies and rules')).filter((block) => block.lang === 'yaml');
+  t.ok(file !== undefined, 'the section shows a test file');
+  const dir = scratchDir(t);
+  writeFileSync(join(dir, 'contractors.test.yaml'), file!.text);
+  const passed = await runVerdict(t, ['test', dir]).exited;
+  t.equal(passed.code, 0, passed.stdout + passed.stderr);
+  t.match(passed.stdout, /4 passed, 0 failed/);
+  // A minute before 18:00, the case that expects a denial is allowed: the file fails, naming it.
+  writeFileSync(join(dir, 'contractors.test.yaml'), file!.text.replace('2026-11-27T17:00:00Z', '2026-11-27T16:59:00Z'));
+  const failed = await runVerdict(t, ['test', dir]).exited;
+  t.equal(failed.code, 1, 'a case decided otherwise fails');
+  t.match(failed.stdout, /Friday at 18:00 in Berlin/);
 });
 
 t.test('the configuration table has one row per flag, with its variable and default', async (t) => {

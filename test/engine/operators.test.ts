@@ -25,7 +25,7 @@ function check(t: Asserts, operators: Operator[], cases: Case[]): void {
 
 t.test('every wire operator has a definition', async (t) => {
   t.same(Object.keys(OPERATOR_DEFINITIONS).sort(), [...OPERATORS].sort());
-  t.equal(OPERATORS.length, 24);
+  t.equal(OPERATORS.length, 27);
 });
 
 t.test('exists and not_exists: whether the path leads to a value, whatever it is', async (t) => {
@@ -292,6 +292,7 @@ t.test('a missing attribute satisfies no condition, whatever the operator, but n
     in: ['a'], not_in: ['a'],
     exists: undefined, not_exists: undefined,
     matches: '', not_matches: 'a', in_cidr: '0.0.0.0/0', not_in_cidr: '10.0.0.0/8',
+    before: '2999-01-01T00:00:00Z', after: '1970-01-01T00:00:00Z', during: { zone: 'UTC', days: ['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'] },
   };
   for (const operator of OPERATORS) {
     t.equal(holdsWhenMissing(operator, values[operator]), operator === 'not_exists', `missing ${operator} ${JSON.stringify(values[operator])}`);
@@ -522,4 +523,95 @@ t.test('in_cidr agrees with arithmetic on 128-bit numbers, for any address writt
     { numRuns: 2000 },
   );
   t.pass('4,000 cases');
+});
+
+t.test('before and after compare the instants RFC 3339 date-times name, whatever their offsets', async (t) => {
+  check(t, ['before'], [
+    ['2026-12-31T00:00:00Z', '2026-12-30T23:59:59.999Z', true],
+    ['2026-12-31T00:00:00Z', '2026-12-31T00:00:00Z', false],
+    ['2026-12-31T00:00:00Z', '2026-12-31T00:30:00+01:00', true],
+    ['2026-12-31T00:00:00Z', '2026-12-30T23:30:00-01:00', false],
+    ['2026-12-31T00:00:00Z', '2026-12-30', false],
+    ['2026-12-31T00:00:00Z', '2026-12-30T10:00:00', false],
+    ['2026-12-31T00:00:00Z', 'yesterday', false],
+    ['2026-12-31T00:00:00Z', 1798675200000, false],
+    ['2026-12-31T00:00:00Z', null, false],
+  ]);
+  check(t, ['after'], [
+    ['2026-12-31T00:00:00Z', '2026-12-31T00:00:00.001Z', true],
+    ['2026-12-31T00:00:00Z', '2026-12-31t01:00:00+01:00', false],
+    ['2026-12-31T00:00:00Z', '2026-12-31T01:00:01+01:00', true],
+  ]);
+  for (const value of ['2026-12-31', '2026-12-31T00:00:00', 'tomorrow', 0, null, '2026-02-30T00:00:00Z']) {
+    t.match(OPERATOR_DEFINITIONS.before.checkValue(value), /needs a date-time value, RFC 3339/, JSON.stringify(value));
+  }
+  t.equal(OPERATOR_DEFINITIONS.after.relate('2026-12-31T00:00:01Z', '2026-12-31T00:00:00Z'), true, 'value_from: the other date-time read from the check');
+  t.equal(OPERATOR_DEFINITIONS.after.relate('2026-12-31T00:00:01Z', 'soon'), false);
+});
+
+t.test('during: weekdays and a time of day in a named zone, daylight saving time included', async (t) => {
+  const office = { zone: 'Europe/Berlin', days: ['mon', 'tue', 'wed', 'thu', 'fri'], from: '09:00', to: '18:00' };
+  check(t, ['during'], [
+    // Friday 27 November 2026: Berlin is UTC+1.
+    [office, '2026-11-27T08:00:00Z', true],
+    [office, '2026-11-27T07:59:59Z', false],
+    [office, '2026-11-27T16:59:59Z', true],
+    [office, '2026-11-27T17:00:00Z', false],
+    // Saturday.
+    [office, '2026-11-28T10:00:00Z', false],
+    // Summer time: UTC+2.
+    [office, '2026-07-01T07:00:00Z', true],
+    [office, '2026-07-01T06:59:00Z', false],
+    [office, '2026-07-01T12:00:00+05:00', true],
+    // Across midnight, and days alone.
+    [{ zone: 'UTC', from: '22:00', to: '06:00' }, '2026-11-27T23:30:00Z', true],
+    [{ zone: 'UTC', from: '22:00', to: '06:00' }, '2026-11-27T05:59:00Z', true],
+    [{ zone: 'UTC', from: '22:00', to: '06:00' }, '2026-11-27T12:00:00Z', false],
+    [{ zone: 'America/New_York', days: ['sat', 'sun'] }, '2026-11-28T03:00:00Z', false],
+    [{ zone: 'America/New_York', days: ['sat', 'sun'] }, '2026-11-28T06:00:00Z', true],
+    [office, 'Friday', false],
+    [office, null, false],
+  ]);
+  const refused: [unknown, RegExp][] = [
+    ['09:00-18:00', /needs a window/],
+    [{ days: ['mon'] }, /needs a window with a zone/],
+    [{ zone: 'Mars/Olympus', days: ['mon'] }, /time zone the server knows/],
+    [{ zone: 'UTC', days: ['monday'] }, /takes days as a list of sun, mon/],
+    [{ zone: 'UTC', days: [] }, /takes days as a list/],
+    [{ zone: 'UTC', from: '9:00', to: '18:00' }, /HH:MM/],
+    [{ zone: 'UTC', from: '09:00' }, /'from' and 'to' together/],
+    [{ zone: 'UTC' }, /needs 'days', or 'from' and 'to'/],
+    [{ zone: 'UTC', days: ['mon'], hours: 3 }, /not 'hours'/],
+  ];
+  for (const [value, message] of refused) t.match(OPERATOR_DEFINITIONS.during.checkValue(value), message, JSON.stringify(value));
+  t.type(OPERATOR_DEFINITIONS.during.refusesValueFrom, 'string');
+});
+
+t.test('date-times are read as Date.parse reads RFC 3339, and only real calendar days', async (t) => {
+  const pad = (value: number, length = 2) => String(value).padStart(length, '0');
+  const written = fc.record({
+    year: fc.integer({ min: 1000, max: 9999 }),
+    month: fc.integer({ min: 1, max: 12 }),
+    day: fc.integer({ min: 1, max: 31 }),
+    hour: fc.integer({ min: 0, max: 23 }),
+    minute: fc.integer({ min: 0, max: 59 }),
+    second: fc.integer({ min: 0, max: 59 }),
+    fraction: fc.option(fc.stringMatching(/^[0-9]{1,9}$/), { nil: undefined }),
+    zone: fc.oneof(fc.constantFrom('Z', 'z'), fc.tuple(fc.constantFrom('+', '-'), fc.integer({ min: 0, max: 23 }), fc.integer({ min: 0, max: 59 })).map(([sign, hours, minutes]) => `${sign}${pad(hours)}:${pad(minutes)}`)),
+  });
+  fc.assert(
+    fc.property(written, ({ year, month, day, hour, minute, second, fraction, zone }) => {
+      const text = `${pad(year, 4)}-${pad(month)}-${pad(day)}T${pad(hour)}:${pad(minute)}:${pad(second)}${fraction === undefined ? '' : `.${fraction}`}${zone}`;
+      const realDay = day <= new Date(Date.UTC(year, month, 0)).getUTCDate();
+      const expected = realDay ? Date.parse(text.replace('z', 'Z').replace(/\.(\d{1,3})\d*/, '.$1')) : undefined;
+      const read = OPERATOR_DEFINITIONS.before.checkValue(text) === undefined ? OPERATOR_DEFINITIONS.before.build(text) : undefined;
+      if ((read === undefined) !== (expected === undefined)) throw new Error(`${text}: read ${read !== undefined}, expected ${expected}`);
+      if (read !== undefined) {
+        const justBefore = new Date(expected! - 1).toISOString();
+        if (!read(justBefore) || read(new Date(expected!).toISOString())) throw new Error(`${text} is not the instant ${new Date(expected!).toISOString()}`);
+      }
+    }),
+    { numRuns: 3000 },
+  );
+  t.pass('3,000 date-times');
 });

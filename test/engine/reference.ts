@@ -20,7 +20,7 @@ export function referencedValue(reference: string, request: DecisionRequest): un
   if (part === 'principal') return compileLookup(path)(request.principal);
   if (part === 'resource') return compileLookup(path)(request.resource);
   if (part === 'action') return path === 'name' ? request.action : compileLookup(path)({ uri: undefined, attributes: request.actionAttributes ?? none });
-  if (part === 'context') return compileLookup(path)({ uri: undefined, attributes: request.context ?? none });
+  if (part === 'context') return path === 'time' ? decisionTime(request) : compileLookup(path)({ uri: undefined, attributes: request.context ?? none });
   throw new Error(`not a reference: ${reference}`);
 }
 
@@ -30,8 +30,15 @@ export function referencedValue(reference: string, request: DecisionRequest): un
  * as if that value had been written as `value`: false when the check has none there, or one the
  * operator would refuse as a value (a number for `gt`, a list for `in`, a string for `startswith`).
  */
+/** The decision's time: the one the check was given, else the clock's, kept for the rest of the decision. */
+function decisionTime(request: DecisionRequest): string {
+  request.time ??= new Date().toISOString();
+  return request.time;
+}
+
 export function conditionHolds(condition: Pick<Condition, 'path' | 'operator' | 'value' | 'value_from'>, entity: ResolvedEntity, request?: DecisionRequest): boolean {
-  const value = condition.path === 'name' ? (entity.uri ?? MISSING) : compileLookup(condition.path)(entity);
+  const value =
+    condition.path === 'name' ? (entity.uri ?? MISSING) : condition.path === 'time' ? (request === undefined ? MISSING : decisionTime(request)) : compileLookup(condition.path)(entity);
   if (condition.operator === 'exists') return value !== MISSING;
   if (condition.operator === 'not_exists') return value === MISSING;
   if (value === MISSING) return false;

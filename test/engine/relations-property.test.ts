@@ -23,7 +23,7 @@ const SEED = process.env.RELATIONS_SEED === undefined ? undefined : Number(proce
 
 const KEYS = ['a', 'b', 'list'];
 // Of every type, with strings another reading would take for numbers ('1') or booleans (''), so that a relation meets values of two types.
-const VALUES: unknown[] = ['x', 'y', '', 'xy', '1', '10.1.2.3', 0, 1, 2, true, false, null, ['x', 1], [], { k: 'x' }];
+const VALUES: unknown[] = ['x', 'y', '', 'xy', '1', '10.1.2.3', '2026-11-28T12:00:00Z', 0, 1, 2, true, false, null, ['x', 1], [], { k: 'x' }];
 const ACTIONS = ['read', 'delete'];
 const value = fc.constantFrom(...VALUES);
 const attributePath = fc.oneof(fc.constantFrom(...KEYS).map((key) => `attributes.${key}`), fc.constant('attributes.a.k'), fc.constant('attributes.list.0'));
@@ -39,6 +39,8 @@ function constantFor(operator: Operator): fc.Arbitrary<unknown> {
   if (operator === 'startswith' || operator === 'endswith') return fc.constantFrom('x', 'y', '');
   if (operator === 'matches' || operator === 'not_matches') return fc.constantFrom('x', '^x', 'y$', '^$');
   if (operator === 'in_cidr' || operator === 'not_in_cidr') return fc.constantFrom<unknown>('10.0.0.0/8', ['10.0.0.0/8', '2001:db8::/32']);
+  if (operator === 'before' || operator === 'after') return fc.constantFrom('2026-11-28T12:00:00Z', '2026-11-28T13:00:00+01:00');
+  if (operator === 'during') return fc.constant({ zone: 'UTC', days: ['sat'] });
   return value;
 }
 

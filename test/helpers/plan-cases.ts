@@ -14,7 +14,7 @@ import type { MongoFilterOptions } from '../../src/engine/mongodb-filter.js';
  * embedded documents as values (in both key orders).
  */
 
-const SCALARS = [0, 1, 2, 1.5, -1, '', 'a', 'ab', 'ba', 'b', 'A', 'a\n', 'x.y', '$a', 'é', '😀', '10.1.2.3', '2001:db8::1', true, false, null];
+const SCALARS = [0, 1, 2, 1.5, -1, '', 'a', 'ab', 'ba', 'b', 'A', 'a\n', 'x.y', '$a', 'é', '😀', '10.1.2.3', '2001:db8::1', '2026-11-28T12:00:00Z', true, false, null];
 const SUBKEYS = ['k', 'j', 'city', '0'];
 
 const scalar = fc.constantFrom(...SCALARS);
@@ -78,6 +78,11 @@ function conditionValue(operator: Operator, values: fc.Arbitrary<unknown>): fc.A
     case 'in_cidr':
     case 'not_in_cidr':
       return fc.constantFrom<unknown>('10.0.0.0/8', '2001:db8::/32', ['192.0.2.0/24', '10.1.0.0/16'], '0.0.0.0/0');
+    case 'before':
+    case 'after':
+      return fc.constantFrom('2026-11-28T12:00:00Z', '2026-11-28T13:00:00+01:00', '2000-01-01T00:00:00Z');
+    case 'during':
+      return fc.constantFrom<unknown>({ zone: 'UTC', days: ['sat'] }, { zone: 'Europe/Berlin', from: '09:00', to: '18:00' });
     default:
       return values;
   }
@@ -382,7 +387,7 @@ export function treeHolds(tree: ConditionTree, resource: ResolvedEntity): boolea
  * its own value to the resource by such an operator.
  */
 /** Whether a plan's MongoDB filter was refused, as documented, for a condition whose operator MongoDB cannot state. */
-export const noExactFilterAsDocumented = (unsupported: string) => /^condition .* (not_)?(matches|in_cidr) .* has no exact MongoDB filter: /.test(unsupported);
+export const noExactFilterAsDocumented = (unsupported: string) => /^condition .* ((not_)?(matches|in_cidr)|before|after|during) .* has no exact MongoDB filter: /.test(unsupported);
 
 export function unstatableAsDocumented(error: unknown, knownCount: number): boolean {
   if (!(error instanceof PlanUnstatable)) return false;

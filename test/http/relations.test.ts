@@ -101,12 +101,12 @@ t.test('conditions with value_from are refused where they cannot mean anything (
   await refused({ path: 'attributes.a', operator: '==', value_from: 'owner.attributes.x' }, /must start with 'principal.', 'resource.', 'action.' or 'context.'/);
   await refused({ path: 'attributes.a', operator: '==', value_from: 'principal' }, /must start with/);
   await refused({ path: 'attributes.a', operator: '==', value_from: 'principal.email' }, /after 'principal.', the path must be 'uri' or 'attributes.<key>'/);
-  await refused({ path: 'attributes.a', operator: '==', value_from: 'context.uri' }, /after 'context.', the path must be 'attributes.<key>'/);
+  await refused({ path: 'attributes.a', operator: '==', value_from: 'context.uri' }, /after 'context.', the path must be 'time' or 'attributes.<key>'/);
   await refused({ path: 'attributes.a', operator: '==', value_from: 'principal.attributes..x' }, /empty segment/);
   await refused({ path: 'attributes.a', operator: '==', value_from: 'principal.attributes.a\u0000' }, /control characters/);
   await refused({ path: 'attributes.a', operator: '==', value_from: `principal.attributes.${'a'.repeat(2000)}` }, /more than 1034 characters/);
   await refused({ path: 'uri', operator: '==', value: 'x' }, /path must be 'name' or 'attributes.<key>'/, 'action_conditions');
-  await refused({ path: 'name', operator: '==', value: 'x' }, /path must be 'attributes.<key>'/, 'context_conditions');
+  await refused({ path: 'name', operator: '==', value: 'x' }, /path must be 'time' or 'attributes.<key>'/, 'context_conditions');
   t.equal((await write({ path: 'name', operator: '==', value_from: 'context.attributes.allowed' }, 'action_conditions')).status, 200, 'the action name compared with the context');
 });
 

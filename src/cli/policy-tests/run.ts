@@ -1,4 +1,5 @@
 import { compile, evaluate, explain, type Decision } from '../../engine/index.js';
+import { instantOf } from '../../engine/time.js';
 import type { CheckRequest } from '../../schemas/check.js';
 import { readCheckRequest } from '../../requests/check-request.js';
 import { AttributeConflict, resolveCheck } from '../../registry/resolve.js';
@@ -54,7 +55,10 @@ export function runTestFile(file: LoadedTestFile, schemas?: AttributeValidators)
       const broken = violations.map((violation) => `breaks the attribute schemas: ${violation}`);
       return { file: file.path, name: testCase.name, passed, decidedAsExpected, expected, actual, violations, why: passed ? [] : [...broken, ...(decidedAsExpected ? [] : why())] };
     };
-    const input = readCheckRequest(testCase as CheckRequest, ['cases', index]);
+    const { time, ...check } = testCase;
+    const timeIssues = time === undefined || instantOf(time) !== undefined ? [] : [{ loc: ['cases', index, 'time'], msg: `'${time}' is not an RFC 3339 date-time with its offset` }];
+    const read = readCheckRequest(check as CheckRequest, ['cases', index]);
+    const input = timeIssues.length === 0 ? read : [...timeIssues, ...(Array.isArray(read) ? read : [])];
     if (Array.isArray(input)) {
       const problem = input.map((issue) => `${issue.loc.join('.')}: ${issue.msg}`).join('; ');
       const actual = { allowed: false, reason: problem };
@@ -68,6 +72,7 @@ export function runTestFile(file: LoadedTestFile, schemas?: AttributeValidators)
       if (!(error instanceof AttributeConflict)) throw error;
       return result({ allowed: false, reason: error.message }, () => ['a supplied attribute contradicts a registered one: nothing was decided']);
     }
+    if (time !== undefined) request.time = new Date(instantOf(time)!).toISOString();
     const decision = evaluate(snapshot, request);
     return result(decision, () => whyLines(explain(snapshot, request, decision)), schemas?.violations(request));
   });
