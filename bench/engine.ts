@@ -126,6 +126,10 @@ export function engineRelationRates(roundMillis = 400): { relation: number; cons
   return { relation: rate(ownerRule({ value_from: 'principal.attributes.email' })), constant: rate(ownerRule({ value: email })) };
 }
 
+const OFFICE_HOURS = { zone: 'Europe/Berlin', days: ['mon', 'tue', 'wed', 'thu', 'fri'], from: '09:00', to: '18:00' };
+/** The date-time of request `index`: a minute apart from the last, from 08:00 UTC on a Friday. */
+const minuteApart = (index: number) => new Date(Date.UTC(2026, 10, 27, 8) + index * 60_000).toISOString();
+
 /** Each operator of the language's second week, against `==`, on the context value it tests. */
 export const OPERATOR_CASES = [
   { name: '==', path: 'attributes.ip', operator: '==', value: '10.20.3.4', attribute: '10.20.3.4' },
@@ -133,8 +137,11 @@ export const OPERATOR_CASES = [
   { name: 'in_cidr, IPv6', path: 'attributes.ip', operator: 'in_cidr', value: ['10.16.0.0/12', '2001:db8:42::/48'], attribute: '2001:db8:42::7' },
   { name: 'not_in_cidr', path: 'attributes.ip', operator: 'not_in_cidr', value: '192.168.0.0/16', attribute: '10.20.3.4' },
   { name: 'matches', path: 'attributes.path', operator: 'matches', value: '^/projects/[a-z0-9-]+/reports/', attribute: '/projects/q3-plan/reports/summary.pdf' },
+  // One date-time for every check, as the decision's time is within a millisecond; then one each, a minute apart.
   { name: 'before', path: 'attributes.at', operator: 'before', value: '2999-01-01T00:00:00Z', attribute: '2026-11-27T10:00:00Z' },
-  { name: 'during', path: 'attributes.at', operator: 'during', value: { zone: 'Europe/Berlin', days: ['mon', 'tue', 'wed', 'thu', 'fri'], from: '09:00', to: '18:00' }, attribute: '2026-11-27T10:00:00Z' },
+  { name: 'before, each its own', path: 'attributes.at', operator: 'before', value: '2999-01-01T00:00:00Z', attribute: minuteApart },
+  { name: 'during', path: 'attributes.at', operator: 'during', value: OFFICE_HOURS, attribute: '2026-11-27T10:00:00Z' },
+  { name: 'during, each its own', path: 'attributes.at', operator: 'during', value: OFFICE_HOURS, attribute: minuteApart },
 ] as const;
 
 /** Decisions per second of one allow rule whose one context condition is each case, on requests that match it. */
@@ -145,11 +152,11 @@ export function engineOperatorRates(roundMillis = 400): Record<(typeof OPERATOR_
       [{ version: '1.0', name: 'p', description: null, default_effect: 'deny', rules: [{ name: 'r', effect: 'allow', principal_conditions: [], resource_conditions: [], context_conditions: [{ path, operator, value: value as unknown }], actions: ['read'] }] }],
       1,
     );
-    const requests: DecisionRequest[] = Array.from({ length: 1024 }, () => ({
+    const requests: DecisionRequest[] = Array.from({ length: 1024 }, (_, index) => ({
       principal: { uri: undefined, attributes: new Map() },
       resource: { uri: undefined, attributes: new Map() },
       action: 'read',
-      context: new Map([[path.slice('attributes.'.length), attribute]]),
+      context: new Map([[path.slice('attributes.'.length), typeof attribute === 'function' ? attribute(index) : attribute]]),
     }));
     let allowed = 0;
     rates[name] = bestRate(() => {
