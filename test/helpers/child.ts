@@ -168,14 +168,25 @@ export async function waitFor(address: string, path: string, status: number, lim
   }
 }
 
-/** A TCP port nothing listens on right now, on `host`. */
-export function freePort(host = '127.0.0.1'): Promise<number> {
+/**
+ * Ports handed to children are drawn below the kernel's ephemeral range (32768 and up on Linux), so
+ * that no server listening on port 0 and no outgoing connection in a parallel test file can take one
+ * between the probe and the child's listen; draws are random so parallel files rarely collide.
+ */
+const CHILD_PORTS = { first: 20000, count: 12000 };
+
+/** A TCP port nothing listens on right now, on `host`, outside the range the kernel assigns by itself. */
+export async function freePort(host = '127.0.0.1'): Promise<number> {
+  for (;;) {
+    const port = CHILD_PORTS.first + Math.floor(Math.random() * CHILD_PORTS.count);
+    if (await listensFreely(port, host)) return port;
+  }
+}
+
+function listensFreely(port: number, host: string): Promise<boolean> {
   return new Promise((resolve, reject) => {
     const probe = createServer();
-    probe.on('error', reject);
-    probe.listen(0, host, () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
+    probe.on('error', (error: NodeJS.ErrnoException) => (error.code === 'EADDRINUSE' ? resolve(false) : reject(error)));
+    probe.listen(port, host, () => probe.close(() => resolve(true)));
   });
 }

@@ -20,13 +20,17 @@ const POOL_EVALUATION = 'pool (--evaluation pool): every bulk decided by the 1 w
 
 t.test('a store that fails to answer: /ready stays 200, degraded, naming the store; decisions go on', async (t) => {
   const dataDir = temporaryDataDir();
+  // Written before the faulted server starts: a write of its own would come back to it on the change
+  // feed, and a rebuild for it that fell in the fault window would rightly degrade the snapshot too.
+  const writer = await startServer({ dataDir });
+  t.equal((await writer.call('POST', '/admin/policies', allowRead)).status, 200);
+  await writer.close();
   const faults = new InjectedFaults();
   const server = await startServer({ dataDir, evaluation: 'pool' }, { store: interceptedStore(new EmbeddedStore(dataDir), { policyRevision: faults.around }) });
   t.teardown(async () => {
     await server.close();
     rmSync(dataDir, { recursive: true, force: true });
   });
-  t.equal((await server.call('POST', '/admin/policies', allowRead)).status, 200);
   const healthy = await server.call('GET', '/ready');
   t.equal(healthy.status, 200);
   t.same(healthy.body, { status: 'ready', degraded: false, checks: { snapshot: 'ok', store: 'ok', feed: 'ok', workers: 'ok', evaluation: POOL_EVALUATION } }, 'not degraded while the store answers');
