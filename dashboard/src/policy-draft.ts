@@ -3,7 +3,7 @@
  * to and from the policy JSON of the admin API, with a message per field that cannot be converted.
  */
 import type { FromSchema } from 'json-schema-to-ts';
-import type { AnsweredPolicy, policySchema } from '../../src/schemas/policy.js';
+import type { AnsweredPolicy, Condition, ConditionGroup, policySchema } from '../../src/schemas/policy.js';
 export { EFFECTS } from '../../src/schemas/policy.js';
 import { parseJsonValue } from './json-text.js';
 
@@ -29,7 +29,12 @@ type AsTyped<T> = T extends string ? string : T extends readonly (infer Item)[] 
 
 /** A policy as the admin API takes it, fields with defaults optional: JSON typed into the editor is read as one. */
 export type SentPolicy = AsTyped<FromSchema<typeof policySchema, { keepDefaultedPropertiesOptional: true }>>;
-type SentCondition = NonNullable<SentPolicy['rules'][number]['principal_conditions']>[number];
+/** A condition as sent, or a group (`any_of`, `none_of`), which the form holds as JSON text. */
+type SentCondition = AsTyped<Condition> | ConditionGroup;
+
+/** Typed JSON may hold anything where a condition should be: only an object with `any_of` or `none_of` is taken for a group. */
+const isGroup = (condition: SentCondition): condition is ConditionGroup =>
+  typeof condition === 'object' && condition !== null && ('any_of' in condition || 'none_of' in condition);
 
 /** A policy as the form sends it: every field filled but the version, left to the server's default. */
 type FormPolicy = AsTyped<Omit<Policy, 'version'>>;
@@ -37,6 +42,8 @@ type FormRule = FormPolicy['rules'][number];
 type FormCondition = FormRule['principal_conditions'][number];
 
 export interface ConditionDraft {
+  /** A group of alternatives (`any_of`, `none_of`) as JSON text, which the form shows as it is; the other fields are then unused. */
+  group?: string;
   path: string;
   operator: string;
   comparedWith: (typeof COMPARED_WITH)[number];
@@ -71,14 +78,18 @@ export const emptyRule = (): RuleDraft => ({
 export const emptyPolicy = (): PolicyDraft => ({ name: '', description: '', default_effect: 'deny', rules: [emptyRule()] });
 
 export function draftFromPolicy(policy: SentPolicy): PolicyDraft {
-  const conditions = (list: SentCondition[] | undefined): ConditionDraft[] =>
-    (list ?? []).map((condition) => ({
-      path: condition.path,
-      operator: condition.operator,
-      comparedWith: condition.value_from === undefined ? 'value' : 'another attribute',
-      value: condition.value === undefined ? '' : JSON.stringify(condition.value),
-      valueFrom: condition.value_from ?? '',
-    }));
+  const conditions = (list: unknown[] | undefined): ConditionDraft[] =>
+    ((list ?? []) as SentCondition[]).map((condition) =>
+      isGroup(condition)
+        ? { ...emptyCondition(), group: JSON.stringify(condition, null, 2) }
+        : {
+            path: condition.path,
+            operator: condition.operator,
+            comparedWith: condition.value_from === undefined ? 'value' : 'another attribute',
+            value: condition.value === undefined ? '' : JSON.stringify(condition.value),
+            valueFrom: condition.value_from ?? '',
+          },
+    );
   return {
     name: policy.name,
     description: policy.description ?? '',
@@ -106,6 +117,11 @@ export function policyFromDraft(draft: PolicyDraft): Converted {
   const rules = draft.rules.map((rule, ruleIndex) => {
     const conditions = (side: Side) =>
       rule[side].map((condition, index): FormCondition => {
+        if (condition.group !== undefined) {
+          const parsed = parseJsonValue(condition.group);
+          if (!parsed.ok) errors[`rules.${ruleIndex}.${side}.${index}`] = parsed.message;
+          return (parsed.ok ? parsed.value : {}) as FormCondition;
+        }
         if (takesNoValue(condition.operator)) return { path: condition.path, operator: condition.operator };
         if (condition.comparedWith === 'another attribute') return { path: condition.path, operator: condition.operator, value_from: condition.valueFrom };
         const parsed = parseJsonValue(condition.value);

@@ -1,12 +1,13 @@
-import type { Condition, Policy } from '../schemas/policy.js';
+import type { Condition, ConditionGroup, ConditionItem, Policy } from '../schemas/policy.js';
 import { partOf, type DecisionRequest, type ResolvedEntity } from './entity.js';
 import { ALLOWED_BY_DEFAULT, DENIED_BY_DEFAULT, DENIED_WITHOUT_POLICIES, ruleDecision, type Decision } from './decisions.js';
 import { CANONICAL_OPERATOR, OPERATOR_DEFINITIONS } from './operators.js';
 import type { Comparison } from './condition-tree.js';
 import { compileLookup, MISSING } from './paths.js';
 import { compileReference, parseReference, type Reference } from './references.js';
-import type { CompiledCondition, CompiledRule, ConditionLists } from './compiled-rule.js';
+import type { CompiledCondition, CompiledGroup, CompiledItem, CompiledRule, ConditionLists } from './compiled-rule.js';
 import { ActionRules, type IndexableRule } from './rule-index.js';
+import { groupParts, isGroup } from './condition-items.js';
 
 /** Every policy compiled for evaluation, under the store revision it was built from. */
 export interface Snapshot {
@@ -87,48 +88,85 @@ const UNUSED_TEST = () => false;
  * share `attributes.role == "reader"` share one compiled condition, which stays in the CPU cache.
  */
 export class ConditionCompiler implements ConditionLists {
-  private readonly conditions = new Map<string, CompiledCondition>();
-  private readonly lists = new Map<string, readonly CompiledCondition[]>();
+  private readonly conditions = new Map<string, CompiledItem>();
+  private readonly lists = new Map<string, readonly CompiledItem[]>();
 
-  list(conditions: readonly Condition[]): readonly CompiledCondition[] {
-    const keys = conditions.map(conditionKey);
+  list(items: readonly ConditionItem[]): readonly CompiledItem[] {
+    const keys = items.map(itemKey);
     // The JSON text of the list of tuples: as distinct as the lists.
     const listKey = `[${keys.join(',')}]`;
     let list = this.lists.get(listKey);
     if (list === undefined) {
-      list = conditions.map((condition, index) => this.one(keys[index]!, condition));
+      list = items.map((item, index) => this.one(keys[index]!, item));
       this.lists.set(listKey, list);
     }
     return list;
   }
 
-  private one(key: string, condition: Condition): CompiledCondition {
+  private one(key: string, item: ConditionItem): CompiledItem {
     let compiled = this.conditions.get(key);
     if (compiled === undefined) {
-      const { path, operator, value, value_from } = condition;
-      const definition = OPERATOR_DEFINITIONS[operator];
-      compiled = {
-        lookup: compileLookup(path),
-        // A relation's test is `relate`, with the value read from each request.
-        test: value_from === undefined ? definition.build(value) : UNUSED_TEST,
-        reference: value_from === undefined ? undefined : compileReference(value_from),
-        referenced: value_from === undefined ? undefined : (parseReference(value_from) as Reference),
-        relate: definition.relate,
-        holdsWhenMissing: definition.holdsWhenMissing === true,
-        comparison: comparisonOf(condition),
-        source: condition,
-      };
+      compiled = isGroup(item) ? this.group(item) : compileCondition(item);
       this.conditions.set(key, compiled);
     }
     return compiled;
   }
+
+  private group(source: ConditionGroup): CompiledGroup {
+    const { kind, alternatives: written } = groupParts(source);
+    // Alternatives hold conditions only: the schema lets no group into a group.
+    const alternatives = written.map((conditions) => this.list(conditions) as readonly CompiledCondition[]);
+    const someHolds = (entity: ResolvedEntity, request: DecisionRequest) => {
+      for (const conditions of alternatives) if (firstFailingCondition(conditions, entity, request) === -1) return true;
+      return false;
+    };
+    return {
+      lookup: kind === 'any_of' ? (entity, request) => someHolds(entity, request!) : (entity, request) => !someHolds(entity, request!),
+      test: GROUP_HOLDS,
+      reference: undefined,
+      referenced: undefined,
+      relate: UNUSED_RELATION,
+      holdsWhenMissing: false,
+      group: { kind, alternatives },
+      comparison: undefined,
+      source,
+    };
+  }
+}
+
+function compileCondition(condition: Condition): CompiledCondition {
+  const { operator, value, value_from } = condition;
+  const definition = OPERATOR_DEFINITIONS[operator];
+  return {
+    lookup: compileLookup(condition.path),
+    // A relation's test is `relate`, with the value read from each request.
+    test: value_from === undefined ? definition.build(value) : UNUSED_TEST,
+    reference: value_from === undefined ? undefined : compileReference(value_from),
+    referenced: value_from === undefined ? undefined : (parseReference(value_from) as Reference),
+    relate: definition.relate,
+    holdsWhenMissing: definition.holdsWhenMissing === true,
+    group: undefined,
+    comparison: comparisonOf(condition),
+    source: condition,
+  };
+}
+
+/** A group's lookup decides it: true when it holds. */
+const GROUP_HOLDS = (found: unknown) => found === true;
+const UNUSED_RELATION = () => false;
+
+/** What identifies an item of a list: its condition's key, or, for a group, its kind and the keys of its alternatives' conditions (an object, where a condition's key is a list). */
+export function itemKey(item: ConditionItem): string {
+  if (!isGroup(item)) return conditionKey(item);
+  const { kind, alternatives } = groupParts(item);
+  return `{"${kind}":[${alternatives.map((conditions) => `[${conditions.map(conditionKey).join(',')}]`).join(',')}]}`;
 }
 
 /**
  * Whether `condition` holds for `found`, the value at its path (MISSING where it leads nowhere), in
  * `request`: a reference to a value the request does not have makes the condition false.
  */
-export function holdsFor(condition: CompiledCondition, found: unknown, request: DecisionRequest): boolean {
+export function holdsFor(condition: CompiledItem, found: unknown, request: DecisionRequest): boolean {
   if (found === MISSING) return condition.holdsWhenMissing;
   const { reference } = condition;
   if (reference === undefined) return condition.test(found);
@@ -136,8 +174,8 @@ export function holdsFor(condition: CompiledCondition, found: unknown, request: 
   return other !== MISSING && condition.relate(found, other);
 }
 
-/** The position of the first condition that `entity`, a part of `request`, does not satisfy, or -1 when all hold. */
-export function firstFailingCondition(conditions: readonly CompiledCondition[], entity: ResolvedEntity, request: DecisionRequest): number {
+/** The position of the first condition (or group) that `entity`, a part of `request`, does not satisfy, or -1 when all hold. */
+export function firstFailingCondition(conditions: readonly CompiledItem[], entity: ResolvedEntity, request: DecisionRequest): number {
   for (let index = 0; index < conditions.length; index++) {
     const condition = conditions[index]!;
     if (!holdsFor(condition, condition.lookup(entity, request), request)) return index;

@@ -1,4 +1,4 @@
-import type { Condition } from '../schemas/policy.js';
+import type { Condition, ConditionGroup, ConditionItem, GroupKind } from '../schemas/policy.js';
 import type { Decision } from './decisions.js';
 import type { Predicate, Relation } from './operators.js';
 import type { Comparison } from './condition-tree.js';
@@ -8,7 +8,8 @@ import type { Reference, RequestLookup } from './references.js';
 // What compiling a policy makes of its rules and conditions (compile.ts), as the rule index,
 // evaluation, explanation and plans read them.
 
-export interface CompiledCondition {
+/** What evaluation reads of an item of a list of conditions, whether a condition or a group. */
+interface CompiledTest {
   lookup: Lookup;
   /** The test of a condition with a `value`. */
   test: Predicate;
@@ -19,11 +20,28 @@ export interface CompiledCondition {
   relate: Relation;
   /** What the condition says where its path leads nowhere (see holdsFor). */
   holdsWhenMissing: boolean;
+}
+
+export interface CompiledCondition extends CompiledTest {
+  group: undefined;
   /** The condition as a plan states it when the entity is not known: operator in its canonical spelling (and `value_from` as written). */
   comparison: Comparison;
   /** The condition as written, for explanations and validation. */
   source: Condition;
 }
+
+/**
+ * A group compiled: its lookup decides the whole group for the entity (true when it holds), which its
+ * test reads, so that evaluation walks groups and conditions alike; explanations and plans read its
+ * alternatives.
+ */
+export interface CompiledGroup extends CompiledTest {
+  group: { kind: GroupKind; alternatives: readonly (readonly CompiledCondition[])[] };
+  comparison: undefined;
+  source: ConditionGroup;
+}
+
+export type CompiledItem = CompiledCondition | CompiledGroup;
 
 export interface CompiledRule {
   /**
@@ -34,16 +52,16 @@ export interface CompiledRule {
   /** Its policy's position in creation order: equal for rules of the same policy. */
   policyPosition: number;
   denies: boolean;
-  principal: readonly CompiledCondition[];
-  resource: readonly CompiledCondition[];
+  principal: readonly CompiledItem[];
+  resource: readonly CompiledItem[];
   /** Conditions on the action and on the context: most rules have none. */
-  action: readonly CompiledCondition[];
-  context: readonly CompiledCondition[];
+  action: readonly CompiledItem[];
+  context: readonly CompiledItem[];
   /** The decision this rule gives when it is the one that counts, built once. */
   decision: Decision;
 }
 
 /** Compiles a list of conditions, sharing what it compiled before (see ConditionCompiler). */
 export interface ConditionLists {
-  list(conditions: readonly Condition[]): readonly CompiledCondition[];
+  list(conditions: readonly ConditionItem[]): readonly CompiledItem[];
 }

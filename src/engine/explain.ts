@@ -1,7 +1,7 @@
-import type { Effect } from '../schemas/policy.js';
+import type { Effect, GroupKind } from '../schemas/policy.js';
 import { partOf, type DecisionRequest, type RequestPart, type ResolvedEntity } from './entity.js';
 import { firstFailingCondition, sourceOf, type Snapshot } from './compile.js';
-import type { CompiledCondition, CompiledRule } from './compiled-rule.js';
+import type { CompiledCondition, CompiledGroup, CompiledItem, CompiledRule } from './compiled-rule.js';
 import { AnswerBudget } from './answer-budget.js';
 import { DENIED_WITHOUT_POLICIES, type Decider, type Decision } from './decisions.js';
 import { MISSING } from './paths.js';
@@ -22,11 +22,30 @@ export interface FailedCondition {
   value_from_missing?: true;
 }
 
+/**
+ * The first item of a rule that the request did not satisfy being a group: for `any_of`, why each
+ * alternative failed (its first failing condition); for `none_of`, the first alternative that held.
+ */
+export interface FailedGroup {
+  side: RequestPart;
+  group: GroupKind;
+  alternatives?: Omit<FailedCondition, 'side'>[];
+  held?: number;
+}
+
+/** An `any_of` group of a matched rule, and the first of its alternatives that held. */
+export interface HeldAlternative {
+  side: RequestPart;
+  alternative: number;
+}
+
 export interface RuleTrace {
   name: string;
   effect: Effect;
   matched: boolean;
-  failed?: FailedCondition;
+  failed?: FailedCondition | FailedGroup;
+  /** For a matched rule with `any_of` groups: which alternative of each held. */
+  alternatives_held?: HeldAlternative[];
 }
 
 export interface PolicyTrace {
@@ -88,7 +107,7 @@ function conditionValueLength(source: CompiledCondition['source']): number {
 }
 
 /** The field names, quotes and punctuation of each part, enough to hold whatever the parts' own texts leave out. */
-const FRAME = { explanation: 110, entity: 24, policy: 50, rule: 48, failed: 90, reference: 45, decidedBy: 120 };
+const FRAME = { explanation: 110, entity: 24, policy: 50, rule: 48, failed: 90, reference: 45, group: 70, held: 60, decidedBy: 120 };
 
 /** Counts each part of an explanation against the answer's budget as it is built; throws ExplanationTooLarge past it. */
 class Spending {
@@ -120,15 +139,22 @@ function entityTrace(entity: ResolvedEntity, spending: Spending): EntityTrace {
   return trace;
 }
 
-function failure(side: RequestPart, conditions: readonly CompiledCondition[], request: DecisionRequest, spending: Spending): FailedCondition | undefined {
+function failure(side: RequestPart, conditions: readonly CompiledItem[], request: DecisionRequest, spending: Spending): FailedCondition | FailedGroup | undefined {
   if (conditions.length === 0) return undefined;
   const entity = partOf(request, side);
   const index = firstFailingCondition(conditions, entity, request);
   if (index === -1) return undefined;
-  const { lookup, source, reference } = conditions[index]!;
+  const item = conditions[index]!;
+  if (item.group !== undefined) return groupFailure(side, item, entity, request, spending);
+  return { side, ...conditionFailure(item, entity, request, spending) };
+}
+
+/** How `condition`, which `entity` of `request` does not satisfy, failed. */
+function conditionFailure(condition: CompiledCondition, entity: ResolvedEntity, request: DecisionRequest, spending: Spending): Omit<FailedCondition, 'side'> {
+  const { lookup, source, reference } = condition;
   const actual = lookup(entity, request);
   spending.spend(FRAME.failed + (reference === undefined ? 0 : FRAME.reference) + conditionValueLength(source));
-  const failed: FailedCondition = { side, path: source.path, operator: source.operator };
+  const failed: Omit<FailedCondition, 'side'> = { path: source.path, operator: source.operator };
   if (reference === undefined) {
     if (source.value !== undefined) failed.expected = source.value;
   } else {
@@ -147,6 +173,34 @@ function failure(side: RequestPart, conditions: readonly CompiledCondition[], re
   if (reference !== undefined && failed.expected === undefined) failed.value_from_missing = true;
   return failed;
 }
+
+/** Why `group` did not hold for `entity`: each alternative's first failure (`any_of`), or the alternative that held (`none_of`). */
+function groupFailure(side: RequestPart, { group }: CompiledGroup, entity: ResolvedEntity, request: DecisionRequest, spending: Spending): FailedGroup {
+  spending.spend(FRAME.group);
+  if (group.kind === 'none_of') {
+    const held = group.alternatives.findIndex((conditions) => firstFailingCondition(conditions, entity, request) === -1);
+    return { side, group: group.kind, held };
+  }
+  const alternatives = group.alternatives.map((conditions) => conditionFailure(conditions[firstFailingCondition(conditions, entity, request)]!, entity, request, spending));
+  return { side, group: group.kind, alternatives };
+}
+
+/** Which alternative of each `any_of` group of a rule that matched held, side by side. */
+function heldAlternatives(compiled: CompiledRule, request: DecisionRequest, spending: Spending): HeldAlternative[] | undefined {
+  let held: HeldAlternative[] | undefined;
+  for (const side of SIDES) {
+    const entity = partOf(request, side);
+    for (const item of compiled[side]) {
+      if (item.group?.kind !== 'any_of') continue;
+      spending.spend(FRAME.held);
+      const alternative = item.group.alternatives.findIndex((conditions) => firstFailingCondition(conditions, entity, request) === -1);
+      (held ??= []).push({ side, alternative });
+    }
+  }
+  return held;
+}
+
+const SIDES = ['principal', 'resource', 'action', 'context'] as const satisfies readonly RequestPart[];
 
 /** The first condition of `compiled` that `request` fails, part by part. */
 const firstFailure = (compiled: CompiledRule, request: DecisionRequest, spending: Spending) =>
@@ -210,7 +264,11 @@ export function explain(snapshot: Snapshot, request: DecisionRequest, decision: 
     }
     spending.spend(FRAME.rule + rule.name.length);
     const failed = firstFailure(compiled, request, spending);
-    current.trace.rules.push(failed === undefined ? { name: rule.name, effect: rule.effect, matched: true } : { name: rule.name, effect: rule.effect, matched: false, failed });
+    if (failed !== undefined) current.trace.rules.push({ name: rule.name, effect: rule.effect, matched: false, failed });
+    else {
+      const alternativesHeld = heldAlternatives(compiled, request, spending);
+      current.trace.rules.push(alternativesHeld === undefined ? { name: rule.name, effect: rule.effect, matched: true } : { name: rule.name, effect: rule.effect, matched: true, alternatives_held: alternativesHeld });
+    }
     if (compiled.decision === decision) {
       const first = `Rule ${rule.name} is the first rule of policy ${policy.name} to match`;
       const why =

@@ -1,6 +1,6 @@
 import { partOf, type DecisionRequest, type RequestPart, type ResolvedEntity } from './entity.js';
 import { holdsFor, type Snapshot } from './compile.js';
-import type { CompiledCondition, CompiledRule } from './compiled-rule.js';
+import type { CompiledCondition, CompiledGroup, CompiledItem, CompiledRule } from './compiled-rule.js';
 import { and, JunctionChildren, jsonLength, not, or, type Comparison, type ConditionTree } from './condition-tree.js';
 import { OPERATOR_DEFINITIONS } from './operators.js';
 import { MISSING } from './paths.js';
@@ -88,8 +88,17 @@ const KNOWN_RESOURCE_UNSTATABLE: Unstatable = { relates: ' relates a known attri
  * the context), adding to `open` what those that read an open value of the resource demand of it:
  * the condition mirrored onto the resource, its own value being known. False when one fails.
  */
-function knownPartHolds(part: RequestPart, conditions: readonly CompiledCondition[], entity: ResolvedEntity, request: DecisionRequest, open: ConditionTree[]): boolean {
+function knownPartHolds(part: RequestPart, conditions: readonly CompiledItem[], entity: ResolvedEntity, request: DecisionRequest, open: ConditionTree[]): boolean {
   for (const condition of conditions) {
+    if (condition.group !== undefined) {
+      const demand = groupDemand(condition, (alternative) => {
+        const demands: ConditionTree[] = [];
+        return knownPartHolds(part, alternative, entity, request, demands) && and(demands);
+      });
+      if (demand === false) return false;
+      if (demand !== true) open.push(demand);
+      continue;
+    }
     const found = condition.lookup(entity, request);
     const { referenced } = condition;
     if (referenced?.part !== 'resource' || found === MISSING || isKnown(referenced.path, request.resource)) {
@@ -104,6 +113,18 @@ function knownPartHolds(part: RequestPart, conditions: readonly CompiledConditio
   return true;
 }
 
+/** What a group demands of the resource, from what each of its alternatives demands (`demandOf`). */
+function groupDemand({ group }: CompiledGroup, demandOf: (alternative: readonly CompiledCondition[]) => ConditionTree): ConditionTree {
+  const some = or(group.alternatives.map(demandOf));
+  return group.kind === 'any_of' ? some : not(some);
+}
+
+/** What a resource condition or group demands of the resource (see resourceDemand). */
+function resourceItemDemand(item: CompiledItem, request: DecisionRequest): ConditionTree {
+  if (item.group === undefined) return resourceDemand(item, request);
+  return groupDemand(item, (alternative) => and(alternative.map((condition) => resourceDemand(condition, request))));
+}
+
 /**
  * What a rule demands of the resource once the principal, the action and the context are known:
  * their conditions are decided by the compiled conditions themselves, but for those that read an
@@ -115,12 +136,12 @@ function residue(rule: CompiledRule, request: DecisionRequest): ConditionTree {
   if (rule.action.length > 0 && !knownPartHolds('action', rule.action, partOf(request, 'action'), request, open)) return false;
   if (rule.context.length > 0 && !knownPartHolds('context', rule.context, partOf(request, 'context'), request, open)) return false;
   const { resource } = request;
-  if (resource.uri === undefined && resource.attributes.size === 0 && rule.resource.every((condition) => condition.reference === undefined)) {
+  if (resource.uri === undefined && resource.attributes.size === 0 && rule.resource.every((condition) => condition.reference === undefined && condition.group === undefined)) {
     // Nothing is known of the resource, nor read from elsewhere (the common plan): every resource condition stays open.
-    for (const condition of rule.resource) open.push(condition.comparison);
+    for (const condition of rule.resource as readonly CompiledCondition[]) open.push(condition.comparison);
   } else {
     for (const condition of rule.resource) {
-      const demand = resourceDemand(condition, request);
+      const demand = resourceItemDemand(condition, request);
       if (demand === false) return false;
       if (demand !== true) open.push(demand);
     }

@@ -1,4 +1,4 @@
-import type { Condition } from '../schemas/policy.js';
+import type { ConditionGroup, ConditionItem } from '../schemas/policy.js';
 import type { DecisionRequest, ResolvedEntity } from './entity.js';
 import type { CompiledRule, ConditionLists } from './compiled-rule.js';
 import type { Comparison } from './condition-tree.js';
@@ -9,7 +9,7 @@ type Primitive = string | number | boolean | null;
 
 const isPrimitive = (value: unknown): value is Primitive => typeof value !== 'object' || value === null;
 
-/** Values a condition demands by equality (`==`/`equals`, or `in` with a list of primitives), if any: none for a reference, whose value each request brings. */
+/** Values a condition demands by equality (`==`/`equals`, or `in` with a list of primitives), if any: none for a reference, whose value each request brings, nor for a group. */
 function demandedValues(condition: IndexedCondition): Primitive[] | undefined {
   if (condition.value === undefined) return undefined;
   if ((condition.operator === '==' || condition.operator === 'equals') && isPrimitive(condition.value)) {
@@ -24,7 +24,7 @@ function demandedValues(condition: IndexedCondition): Primitive[] | undefined {
 type Side = 'principal' | 'resource';
 
 /** What the index reads of a condition: a policy's Condition, or a compiled condition's Comparison. */
-type IndexedCondition = Pick<Condition, 'path' | 'operator' | 'value'>;
+type IndexedCondition = Pick<Comparison, 'path' | 'operator' | 'value'>;
 
 /**
  * One way to narrow the candidates: the rules that demand each value of one attribute path. A
@@ -40,7 +40,7 @@ interface KeyedRules {
 }
 
 /** A rule with its source conditions, as the index builder needs it. */
-export interface IndexableRule<Source extends IndexedCondition = Condition> {
+export interface IndexableRule<Source extends IndexedCondition | ConditionGroup = ConditionItem> {
   compiled: CompiledRule;
   principal: readonly Source[];
   resource: readonly Source[];
@@ -57,31 +57,40 @@ interface FilingKey {
 /** The JSON text of the (side, path) pair: one per pair, whatever characters the path holds. */
 const pathKeyOf = (side: Side, path: string) => JSON.stringify([side, path]);
 
+/** The conditions of `rule` on `side` with their positions: groups demand no one value, and are passed over. */
+function* conditionsOn(rule: IndexableRule<IndexedCondition | ConditionGroup>, side: Side): Generator<[IndexedCondition, number]> {
+  let position = 0;
+  for (const item of rule[side]) {
+    if ('operator' in item) yield [item, position];
+    position++;
+  }
+}
+
 /**
  * A rule's most selective condition on one of `sides` that demands values by equality: the one
  * whose path scores highest (`score`: how many buckets its values split the rules into, so a
  * request's candidates are few; the first such condition on a tie). Undefined for a rule with no
  * such condition.
  */
-function filingKey(rule: IndexableRule<IndexedCondition>, sides: readonly Side[], score: (side: Side, path: string) => number): FilingKey | undefined {
+function filingKey(rule: IndexableRule<IndexedCondition | ConditionGroup>, sides: readonly Side[], score: (side: Side, path: string) => number): FilingKey | undefined {
   let best: (FilingKey & { score: number }) | undefined;
   for (const side of sides) {
-    rule[side].forEach((condition, position) => {
+    for (const [condition, position] of conditionsOn(rule, side)) {
       const values = demandedValues(condition);
-      if (values === undefined) return;
+      if (values === undefined) continue;
       const scored = score(side, condition.path);
       if (best === undefined || scored > best.score) best = { side, position, path: condition.path, values, score: scored };
-    });
+    }
   }
   return best;
 }
 
 /** For each rule, its filing key, scored by the distinct values all `rules` demand of each path. */
-function filingKeys(rules: readonly IndexableRule<IndexedCondition>[], sides: readonly Side[]): (FilingKey | undefined)[] {
+function filingKeys(rules: readonly IndexableRule<IndexedCondition | ConditionGroup>[], sides: readonly Side[]): (FilingKey | undefined)[] {
   const distinctValues = new Map<string, Set<Primitive>>();
   for (const rule of rules) {
     for (const side of sides) {
-      for (const condition of rule[side]) {
+      for (const [condition] of conditionsOn(rule, side)) {
         const values = demandedValues(condition);
         if (values === undefined) continue;
         const key = pathKeyOf(side, condition.path);
@@ -125,7 +134,7 @@ const foldsChanges = (keyed: KeyedRules, changed: ReadonlyMap<Primitive, unknown
  * value by equality is filed under that value; the rest are always candidates. Candidates come
  * back in (policy, rule) order, the order combining depends on.
  */
-class CandidateRules<Source extends IndexedCondition> {
+class CandidateRules<Source extends IndexedCondition | ConditionGroup> {
   /** Scratch space for merging candidate lists; evaluation and planning are synchronous, so it is never shared. */
   private readonly lists: (readonly CompiledRule[])[] = [];
   private readonly cursors: number[] = [];
@@ -139,7 +148,7 @@ class CandidateRules<Source extends IndexedCondition> {
     private readonly filed: (rule: IndexableRule<Source>, key: FilingKey) => CompiledRule,
   ) {}
 
-  static build<Source extends IndexedCondition>(
+  static build<Source extends IndexedCondition | ConditionGroup>(
     rules: readonly IndexableRule<Source>[],
     sides: readonly Side[],
     filed: (rule: IndexableRule<Source>, key: FilingKey) => CompiledRule,
@@ -190,7 +199,7 @@ class CandidateRules<Source extends IndexedCondition> {
     };
     for (const rule of removed) {
       for (const side of this.sides) {
-        for (const condition of rule[side]) {
+        for (const [condition] of conditionsOn(rule, side)) {
           const keyed = keyedByPath.get(pathKeyOf(side, condition.path));
           if (keyed === undefined) continue;
           for (const value of demandedValues(condition) ?? []) listOf(keyed, value);
@@ -288,7 +297,7 @@ export class ActionRules {
   private constructor(
     /** Every rule of the action with all its conditions, in (policy, rule) order: for questions that must see them all. */
     readonly all: readonly CompiledRule[],
-    private readonly forDecisions: CandidateRules<Condition>,
+    private readonly forDecisions: CandidateRules<ConditionItem>,
   ) {}
 
   static build(rules: readonly IndexableRule[], conditions: ConditionLists): ActionRules {
@@ -312,7 +321,7 @@ export class ActionRules {
   }
 
   /** The rules that can match `request`, for `evaluate`: see CandidateRules.candidates. */
-  candidates(request: DecisionRequest): CandidateRules<Condition> {
+  candidates(request: DecisionRequest): CandidateRules<ConditionItem> {
     return this.forDecisions.candidates(request);
   }
 
@@ -322,7 +331,8 @@ export class ActionRules {
    */
   planCandidates(request: DecisionRequest): CandidateRules<Comparison> {
     this.forPlans ??= CandidateRules.build(
-      this.all.map((compiled) => ({ compiled, principal: compiled.principal.map((condition) => condition.comparison), resource: [] })),
+      // A group demands no one value: it never files a rule.
+      this.all.map((compiled) => ({ compiled, principal: compiled.principal.flatMap((condition) => condition.comparison ?? []), resource: [] })),
       ['principal'],
       (rule) => rule.compiled,
     );

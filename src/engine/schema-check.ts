@@ -6,6 +6,7 @@ import { jsonEqual } from './json-equal.js';
 import { arrayIndex, parsePath } from './paths.js';
 import { NAMED_VALUE, parseReference } from './references.js';
 import { CONDITION_LISTS } from './validate.js';
+import { conditionsOf } from './condition-items.js';
 
 /**
  * The attribute schemas of each part of a check, as a schema document holds them (see
@@ -213,11 +214,11 @@ export function schemaIssues(policy: Policy, schemas: AttributeSchemaSets, at: L
   const issues: ValidationIssue[] = [];
   policy.rules.forEach((rule, ruleIndex) => {
     for (const [list, part] of CONDITION_LISTS) {
-      rule[list]?.forEach((condition, index) => {
+      for (const [condition, where] of conditionsOf(rule[list] ?? [])) {
         for (const problem of conditionProblems(condition, part, schemas)) {
-          issues.push({ loc: [...at, 'rules', ruleIndex, list, index, problem.at], msg: `rule '${rule.name}': ${problem.msg}`, type: 'schema_error' });
+          issues.push({ loc: [...at, 'rules', ruleIndex, list, ...where, problem.at], msg: `rule '${rule.name}': ${problem.msg}`, type: 'schema_error' });
         }
-      });
+      }
     }
   });
   return issues;

@@ -2,6 +2,7 @@ import type { Condition, Policy } from '../schemas/policy.js';
 import type { Location, ValidationIssue } from '../schemas/errors.js';
 import type { RequestPart } from './entity.js';
 import { OPERATOR_DEFINITIONS } from './operators.js';
+import { conditionCount, conditionsOf } from './condition-items.js';
 import { parsePath } from './paths.js';
 import { NAMED_VALUE, parseReference } from './references.js';
 import { slugify } from './slug.js';
@@ -79,16 +80,14 @@ export function policyIssues(policy: Policy, at: Location, limits: PolicyLimits)
     const ruleAt = [...at, 'rules', ruleIndex];
     issues.push(...slugIssue(rule.name, [...ruleAt, 'name']));
     rule.actions.forEach((action, index) => issues.push(...controlCharacterIssues(action, 'an action', [...ruleAt, 'actions', index])));
-    const otherConditions = (rule.action_conditions?.length ?? 0) + (rule.context_conditions?.length ?? 0);
-    if (rule.principal_conditions.length + rule.resource_conditions.length + otherConditions > limits.maxConditionsPerRule) {
+    const otherConditions = conditionCount(rule.action_conditions ?? []) + conditionCount(rule.context_conditions ?? []);
+    if (conditionCount(rule.principal_conditions) + conditionCount(rule.resource_conditions) + otherConditions > limits.maxConditionsPerRule) {
       const together = otherConditions === 0 ? 'principal and resource together' : 'principal, resource, action and context together';
       issues.push({ loc: ruleAt, msg: `a rule may have at most ${limits.maxConditionsPerRule} conditions, ${together}`, type: 'too_long' });
       return;
     }
     for (const [list, part] of CONDITION_LISTS) {
-      rule[list]?.forEach((condition, conditionIndex) => {
-        issues.push(...conditionIssues(condition, part, [...ruleAt, list, conditionIndex]));
-      });
+      for (const [condition, where] of conditionsOf(rule[list] ?? [])) issues.push(...conditionIssues(condition, part, [...ruleAt, list, ...where]));
     }
   });
   return issues;

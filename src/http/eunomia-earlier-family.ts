@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { JsonSchemaToTsProvider } from '@fastify/type-provider-json-schema-to-ts';
 import { checkRequestSchema } from '../schemas/check.js';
-import { policySchema, storedPolicySchema } from '../schemas/policy.js';
+import { policySchema, sentPolicy, storedPolicySchema } from '../schemas/policy.js';
 import { entityCreateSchema, entitySchema, entityUpdateSchema, overrideQuerySchema } from '../schemas/entity.js';
 import { ClientError, RequestValidationError } from '../errors.js';
 import { API_KEY_SECURITY } from './admin-auth.js';
@@ -47,7 +47,7 @@ export const eunomiaEarlierRoutes: FastifyPluginAsync<RoutesOptions> = async (fa
   app.post('/create-policy', {
     onRequest,
     schema: { tags, security, summary: 'As POST /admin/policies', body: policySchema, response: { 200: storedPolicySchema, ...ERROR_RESPONSES } },
-    handler: (request, reply) => policies.create(request.body, writerOf(request), warningsTo(reply)),
+    handler: (request, reply) => policies.create(sentPolicy(request.body), writerOf(request), warningsTo(reply)),
   });
 
   if (!config.registryEnabled) return;

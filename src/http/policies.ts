@@ -7,6 +7,7 @@ import {
   policySchema,
   policyVersionParamsSchema,
   restoreQuerySchema,
+  sentPolicy,
   simplePolicyQuerySchema,
   storedPolicySchema,
   validationReportSchema,
@@ -42,7 +43,7 @@ export const policyRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, {
       body: policySchema,
       response: { 200: storedPolicySchema, ...ERROR_RESPONSES },
     },
-    handler: (request, reply) => policies.create(request.body, writerOf(request), warningsTo(reply)),
+    handler: (request, reply) => policies.create(sentPolicy(request.body), writerOf(request), warningsTo(reply)),
   });
 
   app.post('/admin/policies/validate', {
@@ -98,7 +99,7 @@ export const policyRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, {
       body: policySchema,
       response: { 200: storedPolicySchema, ...ERROR_RESPONSES },
     },
-    handler: (request, reply) => policies.replace(request.params.name, request.body, writerOf(request), warningsTo(reply)),
+    handler: (request, reply) => policies.replace(request.params.name, sentPolicy(request.body), writerOf(request), warningsTo(reply)),
   });
 
   app.delete('/admin/policies/:name', {

@@ -1,6 +1,6 @@
 import type { FromSchema } from 'json-schema-to-ts';
 import { anyJsonValueSchema } from './json.js';
-import { actionNameSchema } from './policy.js';
+import { actionNameSchema, GROUP_KINDS } from './policy.js';
 
 /**
  * Attributes as clients send them: an object of key to value, or a list of `{key, value}` items
@@ -100,6 +100,19 @@ const entityTraceSchema = {
  * What `?explain=true` adds to an answer (see src/engine/explain.ts). Required properties come
  * first: the serializer writes them first, and the pool's workers must write the same bytes.
  */
+const sideSchema = { type: 'string', enum: ['principal', 'resource', 'action', 'context'] } as const;
+
+/** What an explanation says of a condition that did not hold. */
+const failedConditionProperties = {
+  path: { type: 'string' },
+  operator: { type: 'string' },
+  value_from: { type: 'string' },
+  expected: anyJsonValueSchema,
+  actual: anyJsonValueSchema,
+  missing: { type: 'boolean' },
+  value_from_missing: { type: 'boolean' },
+} as const;
+
 export const explanationSchema = {
   type: 'object',
   description: 'How the decision came about.',
@@ -128,18 +141,22 @@ export const explanationSchema = {
                   type: 'object',
                   description:
                     'The first condition that did not hold (`expected`: its value, absent for `exists` and `not_exists`; for a condition with ' +
-                    '`value_from`, the value the reference resolved to, or `value_from_missing: true`): the value found at its path, or `missing: true`.',
+                    '`value_from`, the value the reference resolved to, or `value_from_missing: true`): the value found at its path, or `missing: true`. ' +
+                    'When it is a group (`group`): for `any_of`, how each of its `alternatives` failed (its first failing condition, as above); ' +
+                    'for `none_of`, the alternative that `held` (counted from 0).',
                   properties: {
-                    side: { type: 'string', enum: ['principal', 'resource', 'action', 'context'] },
-                    path: { type: 'string' },
-                    operator: { type: 'string' },
-                    value_from: { type: 'string' },
-                    expected: anyJsonValueSchema,
-                    actual: anyJsonValueSchema,
-                    missing: { type: 'boolean' },
-                    value_from_missing: { type: 'boolean' },
+                    side: sideSchema,
+                    ...failedConditionProperties,
+                    group: { type: 'string', enum: GROUP_KINDS },
+                    alternatives: { type: 'array', items: { type: 'object', properties: failedConditionProperties, required: ['path', 'operator'] } },
+                    held: { type: 'integer' },
                   },
-                  required: ['side', 'path', 'operator'],
+                  required: ['side'],
+                },
+                alternatives_held: {
+                  type: 'array',
+                  description: 'For a matched rule with `any_of` groups: the first alternative (counted from 0) of each that held.',
+                  items: { type: 'object', properties: { side: sideSchema, alternative: { type: 'integer' } }, required: ['side', 'alternative'] },
                 },
               },
               required: ['name', 'effect', 'matched'],

@@ -64,6 +64,43 @@ export const conditionSchema = {
   else: { if: { required: ['value_from'] }, else: { required: ['value'] } },
 } as const;
 
+/** Alternatives a condition group may hold; each is a list of conditions, and groups do not nest. */
+export const MAX_ALTERNATIVES = 16;
+export const GROUP_KINDS = ['any_of', 'none_of'] as const;
+export type GroupKind = (typeof GROUP_KINDS)[number];
+
+/** A group where a condition of an alternative should be: its keyword is refused (see validation.ts), as groups do not nest. */
+const notAGroup = <Item>(item: Item) => ({ if: { type: 'object', anyOf: [{ required: ['any_of'] }, { required: ['none_of'] }] }, then: { type: 'object', properties: { any_of: false, none_of: false } }, else: item }) as const;
+
+const alternativesSchema = <Item>(item: Item) => ({ type: 'array', minItems: 1, maxItems: MAX_ALTERNATIVES, items: { type: 'array', minItems: 1, items: notAGroup(item) } }) as const;
+
+/**
+ * A group in a list of conditions: `any_of` holds when the conditions of at least one alternative
+ * all hold, `none_of` when those of none do. Its conditions read the same part of the check as the
+ * list it stands in.
+ */
+const groupSchema = <Kind extends GroupKind, Item>(kind: Kind, item: Item) =>
+  ({
+    type: 'object',
+    description:
+      kind === 'any_of'
+        ? 'Alternatives (lists of conditions): the group holds when every condition of at least one of them holds.'
+        : 'Alternatives (lists of conditions): the group holds when no alternative has every condition holding.',
+    properties: { [kind]: alternativesSchema(item) } as { [key in Kind]: ReturnType<typeof alternativesSchema<Item>> },
+    required: [kind],
+    additionalProperties: false,
+  }) as const;
+
+/** An item of a list of conditions: a condition, or a group of alternative lists (see groupSchema). */
+const conditionItemSchema = <Item>(item: Item) =>
+  ({
+    if: { type: 'object', required: ['any_of'] },
+    then: groupSchema('any_of', item),
+    else: { if: { type: 'object', required: ['none_of'] }, then: groupSchema('none_of', item), else: item },
+  }) as const;
+
+const conditionListSchema = { type: 'array', items: conditionItemSchema(conditionSchema) } as const;
+
 export const ruleSchema = {
   type: 'object',
   properties: {
@@ -71,17 +108,15 @@ export const ruleSchema = {
     // No default: a rule stored without one (as every rule was before rules had descriptions) is answered with null.
     description: descriptionSchema,
     effect: { type: 'string', enum: EFFECTS },
-    principal_conditions: { type: 'array', items: conditionSchema, default: [] },
-    resource_conditions: { type: 'array', items: conditionSchema, default: [] },
+    principal_conditions: { ...conditionListSchema, default: [] },
+    resource_conditions: { ...conditionListSchema, default: [] },
     // No default: a rule without them is stored and answered without them, as before they existed.
     action_conditions: {
-      type: 'array',
-      items: conditionSchema,
+      ...conditionListSchema,
       description: "Conditions on the check's action: paths `name` and `attributes.<key>...` (attributes the check sends with the action).",
     },
     context_conditions: {
-      type: 'array',
-      items: conditionSchema,
+      ...conditionListSchema,
       description: "Conditions on the check's `context`: paths `attributes.<key>...`.",
     },
     actions: { type: 'array', items: actionNameSchema, minItems: 1 },
@@ -104,15 +139,17 @@ export const policySchema = {
   additionalProperties: false,
 } as const;
 
+const storedConditionListSchema = { type: 'array', items: conditionItemSchema(storedConditionSchema) } as const;
+
 /** The stored and returned policy: every field present (which also keeps the serialized field order). */
 const storedRuleSchema = {
   ...ruleSchema,
   properties: {
     ...ruleSchema.properties,
-    principal_conditions: { type: 'array', items: storedConditionSchema },
-    resource_conditions: { type: 'array', items: storedConditionSchema },
-    action_conditions: { ...ruleSchema.properties.action_conditions, items: storedConditionSchema },
-    context_conditions: { ...ruleSchema.properties.context_conditions, items: storedConditionSchema },
+    principal_conditions: storedConditionListSchema,
+    resource_conditions: storedConditionListSchema,
+    action_conditions: { ...ruleSchema.properties.action_conditions, ...storedConditionListSchema },
+    context_conditions: { ...ruleSchema.properties.context_conditions, ...storedConditionListSchema },
   },
   required: ['name', 'description', 'effect', 'principal_conditions', 'resource_conditions', 'actions'],
 } as const;
@@ -125,12 +162,28 @@ export const storedPolicySchema = {
 
 export const policyListSchema = { type: 'array', items: storedPolicySchema } as const;
 
+export type Condition = FromSchema<typeof conditionSchema>;
+export type ConditionGroup = { any_of: Condition[][] } | { none_of: Condition[][] };
+/** An item of a rule's list of conditions: a condition or a group. */
+export type ConditionItem = Condition | ConditionGroup;
+
+// The lists of conditions are typed here: the schemas' if/then/else items are beyond FromSchema.
+type ConditionSides = 'principal_conditions' | 'resource_conditions' | 'action_conditions' | 'context_conditions';
+type WithConditionItems<SchemaRule> = Omit<SchemaRule, ConditionSides> & {
+  principal_conditions: ConditionItem[];
+  resource_conditions: ConditionItem[];
+  action_conditions?: ConditionItem[];
+  context_conditions?: ConditionItem[];
+};
+type WithRules<SchemaPolicy extends { rules: unknown[] }> = Omit<SchemaPolicy, 'rules'> & { rules: WithConditionItems<SchemaPolicy['rules'][number]>[] };
+
 /** A policy after validation: defaults are filled, so every field is present. */
-export type Policy = FromSchema<typeof policySchema>;
+export type Policy = WithRules<FromSchema<typeof policySchema>>;
 export type Rule = Policy['rules'][number];
-export type Condition = Rule['principal_conditions'][number];
+/** A body that policySchema validated, as the Policy it is (FromSchema types its conditions `unknown`). */
+export const sentPolicy = (body: FromSchema<typeof policySchema>): Policy => body as Policy;
 /** A policy as answers give it: every rule with its description. */
-export type AnsweredPolicy = FromSchema<typeof storedPolicySchema>;
+export type AnsweredPolicy = WithRules<FromSchema<typeof storedPolicySchema>>;
 
 // The policy routes' parameters and answers.
 

@@ -124,6 +124,9 @@ function describe(error: ErrorObject): { last?: string; msg: string; type: strin
       };
     case 'type':
       return { msg: `must be of type ${alternatives(String(params.type).split(','))}`, type: 'type_error' };
+    // The only schemas that are `false` are the group keywords inside a group's alternatives (see policy.ts).
+    case 'false schema':
+      return { msg: 'is not allowed here: groups do not nest, and an alternative holds conditions only', type: 'value_error' };
     default:
       return { msg: error.message ?? 'is invalid', type: error.keyword };
   }

@@ -1,4 +1,5 @@
-import type { AnsweredPolicy, Condition, Policy } from '../schemas/policy.js';
+import type { AnsweredPolicy, Condition, ConditionItem, Policy } from '../schemas/policy.js';
+import { mapConditions } from '../engine/condition-items.js';
 import type { ValidationIssue } from '../schemas/errors.js';
 import type { WriteWarnings } from './write-warnings.js';
 import {
@@ -46,12 +47,12 @@ export interface ValidationReport {
  * description, null when it has none (policies stored before rules had descriptions lack the field).
  */
 export function policyAnswer(policy: Policy, style: OperatorStyle): AnsweredPolicy {
-  const spelled = (conditions: Condition[]) =>
-    conditions.map(({ path, operator, value, value_from }) => {
-      const spelling = { path, operator: spellOperator(operator, style) };
-      if (value_from !== undefined) return { ...spelling, value_from };
-      return value === undefined ? spelling : { ...spelling, value };
-    });
+  const spelledCondition = ({ path, operator, value, value_from }: Condition): Condition => {
+    const spelling = { path, operator: spellOperator(operator, style) };
+    if (value_from !== undefined) return { ...spelling, value_from };
+    return value === undefined ? spelling : { ...spelling, value };
+  };
+  const spelled = (items: ConditionItem[]) => items.map((item) => mapConditions(item, spelledCondition) as ConditionItem);
   return {
     ...policy,
     rules: policy.rules.map((rule) => ({

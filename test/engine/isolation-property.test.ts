@@ -2,7 +2,8 @@ import t from 'tap';
 import fc from 'fast-check';
 import { compile, derive, evaluate, explain, plan, type DecisionRequest, type Snapshot } from '../../src/engine/index.js';
 import { deciderOf } from '../../src/engine/decisions.js';
-import type { Condition, Operator, Policy } from '../../src/schemas/policy.js';
+import type { Condition, ConditionItem, Operator, Policy } from '../../src/schemas/policy.js';
+import { flatConditions } from '../../src/engine/condition-items.js';
 import { reference } from './reference.js';
 import { treeHolds } from '../helpers/plan-cases.js';
 
@@ -56,12 +57,23 @@ const spliced = (first: Condition, second: Condition, style: 'joined' | 'json'):
   return second.value === undefined ? { path, operator: second.operator } : { path, operator: second.operator, value: second.value };
 };
 
+/** A condition, or now and then a group of alternatives made of them (interned by their keys too). */
+const item: fc.Arbitrary<ConditionItem> = fc.oneof(
+  { arbitrary: condition, weight: 5 },
+  {
+    arbitrary: fc
+      .tuple(fc.boolean(), fc.array(fc.array(condition, { minLength: 1, maxLength: 2 }), { minLength: 1, maxLength: 2 }))
+      .map(([any, alternatives]) => (any ? { any_of: alternatives } : { none_of: alternatives })),
+    weight: 1,
+  },
+);
+
 const rule = fc.record({
   name: fc.constantFrom('r0', 'r1', 'r2'),
   description: fc.constant(null),
   effect: fc.constantFrom('allow' as const, 'deny' as const),
-  principal_conditions: fc.array(condition, { maxLength: 2 }),
-  resource_conditions: fc.array(condition, { maxLength: 2 }),
+  principal_conditions: fc.array(item, { maxLength: 2 }),
+  resource_conditions: fc.array(item, { maxLength: 2 }),
   actions: fc.subarray(ACTIONS, { minLength: 1 }),
 });
 
@@ -83,16 +95,16 @@ const policySet: fc.Arbitrary<Policy[]> = fc
     for (const [from, into, style, principalSide] of splices) {
       const source = allRules[from % allRules.length]!;
       const side = principalSide ? 'principal_conditions' : 'resource_conditions';
-      if (source[side].length < 2) continue;
+      if (flatConditions(source[side]).length < 2) continue;
       const target = allRules[into % allRules.length]!;
-      target[side] = [spliced(source[side][0]!, source[side][1]!, style)];
+      target[side] = [spliced(flatConditions(source[side])[0]!, flatConditions(source[side])[1]!, style)];
     }
     return policies;
   });
 
 /** An entity holding values at some of the paths the policies test, and at random keys. */
 function entityFor(policies: readonly Policy[], side: 'principal_conditions' | 'resource_conditions'): fc.Arbitrary<Map<string, unknown>> {
-  const paths = policies.flatMap((policy) => policy.rules.flatMap((each) => each[side].map((tested) => tested.path)));
+  const paths = policies.flatMap((policy) => policy.rules.flatMap((each) => flatConditions(each[side]).map((tested) => tested.path)));
   const aimed = paths.length === 0 ? fc.constant([]) : fc.array(fc.tuple(fc.constantFrom(...paths), value), { maxLength: 3 });
   return fc.tuple(fc.dictionary(fc.constantFrom(...KEYS), value, { maxKeys: 3 }), aimed).map(([random, atPaths]) => {
     const attributes = new Map<string, unknown>(Object.entries(random));
@@ -144,7 +156,7 @@ t.test(`policies compiled together decide as each one's own text says (${RUNS} s
   let denials = 0;
   fc.assert(
     fc.property(cases, ({ policies, requests }) => {
-      if (policies.some((policy) => policy.rules.some((each) => [...each.principal_conditions, ...each.resource_conditions].some((tested) => tested.path.includes('\u0001') || tested.path.includes('],["'))))) spliceSeen++;
+      if (policies.some((policy) => policy.rules.some((each) => flatConditions([...each.principal_conditions, ...each.resource_conditions]).some((tested) => tested.path.includes('\u0001') || tested.path.includes('],["'))))) spliceSeen++;
       const alone = policies.map((policy) => compile([policy], 1));
       const snapshots = { together: compile(policies, 1), 'derived one by one': derivedOneByOne(policies), 'derived backwards': derivedBackwards(policies) };
       for (const asked of requests) {

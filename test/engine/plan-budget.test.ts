@@ -6,7 +6,8 @@ import { plan, PlanTooLarge, type Plan } from '../../src/engine/plan.js';
 import { mongoFilter } from '../../src/engine/mongodb-filter.js';
 import { jsonLength } from '../../src/engine/condition-tree.js';
 import { noExactFilterAsDocumented, planCase, resourceEntity, storedDocument, treeHolds, unstatableAsDocumented, type PlanCase } from '../helpers/plan-cases.js';
-import type { Condition, Rule } from '../../src/schemas/policy.js';
+import type { Condition, ConditionItem, Rule } from '../../src/schemas/policy.js';
+import { flatConditions, groupParts, isGroup } from '../../src/engine/condition-items.js';
 
 /**
  * Plans held to a length budget, on the random cases of plan-property.test.ts: a plan's condition
@@ -57,14 +58,27 @@ function resourceReadsLength(rule: Rule, example: PlanCase): number {
     [rule.action_conditions ?? [], (path: string) => (path === 'name' ? example.action : undefined)],
   ] as const;
   return sides.reduce(
-    (total, [conditions, ownValue]) =>
-      conditions.reduce((length, { path, value_from }) => {
-        if (value_from === undefined || !value_from.startsWith('resource.')) return length;
-        return length + JSON.stringify({ path: value_from.slice('resource.'.length), operator: 'not_contains', value: ownValue(path) ?? null }).length + 1;
-      }, total),
+    (total, [items, ownValue]) =>
+      items.reduce(
+        (length, item) =>
+          length +
+          groupFrame(item) +
+          flatConditions([item]).reduce((sum, { path, value_from }) => {
+            if (value_from === undefined || !value_from.startsWith('resource.')) return sum;
+            return sum + JSON.stringify({ path: value_from.slice('resource.'.length), operator: 'not_contains', value: ownValue(path) ?? null }).length + 1;
+          }, 0),
+        total,
+      ),
     0,
   );
 }
+
+/** What a plan's `or`, `and` and `not` around a group's alternatives add at most (none for a condition). */
+const groupFrame = (item: ConditionItem) => (isGroup(item) ? 20 + 12 * groupParts(item).alternatives.length : 0);
+
+/** What a resource condition or group states at most in a plan. */
+const statedLength = (item: ConditionItem, example: PlanCase) =>
+  groupFrame(item) + flatConditions([item]).reduce((length, condition) => length + JSON.stringify(condition).length + 1 + referredLength(condition, example), 0);
 
 t.test(`plans within a length budget are never longer and never allow what the engine denies (${RUNS} cases)`, async (t) => {
   const seen = { exact: 0, coarse: 0, coarserThanExact: 0, refused: 0, filters: 0, filtersTooLong: 0, unstatable: 0 };
@@ -103,7 +117,7 @@ t.test(`plans within a length budget are never longer and never allow what the e
       // Refused only when the rules' own conditions on the resource, which the coarsest plan states, do not fit.
       const stated = example.policies
         .flatMap((policy) => policy.rules.filter((rule) => rule.actions.includes(example.action)))
-        .reduce((sum, rule) => sum + 12 + rule.resource_conditions.reduce((length, condition) => length + JSON.stringify(condition).length + 1 + referredLength(condition, example), 0) + resourceReadsLength(rule, example), 40);
+        .reduce((sum, rule) => sum + 12 + rule.resource_conditions.reduce((length, item) => length + statedLength(item, example), 0) + resourceReadsLength(rule, example), 40);
       if (stated <= maxLength) throw new Error(`refused at ${maxLength}, though the rules state ${stated} characters`);
       seen.refused++;
       return;

@@ -9,6 +9,7 @@ import { CANONICAL_OPERATOR } from '../../src/engine/operators.js';
 import type { Policy } from '../../src/schemas/policy.js';
 import { reference } from './reference.js';
 import { noExactFilterAsDocumented, planCase, resourceEntity, storedDocument, treeHolds, unstatableAsDocumented, type PlanCase } from '../helpers/plan-cases.js';
+import { flatConditions, groupParts, isGroup } from '../../src/engine/condition-items.js';
 
 /**
  * The plan is exact: for random policy sets, principals, actions, known attributes and collections
@@ -34,10 +35,20 @@ const BY_EQUALITY = ['==', '!=', 'in', 'not_in', 'contains', 'not_contains'];
 
 /** Whether some principal, action or context condition names the resource. */
 const readsResourceElsewhere = (policies: readonly Policy[]) =>
-  policies.some((policy) => policy.rules.some((rule) => [...rule.principal_conditions, ...(rule.action_conditions ?? []), ...(rule.context_conditions ?? [])].some((condition) => condition.value_from?.startsWith('resource.'))));
+  policies.some((policy) => policy.rules.some((rule) => flatConditions([...rule.principal_conditions, ...(rule.action_conditions ?? []), ...(rule.context_conditions ?? [])]).some((condition) => condition.value_from?.startsWith('resource.'))));
+
+/** Each kind of group the rules for the case's action hold, and on which side. */
+const groupKindsFor = (example: PlanCase) =>
+  example.policies.flatMap((policy) =>
+    policy.rules
+      .filter((rule) => rule.actions.includes(example.action))
+      .flatMap((rule) =>
+        (['principal', 'resource'] as const).flatMap((side) => rule[`${side}_conditions`].flatMap((item) => (isGroup(item) ? [`${groupParts(item).kind} ${side}`] : []))),
+      ),
+  );
 
 t.test(`plans select exactly what the engine allows (${RUNS} cases)`, async (t) => {
-  const seen = { conditional: 0, expr: 0, queryOnly: 0, noExactFilter: 0, operators: new Set<string>(), relationOperators: new Set<string>(), allowed: 0, denied: 0, relations: 0, unstatable: 0, readsResourceElsewhere: 0 };
+  const seen = { conditional: 0, expr: 0, queryOnly: 0, noExactFilter: 0, operators: new Set<string>(), relationOperators: new Set<string>(), allowed: 0, denied: 0, relations: 0, unstatable: 0, readsResourceElsewhere: 0, groups: new Set<string>() };
   const check = (example: PlanCase) => {
     const snapshot = compile(example.policies, 1);
     const principal = { uri: example.principal.uri, attributes: new Map(Object.entries(example.principal.attributes)) };
@@ -55,6 +66,7 @@ t.test(`plans select exactly what the engine allows (${RUNS} cases)`, async (t) 
     const relates = JSON.stringify(result.condition).includes('"value_from"');
     if (result.kind === 'conditional' && readsResourceElsewhere(example.policies)) seen.readsResourceElsewhere++;
     if (relates) seen.relations++;
+    if (result.kind === 'conditional') for (const kind of groupKindsFor(example)) seen.groups.add(kind);
     if (!('filter' in filter) && !noExactFilterAsDocumented(filter.unsupported)) throw new Error(`no filter: ${filter.unsupported}`);
     if (result.kind === 'conditional') {
       seen.conditional++;
@@ -90,5 +102,6 @@ t.test(`plans select exactly what the engine allows (${RUNS} cases)`, async (t) 
   t.ok(seen.allowed > 0 && seen.denied > 0, 'resources both allowed and denied');
   t.ok(seen.readsResourceElsewhere > RUNS / 50, 'conditional plans of policies whose principal, action or context conditions name the resource');
   t.ok(seen.relations > RUNS / 200, 'relations between two values of the resource');
+  t.same([...seen.groups].sort(), ['any_of principal', 'any_of resource', 'none_of principal', 'none_of resource'], 'conditional plans of rules with each kind of group, on the principal and on the resource');
   t.same(BY_EQUALITY.filter((operator) => !seen.relationOperators.has(operator)), [], 'relations by each operator built on equality');
 });

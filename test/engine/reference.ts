@@ -6,7 +6,7 @@
 import type { Decider, Decision, DecisionRequest, ResolvedEntity } from '../../src/engine/index.js';
 import { OPERATOR_DEFINITIONS } from '../../src/engine/operators.js';
 import { compileLookup, MISSING } from '../../src/engine/paths.js';
-import type { Condition, Policy, Rule } from '../../src/schemas/policy.js';
+import type { Condition, ConditionItem, Policy, Rule } from '../../src/schemas/policy.js';
 
 /**
  * docs/evaluation.md, "Relations": `value_from` names a part of the check (`principal`, `resource`,
@@ -48,16 +48,23 @@ export function conditionHolds(condition: Pick<Condition, 'path' | 'operator' | 
   return OPERATOR_DEFINITIONS[condition.operator].build(other)(value);
 }
 
+/** An item of a list: a condition, or a group, which holds when the conditions of some alternative (any_of), or of none (none_of), all hold. */
+function itemHolds(item: ConditionItem, entity: ResolvedEntity, request: DecisionRequest): boolean {
+  if ('any_of' in item) return item.any_of.some((alternative) => alternative.every((c) => conditionHolds(c, entity, request)));
+  if ('none_of' in item) return !item.none_of.some((alternative) => alternative.every((c) => conditionHolds(c, entity, request)));
+  return conditionHolds(item, entity, request);
+}
+
 /** Whether the rule covers the action and all its conditions hold, on the principal, the resource, the action and the context. */
 export function ruleApplies(rule: Rule, request: DecisionRequest): boolean {
   const action = { uri: request.action, attributes: request.actionAttributes ?? new Map<string, unknown>() };
   const context = { uri: undefined, attributes: request.context ?? new Map<string, unknown>() };
   return (
     rule.actions.includes(request.action) &&
-    rule.principal_conditions.every((c) => conditionHolds(c, request.principal, request)) &&
-    rule.resource_conditions.every((c) => conditionHolds(c, request.resource, request)) &&
-    (rule.action_conditions ?? []).every((c) => conditionHolds(c, action, request)) &&
-    (rule.context_conditions ?? []).every((c) => conditionHolds(c, context, request))
+    rule.principal_conditions.every((c) => itemHolds(c, request.principal, request)) &&
+    rule.resource_conditions.every((c) => itemHolds(c, request.resource, request)) &&
+    (rule.action_conditions ?? []).every((c) => itemHolds(c, action, request)) &&
+    (rule.context_conditions ?? []).every((c) => itemHolds(c, context, request))
   );
 }
 

@@ -6,6 +6,7 @@ import { OPERATOR_DEFINITIONS } from '../../src/engine/operators.js';
 import { OPERATORS, type Condition, type Operator, type Policy } from '../../src/schemas/policy.js';
 import { conditionHolds, reference } from './reference.js';
 import { treeHolds, unstatableAsDocumented } from '../helpers/plan-cases.js';
+import { flatConditions } from '../../src/engine/condition-items.js';
 
 /**
  * Relations, action attributes and context decide as docs/evaluation.md says. For random policy
@@ -114,7 +115,7 @@ function resourceReadersElsewhere(policies: readonly Policy[], asked: DecisionRe
           [each.action_conditions ?? [], parts.action],
           [each.context_conditions ?? [], parts.context],
         ] as const
-      ).flatMap(([conditions, entity]) => conditions.filter((condition) => condition.value_from?.startsWith('resource.')).map((condition): [Condition, ResolvedEntity] => [condition, entity])),
+      ).flatMap(([conditions, entity]) => flatConditions(conditions).filter((condition) => condition.value_from?.startsWith('resource.')).map((condition): [Condition, ResolvedEntity] => [condition, entity])),
     ),
   );
 }

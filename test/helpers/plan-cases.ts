@@ -1,5 +1,6 @@
 import fc from 'fast-check';
-import { OPERATORS, type Condition, type Operator, type Policy } from '../../src/schemas/policy.js';
+import { OPERATORS, type Condition, type ConditionItem, type Operator, type Policy } from '../../src/schemas/policy.js';
+import { flatConditions } from '../../src/engine/condition-items.js';
 import { OPERATOR_DEFINITIONS } from '../../src/engine/operators.js';
 import { conditionHolds } from '../engine/reference.js';
 import type { ConditionTree } from '../../src/engine/condition-tree.js';
@@ -135,14 +136,23 @@ const contextCondition = fc.oneof(
 
 const principalValue = fc.oneof({ arbitrary: fc.constantFrom(...PRINCIPAL_VALUES), weight: 4 }, { arbitrary: anyValue, weight: 1 });
 
+/** A group of one or two alternatives, each of one or two of `conditions`. */
+const group = (conditions: fc.Arbitrary<Condition>): fc.Arbitrary<ConditionItem> =>
+  fc
+    .tuple(fc.constantFrom('any_of' as const, 'none_of' as const), fc.array(fc.array(conditions, { minLength: 1, maxLength: 2 }), { minLength: 1, maxLength: 2 }))
+    .map(([kind, alternatives]) => (kind === 'any_of' ? { any_of: alternatives } : { none_of: alternatives }));
+
+const principalCondition = fc.oneof({ arbitrary: condition(PRINCIPAL_PATHS, principalValue), weight: 6 }, { arbitrary: readsResource(PRINCIPAL_PATHS), weight: 1 });
+const resourceCondition = fc.oneof({ arbitrary: condition(RESOURCE_PATHS, anyValue), weight: 4 }, { arbitrary: relation, weight: 1 });
+
 const rule = (name: string) =>
   fc.record({
     name: fc.constant(name),
     effect: fc.constantFrom('allow' as const, 'deny' as const),
-    principal_conditions: fc.array(fc.oneof({ arbitrary: condition(PRINCIPAL_PATHS, principalValue), weight: 6 }, { arbitrary: readsResource(PRINCIPAL_PATHS), weight: 1 }), { maxLength: 1 }),
+    principal_conditions: fc.array(fc.oneof({ arbitrary: principalCondition, weight: 6 }, { arbitrary: group(principalCondition), weight: 1 }), { maxLength: 1 }),
     resource_conditions: fc.oneof(
-      { arbitrary: fc.constant<Condition[]>([]), weight: 1 },
-      { arbitrary: fc.array(fc.oneof({ arbitrary: condition(RESOURCE_PATHS, anyValue), weight: 4 }, { arbitrary: relation, weight: 1 }), { minLength: 1, maxLength: 3 }), weight: 4 },
+      { arbitrary: fc.constant<ConditionItem[]>([]), weight: 1 },
+      { arbitrary: fc.array(fc.oneof({ arbitrary: resourceCondition, weight: 8 }, { arbitrary: group(resourceCondition), weight: 1 }), { minLength: 1, maxLength: 3 }), weight: 4 },
     ),
     action_conditions: fc.oneof({ arbitrary: fc.constant<Condition[]>([]), weight: 4 }, { arbitrary: fc.array(actionCondition, { minLength: 1, maxLength: 2 }), weight: 1 }),
     context_conditions: fc.oneof({ arbitrary: fc.constant<Condition[]>([]), weight: 4 }, { arbitrary: fc.array(contextCondition, { minLength: 1, maxLength: 2 }), weight: 1 }),
@@ -259,12 +269,12 @@ function aimedAttributes(policies: readonly Policy[]): Record<string, unknown>[]
     for (const near of values.flatMap(nearValues)) aimed.push(...holding(path, near));
   };
   const rules = policies.flatMap((policy) => policy.rules);
-  for (const { path, value, value_from } of rules.flatMap((rule) => rule.resource_conditions)) {
+  for (const { path, value, value_from } of rules.flatMap((rule) => flatConditions(rule.resource_conditions))) {
     if (path === 'uri' || value_from !== undefined) continue;
     // A presence condition has no value: any value there makes it present.
     aim(path, value === undefined ? ['a', null] : Array.isArray(value) ? [value, ...value] : [value]);
   }
-  for (const { value_from } of rules.flatMap((rule) => [...rule.principal_conditions, ...(rule.action_conditions ?? []), ...(rule.context_conditions ?? [])])) {
+  for (const { value_from } of rules.flatMap((rule) => flatConditions([...rule.principal_conditions, ...(rule.action_conditions ?? []), ...(rule.context_conditions ?? [])]))) {
     if (value_from?.startsWith('resource.attributes.')) aim(value_from.slice('resource.'.length), KNOWN_PART_VALUES);
   }
   return aimed;
@@ -276,7 +286,7 @@ function aimedAttributes(policies: readonly Policy[]): Record<string, unknown>[]
  */
 function relatedAttributes(policies: readonly Policy[], partners: (value: unknown) => unknown[]): Record<string, unknown>[] {
   const related: Record<string, unknown>[] = [];
-  for (const { path, value_from } of policies.flatMap((policy) => policy.rules.flatMap((rule) => rule.resource_conditions))) {
+  for (const { path, value_from } of policies.flatMap((policy) => policy.rules.flatMap((rule) => flatConditions(rule.resource_conditions)))) {
     const other = value_from?.slice('resource.'.length);
     if (other === undefined || !value_from!.startsWith('resource.attributes.') || path === 'uri' || path.startsWith(`${other}.`) || other.startsWith(`${path}.`)) continue;
     for (const [one, partner] of RELATED_VALUES.flatMap((value) => partners(value).map((each) => [value, each]))) {

@@ -1,5 +1,5 @@
 /** One rule of the policy editor: name, effect, actions and both lists of conditions. */
-import { SelectField, TextField } from '../components.js';
+import { SelectField, TextArea, TextField } from '../components.js';
 import { COMPARED_WITH, EFFECTS, emptyCondition, SIDES, takesNoValue, type RuleDraft, type Side } from '../policy-draft.js';
 import { useFirstOperator, useOperatorStyle } from '../access.js';
 import { operatorChoices } from '../operator-style.js';
@@ -19,6 +19,19 @@ const REFERENCE_EXAMPLES: Record<Side, string> = {
   action_conditions: 'principal.attributes.level',
   context_conditions: 'principal.attributes.office',
 };
+
+/** A new group: two alternatives to fill in, in the server's spelling of equality. */
+const groupTemplate = (operator: string) =>
+  JSON.stringify(
+    {
+      any_of: [
+        [{ path: 'attributes.role', operator, value: 'admin' }],
+        [{ path: 'uri', operator, value_from: 'resource.attributes.owner' }],
+      ],
+    },
+    null,
+    2,
+  );
 
 interface RuleFieldsProps {
   index: number;
@@ -70,6 +83,31 @@ export function RuleFields({ index, rule, errors, onChange, onRemove }: RuleFiel
           {rule[side].length === 0 && <p class="hint">None: any {SIDE_NOUNS[side]} matches.</p>}
           {rule[side].map((condition, position) => {
             const key = `${at}.${side}.${position}`;
+            const removeButton = (
+              <button
+                type="button"
+                class="quiet remove"
+                aria-label={`Remove ${SIDE_LABELS[side].toLowerCase().replace(/s$/, '')} ${position + 1}`}
+                onClick={() => set({ [side]: rule[side].filter((_, i) => i !== position) })}
+              >
+                Remove
+              </button>
+            );
+            if (condition.group !== undefined) {
+              return (
+                <div class="condition" key={position}>
+                  <FieldMessage error={errors[key]} />
+                  <TextArea
+                    label="Group (JSON)"
+                    value={condition.group}
+                    onValue={(group) => setCondition(side, position, { group })}
+                    hint="any_of: holds when every condition of one alternative holds; none_of: when no alternative has them all"
+                    rows={Math.min(12, condition.group.split('\n').length)}
+                  />
+                  {removeButton}
+                </div>
+              );
+            }
             return (
               <div class="condition" key={position}>
                 <FieldMessage error={errors[key]} />
@@ -119,20 +157,16 @@ export function RuleFields({ index, rule, errors, onChange, onRemove }: RuleFiel
                       placeholder={REFERENCE_EXAMPLES[side]}
                     />
                   )}
-                  <button
-                    type="button"
-                    class="quiet remove"
-                    aria-label={`Remove ${SIDE_LABELS[side].toLowerCase().replace(/s$/, '')} ${position + 1}`}
-                    onClick={() => set({ [side]: rule[side].filter((_, i) => i !== position) })}
-                  >
-                    Remove
-                  </button>
+                  {removeButton}
                 </div>
               </div>
             );
           })}
           <button type="button" onClick={() => set({ [side]: [...rule[side], emptyCondition(firstOperator)] })}>
             Add {SIDE_NOUNS[side]} condition
+          </button>
+          <button type="button" class="quiet" onClick={() => set({ [side]: [...rule[side], { ...emptyCondition(firstOperator), group: groupTemplate(firstOperator) }] })}>
+            Add {SIDE_NOUNS[side]} group
           </button>
         </fieldset>
       ))}

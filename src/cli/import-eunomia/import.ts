@@ -36,7 +36,7 @@ const describeIssues = (issues: ValidationIssue[]) => issues.map((issue) => `${i
 function decisionNotes(policy: Policy): string[] {
   const notes: string[] = [];
   const orderings = new Set(
-    policy.rules.flatMap((rule) => [...rule.principal_conditions, ...rule.resource_conditions]).map((condition) => condition.operator).filter((operator) => ['gt', 'gte', 'lt', 'lte'].includes(operator)),
+    policy.rules.flatMap((rule) => [...rule.principal_conditions, ...rule.resource_conditions]).flatMap((item) => ('operator' in item ? [item.operator] : [])).filter((operator) => ['gt', 'gte', 'lt', 'lte'].includes(operator)),
   );
   if (orderings.size > 0) {
     notes.push(`uses ${[...orderings].join(', ')}, which Eunomia evaluated the other way round: Verdict's gt holds when the attribute is greater than the value`);

@@ -1,4 +1,5 @@
 import { compile, evaluate, explain, type Decision } from '../../engine/index.js';
+import type { FailedCondition, FailedGroup } from '../../engine/explain.js';
 import { instantOf } from '../../engine/time.js';
 import type { CheckRequest } from '../../schemas/check.js';
 import { readCheckRequest } from '../../requests/check-request.js';
@@ -21,19 +22,26 @@ export interface CaseResult {
 }
 
 /** What a failed condition compared with: its value, or its reference and what that resolved to. */
-function comparedWith(failed: NonNullable<ReturnType<typeof explain>['policies'][number]['rules'][number]['failed']>): string {
+function comparedWith(failed: Omit<FailedCondition, 'side'>): string {
   if (failed.value_from === undefined) return JSON.stringify(failed.expected);
   return `${failed.value_from} (${failed.value_from_missing ? 'missing' : JSON.stringify(failed.expected)})`;
+}
+
+const conditionFailed = (failed: Omit<FailedCondition, 'side'>) =>
+  `${failed.path} ${failed.operator} ${comparedWith(failed)} does not hold: ${failed.missing ? 'missing' : `found ${JSON.stringify(failed.actual)}`}`;
+
+/** Why the first condition or group of a rule that failed did not hold. */
+function whyFailed(failed: FailedCondition | FailedGroup): string {
+  if (!('group' in failed)) return `${failed.side} ${conditionFailed(failed)}`;
+  if (failed.group === 'none_of') return `${failed.side} none_of does not hold: its alternative ${failed.held! + 1} held`;
+  return `${failed.side} any_of does not hold: ${failed.alternatives!.map((alternative, index) => `alternative ${index + 1}: ${conditionFailed(alternative)}`).join('; ')}`;
 }
 
 /** What the trace of a decision says, in lines a person reads: the deciding rule or default, then each rule of the action. */
 function whyLines(decided: ReturnType<typeof explain>): string[] {
   const rules = decided.policies.flatMap((policy) =>
     policy.rules.map(({ name, matched, failed }) => {
-      const outcome =
-        matched || failed === undefined
-          ? 'matched'
-          : `${failed.side} ${failed.path} ${failed.operator} ${comparedWith(failed)} does not hold: ${failed.missing ? 'missing' : `found ${JSON.stringify(failed.actual)}`}`;
+      const outcome = matched || failed === undefined ? 'matched' : whyFailed(failed);
       return `rule ${name} of policy ${policy.name}: ${outcome}`;
     }),
   );

@@ -3,7 +3,7 @@ import type { Location, ValidationIssue } from '../../schemas/errors.js';
 import type { CompiledCondition } from '../compiled-rule.js';
 import { CANONICAL_OPERATOR } from '../operators.js';
 import { parseReference } from '../references.js';
-import { COMPARISONS, Checking, type CompiledRuleConditions, SIDES, demandedValues, describe } from './shared.js';
+import { COMPARISONS, Checking, type CompiledRuleConditions, SIDES, conditionsAmong, demandedValues, describe } from './shared.js';
 
 // Rules that can never match: conditions on one path no value satisfies together, relations whose
 // two values can never have the types their operator takes, conditions on the action's name that
@@ -74,15 +74,15 @@ function noActionNamed(rule: Rule, conditions: readonly CompiledCondition[], che
 }
 
 export function neverMatches({ rule, sides }: CompiledRuleConditions, at: Location, checking: Checking): ValidationIssue[] {
-  const unnamed = noActionNamed(rule, sides.action_conditions, checking);
+  const unnamed = noActionNamed(rule, conditionsAmong(sides.action_conditions).map(([condition]) => condition), checking);
   if (unnamed !== undefined) return [{ loc: [...at, 'action_conditions'], msg: `this rule can never match: ${unnamed}`, type: 'never_matches' }];
   for (const side of SIDES) {
-    for (const condition of sides[side]) {
+    for (const [condition] of conditionsAmong(sides[side])) {
       const impossible = impossibleRelation(condition);
       if (impossible !== undefined) return [{ loc: [...at, side], msg: `this rule can never match: ${impossible}`, type: 'never_matches' }];
     }
     const byPath = new Map<string, CompiledCondition[]>();
-    for (const condition of sides[side]) {
+    for (const [condition] of conditionsAmong(sides[side])) {
       const list = byPath.get(condition.source.path);
       if (list === undefined) byPath.set(condition.source.path, [condition]);
       else list.push(condition);

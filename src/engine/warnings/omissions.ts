@@ -1,9 +1,9 @@
 import type { Policy, Rule } from '../../schemas/policy.js';
 import type { Location, ValidationIssue } from '../../schemas/errors.js';
-import type { CompiledCondition } from '../compiled-rule.js';
+import type { CompiledCondition, CompiledItem } from '../compiled-rule.js';
 import type { RequestPart } from '../entity.js';
 import { slugify } from '../slug.js';
-import { type CompiledPolicies, type CompiledRuleConditions, type PlacedRule, SIDES, type SideKey, WHOSE, conditionsOf, implied, indexOf, isPresenceTest } from './shared.js';
+import { type CompiledPolicies, type CompiledRuleConditions, type PlacedRule, SIDES, type SideKey, WHOSE, conditionsAmong, conditionsOf, implied, indexOf, isPresenceTest } from './shared.js';
 
 // Deny rules a request escapes by leaving out an attribute they test (or one a reference reads), and
 // the rule that would close each gap.
@@ -31,9 +31,10 @@ function valuesNeeded(condition: CompiledCondition, side: SideKey): [SideKey, st
 }
 
 /** Whether `condition`, on `conditionSide`, can hold only when `path` of `side` is there: it tests it or refers to it. */
-const needs = (condition: CompiledCondition, conditionSide: SideKey, side: SideKey, path: string): boolean =>
-  (conditionSide === side && condition.source.path === path) ||
-  (condition.referenced !== undefined && SIDE_OF_PART[condition.referenced.part] === side && condition.referenced.path === path);
+const needs = (condition: CompiledItem, conditionSide: SideKey, side: SideKey, path: string): boolean =>
+  condition.group === undefined &&
+  ((conditionSide === side && condition.source.path === path) ||
+    (condition.referenced !== undefined && SIDE_OF_PART[condition.referenced.part] === side && condition.referenced.path === path));
 
 /**
  * Conditions compared, at most, in looking for the rules that close the gaps of one validation:
@@ -59,7 +60,10 @@ function closingRule({ rule, sides }: CompiledRuleConditions, side: SideKey, pat
   const conditions = (each: SideKey) => {
     const kept = sides[each]
       .filter((condition) => !needs(condition, each, side, path))
-      .map(({ source }) => (source.value_from === undefined ? { path: source.path, operator: source.operator, value: source.value } : { path: source.path, operator: source.operator, value_from: source.value_from }));
+      .map(({ source }) => {
+        if (!('path' in source)) return source;
+        return source.value_from === undefined ? { path: source.path, operator: source.operator, value: source.value } : { path: source.path, operator: source.operator, value_from: source.value_from };
+      });
     return each === side ? [...kept, { path, operator: 'not_exists' }] : kept;
   };
   const left = path === 'uri' ? 'uri' : path.slice('attributes.'.length);
@@ -84,13 +88,13 @@ function closingRule({ rule, sides }: CompiledRuleConditions, side: SideKey, pat
 export function omissionWarnings(policies: readonly Policy[], compiledOf: CompiledPolicies): { of(rule: PlacedRule, at: Location): ValidationIssue[]; more(): ValidationIssue[] } {
   /** Deny rules holding a `not_exists` condition, by side and path: the only ones that can close a gap (only their policies are compiled). */
   const closers = new Map<string, PlacedRule[]>();
-  const mayClose = (rule: Rule) => rule.effect === 'deny' && SIDES.some((side) => conditionsOf(rule, side).some((condition) => condition.operator === 'not_exists'));
+  const mayClose = (rule: Rule) => rule.effect === 'deny' && SIDES.some((side) => conditionsOf(rule, side).some((condition) => 'operator' in condition && condition.operator === 'not_exists'));
   policies.forEach(({ rules: sources }, policy) =>
     sources.forEach((source, index) => {
       if (!mayClose(source)) return;
       const rule = compiledOf(policy)[index]!;
       for (const side of SIDES) {
-        for (const path of new Set(rule.sides[side].filter((condition) => condition.holdsWhenMissing).map((condition) => condition.source.path))) {
+        for (const path of new Set(conditionsAmong(rule.sides[side]).flatMap(([condition]) => (condition.holdsWhenMissing ? [condition.source.path] : [])))) {
           const key = sideKey(side, path);
           const placed = { ...rule, policy, index };
           const list = closers.get(key);
@@ -119,7 +123,7 @@ export function omissionWarnings(policies: readonly Policy[], compiledOf: Compil
       work += others.length * closer.sides[each].length;
       if (work > CLOSING_WORK_BUDGET) return false;
       const othersIndexed = indexOf(others);
-      return closer.sides[each].every((condition) => (each === side && condition.source.path === path && condition.holdsWhenMissing) || implied(condition, othersIndexed));
+      return closer.sides[each].every((condition) => (each === side && condition.group === undefined && condition.source.path === path && condition.holdsWhenMissing) || implied(condition, othersIndexed));
     });
     if (!demandsNoMore) return false;
     // The rules of its policy before it, but those before `denying` in the same policy, which would decide before either.
@@ -132,10 +136,10 @@ export function omissionWarnings(policies: readonly Policy[], compiledOf: Compil
   const of = (denying: PlacedRule, at: Location): ValidationIssue[] => {
     if (denying.rule.effect !== 'deny') return [];
     // A rule that holds only when a value is absent is not escaped by leaving it out.
-    const absent = new Set(SIDES.flatMap((side) => denying.sides[side].filter((condition) => condition.holdsWhenMissing).map((condition) => sideKey(side, condition.source.path))));
+    const absent = new Set(SIDES.flatMap((side) => conditionsAmong(denying.sides[side]).flatMap(([condition]) => (condition.holdsWhenMissing ? [sideKey(side, condition.source.path)] : []))));
     const warned = new Set<string>();
     return SIDES.flatMap((conditionSide) =>
-      denying.sides[conditionSide].flatMap((condition, index) =>
+      conditionsAmong(denying.sides[conditionSide]).flatMap(([condition, index]) =>
         valuesNeeded(condition, conditionSide).flatMap(([side, path]) => {
           const key = sideKey(side, path);
           if (absent.has(key) || warned.has(key)) return [];

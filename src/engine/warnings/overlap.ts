@@ -1,5 +1,5 @@
 import type { Location, ValidationIssue } from '../../schemas/errors.js';
-import { append, Checking, type CompiledRuleConditions, SIDES, conditionKey, describe, implied } from './shared.js';
+import { append, Checking, type CompiledRuleConditions, SIDES, conditionKey, conditionsAmong, describe, implied } from './shared.js';
 
 // Rules and conditions that repeat others: duplicate conditions, and rules that never decide because
 // an earlier rule of their policy matches whenever they do (shadowing).
@@ -7,7 +7,7 @@ import { append, Checking, type CompiledRuleConditions, SIDES, conditionKey, des
 export function duplicates({ sides }: CompiledRuleConditions, at: Location): ValidationIssue[] {
   return SIDES.flatMap((side) => {
     const seen = new Set<string>();
-    return sides[side].flatMap((condition, index) => {
+    return conditionsAmong(sides[side]).flatMap(([condition, index]) => {
       const key = conditionKey(condition);
       const repeated = seen.has(key);
       seen.add(key);

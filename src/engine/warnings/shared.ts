@@ -1,7 +1,8 @@
-import type { Operator, Rule } from '../../schemas/policy.js';
+import type { Condition, ConditionGroup, Operator, Rule } from '../../schemas/policy.js';
+import { mapConditions } from '../condition-items.js';
 import type { ValidationIssue } from '../../schemas/errors.js';
-import { ConditionCompiler, conditionKey as keyOf } from '../compile.js';
-import type { CompiledCondition } from '../compiled-rule.js';
+import { ConditionCompiler, itemKey } from '../compile.js';
+import type { CompiledCondition, CompiledItem } from '../compiled-rule.js';
 import { CANONICAL_OPERATOR } from '../operators.js';
 import { formatCondition } from '../condition-tree.js';
 import { AnswerBudget } from '../answer-budget.js';
@@ -27,16 +28,22 @@ export const conditionsOf = (rule: Rule, side: SideKey) => rule[side] ?? NO_COND
 export const COMPARISONS = new Set<Operator>(['gt', '>', 'gte', '>=', 'lt', '<', 'lte', '<=']);
 
 /** Each compiled condition's key, made once (the checks compare conditions many times); synonyms spelled one way, so that `==` and `equals` on the same value count as the same condition. */
-const keys = new WeakMap<CompiledCondition, string>();
+const keys = new WeakMap<CompiledItem, string>();
 
-export function conditionKey(condition: CompiledCondition): string {
-  let key = keys.get(condition);
+export function conditionKey(item: CompiledItem): string {
+  let key = keys.get(item);
   if (key === undefined) {
-    key = keyOf({ ...condition.source, operator: CANONICAL_OPERATOR[condition.source.operator] });
-    keys.set(condition, key);
+    key = item.group === undefined ? itemKey(canonical(item.source)) : itemKey(mapConditions(item.source, canonical) as ConditionGroup);
+    keys.set(item, key);
   }
   return key;
 }
+
+const canonical = (condition: Condition): Condition => ({ ...condition, operator: CANONICAL_OPERATOR[condition.operator] });
+
+/** The conditions of `items`, each with its position among them: groups are only compared whole (see implied). */
+export const conditionsAmong = (items: readonly CompiledItem[]): [CompiledCondition, number][] =>
+  items.flatMap((item, index) => (item.group === undefined ? [[item, index] as [CompiledCondition, number]] : []));
 
 export const describe = ({ source }: CompiledCondition) => formatCondition(source);
 
@@ -112,23 +119,23 @@ interface ConditionIndex {
   byPath: ReadonlyMap<string, readonly CompiledCondition[]>;
 }
 
-export function indexOf(conditions: readonly CompiledCondition[]): ConditionIndex {
+export function indexOf(items: readonly CompiledItem[]): ConditionIndex {
   const byPath = new Map<string, CompiledCondition[]>();
-  for (const condition of conditions) {
+  for (const [condition] of conditionsAmong(items)) {
     const list = byPath.get(condition.source.path);
     if (list === undefined) byPath.set(condition.source.path, [condition]);
     else list.push(condition);
   }
-  return { keys: new Set(conditions.map(conditionKey)), byPath };
+  return { keys: new Set(items.map(conditionKey)), byPath };
 }
 
 const NONE: readonly CompiledCondition[] = [];
 
 /** Whether every entity that satisfies the `indexed` conditions satisfies `condition` as well. */
-export function implied(condition: CompiledCondition, indexed: ConditionIndex, checking?: Checking): boolean {
+export function implied(condition: CompiledItem, indexed: ConditionIndex, checking?: Checking): boolean {
   checking?.step();
   if (indexed.keys.has(conditionKey(condition))) return true;
-  if (condition.reference !== undefined) return false;
+  if (condition.reference !== undefined || condition.group !== undefined) return false;
   for (const other of indexed.byPath.get(condition.source.path) ?? NONE) {
     // `exists` asks only that a value be there, as every condition but not_exists does.
     if (condition.source.operator === 'exists' && !other.holdsWhenMissing) return true;
@@ -144,12 +151,12 @@ export function implied(condition: CompiledCondition, indexed: ConditionIndex, c
 export interface CompiledRuleConditions {
   rule: Rule;
   actions: ReadonlySet<string>;
-  sides: Sides<readonly CompiledCondition[]>;
+  sides: Sides<readonly CompiledItem[]>;
   indexed: Sides<ConditionIndex>;
 }
 
 export function compileRule(rule: Rule, compiler: ConditionCompiler): CompiledRuleConditions {
-  const sides = Object.fromEntries(SIDES.map((side) => [side, compiler.list(conditionsOf(rule, side))])) as Sides<readonly CompiledCondition[]>;
+  const sides = Object.fromEntries(SIDES.map((side) => [side, compiler.list(conditionsOf(rule, side))])) as Sides<readonly CompiledItem[]>;
   const indexed = Object.fromEntries(SIDES.map((side) => [side, indexOf(sides[side])])) as Sides<ConditionIndex>;
   return { rule, actions: new Set(rule.actions), sides, indexed };
 }

@@ -1,5 +1,5 @@
 import type { Location, ValidationIssue } from '../../schemas/errors.js';
-import { SIDES, type CompiledRuleConditions } from './shared.js';
+import { SIDES, conditionsAmong, type CompiledRuleConditions } from './shared.js';
 
 /**
  * A reference whose value names one thing: a uri, an id, an email, a user or owner name. `contains`
@@ -14,8 +14,8 @@ const NAMES_ONE_THING = /(^|\.)(uri|id|email|user|username|owner|login)$|(_id|Id
 export function substringMembership({ sides }: CompiledRuleConditions, at: Location): ValidationIssue[] {
   const warnings: ValidationIssue[] = [];
   for (const side of SIDES) {
-    sides[side].forEach(({ source }, index) => {
-      if ((source.operator !== 'contains' && source.operator !== 'not_contains') || source.value_from === undefined || !NAMES_ONE_THING.test(source.value_from)) return;
+    for (const [{ source }, index] of conditionsAmong(sides[side])) {
+      if ((source.operator !== 'contains' && source.operator !== 'not_contains') || source.value_from === undefined || !NAMES_ONE_THING.test(source.value_from)) continue;
       warnings.push({
         loc: [...at, side, index],
         msg:
@@ -23,7 +23,7 @@ export function substringMembership({ sides }: CompiledRuleConditions, at: Locat
           `and membership only where it is a list: hold ${source.path} as a list of ids`,
         type: 'substring_membership',
       });
-    });
+    }
   }
   return warnings;
 }
