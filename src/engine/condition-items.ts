@@ -11,7 +11,7 @@ export function groupParts(group: ConditionGroup): { kind: GroupKind; alternativ
 }
 
 /** Each condition of `items`, those in groups included, with where it stands below the list: `[index]`, or `[index, kind, alternative, index]`. */
-export function* conditionsOf(items: readonly ConditionItem[]): Generator<[Condition, (string | number)[]]> {
+export function* eachCondition(items: readonly ConditionItem[]): Generator<[Condition, (string | number)[]]> {
   for (const [index, item] of items.entries()) {
     if (!isGroup(item)) {
       yield [item, [index]];
@@ -39,4 +39,4 @@ export function mapConditions<Replaced>(item: ConditionItem, replace: (condition
 }
 
 /** The conditions of `items`, those in groups included, in order. */
-export const flatConditions = (items: readonly ConditionItem[]): Condition[] => [...conditionsOf(items)].map(([condition]) => condition);
+export const flatConditions = (items: readonly ConditionItem[]): Condition[] => [...eachCondition(items)].map(([condition]) => condition);

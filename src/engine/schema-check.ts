@@ -6,7 +6,7 @@ import { jsonEqual } from './json-equal.js';
 import { arrayIndex, parsePath } from './paths.js';
 import { NAMED_VALUE, parseReference } from './references.js';
 import { CONDITION_LISTS } from './validate.js';
-import { conditionsOf } from './condition-items.js';
+import { eachCondition } from './condition-items.js';
 
 /**
  * The attribute schemas of each part of a check, as a schema document holds them (see
@@ -214,7 +214,7 @@ export function schemaIssues(policy: Policy, schemas: AttributeSchemaSets, at: L
   const issues: ValidationIssue[] = [];
   policy.rules.forEach((rule, ruleIndex) => {
     for (const [list, part] of CONDITION_LISTS) {
-      for (const [condition, where] of conditionsOf(rule[list] ?? [])) {
+      for (const [condition, where] of eachCondition(rule[list] ?? [])) {
         for (const problem of conditionProblems(condition, part, schemas)) {
           issues.push({ loc: [...at, 'rules', ruleIndex, list, ...where, problem.at], msg: `rule '${rule.name}': ${problem.msg}`, type: 'schema_error' });
         }

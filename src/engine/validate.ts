@@ -2,7 +2,7 @@ import type { Condition, Policy } from '../schemas/policy.js';
 import type { Location, ValidationIssue } from '../schemas/errors.js';
 import type { RequestPart } from './entity.js';
 import { OPERATOR_DEFINITIONS } from './operators.js';
-import { conditionCount, conditionsOf } from './condition-items.js';
+import { conditionCount, eachCondition } from './condition-items.js';
 import { parsePath } from './paths.js';
 import { NAMED_VALUE, parseReference } from './references.js';
 import { slugify } from './slug.js';
@@ -87,7 +87,7 @@ export function policyIssues(policy: Policy, at: Location, limits: PolicyLimits)
       return;
     }
     for (const [list, part] of CONDITION_LISTS) {
-      for (const [condition, where] of conditionsOf(rule[list] ?? [])) issues.push(...conditionIssues(condition, part, [...ruleAt, list, ...where]));
+      for (const [condition, where] of eachCondition(rule[list] ?? [])) issues.push(...conditionIssues(condition, part, [...ruleAt, list, ...where]));
     }
   });
   return issues;

@@ -51,6 +51,21 @@ t.test('exists and not_exists: shown with an empty value, sent without one', asy
   t.strictSame(policyFromDraft(draft), { ok: true, policy: sent });
 });
 
+t.test('a group survives the editor as JSON text; text that does not parse is flagged at its place', async (t) => {
+  const group = { none_of: [[{ path: 'attributes.role', operator: '==', value: 'admin' }], [{ path: 'uri', operator: '==', value_from: 'resource.attributes.owner' }]] };
+  const grouped = { ...POLICY, rules: [{ ...POLICY.rules[0]!, principal_conditions: [group, ...POLICY.rules[0]!.principal_conditions] }] };
+  const draft = draftFromPolicy(grouped);
+  t.same(JSON.parse(draft.rules[0]!.principal_conditions[0]!.group!), group, 'shown as its JSON');
+  t.equal(draft.rules[0]!.principal_conditions[1]!.group, undefined, 'a condition beside it stays a condition');
+  const { version: _, ...sent } = grouped;
+  t.strictSame(policyFromDraft(draft), { ok: true, policy: sent });
+  draft.rules[0]!.principal_conditions[0]!.group = '{"any_of": [[';
+  const converted = policyFromDraft(draft);
+  t.equal(converted.ok, false);
+  t.same(Object.keys(!converted.ok ? converted.errors : {}), ['rules.0.principal_conditions.0']);
+  t.ok(draftFieldKeys(draft).includes('rules.0.principal_conditions.0'), "the server's messages about it land there too");
+});
+
 t.test('a new policy has no blank condition to trip over: it converts as it is', async (t) => {
   const draft = emptyPolicy();
   t.same([draft.rules[0]!.principal_conditions, draft.rules[0]!.resource_conditions], [[], []]);

@@ -196,6 +196,36 @@ t.test("docs/evaluation.md's business hours and expiry: the test file shown pass
   t.match(failed.stdout, /Friday at 18:00 in Berlin/);
 });
 
+t.test("docs/evaluation.md's groups: admins or the owner replayed exactly, validated, explained, planned as shown with a filter, and tested from a file", async (t) => {
+  const text = section(EVALUATION, 'Groups of conditions');
+  t.match(text, /Eunomia's SDKs cannot parse a policy that holds a group/, 'says plainly what Eunomia clients cannot read');
+  const steps = curlSteps(text);
+  t.equal(steps.length, 4, 'a policy and three checks');
+  const server = await startServer();
+  t.teardown(server.close);
+  const answers = (await replay(t, server, steps)) as { allowed: boolean; reason: string }[];
+  const policy = JSON.parse(steps[0]!.curl.body!);
+  const checks = steps.slice(1).map((step) => JSON.parse(step.curl.body!));
+  t.same(
+    (await server.call('POST', '/admin/policies/validate', policy)).body.warnings.map((warning: { type: string }) => warning.type),
+    ['escaped_by_omission'],
+    'it validates, warned only that leaving out the status escapes the deny rule',
+  );
+  const editor = await server.call('POST', '/check?explain=true', checks[0]);
+  t.same(editor.body.explain.policies[0].rules[1].alternatives_held, [{ side: 'principal', alternative: 0 }], 'the explanation names the alternative that held');
+  const planned = await server.call('POST', '/plan', { principal: checks[0].principal, action: 'edit' });
+  const shownPlan = codeSpans(text.slice(text.indexOf('What the editor may edit'))).find((span) => span.startsWith('{"not"'))!;
+  t.same(planned.body.condition, JSON.parse(shownPlan), 'the plan the section shows');
+  t.ok(planned.body.mongodb !== undefined, 'with an exact MongoDB filter');
+
+  const dir = scratchDir(t);
+  const cases = checks.map((check, index) => ({ name: `check ${index + 1}`, ...check, ...answers[index + 1]! }));
+  writeFileSync(join(dir, 'archive.test.json'), JSON.stringify({ policies: [policy], cases }));
+  const exit = await runVerdict(t, ['test', dir]).exited;
+  t.equal(exit.code, 0, exit.stdout + exit.stderr);
+  t.match(exit.stdout, /3 passed, 0 failed/);
+});
+
 t.test('the configuration table has one row per flag, with its variable and default', async (t) => {
   const rows = tableAfter(CONFIGURATION, '# Configuration');
   const flagRows = rows.filter(([flag]) => flag !== '');

@@ -1,4 +1,4 @@
-import type { Condition, Operator, Policy, Rule } from '../../src/schemas/policy.js';
+import type { Condition, ConditionItem, Operator, Policy, Rule } from '../../src/schemas/policy.js';
 import type { DecisionRequest, ResolvedEntity } from '../../src/engine/index.js';
 import { compile, evaluate } from '../../src/engine/index.js';
 
@@ -9,8 +9,8 @@ export function cond(operator: Operator, value: unknown, path = 'attributes.x'):
 
 export interface RuleOptions {
   effect?: 'allow' | 'deny';
-  principal?: Condition[];
-  resource?: Condition[];
+  principal?: ConditionItem[];
+  resource?: ConditionItem[];
   actions?: string[];
 }
 

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { schemaIssues, type AttributeSchemaSets } from '../../src/engine/index.js';
-import type { Condition, Policy } from '../../src/schemas/policy.js';
+import type { ConditionItem, Policy } from '../../src/schemas/policy.js';
 
 const SCHEMAS: AttributeSchemaSets = {
   principal: {
@@ -22,7 +22,7 @@ const SCHEMAS: AttributeSchemaSets = {
   resource: { attributes: { type: 'object', properties: { owner: { type: 'string' }, size: { type: 'number' } } } },
 };
 
-const policyWith = (principal: Condition[], resource: Condition[] = []): Policy => ({
+const policyWith = (principal: ConditionItem[], resource: ConditionItem[] = []): Policy => ({
   version: '1.0',
   name: 'p',
   description: null,
@@ -30,7 +30,7 @@ const policyWith = (principal: Condition[], resource: Condition[] = []): Policy 
   rules: [{ name: 'r', effect: 'allow', actions: ['read'], principal_conditions: principal, resource_conditions: resource }],
 });
 
-const messages = (principal: Condition[], resource: Condition[] = [], schemas = SCHEMAS) =>
+const messages = (principal: ConditionItem[], resource: ConditionItem[] = [], schemas = SCHEMAS) =>
   schemaIssues(policyWith(principal, resource), schemas, ['body']).map(({ loc, msg }) => `${loc.slice(3).join('.')}: ${msg}`);
 
 t.test('a policy that keeps to the schemas has no issues', async (t) => {
@@ -144,4 +144,12 @@ t.test('long lists and long enumerations are reported in bounded words', async (
   t.equal(found.length, 5, 'five problems for one condition at most');
   t.equal(found[0], "principal_conditions.0.value: rule 'r': -1 is not one of the values principal attribute 'code' may take: 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, and 19990 more");
   t.same(messages([{ path: 'attributes.code', operator: 'in', value: Array.from({ length: 100_000 }, (_, i) => i % 20_000) }], [], schemas), [], 'every value allowed');
+});
+
+t.test('conditions in groups are checked against the schemas too, each named where it stands', async (t) => {
+  const size = { path: 'attributes.size', operator: 'startswith', value: 'x' } as const;
+  const fine = { path: 'attributes.owner', operator: '==', value: 'a' } as const;
+  const found = messages([], [{ none_of: [[fine], [fine, size]] }]);
+  t.equal(found.length, 1);
+  t.match(found[0], /^resource_conditions\.0\.none_of\.1\.1\./);
 });

@@ -132,6 +132,22 @@ t.test('contains of a reference to one thing (a uri, an id, an email) is flagged
   }
 });
 
+t.test('groups: their conditions are warned about where they stand, and a group is taken to imply only the same group', async (t) => {
+  const owners: Condition = { path: 'attributes.owners', operator: 'contains', value_from: 'principal.uri' };
+  const admin = cond('==', 'admin', 'attributes.role');
+  const grouped = rule('admins or owners', { resource: [{ any_of: [[admin], [owners]] }] });
+  t.same(warningsOf([policy('p', [grouped])]).map(({ loc, type }) => ({ loc, type })), [{ loc: 'body.0.rules.0.resource_conditions.0.any_of.1.0', type: 'substring_membership' }]);
+
+  const group = { any_of: [[cond('==', 1)], [cond('==', 2)]] };
+  const narrower = rule('grouped', { principal: [group], actions: ['read'] });
+  const same = rule('grouped and more', { principal: [group, cond('==', 'a', 'attributes.y')], actions: ['read'] });
+  const plain = rule('plain', { principal: [cond('==', 'a', 'attributes.y')], actions: ['read'] });
+  t.same(warningsOf([policy('p', [narrower, same])]).map((w) => [w.loc, w.type]), [['body.0.rules.1', 'shadowed']], 'the same group and more is shadowed');
+  t.same(warningsOf([policy('p', [narrower, plain])]), [], 'a rule without the group is not: the earlier rule asks more of it');
+  const negated = rule('none', { principal: [{ none_of: group.any_of }], actions: ['read'] });
+  t.same(warningsOf([policy('p', [negated, narrower])]), [], 'nor is a rule with another group');
+});
+
 t.test('presence: not_exists beside any other condition on the path never matches; exists is implied by them', async (t) => {
   const x = (operator: Operator, value?: unknown): Condition => (value === undefined ? { path: 'attributes.x', operator } : cond(operator, value));
   t.same(warningsOf(oneRule([x('not_exists'), x('!=', 1)])), [
