@@ -59,6 +59,8 @@ export interface PolicyDraft {
   name: string;
   description: string;
   default_effect: string;
+  /** Comma-separated; empty for a policy that speaks for every resource. */
+  resource_types: string;
   rules: RuleDraft[];
 }
 
@@ -75,7 +77,7 @@ export const emptyRule = (): RuleDraft => ({
   context_conditions: [],
   actions: '',
 });
-export const emptyPolicy = (): PolicyDraft => ({ name: '', description: '', default_effect: 'deny', rules: [emptyRule()] });
+export const emptyPolicy = (): PolicyDraft => ({ name: '', description: '', default_effect: 'deny', resource_types: '', rules: [emptyRule()] });
 
 export function draftFromPolicy(policy: SentPolicy): PolicyDraft {
   const conditions = (list: unknown[] | undefined): ConditionDraft[] =>
@@ -94,6 +96,7 @@ export function draftFromPolicy(policy: SentPolicy): PolicyDraft {
     name: policy.name,
     description: policy.description ?? '',
     default_effect: policy.default_effect ?? 'deny',
+    resource_types: (policy.resource_types ?? []).join(', '),
     rules: (policy.rules ?? []).map((rule) => ({
       name: rule.name,
       description: rule.description ?? '',
@@ -106,6 +109,13 @@ export function draftFromPolicy(policy: SentPolicy): PolicyDraft {
     })),
   };
 }
+
+/** The items of a comma-separated field, blanks dropped. */
+const commaSeparated = (text: string) =>
+  text
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== '');
 
 /** An empty description field is no description. */
 const descriptionOf = (text: string) => (text.trim() === '' ? null : text);
@@ -134,11 +144,13 @@ export function policyFromDraft(draft: PolicyDraft): Converted {
       description: descriptionOf(rule.description),
       effect: rule.effect,
       ...(lists as Pick<FormRule, 'principal_conditions' | 'resource_conditions' | 'action_conditions' | 'context_conditions'>),
-      actions: rule.actions.split(',').map((action) => action.trim()).filter((action) => action !== ''),
+      actions: commaSeparated(rule.actions),
     };
   });
   if (Object.keys(errors).length > 0) return { ok: false, errors };
-  return { ok: true, policy: { name: draft.name, description: descriptionOf(draft.description), rules, default_effect: draft.default_effect } };
+  const types = commaSeparated(draft.resource_types);
+  const scope = types.length === 0 ? {} : { resource_types: types };
+  return { ok: true, policy: { name: draft.name, description: descriptionOf(draft.description), ...scope, rules, default_effect: draft.default_effect } };
 }
 
 /** The keys of every field the editor shows for `draft`, for placing server messages. */
@@ -147,6 +159,7 @@ export function draftFieldKeys(draft: PolicyDraft): string[] {
     'name',
     'description',
     'default_effect',
+    'resource_types',
     'rules',
     ...draft.rules.flatMap((rule, ruleIndex) => {
       const at = `rules.${ruleIndex}`;

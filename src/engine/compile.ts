@@ -8,6 +8,7 @@ import { compileReference, parseReference, type Reference } from './references.j
 import type { CompiledCondition, CompiledGroup, CompiledItem, CompiledRule, ConditionLists } from './compiled-rule.js';
 import { ActionRules, type IndexableRule } from './rule-index.js';
 import { groupParts, isGroup } from './condition-items.js';
+import { ScopedDefaults, scopeCondition } from './scope.js';
 
 /** Every policy compiled for evaluation, under the store revision it was built from. */
 export interface Snapshot {
@@ -15,8 +16,10 @@ export interface Snapshot {
   policyCount: number;
   /** Rules covering each action, indexed by the values they demand. */
   rulesByAction: ReadonlyMap<string, ActionRules>;
-  /** The decision when no rule matches: from the policies' default effects. */
+  /** The decision when no rule matches: from the policies' default effects (see fallbackFor where some are scoped). */
   fallback: Decision;
+  /** The default effects by resource type, when some policy is scoped to types. */
+  scopes: ScopedDefaults | undefined;
   /** The policies compiled, in creation order. */
   policies: readonly Policy[];
   /** Each policy's position in creation order (increasing; the store's, when it keeps them), by index in `policies`. */
@@ -208,25 +211,37 @@ const MAX_POSITION = 2 ** 32;
 
 const ordersFit = (policy: Policy, position: number) => policy.rules.length < RULE_SLOTS && position < MAX_POSITION;
 
+/** The default decision for `request`: by the type of its resource where some policy is scoped. */
+export const fallbackFor = (snapshot: Snapshot, request: DecisionRequest): Decision =>
+  snapshot.scopes === undefined ? snapshot.fallback : snapshot.scopes.fallbackFor(request.resource.uri);
+
+/** A rule's resource conditions as the engine tests them: after its policy's scope, when it has one. */
+function resourceItems(policy: Policy, rule: Policy['rules'][number]): ConditionItem[] {
+  const scope = scopeCondition(policy);
+  return scope === undefined ? rule.resource_conditions : [scope, ...rule.resource_conditions];
+}
+
+/** Each rule of `policy` compiled, with its sources as the index reads them. */
+const indexableRules = (policy: Policy, compiled: readonly CompiledRule[]): IndexableRule[] =>
+  policy.rules.map((rule, index) => ({ compiled: compiled[index]!, principal: rule.principal_conditions, resource: resourceItems(policy, rule) }));
+
 /** A policy's rules compiled, and how each action indexes them. */
 function compilePolicy(policy: Policy, position: number, conditions: ConditionCompiler): { rules: CompiledRule[]; indexable: IndexableRule[] } {
   const rules: CompiledRule[] = [];
-  const indexable: IndexableRule[] = [];
   policy.rules.forEach((rule, index) => {
     const compiled: CompiledRule = {
       order: position * RULE_SLOTS + index,
       policyPosition: position,
       denies: rule.effect === 'deny',
       principal: conditions.list(rule.principal_conditions),
-      resource: conditions.list(rule.resource_conditions),
+      resource: conditions.list(resourceItems(policy, rule)),
       action: conditions.list(rule.action_conditions ?? []),
       context: conditions.list(rule.context_conditions ?? []),
       decision: ruleDecision(rule.effect, rule.name, policy.name),
     };
     rules.push(compiled);
-    indexable.push({ compiled, principal: rule.principal_conditions, resource: rule.resource_conditions });
   });
-  return { rules, indexable };
+  return { rules, indexable: indexableRules(policy, rules) };
 }
 
 /** Adds each of `rules` to the list of every action it covers. */
@@ -258,7 +273,7 @@ export function compile(policies: readonly Policy[], revision: number, positions
   const rulesByAction = new Map([...rulesOfAction].map(([action, rules]) => [action, ActionRules.build(rules, conditions)]));
   const denyDefaults = policies.filter((policy) => policy.default_effect === 'deny').length;
   const lineage = { conditions, renumbered, compiledPolicies: policies.length, derivedChanges: 0, denyDefaults, names: { of: undefined, positions: new Map() } };
-  return snapshotOf(revision, { policies, positions, rules }, rulesByAction, lineage);
+  return snapshotOf(revision, { policies, positions, rules }, rulesByAction, lineage, ScopedDefaults.of(policies));
 }
 
 /** The snapshot of `policies` (with their positions and compiled rules, index for index) under `revision`. */
@@ -267,8 +282,9 @@ function snapshotOf(
   { policies, positions, rules }: Pick<Snapshot, 'policies' | 'positions' | 'rules'>,
   rulesByAction: Snapshot['rulesByAction'],
   lineage: Lineage,
+  scopes: ScopedDefaults | undefined,
 ): Snapshot {
-  return { revision, policyCount: policies.length, rulesByAction, fallback: fallbackDecision(policies.length, lineage.denyDefaults), policies, positions, rules, lineage };
+  return { revision, policyCount: policies.length, rulesByAction, fallback: fallbackDecision(policies.length, lineage.denyDefaults), scopes, policies, positions, rules, lineage };
 }
 
 /** Where a compiled rule of `snapshot` comes from: its policy's index in `snapshot.policies`, and its own index among that policy's rules. */
@@ -318,6 +334,8 @@ export function derive(previous: Snapshot, changes: readonly ChangedPolicy[], re
   const positionOf = positionsByName(previous);
   /** The position of each changed policy after the change (undefined: deleted), applied to positionOf once the change is derived. */
   const moved = new Map<string, number | undefined>();
+  const addedPolicies: Policy[] = [];
+  const removedPolicies: Policy[] = [];
   const stored = (name: string) => (moved.has(name) ? moved.get(name) : positionOf.get(name));
   for (const { name, now } of changes) {
     const was = stored(name);
@@ -326,7 +344,8 @@ export function derive(previous: Snapshot, changes: readonly ChangedPolicy[], re
       if (policies[at]?.name !== name) return undefined;
       const old = policies[at]!;
       const oldRules = rules[at]!;
-      fileByAction(removedOf, old, old.rules.map((rule, index) => ({ compiled: oldRules[index]!, principal: rule.principal_conditions, resource: rule.resource_conditions })));
+      fileByAction(removedOf, old, indexableRules(old, oldRules));
+      removedPolicies.push(old);
       if (old.default_effect === 'deny') denyDefaults--;
       policies.splice(at, 1);
       positions.splice(at, 1);
@@ -340,6 +359,7 @@ export function derive(previous: Snapshot, changes: readonly ChangedPolicy[], re
     const compiled = compilePolicy(policy, position, conditions);
     fileByAction(addedOf, policy, compiled.indexable);
     if (policy.default_effect === 'deny') denyDefaults++;
+    addedPolicies.push(policy);
     policies.splice(insertAt, 0, policy);
     positions.splice(insertAt, 0, position);
     rules.splice(insertAt, 0, compiled.rules);
@@ -356,7 +376,9 @@ export function derive(previous: Snapshot, changes: readonly ChangedPolicy[], re
     if (after === undefined) rulesByAction.delete(action);
     else rulesByAction.set(action, after);
   }
-  const derived = snapshotOf(revision, { policies, positions, rules }, rulesByAction, { ...previous.lineage, derivedChanges, denyDefaults });
+  // Without scoped policies before, nothing was counted: the first scoped one counts them all.
+  const scopes = previous.scopes?.with(addedPolicies, removedPolicies) ?? (addedPolicies.some((policy) => policy.resource_types !== undefined) ? ScopedDefaults.of(policies) : undefined);
+  const derived = snapshotOf(revision, { policies, positions, rules }, rulesByAction, { ...previous.lineage, derivedChanges, denyDefaults }, scopes);
   for (const [name, position] of moved) {
     if (position === undefined) positionOf.delete(name);
     else positionOf.set(name, position);

@@ -30,6 +30,9 @@ export const DENIED_BY_DEFAULT: Decision = decided(false, 'Action denied by defa
 export const ALLOWED_BY_DEFAULT: Decision = decided(true, 'Action allowed by default effect', { kind: 'default', effect: 'allow' });
 export const DENIED_WITHOUT_POLICIES: Decision = decided(false, 'Action denied by default because there are no policies', { kind: 'no_policies' });
 
+/** A denial by the default effects with its own reason (see scope.ts). */
+export const defaultDenial = (reason: string): Decision => decided(false, reason, { kind: 'default', effect: 'deny' });
+
 export function ruleDecision(effect: 'allow' | 'deny', rule: string, policy: string): Decision {
   const verb = effect === 'allow' ? 'allowed' : 'denied';
   return decided(effect === 'allow', `Rule ${rule} ${verb} the action in policy ${policy}`, { kind: 'rule', policy, rule, effect });

@@ -1,6 +1,6 @@
 import type { Decision } from './decisions.js';
 import type { DecisionRequest } from './entity.js';
-import { ruleMatches, type Snapshot } from './compile.js';
+import { fallbackFor, ruleMatches, type Snapshot } from './compile.js';
 
 /**
  * Decides one request. Each policy contributes its first matching rule; a policy whose first match
@@ -9,7 +9,7 @@ import { ruleMatches, type Snapshot } from './compile.js';
  */
 export function evaluate(snapshot: Snapshot, request: DecisionRequest): Decision {
   const rules = snapshot.rulesByAction.get(request.action);
-  if (rules === undefined) return snapshot.fallback;
+  if (rules === undefined) return fallbackFor(snapshot, request);
   const candidates = rules.candidates(request);
   let allowing: Decision | undefined;
   let settledPolicy = -1;
@@ -20,5 +20,5 @@ export function evaluate(snapshot: Snapshot, request: DecisionRequest): Decision
     settledPolicy = rule.policyPosition;
     allowing ??= rule.decision;
   }
-  return allowing ?? snapshot.fallback;
+  return allowing ?? fallbackFor(snapshot, request);
 }

@@ -5,6 +5,7 @@ import type { CompiledCondition, CompiledGroup, CompiledItem, CompiledRule } fro
 import { AnswerBudget } from './answer-budget.js';
 import { DENIED_WITHOUT_POLICIES, type Decider, type Decision } from './decisions.js';
 import { MISSING } from './paths.js';
+import { resourceTypeOf } from './scope.js';
 
 /** The first condition of a rule that the request did not satisfy. */
 export interface FailedCondition {
@@ -222,14 +223,22 @@ function namedPolicies(names: readonly string[]): string {
  * Why no rule decided: the default effect that applied, which policy's, and which policies had rules
  * for the action (`covering`), so that a denial by a policy that never mentions the action says so.
  */
-function defaultApplied(snapshot: Snapshot, decision: Decision, action: string, covering: readonly string[]): DecidedBy {
+function defaultApplied(snapshot: Snapshot, decision: Decision, request: DecisionRequest, covering: readonly string[]): DecidedBy {
   if (decision === DENIED_WITHOUT_POLICIES) return { kind: 'no_policies', effect: 'deny', why: 'There are no policies' };
+  const { action } = request;
   const unmatched =
     covering.length > 0 ? `No rule for action '${action}' matched in the policies with rules for it (${namedPolicies(covering)})` : `No policy has a rule for action '${action}'`;
+  const type = resourceTypeOf(request.resource.uri);
+  const speaking = snapshot.scopes?.speakingFor(snapshot.policies, type) ?? snapshot.policies;
+  if (speaking.length === 0) return { kind: 'default', effect: 'deny', why: `${unmatched}; and every policy is scoped to resource types this resource is not of, so none speaks for it and it is denied` };
   if (decision.allowed) {
-    return { kind: 'default', effect: 'allow', why: `${unmatched}; so the default effects decide, and every policy's default_effect is allow`, policy: snapshot.policies[0]!.name };
+    const allAllow =
+      snapshot.scopes === undefined
+        ? "every policy's default_effect is allow"
+        : `every policy that speaks for ${type === undefined ? 'resources without a type' : `resources of type '${type}'`} has default_effect allow`;
+    return { kind: 'default', effect: 'allow', why: `${unmatched}; so the default effects decide, and ${allAllow}`, policy: speaking[0]!.name };
   }
-  const denying = snapshot.policies.find((policy) => policy.default_effect === 'deny')!;
+  const denying = speaking.find((policy) => policy.default_effect === 'deny')!;
   const mentions = covering.includes(denying.name) ? '' : ` (it has no rule for '${action}')`;
   const why = `${unmatched}; so the default effects decide, and a deny default anywhere denies: policy ${denying.name} is the first with default_effect deny${mentions}`;
   return { kind: 'default', effect: 'deny', why, policy: denying.name };
@@ -278,7 +287,7 @@ export function explain(snapshot: Snapshot, request: DecisionRequest, decision: 
       decidedBy = { kind: 'rule', effect: rule.effect, why, policy: policy.name, rule: rule.name };
     }
   }
-  decidedBy ??= defaultApplied(snapshot, decision, request.action, policies.map((trace) => trace.name));
+  decidedBy ??= defaultApplied(snapshot, decision, request, policies.map((trace) => trace.name));
   spending.spend(FRAME.decidedBy + jsonLengthOf(decidedBy.why) + (decidedBy.policy?.length ?? 0) + (decidedBy.rule?.length ?? 0));
   const explanation: Explanation = { revision: snapshot.revision, action: request.action, principal, resource, policies, decided_by: decidedBy };
   if (request.actionAttributes !== undefined) explanation.action_attributes = mapTrace(request.actionAttributes, spending);

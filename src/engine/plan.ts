@@ -1,5 +1,6 @@
 import { partOf, type DecisionRequest, type RequestPart, type ResolvedEntity } from './entity.js';
 import { holdsFor, type Snapshot } from './compile.js';
+import { ALLOWED_BY_DEFAULT, DENIED_BY_DEFAULT, type Decision } from './decisions.js';
 import type { CompiledCondition, CompiledGroup, CompiledItem, CompiledRule } from './compiled-rule.js';
 import { and, JunctionChildren, jsonLength, not, or, type Comparison, type ConditionTree } from './condition-tree.js';
 import { OPERATOR_DEFINITIONS } from './operators.js';
@@ -149,6 +150,17 @@ function residue(rule: CompiledRule, request: DecisionRequest): ConditionTree {
   return open.length === 1 ? open[0]! : and(open);
 }
 
+/**
+ * What the default effects allow in a plan: all or nothing, but where policies are scoped to
+ * resource types, the resources of the types whose defaults allow (a plan never knows the
+ * resource's uri); and the default decision a reason names.
+ */
+function planFallback({ scopes, fallback }: Snapshot): { allows: ConditionTree; decision: Decision } {
+  if (scopes === undefined) return { allows: fallback.allowed, decision: fallback };
+  const allows = scopes.fallbackAllows();
+  return { allows, decision: allows === true ? ALLOWED_BY_DEFAULT : DENIED_BY_DEFAULT };
+}
+
 /** A plan as exact as `maxLength` allows would still be longer: its conditions alone, without which it would say nothing. */
 export class PlanTooLarge extends Error {
   constructor(readonly maxLength: number) {
@@ -207,10 +219,15 @@ export function plan(snapshot: Snapshot, request: DecisionRequest, maxLength = I
   /** An earlier allow rule of this policy holds for every resource: its later rules never count. */
   let policySettled = false;
   let tooLarge = false;
+  const fallback = planFallback(snapshot);
   const coarsestLength = () => {
-    if (snapshot.fallback.allowed) return FRAME_OF_CONDITION + denyingLength;
+    if (fallback.allows === true) return FRAME_OF_CONDITION + denyingLength;
     // With nothing allowing (yet), the plan is `false` whatever denies.
-    return allowResidues.length === 0 ? 0 : FRAME_OF_CONDITION + denyingLength + allowing.length;
+    if (fallback.allows === false) return allowResidues.length === 0 ? 0 : FRAME_OF_CONDITION + denyingLength + allowing.length;
+    // With nothing denying (yet), the plan is what allows; with nothing allowing either, the defaults alone.
+    const denial = runs.length === 0 ? 0 : FRAME_OF_CONDITION + denyingLength;
+    // The defaults join what allows in one `or`: a frame, and a comma after a lone child.
+    return denial + (allowResidues.length === 0 ? jsonLength(fallback.allows) : FRAME_OF_OR + allowing.length + 1 + jsonLength(fallback.allows));
   };
   const candidates = snapshot.rulesByAction.get(request.action)?.planCandidates(request);
   for (let rule = candidates?.next(); rule !== undefined; rule = candidates?.next()) {
@@ -268,10 +285,10 @@ export function plan(snapshot: Snapshot, request: DecisionRequest, maxLength = I
     }
   }
   const denied = or(counting);
-  const condition = snapshot.fallback.allowed ? not(denied) : and([not(denied), allowing.result()]);
+  const condition = fallback.allows === true ? not(denied) : and([not(denied), or([allowing.result(), fallback.allows])]);
   if (!exact) return coarsePlan(condition);
-  if (condition === true) return { kind: 'always_allowed', condition, reason: (unconditionalAllow?.decision ?? snapshot.fallback).reason };
-  if (condition === false) return { kind: 'always_denied', condition, reason: alwaysDeniedReason(snapshot, denied, allowResidues.length) };
+  if (condition === true) return { kind: 'always_allowed', condition, reason: (unconditionalAllow?.decision ?? fallback.decision).reason };
+  if (condition === false) return { kind: 'always_denied', condition, reason: alwaysDeniedReason(fallback.decision, denied, allowResidues.length) };
   return { kind: 'conditional', condition, reason: CONDITIONAL_REASON };
 }
 
@@ -292,8 +309,8 @@ function coarsePlan(condition: ConditionTree): Plan {
   return { kind: 'conditional', condition, reason: `${CONDITIONAL_REASON}, but not all of them: ${tooLarge}; ${COARSE_REASON}`, exact: false };
 }
 
-function alwaysDeniedReason(snapshot: Snapshot, denied: ConditionTree, allowCount: number): string {
+function alwaysDeniedReason(fallback: Decision, denied: ConditionTree, allowCount: number): string {
   if (denied === true) return 'The deny rules together cover every resource';
-  if (allowCount === 0) return snapshot.fallback.reason;
+  if (allowCount === 0) return fallback.reason;
   return 'Every resource an allow rule would allow is denied by a deny rule';
 }

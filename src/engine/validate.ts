@@ -99,6 +99,7 @@ export function normalizePolicy(policy: Policy): Policy {
     version: policy.version,
     name: slugify(policy.name),
     description: policy.description,
+    ...(policy.resource_types === undefined ? {} : { resource_types: policy.resource_types }),
     rules: policy.rules.map((rule) => ({
       name: slugify(rule.name),
       description: rule.description ?? null,

@@ -125,6 +125,9 @@ export const ruleSchema = {
   additionalProperties: false,
 } as const;
 
+/** The most resource types one policy may be scoped to. */
+export const MAX_RESOURCE_TYPES = 64;
+
 /** A policy as clients send it: defaults fill `version`, `description` and `default_effect`. */
 export const policySchema = {
   type: 'object',
@@ -132,6 +135,17 @@ export const policySchema = {
     version: { type: 'string', default: '1.0' },
     name: nameSchema,
     description: { ...descriptionSchema, default: null },
+    // No default: a policy without a scope is stored and answered without one, as before scopes.
+    resource_types: {
+      type: 'array',
+      minItems: 1,
+      maxItems: MAX_RESOURCE_TYPES,
+      uniqueItems: true,
+      items: { type: 'string', minLength: 1, maxLength: 256, pattern: '^[^:]+$' },
+      description:
+        "The resource types the policy speaks for: its rules and its default effect count only for checks on a resource whose uri starts with one of them and a colon (`document:42`, an AuthZEN resource's `<type>:<id>`).",
+      examples: [['document']],
+    },
     rules: { type: 'array', items: ruleSchema },
     default_effect: { type: 'string', enum: EFFECTS, default: 'deny' },
   },

@@ -66,6 +66,19 @@ t.test('a group survives the editor as JSON text; text that does not parse is fl
   t.ok(draftFieldKeys(draft).includes('rules.0.principal_conditions.0'), "the server's messages about it land there too");
 });
 
+t.test("a policy's resource types survive the editor as a comma-separated field; none, none is sent", async (t) => {
+  const scoped = { ...POLICY, resource_types: ['document', 'folder'] };
+  const draft = draftFromPolicy(scoped);
+  t.equal(draft.resource_types, 'document, folder');
+  const { version: _, ...sent } = scoped;
+  const converted = policyFromDraft(draft);
+  t.same(converted, { ok: true, policy: sent });
+  draft.resource_types = ' , ';
+  const unscoped = policyFromDraft(draft);
+  t.equal(unscoped.ok && 'resource_types' in unscoped.policy, false, 'blank: the policy speaks for every resource');
+  t.ok(draftFieldKeys(draft).includes('resource_types'));
+});
+
 t.test('a new policy has no blank condition to trip over: it converts as it is', async (t) => {
   const draft = emptyPolicy();
   t.same([draft.rules[0]!.principal_conditions, draft.rules[0]!.resource_conditions], [[], []]);

@@ -226,6 +226,24 @@ t.test("docs/evaluation.md's groups: admins or the owner replayed exactly, valid
   t.match(exit.stdout, /3 passed, 0 failed/);
 });
 
+t.test("docs/evaluation.md's scoped policies: replayed exactly, explained by the policy that speaks for the resource, planned by type", async (t) => {
+  const text = section(EVALUATION, 'Policies scoped to resource types');
+  t.match(text, /Eunomia's SDKs cannot parse a policy that has `resource_types`/, 'says plainly what Eunomia clients cannot read');
+  const steps = curlSteps(text);
+  t.equal(steps.length, 5, 'two policies and three checks');
+  const server = await startServer();
+  t.teardown(server.close);
+  await replay(t, server, steps);
+  const [document, folder] = [2, 3].map((index) => JSON.parse(steps[index]!.curl.body!));
+  t.same((await server.call('POST', '/check?explain=true', document)).body.explain.decided_by.policy, 'documents', "a document's denial is the documents' default");
+  t.same((await server.call('POST', '/check?explain=true', folder)).body.explain.decided_by.policy, 'folders');
+  const planned = await server.call('POST', '/plan', { principal: document.principal, action: 'edit' });
+  t.same(planned.body.condition, { path: 'uri', operator: 'startswith', value: 'folder:' }, 'a reader edits folders, whatever else they hold');
+  t.ok(planned.body.mongodb !== undefined, 'with an exact MongoDB filter');
+  const validated = await server.call('POST', '/admin/policies/validate', steps.slice(0, 2).map((step) => JSON.parse(step.curl.body!)));
+  t.same(validated.body, { valid: true, warnings: [] }, 'both validate without a warning');
+});
+
 t.test('the configuration table has one row per flag, with its variable and default', async (t) => {
   const rows = tableAfter(CONFIGURATION, '# Configuration');
   const flagRows = rows.filter(([flag]) => flag !== '');

@@ -77,17 +77,24 @@ const rule = fc.record({
   actions: fc.subarray(ACTIONS, { minLength: 1 }),
 });
 
+/** Most policies unscoped, some scoped to one or two resource types. */
+const scope = fc.oneof({ arbitrary: fc.constant(undefined), weight: 3 }, { arbitrary: fc.constantFrom<string[]>(['doc'], ['img'], ['doc', 'img']), weight: 2 });
+
+/** Resource uris: of the scoped types, of another, without a type, and none. */
+const RESOURCE_URIS = [undefined, 'doc:1', 'img:2', 'txt:3', 'plain', ':x'];
+
 /** Policies p0..pn, some of whose rules get a spliced condition made from another rule's two conditions. */
 const policySet: fc.Arbitrary<Policy[]> = fc
   .tuple(
-    fc.array(fc.tuple(fc.array(rule, { minLength: 1, maxLength: 3 }), fc.constantFrom('allow' as const, 'deny' as const)), { minLength: 1, maxLength: 4 }),
+    fc.array(fc.tuple(fc.array(rule, { minLength: 1, maxLength: 3 }), fc.constantFrom('allow' as const, 'deny' as const), scope), { minLength: 1, maxLength: 4 }),
     fc.array(fc.tuple(fc.nat(), fc.nat(), fc.constantFrom('joined' as const, 'json' as const), fc.boolean()), { maxLength: 3 }),
   )
   .map(([drawn, splices]) => {
-    const policies: Policy[] = drawn.map(([rules, defaultEffect], index) => ({
+    const policies: Policy[] = drawn.map(([rules, defaultEffect, types], index) => ({
       version: '1.0',
       name: `p${index}`,
       description: null,
+      ...(types === undefined ? {} : { resource_types: types }),
       rules: rules.map((drawnRule, ruleIndex) => ({ ...drawnRule, name: `r${ruleIndex}` })),
       default_effect: defaultEffect,
     }));
@@ -119,8 +126,8 @@ function entityFor(policies: readonly Policy[], side: 'principal_conditions' | '
 const requestsFor = (policies: readonly Policy[]): fc.Arbitrary<DecisionRequest[]> =>
   fc.array(
     fc
-      .record({ principal: entityFor(policies, 'principal_conditions'), resource: entityFor(policies, 'resource_conditions'), action: fc.constantFrom(...ACTIONS) })
-      .map(({ principal, resource, action }) => ({ principal: { uri: undefined, attributes: principal }, resource: { uri: undefined, attributes: resource }, action })),
+      .record({ principal: entityFor(policies, 'principal_conditions'), resource: entityFor(policies, 'resource_conditions'), uri: fc.constantFrom(...RESOURCE_URIS), action: fc.constantFrom(...ACTIONS) })
+      .map(({ principal, resource, uri, action }) => ({ principal: { uri: undefined, attributes: principal }, resource: { uri, attributes: resource }, action })),
     { minLength: 1, maxLength: 6 },
   );
 
@@ -149,11 +156,12 @@ function derivedBackwards(policies: readonly Policy[]): Snapshot {
   return snapshot;
 }
 
-const show = (asked: DecisionRequest) => JSON.stringify({ principal: [...asked.principal.attributes], resource: [...asked.resource.attributes], action: asked.action });
+const show = (asked: DecisionRequest) => JSON.stringify({ principal: [...asked.principal.attributes], resource: [asked.resource.uri, ...asked.resource.attributes], action: asked.action });
 
 t.test(`policies compiled together decide as each one's own text says (${RUNS} sets)`, async (t) => {
   let spliceSeen = 0;
   let denials = 0;
+  let uncovered = 0;
   fc.assert(
     fc.property(cases, ({ policies, requests }) => {
       if (policies.some((policy) => policy.rules.some((each) => flatConditions([...each.principal_conditions, ...each.resource_conditions]).some((tested) => tested.path.includes('\u0001') || tested.path.includes('],["'))))) spliceSeen++;
@@ -162,6 +170,7 @@ t.test(`policies compiled together decide as each one's own text says (${RUNS} s
       for (const asked of requests) {
         const expected = reference(policies, asked);
         if (!expected.decision.allowed) denials++;
+        if (expected.decision.reason.startsWith('Action denied by default:')) uncovered++;
         for (const [how, snapshot] of Object.entries(snapshots)) {
           const decision = evaluate(snapshot, asked);
           if (decision.reason !== expected.decision.reason || JSON.stringify(deciderOf(decision)) !== JSON.stringify(expected.decider)) {
@@ -183,4 +192,5 @@ t.test(`policies compiled together decide as each one's own text says (${RUNS} s
   );
   t.ok(spliceSeen > RUNS / 10, `${spliceSeen} sets held a spliced path`);
   t.ok(denials > 0, `${denials} requests denied`);
+  t.ok(uncovered > 0, `${uncovered} requests on resources no policy speaks for`);
 });

@@ -6,7 +6,7 @@ import { plan, PlanTooLarge, type Plan } from '../../src/engine/plan.js';
 import { mongoFilter } from '../../src/engine/mongodb-filter.js';
 import { jsonLength } from '../../src/engine/condition-tree.js';
 import { noExactFilterAsDocumented, planCase, resourceEntity, storedDocument, treeHolds, unstatableAsDocumented, type PlanCase } from '../helpers/plan-cases.js';
-import type { Condition, ConditionItem, Rule } from '../../src/schemas/policy.js';
+import type { Condition, ConditionItem, Policy, Rule } from '../../src/schemas/policy.js';
 import { flatConditions, groupParts, isGroup } from '../../src/engine/condition-items.js';
 
 /**
@@ -73,6 +73,9 @@ function resourceReadsLength(rule: Rule, example: PlanCase): number {
   );
 }
 
+/** `{"path":"uri","operator":"startswith","value":"<type>:"}` but the type, and what an `or` of several adds for it. */
+const TYPE_TEST_LENGTH = 60;
+
 /** What a plan's `or`, `and` and `not` around a group's alternatives add at most (none for a condition). */
 const groupFrame = (item: ConditionItem) => (isGroup(item) ? 20 + 12 * groupParts(item).alternatives.length : 0);
 
@@ -115,9 +118,14 @@ t.test(`plans within a length budget are never longer and never allow what the e
     } catch (error) {
       if (!(error instanceof PlanTooLarge)) throw error;
       // Refused only when the rules' own conditions on the resource, which the coarsest plan states, do not fit.
+      // A scoped policy's rules state its scope first, and the defaults state the types they allow.
+      const scopeLength = (policy: Policy) => (policy.resource_types ?? []).reduce((sum, type) => sum + TYPE_TEST_LENGTH + type.length, 0);
       const stated = example.policies
-        .flatMap((policy) => policy.rules.filter((rule) => rule.actions.includes(example.action)))
-        .reduce((sum, rule) => sum + 12 + rule.resource_conditions.reduce((length, item) => length + statedLength(item, example), 0) + resourceReadsLength(rule, example), 40);
+        .flatMap((policy) => policy.rules.filter((rule) => rule.actions.includes(example.action)).map((rule) => [policy, rule] as const))
+        .reduce(
+          (sum, [policy, rule]) => sum + 12 + scopeLength(policy) + rule.resource_conditions.reduce((length, item) => length + statedLength(item, example), 0) + resourceReadsLength(rule, example),
+          40 + example.policies.reduce((sum, policy) => sum + scopeLength(policy), 0),
+        );
       if (stated <= maxLength) throw new Error(`refused at ${maxLength}, though the rules state ${stated} characters`);
       seen.refused++;
       return;

@@ -68,8 +68,18 @@ export function ruleApplies(rule: Rule, request: DecisionRequest): boolean {
   );
 }
 
+/** A policy's scope, as docs/evaluation.md says it: unscoped, or the type before the first colon of the resource's uri is one of its types. */
+function speaksFor(policy: Policy, request: DecisionRequest): boolean {
+  if (policy.resource_types === undefined) return true;
+  const uri = request.resource.uri;
+  const colon = uri?.indexOf(':') ?? -1;
+  return colon > 0 && policy.resource_types.includes(uri!.slice(0, colon));
+}
+
 /** docs/evaluation.md, read literally: the decision and what gave it. */
-export function reference(policies: readonly Policy[], request: DecisionRequest): { decision: Decision; decider: Decider } {
+export function reference(allPolicies: readonly Policy[], request: DecisionRequest): { decision: Decision; decider: Decider } {
+  if (allPolicies.length === 0) return { decision: { allowed: false, reason: 'Action denied by default because there are no policies' }, decider: { kind: 'no_policies' } };
+  const policies = allPolicies.filter((policy) => speaksFor(policy, request));
   const firstMatches = policies.map((policy) => ({ policy, rule: policy.rules.find((rule) => ruleApplies(rule, request)) }));
   const byRule = (effect: 'allow' | 'deny') => {
     const match = firstMatches.find(({ rule }) => rule?.effect === effect);
@@ -83,5 +93,11 @@ export function reference(policies: readonly Policy[], request: DecisionRequest)
     return { decision: { allowed: false, reason: 'Action denied by default effect' }, decider: { kind: 'default', effect: 'deny' } };
   }
   if (policies.length > 0) return { decision: { allowed: true, reason: 'Action allowed by default effect' }, decider: { kind: 'default', effect: 'allow' } };
-  return { decision: { allowed: false, reason: 'Action denied by default because there are no policies' }, decider: { kind: 'no_policies' } };
+  const uri = request.resource.uri;
+  const type = uri !== undefined && uri.indexOf(':') > 0 ? uri.slice(0, uri.indexOf(':')) : undefined;
+  const reason =
+    type === undefined
+      ? 'Action denied by default: every policy is scoped to resource types, and the resource has none (no uri of the form <type>:<id>)'
+      : `Action denied by default: no policy covers resources of type '${type}'`;
+  return { decision: { allowed: false, reason }, decider: { kind: 'default', effect: 'deny' } };
 }

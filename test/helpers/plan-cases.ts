@@ -159,14 +159,18 @@ const rule = (name: string) =>
     actions: fc.subarray(ACTIONS, { minLength: 1 }),
   });
 
+/** Most policies unscoped; some scoped to the type of the resources `doc:1` and `doc:2`, or to another. */
+const scope = fc.oneof({ arbitrary: fc.constant(undefined), weight: 6 }, { arbitrary: fc.constantFrom<string[]>(['doc'], ['img'], ['doc', 'img']), weight: 1 });
+
 const policy = (index: number): fc.Arbitrary<Policy> =>
   fc
-    .tuple(fc.array(fc.nat(), { minLength: 1, maxLength: 4 }), fc.constantFrom('allow' as const, 'deny' as const))
-    .chain(([rules, defaultEffect]) =>
+    .tuple(fc.array(fc.nat(), { minLength: 1, maxLength: 4 }), fc.constantFrom('allow' as const, 'deny' as const), scope)
+    .chain(([rules, defaultEffect, types]) =>
       fc.tuple(...rules.map((_, ruleIndex) => rule(`r${ruleIndex}`))).map((built) => ({
         version: '1.0',
         name: `p${index}`,
         description: null,
+        ...(types === undefined ? {} : { resource_types: types }),
         rules: built,
         default_effect: defaultEffect,
       })),
@@ -310,7 +314,7 @@ const resourcesFor = (policies: readonly Policy[]): fc.Arbitrary<ResourceDocumen
     .tuple(attributes(ATTRIBUTE_KEYS, anyValue), someOf(aimedAttributes(policies), 3), someOf(relatedAttributes(policies, nearValues), 2), someOf(relatedAttributes(policies, alikeToTheBottom), 1))
     .map(([random, aimed, near, alike]) => Object.assign({}, random, ...aimed, ...near, ...alike) as Record<string, unknown>);
   return fc.array(
-    fc.record({ uri: fc.constantFrom('doc:1', 'doc:2', 'a', 'ab'), attributes: attributeValues }, { requiredKeys: ['attributes'] }),
+    fc.record({ uri: fc.constantFrom('doc:1', 'doc:2', 'img:1', 'a', 'ab'), attributes: attributeValues }, { requiredKeys: ['attributes'] }),
     { minLength: 1, maxLength: 25 },
   );
 };

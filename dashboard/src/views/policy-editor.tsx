@@ -175,6 +175,14 @@ export function PolicyEditor({ name }: { name?: string }) {
                 />
               </div>
               <TextField label="Description" value={draft.description} onValue={(value) => setDraft({ ...draft, description: value })} error={errors.description} />
+              <TextField
+                label="Resource types"
+                value={draft.resource_types}
+                onValue={(value) => setDraft({ ...draft, resource_types: value })}
+                error={errors.resource_types}
+                hint="Optional, comma-separated: the policy then speaks only for resources whose uri starts with one of them and a colon (document:42)"
+                placeholder="document"
+              />
               {errors.rules !== undefined && <p class="field-error">{errors.rules}</p>}
               {draft.rules.map((rule, index) => (
                 <RuleFields
