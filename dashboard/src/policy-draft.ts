@@ -3,7 +3,7 @@
  * to and from the policy JSON of the admin API, with a message per field that cannot be converted.
  */
 import type { FromSchema } from 'json-schema-to-ts';
-import type { AnsweredPolicy, Condition, ConditionGroup, policySchema } from '../../src/schemas/policy.js';
+import type { AnsweredPolicy, Condition, ConditionGroup, ConditionSetReference, policySchema } from '../../src/schemas/policy.js';
 export { EFFECTS } from '../../src/schemas/policy.js';
 import { parseJsonValue } from './json-text.js';
 
@@ -29,12 +29,12 @@ type AsTyped<T> = T extends string ? string : T extends readonly (infer Item)[] 
 
 /** A policy as the admin API takes it, fields with defaults optional: JSON typed into the editor is read as one. */
 export type SentPolicy = AsTyped<FromSchema<typeof policySchema, { keepDefaultedPropertiesOptional: true }>>;
-/** A condition as sent, or a group (`any_of`, `none_of`), which the form holds as JSON text. */
-type SentCondition = AsTyped<Condition> | ConditionGroup;
+/** A condition as sent, or a group (`any_of`, `none_of`) or a reference to a condition set (`set`), which the form holds as JSON text. */
+type SentCondition = AsTyped<Condition> | ConditionGroup | ConditionSetReference;
 
-/** Typed JSON may hold anything where a condition should be: only an object with `any_of` or `none_of` is taken for a group. */
-const isGroup = (condition: SentCondition): condition is ConditionGroup =>
-  typeof condition === 'object' && condition !== null && ('any_of' in condition || 'none_of' in condition);
+/** Typed JSON may hold anything where a condition should be: only an object with `any_of`, `none_of` or `set` is taken for a group or a reference. */
+const isHeldAsJson = (condition: SentCondition): condition is ConditionGroup | ConditionSetReference =>
+  typeof condition === 'object' && condition !== null && ('any_of' in condition || 'none_of' in condition || 'set' in condition);
 
 /** A policy as the form sends it: every field filled but the version, left to the server's default. */
 type FormPolicy = AsTyped<Omit<Policy, 'version'>>;
@@ -61,6 +61,8 @@ export interface PolicyDraft {
   default_effect: string;
   /** Comma-separated; empty for a policy that speaks for every resource. */
   resource_types: string;
+  /** The policy's condition sets as JSON text; empty for none. */
+  condition_sets: string;
   rules: RuleDraft[];
 }
 
@@ -77,12 +79,12 @@ export const emptyRule = (): RuleDraft => ({
   context_conditions: [],
   actions: '',
 });
-export const emptyPolicy = (): PolicyDraft => ({ name: '', description: '', default_effect: 'deny', resource_types: '', rules: [emptyRule()] });
+export const emptyPolicy = (): PolicyDraft => ({ name: '', description: '', default_effect: 'deny', resource_types: '', condition_sets: '', rules: [emptyRule()] });
 
 export function draftFromPolicy(policy: SentPolicy): PolicyDraft {
   const conditions = (list: unknown[] | undefined): ConditionDraft[] =>
     ((list ?? []) as SentCondition[]).map((condition) =>
-      isGroup(condition)
+      isHeldAsJson(condition)
         ? { ...emptyCondition(), group: JSON.stringify(condition, null, 2) }
         : {
             path: condition.path,
@@ -97,6 +99,7 @@ export function draftFromPolicy(policy: SentPolicy): PolicyDraft {
     description: policy.description ?? '',
     default_effect: policy.default_effect ?? 'deny',
     resource_types: (policy.resource_types ?? []).join(', '),
+    condition_sets: policy.condition_sets === undefined ? '' : JSON.stringify(policy.condition_sets, null, 2),
     rules: (policy.rules ?? []).map((rule) => ({
       name: rule.name,
       description: rule.description ?? '',
@@ -147,10 +150,16 @@ export function policyFromDraft(draft: PolicyDraft): Converted {
       actions: commaSeparated(rule.actions),
     };
   });
-  if (Object.keys(errors).length > 0) return { ok: false, errors };
   const types = commaSeparated(draft.resource_types);
   const scope = types.length === 0 ? {} : { resource_types: types };
-  return { ok: true, policy: { name: draft.name, description: descriptionOf(draft.description), ...scope, rules, default_effect: draft.default_effect } };
+  let sets = {};
+  if (draft.condition_sets.trim() !== '') {
+    const parsed = parseJsonValue(draft.condition_sets);
+    if (parsed.ok) sets = { condition_sets: parsed.value as FormPolicy['condition_sets'] };
+    else errors.condition_sets = parsed.message;
+  }
+  if (Object.keys(errors).length > 0) return { ok: false, errors };
+  return { ok: true, policy: { name: draft.name, description: descriptionOf(draft.description), ...scope, ...sets, rules, default_effect: draft.default_effect } };
 }
 
 /** The keys of every field the editor shows for `draft`, for placing server messages. */
@@ -160,6 +169,7 @@ export function draftFieldKeys(draft: PolicyDraft): string[] {
     'description',
     'default_effect',
     'resource_types',
+    'condition_sets',
     'rules',
     ...draft.rules.flatMap((rule, ruleIndex) => {
       const at = `rules.${ruleIndex}`;

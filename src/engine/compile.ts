@@ -1,13 +1,13 @@
-import type { Condition, ConditionGroup, ConditionItem, Policy } from '../schemas/policy.js';
+import type { Condition, ConditionGroup, Policy, SetItem } from '../schemas/policy.js';
 import { partOf, type DecisionRequest, type ResolvedEntity } from './entity.js';
 import { ALLOWED_BY_DEFAULT, DENIED_BY_DEFAULT, DENIED_WITHOUT_POLICIES, ruleDecision, type Decision } from './decisions.js';
 import { CANONICAL_OPERATOR, OPERATOR_DEFINITIONS } from './operators.js';
 import type { Comparison } from './condition-tree.js';
-import { compileLookup, MISSING } from './paths.js';
+import { compileLookup, MISSING, type Lookup } from './paths.js';
 import { compileReference, parseReference, type Reference } from './references.js';
 import type { CompiledCondition, CompiledGroup, CompiledItem, CompiledRule, ConditionLists } from './compiled-rule.js';
 import { ActionRules, type IndexableRule } from './rule-index.js';
-import { groupParts, isGroup } from './condition-items.js';
+import { groupParts, isGroup, isSetReference, resolveSets, type CompilableItem, type ResolvedSet } from './condition-items.js';
 import { ScopedDefaults, scopeCondition } from './scope.js';
 
 /** Every policy compiled for evaluation, under the store revision it was built from. */
@@ -94,7 +94,7 @@ export class ConditionCompiler implements ConditionLists {
   private readonly conditions = new Map<string, CompiledItem>();
   private readonly lists = new Map<string, readonly CompiledItem[]>();
 
-  list(items: readonly ConditionItem[]): readonly CompiledItem[] {
+  list(items: readonly CompilableItem[]): readonly CompiledItem[] {
     const keys = items.map(itemKey);
     // The JSON text of the list of tuples: as distinct as the lists.
     const listKey = `[${keys.join(',')}]`;
@@ -106,10 +106,11 @@ export class ConditionCompiler implements ConditionLists {
     return list;
   }
 
-  private one(key: string, item: ConditionItem): CompiledItem {
+  private one(key: string, item: CompilableItem): CompiledItem {
     let compiled = this.conditions.get(key);
     if (compiled === undefined) {
-      compiled = isGroup(item) ? this.group(item) : compileCondition(item);
+      if (isSetReference(item)) compiled = this.set(item);
+      else compiled = isGroup(item) ? this.group(item) : compileCondition(item);
       this.conditions.set(key, compiled);
     }
     return compiled;
@@ -118,23 +119,36 @@ export class ConditionCompiler implements ConditionLists {
   private group(source: ConditionGroup): CompiledGroup {
     const { kind, alternatives: written } = groupParts(source);
     // Alternatives hold conditions only: the schema lets no group into a group.
-    const alternatives = written.map((conditions) => this.list(conditions) as readonly CompiledCondition[]);
+    const alternatives = written.map((conditions) => this.list(conditions));
     const someHolds = (entity: ResolvedEntity, request: DecisionRequest) => {
       for (const conditions of alternatives) if (firstFailingCondition(conditions, entity, request) === -1) return true;
       return false;
     };
-    return {
-      lookup: kind === 'any_of' ? (entity, request) => someHolds(entity, request!) : (entity, request) => !someHolds(entity, request!),
-      test: GROUP_HOLDS,
-      reference: undefined,
-      referenced: undefined,
-      relate: UNUSED_RELATION,
-      holdsWhenMissing: false,
-      group: { kind, alternatives },
-      comparison: undefined,
-      source,
-    };
+    const holds: Lookup = kind === 'any_of' ? (entity, request) => someHolds(entity, request!) : (entity, request) => !someHolds(entity, request!);
+    return compiledGroup(holds, { kind, alternatives }, source);
   }
+
+  /** A set compiles as a group of one alternative, its items; one the policy does not define never holds. */
+  private set(source: ResolvedSet): CompiledGroup {
+    if (source.items === undefined) return compiledGroup(() => false, { kind: 'set', name: source.set, alternatives: [] }, source);
+    const items = this.list(source.items);
+    return compiledGroup((entity, request) => firstFailingCondition(items, entity, request!) === -1, { kind: 'set', name: source.set, alternatives: [items] }, source);
+  }
+}
+
+/** A group or set whose lookup `holds` decides it (see CompiledGroup). */
+function compiledGroup(holds: Lookup, group: CompiledGroup['group'], source: CompiledGroup['source']): CompiledGroup {
+  return {
+    lookup: holds,
+    test: GROUP_HOLDS,
+    reference: undefined,
+    referenced: undefined,
+    relate: UNUSED_RELATION,
+    holdsWhenMissing: false,
+    group,
+    comparison: undefined,
+    source,
+  };
 }
 
 function compileCondition(condition: Condition): CompiledCondition {
@@ -154,12 +168,25 @@ function compileCondition(condition: Condition): CompiledCondition {
   };
 }
 
+/** The keys of a set's items, made once per set however many rules refer to it (a set is one array of its policy). */
+const setKeys = new WeakMap<readonly SetItem[], string>();
+function setItemsKey(items: readonly SetItem[]): string {
+  let key = setKeys.get(items);
+  if (key === undefined) setKeys.set(items, (key = `[${items.map(itemKey).join(',')}]`));
+  return key;
+}
+
 /** A group's lookup decides it: true when it holds. */
 const GROUP_HOLDS = (found: unknown) => found === true;
 const UNUSED_RELATION = () => false;
 
-/** What identifies an item of a list: its condition's key, or, for a group, its kind and the keys of its alternatives' conditions (an object, where a condition's key is a list). */
-export function itemKey(item: ConditionItem): string {
+/**
+ * What identifies an item of a list: its condition's key, or, for a group, its kind and the keys of
+ * its alternatives' conditions, for a set its name and the keys of its items (an object, where a
+ * condition's key is a list: sets of the same name in two policies differ by their items).
+ */
+export function itemKey(item: CompilableItem): string {
+  if (isSetReference(item)) return `{"set":${JSON.stringify(item.set)},"items":${item.items === undefined ? 'null' : setItemsKey(item.items)}}`;
   if (!isGroup(item)) return conditionKey(item);
   const { kind, alternatives } = groupParts(item);
   return `{"${kind}":[${alternatives.map((conditions) => `[${conditions.map(conditionKey).join(',')}]`).join(',')}]}`;
@@ -216,14 +243,15 @@ export const fallbackFor = (snapshot: Snapshot, request: DecisionRequest): Decis
   snapshot.scopes === undefined ? snapshot.fallback : snapshot.scopes.fallbackFor(request.resource.uri);
 
 /** A rule's resource conditions as the engine tests them: after its policy's scope, when it has one. */
-function resourceItems(policy: Policy, rule: Policy['rules'][number]): ConditionItem[] {
+function resourceItems(policy: Policy, rule: Policy['rules'][number]): readonly CompilableItem[] {
   const scope = scopeCondition(policy);
-  return scope === undefined ? rule.resource_conditions : [scope, ...rule.resource_conditions];
+  const items = resolveSets(policy, rule.resource_conditions);
+  return scope === undefined ? items : [scope, ...items];
 }
 
 /** Each rule of `policy` compiled, with its sources as the index reads them. */
 const indexableRules = (policy: Policy, compiled: readonly CompiledRule[]): IndexableRule[] =>
-  policy.rules.map((rule, index) => ({ compiled: compiled[index]!, principal: rule.principal_conditions, resource: resourceItems(policy, rule) }));
+  policy.rules.map((rule, index) => ({ compiled: compiled[index]!, principal: resolveSets(policy, rule.principal_conditions), resource: resourceItems(policy, rule) }));
 
 /** A policy's rules compiled, and how each action indexes them. */
 function compilePolicy(policy: Policy, position: number, conditions: ConditionCompiler): { rules: CompiledRule[]; indexable: IndexableRule[] } {
@@ -233,10 +261,10 @@ function compilePolicy(policy: Policy, position: number, conditions: ConditionCo
       order: position * RULE_SLOTS + index,
       policyPosition: position,
       denies: rule.effect === 'deny',
-      principal: conditions.list(rule.principal_conditions),
+      principal: conditions.list(resolveSets(policy, rule.principal_conditions)),
       resource: conditions.list(resourceItems(policy, rule)),
-      action: conditions.list(rule.action_conditions ?? []),
-      context: conditions.list(rule.context_conditions ?? []),
+      action: conditions.list(resolveSets(policy, rule.action_conditions ?? [])),
+      context: conditions.list(resolveSets(policy, rule.context_conditions ?? [])),
       decision: ruleDecision(rule.effect, rule.name, policy.name),
     };
     rules.push(compiled);

@@ -1,4 +1,5 @@
-import type { Condition, ConditionGroup, ConditionItem, GroupKind } from '../schemas/policy.js';
+import type { Condition, ConditionGroup, GroupKind } from '../schemas/policy.js';
+import type { CompilableItem, ResolvedSet } from './condition-items.js';
 import type { Decision } from './decisions.js';
 import type { Predicate, Relation } from './operators.js';
 import type { Comparison } from './condition-tree.js';
@@ -36,9 +37,10 @@ export interface CompiledCondition extends CompiledTest {
  * alternatives.
  */
 export interface CompiledGroup extends CompiledTest {
-  group: { kind: GroupKind; alternatives: readonly (readonly CompiledCondition[])[] };
+  /** A set is a group of one alternative, the set's items (none for a set the policy does not define: it never holds). */
+  group: { kind: GroupKind | 'set'; name?: string; alternatives: readonly (readonly CompiledItem[])[] };
   comparison: undefined;
-  source: ConditionGroup;
+  source: ConditionGroup | ResolvedSet;
 }
 
 export type CompiledItem = CompiledCondition | CompiledGroup;
@@ -63,5 +65,5 @@ export interface CompiledRule {
 
 /** Compiles a list of conditions, sharing what it compiled before (see ConditionCompiler). */
 export interface ConditionLists {
-  list(conditions: readonly ConditionItem[]): readonly CompiledItem[];
+  list(conditions: readonly CompilableItem[]): readonly CompiledItem[];
 }

@@ -34,6 +34,13 @@ export interface FailedGroup {
   held?: number;
 }
 
+/** The first item of a rule that the request did not satisfy being a reference to a condition set: the set's first item that did not hold (none for a set the policy does not define). */
+export interface FailedSet {
+  side: RequestPart;
+  set: string;
+  failed?: Omit<FailedCondition, 'side'> | Omit<FailedGroup, 'side'>;
+}
+
 /** An `any_of` group of a matched rule, and the first of its alternatives that held. */
 export interface HeldAlternative {
   side: RequestPart;
@@ -44,7 +51,7 @@ export interface RuleTrace {
   name: string;
   effect: Effect;
   matched: boolean;
-  failed?: FailedCondition | FailedGroup;
+  failed?: FailedCondition | FailedGroup | FailedSet;
   /** For a matched rule with `any_of` groups: which alternative of each held. */
   alternatives_held?: HeldAlternative[];
 }
@@ -140,14 +147,19 @@ function entityTrace(entity: ResolvedEntity, spending: Spending): EntityTrace {
   return trace;
 }
 
-function failure(side: RequestPart, conditions: readonly CompiledItem[], request: DecisionRequest, spending: Spending): FailedCondition | FailedGroup | undefined {
+function failure(side: RequestPart, conditions: readonly CompiledItem[], request: DecisionRequest, spending: Spending): FailedCondition | FailedGroup | FailedSet | undefined {
   if (conditions.length === 0) return undefined;
   const entity = partOf(request, side);
   const index = firstFailingCondition(conditions, entity, request);
   if (index === -1) return undefined;
-  const item = conditions[index]!;
-  if (item.group !== undefined) return groupFailure(side, item, entity, request, spending);
-  return { side, ...conditionFailure(item, entity, request, spending) };
+  return { side, ...itemFailure(conditions[index]!, entity, request, spending) };
+}
+
+type ItemFailure = Omit<FailedCondition, 'side'> | Omit<FailedGroup, 'side'> | Omit<FailedSet, 'side'>;
+
+/** How `item`, which `entity` of `request` does not satisfy, failed. */
+function itemFailure(item: CompiledItem, entity: ResolvedEntity, request: DecisionRequest, spending: Spending): ItemFailure {
+  return item.group === undefined ? conditionFailure(item, entity, request, spending) : groupFailure(item, entity, request, spending);
 }
 
 /** How `condition`, which `entity` of `request` does not satisfy, failed. */
@@ -175,15 +187,25 @@ function conditionFailure(condition: CompiledCondition, entity: ResolvedEntity, 
   return failed;
 }
 
-/** Why `group` did not hold for `entity`: each alternative's first failure (`any_of`), or the alternative that held (`none_of`). */
-function groupFailure(side: RequestPart, { group }: CompiledGroup, entity: ResolvedEntity, request: DecisionRequest, spending: Spending): FailedGroup {
-  spending.spend(FRAME.group);
+/**
+ * Why `group` did not hold for `entity`: each alternative's first failure (`any_of`, whose
+ * alternatives hold conditions only), the alternative that held (`none_of`), or a set's first item
+ * that did not hold.
+ */
+function groupFailure({ group }: CompiledGroup, entity: ResolvedEntity, request: DecisionRequest, spending: Spending): ItemFailure {
+  spending.spend(FRAME.group + (group.name?.length ?? 0));
+  const firstFailing = (items: readonly CompiledItem[]) => items[firstFailingCondition(items, entity, request)]!;
+  if (group.kind === 'set') {
+    const [items] = group.alternatives;
+    if (items === undefined) return { set: group.name! };
+    return { set: group.name!, failed: itemFailure(firstFailing(items), entity, request, spending) as Omit<FailedCondition, 'side'> | Omit<FailedGroup, 'side'> };
+  }
   if (group.kind === 'none_of') {
     const held = group.alternatives.findIndex((conditions) => firstFailingCondition(conditions, entity, request) === -1);
-    return { side, group: group.kind, held };
+    return { group: group.kind, held };
   }
-  const alternatives = group.alternatives.map((conditions) => conditionFailure(conditions[firstFailingCondition(conditions, entity, request)]!, entity, request, spending));
-  return { side, group: group.kind, alternatives };
+  const alternatives = group.alternatives.map((conditions) => conditionFailure(firstFailing(conditions) as CompiledCondition, entity, request, spending));
+  return { group: group.kind, alternatives };
 }
 
 /** Which alternative of each `any_of` group of a rule that matched held, side by side. */

@@ -114,16 +114,16 @@ function knownPartHolds(part: RequestPart, conditions: readonly CompiledItem[], 
   return true;
 }
 
-/** What a group demands of the resource, from what each of its alternatives demands (`demandOf`). */
-function groupDemand({ group }: CompiledGroup, demandOf: (alternative: readonly CompiledCondition[]) => ConditionTree): ConditionTree {
+/** What a group (or a set, a group of one alternative) demands of the resource, from what each of its alternatives demands (`demandOf`). */
+function groupDemand({ group }: CompiledGroup, demandOf: (alternative: readonly CompiledItem[]) => ConditionTree): ConditionTree {
   const some = or(group.alternatives.map(demandOf));
-  return group.kind === 'any_of' ? some : not(some);
+  return group.kind === 'none_of' ? not(some) : some;
 }
 
 /** What a resource condition or group demands of the resource (see resourceDemand). */
 function resourceItemDemand(item: CompiledItem, request: DecisionRequest): ConditionTree {
   if (item.group === undefined) return resourceDemand(item, request);
-  return groupDemand(item, (alternative) => and(alternative.map((condition) => resourceDemand(condition, request))));
+  return groupDemand(item, (alternative) => and(alternative.map((each) => resourceItemDemand(each, request))));
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { ConditionGroup, ConditionItem } from '../schemas/policy.js';
+import type { CompilableItem } from './condition-items.js';
 import type { DecisionRequest, ResolvedEntity } from './entity.js';
 import type { CompiledRule, ConditionLists } from './compiled-rule.js';
 import type { Comparison } from './condition-tree.js';
@@ -40,7 +40,7 @@ interface KeyedRules {
 }
 
 /** A rule with its source conditions, as the index builder needs it. */
-export interface IndexableRule<Source extends IndexedCondition | ConditionGroup = ConditionItem> {
+export interface IndexableRule<Source extends IndexedCondition | CompilableItem = CompilableItem> {
   compiled: CompiledRule;
   principal: readonly Source[];
   resource: readonly Source[];
@@ -58,7 +58,7 @@ interface FilingKey {
 const pathKeyOf = (side: Side, path: string) => JSON.stringify([side, path]);
 
 /** The conditions of `rule` on `side` with their positions: groups demand no one value, and are passed over. */
-function* conditionsOn(rule: IndexableRule<IndexedCondition | ConditionGroup>, side: Side): Generator<[IndexedCondition, number]> {
+function* conditionsOn(rule: IndexableRule<IndexedCondition | CompilableItem>, side: Side): Generator<[IndexedCondition, number]> {
   let position = 0;
   for (const item of rule[side]) {
     if ('operator' in item) yield [item, position];
@@ -72,7 +72,7 @@ function* conditionsOn(rule: IndexableRule<IndexedCondition | ConditionGroup>, s
  * request's candidates are few; the first such condition on a tie). Undefined for a rule with no
  * such condition.
  */
-function filingKey(rule: IndexableRule<IndexedCondition | ConditionGroup>, sides: readonly Side[], score: (side: Side, path: string) => number): FilingKey | undefined {
+function filingKey(rule: IndexableRule<IndexedCondition | CompilableItem>, sides: readonly Side[], score: (side: Side, path: string) => number): FilingKey | undefined {
   let best: (FilingKey & { score: number }) | undefined;
   for (const side of sides) {
     for (const [condition, position] of conditionsOn(rule, side)) {
@@ -86,7 +86,7 @@ function filingKey(rule: IndexableRule<IndexedCondition | ConditionGroup>, sides
 }
 
 /** For each rule, its filing key, scored by the distinct values all `rules` demand of each path. */
-function filingKeys(rules: readonly IndexableRule<IndexedCondition | ConditionGroup>[], sides: readonly Side[]): (FilingKey | undefined)[] {
+function filingKeys(rules: readonly IndexableRule<IndexedCondition | CompilableItem>[], sides: readonly Side[]): (FilingKey | undefined)[] {
   const distinctValues = new Map<string, Set<Primitive>>();
   for (const rule of rules) {
     for (const side of sides) {
@@ -134,7 +134,7 @@ const foldsChanges = (keyed: KeyedRules, changed: ReadonlyMap<Primitive, unknown
  * value by equality is filed under that value; the rest are always candidates. Candidates come
  * back in (policy, rule) order, the order combining depends on.
  */
-class CandidateRules<Source extends IndexedCondition | ConditionGroup> {
+class CandidateRules<Source extends IndexedCondition | CompilableItem> {
   /** Scratch space for merging candidate lists; evaluation and planning are synchronous, so it is never shared. */
   private readonly lists: (readonly CompiledRule[])[] = [];
   private readonly cursors: number[] = [];
@@ -148,7 +148,7 @@ class CandidateRules<Source extends IndexedCondition | ConditionGroup> {
     private readonly filed: (rule: IndexableRule<Source>, key: FilingKey) => CompiledRule,
   ) {}
 
-  static build<Source extends IndexedCondition | ConditionGroup>(
+  static build<Source extends IndexedCondition | CompilableItem>(
     rules: readonly IndexableRule<Source>[],
     sides: readonly Side[],
     filed: (rule: IndexableRule<Source>, key: FilingKey) => CompiledRule,
@@ -297,7 +297,7 @@ export class ActionRules {
   private constructor(
     /** Every rule of the action with all its conditions, in (policy, rule) order: for questions that must see them all. */
     readonly all: readonly CompiledRule[],
-    private readonly forDecisions: CandidateRules<ConditionItem>,
+    private readonly forDecisions: CandidateRules<CompilableItem>,
   ) {}
 
   static build(rules: readonly IndexableRule[], conditions: ConditionLists): ActionRules {
@@ -321,7 +321,7 @@ export class ActionRules {
   }
 
   /** The rules that can match `request`, for `evaluate`: see CandidateRules.candidates. */
-  candidates(request: DecisionRequest): CandidateRules<ConditionItem> {
+  candidates(request: DecisionRequest): CandidateRules<CompilableItem> {
     return this.forDecisions.candidates(request);
   }
 

@@ -6,7 +6,7 @@ import { jsonEqual } from './json-equal.js';
 import { arrayIndex, parsePath } from './paths.js';
 import { NAMED_VALUE, parseReference } from './references.js';
 import { CONDITION_LISTS } from './validate.js';
-import { eachCondition } from './condition-items.js';
+import { eachCondition, isSetReference, setItems } from './condition-items.js';
 
 /**
  * The attribute schemas of each part of a check, as a schema document holds them (see
@@ -212,11 +212,22 @@ function relationProblems(valueFrom: string, attribute: string, types: Set<JsonT
  */
 export function schemaIssues(policy: Policy, schemas: AttributeSchemaSets, at: Location): ValidationIssue[] {
   const issues: ValidationIssue[] = [];
+  /** Each set once per part of the check it is used on, named where it is defined. */
+  const setsChecked = new Set<string>();
   policy.rules.forEach((rule, ruleIndex) => {
     for (const [list, part] of CONDITION_LISTS) {
       for (const [condition, where] of eachCondition(rule[list] ?? [])) {
         for (const problem of conditionProblems(condition, part, schemas)) {
           issues.push({ loc: [...at, 'rules', ruleIndex, list, ...where, problem.at], msg: `rule '${rule.name}': ${problem.msg}`, type: 'schema_error' });
+        }
+      }
+      for (const item of rule[list] ?? []) {
+        if (!isSetReference(item) || setsChecked.has(JSON.stringify([item.set, part]))) continue;
+        setsChecked.add(JSON.stringify([item.set, part]));
+        for (const [condition, where] of eachCondition(setItems(policy, item.set) ?? [])) {
+          for (const problem of conditionProblems(condition, part, schemas)) {
+            issues.push({ loc: [...at, 'condition_sets', item.set, ...where, problem.at], msg: `set '${item.set}', on the ${part}: ${problem.msg}`, type: 'schema_error' });
+          }
         }
       }
     }

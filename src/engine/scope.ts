@@ -1,4 +1,4 @@
-import type { ConditionItem, Policy } from '../schemas/policy.js';
+import type { Policy, SetItem } from '../schemas/policy.js';
 import { ALLOWED_BY_DEFAULT, DENIED_BY_DEFAULT, defaultDenial, type Decision } from './decisions.js';
 import { or, not, type ConditionTree } from './condition-tree.js';
 
@@ -21,7 +21,7 @@ const typePrefix = (type: string) => `${type}:`;
  * The resource condition a scoped policy adds before the others of each of its rules: the uri starts
  * with one of the types and a colon (a group for several). Undefined for a policy without a scope.
  */
-export function scopeCondition(policy: Policy): ConditionItem | undefined {
+export function scopeCondition(policy: Policy): SetItem | undefined {
   const types = policy.resource_types;
   if (types === undefined) return undefined;
   const startsWith = (type: string) => ({ path: 'uri', operator: 'startswith' as const, value: typePrefix(type) });

@@ -2,7 +2,7 @@ import type { Condition, Policy } from '../schemas/policy.js';
 import type { Location, ValidationIssue } from '../schemas/errors.js';
 import type { RequestPart } from './entity.js';
 import { OPERATOR_DEFINITIONS } from './operators.js';
-import { conditionCount, eachCondition } from './condition-items.js';
+import { conditionCount, eachCondition, isSetReference, setItems } from './condition-items.js';
 import { parsePath } from './paths.js';
 import { NAMED_VALUE, parseReference } from './references.js';
 import { slugify } from './slug.js';
@@ -76,21 +76,40 @@ export function policyIssues(policy: Policy, at: Location, limits: PolicyLimits)
     return [{ loc: [...at, 'rules'], msg: `List should have at most ${limits.maxRulesPerPolicy} rules`, type: 'too_long' }];
   }
   const issues = slugIssue(policy.name, [...at, 'name']);
+  // A set's paths are those of the principal and the resource (`uri`, `attributes.…`): it may stand in any list.
+  const setSizes = new Map<string, number>();
+  for (const [name, items] of Object.entries(policy.condition_sets ?? {})) {
+    setSizes.set(name, conditionCount(items));
+    for (const [condition, where] of eachCondition(items)) issues.push(...conditionIssues(condition, 'principal', [...at, 'condition_sets', name, ...where]));
+  }
+  const setSize = (name: string) => setSizes.get(name) ?? 0;
   policy.rules.forEach((rule, ruleIndex) => {
     const ruleAt = [...at, 'rules', ruleIndex];
     issues.push(...slugIssue(rule.name, [...ruleAt, 'name']));
     rule.actions.forEach((action, index) => issues.push(...controlCharacterIssues(action, 'an action', [...ruleAt, 'actions', index])));
-    const otherConditions = conditionCount(rule.action_conditions ?? []) + conditionCount(rule.context_conditions ?? []);
-    if (conditionCount(rule.principal_conditions) + conditionCount(rule.resource_conditions) + otherConditions > limits.maxConditionsPerRule) {
+    const otherConditions = conditionCount(rule.action_conditions ?? [], setSize) + conditionCount(rule.context_conditions ?? [], setSize);
+    if (conditionCount(rule.principal_conditions, setSize) + conditionCount(rule.resource_conditions, setSize) + otherConditions > limits.maxConditionsPerRule) {
       const together = otherConditions === 0 ? 'principal and resource together' : 'principal, resource, action and context together';
       issues.push({ loc: ruleAt, msg: `a rule may have at most ${limits.maxConditionsPerRule} conditions, ${together}`, type: 'too_long' });
       return;
     }
     for (const [list, part] of CONDITION_LISTS) {
       for (const [condition, where] of eachCondition(rule[list] ?? [])) issues.push(...conditionIssues(condition, part, [...ruleAt, list, ...where]));
+      (rule[list] ?? []).forEach((item, index) => {
+        if (isSetReference(item) && setItems(policy, item.set) === undefined) issues.push(unknownSetIssue(policy, item.set, [...ruleAt, list, index, 'set']));
+      });
     }
   });
   return issues;
+}
+
+/** The most set names an unknown set's message lists. */
+const MAX_NAMED_SETS = 10;
+
+function unknownSetIssue(policy: Policy, name: string, at: Location): ValidationIssue {
+  const names = Object.keys(policy.condition_sets ?? {});
+  const known = names.length === 0 ? 'it defines none' : `its sets: ${names.slice(0, MAX_NAMED_SETS).join(', ')}${names.length > MAX_NAMED_SETS ? ', …' : ''}`;
+  return { loc: at, msg: `the policy has no condition set named '${name}' (${known}): define it in condition_sets`, type: 'value_error' };
 }
 
 /** The policy as stored: names slugified, a rule sent without a description given null, everything else exactly as sent. */
@@ -100,6 +119,7 @@ export function normalizePolicy(policy: Policy): Policy {
     name: slugify(policy.name),
     description: policy.description,
     ...(policy.resource_types === undefined ? {} : { resource_types: policy.resource_types }),
+    ...(policy.condition_sets === undefined ? {} : { condition_sets: policy.condition_sets }),
     rules: policy.rules.map((rule) => ({
       name: slugify(rule.name),
       description: rule.description ?? null,

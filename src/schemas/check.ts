@@ -113,6 +113,14 @@ const failedConditionProperties = {
   value_from_missing: { type: 'boolean' },
 } as const;
 
+/** What an explanation says of a condition or a group that did not hold. */
+const failedItemProperties = {
+  ...failedConditionProperties,
+  group: { type: 'string', enum: GROUP_KINDS },
+  alternatives: { type: 'array', items: { type: 'object', properties: failedConditionProperties, required: ['path', 'operator'] } },
+  held: { type: 'integer' },
+} as const;
+
 export const explanationSchema = {
   type: 'object',
   description: 'How the decision came about.',
@@ -143,13 +151,13 @@ export const explanationSchema = {
                     'The first condition that did not hold (`expected`: its value, absent for `exists` and `not_exists`; for a condition with ' +
                     '`value_from`, the value the reference resolved to, or `value_from_missing: true`): the value found at its path, or `missing: true`. ' +
                     'When it is a group (`group`): for `any_of`, how each of its `alternatives` failed (its first failing condition, as above); ' +
-                    'for `none_of`, the alternative that `held` (counted from 0).',
+                    'for `none_of`, the alternative that `held` (counted from 0). When it is a reference to a condition `set`: the first item of the ' +
+                    'set that did not hold, as `failed`.',
                   properties: {
                     side: sideSchema,
-                    ...failedConditionProperties,
-                    group: { type: 'string', enum: GROUP_KINDS },
-                    alternatives: { type: 'array', items: { type: 'object', properties: failedConditionProperties, required: ['path', 'operator'] } },
-                    held: { type: 'integer' },
+                    ...failedItemProperties,
+                    set: { type: 'string' },
+                    failed: { type: 'object', properties: failedItemProperties },
                   },
                   required: ['side'],
                 },

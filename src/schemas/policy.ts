@@ -91,15 +91,52 @@ const groupSchema = <Kind extends GroupKind, Item>(kind: Kind, item: Item) =>
     additionalProperties: false,
   }) as const;
 
-/** An item of a list of conditions: a condition, or a group of alternative lists (see groupSchema). */
-const conditionItemSchema = <Item>(item: Item) =>
+/** The most condition sets one policy may define, and how a set is named. */
+export const MAX_CONDITION_SETS = 64;
+export const MAX_SET_ITEMS = 256;
+const setNameSchema = { type: 'string', minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_.-]+$' } as const;
+
+/** A reference to one of the policy's condition sets: it holds when every item of the set holds. */
+const setReferenceSchema = {
+  type: 'object',
+  description: "One of the policy's `condition_sets`, by name: holds when every item of the set holds, on the part of the check of the list it stands in.",
+  properties: { set: setNameSchema },
+  required: ['set'],
+  additionalProperties: false,
+} as const;
+
+/** A set's own items refer to no set: its keyword is refused there (see validation.ts). */
+const NO_SET_HERE = { type: 'object', properties: { set: false } } as const;
+
+/**
+ * An item of a list of conditions: a condition, a group of alternative lists (see groupSchema), or,
+ * in a rule's lists, a reference to a condition set.
+ */
+const conditionItemSchema = <Item>(item: Item, setsReferred: boolean) =>
   ({
     if: { type: 'object', required: ['any_of'] },
     then: groupSchema('any_of', item),
-    else: { if: { type: 'object', required: ['none_of'] }, then: groupSchema('none_of', item), else: item },
+    else: {
+      if: { type: 'object', required: ['none_of'] },
+      then: groupSchema('none_of', item),
+      else: { if: { type: 'object', required: ['set'] }, then: setsReferred ? setReferenceSchema : NO_SET_HERE, else: item },
+    },
   }) as const;
 
-const conditionListSchema = { type: 'array', items: conditionItemSchema(conditionSchema) } as const;
+const conditionListSchema = { type: 'array', items: conditionItemSchema(conditionSchema, true) } as const;
+
+/** Named lists of conditions (and groups) that the policy's rules refer to by name: "derived roles". */
+const conditionSetsSchema = <Item>(item: Item) =>
+  ({
+    type: 'object',
+    description:
+      'Named lists of conditions and groups, each defined once and referred to by `{"set": "<name>"}` in any list of conditions of the ' +
+      "policy's rules: a reference holds when every item of the set holds, on the part of the check of the list it stands in.",
+    maxProperties: MAX_CONDITION_SETS,
+    propertyNames: setNameSchema,
+    additionalProperties: { type: 'array', minItems: 1, maxItems: MAX_SET_ITEMS, items: conditionItemSchema(item, false) },
+    examples: [{ manager: [{ path: 'attributes.role', operator: '==', value: 'manager' }, { path: 'attributes.active', operator: '==', value: true }] }],
+  }) as const;
 
 export const ruleSchema = {
   type: 'object',
@@ -146,6 +183,8 @@ export const policySchema = {
         "The resource types the policy speaks for: its rules and its default effect count only for checks on a resource whose uri starts with one of them and a colon (`document:42`, an AuthZEN resource's `<type>:<id>`).",
       examples: [['document']],
     },
+    // No default either: a policy without sets is stored and answered without the field.
+    condition_sets: conditionSetsSchema(conditionSchema),
     rules: { type: 'array', items: ruleSchema },
     default_effect: { type: 'string', enum: EFFECTS, default: 'deny' },
   },
@@ -153,7 +192,7 @@ export const policySchema = {
   additionalProperties: false,
 } as const;
 
-const storedConditionListSchema = { type: 'array', items: conditionItemSchema(storedConditionSchema) } as const;
+const storedConditionListSchema = { type: 'array', items: conditionItemSchema(storedConditionSchema, true) } as const;
 
 /** The stored and returned policy: every field present (which also keeps the serialized field order). */
 const storedRuleSchema = {
@@ -170,7 +209,7 @@ const storedRuleSchema = {
 
 export const storedPolicySchema = {
   ...policySchema,
-  properties: { ...policySchema.properties, rules: { type: 'array', items: storedRuleSchema } },
+  properties: { ...policySchema.properties, condition_sets: conditionSetsSchema(storedConditionSchema), rules: { type: 'array', items: storedRuleSchema } },
   required: ['version', 'name', 'description', 'rules', 'default_effect'],
 } as const;
 
@@ -178,8 +217,14 @@ export const policyListSchema = { type: 'array', items: storedPolicySchema } as 
 
 export type Condition = FromSchema<typeof conditionSchema>;
 export type ConditionGroup = { any_of: Condition[][] } | { none_of: Condition[][] };
-/** An item of a rule's list of conditions: a condition or a group. */
-export type ConditionItem = Condition | ConditionGroup;
+/** A reference to a condition set of the policy, by name. */
+export interface ConditionSetReference {
+  set: string;
+}
+/** An item of a condition set: a condition or a group. */
+export type SetItem = Condition | ConditionGroup;
+/** An item of a rule's list of conditions: a condition, a group, or a reference to a condition set. */
+export type ConditionItem = SetItem | ConditionSetReference;
 
 // The lists of conditions are typed here: the schemas' if/then/else items are beyond FromSchema.
 type ConditionSides = 'principal_conditions' | 'resource_conditions' | 'action_conditions' | 'context_conditions';
@@ -189,7 +234,10 @@ type WithConditionItems<SchemaRule> = Omit<SchemaRule, ConditionSides> & {
   action_conditions?: ConditionItem[];
   context_conditions?: ConditionItem[];
 };
-type WithRules<SchemaPolicy extends { rules: unknown[] }> = Omit<SchemaPolicy, 'rules'> & { rules: WithConditionItems<SchemaPolicy['rules'][number]>[] };
+type WithRules<SchemaPolicy extends { rules: unknown[] }> = Omit<SchemaPolicy, 'rules' | 'condition_sets'> & {
+  condition_sets?: Record<string, SetItem[]>;
+  rules: WithConditionItems<SchemaPolicy['rules'][number]>[];
+};
 
 /** A policy after validation: defaults are filled, so every field is present. */
 export type Policy = WithRules<FromSchema<typeof policySchema>>;

@@ -84,7 +84,9 @@ export function compileListingErrors<T>(schema: object, coerceTypes = false): Va
       errors = everyError.errors ?? firstError.errors ?? null;
     } catch (thrown) {
       if (!isTooManyErrors(thrown)) throw thrown;
-      errors = thrown.tooManyErrors;
+      // Ajv counts the errors of an `if` clause as empty placeholders, dropped once the clause is
+      // decided: a cut inside one leaves them in the list, and only real errors are kept.
+      errors = thrown.tooManyErrors.filter((error) => typeof error.instancePath === 'string' && typeof error.keyword === 'string');
     }
     return false;
   }) as ValidateFunction<T>;
@@ -124,9 +126,11 @@ function describe(error: ErrorObject): { last?: string; msg: string; type: strin
       };
     case 'type':
       return { msg: `must be of type ${alternatives(String(params.type).split(','))}`, type: 'type_error' };
-    // The only schemas that are `false` are the group keywords inside a group's alternatives (see policy.ts).
+    // The only schemas that are `false` are the group keywords inside a group's alternatives, and `set` inside a condition set (see policy.ts).
     case 'false schema':
-      return { msg: 'is not allowed here: groups do not nest, and an alternative holds conditions only', type: 'value_error' };
+      return error.instancePath.endsWith('/set')
+        ? { msg: 'is not allowed here: a condition set refers to no other set', type: 'value_error' }
+        : { msg: 'is not allowed here: groups do not nest, and an alternative holds conditions only', type: 'value_error' };
     default:
       return { msg: error.message ?? 'is invalid', type: error.keyword };
   }

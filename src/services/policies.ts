@@ -53,8 +53,10 @@ export function policyAnswer(policy: Policy, style: OperatorStyle): AnsweredPoli
     return value === undefined ? spelling : { ...spelling, value };
   };
   const spelled = (items: ConditionItem[]) => items.map((item) => mapConditions(item, spelledCondition) as ConditionItem);
+  const sets = policy.condition_sets;
   return {
     ...policy,
+    ...(sets && { condition_sets: Object.fromEntries(Object.entries(sets).map(([name, items]) => [name, spelled(items)])) as Policy['condition_sets'] }),
     rules: policy.rules.map((rule) => ({
       name: rule.name,
       description: rule.description ?? null,

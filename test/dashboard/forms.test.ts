@@ -79,6 +79,20 @@ t.test("a policy's resource types survive the editor as a comma-separated field;
   t.ok(draftFieldKeys(draft).includes('resource_types'));
 });
 
+t.test("a policy's condition sets and the references to them survive the editor as JSON text", async (t) => {
+  const sets = { manager: [{ path: 'attributes.role', operator: '==', value: 'manager' }] };
+  const withSets = { ...POLICY, condition_sets: sets, rules: [{ ...POLICY.rules[0]!, principal_conditions: [{ set: 'manager' }] }] };
+  const draft = draftFromPolicy(withSets);
+  t.same(JSON.parse(draft.condition_sets), sets);
+  t.same(JSON.parse(draft.rules[0]!.principal_conditions[0]!.group!), { set: 'manager' }, 'a reference is held as JSON, as a group is');
+  const { version: _, ...sent } = withSets;
+  t.same(policyFromDraft(draft), { ok: true, policy: sent });
+  draft.condition_sets = '{"manager": [';
+  const converted = policyFromDraft(draft);
+  t.same(Object.keys(!converted.ok ? converted.errors : {}), ['condition_sets'], 'text that does not parse is flagged at its field');
+  t.equal(draftFromPolicy(POLICY).condition_sets, '', 'a policy without sets shows none');
+});
+
 t.test('a new policy has no blank condition to trip over: it converts as it is', async (t) => {
   const draft = emptyPolicy();
   t.same([draft.rules[0]!.principal_conditions, draft.rules[0]!.resource_conditions], [[], []]);

@@ -244,6 +244,31 @@ t.test("docs/evaluation.md's scoped policies: replayed exactly, explained by the
   t.same(validated.body, { valid: true, warnings: [] }, 'both validate without a warning');
 });
 
+t.test("docs/evaluation.md's derived role: replayed exactly, explained by the set's name, planned, validated, tested from a file", async (t) => {
+  const text = section(EVALUATION, 'Condition sets');
+  t.match(text, /Eunomia's SDKs cannot parse a policy that has `condition_sets`/, 'says plainly what Eunomia clients cannot read');
+  const steps = curlSteps(text);
+  t.equal(steps.length, 3, 'a policy and two checks');
+  const server = await startServer();
+  t.teardown(server.close);
+  const answers = (await replay(t, server, steps)) as { allowed: boolean; reason: string }[];
+  const policy = JSON.parse(steps[0]!.curl.body!);
+  const [active, inactive] = steps.slice(1).map((step) => JSON.parse(step.curl.body!));
+  t.same((await server.call('POST', '/admin/policies/validate', policy)).body, { valid: true, warnings: [] }, 'it validates without a warning');
+  const explained = await server.call('POST', '/check?explain=true', inactive);
+  t.same(explained.body.explain.policies[0].rules[0].failed, { side: 'principal', set: 'manager', failed: { path: 'attributes.active', operator: '==', expected: true, actual: false } }, "the explanation names the set and what in it did not hold");
+  const planned = await server.call('POST', '/plan', { principal: active.principal, action: 'approve' });
+  t.same(planned.body.condition, { path: 'attributes.amount', operator: 'lte', value: 1000 }, 'the set decided on the known principal');
+  t.ok(planned.body.mongodb !== undefined, 'with an exact MongoDB filter');
+
+  const dir = scratchDir(t);
+  const cases = [active, inactive].map((check, index) => ({ name: `check ${index + 1}`, ...check, ...answers[index + 1]! }));
+  writeFileSync(join(dir, 'expenses.test.json'), JSON.stringify({ policies: [policy], cases }));
+  const exit = await runVerdict(t, ['test', dir]).exited;
+  t.equal(exit.code, 0, exit.stdout + exit.stderr);
+  t.match(exit.stdout, /2 passed, 0 failed/);
+});
+
 t.test('the configuration table has one row per flag, with its variable and default', async (t) => {
   const rows = tableAfter(CONFIGURATION, '# Configuration');
   const flagRows = rows.filter(([flag]) => flag !== '');

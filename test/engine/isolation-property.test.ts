@@ -2,7 +2,7 @@ import t from 'tap';
 import fc from 'fast-check';
 import { compile, derive, evaluate, explain, plan, type DecisionRequest, type Snapshot } from '../../src/engine/index.js';
 import { deciderOf } from '../../src/engine/decisions.js';
-import type { Condition, ConditionItem, Operator, Policy } from '../../src/schemas/policy.js';
+import type { Condition, ConditionItem, Operator, Policy, SetItem } from '../../src/schemas/policy.js';
 import { flatConditions } from '../../src/engine/condition-items.js';
 import { reference } from './reference.js';
 import { treeHolds } from '../helpers/plan-cases.js';
@@ -57,15 +57,24 @@ const spliced = (first: Condition, second: Condition, style: 'joined' | 'json'):
   return second.value === undefined ? { path, operator: second.operator } : { path, operator: second.operator, value: second.value };
 };
 
-/** A condition, or now and then a group of alternatives made of them (interned by their keys too). */
+const group: fc.Arbitrary<SetItem> = fc
+  .tuple(fc.boolean(), fc.array(fc.array(condition, { minLength: 1, maxLength: 2 }), { minLength: 1, maxLength: 2 }))
+  .map(([any, alternatives]) => (any ? { any_of: alternatives } : { none_of: alternatives }));
+
+/** Set names: the same in every policy (sets of one name differ between policies), one that is a property of every object. */
+const SET_NAMES = ['s1', 's2', 'constructor'];
+
+/** A condition, or now and then a group of alternatives made of them, or a reference to a set (all interned by their keys). */
 const item: fc.Arbitrary<ConditionItem> = fc.oneof(
   { arbitrary: condition, weight: 5 },
-  {
-    arbitrary: fc
-      .tuple(fc.boolean(), fc.array(fc.array(condition, { minLength: 1, maxLength: 2 }), { minLength: 1, maxLength: 2 }))
-      .map(([any, alternatives]) => (any ? { any_of: alternatives } : { none_of: alternatives })),
-    weight: 1,
-  },
+  { arbitrary: group, weight: 1 },
+  { arbitrary: fc.constantFrom(...SET_NAMES).map((set) => ({ set })), weight: 1 },
+);
+
+/** A policy's condition sets, if any: each of conditions and groups. */
+const conditionSets = fc.option(
+  fc.dictionary(fc.constantFrom(...SET_NAMES), fc.array(fc.oneof({ arbitrary: condition, weight: 3 }, { arbitrary: group, weight: 1 }), { minLength: 1, maxLength: 2 }), { minKeys: 1 }),
+  { nil: undefined },
 );
 
 const rule = fc.record({
@@ -86,15 +95,16 @@ const RESOURCE_URIS = [undefined, 'doc:1', 'img:2', 'txt:3', 'plain', ':x'];
 /** Policies p0..pn, some of whose rules get a spliced condition made from another rule's two conditions. */
 const policySet: fc.Arbitrary<Policy[]> = fc
   .tuple(
-    fc.array(fc.tuple(fc.array(rule, { minLength: 1, maxLength: 3 }), fc.constantFrom('allow' as const, 'deny' as const), scope), { minLength: 1, maxLength: 4 }),
+    fc.array(fc.tuple(fc.array(rule, { minLength: 1, maxLength: 3 }), fc.constantFrom('allow' as const, 'deny' as const), scope, conditionSets), { minLength: 1, maxLength: 4 }),
     fc.array(fc.tuple(fc.nat(), fc.nat(), fc.constantFrom('joined' as const, 'json' as const), fc.boolean()), { maxLength: 3 }),
   )
   .map(([drawn, splices]) => {
-    const policies: Policy[] = drawn.map(([rules, defaultEffect, types], index) => ({
+    const policies: Policy[] = drawn.map(([rules, defaultEffect, types, sets], index) => ({
       version: '1.0',
       name: `p${index}`,
       description: null,
       ...(types === undefined ? {} : { resource_types: types }),
+      ...(sets === undefined ? {} : { condition_sets: sets }),
       rules: rules.map((drawnRule, ruleIndex) => ({ ...drawnRule, name: `r${ruleIndex}` })),
       default_effect: defaultEffect,
     }));
@@ -111,7 +121,7 @@ const policySet: fc.Arbitrary<Policy[]> = fc
 
 /** An entity holding values at some of the paths the policies test, and at random keys. */
 function entityFor(policies: readonly Policy[], side: 'principal_conditions' | 'resource_conditions'): fc.Arbitrary<Map<string, unknown>> {
-  const paths = policies.flatMap((policy) => policy.rules.flatMap((each) => flatConditions(each[side]).map((tested) => tested.path)));
+  const paths = policies.flatMap((policy) => policy.rules.flatMap((each) => flatConditions(each[side], policy).map((tested) => tested.path)));
   const aimed = paths.length === 0 ? fc.constant([]) : fc.array(fc.tuple(fc.constantFrom(...paths), value), { maxLength: 3 });
   return fc.tuple(fc.dictionary(fc.constantFrom(...KEYS), value, { maxKeys: 3 }), aimed).map(([random, atPaths]) => {
     const attributes = new Map<string, unknown>(Object.entries(random));
@@ -156,12 +166,20 @@ function derivedBackwards(policies: readonly Policy[]): Snapshot {
   return snapshot;
 }
 
+/** Whether the rule that decided refers to a set its policy defines. */
+const refersToSet = (policies: readonly Policy[], { policy, rule }: { policy: string; rule: string }) => {
+  const source = policies.find((each) => each.name === policy)!;
+  const decided = source.rules.find((each) => each.name === rule)!;
+  return [...decided.principal_conditions, ...decided.resource_conditions].some((item) => 'set' in item && Object.hasOwn(source.condition_sets ?? {}, item.set));
+};
+
 const show = (asked: DecisionRequest) => JSON.stringify({ principal: [...asked.principal.attributes], resource: [asked.resource.uri, ...asked.resource.attributes], action: asked.action });
 
 t.test(`policies compiled together decide as each one's own text says (${RUNS} sets)`, async (t) => {
   let spliceSeen = 0;
   let denials = 0;
   let uncovered = 0;
+  let bySets = 0;
   fc.assert(
     fc.property(cases, ({ policies, requests }) => {
       if (policies.some((policy) => policy.rules.some((each) => flatConditions([...each.principal_conditions, ...each.resource_conditions]).some((tested) => tested.path.includes('\u0001') || tested.path.includes('],["'))))) spliceSeen++;
@@ -171,6 +189,7 @@ t.test(`policies compiled together decide as each one's own text says (${RUNS} s
         const expected = reference(policies, asked);
         if (!expected.decision.allowed) denials++;
         if (expected.decision.reason.startsWith('Action denied by default:')) uncovered++;
+        if (expected.decider.kind === 'rule' && refersToSet(policies, expected.decider)) bySets++;
         for (const [how, snapshot] of Object.entries(snapshots)) {
           const decision = evaluate(snapshot, asked);
           if (decision.reason !== expected.decision.reason || JSON.stringify(deciderOf(decision)) !== JSON.stringify(expected.decider)) {
@@ -193,4 +212,5 @@ t.test(`policies compiled together decide as each one's own text says (${RUNS} s
   t.ok(spliceSeen > RUNS / 10, `${spliceSeen} sets held a spliced path`);
   t.ok(denials > 0, `${denials} requests denied`);
   t.ok(uncovered > 0, `${uncovered} requests on resources no policy speaks for`);
+  t.ok(bySets > 0, `${bySets} requests decided by a rule that refers to a condition set`);
 });

@@ -7,7 +7,7 @@ import { mongoFilter } from '../../src/engine/mongodb-filter.js';
 import { jsonLength } from '../../src/engine/condition-tree.js';
 import { noExactFilterAsDocumented, planCase, resourceEntity, storedDocument, treeHolds, unstatableAsDocumented, type PlanCase } from '../helpers/plan-cases.js';
 import type { Condition, ConditionItem, Policy, Rule } from '../../src/schemas/policy.js';
-import { flatConditions, groupParts, isGroup } from '../../src/engine/condition-items.js';
+import { flatConditions, groupParts, isGroup, isSetReference, setItems } from '../../src/engine/condition-items.js';
 
 /**
  * Plans held to a length budget, on the random cases of plan-property.test.ts: a plan's condition
@@ -51,7 +51,7 @@ function referredLength(condition: Condition, example: PlanCase): number {
  * condition mirrored onto the resource, with the principal's value or the action's name (these
  * plans are asked without action attributes or context: conditions on them fail).
  */
-function resourceReadsLength(rule: Rule, example: PlanCase): number {
+function resourceReadsLength(policy: Policy, rule: Rule, example: PlanCase): number {
   const principalValue = (path: string) => (path === 'uri' ? example.principal.uri : example.principal.attributes[path.slice('attributes.'.length)]);
   const sides = [
     [rule.principal_conditions, principalValue],
@@ -62,8 +62,8 @@ function resourceReadsLength(rule: Rule, example: PlanCase): number {
       items.reduce(
         (length, item) =>
           length +
-          groupFrame(item) +
-          flatConditions([item]).reduce((sum, { path, value_from }) => {
+          groupFrame(item, policy) +
+          flatConditions([item], policy).reduce((sum, { path, value_from }) => {
             if (value_from === undefined || !value_from.startsWith('resource.')) return sum;
             return sum + JSON.stringify({ path: value_from.slice('resource.'.length), operator: 'not_contains', value: ownValue(path) ?? null }).length + 1;
           }, 0),
@@ -76,12 +76,16 @@ function resourceReadsLength(rule: Rule, example: PlanCase): number {
 /** `{"path":"uri","operator":"startswith","value":"<type>:"}` but the type, and what an `or` of several adds for it. */
 const TYPE_TEST_LENGTH = 60;
 
-/** What a plan's `or`, `and` and `not` around a group's alternatives add at most (none for a condition). */
-const groupFrame = (item: ConditionItem) => (isGroup(item) ? 20 + 12 * groupParts(item).alternatives.length : 0);
+/** What a plan's `or`, `and` and `not` around a group's alternatives add at most (none for a condition), and around a set's items and their groups. */
+function groupFrame(item: ConditionItem, policy: Pick<Policy, 'condition_sets'>): number {
+  if (isGroup(item)) return 20 + 12 * groupParts(item).alternatives.length;
+  if (!isSetReference(item)) return 0;
+  return 12 + (setItems(policy, item.set) ?? []).reduce((sum, each) => sum + groupFrame(each, policy), 0);
+}
 
-/** What a resource condition or group states at most in a plan. */
-const statedLength = (item: ConditionItem, example: PlanCase) =>
-  groupFrame(item) + flatConditions([item]).reduce((length, condition) => length + JSON.stringify(condition).length + 1 + referredLength(condition, example), 0);
+/** What a resource condition, group or set states at most in a plan. */
+const statedLength = (item: ConditionItem, policy: Policy, example: PlanCase) =>
+  groupFrame(item, policy) + flatConditions([item], policy).reduce((length, condition) => length + JSON.stringify(condition).length + 1 + referredLength(condition, example), 0);
 
 t.test(`plans within a length budget are never longer and never allow what the engine denies (${RUNS} cases)`, async (t) => {
   const seen = { exact: 0, coarse: 0, coarserThanExact: 0, refused: 0, filters: 0, filtersTooLong: 0, unstatable: 0 };
@@ -123,7 +127,7 @@ t.test(`plans within a length budget are never longer and never allow what the e
       const stated = example.policies
         .flatMap((policy) => policy.rules.filter((rule) => rule.actions.includes(example.action)).map((rule) => [policy, rule] as const))
         .reduce(
-          (sum, [policy, rule]) => sum + 12 + scopeLength(policy) + rule.resource_conditions.reduce((length, item) => length + statedLength(item, example), 0) + resourceReadsLength(rule, example),
+          (sum, [policy, rule]) => sum + 12 + scopeLength(policy) + rule.resource_conditions.reduce((length, item) => length + statedLength(item, policy, example), 0) + resourceReadsLength(policy, rule, example),
           40 + example.policies.reduce((sum, policy) => sum + scopeLength(policy), 0),
         );
       if (stated <= maxLength) throw new Error(`refused at ${maxLength}, though the rules state ${stated} characters`);

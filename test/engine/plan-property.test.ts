@@ -9,7 +9,7 @@ import { CANONICAL_OPERATOR } from '../../src/engine/operators.js';
 import type { Policy } from '../../src/schemas/policy.js';
 import { reference } from './reference.js';
 import { noExactFilterAsDocumented, planCase, resourceEntity, storedDocument, treeHolds, unstatableAsDocumented, type PlanCase } from '../helpers/plan-cases.js';
-import { flatConditions, groupParts, isGroup } from '../../src/engine/condition-items.js';
+import { flatConditions, groupParts, isGroup, isSetReference } from '../../src/engine/condition-items.js';
 
 /**
  * The plan is exact: for random policy sets, principals, actions, known attributes and collections
@@ -48,7 +48,7 @@ const groupKindsFor = (example: PlanCase) =>
   );
 
 t.test(`plans select exactly what the engine allows (${RUNS} cases)`, async (t) => {
-  const seen = { conditional: 0, expr: 0, queryOnly: 0, noExactFilter: 0, operators: new Set<string>(), relationOperators: new Set<string>(), allowed: 0, denied: 0, relations: 0, unstatable: 0, readsResourceElsewhere: 0, groups: new Set<string>(), scopedFallback: 0 };
+  const seen = { conditional: 0, expr: 0, queryOnly: 0, noExactFilter: 0, operators: new Set<string>(), relationOperators: new Set<string>(), allowed: 0, denied: 0, relations: 0, unstatable: 0, readsResourceElsewhere: 0, groups: new Set<string>(), scopedFallback: 0, sets: 0 };
   const check = (example: PlanCase) => {
     const snapshot = compile(example.policies, 1);
     const principal = { uri: example.principal.uri, attributes: new Map(Object.entries(example.principal.attributes)) };
@@ -67,6 +67,7 @@ t.test(`plans select exactly what the engine allows (${RUNS} cases)`, async (t) 
     if (result.kind === 'conditional' && readsResourceElsewhere(example.policies)) seen.readsResourceElsewhere++;
     if (relates) seen.relations++;
     if (result.kind === 'conditional') for (const kind of groupKindsFor(example)) seen.groups.add(kind);
+    if (result.kind === 'conditional' && example.policies.some((policy) => policy.condition_sets !== undefined && policy.rules.some((rule) => rule.actions.includes(example.action) && rule.resource_conditions.some(isSetReference)))) seen.sets++;
     if (example.policies.some((policy) => policy.resource_types !== undefined) && JSON.stringify(result.condition).includes('"uri","operator":"startswith","value":"doc:"')) seen.scopedFallback++;
     if (!('filter' in filter) && !noExactFilterAsDocumented(filter.unsupported)) throw new Error(`no filter: ${filter.unsupported}`);
     if (result.kind === 'conditional') {
@@ -103,6 +104,7 @@ t.test(`plans select exactly what the engine allows (${RUNS} cases)`, async (t) 
   t.ok(seen.allowed > 0 && seen.denied > 0, 'resources both allowed and denied');
   t.ok(seen.readsResourceElsewhere > RUNS / 50, 'conditional plans of policies whose principal, action or context conditions name the resource');
   t.ok(seen.relations > RUNS / 200, 'relations between two values of the resource');
+  t.ok(seen.sets > RUNS / 100, `${seen.sets} conditional plans of rules that refer to a condition set on the resource`);
   t.ok(seen.scopedFallback > RUNS / 100, `${seen.scopedFallback} plans of policies scoped to resource types, stating the type`);
   t.same([...seen.groups].sort(), ['any_of principal', 'any_of resource', 'none_of principal', 'none_of resource'], 'conditional plans of rules with each kind of group, on the principal and on the resource');
   t.same(BY_EQUALITY.filter((operator) => !seen.relationOperators.has(operator)), [], 'relations by each operator built on equality');

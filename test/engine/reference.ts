@@ -48,23 +48,32 @@ export function conditionHolds(condition: Pick<Condition, 'path' | 'operator' | 
   return OPERATOR_DEFINITIONS[condition.operator].build(other)(value);
 }
 
-/** An item of a list: a condition, or a group, which holds when the conditions of some alternative (any_of), or of none (none_of), all hold. */
-function itemHolds(item: ConditionItem, entity: ResolvedEntity, request: DecisionRequest): boolean {
+/**
+ * An item of a list: a condition; a group, which holds when the conditions of some alternative
+ * (any_of), or of none (none_of), all hold; or a reference to a set of `policy`, which holds when
+ * every item of the set does (and never when the policy has no such set).
+ */
+function itemHolds(item: ConditionItem, entity: ResolvedEntity, request: DecisionRequest, policy: Pick<Policy, 'condition_sets'>): boolean {
   if ('any_of' in item) return item.any_of.some((alternative) => alternative.every((c) => conditionHolds(c, entity, request)));
   if ('none_of' in item) return !item.none_of.some((alternative) => alternative.every((c) => conditionHolds(c, entity, request)));
+  if ('set' in item) {
+    const sets = policy.condition_sets ?? {};
+    return Object.hasOwn(sets, item.set) && sets[item.set]!.every((each) => itemHolds(each, entity, request, {}));
+  }
   return conditionHolds(item, entity, request);
 }
 
-/** Whether the rule covers the action and all its conditions hold, on the principal, the resource, the action and the context. */
-export function ruleApplies(rule: Rule, request: DecisionRequest): boolean {
+/** Whether the rule (of `policy`) covers the action and all its conditions hold, on the principal, the resource, the action and the context. */
+export function ruleApplies(rule: Rule, request: DecisionRequest, policy: Pick<Policy, 'condition_sets'> = {}): boolean {
   const action = { uri: request.action, attributes: request.actionAttributes ?? new Map<string, unknown>() };
   const context = { uri: undefined, attributes: request.context ?? new Map<string, unknown>() };
+  const all = (items: readonly ConditionItem[], entity: ResolvedEntity) => items.every((item) => itemHolds(item, entity, request, policy));
   return (
     rule.actions.includes(request.action) &&
-    rule.principal_conditions.every((c) => itemHolds(c, request.principal, request)) &&
-    rule.resource_conditions.every((c) => itemHolds(c, request.resource, request)) &&
-    (rule.action_conditions ?? []).every((c) => itemHolds(c, action, request)) &&
-    (rule.context_conditions ?? []).every((c) => itemHolds(c, context, request))
+    all(rule.principal_conditions, request.principal) &&
+    all(rule.resource_conditions, request.resource) &&
+    all(rule.action_conditions ?? [], action) &&
+    all(rule.context_conditions ?? [], context)
   );
 }
 
@@ -80,7 +89,7 @@ function speaksFor(policy: Policy, request: DecisionRequest): boolean {
 export function reference(allPolicies: readonly Policy[], request: DecisionRequest): { decision: Decision; decider: Decider } {
   if (allPolicies.length === 0) return { decision: { allowed: false, reason: 'Action denied by default because there are no policies' }, decider: { kind: 'no_policies' } };
   const policies = allPolicies.filter((policy) => speaksFor(policy, request));
-  const firstMatches = policies.map((policy) => ({ policy, rule: policy.rules.find((rule) => ruleApplies(rule, request)) }));
+  const firstMatches = policies.map((policy) => ({ policy, rule: policy.rules.find((rule) => ruleApplies(rule, request, policy)) }));
   const byRule = (effect: 'allow' | 'deny') => {
     const match = firstMatches.find(({ rule }) => rule?.effect === effect);
     if (match === undefined) return undefined;

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { OPERATORS, type Condition, type ConditionItem, type Operator, type Policy } from '../../src/schemas/policy.js';
+import { OPERATORS, type Condition, type ConditionItem, type Operator, type Policy, type SetItem } from '../../src/schemas/policy.js';
 import { flatConditions } from '../../src/engine/condition-items.js';
 import { OPERATOR_DEFINITIONS } from '../../src/engine/operators.js';
 import { conditionHolds } from '../engine/reference.js';
@@ -137,7 +137,7 @@ const contextCondition = fc.oneof(
 const principalValue = fc.oneof({ arbitrary: fc.constantFrom(...PRINCIPAL_VALUES), weight: 4 }, { arbitrary: anyValue, weight: 1 });
 
 /** A group of one or two alternatives, each of one or two of `conditions`. */
-const group = (conditions: fc.Arbitrary<Condition>): fc.Arbitrary<ConditionItem> =>
+const group = (conditions: fc.Arbitrary<Condition>): fc.Arbitrary<SetItem> =>
   fc
     .tuple(fc.constantFrom('any_of' as const, 'none_of' as const), fc.array(fc.array(conditions, { minLength: 1, maxLength: 2 }), { minLength: 1, maxLength: 2 }))
     .map(([kind, alternatives]) => (kind === 'any_of' ? { any_of: alternatives } : { none_of: alternatives }));
@@ -145,14 +145,27 @@ const group = (conditions: fc.Arbitrary<Condition>): fc.Arbitrary<ConditionItem>
 const principalCondition = fc.oneof({ arbitrary: condition(PRINCIPAL_PATHS, principalValue), weight: 6 }, { arbitrary: readsResource(PRINCIPAL_PATHS), weight: 1 });
 const resourceCondition = fc.oneof({ arbitrary: condition(RESOURCE_PATHS, anyValue), weight: 4 }, { arbitrary: relation, weight: 1 });
 
-const rule = (name: string) =>
+/** `items`, and a reference to set `name` where the policy defines its sets. */
+const orSet = (items: fc.Arbitrary<ConditionItem>, name: string, withSets: boolean): fc.Arbitrary<ConditionItem> =>
+  withSets ? fc.oneof({ arbitrary: items, weight: 7 }, { arbitrary: fc.constant<ConditionItem>({ set: name }), weight: 1 }) : items;
+
+const rule = (name: string, withSets: boolean) =>
   fc.record({
     name: fc.constant(name),
     effect: fc.constantFrom('allow' as const, 'deny' as const),
-    principal_conditions: fc.array(fc.oneof({ arbitrary: principalCondition, weight: 6 }, { arbitrary: group(principalCondition), weight: 1 }), { maxLength: 1 }),
+    principal_conditions: fc.array(
+      orSet(fc.oneof({ arbitrary: principalCondition, weight: 6 }, { arbitrary: group(principalCondition), weight: 1 }), 'staff', withSets),
+      { maxLength: 1 },
+    ),
     resource_conditions: fc.oneof(
       { arbitrary: fc.constant<ConditionItem[]>([]), weight: 1 },
-      { arbitrary: fc.array(fc.oneof({ arbitrary: resourceCondition, weight: 8 }, { arbitrary: group(resourceCondition), weight: 1 }), { minLength: 1, maxLength: 3 }), weight: 4 },
+      {
+        arbitrary: fc.array(orSet(fc.oneof({ arbitrary: resourceCondition, weight: 8 }, { arbitrary: group(resourceCondition), weight: 1 }), 'shared', withSets), {
+          minLength: 1,
+          maxLength: 3,
+        }),
+        weight: 4,
+      },
     ),
     action_conditions: fc.oneof({ arbitrary: fc.constant<Condition[]>([]), weight: 4 }, { arbitrary: fc.array(actionCondition, { minLength: 1, maxLength: 2 }), weight: 1 }),
     context_conditions: fc.oneof({ arbitrary: fc.constant<Condition[]>([]), weight: 4 }, { arbitrary: fc.array(contextCondition, { minLength: 1, maxLength: 2 }), weight: 1 }),
@@ -162,15 +175,25 @@ const rule = (name: string) =>
 /** Most policies unscoped; some scoped to the type of the resources `doc:1` and `doc:2`, or to another. */
 const scope = fc.oneof({ arbitrary: fc.constant(undefined), weight: 6 }, { arbitrary: fc.constantFrom<string[]>(['doc'], ['img'], ['doc', 'img']), weight: 1 });
 
+/** The sets rules refer to, when the policy defines them (a reference to a set it does not define never holds): one for principals, one for resources. */
+const conditionSets = fc.option(
+  fc.record({
+    staff: fc.array(fc.oneof({ arbitrary: principalCondition, weight: 3 }, { arbitrary: group(principalCondition), weight: 1 }), { minLength: 1, maxLength: 2 }),
+    shared: fc.array(fc.oneof({ arbitrary: resourceCondition, weight: 3 }, { arbitrary: group(resourceCondition), weight: 1 }), { minLength: 1, maxLength: 2 }),
+  }),
+  { nil: undefined, freq: 3 },
+);
+
 const policy = (index: number): fc.Arbitrary<Policy> =>
   fc
-    .tuple(fc.array(fc.nat(), { minLength: 1, maxLength: 4 }), fc.constantFrom('allow' as const, 'deny' as const), scope)
-    .chain(([rules, defaultEffect, types]) =>
-      fc.tuple(...rules.map((_, ruleIndex) => rule(`r${ruleIndex}`))).map((built) => ({
+    .tuple(fc.array(fc.nat(), { minLength: 1, maxLength: 4 }), fc.constantFrom('allow' as const, 'deny' as const), scope, conditionSets)
+    .chain(([rules, defaultEffect, types, sets]) =>
+      fc.tuple(...rules.map((_, ruleIndex) => rule(`r${ruleIndex}`, sets !== undefined))).map((built) => ({
         version: '1.0',
         name: `p${index}`,
         description: null,
         ...(types === undefined ? {} : { resource_types: types }),
+        ...(sets === undefined ? {} : { condition_sets: sets }),
         rules: built,
         default_effect: defaultEffect,
       })),
@@ -272,13 +295,13 @@ function aimedAttributes(policies: readonly Policy[]): Record<string, unknown>[]
   const aim = (path: string, values: unknown[]) => {
     for (const near of values.flatMap(nearValues)) aimed.push(...holding(path, near));
   };
-  const rules = policies.flatMap((policy) => policy.rules);
-  for (const { path, value, value_from } of rules.flatMap((rule) => flatConditions(rule.resource_conditions))) {
+  const rules = policies.flatMap((policy) => policy.rules.map((rule) => ({ rule, policy })));
+  for (const { path, value, value_from } of rules.flatMap(({ rule, policy }) => flatConditions(rule.resource_conditions, policy))) {
     if (path === 'uri' || value_from !== undefined) continue;
     // A presence condition has no value: any value there makes it present.
     aim(path, value === undefined ? ['a', null] : Array.isArray(value) ? [value, ...value] : [value]);
   }
-  for (const { value_from } of rules.flatMap((rule) => flatConditions([...rule.principal_conditions, ...(rule.action_conditions ?? []), ...(rule.context_conditions ?? [])]))) {
+  for (const { value_from } of rules.flatMap(({ rule, policy }) => flatConditions([...rule.principal_conditions, ...(rule.action_conditions ?? []), ...(rule.context_conditions ?? [])], policy))) {
     if (value_from?.startsWith('resource.attributes.')) aim(value_from.slice('resource.'.length), KNOWN_PART_VALUES);
   }
   return aimed;
@@ -290,7 +313,7 @@ function aimedAttributes(policies: readonly Policy[]): Record<string, unknown>[]
  */
 function relatedAttributes(policies: readonly Policy[], partners: (value: unknown) => unknown[]): Record<string, unknown>[] {
   const related: Record<string, unknown>[] = [];
-  for (const { path, value_from } of policies.flatMap((policy) => policy.rules.flatMap((rule) => flatConditions(rule.resource_conditions)))) {
+  for (const { path, value_from } of policies.flatMap((policy) => policy.rules.flatMap((rule) => flatConditions(rule.resource_conditions, policy)))) {
     const other = value_from?.slice('resource.'.length);
     if (other === undefined || !value_from!.startsWith('resource.attributes.') || path === 'uri' || path.startsWith(`${other}.`) || other.startsWith(`${path}.`)) continue;
     for (const [one, partner] of RELATED_VALUES.flatMap((value) => partners(value).map((each) => [value, each]))) {

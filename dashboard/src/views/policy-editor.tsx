@@ -183,6 +183,14 @@ export function PolicyEditor({ name }: { name?: string }) {
                 hint="Optional, comma-separated: the policy then speaks only for resources whose uri starts with one of them and a colon (document:42)"
                 placeholder="document"
               />
+              <TextArea
+                label="Condition sets (JSON)"
+                value={draft.condition_sets}
+                onValue={(value) => setDraft({ ...draft, condition_sets: value })}
+                error={errors.condition_sets}
+                hint='Optional: named lists of conditions that rules use as {"set": "<name>"}, e.g. {"manager": [{"path": "attributes.role", "operator": "==", "value": "manager"}]}'
+                rows={draft.condition_sets === '' ? 2 : Math.min(12, draft.condition_sets.split('\n').length)}
+              />
               {errors.rules !== undefined && <p class="field-error">{errors.rules}</p>}
               {draft.rules.map((rule, index) => (
                 <RuleFields

@@ -1,5 +1,5 @@
 import { compile, evaluate, explain, type Decision } from '../../engine/index.js';
-import type { FailedCondition, FailedGroup } from '../../engine/explain.js';
+import type { FailedCondition, FailedGroup, FailedSet } from '../../engine/explain.js';
 import { instantOf } from '../../engine/time.js';
 import type { CheckRequest } from '../../schemas/check.js';
 import { readCheckRequest } from '../../requests/check-request.js';
@@ -30,11 +30,16 @@ function comparedWith(failed: Omit<FailedCondition, 'side'>): string {
 const conditionFailed = (failed: Omit<FailedCondition, 'side'>) =>
   `${failed.path} ${failed.operator} ${comparedWith(failed)} does not hold: ${failed.missing ? 'missing' : `found ${JSON.stringify(failed.actual)}`}`;
 
-/** Why the first condition or group of a rule that failed did not hold. */
-function whyFailed(failed: FailedCondition | FailedGroup): string {
-  if (!('group' in failed)) return `${failed.side} ${conditionFailed(failed)}`;
-  if (failed.group === 'none_of') return `${failed.side} none_of does not hold: its alternative ${failed.held! + 1} held`;
-  return `${failed.side} any_of does not hold: ${failed.alternatives!.map((alternative, index) => `alternative ${index + 1}: ${conditionFailed(alternative)}`).join('; ')}`;
+/** Why the first condition, group or set of a rule that failed did not hold. */
+function whyFailed(failed: FailedCondition | FailedGroup | FailedSet): string {
+  return `${failed.side} ${whyItemFailed(failed)}`;
+}
+
+function whyItemFailed(failed: Omit<FailedCondition, 'side'> | Omit<FailedGroup, 'side'> | Omit<FailedSet, 'side'>): string {
+  if ('set' in failed) return failed.failed === undefined ? `set ${failed.set} is not defined` : `set ${failed.set} does not hold: ${whyItemFailed(failed.failed)}`;
+  if (!('group' in failed)) return conditionFailed(failed);
+  if (failed.group === 'none_of') return `none_of does not hold: its alternative ${failed.held! + 1} held`;
+  return `any_of does not hold: ${failed.alternatives!.map((alternative, index) => `alternative ${index + 1}: ${conditionFailed(alternative)}`).join('; ')}`;
 }
 
 /** What the trace of a decision says, in lines a person reads: the deciding rule or default, then each rule of the action. */

@@ -1,6 +1,7 @@
 import type { Policy, Rule } from '../../schemas/policy.js';
 import type { Location, ValidationIssue } from '../../schemas/errors.js';
 import type { CompiledCondition, CompiledItem } from '../compiled-rule.js';
+import { isSetReference } from '../condition-items.js';
 import type { RequestPart } from '../entity.js';
 import { slugify } from '../slug.js';
 import { type CompiledPolicies, type CompiledRuleConditions, type PlacedRule, SIDES, type SideKey, WHOSE, conditionsAmong, conditionsOf, implied, indexOf, isPresenceTest } from './shared.js';
@@ -61,6 +62,7 @@ function closingRule({ rule, sides }: CompiledRuleConditions, side: SideKey, pat
     const kept = sides[each]
       .filter((condition) => !needs(condition, each, side, path))
       .map(({ source }) => {
+        if (isSetReference(source)) return { set: source.set };
         if (!('path' in source)) return source;
         return source.value_from === undefined ? { path: source.path, operator: source.operator, value: source.value } : { path: source.path, operator: source.operator, value_from: source.value_from };
       });

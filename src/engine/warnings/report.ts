@@ -33,7 +33,7 @@ export function* reportWarnings(
   const compiled = new Map<number, readonly CompiledRuleConditions[]>();
   const compiledOf = (policyIndex: number) => {
     let rules = compiled.get(policyIndex);
-    if (rules === undefined) compiled.set(policyIndex, (rules = policies[policyIndex]!.rules.map((rule) => compileRule(rule, compiler))));
+    if (rules === undefined) compiled.set(policyIndex, (rules = policies[policyIndex]!.rules.map((rule) => compileRule(policies[policyIndex]!, rule, compiler))));
     return rules;
   };
   const actions = new ActionIndex(policies);
