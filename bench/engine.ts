@@ -1,5 +1,5 @@
 import { compile, evaluate, mongoFilter, plan, type DecisionRequest } from '../src/engine/index.js';
-import type { Policy } from '../src/schemas/policy.js';
+import type { Condition, ConditionItem, Policy } from '../src/schemas/policy.js';
 import { RequestSchemas } from '../src/attribute-schemas/enforcement.js';
 
 /**
@@ -144,28 +144,50 @@ export const OPERATOR_CASES = [
   { name: 'during, each its own', path: 'attributes.at', operator: 'during', value: OFFICE_HOURS, attribute: minuteApart },
 ] as const;
 
+const ip = (value: string): Condition => ({ path: 'attributes.ip', operator: '==', value });
+
+/** A group, a set and a scope, each around `==` conditions on the same attribute: what each adds to a decision by `==`. */
+export const STRUCTURE_CASES = [
+  { name: 'any_of, second holds', item: { any_of: [[ip('10.0.0.1')], [ip('10.20.3.4')]] } },
+  { name: 'none_of, two alternatives', item: { none_of: [[ip('10.0.0.1')], [ip('10.0.0.2')]] } },
+  { name: 'a condition set', item: { set: 'office' }, policy: { condition_sets: { office: [ip('10.20.3.4')] } } },
+  { name: 'scoped to a type', item: ip('10.20.3.4'), policy: { resource_types: ['document'] } },
+] as const satisfies readonly { name: string; item: ConditionItem; policy?: Partial<Policy> }[];
+
+/** Decisions per second of one allow rule whose one context condition is `item`, on `requests` (which it must allow). */
+function oneConditionRate(name: string, item: ConditionItem, requests: DecisionRequest[], roundMillis: number, policy: Partial<Policy> = {}): number {
+  const rule = { name: 'r', effect: 'allow' as const, principal_conditions: [], resource_conditions: [], context_conditions: [item], actions: ['read'] };
+  const snapshot = compile([{ version: '1.0', name: 'p', description: null, default_effect: 'deny', rules: [rule], ...policy }], 1);
+  let allowed = 0;
+  const rate = bestRate(() => {
+    for (const request of requests) if (evaluate(snapshot, request).allowed) allowed++;
+    return requests.length;
+  }, roundMillis);
+  if (allowed === 0) throw new Error(`the ${name} case allowed nothing`);
+  return rate;
+}
+
+/** 1024 checks of `read` on a document whose context holds `key` (each its own value when `attribute` is a function). */
+const contextRequests = (key: string, attribute: unknown): DecisionRequest[] =>
+  Array.from({ length: 1024 }, (_, index) => ({
+    principal: { uri: undefined, attributes: new Map() },
+    resource: { uri: 'document:1', attributes: new Map() },
+    action: 'read',
+    context: new Map([[key, typeof attribute === 'function' ? attribute(index) : attribute]]),
+  }));
+
+type CaseName = (typeof OPERATOR_CASES)[number]['name'] | (typeof STRUCTURE_CASES)[number]['name'];
+
 /** Decisions per second of one allow rule whose one context condition is each case, on requests that match it. */
-export function engineOperatorRates(roundMillis = 400): Record<(typeof OPERATOR_CASES)[number]['name'], number> {
+export function engineOperatorRates(roundMillis = 400): Record<CaseName, number> {
   const rates: Record<string, number> = {};
   for (const { name, path, operator, value, attribute } of OPERATOR_CASES) {
-    const snapshot = compile(
-      [{ version: '1.0', name: 'p', description: null, default_effect: 'deny', rules: [{ name: 'r', effect: 'allow', principal_conditions: [], resource_conditions: [], context_conditions: [{ path, operator, value: value as unknown }], actions: ['read'] }] }],
-      1,
-    );
-    const requests: DecisionRequest[] = Array.from({ length: 1024 }, (_, index) => ({
-      principal: { uri: undefined, attributes: new Map() },
-      resource: { uri: undefined, attributes: new Map() },
-      action: 'read',
-      context: new Map([[path.slice('attributes.'.length), typeof attribute === 'function' ? attribute(index) : attribute]]),
-    }));
-    let allowed = 0;
-    rates[name] = bestRate(() => {
-      for (const request of requests) if (evaluate(snapshot, request).allowed) allowed++;
-      return requests.length;
-    }, roundMillis);
-    if (allowed === 0) throw new Error(`the ${name} case allowed nothing`);
+    rates[name] = oneConditionRate(name, { path, operator, value: value as unknown }, contextRequests(path.slice('attributes.'.length), attribute), roundMillis);
   }
-  return rates as Record<(typeof OPERATOR_CASES)[number]['name'], number>;
+  for (const { name, item, ...rest } of STRUCTURE_CASES) {
+    rates[name] = oneConditionRate(name, item as ConditionItem, contextRequests('ip', '10.20.3.4'), roundMillis, 'policy' in rest ? (rest.policy as Partial<Policy>) : {});
+  }
+  return rates as Record<CaseName, number>;
 }
 
 /**
