@@ -212,9 +212,9 @@ function groupFailure({ group }: CompiledGroup, entity: ResolvedEntity, request:
 function heldAlternatives(compiled: CompiledRule, request: DecisionRequest, spending: Spending): HeldAlternative[] | undefined {
   let held: HeldAlternative[] | undefined;
   for (const side of SIDES) {
-    const entity = partOf(request, side);
     for (const item of compiled[side]) {
       if (item.group?.kind !== 'any_of') continue;
+      const entity = partOf(request, side);
       spending.spend(FRAME.held);
       const alternative = item.group.alternatives.findIndex((conditions) => firstFailingCondition(conditions, entity, request) === -1);
       (held ??= []).push({ side, alternative });
