@@ -93,6 +93,25 @@ const OPERAND_TYPES: Partial<Record<Operator, readonly JsonType[]>> = {
   during: ['string'],
 };
 
+/** The string formats each operator can hold for: an address for a range, a date-time for the time operators. */
+const OPERAND_FORMATS: Partial<Record<Operator, readonly string[]>> = {
+  in_cidr: ['ipv4', 'ipv6'],
+  not_in_cidr: ['ipv4', 'ipv6'],
+  before: ['date-time'],
+  after: ['date-time'],
+  during: ['date-time'],
+};
+
+/** The formats the declarations give their strings, or undefined when one of them gives none (any string, then). */
+function formatsOf(declarations: readonly (Record<string, unknown> | boolean)[]): Set<string> | undefined {
+  const formats = new Set<string>();
+  for (const declaration of declarations) {
+    if (typeof declaration === 'boolean' || typeof declaration.format !== 'string') return undefined;
+    formats.add(declaration.format);
+  }
+  return formats;
+}
+
 /** The schemas of one part a path may meet: the part's own, and each type's. */
 function partSchemas(schemas: AttributeSchemaSets, part: RequestPart): unknown[] {
   const sets = schemas[part];
@@ -175,6 +194,12 @@ function conditionProblems(condition: Condition, part: RequestPart, schemas: Att
   const operandTypes = OPERAND_TYPES[operator];
   if (types !== undefined && operandTypes !== undefined && !operandTypes.some((type) => types.has(type))) {
     problems.push({ at: 'operator', msg: `operator '${condition.operator}' cannot hold for ${attribute}, declared ${listed(types)}` });
+  }
+  const operandFormats = OPERAND_FORMATS[operator];
+  const formats = operandFormats === undefined ? undefined : formatsOf(declarations);
+  if (formats !== undefined && !operandFormats!.some((format) => formats.has(format))) {
+    const wanted = operandFormats!.map((format) => `'${format}'`).join(' or ');
+    problems.push({ at: 'operator', msg: `operator '${condition.operator}' holds only for strings of format ${wanted}, and ${attribute} is declared of format ${[...formats].map((format) => `'${format}'`).join(' or ')}` });
   }
   if (condition.value_from !== undefined) return [...problems, ...relationProblems(condition.value_from, attribute, types, schemas)];
   const compared = comparedValues(operator, condition.value);

@@ -153,3 +153,24 @@ t.test('conditions in groups are checked against the schemas too, each named whe
   t.equal(found.length, 1);
   t.match(found[0], /^resource_conditions\.0\.none_of\.1\.1\./);
 });
+
+t.test('a range or a time operator on a string whose declared format is another is a contradiction; the formats it takes, or none, are not', async (t) => {
+  const schemas: AttributeSchemaSets = {
+    principal: {
+      attributes: {
+        type: 'object',
+        properties: { ip: { type: 'string', format: 'ipv4' }, email: { type: 'string', format: 'email' }, since: { type: 'string', format: 'date-time' }, note: { type: 'string' } },
+      },
+    },
+  };
+  const found = (condition: ConditionItem) => messages([condition], [], schemas);
+  t.same(found({ path: 'attributes.ip', operator: 'in_cidr', value: '10.0.0.0/8' }), []);
+  t.same(found({ path: 'attributes.since', operator: 'before', value: '2030-01-01T00:00:00Z' }), []);
+  t.same(found({ path: 'attributes.note', operator: 'in_cidr', value: '10.0.0.0/8' }), [], 'no format: any string may be an address');
+  t.same(found({ path: 'attributes.email', operator: 'not_in_cidr', value: '10.0.0.0/8' }), [
+    "principal_conditions.0.operator: rule 'r': operator 'not_in_cidr' holds only for strings of format 'ipv4' or 'ipv6', and principal attribute 'email' is declared of format 'email'",
+  ]);
+  t.same(found({ path: 'attributes.ip', operator: 'after', value: '2030-01-01T00:00:00Z' }), [
+    "principal_conditions.0.operator: rule 'r': operator 'after' holds only for strings of format 'date-time', and principal attribute 'ip' is declared of format 'ipv4'",
+  ]);
+});
