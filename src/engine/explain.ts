@@ -90,6 +90,8 @@ export interface Explanation {
   /** The action's attributes and the context, when the check sent them. */
   action_attributes?: Record<string, unknown>;
   context?: Record<string, unknown>;
+  /** The decision's time (`context.time`), when a condition read it. */
+  time?: string;
   /** What the check's attributes break in the attribute schemas, when it was decided despite them (enforcement warn). */
   schema_violations?: string[];
 }
@@ -115,7 +117,7 @@ function conditionValueLength(source: CompiledCondition['source']): number {
 }
 
 /** The field names, quotes and punctuation of each part, enough to hold whatever the parts' own texts leave out. */
-const FRAME = { explanation: 110, entity: 24, policy: 50, rule: 48, failed: 90, reference: 45, group: 70, held: 60, decidedBy: 120 };
+const FRAME = { explanation: 110, entity: 24, policy: 50, rule: 48, failed: 90, reference: 45, group: 70, held: 60, decidedBy: 120, time: 40 };
 
 /** Counts each part of an explanation against the answer's budget as it is built; throws ExplanationTooLarge past it. */
 class Spending {
@@ -314,6 +316,10 @@ export function explain(snapshot: Snapshot, request: DecisionRequest, decision: 
   const explanation: Explanation = { revision: snapshot.revision, action: request.action, principal, resource, policies, decided_by: decidedBy };
   if (request.actionAttributes !== undefined) explanation.action_attributes = mapTrace(request.actionAttributes, spending);
   if (request.context !== undefined) explanation.context = mapTrace(request.context, spending);
+  if (request.time !== undefined) {
+    spending.spend(FRAME.time);
+    explanation.time = request.time;
+  }
   return explanation;
 }
 

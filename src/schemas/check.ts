@@ -188,6 +188,7 @@ export const explanationSchema = {
     },
     action_attributes: { type: 'object', additionalProperties: true, description: "The action's attributes, when the check sent some." },
     context: { type: 'object', additionalProperties: true, description: "The check's context, when it sent one." },
+    time: { type: 'string', description: "The decision's time (`context.time`, RFC 3339 in UTC) that the server supplied, when a condition read it." },
     schema_violations: {
       type: 'array',
       items: { type: 'string' },

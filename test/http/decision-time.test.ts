@@ -24,6 +24,13 @@ t.test("a context condition on time reads the server's clock, and a context attr
   const shown = Date.parse(failed.actual);
   t.ok(shown >= before - 1000 && shown <= Date.now() + 1000, `the explanation shows the decision's time (${failed.actual})`);
   t.match(failed.actual, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/, 'as RFC 3339 UTC text');
+  t.equal(explained.body.explain.time, failed.actual, 'and says which time it decided at');
+  for (const evaluation of ['inline', 'pool'] as const) {
+    const pooled = await emptyServer(t, { evaluation, workers: 1 });
+    t.equal((await pooled.call('POST', '/admin/policies', { name: 'untimed', rules: [{ name: 'r', effect: 'allow', actions: ['read'] }] })).status, 200);
+    const bulk = await pooled.call('POST', '/check/bulk?explain=true', [CHECK]);
+    t.equal(bulk.body[0].explain.time, undefined, `${evaluation}: no time where no condition read it`);
+  }
 });
 
 t.test('a reference to context.time: decided in a check, a constant in a plan, which no MongoDB filter states', async (t) => {
