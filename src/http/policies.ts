@@ -12,7 +12,7 @@ import {
   storedPolicySchema,
   validationReportSchema,
 } from '../schemas/policy.js';
-import { nestedCheckRequestSchema } from '../schemas/check.js';
+import { checkAtSchema, checkResponseSchema, nestedCheckRequestSchema } from '../schemas/check.js';
 import { readCheckRequest } from '../requests/check-request.js';
 import { RequestValidationError } from '../errors.js';
 import { API_KEY_SECURITY } from './admin-auth.js';
@@ -27,7 +27,7 @@ const security = API_KEY_SECURITY;
 /** Policy administration under `/admin/policies`; the caller registers it behind the admin key check. */
 export const policyRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { context }) => {
   const app = fastify.withTypeProvider<JsonSchemaToTsProvider>();
-  const { policies } = context;
+  const { policies, checks } = context;
 
   app.get('/admin/policies', {
     schema: { tags, security, summary: 'All policies, in creation order', response: { 200: policyListSchema, ...ERROR_RESPONSES } },
@@ -64,6 +64,23 @@ export const policyRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, {
     // The body is validated per policy by the service, so that issues are located as a write's are.
     validatorCompiler: () => () => true,
     handler: (request) => policies.validate(request.body),
+  });
+
+  app.post('/admin/check-at', {
+    schema: {
+      tags,
+      security,
+      summary: "Try a check at a given time, explained: what the policies would decide then",
+      description:
+        "Decides `check` (as `POST /check` takes it) as if the decision's time (`context.time`) were `time`, an RFC 3339 date-time with its offset, " +
+        'and explains it; against the policies, registry and schemas in force now. It decides nothing that happens: no decision log line, no metric. ' +
+        "The dashboard's playground asks it when the operator fixes the time.",
+      body: checkAtSchema,
+      response: { 200: checkResponseSchema, ...ERROR_RESPONSES },
+    },
+    // It changes nothing: a read key may try a check.
+    config: { readsOnly: true },
+    handler: (request) => checks.decideAt(request.body.check, request.body.time),
   });
 
   app.post('/admin/policies/simple', {

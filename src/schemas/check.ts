@@ -87,6 +87,17 @@ export type SuppliedAttributes = FromSchema<typeof suppliedAttributesSchema>;
 
 export const checkRequestListSchema = { type: 'array', items: checkRequestSchema } as const;
 
+/** A check to try at another time (POST /admin/check-at). */
+export const checkAtSchema = {
+  type: 'object',
+  properties: {
+    check: checkRequestSchema,
+    time: { type: 'string', maxLength: 64, description: "The decision's time to decide at: an RFC 3339 date-time with its offset.", examples: ['2026-11-27T08:30:00Z'] },
+  },
+  required: ['check', 'time'],
+  additionalProperties: false,
+} as const;
+
 const effectSchema = { type: 'string', enum: ['allow', 'deny'] } as const;
 
 const entityTraceSchema = {

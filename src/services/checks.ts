@@ -1,5 +1,6 @@
 import type { CheckRequest } from '../schemas/check.js';
 import { AnswerBudget, evaluate, ExplanationTooLarge, type Decision, type DecisionRequest } from '../engine/index.js';
+import { instantOf } from '../engine/time.js';
 import { decideResolved } from '../decide/kernel.js';
 import { readCheckRequest, type CheckInput } from '../requests/check-request.js';
 import { AttributeConflict, resolveCheck, type RegisteredAttributes } from '../registry/resolve.js';
@@ -78,6 +79,31 @@ export class CheckService {
       return decision instanceof Promise ? decision.catch(conflictAsClientError) : decision;
     } catch (error) {
       return conflictAsClientError(error);
+    }
+  }
+
+  /**
+   * Decides `request` as if at `time` (an RFC 3339 date-time: the decision's time, `context.time`),
+   * explained, against the current snapshot and the attribute schemas in force, told to no observer:
+   * what an operator asks to try a policy at another time. It decides nothing that happens.
+   */
+  decideAt(request: CheckRequest, time: string): Decision | Promise<Decision> {
+    const input = readCheckRequest(request, ['body', 'check']);
+    const at = instantOf(time);
+    const issues = [...(Array.isArray(input) ? input : []), ...(at === undefined ? [{ loc: ['body', 'time'], msg: `'${time}' is not an RFC 3339 date-time with its offset`, type: 'value_error' }] : [])];
+    if (issues.length > 0 || Array.isArray(input)) throw new RequestValidationError(issues);
+    const decide = (resolved: DecisionRequest) => {
+      resolved.time = new Date(at!).toISOString();
+      return decideResolved(this.snapshots.current, resolved, this.schemas?.enforced?.enforce(resolved), new AnswerBudget(this.maxAnswerSize)).answer;
+    };
+    const asClientError = (error: unknown): never => {
+      throw error instanceof ExplanationTooLarge ? explanationsTooLarge(error.maxLength, 1) : conflictAsClientError(error);
+    };
+    try {
+      const resolved = resolveCheck(input, this.registered);
+      return resolved instanceof Promise ? resolved.then(decide).catch(asClientError) : decide(resolved);
+    } catch (error) {
+      return asClientError(error);
     }
   }
 

@@ -80,4 +80,45 @@ if (missing !== undefined) {
     await page.getByRole('button', { name: 'Run check' }).click();
     t.match(await page.getByText('Attributes are a JSON object').first().textContent(), /JSON object/, 'a context that is not an object is marked on its field');
   });
+
+  t.test('the playground tries a check at a fixed time, and its trace says which alternative of a group held', async (t) => {
+    const chromium = await launchChromium();
+    t.teardown(() => chromium.close());
+    const server = await startServer();
+    t.teardown(() => server.close());
+    const weekdays = { zone: 'Europe/Berlin', days: ['mon', 'tue', 'wed', 'thu', 'fri'], from: '09:00', to: '18:00' };
+    const policy = {
+      name: 'office',
+      rules: [
+        {
+          name: 'staff in office hours',
+          effect: 'allow',
+          principal_conditions: [{ any_of: [[{ path: 'attributes.role', operator: '==', value: 'admin' }], [{ path: 'attributes.role', operator: '==', value: 'staff' }]] }],
+          context_conditions: [{ path: 'time', operator: 'during', value: weekdays }],
+          actions: ['read'],
+        },
+      ],
+    };
+    t.equal((await server.call('POST', '/admin/policies', policy)).status, 200);
+    const { page, context } = await openDashboard(chromium, server.url);
+    t.teardown(() => context.close());
+    await page.getByRole('link', { name: 'Playground' }).click();
+    const tryAt = async (time: string, expected: RegExp) => {
+      await field(page, 'Principal attributes (JSON object)').fill('{"role": "staff"}');
+      await field(page, 'Resource attributes (JSON object)').fill('{"kind": "memo"}');
+      await field(page, 'Action').fill('read');
+      await field(page, 'Decision time').fill(time);
+      await page.getByRole('button', { name: 'Run check' }).click();
+      await page.locator('.decision', { hasText: expected }).waitFor({ timeout: 10_000 });
+    };
+    await tryAt('2026-11-27T08:30:00Z', /Allowed/);
+    await page.getByText('matched (principal any_of: alternative 2)').waitFor({ timeout: 10_000 });
+    t.equal(await page.locator('dd', { hasText: '2026-11-27T08:30:00.000Z' }).count(), 1, 'the trace gives the time decided at');
+    await tryAt('2026-11-28T08:30:00Z', /Denied/);
+    t.pass('a Saturday, tried from the playground, is denied');
+    await field(page, 'Decision time').fill('saturday');
+    await page.getByRole('button', { name: 'Run check' }).click();
+    await page.getByText("'saturday' is not an RFC 3339 date-time with its offset").waitFor({ timeout: 10_000 });
+    t.pass('a time that is not one is marked on its field');
+  });
 }

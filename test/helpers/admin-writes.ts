@@ -44,7 +44,7 @@ export const ADMIN_WRITES: AdminWrite[] = [
 ];
 
 /** Admin routes that take a body by POST but write nothing. */
-const CHECKS_WITHOUT_WRITING = ['/admin/policies/validate'];
+const CHECKS_WITHOUT_WRITING = ['/admin/policies/validate', '/admin/check-at'];
 
 /** The OpenAPI document's routes that change data: every method but GET on admin routes (less those that only check), and the earlier family's writes. */
 export function writeRoutesOf(openapi: { paths: Record<string, Record<string, unknown>> }): string[] {

@@ -18,6 +18,7 @@ const ENTITIES = '/admin/fetchers/registry/entities';
 const BODIES = new Map<string, { path: string; body?: unknown }>([
   ...ADMIN_WRITES.map((write): [string, { path: string; body?: unknown }] => [`${write.method} ${write.route}`, write]),
   ['POST /admin/policies/validate', { path: '/admin/policies/validate', body: { name: 'p', rules: [] } }],
+  ['POST /admin/check-at', { path: '/admin/check-at', body: { check: { principal: { uri: 'u' }, resource: { uri: 'r' }, action: 'read' }, time: '2026-11-27T08:30:00Z' } }],
 ]);
 
 /** One call of every route the server's OpenAPI document says takes the key, and a few more forms of some. */

@@ -62,3 +62,24 @@ t.test('a window the server cannot use is refused, naming what to fix', async (t
   const fromCheck = await server.call('POST', '/admin/policies', timed({ path: 'time', operator: 'during', value_from: 'principal.attributes.hours' }));
   t.match([fromCheck.status, fromCheck.body.detail[0].msg], [422, /operator 'during' takes no value_from/]);
 });
+
+t.test('an operator tries a check at another time: explained, decided at that time, refused for a time that is not one, and behind the admin key', async (t) => {
+  const server = await emptyServer(t);
+  t.equal((await server.call('POST', '/admin/policies', timed({ path: 'time', operator: 'during', value: { zone: 'Europe/Berlin', days: ['mon', 'tue', 'wed', 'thu', 'fri'], from: '09:00', to: '18:00' } }))).status, 200);
+  const at = (time: unknown) => server.call('POST', '/admin/check-at', { check: CHECK, time });
+  const friday = await at('2026-11-27T08:30:00Z');
+  t.same([friday.status, friday.body.allowed, friday.body.explain.time], [200, true, '2026-11-27T08:30:00.000Z'], 'a Friday morning in Berlin');
+  const saturday = await at('2026-11-28T08:30:00+00:00');
+  t.same([saturday.status, saturday.body.allowed, saturday.body.explain.policies[0].rules[0].failed.actual], [200, false, '2026-11-28T08:30:00.000Z'], 'a Saturday');
+  for (const time of ['tomorrow', '2026-11-27', 5]) {
+    const refused = await at(time);
+    t.equal(refused.status, 422, JSON.stringify(time));
+    t.same(refused.body.detail[0].loc, ['body', 'time']);
+  }
+  const unreadable = await server.call('POST', '/admin/check-at', { check: { principal: {}, resource: { uri: 'r' }, action: 'read' }, time: '2026-11-27T08:30:00Z' });
+  t.equal(unreadable.status, 422, 'a check /check refuses is refused, located under check');
+  t.equal(unreadable.body.detail[0].loc.slice(0, 2).join('.'), 'body.check');
+
+  const guarded = await emptyServer(t, { adminAuthRequired: true, adminApiKey: 'k'.repeat(32) });
+  t.equal((await guarded.call('POST', '/admin/check-at', { check: CHECK, time: '2026-11-27T08:30:00Z' })).status, 401, 'without a key: 401');
+});

@@ -52,6 +52,7 @@ const BODIES: Record<string, string> = {
   'PUT /admin/policies/{name}': '{"name":"existing","description":"@","rules":[]}',
   'POST /admin/policies/simple': checkJson('user:@'),
   'POST /admin/policies/validate': '[{"name":"p@","rules":[]}]',
+  'POST /admin/check-at': `{"check":${checkJson('user:@')},"time":"2026-11-27T08:30:00Z"}`,
   [`POST ${ENTITIES}`]: '{"uri":"user:@","attributes":{"a":1}}',
   [`POST ${ENTITIES}/$bulk`]: '[{"uri":"user:ok","attributes":{"a":1}},{"uri":"user:@","attributes":{"a":1}}]',
   [`PUT ${ENTITIES}/{uri}`]: '{"uri":"existing","attributes":{"a":"@"}}',

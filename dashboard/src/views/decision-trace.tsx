@@ -1,7 +1,8 @@
 /** How a decision came about: the `explain` object of an answer to `/check?explain=true`. */
 
+type Side = 'principal' | 'resource' | 'action' | 'context';
+
 interface FailedCondition {
-  side: 'principal' | 'resource' | 'action' | 'context';
   path: string;
   operator: string;
   value_from?: string;
@@ -11,11 +12,27 @@ interface FailedCondition {
   value_from_missing?: boolean;
 }
 
+/** A group that did not hold: each alternative's first failure (any_of), or the alternative that held (none_of). */
+interface FailedGroup {
+  group: 'any_of' | 'none_of';
+  alternatives?: FailedCondition[];
+  held?: number;
+}
+
+/** A reference to a condition set that did not hold, and the set's first item that did not. */
+interface FailedSet {
+  set: string;
+  failed?: FailedCondition | FailedGroup;
+}
+
+type Failed = FailedCondition | FailedGroup | FailedSet;
+
 interface RuleTrace {
   name: string;
   effect: 'allow' | 'deny';
   matched: boolean;
-  failed?: FailedCondition;
+  failed?: Failed & { side: Side };
+  alternatives_held?: { side: Side; alternative: number }[];
 }
 
 export interface Explanation {
@@ -25,15 +42,30 @@ export interface Explanation {
   resource: { uri: string | null; attributes: Record<string, unknown> };
   policies: { name: string; default_effect: 'allow' | 'deny'; rules: RuleTrace[] }[];
   decided_by: { kind: string; effect: string; why: string; policy?: string; rule?: string };
+  /** The decision's time, when a condition read it. */
+  time?: string;
 }
 
 const json = (value: unknown) => JSON.stringify(value);
 
-function ruleOutcome({ matched, failed }: RuleTrace): string {
-  if (matched || failed === undefined) return 'matched';
+function conditionOutcome(failed: FailedCondition): string {
   const found = failed.missing ? 'it is missing' : `it is ${json(failed.actual)}`;
   const comparedWith = failed.value_from === undefined ? json(failed.expected) : `${failed.value_from} (${failed.value_from_missing ? 'missing' : json(failed.expected)})`;
-  return `${failed.side} ${failed.path} ${failed.operator} ${comparedWith} does not hold: ${found}`;
+  return `${failed.path} ${failed.operator} ${comparedWith} does not hold: ${found}`;
+}
+
+function failedOutcome(failed: Failed): string {
+  if ('set' in failed) return failed.failed === undefined ? `set ${failed.set} is not defined` : `set ${failed.set}: ${failedOutcome(failed.failed)}`;
+  if (!('group' in failed)) return conditionOutcome(failed);
+  if (failed.group === 'none_of') return `none_of does not hold: alternative ${failed.held! + 1} holds`;
+  return `any_of does not hold: ${failed.alternatives!.map((alternative, index) => `(${index + 1}) ${conditionOutcome(alternative)}`).join('; ')}`;
+}
+
+function ruleOutcome({ matched, failed, alternatives_held: held }: RuleTrace): string {
+  if (matched || failed === undefined) {
+    return held === undefined ? 'matched' : `matched (${held.map(({ side, alternative }) => `${side} any_of: alternative ${alternative + 1}`).join(', ')})`;
+  }
+  return `${failed.side} ${failedOutcome(failed)}`;
 }
 
 function Entity({ label, entity }: { label: string; entity: Explanation['principal'] }) {
@@ -61,6 +93,12 @@ export function DecisionTrace({ explanation }: { explanation: Explanation }) {
         <dd>{explanation.action}</dd>
         <dt>Policy revision</dt>
         <dd>{explanation.revision}</dd>
+        {explanation.time !== undefined && (
+          <>
+            <dt>Decision time</dt>
+            <dd class="mono">{explanation.time}</dd>
+          </>
+        )}
       </dl>
       {explanation.policies.length === 0 ? (
         <p>No policy has a rule for this action.</p>

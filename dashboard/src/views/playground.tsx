@@ -16,7 +16,7 @@ interface Decision {
   explain?: Explanation;
 }
 
-const FIELDS = ['principal', 'principal.uri', 'principal.attributes', 'resource', 'resource.uri', 'resource.attributes', 'action', 'action_attributes', 'context'];
+const FIELDS = ['principal', 'principal.uri', 'principal.attributes', 'resource', 'resource.uri', 'resource.attributes', 'action', 'action_attributes', 'context', 'time'];
 
 /** The check with the action's attributes and the context typed in their fields (JSON objects; empty text is none), or every field's message. */
 function withActionAndContext(request: ReturnType<typeof checkRequestBody>, actionAttributes: string, context: string): ReturnType<typeof checkRequestBody> {
@@ -50,7 +50,11 @@ function SingleCheck({ replay }: { replay?: ReplayedCheck }) {
   const [action, setAction] = useState(replay?.action ?? '');
   const [actionAttributes, setActionAttributes] = useState(replay?.actionAttributes ?? '');
   const [context, setContext] = useState(replay?.context ?? '');
-  const { errors, alerts, answer: decision, submit } = useCheckForm(FIELDS, (body) => call<Decision>('POST', '/check?explain=true', body));
+  const [time, setTime] = useState('');
+  // A fixed time is tried, not decided: the admin route decides as if then (the server's clock otherwise).
+  const { errors, alerts, answer: decision, submit } = useCheckForm(FIELDS, (body) =>
+    time.trim() === '' ? call<Decision>('POST', '/check?explain=true', body) : call<Decision>('POST', '/admin/check-at', { check: body, time: time.trim() }),
+  );
   const request = () => withActionAndContext(checkRequestBody(principal, resource, action), actionAttributes, context);
 
   useEffect(() => {
@@ -97,6 +101,16 @@ function SingleCheck({ replay }: { replay?: ReplayedCheck }) {
           placeholder='{"soft": true}'
         />
         <TextArea label="Context (JSON)" rows={2} value={context} onValue={setContext} error={errors.context} hint="Optional: what context_conditions read." placeholder='{"ip": "10.1.2.3"}' />
+      </div>
+      <div class="row">
+        <TextField
+          label="Decision time"
+          value={time}
+          onValue={setTime}
+          error={errors.time}
+          hint="Optional: decide as if at this RFC 3339 date-time (the context's time), to try time windows; the server's clock otherwise."
+          placeholder="2026-11-27T08:30:00Z"
+        />
       </div>
       <div class="actions">
         <button type="submit" class="primary">
