@@ -19,12 +19,14 @@ const DOT = 46;
 const COLON = 58;
 const ZERO = 48;
 
-function hexDigit(code: number): number {
-  if (code >= 48 && code <= 57) return code - 48;
-  if (code >= 97 && code <= 102) return code - 87;
-  if (code >= 65 && code <= 70) return code - 55;
-  return -1;
+/** Each ASCII character's value as a hexadecimal digit, or -1. */
+const HEX_DIGITS = new Int8Array(128).fill(-1);
+for (let digit = 0; digit < 16; digit++) {
+  HEX_DIGITS['0123456789abcdef'.charCodeAt(digit)] = digit;
+  HEX_DIGITS['0123456789ABCDEF'.charCodeAt(digit)] = digit;
 }
+
+const hexDigit = (code: number): number => (code < 128 ? HEX_DIGITS[code]! : -1);
 
 /** The dotted IPv4 address in text[start, end) as one number, or -1: four decimal octets, no leading zeros. */
 function ipv4Word(text: string, start: number, end: number): number {
