@@ -148,6 +148,13 @@ t.test('groups: their conditions are warned about where they stand, and a group 
   t.same(warningsOf([policy('p', [negated, narrower])]), [], 'nor is a rule with another group');
 });
 
+t.test('a condition set no rule of its policy refers to is warned about, naming it', async (t) => {
+  const manager = [cond('==', 'manager', 'attributes.role')];
+  const withSets = { ...policy('p', [rule('r', { principal: [{ set: 'manager' }] })]), condition_sets: { manager, mnager: manager } };
+  t.same(warningsOf([withSets]), [{ loc: 'body.0.condition_sets.mnager', type: 'unused_condition_set', msg: "no rule of this policy refers to condition set 'mnager'" }]);
+  t.same(warningsOf([{ ...withSets, condition_sets: { manager } }]), [], 'every set used: nothing to say');
+});
+
 t.test('presence: not_exists beside any other condition on the path never matches; exists is implied by them', async (t) => {
   const x = (operator: Operator, value?: unknown): Condition => (value === undefined ? { path: 'attributes.x', operator } : cond(operator, value));
   t.same(warningsOf(oneRule([x('not_exists'), x('!=', 1)])), [

@@ -8,6 +8,7 @@ import { RulesByAction, duplicates, shadowing } from './overlap.js';
 import { ActionIndex, lonelyActions } from './typos.js';
 import { omissionWarnings } from './omissions.js';
 import { substringMembership } from './substring-membership.js';
+import { unusedSets } from './unused-sets.js';
 
 // The report of what is valid but probably not meant: every analysis, rule by rule, held to its
 // budget of work and length, in slices.
@@ -16,7 +17,8 @@ import { substringMembership } from './substring-membership.js';
  * What is valid but probably not meant, in the policies at `checked` (positions in `policies`, the
  * whole set in creation order): rules that can never match, rules that never decide, actions that
  * look like typos of another policy's, duplicate conditions, deny rules a request escapes by
- * leaving an attribute out, `contains` meant as membership that is a substring test on a string. Reasons on the compiled conditions that evaluation uses. `locate(i)`
+ * leaving an attribute out, `contains` meant as membership that is a substring test on a string,
+ * condition sets no rule refers to. Reasons on the compiled conditions that evaluation uses. `locate(i)`
  * says where policy i sits in the request. The report is held to `maxLength` characters of JSON
  * and its checks to `workLimit` steps: past either, it stops with a last warning of type
  * `incomplete` saying so. It pauses (yields) between rules after each slice of work, so that a
@@ -41,6 +43,7 @@ export function* reportWarnings(
   const warnings: ValidationIssue[] = [];
   try {
     for (const policyIndex of checked) {
+      checking.report(warnings, unusedSets(policies[policyIndex]!, locate(policyIndex), checking));
       const rules = compiledOf(policyIndex);
       const earlierRules = new RulesByAction();
       for (const [ruleIndex, rule] of rules.entries()) {
