@@ -97,7 +97,7 @@ function readIpv6(text: string): Family {
     // The groups after `::` move to the end; those it stands for are zeros.
     const missing = 8 - count;
     for (let position = count - 1; position >= gap; position--) groups[position + missing] = groups[position]!;
-    groups.fill(0, gap, gap + missing);
+    for (let position = gap; position < gap + missing; position++) groups[position] = 0;
   }
   for (let word = 0; word < 4; word++) words[word] = groups[2 * word]! * 65536 + groups[2 * word + 1]!;
   return words[0] === 0 && words[1] === 0 && words[2] === 0xffff ? Family.V4 : Family.V6;
