@@ -75,6 +75,12 @@ export async function answers(t: Test, server: TestServer, body: unknown, status
 export const decides = (t: Test, server: TestServer, body: unknown, decision: unknown, path = '/check', message?: string) =>
   answers(t, server, body, 200, decision, path, message);
 
+/** Asserts that each of `cases` ([check, decision, what it shows]) is decided so by /check, and all of them alike as one /check/bulk; `label` leads each message. */
+export async function decidesEachAndInBulk(t: Test, server: TestServer, cases: readonly (readonly [unknown, unknown, string])[], label: string): Promise<void> {
+  for (const [check, decision, message] of cases) await decides(t, server, check, decision, '/check', `${label}: ${message}`);
+  await decides(t, server, cases.map(([check]) => check), cases.map(([, decision]) => decision), '/check/bulk', `${label}: the same as one bulk`);
+}
+
 /** Asserts that `body` is refused with 400 and this detail. */
 export const refuses = (t: Test, server: TestServer, body: unknown, detail: string, path = '/check', message?: string) =>
   answers(t, server, body, 400, { detail }, path, message);

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { answers, decides, emptyServer } from '../helpers/it-desk.js';
+import { answers, decidesEachAndInBulk, emptyServer } from '../helpers/it-desk.js';
 import { MAX_ALTERNATIVES } from '../../src/schemas/policy.js';
 
 // Condition groups over the API: "admins or the owner" as one deny exception (none_of) and as one
@@ -51,15 +51,7 @@ t.test('admins or the owner: one deny exception and one allow, decided alike by 
       [edit({ uri: 'user:bob', attributes: { role: 'editor' } }, 'draft'), EDITS, 'an editor on a draft'],
       [edit({ uri: 'user:bob', attributes: { role: 'reader' } }, 'draft'), DENIED, 'a reader on a draft: no alternative holds'],
     ];
-    for (const [check, decision, message] of cases) await decides(t, server, check, decision, '/check', `${evaluation}: ${message}`);
-    await decides(
-      t,
-      server,
-      cases.map(([check]) => check),
-      cases.map(([, decision]) => decision),
-      '/check/bulk',
-      `${evaluation}: the same as one bulk`,
-    );
+    await decidesEachAndInBulk(t, server, cases, evaluation);
     const evaluationOf = (id: string, role: string) => ({
       subject: { type: 'user', id, properties: { role } },
       action: { name: 'edit' },

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { decides, emptyServer } from '../helpers/it-desk.js';
+import { decides, decidesEachAndInBulk, emptyServer } from '../helpers/it-desk.js';
 import { MAX_CONDITION_SETS } from '../../src/schemas/policy.js';
 
 // Condition sets ("derived roles") over the API: defined once in a policy, referred to by its rules
@@ -45,8 +45,7 @@ t.test('a rule that refers to a set holds when every item of the set does, on th
       [approve({ role: 'manager', limit: 500 }), DENIED, 'one who does not say'],
       [approve({ role: 'manager', active: true, limit: 50 }), DENIED, 'past the limit'],
     ];
-    for (const [check, decision, message] of cases) await decides(t, server, check, decision, '/check', `${evaluation}: ${message}`);
-    await decides(t, server, cases.map(([check]) => check), cases.map(([, decision]) => decision), '/check/bulk', `${evaluation}: as one bulk`);
+    await decidesEachAndInBulk(t, server, cases, evaluation);
   }
 });
 

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { answers, decides, emptyServer } from '../helpers/it-desk.js';
+import { answers, decides, decidesEachAndInBulk, emptyServer } from '../helpers/it-desk.js';
 import { MAX_RESOURCE_TYPES } from '../../src/schemas/policy.js';
 
 // Policies scoped to resource types over the API: whose rules and whose default effect speak for a
@@ -37,15 +37,7 @@ t.test("a scoped policy's rules and default speak only for its types; a type no 
       [editOf(undefined, 'editor'), UNTYPED, 'a resource with no uri has no type'],
       [editOf('documents'), UNTYPED, 'nor one whose uri has no colon'],
     ];
-    for (const [check, decision, message] of cases) await decides(t, server, check, decision, '/check', `${evaluation}: ${message}`);
-    await decides(
-      t,
-      server,
-      cases.map(([check]) => check),
-      cases.map(([, decision]) => decision),
-      '/check/bulk',
-      `${evaluation}: the same as one bulk`,
-    );
+    await decidesEachAndInBulk(t, server, cases, evaluation);
     const evaluationOf = (type: string) => ({ subject: { type: 'user', id: 'bob', properties: { role: 'reader' } }, action: { name: 'edit' }, resource: { type, id: '1' } });
     await answers(t, server, evaluationOf('document'), 200, { decision: false }, '/access/v1/evaluation', `${evaluation}: AuthZEN, a document`);
     await answers(t, server, evaluationOf('folder'), 200, { decision: true }, '/access/v1/evaluation', `${evaluation}: AuthZEN, a folder`);
