@@ -14,8 +14,11 @@ export function resourceTypeOf(uri: string | undefined): string | undefined {
   return colon <= 0 ? undefined : uri.slice(0, colon);
 }
 
+/** The uri of the entity `id` of `type`, as an AuthZEN subject or resource names it: `<type>:<id>`, the form resourceTypeOf reads. */
+export const entityUri = (type: string, id: string): string => `${type}:${id}`;
+
 /** What a resource's uri starts with when it is of `type`. */
-const typePrefix = (type: string) => `${type}:`;
+const typePrefix = (type: string) => entityUri(type, '');
 
 /**
  * The resource condition a scoped policy adds before the others of each of its rules: the uri starts

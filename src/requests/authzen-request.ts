@@ -1,11 +1,10 @@
 import type { AuthzenEvaluation, AuthzenEvaluationItem, AuthzenEvaluations, EvaluationsSemantic } from '../schemas/authzen.js';
 import { actionInput, type ActionInput, type CheckInput, type EntityInput } from './check-request.js';
 import { ClientError } from '../errors.js';
+import { entityUri } from '../engine/scope.js';
 
 type AuthzenEntity = AuthzenEvaluation['subject'];
 
-/** The registry uri an AuthZEN subject or resource stands for: `<type>:<id>`. */
-export const entityUri = (type: string, id: string): string => `${type}:${id}`;
 
 /** An AuthZEN subject or resource as one side of a check: its uri, and its `properties` as supplied attributes. */
 export function entityInput(entity: AuthzenEntity): EntityInput {

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { AuthzenActionSearch, AuthzenResourceSearch, AuthzenSubjectSearch } from '../schemas/authzen.js';
-import { actionAndContext, entityInput, entityUri } from '../requests/authzen-request.js';
+import { actionAndContext, entityInput } from '../requests/authzen-request.js';
+import { entityUri } from '../engine/scope.js';
 import type { CheckInput } from '../requests/check-request.js';
 import type { DecisionRequest, MongoFilter } from '../engine/index.js';
 import { PLAN_ANSWER_GROWTH } from '../config/config.js';
