@@ -102,3 +102,23 @@ t.test("validate's did-you-mean over two 8,000-character actions", async (t) => 
   boundedOrRefused(t, validated, 'validating another');
   await stillDeciding(t, server);
 });
+
+t.test('explanations of groups and condition sets whose every alternative fails on 28 KB values stay bounded, one at a time and in a bulk', async (t) => {
+  const server = await smallHeapVerdict(t);
+  const big = (index: number) => `${'x'.repeat(28_000)}${index}`;
+  const alternatives = Array.from({ length: 16 }, (_, index) => [{ path: `attributes.a${index}`, operator: '==', value: big(index) }]);
+  const policy = {
+    name: 'many-alternatives',
+    condition_sets: { wide: [{ any_of: alternatives.slice(0, 4) }] },
+    rules: [{ name: 'r', effect: 'allow', principal_conditions: [{ any_of: alternatives }], resource_conditions: [{ set: 'wide' }], actions: ['read'] }],
+  };
+  t.equal((await answerOf(server, 'POST', '/admin/policies', policy)).status, 200, 'a policy just under the body limit');
+  const principal = { attributes: Object.fromEntries(alternatives.map((_, index) => [`a${index}`, big(index + 100)])) };
+  const check = { principal, resource: { attributes: Object.fromEntries(alternatives.map((_, index) => [`a${index}`, big(index + 200)])) }, action: 'read' };
+  const answers = await Promise.all(Array.from({ length: 4 }, () => answerOf(server, 'POST', '/check?explain=true', check)));
+  for (const answer of answers) boundedOrRefused(t, answer, 'one explained check');
+  // Two that fit in one body: the principal's values alone, which every alternative's failure repeats.
+  const lighter = { ...check, resource: { attributes: { kind: 'memo' } } };
+  boundedOrRefused(t, await answerOf(server, 'POST', '/check/bulk?explain=true', [lighter, lighter]), 'an explained bulk of two');
+  await stillDeciding(t, server);
+});
