@@ -142,6 +142,9 @@ export const OPERATOR_CASES = [
   { name: 'before, each its own', path: 'attributes.at', operator: 'before', value: '2999-01-01T00:00:00Z', attribute: minuteApart },
   { name: 'during', path: 'attributes.at', operator: 'during', value: OFFICE_HOURS, attribute: '2026-11-27T10:00:00Z' },
   { name: 'during, each its own', path: 'attributes.at', operator: 'during', value: OFFICE_HOURS, attribute: minuteApart },
+  // A span around a written anchor, then around the decision's time, which each check reads beside its own date-time.
+  { name: 'within, of', path: 'attributes.at', operator: 'within', value: { last: 'P1D', of: '2026-11-28T00:00:00Z' }, attribute: minuteApart },
+  { name: 'within, decision time', path: 'attributes.at', operator: 'within', value: { last: 'P36500D' }, attribute: minuteApart },
 ] as const;
 
 const ip = (value: string): Condition => ({ path: 'attributes.ip', operator: '==', value });

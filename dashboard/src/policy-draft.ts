@@ -9,6 +9,8 @@ import { parseJsonValue } from './json-text.js';
 
 /** Operators that test only whether the attribute is there: their conditions have no value. */
 export const takesNoValue = (operator: string) => operator === 'exists' || operator === 'not_exists';
+/** `within` keeps its span as the value beside the reference that reads its anchor. */
+export const takesValueWithReference = (operator: string) => operator === 'within';
 
 export const SIDES = ['principal_conditions', 'resource_conditions', 'action_conditions', 'context_conditions'] as const;
 export type Side = (typeof SIDES)[number];
@@ -136,10 +138,11 @@ export function policyFromDraft(draft: PolicyDraft): Converted {
           return (parsed.ok ? parsed.value : {}) as FormCondition;
         }
         if (takesNoValue(condition.operator)) return { path: condition.path, operator: condition.operator };
-        if (condition.comparedWith === 'another attribute') return { path: condition.path, operator: condition.operator, value_from: condition.valueFrom };
+        const reference = condition.comparedWith === 'another attribute' ? { value_from: condition.valueFrom } : {};
+        if (condition.comparedWith === 'another attribute' && !takesValueWithReference(condition.operator)) return { path: condition.path, operator: condition.operator, ...reference };
         const parsed = parseJsonValue(condition.value);
         if (!parsed.ok) errors[`rules.${ruleIndex}.${side}.${index}.value`] = parsed.message;
-        return { path: condition.path, operator: condition.operator, value: parsed.ok ? parsed.value : null };
+        return { path: condition.path, operator: condition.operator, value: parsed.ok ? parsed.value : null, ...reference };
       });
     const lists = Object.fromEntries(SIDES.flatMap((side) => (ALWAYS_SENT.includes(side) || rule[side].length > 0 ? [[side, conditions(side)]] : [])));
     return {

@@ -73,14 +73,14 @@ function positionsByName(snapshot: Snapshot): Map<string, number> {
  * another policy's conditions and take their place).
  */
 export const conditionKey = ({ path, operator, value, value_from }: Pick<Condition, 'path' | 'operator' | 'value' | 'value_from'>): string => {
-  if (value_from !== undefined) return JSON.stringify([path, operator, null, value_from]);
+  if (value_from !== undefined) return JSON.stringify([path, operator, value ?? null, value_from]);
   return JSON.stringify(value === undefined ? [path, operator] : [path, operator, value]);
 };
 
 /** The condition as a plan states it: operator in its canonical spelling, no `value` for presence, `value_from` as written. */
-function comparisonOf({ path, operator, value, value_from }: Condition): Comparison {
+function comparisonOf({ path, operator, value }: Condition, value_from: string | undefined): Comparison {
   const canonical = CANONICAL_OPERATOR[operator];
-  if (value_from !== undefined) return { path, operator: canonical, value_from };
+  if (value_from !== undefined) return value === undefined ? { path, operator: canonical, value_from } : { path, operator: canonical, value, value_from };
   return value === undefined ? { path, operator: canonical } : { path, operator: canonical, value };
 }
 
@@ -152,18 +152,20 @@ function compiledGroup(holds: Lookup, group: CompiledGroup['group'], source: Com
 }
 
 function compileCondition(condition: Condition): CompiledCondition {
-  const { operator, value, value_from } = condition;
+  const { operator, value } = condition;
   const definition = OPERATOR_DEFINITIONS[operator];
+  const { anchored } = definition;
+  const value_from = condition.value_from ?? anchored?.defaultReference(value);
   return {
     lookup: compileLookup(condition.path),
     // A relation's test is `relate`, with the value read from each request.
     test: value_from === undefined ? definition.build(value) : UNUSED_TEST,
     reference: value_from === undefined ? undefined : compileReference(value_from),
     referenced: value_from === undefined ? undefined : (parseReference(value_from) as Reference),
-    relate: definition.relate,
+    relate: anchored === undefined || value_from === undefined ? definition.relate : anchored.relation(value),
     holdsWhenMissing: definition.holdsWhenMissing === true,
     group: undefined,
-    comparison: comparisonOf(condition),
+    comparison: comparisonOf(condition, value_from),
     source: condition,
   };
 }

@@ -18,6 +18,7 @@ export interface Comparison {
  *     tree       := true | false | { "and": [node, node, ...] } | { "or": [node, node, ...] } | { "not": node } | comparison
  *     comparison := { "path": "uri" | "attributes.<key>[.<key>|.<index>]...", "operator": <operator>, "value": <JSON> }
  *                 | { "path": ..., "operator": <operator>, "value_from": "resource.<path>" }
+ *                 | { "path": ..., "operator": "within", "value": <span>, "value_from": "resource.<path>" }
  *                 | { "path": ..., "operator": "exists" | "not_exists" }
  *
  * A comparison holds exactly when a resource condition with the same path, operator and value would
@@ -40,7 +41,7 @@ function keyOf(tree: ConditionTree): string {
   if ('and' in tree) key = `&(${tree.and.map(keyOf).join(',')})`;
   else if ('or' in tree) key = `|(${tree.or.map(keyOf).join(',')})`;
   else if ('not' in tree) key = `!${keyOf(tree.not)}`;
-  else if (tree.value_from !== undefined) key = JSON.stringify([tree.path, tree.operator, null, tree.value_from]);
+  else if (tree.value_from !== undefined) key = JSON.stringify([tree.path, tree.operator, tree.value ?? null, tree.value_from]);
   else key = JSON.stringify([tree.path, tree.operator, tree.value]);
   keys.set(tree, key);
   return key;
@@ -70,8 +71,9 @@ export function jsonLength(tree: ConditionTree): number {
   } else if ('not' in tree) {
     length = FRAME.not + jsonLength(tree.not);
   } else if (tree.value_from !== undefined) {
-    // The key is the JSON text of [path, operator, null, value_from]; the comparison writes `,"value_from":` for `,null,`.
-    length = keyOf(tree).length - 9 + COMPARISON_FRAME - ',"value":'.length + ',"value_from":'.length;
+    // The key is the JSON text of [path, operator, value or null, value_from]; the comparison adds `,"value_from":`, and leaves out `,"value":null` where it has no value.
+    const withoutValue = tree.value === undefined ? ',"value":'.length + 'null'.length : 0;
+    length = keyOf(tree).length - 5 + COMPARISON_FRAME + ',"value_from":'.length - withoutValue;
   } else if (tree.value === undefined) {
     // `exists` and `not_exists` have no value: the key spells it `null`, the comparison leaves out `,"value":`.
     length = keyOf(tree).length - 4 - 'null'.length + COMPARISON_FRAME - ',"value":'.length;
@@ -271,6 +273,6 @@ export function formatCondition(tree: ConditionTree): string {
   if ('and' in tree) return tree.and.map(operand).join(' and ');
   if ('or' in tree) return tree.or.map(operand).join(' or ');
   if ('not' in tree) return `not (${formatCondition(tree.not)})`;
-  if (tree.value_from !== undefined) return `${tree.path} ${tree.operator} ${tree.value_from}`;
+  if (tree.value_from !== undefined) return `${tree.path} ${tree.operator} ${tree.value === undefined ? '' : `${JSON.stringify(tree.value)} of `}${tree.value_from}`;
   return tree.value === undefined ? `${tree.path} ${tree.operator}` : `${tree.path} ${tree.operator} ${JSON.stringify(tree.value)}`;
 }

@@ -6,6 +6,7 @@ import { AnswerBudget } from './answer-budget.js';
 import { DENIED_WITHOUT_POLICIES, type Decider, type Decision } from './decisions.js';
 import { MISSING } from './paths.js';
 import { resourceTypeOf } from './scope.js';
+import { OPERATOR_DEFINITIONS } from './operators.js';
 
 /** The first condition of a rule that the request did not satisfy. */
 export interface FailedCondition {
@@ -14,7 +15,10 @@ export interface FailedCondition {
   operator: string;
   /** The reference the condition reads its value from, when it has one. */
   value_from?: string;
-  /** The condition's value, or the value its reference resolved to; absent for `exists` and `not_exists`, which take none, and when `value_from_missing`. */
+  /**
+   * The condition's value, or the value its reference resolved to (for `within`, its span with the
+   * anchor read written as `of`); absent for `exists` and `not_exists`, which take none, and when `value_from_missing`.
+   */
   expected?: unknown;
   /** The value found at `path`; absent when `missing`. */
   actual?: unknown;
@@ -173,11 +177,14 @@ function conditionFailure(condition: CompiledCondition, entity: ResolvedEntity, 
   if (reference === undefined) {
     if (source.value !== undefined) failed.expected = source.value;
   } else {
-    failed.value_from = source.value_from!;
+    // The reference read: as written, or the one an anchored operator reads by default (the decision's time).
+    const { part, path } = condition.referenced!;
+    failed.value_from = `${part}.${path}`;
     const resolved = reference(request);
     if (resolved !== MISSING) {
-      spending.spendOn(resolved);
-      failed.expected = resolved;
+      const { anchored } = OPERATOR_DEFINITIONS[source.operator];
+      failed.expected = anchored === undefined ? resolved : anchored.pin(source.value, resolved);
+      spending.spendOn(failed.expected);
     }
   }
   if (actual === MISSING) failed.missing = true;

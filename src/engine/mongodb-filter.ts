@@ -52,6 +52,7 @@ const NO_EXACT_QUERY: Partial<Record<Comparison['operator'], string>> = {
   before: 'MongoDB compares date-times held as text as text, not as the instants they name',
   after: 'MongoDB compares date-times held as text as text, not as the instants they name',
   during: 'MongoDB cannot read a date-time held as text in a time zone',
+  within: 'MongoDB compares date-times held as text as text, not as the instants they name',
 };
 
 const isScalar = (value: unknown): value is string | number | boolean =>

@@ -2,7 +2,7 @@ import { OPERATORS, type Operator } from '../schemas/policy.js';
 import { jsonEqual } from './json-equal.js';
 import { addressRanges, rangesIssue } from './address-ranges.js';
 import { linearRegExp, PatternError } from './linear-regexp.js';
-import { inWindow, instantOf, windowIssue } from './time.js';
+import { inWindow, instantOf, nearnessIssue, nearTo, type Nearness, windowIssue } from './time.js';
 
 /** Tests an attribute's value (never MISSING: the caller handles absence) against a condition. */
 export type Predicate = (attribute: unknown) => boolean;
@@ -22,6 +22,24 @@ interface OperatorDefinition {
   holdsWhenMissing?: true;
   /** Why the operator takes no `value_from`, when it takes none. */
   refusesValueFrom?: string;
+  /** For an operator whose value is relative to another value of the check, its anchor (see Anchored). */
+  anchored?: Anchored;
+}
+
+/**
+ * An operator whose `value` says how the path's value relates to an anchor (`within` a span of an
+ * instant): the anchor is written in the value, or read by `value_from`, or a reference the operator
+ * names. The condition then takes both `value` and `value_from`.
+ */
+export interface Anchored {
+  /** The reference read when the value holds no anchor and the condition no `value_from`; undefined when the value holds one. */
+  defaultReference(value: unknown): string | undefined;
+  /** The relation of the path's value to the anchor read from the check, for a value without an anchor. */
+  relation(value: unknown): Relation;
+  /** The value with `anchor` written in it: what the condition says once the anchor is known (in a plan, an explanation). */
+  pin(value: unknown, anchor: unknown): unknown;
+  /** The value that relates the anchor to the path's value as `value` relates the path's value to the anchor. */
+  mirror(value: unknown): unknown;
 }
 
 export const OPERATOR_STYLES = ['spec', 'eunomia'] as const;
@@ -157,6 +175,26 @@ function compareInstants(test: (attribute: number, value: number) => boolean): O
   };
 }
 
+/** `within`: a date-time no further than `last` before the anchor and `next` after it. */
+const within: OperatorDefinition = {
+  checkValue: nearnessIssue,
+  build(value) {
+    const near = nearTo(value);
+    const { of } = value as Nearness;
+    return (attribute) => near(attribute, of);
+  },
+  relate: () => false,
+  anchored: {
+    defaultReference: (value) => ((value as Nearness | null | undefined)?.of === undefined ? 'context.time' : undefined),
+    relation: nearTo,
+    pin: (value, anchor) => ({ ...(value as Nearness), of: anchor }),
+    mirror(value) {
+      const { last, next } = value as Nearness;
+      return { ...(next !== undefined && { last: next }), ...(last !== undefined && { next: last }) };
+    },
+  },
+};
+
 const equals: OperatorDefinition = { checkValue: anyValue, build: equalTo, relate: jsonEqual };
 const notEquals: OperatorDefinition = {
   checkValue: anyValue,
@@ -214,6 +252,7 @@ export const OPERATOR_DEFINITIONS: Readonly<Record<Operator, OperatorDefinition>
   before: compareInstants((attribute, value) => attribute < value),
   after: compareInstants((attribute, value) => attribute > value),
   during: { checkValue: windowIssue, build: inWindow, relate: () => false, refusesValueFrom: 'its window is compiled once, with the policy; give it as the value' },
+  within,
   // Presence: any value there (null included) is present; a missing path holds only for not_exists.
   exists: { checkValue: noValue, build: () => () => true, relate: neverRelated, refusesValueFrom: "leave 'value_from' out" },
   not_exists: { checkValue: noValue, build: () => () => false, holdsWhenMissing: true, relate: neverRelated, refusesValueFrom: "leave 'value_from' out" },

@@ -38,6 +38,8 @@ export class PlanUnstatable extends Error {}
  */
 function mirrored(path: string, condition: CompiledCondition, known: unknown, unstatable: Unstatable): ConditionTree {
   const operator = condition.comparison.operator;
+  const { anchored } = OPERATOR_DEFINITIONS[operator];
+  if (anchored !== undefined) return pinned(path, operator, anchored.mirror(condition.comparison.value), known);
   const reversed = MIRRORED[operator];
   const accepted = (value: unknown) => OPERATOR_DEFINITIONS[reversed ?? operator].checkValue(value) === undefined;
   if (reversed !== undefined) return accepted(known) ? { path, operator: reversed, value: known } : false;
@@ -79,7 +81,18 @@ function resourceDemand(condition: CompiledCondition, request: DecisionRequest):
   }
   const value = reference(request);
   const { path, operator } = condition.comparison;
-  return value !== MISSING && OPERATOR_DEFINITIONS[operator].checkValue(value) === undefined ? { path, operator, value } : false;
+  return value === MISSING ? false : pinned(path, operator, condition.comparison.value, value);
+}
+
+/**
+ * The comparison a condition on `path` makes once the value its reference reads is known: that value
+ * as the condition's value, or written into it as its anchor; false where the operator would not
+ * take the value, as evaluation relates nothing to it.
+ */
+function pinned(path: string, operator: Comparison['operator'], conditionValue: unknown, known: unknown): ConditionTree {
+  const definition = OPERATOR_DEFINITIONS[operator];
+  const value = definition.anchored === undefined ? known : definition.anchored.pin(conditionValue, known);
+  return definition.checkValue(value) === undefined ? { path, operator, value } : false;
 }
 
 const KNOWN_RESOURCE_UNSTATABLE: Unstatable = { relates: ' relates a known attribute to an open one', remedy: 'leave that attribute out of the known ones' };

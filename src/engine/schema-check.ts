@@ -91,6 +91,7 @@ const OPERAND_TYPES: Partial<Record<Operator, readonly JsonType[]>> = {
   before: ['string'],
   after: ['string'],
   during: ['string'],
+  within: ['string'],
 };
 
 /** The string formats each operator can hold for: an address for a range, a date-time for the time operators. */
@@ -100,6 +101,7 @@ const OPERAND_FORMATS: Partial<Record<Operator, readonly string[]>> = {
   before: ['date-time'],
   after: ['date-time'],
   during: ['date-time'],
+  within: ['date-time'],
 };
 
 /** The formats the declarations give their strings, or undefined when one of them gives none (any string, then). */

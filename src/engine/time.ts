@@ -35,36 +35,53 @@ export function instantOf(text: unknown): number | undefined {
   return lastInstant;
 }
 
+const [DASH, COLON, DOT, PLUS, UPPER_T, LOWER_T, UPPER_Z, LOWER_Z] = [...'-:.+TtZz'].map((character) => character.charCodeAt(0)) as [number, number, number, number, number, number, number, number];
+
+/**
+ * Days from 1970-01-01 to a day of the proleptic Gregorian calendar, by arithmetic alone (the
+ * civil-from-days inverse): eras of 400 years, years starting in March so that a leap day comes last.
+ */
+function daysFromCivil(year: number, month: number, day: number): number {
+  const shifted = month <= 2 ? year - 1 : year;
+  const era = Math.floor(shifted / 400);
+  const yearOfEra = shifted - era * 400;
+  const dayOfYear = Math.floor((153 * (month + (month > 2 ? -3 : 9)) + 2) / 5) + day - 1;
+  const dayOfEra = yearOfEra * 365 + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100) + dayOfYear;
+  return era * 146_097 + dayOfEra - 719_468;
+}
+
 function readInstant(text: string): number | undefined {
   if (text.length < 20 || text.length > 35) return undefined;
-  const separators = text[4] === '-' && text[7] === '-' && (text[10] === 'T' || text[10] === 't') && text[13] === ':' && text[16] === ':';
-  if (!separators) return undefined;
-  const [year, month, day, hour, minute, second] = [digitsAt(text, 0, 4), digitsAt(text, 5, 2), digitsAt(text, 8, 2), digitsAt(text, 11, 2), digitsAt(text, 14, 2), digitsAt(text, 17, 2)];
+  if (text.charCodeAt(4) !== DASH || text.charCodeAt(7) !== DASH || (text.charCodeAt(10) !== UPPER_T && text.charCodeAt(10) !== LOWER_T) || text.charCodeAt(13) !== COLON || text.charCodeAt(16) !== COLON) return undefined;
+  const year = digitsAt(text, 0, 4);
+  const month = digitsAt(text, 5, 2);
+  const day = digitsAt(text, 8, 2);
+  const hour = digitsAt(text, 11, 2);
+  const minute = digitsAt(text, 14, 2);
+  const second = digitsAt(text, 17, 2);
   const daysInMonth = month === 2 && isLeapYear(year) ? 29 : DAYS_IN_MONTH[month - 1];
   if (year < 0 || daysInMonth === undefined || day < 1 || day > daysInMonth || hour < 0 || hour > 23 || minute < 0 || minute > 59 || second < 0 || second > 59) return undefined;
   let at = 19;
   let milliseconds = 0;
-  if (text[at] === '.') {
+  if (text.charCodeAt(at) === DOT) {
     const start = ++at;
     while (at < text.length && at - start < 9 && digitsAt(text, at, 1) >= 0) at++;
     if (at === start) return undefined;
     // Milliseconds: the first three digits of the fraction.
-    milliseconds = Math.floor(digitsAt(text, start, Math.min(at - start, 3)) * 10 ** (3 - Math.min(at - start, 3)));
+    const kept = Math.min(at - start, 3);
+    milliseconds = digitsAt(text, start, kept) * 10 ** (3 - kept);
   }
   let offset = 0;
-  const zone = text[at];
-  if ((zone === 'Z' || zone === 'z') && at + 1 === text.length) offset = 0;
-  else if ((zone === '+' || zone === '-') && at + 6 === text.length && text[at + 3] === ':') {
-    const [hours, minutes] = [digitsAt(text, at + 1, 2), digitsAt(text, at + 4, 2)];
+  const zone = text.charCodeAt(at);
+  if ((zone === UPPER_Z || zone === LOWER_Z) && at + 1 === text.length) offset = 0;
+  else if ((zone === PLUS || zone === DASH) && at + 6 === text.length && text.charCodeAt(at + 3) === COLON) {
+    const hours = digitsAt(text, at + 1, 2);
+    const minutes = digitsAt(text, at + 4, 2);
     if (hours < 0 || hours > 23 || minutes < 0 || minutes > 59) return undefined;
-    offset = (zone === '-' ? -1 : 1) * (hours * 60 + minutes) * 60_000;
+    offset = (zone === DASH ? -1 : 1) * (hours * 60 + minutes) * 60_000;
   } else return undefined;
-  // Date.UTC reads years 0 to 99 as 1900 to 1999: those are taken 400 years (a whole number of days) later.
-  const early = year < 100 ? FOUR_CENTURIES : 0;
-  return Date.UTC(year + (early === 0 ? 0 : 400), month - 1, day, hour, minute, second, milliseconds) - early - offset;
+  return daysFromCivil(year, month, day) * 86_400_000 + ((hour * 60 + minute) * 60 + second) * 1000 + milliseconds - offset;
 }
-
-const FOUR_CENTURIES = 146_097 * 86_400_000;
 
 /** The decision's time as conditions read it (`context.time`): the instant, in RFC 3339 UTC text. */
 export const decisionTime = (): string => new Date().toISOString();
@@ -159,5 +176,69 @@ export function inWindow(value: unknown): (attribute: unknown) => boolean {
     const minute = Math.floor((local - dayNumber * DAY) / MINUTE);
     // A window whose end comes before its start runs past midnight.
     return from <= to! ? minute >= from && minute < to! : minute >= from || minute < to!;
+  };
+}
+
+/** The longest duration `within` takes: about 270 years, far inside the instants a date-time names. */
+export const MAX_DURATION_DAYS = 100_000;
+const DURATION = /^P(?:(\d{1,6})W|(?:(\d{1,6})D)?(?:T(?:(\d{1,8})H)?(?:(\d{1,10})M)?(?:(\d{1,12})S)?)?)$/;
+
+/**
+ * The milliseconds an ISO 8601 duration of whole weeks, days, hours, minutes and seconds names
+ * (`PT15M`, `P7D`, `P1DT12H`, `P2W`), or undefined for anything else: months and years are left out,
+ * their length depending on where they fall.
+ */
+export function durationOf(text: unknown): number | undefined {
+  if (typeof text !== 'string' || text.length > 40 || text === 'P' || text.endsWith('T')) return undefined;
+  const parts = DURATION.exec(text);
+  if (parts === null) return undefined;
+  const [weeks, days, hours, minutes, seconds] = parts.slice(1).map((part) => (part === undefined ? 0 : Number(part)));
+  const total = ((((weeks! * 7 + days!) * 24 + hours!) * 60 + minutes!) * 60 + seconds!) * 1000;
+  return total <= MAX_DURATION_DAYS * DAY ? total : undefined;
+}
+
+/** A span around an anchor instant: from `last` before it to `next` after it, both included. */
+export interface Nearness {
+  last?: string;
+  next?: string;
+  /** The anchor, a date-time; without it, the value the condition's `value_from` reads, or the decision's time. */
+  of?: string;
+}
+
+const NEARNESS_KEYS = new Set(['last', 'next', 'of']);
+
+/** Why `value` is not a span `within` takes, or undefined when it is one. */
+export function nearnessIssue(value: unknown): string | undefined {
+  const example = '{"last": "PT15M"}, {"next": "P7D"} or {"last": "P1D", "next": "P1D"}';
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return `needs a span such as ${example}`;
+  const span = value as Record<string, unknown>;
+  const unknown = Object.keys(span).find((key) => !NEARNESS_KEYS.has(key));
+  if (unknown !== undefined) return `takes a span of last, next and of, not '${unknown}'`;
+  if (span.last === undefined && span.next === undefined) return `needs 'last' or 'next', or both: ${example}`;
+  for (const key of ['last', 'next'] as const) {
+    if (span[key] !== undefined && durationOf(span[key]) === undefined) {
+      return `takes '${key}' as an ISO 8601 duration of weeks, days, hours, minutes and seconds ('PT15M', 'P7D', 'P1DT12H'), at most ${MAX_DURATION_DAYS} days`;
+    }
+  }
+  if (span.of !== undefined && instantOf(span.of) === undefined) return "takes 'of' as a date-time, RFC 3339 with its offset ('2026-12-31T23:59:59Z')";
+  return undefined;
+}
+
+/** Whether a date-time falls within a span (one nearnessIssue accepts) of an anchor date-time; false when either is not one. */
+export function nearTo(value: unknown): (attribute: unknown, anchor: unknown) => boolean {
+  const span = value as Nearness;
+  const [last, next] = [durationOf(span.last) ?? 0, durationOf(span.next) ?? 0];
+  // The last anchor read, kept apart from instantOf's text: each check reads the anchor (most often
+  // the decision's time, the same for checks in one millisecond) beside a date-time of its own.
+  let anchorText: unknown;
+  let center: number | undefined;
+  return (attribute, anchor) => {
+    if (anchor !== anchorText) {
+      anchorText = anchor;
+      center = instantOf(anchor);
+    }
+    if (center === undefined) return false;
+    const instant = instantOf(attribute);
+    return instant !== undefined && instant >= center - last && instant <= center + next;
   };
 }

@@ -40,7 +40,11 @@ function conditionIssues(condition: Condition, part: RequestPart, at: Location):
   const issues = controlCharacterIssues(condition.path, 'path', [...at, 'path']);
   const path = parsePath(condition.path, NAMED_VALUE[part]);
   if ('error' in path) issues.push({ loc: [...at, 'path'], msg: path.error, type: 'value_error' });
-  if (condition.value_from !== undefined) return [...issues, ...referenceIssues(condition, [...at, 'value_from'])];
+  const anchored = OPERATOR_DEFINITIONS[condition.operator].anchored !== undefined;
+  if (condition.value_from !== undefined) {
+    issues.push(...referenceIssues(condition, [...at, 'value_from']));
+    if (!anchored || issues.length > 0) return issues;
+  }
   issues.push(...storableValueIssues(condition.value, [...at, 'value']));
   const valueProblem = OPERATOR_DEFINITIONS[condition.operator].checkValue(condition.value);
   if (valueProblem !== undefined) {
@@ -52,7 +56,11 @@ function conditionIssues(condition: Condition, part: RequestPart, at: Location):
 /** What is wrong with a condition's `value_from`. */
 function referenceIssues(condition: Condition, at: Location): ValidationIssue[] {
   const issue = (msg: string): ValidationIssue[] => [{ loc: at, msg, type: 'value_error' }];
-  if (condition.value !== undefined) return issue("give either 'value' or 'value_from', not both");
+  const { anchored } = OPERATOR_DEFINITIONS[condition.operator];
+  if (anchored === undefined && condition.value !== undefined) return issue("give either 'value' or 'value_from', not both");
+  if (anchored !== undefined && condition.value !== undefined && anchored.defaultReference(condition.value) === undefined) {
+    return issue(`operator '${condition.operator}' takes its anchor from 'value_from' or from its value's 'of', not both`);
+  }
   const refused = OPERATOR_DEFINITIONS[condition.operator].refusesValueFrom;
   if (refused !== undefined) return issue(`operator '${condition.operator}' takes no value_from: ${refused}`);
   const control = controlCharacterIssues(condition.value_from!, 'value_from', at);

@@ -12,7 +12,7 @@ export const OPERATORS = [
   'exists', 'not_exists',
   'matches', 'not_matches',
   'in_cidr', 'not_in_cidr',
-  'before', 'after', 'during',
+  'before', 'after', 'during', 'within',
 ] as const;
 export type Operator = (typeof OPERATORS)[number];
 
@@ -38,7 +38,8 @@ const storedConditionSchema = {
   description:
     'A test of one attribute. `path` is dotted: `uri` or `attributes.<key>[.<key>|.<index>]...`; a missing attribute satisfies no condition ' +
     'but `not_exists`. Every operator takes a `value`, or a `value_from` naming another value of the same check, but `exists` and ' +
-    '`not_exists`, which take neither.',
+    '`not_exists`, which take neither, and `within`, whose `value` is a span (`{"last": "PT15M"}`) around the decision\'s time or the ' +
+    'value its `value_from` names.',
   properties: {
     path: { type: 'string', minLength: 1, maxLength: MAX_PATH_LENGTH, examples: ['attributes.department'] },
     operator: { type: 'string', enum: OPERATORS },
@@ -48,7 +49,7 @@ const storedConditionSchema = {
       minLength: 1,
       maxLength: MAX_REFERENCE_LENGTH,
       description:
-        'Instead of `value`: the value at this dotted reference into the same check, `principal.`, `resource.`, `action.` or `context.` ' +
+        'Instead of `value` (beside it for `within`, as its anchor): the value at this dotted reference into the same check, `principal.`, `resource.`, `action.` or `context.` ' +
         'followed by a path (`principal.attributes.email`, `action.name`); a reference to a value the check does not have makes the condition false.',
       examples: ['principal.attributes.email'],
     },

@@ -49,8 +49,8 @@ export interface ValidationReport {
 export function policyAnswer(policy: Policy, style: OperatorStyle): AnsweredPolicy {
   const spelledCondition = ({ path, operator, value, value_from }: Condition): Condition => {
     const spelling = { path, operator: spellOperator(operator, style) };
-    if (value_from !== undefined) return { ...spelling, value_from };
-    return value === undefined ? spelling : { ...spelling, value };
+    const withValue = value === undefined ? spelling : { ...spelling, value };
+    return value_from === undefined ? withValue : { ...withValue, value_from };
   };
   const spelled = (items: ConditionItem[]) => items.map((item) => mapConditions(item, spelledCondition) as ConditionItem);
   const sets = policy.condition_sets;

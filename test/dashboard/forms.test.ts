@@ -174,4 +174,10 @@ t.test('relations, action and context conditions survive the editor; a policy wi
   switched.rules[0]!.principal_conditions[0]!.valueFrom = 'context.attributes.department';
   const sent = policyFromDraft(switched);
   t.strictSame(sent.ok && sent.policy.rules[0]!.principal_conditions[0], { path: 'attributes.department', operator: '==', value_from: 'context.attributes.department' }, 'the value typed before is not sent beside the reference');
+
+  const beforeExpiry = { path: 'time', operator: 'within', value: { last: 'P1D' }, value_from: 'resource.attributes.expires' };
+  const anchored = { ...relational, rules: [{ ...relational.rules[0]!, context_conditions: [beforeExpiry] }] };
+  const anchoredDraft = draftFromPolicy(anchored);
+  t.match(anchoredDraft.rules[0]!.context_conditions[0], { comparedWith: 'another attribute', value: '{"last":"P1D"}', valueFrom: 'resource.attributes.expires' });
+  t.strictSame(policyFromDraft(anchoredDraft), { ok: true, policy: anchored }, 'within keeps its span beside the reference that reads its anchor');
 });

@@ -40,6 +40,7 @@ const FAILING_AND_HOLDING: Record<ValueOperator, [unknown, unknown, unknown]> = 
   before: ['2026-12-31T00:00:00Z', '2027-01-01T00:00:00Z', '2026-12-30T21:00:00-02:00'],
   after: ['2026-12-31T00:00:00Z', '2026-12-31T01:00:00+01:00', '2026-12-31T00:00:00.001Z'],
   during: [{ zone: 'Europe/Berlin', days: ['mon', 'tue', 'wed', 'thu', 'fri'], from: '09:00', to: '18:00' }, '2026-11-28T10:00:00Z', '2026-11-27T08:00:00Z'],
+  within: [{ last: 'P1D', of: '2026-12-31T00:00:00Z' }, '2026-12-31T00:00:00.001Z', '2026-12-30T00:00:00Z'],
 };
 
 t.test('every operator: the failed condition with its expected and actual values, or matched', async (t) => {

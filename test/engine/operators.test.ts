@@ -25,7 +25,7 @@ function check(t: Asserts, operators: Operator[], cases: Case[]): void {
 
 t.test('every wire operator has a definition', async (t) => {
   t.same(Object.keys(OPERATOR_DEFINITIONS).sort(), [...OPERATORS].sort());
-  t.equal(OPERATORS.length, 27);
+  t.equal(OPERATORS.length, 28);
 });
 
 t.test('exists and not_exists: whether the path leads to a value, whatever it is', async (t) => {
@@ -293,6 +293,7 @@ t.test('a missing attribute satisfies no condition, whatever the operator, but n
     exists: undefined, not_exists: undefined,
     matches: '', not_matches: 'a', in_cidr: '0.0.0.0/0', not_in_cidr: '10.0.0.0/8',
     before: '2999-01-01T00:00:00Z', after: '1970-01-01T00:00:00Z', during: { zone: 'UTC', days: ['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'] },
+    within: { last: 'P100000D', next: 'P100000D', of: '2026-01-01T00:00:00Z' },
   };
   for (const operator of OPERATORS) {
     t.equal(holdsWhenMissing(operator, values[operator]), operator === 'not_exists', `missing ${operator} ${JSON.stringify(values[operator])}`);
@@ -585,6 +586,70 @@ t.test('during: weekdays and a time of day in a named zone, daylight saving time
   ];
   for (const [value, message] of refused) t.match(OPERATOR_DEFINITIONS.during.checkValue(value), message, JSON.stringify(value));
   t.type(OPERATOR_DEFINITIONS.during.refusesValueFrom, 'string');
+});
+
+t.test('within: a date-time from `last` before the anchor to `next` after it, both ends included', async (t) => {
+  const anchor = '2026-12-31T00:00:00Z';
+  check(t, ['within'], [
+    [{ last: 'PT15M', of: anchor }, '2026-12-30T23:45:00Z', true],
+    [{ last: 'PT15M', of: anchor }, '2026-12-30T23:44:59.999Z', false],
+    [{ last: 'PT15M', of: anchor }, anchor, true],
+    [{ last: 'PT15M', of: anchor }, '2026-12-31T00:00:00.001Z', false],
+    [{ next: 'P7D', of: anchor }, '2027-01-07T00:00:00Z', true],
+    [{ next: 'P7D', of: anchor }, '2027-01-07T01:00:01+01:00', false],
+    [{ next: 'P7D', of: anchor }, '2026-12-30T23:59:59Z', false],
+    [{ last: 'P1W', next: 'PT1H', of: anchor }, '2026-12-24T00:00:00Z', true],
+    [{ last: 'P1W', next: 'PT1H', of: anchor }, '2026-12-31T00:30:00-00:30', true],
+    [{ last: 'P1DT12H', of: anchor }, '2026-12-29T12:00:00Z', true],
+    [{ last: 'P1DT12H', of: anchor }, '2026-12-29T11:59:59Z', false],
+    [{ last: 'PT90S', of: anchor }, '2026-12-30T23:58:30Z', true],
+    [{ last: 'PT15M', of: anchor }, '2026-12-30', false],
+    [{ last: 'PT15M', of: anchor }, 1798675200000, false],
+    [{ last: 'PT15M', of: anchor }, null, false],
+  ]);
+  const refused: [unknown, RegExp][] = [
+    ['PT15M', /needs a span such as/],
+    [{}, /needs 'last' or 'next'/],
+    [{ of: anchor }, /needs 'last' or 'next'/],
+    [{ last: '15m' }, /takes 'last' as an ISO 8601 duration/],
+    [{ next: 'P1M' }, /takes 'next' as an ISO 8601 duration/],
+    [{ last: 'P1Y' }, /ISO 8601 duration/],
+    [{ last: 'P' }, /ISO 8601 duration/],
+    [{ last: 'PT' }, /ISO 8601 duration/],
+    [{ last: 'P1DT' }, /ISO 8601 duration/],
+    [{ last: 'PT1.5H' }, /ISO 8601 duration/],
+    [{ last: 'P-1D' }, /ISO 8601 duration/],
+    [{ last: 'P100001D' }, /at most 100000 days/],
+    [{ last: 'PT99999999H' }, /at most 100000 days/],
+    [{ last: 15 }, /ISO 8601 duration/],
+    [{ last: 'PT1M', of: 'now' }, /takes 'of' as a date-time/],
+    [{ last: 'PT1M', around: 'PT1M' }, /not 'around'/],
+  ];
+  for (const [value, message] of refused) t.match(OPERATOR_DEFINITIONS.within.checkValue(value), message, JSON.stringify(value));
+  t.equal(OPERATOR_DEFINITIONS.within.checkValue({ last: 'P100000D', next: 'PT0S' }), undefined, 'the longest span, and an empty side');
+});
+
+t.test('within reads its anchor from value_from, or from the decision time, when its value has none', async (t) => {
+  const anchored = OPERATOR_DEFINITIONS.within.anchored!;
+  t.equal(anchored.defaultReference({ last: 'PT1M' }), 'context.time');
+  t.equal(anchored.defaultReference({ last: 'PT1M', of: '2026-12-31T00:00:00Z' }), undefined, 'an anchor written in the value needs no reference');
+  const lastMinute = anchored.relation({ last: 'PT1M' });
+  t.equal(lastMinute('2026-12-30T23:59:30Z', '2026-12-31T00:00:00Z'), true);
+  t.equal(lastMinute('2026-12-30T23:58:30Z', '2026-12-31T00:00:00Z'), false);
+  t.equal(lastMinute('2026-12-30T23:59:30Z', 'soon'), false, 'an anchor that is not a date-time relates nothing');
+  t.same(anchored.pin({ last: 'PT1M' }, '2026-12-31T00:00:00Z'), { last: 'PT1M', of: '2026-12-31T00:00:00Z' });
+  t.same(anchored.mirror({ last: 'PT1M' }), { next: 'PT1M' });
+  t.same(anchored.mirror({ last: 'PT1M', next: 'P2D' }), { last: 'P2D', next: 'PT1M' });
+  // Mirrored, the anchor and the tested value swap places and the condition says the same of both.
+  const spans = fc.record({ last: fc.option(fc.integer({ min: 0, max: 600 }), { nil: undefined }), next: fc.option(fc.integer({ min: 0, max: 600 }), { nil: undefined }) }).filter(({ last, next }) => last !== undefined || next !== undefined);
+  const instant = fc.integer({ min: 0, max: 2_000 }).map((seconds) => new Date(Date.UTC(2026, 0, 1) + seconds * 1000).toISOString());
+  fc.assert(
+    fc.property(spans, instant, instant, ({ last, next }, a, b) => {
+      const span = { ...(last !== undefined && { last: `PT${last}S` }), ...(next !== undefined && { next: `PT${next}S` }) };
+      return anchored.relation(span)(a, b) === anchored.relation(anchored.mirror(span))(b, a);
+    }),
+    { numRuns: 500 },
+  );
 });
 
 t.test('date-times are read as Date.parse reads RFC 3339, and only real calendar days', async (t) => {

@@ -38,12 +38,14 @@ function smallestBudget(planWithin: (maxLength: number) => Plan, enough: number,
   return fits;
 }
 
-/** What a reference to the principal adds to a condition once the plan writes the value it names. */
+/** What a reference to the principal adds to a condition once the plan writes the value it names (for `within`, as its anchor, `of`; the decision's time when it reads none). */
 function referredLength(condition: Condition, example: PlanCase): number {
+  const anchor = condition.operator === 'within' ? ',"of":'.length : 0;
+  if (anchor > 0 && condition.value_from === undefined) return (condition.value as { of?: string }).of === undefined ? anchor + JSON.stringify(new Date().toISOString()).length : 0;
   if (condition.value_from === undefined || !condition.value_from.startsWith('principal.')) return 0;
   const path = condition.value_from.slice('principal.'.length);
   const value = path === 'uri' ? example.principal.uri : example.principal.attributes[path.slice('attributes.'.length)];
-  return JSON.stringify(value ?? null).length;
+  return anchor + JSON.stringify(value ?? null).length;
 }
 
 /**

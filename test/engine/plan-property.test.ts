@@ -53,7 +53,7 @@ t.test(`plans select exactly what the engine allows (${RUNS} cases)`, async (t) 
     const snapshot = compile(example.policies, 1);
     const principal = { uri: example.principal.uri, attributes: new Map(Object.entries(example.principal.attributes)) };
     const known = { uri: undefined, attributes: new Map(Object.entries(example.known)) };
-    const asked = { action: example.action, actionAttributes: new Map(Object.entries(example.actionAttributes)), context: new Map(Object.entries(example.context)) };
+    const asked = { action: example.action, actionAttributes: new Map(Object.entries(example.actionAttributes)), context: new Map(Object.entries(example.context)), time: example.time };
     let result;
     try {
       result = plan(snapshot, { principal, resource: known, ...asked });

@@ -24,28 +24,33 @@ export function referencedValue(reference: string, request: DecisionRequest): un
   throw new Error(`not a reference: ${reference}`);
 }
 
-/**
- * docs/evaluation.md: a missing attribute makes any condition on it false, but `not_exists`; `exists` and
- * `not_exists` test only presence. A condition with `value_from` compares with the value it names
- * as if that value had been written as `value`: false when the check has none there, or one the
- * operator would refuse as a value (a number for `gt`, a list for `in`, a string for `startswith`).
- */
 /** The decision's time: the one the check was given, else the clock's, kept for the rest of the decision. */
 function decisionTime(request: DecisionRequest): string {
   request.time ??= new Date().toISOString();
   return request.time;
 }
 
+/**
+ * docs/evaluation.md: a missing attribute makes any condition on it false, but `not_exists`; `exists` and
+ * `not_exists` test only presence. A condition with `value_from` compares with the value it names
+ * as if that value had been written as `value` (for `within`, as its value's anchor `of`, the
+ * decision's time where neither is written): false when the check has none there, or one the
+ * operator would refuse as a value (a number for `gt`, a list for `in`, a string for `startswith`).
+ */
 export function conditionHolds(condition: Pick<Condition, 'path' | 'operator' | 'value' | 'value_from'>, entity: ResolvedEntity, request?: DecisionRequest): boolean {
   const value =
     condition.path === 'name' ? (entity.uri ?? MISSING) : condition.path === 'time' ? (request === undefined ? MISSING : decisionTime(request)) : compileLookup(condition.path)(entity);
   if (condition.operator === 'exists') return value !== MISSING;
   if (condition.operator === 'not_exists') return value === MISSING;
   if (value === MISSING) return false;
-  if (condition.value_from === undefined) return OPERATOR_DEFINITIONS[condition.operator].build(condition.value)(value);
-  const other = referencedValue(condition.value_from, request ?? { principal: entity, resource: entity, action: '' });
-  if (other === MISSING || OPERATOR_DEFINITIONS[condition.operator].checkValue(other) !== undefined) return false;
-  return OPERATOR_DEFINITIONS[condition.operator].build(other)(value);
+  const definition = OPERATOR_DEFINITIONS[condition.operator];
+  // `within` with no anchor in its value reads one: its value_from, or the decision's time.
+  const reference = condition.value_from ?? (condition.operator === 'within' && (condition.value as { of?: string }).of === undefined ? 'context.time' : undefined);
+  if (reference === undefined) return definition.build(condition.value)(value);
+  const other = referencedValue(reference, request ?? { principal: entity, resource: entity, action: '' });
+  const written = condition.operator === 'within' ? { ...(condition.value as object), of: other } : other;
+  if (other === MISSING || definition.checkValue(written) !== undefined) return false;
+  return definition.build(written)(value);
 }
 
 /**

@@ -34,6 +34,11 @@ type Part = 'principal' | 'resource' | 'action' | 'context';
 const pathOf = (part: Part) =>
   part === 'action' ? fc.oneof(attributePath, fc.constant('name')) : part === 'context' ? attributePath : fc.oneof({ arbitrary: attributePath, weight: 4 }, { arbitrary: fc.constant('uri'), weight: 1 });
 
+/** What `within` takes: a span, anchored (or not) on a date-time the checks' values are near. */
+const SPAN = fc.constantFrom<unknown>({ last: 'PT30M' }, { next: 'P1D' }, { last: 'PT30M', of: '2026-11-28T12:00:00Z' });
+/** A span whose anchor the condition's `value_from` reads. */
+const RELATION_SPAN = fc.constantFrom<unknown>({ last: 'PT30M' }, { next: 'P1D' }, { last: 'P1D', next: 'PT30M' });
+
 function constantFor(operator: Operator): fc.Arbitrary<unknown> {
   if (operator === 'in' || operator === 'not_in') return fc.array(value, { maxLength: 3 });
   if (['gt', '>', 'gte', '>=', 'lt', '<', 'lte', '<='].includes(operator)) return fc.constantFrom(0, 1, 2);
@@ -42,6 +47,7 @@ function constantFor(operator: Operator): fc.Arbitrary<unknown> {
   if (operator === 'in_cidr' || operator === 'not_in_cidr') return fc.constantFrom<unknown>('10.0.0.0/8', ['10.0.0.0/8', '2001:db8::/32']);
   if (operator === 'before' || operator === 'after') return fc.constantFrom('2026-11-28T12:00:00Z', '2026-11-28T13:00:00+01:00');
   if (operator === 'during') return fc.constant({ zone: 'UTC', days: ['sat'] });
+  if (operator === 'within') return SPAN;
   return value;
 }
 
@@ -52,7 +58,8 @@ const conditionOf = (part: Part): fc.Arbitrary<Condition> =>
     if (!relational || OPERATOR_DEFINITIONS[operator].refusesValueFrom !== undefined) return constantFor(operator).map((chosen) => ({ path, operator, value: chosen }));
     return fc
       .constantFrom<Part>('principal', 'resource', 'action', 'context')
-      .chain((target) => pathOf(target).map((targetPath) => ({ path, operator, value_from: `${target}.${targetPath}` })));
+      .chain((target) => pathOf(target).map((targetPath) => ({ path, operator, value_from: `${target}.${targetPath}` })))
+      .chain((relation) => (operator === 'within' ? RELATION_SPAN.map((span) => ({ ...relation, value: span })) : fc.constant(relation)));
   });
 
 const rule = fc.record(
@@ -91,9 +98,11 @@ const request: fc.Arbitrary<DecisionRequest> = fc
     action: fc.constantFrom(...ACTIONS),
     actionAttributes: maybeAttributes,
     context: maybeAttributes,
+    // Near the date-time among VALUES, so that spans around the decision's time both hold and fail.
+    time: fc.constantFrom('2026-11-28T12:00:00Z', '2026-11-28T12:20:00Z', '2026-11-29T11:00:00Z'),
   })
   .map((drawn) => {
-    const asked: DecisionRequest = { principal: drawn.principal, resource: drawn.resource, action: drawn.action };
+    const asked: DecisionRequest = { principal: drawn.principal, resource: drawn.resource, action: drawn.action, time: drawn.time };
     if (drawn.actionAttributes !== undefined) asked.actionAttributes = drawn.actionAttributes;
     if (drawn.context !== undefined) asked.context = drawn.context;
     return asked;

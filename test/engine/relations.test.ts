@@ -22,11 +22,12 @@ const entity = (attributes: Record<string, unknown> = {}, uri?: string) => ({ ur
 
 t.test('every operator relates every pair of values of any two types as the documented reading does', async (t) => {
   // Values of every JSON type, and strings that other conversions would read as numbers or booleans.
-  const values: unknown[] = [0, 1, 5, -2.5, '5', '1', '', '0', 'x', 'xy', '10.1.2.3', '10.0.0.0/8', true, false, null, [], [1], ['5'], ['x', 1], ['10.0.0.0/8'], {}, { k: 1 }];
+  const values: unknown[] = [0, 1, 5, -2.5, '5', '1', '', '0', 'x', 'xy', '10.1.2.3', '10.0.0.0/8', '2026-11-28T12:00:00Z', '2026-11-28T12:30:00+01:00', true, false, null, [], [1], ['5'], ['x', 1], ['10.0.0.0/8'], {}, { k: 1 }];
   let checked = 0;
-  // Every operator that takes a value_from: the others' are refused when the policy is written.
+  // Every operator that takes a value_from: the others' are refused when the policy is written. `within` takes its span as the value.
   for (const operator of OPERATORS.filter((each) => OPERATOR_DEFINITIONS[each].refusesValueFrom === undefined)) {
-    const condition = { path: 'attributes.a', operator, value_from: 'principal.attributes.b' } as Condition;
+    const span = OPERATOR_DEFINITIONS[operator].anchored === undefined ? {} : { value: { last: 'PT30M' } };
+    const condition = { path: 'attributes.a', operator, ...span, value_from: 'principal.attributes.b' } as Condition;
     const snapshot = compile([{ ...policyOf({ resource_conditions: [condition] }), default_effect: 'deny' }], 1);
     for (const a of values) {
       for (const b of values) {

@@ -16,6 +16,9 @@ import type { MongoFilterOptions } from '../../src/engine/mongodb-filter.js';
  */
 
 const SCALARS = [0, 1, 2, 1.5, -1, '', 'a', 'ab', 'ba', 'b', 'A', 'a\n', 'x.y', '$a', 'é', '😀', '10.1.2.3', '2001:db8::1', '2026-11-28T12:00:00Z', true, false, null];
+/** The times plans and checks are decided at, and date-times around them and the spans `within` takes. */
+const DECISION_TIMES = ['2026-11-28T12:00:00Z', '2026-11-28T12:30:00+01:00', '2026-11-29T11:59:59Z'];
+const DATE_TIMES = [...DECISION_TIMES, '2026-11-27T12:00:00Z', '2026-11-28T11:30:00Z', '2026-11-28T13:00:00.001Z', '2026-12-05T12:00:00Z'];
 const SUBKEYS = ['k', 'j', 'city', '0'];
 
 const scalar = fc.constantFrom(...SCALARS);
@@ -84,10 +87,15 @@ function conditionValue(operator: Operator, values: fc.Arbitrary<unknown>): fc.A
       return fc.constantFrom('2026-11-28T12:00:00Z', '2026-11-28T13:00:00+01:00', '2000-01-01T00:00:00Z');
     case 'during':
       return fc.constantFrom<unknown>({ zone: 'UTC', days: ['sat'] }, { zone: 'Europe/Berlin', from: '09:00', to: '18:00' });
+    case 'within':
+      return fc.oneof(SPANS, SPANS.map((span) => ({ ...span, of: '2026-11-28T12:00:00Z' })));
     default:
       return values;
   }
 }
+
+/** Spans `within` takes, around the checks' times (see the date-times the resources hold). */
+const SPANS = fc.constantFrom<{ last?: string; next?: string }>({ last: 'P1D' }, { next: 'PT1H' }, { last: 'PT30M', next: 'P7D' });
 
 const condition = (paths: string[], values: fc.Arbitrary<unknown>): fc.Arbitrary<Condition> =>
   fc
@@ -108,20 +116,17 @@ const REFERENCES = [
   ...RESOURCE_PATHS.map((path) => `resource.${path}`),
 ];
 
+/** A condition with `value_from`, and with a span for `within`, whose value says how it relates to what the reference reads. */
+const relating = (paths: readonly string[], references: readonly string[]): fc.Arbitrary<Condition> =>
+  fc
+    .record({ path: fc.constantFrom(...paths), operator: fc.constantFrom(...RELATING_OPERATORS), value_from: fc.constantFrom(...references) })
+    .chain((relation) => (OPERATOR_DEFINITIONS[relation.operator].anchored === undefined ? fc.constant(relation) : SPANS.map((value) => ({ ...relation, value }))));
+
 /** A resource condition with `value_from` (never a presence operator, which takes none). */
-const relation: fc.Arbitrary<Condition> = fc.record({
-  path: fc.constantFrom(...RESOURCE_PATHS),
-  operator: fc.constantFrom(...RELATING_OPERATORS),
-  value_from: fc.constantFrom(...REFERENCES),
-});
+const relation: fc.Arbitrary<Condition> = relating(RESOURCE_PATHS, REFERENCES);
 
 /** A principal, action or context condition with `value_from` naming the resource: the resource is open in a plan. */
-const readsResource = (paths: string[]): fc.Arbitrary<Condition> =>
-  fc.record({
-    path: fc.constantFrom(...paths),
-    operator: fc.constantFrom(...RELATING_OPERATORS),
-    value_from: fc.constantFrom(...RESOURCE_PATHS.map((path) => `resource.${path}`)),
-  });
+const readsResource = (paths: string[]): fc.Arbitrary<Condition> => relating(paths, RESOURCE_PATHS.map((path) => `resource.${path}`));
 
 /** Conditions of the action or the context on the values the checks carry. */
 const actionCondition = fc.oneof(
@@ -296,8 +301,10 @@ function aimedAttributes(policies: readonly Policy[]): Record<string, unknown>[]
     for (const near of values.flatMap(nearValues)) aimed.push(...holding(path, near));
   };
   const rules = policies.flatMap((policy) => policy.rules.map((rule) => ({ rule, policy })));
-  for (const { path, value, value_from } of rules.flatMap(({ rule, policy }) => flatConditions(rule.resource_conditions, policy))) {
-    if (path === 'uri' || value_from !== undefined) continue;
+  for (const { path, operator, value, value_from } of rules.flatMap(({ rule, policy }) => flatConditions(rule.resource_conditions, policy))) {
+    if (path === 'uri') continue;
+    if (operator === 'within') aim(path, DATE_TIMES);
+    if (value_from !== undefined || operator === 'within') continue;
     // A presence condition has no value: any value there makes it present.
     aim(path, value === undefined ? ['a', null] : Array.isArray(value) ? [value, ...value] : [value]);
   }
@@ -364,6 +371,8 @@ export interface PlanCase {
   /** The action's attributes and the context the plan is asked with. */
   actionAttributes: Record<string, unknown>;
   context: Record<string, unknown>;
+  /** The decision's time. */
+  time: string;
   known: Record<string, unknown>;
   resources: ResourceDocument[];
   layout: MongoFilterOptions;
@@ -380,6 +389,7 @@ export const planCase: fc.Arbitrary<PlanCase> = policies
       action,
       actionAttributes: attributes(['soft', 'level'], fc.constantFrom(true, false, 0, 1, 2, 'a')),
       context: attributes(['level', 'tags'], fc.constantFrom(0, 1, 2, 'a', ['a'], 'ab')),
+      time: fc.constantFrom(...DECISION_TIMES),
       known: knownAttributes,
       resources: resourcesFor(drawn),
       layout: layouts,
@@ -424,7 +434,7 @@ export function treeHolds(tree: ConditionTree, resource: ResolvedEntity): boolea
  * its own value to the resource by such an operator.
  */
 /** Whether a plan's MongoDB filter was refused, as documented, for a condition whose operator MongoDB cannot state. */
-export const noExactFilterAsDocumented = (unsupported: string) => /^condition .* ((not_)?(matches|in_cidr)|before|after|during) .* has no exact MongoDB filter: /.test(unsupported);
+export const noExactFilterAsDocumented = (unsupported: string) => /^condition .* ((not_)?(matches|in_cidr)|before|after|during|within) .* has no exact MongoDB filter: /.test(unsupported);
 
 export function unstatableAsDocumented(error: unknown, knownCount: number): boolean {
   if (!(error instanceof PlanUnstatable)) return false;

@@ -425,6 +425,7 @@ const DECIDED_BY_ACTION_AND_CONTEXT: PlanCase = {
   action: 'read',
   actionAttributes: { soft: true },
   context: { level: 1 },
+  time: '2026-11-28T12:00:00Z',
   known: {},
   resources: [{ uri: 'doc:1', attributes: { a: 'a' } }],
   layout: { attributesPrefix: 'attributes.', uriField: 'uri' },

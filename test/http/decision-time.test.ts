@@ -83,3 +83,51 @@ t.test('an operator tries a check at another time: explained, decided at that ti
   const guarded = await emptyServer(t, { adminAuthRequired: true, adminApiKey: 'k'.repeat(32) });
   t.equal((await guarded.call('POST', '/admin/check-at', { check: CHECK, time: '2026-11-27T08:30:00Z' })).status, 401, 'without a key: 401');
 });
+
+t.test('within: a span around the decision time or another value of the check; explained with the anchor read, pinned in a plan, refused when it is not one', async (t) => {
+  const server = await emptyServer(t);
+  // A fresh sign-in: within the last 15 minutes of the decision's time.
+  const fresh = timed({ path: 'attributes.signed_in', operator: 'within', value: { last: 'PT15M' } }, 'principal_conditions');
+  t.equal((await server.call('POST', '/admin/policies', fresh)).status, 200);
+  const signedIn = (at: string) => ({ ...CHECK, principal: { attributes: { signed_in: at } } });
+  await decides(t, server, signedIn(new Date(Date.now() - 60_000).toISOString()), ALLOWED, '/check', 'a minute ago');
+  await decides(t, server, signedIn(new Date(Date.now() - 3_600_000).toISOString()), DENIED, '/check', 'an hour ago');
+  const at = (check: unknown, time: string) => server.call('POST', '/admin/check-at', { check, time });
+  const late = await at(signedIn('2026-11-27T08:00:00Z'), '2026-11-27T08:15:00.001Z');
+  t.same([late.status, late.body.allowed], [200, false], 'a millisecond past the span');
+  t.same(
+    late.body.explain.policies[0].rules[0].failed,
+    { side: 'principal', path: 'attributes.signed_in', operator: 'within', value_from: 'context.time', expected: { last: 'PT15M', of: '2026-11-27T08:15:00.001Z' }, actual: '2026-11-27T08:00:00Z' },
+    'the explanation shows the span with the time it was measured from',
+  );
+  t.equal((await at(signedIn('2026-11-27T08:00:00Z'), '2026-11-27T08:15:00Z')).body.allowed, true, 'both ends are in the span');
+
+  // A document may be edited up to a day before it expires: the anchor is a value of the resource.
+  const beforeExpiry = timed({ path: 'time', operator: 'within', value: { last: 'P1D' }, value_from: 'resource.attributes.expires' });
+  t.equal((await server.call('PUT', '/admin/policies/timed', beforeExpiry)).status, 200);
+  const expiring = (expires: string) => ({ ...CHECK, resource: { attributes: { expires } } });
+  t.equal((await at(expiring('2026-11-28T00:00:00Z'), '2026-11-27T12:00:00Z')).body.allowed, true, 'twelve hours before expiry');
+  t.equal((await at(expiring('2026-11-29T00:00:00Z'), '2026-11-27T12:00:00Z')).body.allowed, false, 'a day and a half before');
+  t.equal((await at(expiring('2026-11-27T00:00:00Z'), '2026-11-27T12:00:00Z')).body.allowed, false, 'after expiry');
+  const stored = await server.call('GET', '/admin/policies/timed');
+  t.same(stored.body.rules[0].context_conditions, [{ path: 'time', operator: 'within', value: { last: 'P1D' }, value_from: 'resource.attributes.expires' }], 'stored and answered with both its span and its reference');
+
+  // In a plan the time is known: the condition turns to the expiry's own span around it.
+  const planned = await server.call('POST', '/plan', { principal: { attributes: { a: 1 } }, action: 'read' });
+  t.equal(planned.status, 200);
+  t.same([planned.body.condition.path, planned.body.condition.operator, planned.body.condition.value.next], ['attributes.expires', 'within', 'P1D']);
+  t.match(planned.body.condition.value.of, /^\d{4}-\d\d-\d\dT/, 'the decision time as the anchor');
+  t.match(planned.body.reason, /attributes.expires within .* has no exact MongoDB filter: MongoDB compares date-times held as text as text/);
+
+  for (const [condition, message] of [
+    [{ path: 'time', operator: 'within', value: { last: 'P1M' } }, /takes 'last' as an ISO 8601 duration/],
+    [{ path: 'time', operator: 'within', value: 'PT15M' }, /needs a span such as/],
+    [{ path: 'time', operator: 'within', value_from: 'resource.attributes.expires' }, /needs a span such as/],
+    [{ path: 'time', operator: 'within', value: { last: 'P1D', of: '2026-11-28T00:00:00Z' }, value_from: 'resource.attributes.expires' }, /takes its anchor from 'value_from' or from its value's 'of', not both/],
+    [{ path: 'time', operator: 'before', value: '2026-11-28T00:00:00Z', value_from: 'resource.attributes.expires' }, /give either 'value' or 'value_from', not both/],
+  ] as const) {
+    const refused = await server.call('POST', '/admin/policies', { ...timed(condition), name: 'refused' });
+    t.equal(refused.status, 422, JSON.stringify(condition));
+    t.match(refused.body.detail[0].msg, message);
+  }
+});

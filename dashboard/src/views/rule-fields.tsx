@@ -1,6 +1,6 @@
 /** One rule of the policy editor: name, effect, actions and both lists of conditions. */
 import { SelectField, TextArea, TextField } from '../components.js';
-import { COMPARED_WITH, EFFECTS, emptyCondition, SIDES, takesNoValue, type RuleDraft, type Side } from '../policy-draft.js';
+import { COMPARED_WITH, EFFECTS, emptyCondition, SIDES, takesNoValue, takesValueWithReference, type RuleDraft, type Side } from '../policy-draft.js';
 import { useFirstOperator, useOperatorStyle } from '../access.js';
 import { operatorChoices } from '../operator-style.js';
 
@@ -137,9 +137,9 @@ export function RuleFields({ index, rule, errors, onChange, onRemove }: RuleFiel
                       options={COMPARED_WITH}
                     />
                   )}
-                  {!takesNoValue(condition.operator) && condition.comparedWith === 'value' && (
+                  {!takesNoValue(condition.operator) && (condition.comparedWith === 'value' || takesValueWithReference(condition.operator)) && (
                     <TextField
-                      label="Value (JSON)"
+                      label={takesValueWithReference(condition.operator) ? 'Span (JSON)' : 'Value (JSON)'}
                       mono
                       value={condition.value}
                       onValue={(value) => setCondition(side, position, { value })}

@@ -66,7 +66,7 @@ function impossibleRelation(condition: CompiledCondition): string | undefined {
 
 /** Why the rule's conditions on the action's name hold for none of the actions it names (the only ones it is ever looked at for), if they do not. */
 function noActionNamed(rule: Rule, conditions: readonly CompiledCondition[], checking: Checking): string | undefined {
-  const onName = conditions.filter(({ source }) => source.path === 'name' && source.value_from === undefined);
+  const onName = conditions.filter(({ source, reference }) => source.path === 'name' && reference === undefined);
   if (onName.length === 0) return undefined;
   checking.step(rule.actions.length * onName.length);
   if (rule.actions.some((action) => onName.every((condition) => !condition.holdsWhenMissing && condition.test(action)))) return undefined;

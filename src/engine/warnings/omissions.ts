@@ -64,7 +64,8 @@ function closingRule({ rule, sides }: CompiledRuleConditions, side: SideKey, pat
       .map(({ source }) => {
         if (isSetReference(source)) return { set: source.set };
         if (!('path' in source)) return source;
-        return source.value_from === undefined ? { path: source.path, operator: source.operator, value: source.value } : { path: source.path, operator: source.operator, value_from: source.value_from };
+        const { path: conditionPath, operator, value, value_from } = source;
+        return { path: conditionPath, operator, ...(value !== undefined && { value }), ...(value_from !== undefined && { value_from }) };
       });
     return each === side ? [...kept, { path, operator: 'not_exists' }] : kept;
   };
