@@ -25,6 +25,7 @@ import { whoamiRoutes } from './whoami.js';
 import { minRevisionCheck } from './min-revision.js';
 import { revisionOnEveryAnswer, type ServedRevision } from './revision.js';
 import { liveRoutes } from './live.js';
+import { changeRoutes } from './changes.js';
 import { lazyRequestLogger } from './request-logger.js';
 import { requestIds } from './request-ids.js';
 
@@ -110,6 +111,7 @@ export async function buildServer(config: Config, services: Services): Promise<F
     await admin.register(auditRoutes, { context });
     await admin.register(whoamiRoutes, { operatorStyle: config.operatorStyle, policyFiles: config.policiesDir === '' ? null : config.policiesDir });
     await admin.register(liveRoutes, { window: services.liveWindow, counters: services.live });
+    await admin.register(changeRoutes, { feed: services.changes });
     if (config.registryEnabled) await admin.register(registryRoutes, { context });
   });
   await app.ready();

@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { LRUCache } from 'lru-cache';
 import type { Store } from '../store/store.js';
@@ -10,9 +11,10 @@ const UNREGISTERED: ReadonlyMap<string, unknown> = new Map();
 /**
  * Registered attributes by uri, kept in the front process so that checks naming a uri do not
  * touch the store. Bounded (least recently used entries go first) for registries larger than
- * memory; a miss falls back to the store. Every registry write invalidates its uri.
+ * memory; a miss falls back to the store. Every registry write invalidates its uri. Emits
+ * `invalidated` (the uri) and `cleared` for the decision change feed (see ChangeFeed).
  */
-export class EntityAttributeCache {
+export class EntityAttributeCache extends EventEmitter<{ invalidated: [uri: string]; cleared: [] }> {
   /**
    * Made by the first entry stored: LRUCache allocates its slots for every entry up front, which
    * costs a start whose registry is empty about 9 ms (at 100k entries, the default).
@@ -25,7 +27,10 @@ export class EntityAttributeCache {
   constructor(
     private readonly store: Store,
     private readonly maxEntries: number,
-  ) {}
+  ) {
+    super();
+    this.setMaxListeners(0);
+  }
 
   /** Synchronous on a hit; a promise only when the store must be read. */
   readonly lookup: RegisteredAttributes = (uri) => {
@@ -67,12 +72,14 @@ export class EntityAttributeCache {
   invalidate(uri: string): void {
     this.generation++;
     this.entries?.delete(uri);
+    this.emit('invalidated', uri);
   }
 
   /** Forgets everything (the change feed lost track); entries are read again from the store. */
   clear(): void {
     this.generation++;
     this.entries?.clear();
+    this.emit('cleared');
   }
 
   private async load(uri: string): Promise<ReadonlyMap<string, unknown> | undefined> {

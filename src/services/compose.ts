@@ -1,3 +1,4 @@
+import { ChangeFeed } from './change-feed.js';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config/config.js';
 import { openStore } from '../store/open.js';
@@ -55,6 +56,8 @@ export interface Services {
   evaluation: string;
   /** The admin keys when admin authentication is on. */
   adminKeys: KeyRing | undefined;
+  /** What changes this process's decisions, for clients that cache them (GET /admin/changes). */
+  changes: ChangeFeed;
   /** Starts the work that runs beside requests (following the store, the live window, audit retention, ...), logging to `log`. */
   start(log: FastifyBaseLogger): void;
   /** Stops it all and closes the store. */
@@ -122,6 +125,7 @@ export async function composeServices(config: Config, substitutes: Substitutes =
   const checks = new CheckService(snapshots, registered, config.maxAnswerSize, decisions, schemas);
   const plans = new PlanService(snapshots, registered, config, bulk, schemas);
   const registry = new RegistryService(store, (uri) => entities.invalidate(uri), schemas, checkedAgainst);
+  const changes = new ChangeFeed(snapshots, entities);
 
   return {
     store,
@@ -149,11 +153,13 @@ export async function composeServices(config: Config, substitutes: Substitutes =
     pool: bulk && placement.poolMinimumBodyLength !== undefined ? { bulk, minimumBodyLength: placement.poolMinimumBodyLength, placement: measuredPlacement } : undefined,
     evaluation: placement.description,
     adminKeys,
+    changes,
     start: (log) => {
       stopBackgroundWork = startBackgroundWork({ config, store, snapshots, entities, feed, metrics, live, liveWindow, policyFiles }, log);
     },
     close: async () => {
       readiness.beginShutdown();
+      changes.close();
       entities.close();
       await stopBackgroundWork();
       await bulk?.close();

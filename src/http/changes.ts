@@ -1,0 +1,58 @@
+import type { FastifyPluginAsync } from 'fastify';
+import { UnavailableError } from '../errors.js';
+import { HEARTBEAT_MILLIS, MAX_URIS_PER_LINE, type ChangeFeed } from '../services/change-feed.js';
+import { API_KEY_SECURITY } from './admin-auth.js';
+import { ERROR_RESPONSES } from './responses.js';
+
+/** Feeds open at once, per process: each is a socket and a line per change. */
+export const MAX_FEED_SUBSCRIBERS = 64;
+/** What a feed may hold unsent for a reader that does not read: past it, the feed is closed (the reader reconnects, and starts over). */
+const MAX_UNSENT_BYTES = 1 << 20;
+
+/**
+ * `GET /admin/changes`: the decision change feed, a long-lived stream of JSON lines (see ChangeLine)
+ * for clients that cache decisions. The caller registers it behind the admin key check (a `read` key
+ * may follow it): entity uris are the registry's.
+ */
+export const changeRoutes: FastifyPluginAsync<{ feed: ChangeFeed }> = async (app, { feed }) => {
+  const open = new Set<() => void>();
+  // A stream never ends by itself: closing the server ends them, or it would wait on them.
+  app.addHook('preClose', (done) => {
+    for (const end of open) end();
+    done();
+  });
+  app.get('/admin/changes', {
+    schema: {
+      tags: ['operations'],
+      security: API_KEY_SECURITY,
+      summary: 'Follow what changes decisions: policy revisions and registered entities, as a stream of JSON lines',
+      description:
+        'An `application/x-ndjson` stream that stays open. The first line is `{"at": <ms>, "revision": N}`, the revision this process decides by; ' +
+        'then a line `{"at", "revision"}` each time that changes (policy and schema writes), `{"at", "entities": [<uri>, ...]}` when registered ' +
+        `entities change (\`"entities": "all"\` when the process forgot them all, or more than ${MAX_URIS_PER_LINE} changed at once), and ` +
+        `\`{"at"}\` every ${HEARTBEAT_MILLIS} ms when nothing did. A reader that falls 1 MiB behind is cut off. ` +
+        `At most ${MAX_FEED_SUBSCRIBERS} feeds per process: 503 beyond.`,
+      response: ERROR_RESPONSES,
+    },
+    handler: (request, reply) => {
+      if (feed.subscriberCount >= MAX_FEED_SUBSCRIBERS) {
+        throw new UnavailableError(`This process already serves ${MAX_FEED_SUBSCRIBERS} change feeds; close one, or follow another process`);
+      }
+      reply.hijack();
+      const socket = reply.raw;
+      // `connection: close`: the connection ends with the stream, so that a closing server waits for neither.
+      socket.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store', connection: 'close', 'x-request-id': String(request.id) });
+      const end = () => {
+        unsubscribe();
+        open.delete(end);
+        socket.end();
+      };
+      const unsubscribe = feed.subscribe((line) => {
+        if (socket.writableLength > MAX_UNSENT_BYTES) return end();
+        socket.write(line);
+      });
+      open.add(end);
+      socket.on('close', end);
+    },
+  });
+};

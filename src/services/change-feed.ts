@@ -1,0 +1,102 @@
+import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
+import type { EntityAttributeCache } from '../registry/entity-cache.js';
+
+/**
+ * One line of the decision change feed (`GET /admin/changes`), as JSON: what a client that caches
+ * decisions needs to drop exactly those a change may alter.
+ *
+ * - `revision`: this process now decides by that policy revision (a schema write is one too);
+ * - `entities`: the registered entities of those uris changed, or `"all"` when the process forgot
+ *   every one it held (its store feed was lost) or more changed at once than a line names;
+ * - `at`: when the process knew, in milliseconds since 1970 (every line has it; a line with
+ *   nothing else is a heartbeat).
+ */
+export type ChangeLine = { at: number; revision?: number; entities?: string[] | 'all' };
+
+export type ChangeSubscriber = (line: string) => void;
+
+/** The most uris one line names: more changed in one turn of the event loop make `"all"`. */
+export const MAX_URIS_PER_LINE = 1000;
+/** How often a line is sent when nothing changed: a client that hears nothing for three of these takes the feed for lost. */
+export const HEARTBEAT_MILLIS = 2000;
+
+/**
+ * Publishes what changes this process's decisions to the feed's subscribers: the policy revision it
+ * serves and the registered entities it forgot. Entity changes of one turn of the event loop go out
+ * as one line (a bulk registration is one line, not thousands).
+ */
+export class ChangeFeed {
+  private readonly subscribers = new Set<ChangeSubscriber>();
+  private pendingUris = new Set<string>();
+  private allEntities = false;
+  private flushScheduled = false;
+  private heartbeat: NodeJS.Timeout | undefined;
+  private readonly stopWatching: () => void;
+
+  constructor(
+    private readonly snapshots: PolicySnapshots,
+    entities: EntityAttributeCache,
+  ) {
+    const published = () => this.send({ at: Date.now(), revision: this.snapshots.current.revision });
+    const invalidated = (uri: string) => this.entityChanged(uri);
+    const cleared = () => this.entityChanged(undefined);
+    snapshots.on('published', published);
+    entities.on('invalidated', invalidated);
+    entities.on('cleared', cleared);
+    this.stopWatching = () => {
+      snapshots.off('published', published);
+      entities.off('invalidated', invalidated);
+      entities.off('cleared', cleared);
+    };
+  }
+
+  get subscriberCount(): number {
+    return this.subscribers.size;
+  }
+
+  /** Adds a subscriber, which is sent the revision served now at once; returns what removes it. */
+  subscribe(subscriber: ChangeSubscriber): () => void {
+    this.subscribers.add(subscriber);
+    subscriber(lineOf({ at: Date.now(), revision: this.snapshots.current.revision }));
+    this.heartbeat ??= setInterval(() => this.send({ at: Date.now() }), HEARTBEAT_MILLIS).unref();
+    return () => {
+      this.subscribers.delete(subscriber);
+      if (this.subscribers.size === 0) {
+        clearInterval(this.heartbeat);
+        this.heartbeat = undefined;
+      }
+    };
+  }
+
+  close(): void {
+    this.stopWatching();
+    clearInterval(this.heartbeat);
+    this.subscribers.clear();
+  }
+
+  /** A registered entity changed (undefined: all of them may have). */
+  private entityChanged(uri: string | undefined): void {
+    if (this.subscribers.size === 0) return;
+    if (uri === undefined || this.pendingUris.size >= MAX_URIS_PER_LINE) {
+      this.allEntities = true;
+      this.pendingUris.clear();
+    } else if (!this.allEntities) this.pendingUris.add(uri);
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    setImmediate(() => {
+      this.flushScheduled = false;
+      const entities = this.allEntities ? 'all' : [...this.pendingUris];
+      this.allEntities = false;
+      this.pendingUris = new Set();
+      this.send({ at: Date.now(), entities });
+    });
+  }
+
+  private send(line: ChangeLine): void {
+    if (this.subscribers.size === 0) return;
+    const text = lineOf(line);
+    for (const subscriber of this.subscribers) subscriber(text);
+  }
+}
+
+const lineOf = (line: ChangeLine) => `${JSON.stringify(line)}\n`;
