@@ -27,8 +27,9 @@ export const changeRoutes: FastifyPluginAsync<{ feed: ChangeFeed }> = async (app
       security: API_KEY_SECURITY,
       summary: 'Follow what changes decisions: policy revisions and registered entities, as a stream of JSON lines',
       description:
-        'An `application/x-ndjson` stream that stays open. The first line is `{"at": <ms>, "revision": N}`, the revision this process decides by; ' +
-        'then a line `{"at", "revision"}` each time that changes (policy and schema writes), `{"at", "entities": [<uri>, ...]}` when registered ' +
+        'An `application/x-ndjson` stream that stays open. The first line is `{"at": <ms>, "revision": N, "time_dependent": <boolean>}`: the revision ' +
+        "this process decides by, and whether its policies read the decision's time (then decisions change as time passes, and none may be kept); " +
+        'then a line like it each time that changes (policy and schema writes), `{"at", "entities": [<uri>, ...]}` when registered ' +
         `entities change (\`"entities": "all"\` when the process forgot them all, or more than ${MAX_URIS_PER_LINE} changed at once), and ` +
         `\`{"at"}\` every ${HEARTBEAT_MILLIS} ms when nothing did. A reader that falls 1 MiB behind is cut off. ` +
         `At most ${MAX_FEED_SUBSCRIBERS} feeds per process: 503 beyond.`,

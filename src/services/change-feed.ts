@@ -1,17 +1,20 @@
 import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
+import type { Snapshot } from '../engine/compile.js';
+import { readsDecisionTime } from '../engine/reads-time.js';
 import type { EntityAttributeCache } from '../registry/entity-cache.js';
 
 /**
  * One line of the decision change feed (`GET /admin/changes`), as JSON: what a client that caches
  * decisions needs to drop exactly those a change may alter.
  *
- * - `revision`: this process now decides by that policy revision (a schema write is one too);
+ * - `revision`: this process now decides by that policy revision (a schema write is one too), and
+ *   `time_dependent`: whether its policies read the decision's time (then no decision may be kept);
  * - `entities`: the registered entities of those uris changed, or `"all"` when the process forgot
  *   every one it held (its store feed was lost) or more changed at once than a line names;
  * - `at`: when the process knew, in milliseconds since 1970 (every line has it; a line with
  *   nothing else is a heartbeat).
  */
-export type ChangeLine = { at: number; revision?: number; entities?: string[] | 'all' };
+export type ChangeLine = { at: number; revision?: number; time_dependent?: boolean; entities?: string[] | 'all' };
 
 export type ChangeSubscriber = (line: string) => void;
 
@@ -37,7 +40,7 @@ export class ChangeFeed {
     private readonly snapshots: PolicySnapshots,
     entities: EntityAttributeCache,
   ) {
-    const published = () => this.send({ at: Date.now(), revision: this.snapshots.current.revision });
+    const published = () => this.send(this.revisionLine());
     const invalidated = (uri: string) => this.entityChanged(uri);
     const cleared = () => this.entityChanged(undefined);
     snapshots.on('published', published);
@@ -57,7 +60,7 @@ export class ChangeFeed {
   /** Adds a subscriber, which is sent the revision served now at once; returns what removes it. */
   subscribe(subscriber: ChangeSubscriber): () => void {
     this.subscribers.add(subscriber);
-    subscriber(lineOf({ at: Date.now(), revision: this.snapshots.current.revision }));
+    subscriber(lineOf(this.revisionLine()));
     this.heartbeat ??= setInterval(() => this.send({ at: Date.now() }), HEARTBEAT_MILLIS).unref();
     return () => {
       this.subscribers.delete(subscriber);
@@ -72,6 +75,13 @@ export class ChangeFeed {
     this.stopWatching();
     clearInterval(this.heartbeat);
     this.subscribers.clear();
+  }
+
+  private revisionLine(): ChangeLine {
+    const snapshot = this.snapshots.current;
+    let timeDependent = readsTime.get(snapshot);
+    if (timeDependent === undefined) readsTime.set(snapshot, (timeDependent = readsDecisionTime(snapshot.policies)));
+    return { at: Date.now(), revision: snapshot.revision, time_dependent: timeDependent };
   }
 
   /** A registered entity changed (undefined: all of them may have). */
@@ -100,3 +110,6 @@ export class ChangeFeed {
 }
 
 const lineOf = (line: ChangeLine) => `${JSON.stringify(line)}\n`;
+
+/** Whether each snapshot's policies read the decision's time, found once per snapshot. */
+const readsTime = new WeakMap<Snapshot, boolean>();

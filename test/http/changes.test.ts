@@ -53,7 +53,8 @@ t.test('the feed starts with the revision served, then names each new revision a
   const feed = await follow(server);
   t.teardown(feed.close);
   const first = await feed.next(() => true);
-  t.same(Object.keys(first).sort(), ['at', 'revision']);
+  t.same(Object.keys(first).sort(), ['at', 'revision', 'time_dependent']);
+  t.equal(first.time_dependent, false);
   t.equal(first.revision, 0);
 
   const written = await server.call('POST', '/admin/policies', POLICY);
@@ -72,6 +73,12 @@ t.test('the feed starts with the revision served, then names each new revision a
   const schemas = await server.call('PUT', '/admin/schemas', { principal: { attributes: { type: 'object' } } });
   t.equal(schemas.status, 200, JSON.stringify(schemas.body));
   t.equal((await feed.next((line) => line.revision !== undefined)).revision, Number(schemas.headers['verdict-revision']), 'a schema write is a revision too');
+
+  const hours = { name: 'hours', rules: [{ name: 'r', effect: 'allow', actions: ['read'], principal_conditions: [{ path: 'attributes.seen', operator: 'within', value: { last: 'PT1H' } }] }] };
+  t.equal((await server.call('POST', '/admin/policies', hours)).status, 200);
+  t.same((await feed.next((line) => line.revision !== undefined)).time_dependent, true, 'a policy that reads the decision time makes the revision time-dependent');
+  t.equal((await server.call('DELETE', '/admin/policies/hours')).status, 200);
+  t.same((await feed.next((line) => line.revision !== undefined)).time_dependent, false, 'and it is no longer once that policy is gone');
 });
 
 t.test('a bulk registration is one line; more uris than a line names make "all"', async (t) => {
