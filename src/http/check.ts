@@ -2,6 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { FromSchema } from 'json-schema-to-ts';
 import type { JsonSchemaToTsProvider } from '@fastify/type-provider-json-schema-to-ts';
 import {
+  bulkCheckQuerySchema,
   checkQuerySchema,
   checkRequestListSchema,
   checkRequestSchema,
@@ -82,7 +83,7 @@ export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { 
     // The bulk body stays bytes here: a worker decodes and reads it, or the front does (readBulkBody).
     acceptJsonBytes(bulkScope, (bytes) => bytes);
     const validate = compiledOnFirstUse(compileBulkValidator);
-    const validateQuery = compiledOnFirstUse(() => createAjv(true).compile(checkQuerySchema));
+    const validateQuery = compiledOnFirstUse(() => createAjv(true).compile(bulkCheckQuerySchema));
     const { pool } = context;
 
     bulkScope.post('/check/bulk', {
@@ -92,7 +93,7 @@ export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { 
         tags: ['checks'],
         summary: 'Decide many checks in one call',
         description: `A list of check requests (either form); the answers come back in the same order. At most ${config.bulkCheckMaxRequests} per call. ${MIN_REVISION_DOC}`,
-        querystring: checkQuerySchema,
+        querystring: bulkCheckQuerySchema,
         body: checkRequestListSchema,
         response: { 200: checkResponseListSchema, ...ERROR_RESPONSES },
       },
@@ -102,7 +103,7 @@ export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { 
         const bytes = request.body as Buffer | undefined;
         // No body at all (no content type either): as /check answers it.
         if (bytes === undefined) throw new RequestValidationError([{ loc: ['body'], msg: 'must be of type array', type: 'type_error' }]);
-        const { explain } = request.query as FromSchema<typeof checkQuerySchema>;
+        const { explain, conflicts } = request.query as FromSchema<typeof bulkCheckQuerySchema>;
         if (explain) await explainGuard?.(request, reply);
         const placed = placedBulk(pool, bytes, explain);
         if (placed.path === 'pool') {
@@ -110,7 +111,7 @@ export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { 
             placed.measured === undefined ? await placed.bulk.decide(bytes, explain, undefined, originOf(request)) : await measuredInPool(placed.bulk, placed.measured, bytes, originOf(request));
           if (decided !== undefined) return answerDecided(reply, revision, decided, (json) => json);
         }
-        const decided = checks.checkMany(readBulkBody(bytes.toString('utf8'), validate, config), explain, originOf(request));
+        const decided = checks.checkMany(readBulkBody(bytes.toString('utf8'), validate, config), explain, originOf(request), conflicts === 'refuse');
         if (explain) return answerDecided(reply, revision, decided);
         await answerDecided(reply, revision, decided, decisionsJson);
         if (placed.path === 'inline') placed.measured?.decidedInline(bytes.length);

@@ -225,6 +225,23 @@ export const checkQuerySchema = {
 } as const;
 export type CheckResponse = FromSchema<typeof checkResponseSchema>;
 
+/** The query string of `POST /check/bulk`: `explain`, and what a check that cannot be decided as asked does to the call. */
+export const bulkCheckQuerySchema = {
+  type: 'object',
+  properties: {
+    ...checkQuerySchema.properties,
+    conflicts: {
+      type: 'string',
+      enum: ['deny', 'refuse'],
+      default: 'deny',
+      description:
+        "A check whose attributes conflict with its registered entity's (or break the attribute schemas under `reject`), which `/check` refuses with 400: " +
+        '`deny` (the default) denies that check alone, saying why; `refuse` refuses the call with 422 naming each such check (`type` `attribute_conflict`, ' +
+        "its `msg` the 400's detail), so that a client batching checks can answer each caller as `/check` would.",
+    },
+  },
+} as const;
+
 export const checkResponseListSchema = { type: 'array', items: checkResponseSchema } as const;
 
 /** The nested form only, with both sides present: what the simple-policy endpoint takes. */

@@ -11,12 +11,16 @@ import { explanationsTooLarge } from '../decide/answer-limits.js';
 import { SchemaViolation } from '../attribute-schemas/enforcement.js';
 import { decisionOrigin, type DecisionOrigin, type RequestOrigin } from '../decision-log/line.js';
 import type { EnforcedSchemas } from '../attribute-schemas/schemas-in-force.js';
+import type { ValidationIssue } from '../schemas/errors.js';
 
 /** A check that cannot be decided as asked (a supplied attribute contradicting the registry): 400. */
 export const conflictAsClientError = (error: unknown): never => {
   if (error instanceof AttributeConflict) throw new ClientError(400, error.message);
   throw error;
 };
+
+/** Stands for an item that had a conflict until the call is refused. */
+const CONFLICTED: Decision = { allowed: false, reason: '' };
 
 const conflictAsDenial = (error: unknown): Decision => {
   if (error instanceof AttributeConflict) return { allowed: false, reason: error.message };
@@ -109,11 +113,34 @@ export class CheckService {
 
   /**
    * Decides checks already read (see readBulkBody); a conflict only denies its own item (with no
-   * explanation). Explanations longer together than the answer budget fail the call (400).
+   * explanation), or, when `refuseConflicts`, refuses the call (422) naming every item that had one.
+   * Explanations longer together than the answer budget fail the call (400).
    */
-  checkMany(inputs: CheckInput[], explain = false, origin?: RequestOrigin): Decision[] | Promise<Decision[]> {
+  checkMany(inputs: CheckInput[], explain = false, origin?: RequestOrigin, refuseConflicts = false): Decision[] | Promise<Decision[]> {
     this.observers.bulk?.(inputs.length);
-    return answerEach(inputs, this.decider(inputs.length, explain, origin), conflictAsDenial);
+    const decide = this.decider(inputs.length, explain, origin);
+    if (!refuseConflicts) return answerEach(inputs, decide, conflictAsDenial);
+    const conflicts: ValidationIssue[] = [];
+    const noted = (index: number) => (error: unknown): Decision => {
+      if (!(error instanceof AttributeConflict)) throw error;
+      conflicts.push({ loc: ['body', index], msg: error.message, type: 'attribute_conflict' });
+      return CONFLICTED;
+    };
+    const refusing = (decisions: Decision[]) => {
+      if (conflicts.length > 0) throw new RequestValidationError(conflicts.sort((one, other) => (one.loc[1] as number) - (other.loc[1] as number)));
+      return decisions;
+    };
+    const answered = answerEach(inputs, (input, index) => {
+      try {
+        const decided = decide(input);
+        return decided instanceof Promise ? decided.catch(noted(index)) : decided;
+      } catch (error) {
+        return noted(index)(error);
+      }
+    }, (error) => {
+      throw error;
+    });
+    return answered instanceof Promise ? answered.then(refusing) : refusing(answered);
   }
 
   /**

@@ -47,6 +47,14 @@ t.test('POST /check/bulk', async (t) => {
     bulk,
     'a conflicting item',
   );
+  // Asked to refuse them, the call is refused naming each conflicting item, as /check refuses it alone.
+  const bob = { principal: { uri: 'user:bob', attributes: { department: 'it' } }, resource: { uri: 'laptop-1' }, action: 'administer' };
+  const refused = await server.call('POST', `${bulk}?conflicts=refuse`, [bob, item, bob]);
+  t.equal(refused.status, 422);
+  t.same(refused.body.detail, [0, 2].map((index) => ({ loc: ['body', index], msg: conflict('user:bob', 'department'), type: 'attribute_conflict' })));
+  t.same((await server.call('POST', '/check', bob)).body, { detail: conflict('user:bob', 'department') }, "each message is /check's detail");
+  await decides(t, server, [item, item], [ALLOWED_ADMIN, ALLOWED_ADMIN], `${bulk}?conflicts=refuse`, 'without a conflict, answered as ever');
+  t.equal((await server.call('POST', `${bulk}?conflicts=maybe`, [item])).status, 422, 'an unknown way to treat conflicts is refused');
 });
 
 t.test('on the front and in the worker pool, a bulk over --bulk-check-max-requests is 400 and one with two unusable items names both; /plan/bulk too', async (t) => {

@@ -1,0 +1,176 @@
+import { CheckBatcher, revisionOf, type Decided } from './batcher.js';
+import { ChangeFollower } from './change-follower.js';
+import { DecisionCache, type CacheLimits } from './decision-cache.js';
+import { Transport, type Call, type TransportOptions } from './transport.js';
+import type {
+  AuthzenDecision,
+  AuthzenEvaluation,
+  AuthzenEvaluations,
+  AuthzenEvaluationsResponse,
+  CheckRequest,
+  Decision,
+  Entity,
+  EntityCreate,
+  EntityUpdate,
+  PlanRequest,
+  PlanResponse,
+} from './wire.js';
+
+export interface ClientOptions extends TransportOptions {
+  /** Checks issued together go as one bulk (default on); `false` sends each alone. */
+  batching?: false | { maxBatch?: number; windowMs?: number };
+  /**
+   * Keep decisions while the server's change feed says nothing changed them (default off: it
+   * needs `GET /admin/changes`, which asks for an admin key of either role when authentication is on).
+   */
+  cache?: false | true | Partial<CacheLimits>;
+  /** After a write through this client, its checks wait for the server to decide by it (`verdict-min-revision`; default on). */
+  readYourWrites?: boolean;
+  /** Told of what goes wrong in the background (the change feed lost). */
+  onBackgroundError?: (error: unknown) => void;
+}
+
+export interface CheckOptions {
+  /** Ask for the explanation (sent with the admin key; never cached). */
+  explain?: boolean;
+}
+
+const DEFAULT_LIMITS: CacheLimits = { maxEntries: 10_000, maxBytes: 8 << 20 };
+const SERVER_BULK_LIMIT = 1000;
+
+/**
+ * A client of one Verdict server: checks batched into bulks, decisions cached exactly (optional),
+ * reads of its own writes, on a keep-alive undici pool over TCP or a Unix socket.
+ */
+export class VerdictClient {
+  private readonly transport: Transport;
+  private readonly batcher: CheckBatcher | undefined;
+  private readonly cache: DecisionCache | undefined;
+  private readonly follower: ChangeFollower | undefined;
+  private readonly readYourWrites: boolean;
+  /** The highest revision a write through this client made: its checks are decided at it or later. */
+  private writtenRevision: number | undefined;
+
+  constructor(options: ClientOptions) {
+    this.transport = new Transport(options);
+    this.batcher =
+      options.batching === false ? undefined : new CheckBatcher(this.transport, { maxBatch: options.batching?.maxBatch ?? SERVER_BULK_LIMIT, windowMs: options.batching?.windowMs ?? 0 });
+    if (options.cache !== undefined && options.cache !== false) {
+      this.cache = new DecisionCache({ ...DEFAULT_LIMITS, ...(options.cache === true ? {} : options.cache) });
+      this.follower = new ChangeFollower(this.transport, this.cache, options.onBackgroundError);
+    }
+    this.readYourWrites = options.readYourWrites ?? true;
+  }
+
+  /** The decision for one check: from the cache when it holds it, else batched with the checks issued beside it. */
+  async check(check: CheckRequest, options: CheckOptions = {}): Promise<Decision> {
+    const explain = options.explain === true;
+    const cacheable = !explain && this.cache !== undefined;
+    const key = cacheable ? cacheKey(check) : '';
+    if (cacheable) {
+      const cached = this.follower!.keeps(this.follower!.revision) ? this.cache!.get(key) : undefined;
+      if (cached !== undefined) return cached;
+    }
+    const epoch = this.cache?.epoch ?? 0;
+    const { decision, revision } = await this.decide(check, explain);
+    if (cacheable && this.follower!.keeps(revision)) this.cache!.set(key, decision, urisOf(check), epoch);
+    return decision;
+  }
+
+  /** The decisions for several checks, in order: one or more bulks, or the cache. */
+  checkMany(checks: readonly CheckRequest[], options: CheckOptions = {}): Promise<Decision[]> {
+    return Promise.all(checks.map((check) => this.check(check, options)));
+  }
+
+  /** What a principal may do with which resources: `POST /plan`. */
+  async plan(request: PlanRequest): Promise<PlanResponse> {
+    return (await this.send({ method: 'POST', path: '/plan', body: request, retryable: true, headers: this.minRevisionHeader() })).body as PlanResponse;
+  }
+
+  /** An AuthZEN access evaluation: `POST /access/v1/evaluation`. */
+  async evaluation(request: AuthzenEvaluation, options: CheckOptions = {}): Promise<AuthzenDecision> {
+    const path = `/access/v1/evaluation${options.explain ? '?explain=true' : ''}`;
+    return (await this.send({ method: 'POST', path, body: request, retryable: true, admin: options.explain, headers: this.minRevisionHeader() })).body as AuthzenDecision;
+  }
+
+  /** AuthZEN access evaluations: `POST /access/v1/evaluations`. */
+  async evaluations(request: AuthzenEvaluations, options: CheckOptions = {}): Promise<AuthzenEvaluationsResponse> {
+    const path = `/access/v1/evaluations${options.explain ? '?explain=true' : ''}`;
+    return (await this.send({ method: 'POST', path, body: request, retryable: true, admin: options.explain, headers: this.minRevisionHeader() })).body as AuthzenEvaluationsResponse;
+  }
+
+  /** Registers an entity (admin key). Not retried: a second registration of the same uri would be refused. */
+  async registerEntity(entity: EntityCreate): Promise<Entity> {
+    const registered = (await this.write({ method: 'POST', path: '/admin/fetchers/registry/entities', body: entity })).body as Entity;
+    this.cache?.dropUris([registered.uri]);
+    return registered;
+  }
+
+  /** Replaces a registered entity's attributes (admin key). */
+  async updateEntity(uri: string, entity: Omit<EntityUpdate, 'uri'>): Promise<Entity> {
+    const updated = (await this.write({ method: 'PUT', path: `/admin/fetchers/registry/entities/${encodeURIComponent(uri)}`, body: { ...entity, uri } })).body as Entity;
+    this.cache?.dropUris([uri]);
+    return updated;
+  }
+
+  /** Deletes a registered entity (admin key). */
+  async deleteEntity(uri: string): Promise<void> {
+    await this.write({ method: 'DELETE', path: `/admin/fetchers/registry/entities/${encodeURIComponent(uri)}` });
+    this.cache?.dropUris([uri]);
+  }
+
+  /** How late the last change reached the cache, in milliseconds (undefined without a cache or before a change). */
+  get changeDelayMs(): number | undefined {
+    return this.follower?.lastDelayMs;
+  }
+
+  /** Whether the cache may serve decisions now: it follows the change feed, at a revision whose decisions do not read the time. */
+  get cacheServing(): boolean {
+    return this.follower?.keeps(this.follower.revision) ?? false;
+  }
+
+  async close(): Promise<void> {
+    this.follower?.close();
+    await this.transport.close();
+  }
+
+  private decide(check: CheckRequest, explain: boolean): Promise<Decided> {
+    const minRevision = this.readYourWrites ? this.writtenRevision : undefined;
+    if (this.batcher !== undefined) return this.batcher.decide(check, explain, minRevision);
+    return this.send({ method: 'POST', path: explain ? '/check?explain=true' : '/check', body: check, retryable: true, admin: explain, headers: this.minRevisionHeader() }).then(
+      (answer) => ({ decision: answer.body as Decision, revision: revisionOf(answer.headers) }),
+    );
+  }
+
+  private send(call: Call) {
+    return this.transport.send(call);
+  }
+
+  /** An admin write, never retried, whose revision this client's next checks wait for (an entity write also drops what the cache holds of it at once). */
+  private async write(call: Omit<Call, 'retryable' | 'admin'>) {
+    const answer = await this.transport.send({ ...call, retryable: false, admin: true });
+    const revision = revisionOf(answer.headers);
+    if (revision !== undefined && (this.writtenRevision === undefined || revision > this.writtenRevision)) this.writtenRevision = revision;
+    return answer;
+  }
+
+  private minRevisionHeader(): Record<string, string> {
+    return this.readYourWrites && this.writtenRevision !== undefined ? { 'verdict-min-revision': String(this.writtenRevision) } : {};
+  }
+}
+
+/** The registered entities a check reads: those it names by uri, in either form. */
+function urisOf(check: CheckRequest): string[] {
+  const uris = [check.principal?.uri, check.resource?.uri, check.principal_uri, check.resource_uri];
+  return uris.filter((uri): uri is string => typeof uri === 'string');
+}
+
+/** The check as JSON with every object's keys in order: two writings of one check share an entry. */
+export function cacheKey(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(cacheKey).join(',')}]`;
+  if (typeof value === 'object' && value !== null) {
+    const keys = Object.keys(value).filter((key) => (value as Record<string, unknown>)[key] !== undefined).sort();
+    return `{${keys.map((key) => `${JSON.stringify(key)}:${cacheKey((value as Record<string, unknown>)[key])}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
