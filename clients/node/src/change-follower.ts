@@ -25,6 +25,8 @@ export class ChangeFollower {
   timeDependent = false;
   /** How late the last change reached the client: its arrival minus the server's `at`, in milliseconds. */
   lastDelayMs: number | undefined;
+  /** Changes applied so far (revisions and entity lines; heartbeats are not changes). */
+  changesApplied = 0;
   private controller: AbortController | undefined;
   private silence: NodeJS.Timeout | undefined;
   private reconnectMillis = RECONNECT_MILLIS.first;
@@ -84,7 +86,10 @@ export class ChangeFollower {
     }
     if (line.entities === 'all') this.cache.clear();
     else if (line.entities !== undefined) this.cache.dropUris(line.entities);
-    if (line.revision !== undefined || line.entities !== undefined) this.lastDelayMs = Math.max(0, Date.now() - line.at);
+    if (line.revision !== undefined || line.entities !== undefined) {
+      this.lastDelayMs = Math.max(0, Date.now() - line.at);
+      this.changesApplied++;
+    }
   }
 
   private watchSilence(): void {

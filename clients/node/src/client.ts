@@ -67,8 +67,8 @@ export class VerdictClient {
     const explain = options.explain === true;
     const cacheable = !explain && this.cache !== undefined;
     const key = cacheable ? cacheKey(check) : '';
-    if (cacheable) {
-      const cached = this.follower!.keeps(this.follower!.revision) ? this.cache!.get(key) : undefined;
+    if (cacheable && this.cacheServing) {
+      const cached = this.cache!.get(key);
       if (cached !== undefined) return cached;
     }
     const epoch = this.cache?.epoch ?? 0;
@@ -124,9 +124,18 @@ export class VerdictClient {
     return this.follower?.lastDelayMs;
   }
 
-  /** Whether the cache may serve decisions now: it follows the change feed, at a revision whose decisions do not read the time. */
+  /**
+   * Whether the cache may serve decisions now: it follows the change feed, at a revision whose
+   * decisions do not read the time, and no older than this client's own last write.
+   */
   get cacheServing(): boolean {
-    return this.follower?.keeps(this.follower.revision) ?? false;
+    const revision = this.follower?.revision;
+    return this.follower !== undefined && this.follower.keeps(revision) && (this.writtenRevision === undefined || revision! >= this.writtenRevision);
+  }
+
+  /** The change feed's lines applied to the cache so far (0 without a cache). */
+  get changesApplied(): number {
+    return this.follower?.changesApplied ?? 0;
   }
 
   async close(): Promise<void> {

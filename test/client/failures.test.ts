@@ -1,0 +1,83 @@
+import t, { type Test } from 'tap';
+import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
+import { VerdictClient, VerdictError } from '../../clients/node/src/index.js';
+import { startServer } from '../helpers/server.js';
+import { answeredAlone, roleRule } from './helpers.js';
+
+// What callers of the Node client get when a call fails: a VerdictError with the server's status,
+// detail and request id, or the reason no answer came; never a caller left waiting.
+
+const READ = { principal: { attributes: { role: 'reader' } }, resource: { uri: 'doc:1' }, action: 'read' };
+
+/** Settles every promise, as the outcome each caller saw. */
+const outcomes = (calls: Promise<unknown>[]) => Promise.all(calls.map((call) => call.then((value) => ({ value }), (error: unknown) => ({ error }))));
+
+t.test('a 422 and a 413 fail only the caller whose check it was, with the server’s detail and request id', async (t) => {
+  const server = await startServer({ bodyLimit: 4096 });
+  t.teardown(server.close);
+  t.equal((await server.call('POST', '/admin/policies', roleRule('readers', 'reader'))).status, 200);
+  const client = new VerdictClient({ url: server.url });
+  t.teardown(() => client.close());
+  const large = { ...READ, context: { note: 'x'.repeat(5000) } };
+  const refused = { ...READ, principal: { uri: 5 } };
+  const results = await outcomes([client.check(READ), client.check(large), client.check(READ), client.check(refused as never), client.check(READ)]);
+  t.same(results.map((result) => ('value' in result ? (result.value as { allowed: boolean }).allowed : 'failed')), [true, 'failed', true, 'failed', true], 'the others are answered');
+  const tooLarge = (results[1] as { error: VerdictError }).error;
+  t.ok(tooLarge instanceof VerdictError);
+  t.equal(tooLarge.status, 413);
+  t.match(tooLarge.message, /413/);
+  const invalid = (results[3] as { error: VerdictError }).error;
+  t.equal(invalid.status, 422);
+  t.same({ detail: invalid.detail }, JSON.parse((await answeredAlone(server, refused)).body), 'the detail /check gives it alone');
+  t.match(invalid.detail, [{ loc: ['body', 'principal', 'uri'] }]);
+  t.match(invalid.requestId, /./, 'with the request id the server logged');
+  t.equal(invalid.retryable, false);
+});
+
+/** A plain HTTP server standing in for Verdict where a real one cannot be made to answer so on demand. */
+async function standIn(t: Test, handler: (request: IncomingMessage, response: ServerResponse) => void): Promise<string> {
+  const server = createHttpServer(handler);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+t.test('a 503 (from a stand-in server: a real one cannot be made unavailable on demand): checks are retried, a write is not', async (t) => {
+  const seen: string[] = [];
+  let unavailable = 2;
+  const url = await standIn(t, (request, response) => {
+    seen.push(`${request.method} ${request.url}`);
+    request.resume();
+    request.on('end', () => {
+      if (unavailable-- > 0 || request.method === 'POST' && request.url!.startsWith('/admin')) {
+        response.writeHead(503, { 'content-type': 'application/json', 'x-request-id': 'r-1' }).end(JSON.stringify({ detail: 'This process serves policy revision 3; revision 4 did not reach it within 2000 ms.' }));
+        return;
+      }
+      response.writeHead(200, { 'content-type': 'application/json', 'verdict-revision': '4' }).end(JSON.stringify({ allowed: true, reason: 'Rule r allowed the action in policy p' }));
+    });
+  });
+  const client = new VerdictClient({ url, retries: 2 });
+  t.teardown(() => client.close());
+  t.same(await client.check(READ), { allowed: true, reason: 'Rule r allowed the action in policy p' }, 'answered on the third try');
+  t.same(seen, ['POST /check', 'POST /check', 'POST /check']);
+  seen.length = 0;
+  const write = await client.registerEntity({ uri: 'user:a', type: 'principal', attributes: { role: 'r' } }).catch((error: unknown) => error);
+  t.match(write, { name: 'VerdictError', status: 503, requestId: 'r-1' });
+  t.match((write as VerdictError).detail, /did not reach it within/);
+  t.same(seen, ['POST /admin/fetchers/registry/entities'], 'a write is sent once');
+});
+
+t.test('no answer in time (from a peer that accepts and never answers): every caller fails, saying so', async (t) => {
+  const sockets = new Set<Socket>();
+  const silent = createTcpServer((socket) => sockets.add(socket.on('data', () => {})));
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => {
+    for (const socket of sockets) socket.destroy();
+    return new Promise<void>((resolve) => silent.close(() => resolve()));
+  });
+  const client = new VerdictClient({ url: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`, timeoutMs: 200, retries: 1 });
+  t.teardown(() => client.close());
+  const results = await outcomes(Array.from({ length: 10 }, () => client.check(READ)));
+  for (const result of results) t.match(result, { error: { name: 'VerdictError', status: undefined, message: /no answer within 200 ms/ } });
+});
