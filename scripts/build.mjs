@@ -18,7 +18,7 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const DIST = join(ROOT, 'dist');
 const SERVER = ['src', 'workers'];
 // dashboard/src: the tests import its modules directly.
-const DEVELOPMENT = ['test', 'bench', 'dashboard/src', 'clients/node/src'];
+const DEVELOPMENT = ['test', 'bench', 'dashboard/src', 'clients/node/src', 'examples'];
 const DASHBOARD_INPUTS = join(DIST, '.dashboard-inputs.json');
 
 const at = (path) => join(ROOT, path);
