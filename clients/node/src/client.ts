@@ -66,7 +66,7 @@ export class VerdictClient {
   async check(check: CheckRequest, options: CheckOptions = {}): Promise<Decision> {
     const explain = options.explain === true;
     const cacheable = !explain && this.cache !== undefined;
-    const key = cacheable ? cacheKey(check) : '';
+    const key = cacheable ? JSON.stringify(check) : '';
     if (cacheable && this.cacheServing) {
       const cached = this.cache!.get(key);
       if (cached !== undefined) return cached;
@@ -172,14 +172,4 @@ export class VerdictClient {
 function urisOf(check: CheckRequest): string[] {
   const uris = [check.principal?.uri, check.resource?.uri, check.principal_uri, check.resource_uri];
   return uris.filter((uri): uri is string => typeof uri === 'string');
-}
-
-/** The check as JSON with every object's keys in order: two writings of one check share an entry. */
-export function cacheKey(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(cacheKey).join(',')}]`;
-  if (typeof value === 'object' && value !== null) {
-    const keys = Object.keys(value).filter((key) => (value as Record<string, unknown>)[key] !== undefined).sort();
-    return `{${keys.map((key) => `${JSON.stringify(key)}:${cacheKey((value as Record<string, unknown>)[key])}`).join(',')}}`;
-  }
-  return JSON.stringify(value);
 }

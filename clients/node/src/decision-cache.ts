@@ -11,12 +11,16 @@ interface Entry {
   decision: Decision;
   uris: readonly string[];
   bytes: number;
+  /** Read since it last came up for eviction: it gets a second chance. */
+  used: boolean;
 }
 
 /**
  * Decisions by the check they answer, while nothing that could change them has changed: kept only
  * at the policy revision the change feed names, indexed by the registered entities (uris) each one
- * read, so that a change drops exactly those. Least recently used entries go first.
+ * read, so that a change drops exactly those. Entries go oldest first, but one read since it last
+ * came up gets a second chance (CLOCK): a hit only marks its entry, where moving it would cost two
+ * map writes on the hottest path.
  */
 export class DecisionCache {
   private readonly entries = new Map<string, Entry>();
@@ -34,9 +38,7 @@ export class DecisionCache {
   get(key: string): Decision | undefined {
     const entry = this.entries.get(key);
     if (entry === undefined) return undefined;
-    // Most recently used last.
-    this.entries.delete(key);
-    this.entries.set(key, entry);
+    entry.used = true;
     return entry.decision;
   }
 
@@ -46,14 +48,24 @@ export class DecisionCache {
     const bytes = key.length + decision.reason.length + 64;
     if (bytes > this.limits.maxBytes) return;
     this.remove(key);
-    this.entries.set(key, { decision, uris, bytes });
+    this.entries.set(key, { decision, uris, bytes, used: false });
     this.bytes += bytes;
     for (const uri of uris) {
       let keys = this.byUri.get(uri);
       if (keys === undefined) this.byUri.set(uri, (keys = new Set()));
       keys.add(key);
     }
-    while (this.entries.size > this.limits.maxEntries || this.bytes > this.limits.maxBytes) this.remove(this.entries.keys().next().value!);
+    while (this.entries.size > this.limits.maxEntries || this.bytes > this.limits.maxBytes) this.evictOne();
+  }
+
+  /** Removes the oldest entry not read since it last came up; those read go to the back, unmarked. */
+  private evictOne(): void {
+    for (const [key, entry] of this.entries) {
+      if (!entry.used) return this.remove(key);
+      entry.used = false;
+      this.entries.delete(key);
+      this.entries.set(key, entry);
+    }
   }
 
   /** Drops the decisions that read any of `uris`. */
