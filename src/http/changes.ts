@@ -3,6 +3,10 @@ import { UnavailableError } from '../errors.js';
 import { HEARTBEAT_MILLIS, MAX_URIS_PER_LINE, type ChangeFeed } from '../services/change-feed.js';
 import { API_KEY_SECURITY } from './admin-auth.js';
 import { ERROR_RESPONSES } from './responses.js';
+import { REVISION_HEADER } from './revision.js';
+
+/** What the feed answers: JSON lines. */
+export const CHANGE_FEED_TYPE = 'application/x-ndjson';
 
 /** Feeds open at once, per process: each is a socket and a line per change. */
 export const MAX_FEED_SUBSCRIBERS = 64;
@@ -33,7 +37,26 @@ export const changeRoutes: FastifyPluginAsync<{ feed: ChangeFeed }> = async (app
         `entities change (\`"entities": "all"\` when the process forgot them all, or more than ${MAX_URIS_PER_LINE} changed at once), and ` +
         `\`{"at"}\` every ${HEARTBEAT_MILLIS} ms when nothing did. A reader that falls 1 MiB behind is cut off. ` +
         `At most ${MAX_FEED_SUBSCRIBERS} feeds per process: 503 beyond.`,
-      response: ERROR_RESPONSES,
+      response: {
+        200: {
+          description: 'The stream: one JSON object per line.',
+          content: {
+            [CHANGE_FEED_TYPE]: {
+              schema: {
+                type: 'object',
+                properties: {
+                  at: { type: 'integer' },
+                  revision: { type: 'integer' },
+                  time_dependent: { type: 'boolean' },
+                  entities: { oneOf: [{ type: 'array', items: { type: 'string' } }, { const: 'all' }] },
+                },
+                required: ['at'],
+              },
+            },
+          },
+        },
+        ...ERROR_RESPONSES,
+      },
     },
     handler: (request, reply) => {
       if (feed.subscriberCount >= MAX_FEED_SUBSCRIBERS) {
@@ -42,11 +65,13 @@ export const changeRoutes: FastifyPluginAsync<{ feed: ChangeFeed }> = async (app
       reply.hijack();
       const socket = reply.raw;
       // `connection: close`: the connection ends with the stream, so that a closing server waits for neither.
-      socket.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store', connection: 'close', 'x-request-id': String(request.id) });
+      socket.writeHead(200, { 'content-type': CHANGE_FEED_TYPE, 'cache-control': 'no-store', connection: 'close', 'x-request-id': String(request.id), [REVISION_HEADER]: feed.revision });
+      // Ended, the stream's connection goes too: a closing server would otherwise wait for the reader to hang up.
       const end = () => {
         unsubscribe();
         open.delete(end);
         socket.end();
+        setImmediate(() => request.raw.socket?.destroy());
       };
       const unsubscribe = feed.subscribe((line) => {
         if (socket.writableLength > MAX_UNSENT_BYTES) return end();

@@ -53,6 +53,11 @@ export class ChangeFeed {
     };
   }
 
+  /** The revision this process decides by now. */
+  get revision(): number {
+    return this.snapshots.current.revision;
+  }
+
   get subscriberCount(): number {
     return this.subscribers.size;
   }

@@ -5,7 +5,16 @@
 export interface OpenApiDocument {
   paths: Record<
     string,
-    Record<string, { description?: string; security?: unknown[]; requestBody?: { content?: Record<string, { schema?: unknown }> }; parameters?: { in: string; name: string; required?: boolean; schema?: unknown }[] }>
+    Record<
+      string,
+      {
+        description?: string;
+        security?: unknown[];
+        requestBody?: { content?: Record<string, { schema?: unknown }> };
+        parameters?: { in: string; name: string; required?: boolean; schema?: unknown }[];
+        responses?: Record<string, { content?: Record<string, unknown> }>;
+      }
+    >
   >;
 }
 
@@ -25,9 +34,16 @@ export interface Operation {
   querySchemas: Record<string, unknown>;
 }
 
+/**
+ * Whether an operation answers with a stream that stays open (`application/x-ndjson`, the change
+ * feed): a test that reads whole answers cannot ask it; its own tests do (test/http/changes.test.ts).
+ */
+export const streamsForever = (operation: NonNullable<OpenApiDocument['paths'][string][string]>) => operation.responses?.['200']?.content?.['application/x-ndjson'] !== undefined;
+
+/** Every operation of the document, but those that answer with a stream that stays open (see streamsForever). */
 export function operationsOf(document: OpenApiDocument): Operation[] {
   return Object.entries(document.paths).flatMap(([route, methods]) =>
-    Object.entries(methods).map(([method, operation]) => ({
+    Object.entries(methods).filter(([, operation]) => !streamsForever(operation)).map(([method, operation]) => ({
       method: method.toUpperCase(),
       route,
       description: operation.description ?? '',

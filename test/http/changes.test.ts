@@ -1,12 +1,16 @@
 import t from 'tap';
-import { request } from 'undici';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { Client, request } from 'undici';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { keyDigest } from '../../src/admin-keys.js';
+import { scratchDir, startServer, type TestServer } from '../helpers/server.js';
 import { MAX_FEED_SUBSCRIBERS } from '../../src/http/changes.js';
 import { MAX_URIS_PER_LINE } from '../../src/services/change-feed.js';
 
 // GET /admin/changes: the decision change feed a caching client follows, over real HTTP.
 
 interface Follower {
+  headers: Record<string, string | string[] | undefined>;
   lines: Record<string, unknown>[];
   /** Resolves with the first line (from those not yet taken) that `wanted` accepts. */
   next(wanted: (line: Record<string, unknown>) => boolean): Promise<Record<string, unknown>>;
@@ -16,8 +20,14 @@ interface Follower {
 
 async function follow(server: TestServer, headers: Record<string, string> = {}): Promise<Follower> {
   const controller = new AbortController();
-  const response = await request(`${server.url}/admin/changes`, { headers, signal: controller.signal });
-  if (response.statusCode !== 200) throw new Error(`the feed answered ${response.statusCode}: ${await response.body.text()}`);
+  // A connection of its own, gone with the feed: a shared agent may keep one open that a closing server waits for.
+  const dispatcher = new Client(server.url);
+  const response = await request(`${server.url}/admin/changes`, { headers, signal: controller.signal, dispatcher });
+  if (response.statusCode !== 200) {
+    const text = await response.body.text();
+    await dispatcher.destroy();
+    throw new Error(`the feed answered ${response.statusCode}: ${text}`);
+  }
   const lines: Record<string, unknown>[] = [];
   const waiting: (() => void)[] = [];
   let taken = 0;
@@ -32,7 +42,7 @@ async function follow(server: TestServer, headers: Record<string, string> = {}):
     });
     response.body.on('end', resolve);
     response.body.on('error', () => resolve());
-  });
+  }).then(() => dispatcher.destroy());
   const next = async (wanted: (line: Record<string, unknown>) => boolean) => {
     for (;;) {
       while (taken < lines.length) {
@@ -42,7 +52,7 @@ async function follow(server: TestServer, headers: Record<string, string> = {}):
       await new Promise<void>((resolve) => waiting.push(resolve));
     }
   };
-  return { lines, next, ended, close: () => controller.abort() };
+  return { headers: response.headers, lines, next, ended, close: () => controller.abort() };
 }
 
 const POLICY = { name: 'p', rules: [{ name: 'r', effect: 'allow', actions: ['read'] }] };
@@ -55,6 +65,8 @@ t.test('the feed starts with the revision served, then names each new revision a
   const first = await feed.next(() => true);
   t.same(Object.keys(first).sort(), ['at', 'revision', 'time_dependent']);
   t.equal(first.time_dependent, false);
+  t.equal(feed.headers['verdict-revision'], '0', 'the answer names the revision, as every answer does');
+  t.equal(feed.headers['content-type'], 'application/x-ndjson');
   t.equal(first.revision, 0);
 
   const written = await server.call('POST', '/admin/policies', POLICY);
@@ -94,11 +106,17 @@ t.test('a bulk registration is one line; more uris than a line names make "all"'
   t.equal(many.entities, 'all', `${MAX_URIS_PER_LINE + 1} uris are "all"`);
 });
 
-t.test('behind the admin key; at most so many feeds; closing the server ends them', async (t) => {
-  const key = 'k'.repeat(32);
-  const server = await startServer({ adminAuthRequired: true, adminApiKey: key });
+t.test('behind the admin key, which a read key passes; at most so many feeds; closing the server ends them', async (t) => {
+  const [key, reader] = ['k'.repeat(32), 'r'.repeat(32)];
+  const keys = join(scratchDir(t), 'admin-keys');
+  writeFileSync(keys, `reader read ${keyDigest(reader).toString('hex')}\n`);
+  const server = await startServer({ adminAuthRequired: true, adminApiKey: key, adminKeysFile: keys });
   const refused = await server.call('GET', '/admin/changes');
   t.equal(refused.status, 401, 'no key, no feed: entity uris are the registry’s');
+  const read = await follow(server, { 'way-api-key': reader });
+  t.match(await read.next(() => true), { revision: 0 }, 'a read key follows the feed');
+  read.close();
+  await read.ended;
   const feeds = await Promise.all(Array.from({ length: MAX_FEED_SUBSCRIBERS }, () => follow(server, { 'way-api-key': key })));
   const beyond = await server.call('GET', '/admin/changes', undefined, { 'way-api-key': key });
   t.equal(beyond.status, 503);
