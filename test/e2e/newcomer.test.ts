@@ -95,13 +95,13 @@ async function run() {
     const spec = await fresh(t);
     const specPage = (await dashboard(t, spec, '#/policies/new')).page;
     await heading(specPage, 'New policy').waitFor();
-    t.same(await operatorOptions(specPage), ['==', '!=', 'contains', 'not_contains', 'startswith', 'endswith', 'gt', 'gte', 'lt', 'lte', 'in', 'not_in', 'exists', 'not_exists', 'matches', 'not_matches', 'in_cidr', 'not_in_cidr', 'before', 'after', 'during']);
+    t.same(await operatorOptions(specPage), ['==', '!=', 'contains', 'not_contains', 'startswith', 'endswith', 'gt', 'gte', 'lt', 'lte', 'in', 'not_in', 'exists', 'not_exists', 'matches', 'not_matches', 'in_cidr', 'not_in_cidr', 'before', 'after', 'during', 'within']);
 
     const eunomia = await fresh(t, { operatorStyle: 'eunomia' });
     const eunomiaPage = (await dashboard(t, eunomia, '#/policies/new')).page;
     await heading(eunomiaPage, 'New policy').waitFor();
     const options = await operatorOptions(eunomiaPage);
-    t.same(options, ['equals', 'not_equals', 'contains', 'not_contains', 'startswith', 'endswith', 'gt', 'gte', 'lt', 'lte', 'in', 'not_in', 'exists', 'not_exists', 'matches', 'not_matches', 'in_cidr', 'not_in_cidr', 'before', 'after', 'during']);
+    t.same(options, ['equals', 'not_equals', 'contains', 'not_contains', 'startswith', 'endswith', 'gt', 'gte', 'lt', 'lte', 'in', 'not_in', 'exists', 'not_exists', 'matches', 'not_matches', 'in_cidr', 'not_in_cidr', 'before', 'after', 'during', 'within']);
     t.equal(await eunomiaPage.getByLabel('Operator', { exact: true }).first().inputValue(), 'equals', 'a new condition starts with the style’s equality');
   });
 
