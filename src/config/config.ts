@@ -413,6 +413,13 @@ const OPTIONS = {
       }
     },
   }),
+  'recent-checks': option({
+    field: 'recentChecks',
+    env: 'RECENT_CHECKS',
+    help: 'checks this process keeps in memory, as it read them, for impact previews to replay (0: none; a check over 16 KB is not kept)',
+    default: '1000',
+    parse: integer(0, 100_000),
+  }),
   'recent-denials': option({
     field: 'recentDenials',
     env: 'RECENT_DENIALS',

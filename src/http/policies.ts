@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
+import { impactReportSchema, impactRequestSchema } from '../schemas/impact.js';
 import type { JsonSchemaToTsProvider } from '@fastify/type-provider-json-schema-to-ts';
 import {
   policiesToValidateSchema,
@@ -27,7 +28,7 @@ const security = API_KEY_SECURITY;
 /** Policy administration under `/admin/policies`; the caller registers it behind the admin key check. */
 export const policyRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { context }) => {
   const app = fastify.withTypeProvider<JsonSchemaToTsProvider>();
-  const { policies, checks } = context;
+  const { policies, checks, impact } = context;
 
   app.get('/admin/policies', {
     schema: { tags, security, summary: 'All policies, in creation order', response: { 200: policyListSchema, ...ERROR_RESPONSES } },
@@ -64,6 +65,23 @@ export const policyRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, {
     // The body is validated per policy by the service, so that issues are located as a write's are.
     validatorCompiler: () => () => true,
     handler: (request) => policies.validate(request.body),
+  });
+
+  app.post('/admin/policies/impact', {
+    schema: {
+      tags,
+      security,
+      summary: 'Preview what a change of the policies would do to the checks decided lately, without writing it',
+      description:
+        'Replays the checks this process decided lately (the last `--recent-checks`, as it read them: after the registry merge, so nothing is read again) ' +
+        'against the policies in force and against them with the change made, and answers how many change from allow to deny and from deny to allow, ' +
+        "grouped by action, by what decided them before and after, and by the principal's and resource's types, with a sample explained both ways. " +
+        'Each process replays its own checks: `process` says which answered. Bulks decided in worker threads are not kept. A read key may preview.',
+      body: impactRequestSchema,
+      response: { 200: impactReportSchema, ...ERROR_RESPONSES },
+    },
+    config: { readsOnly: true },
+    handler: (request) => impact.preview(request.body),
   });
 
   app.post('/admin/check-at', {

@@ -1,4 +1,7 @@
+import { ImpactService } from './impact-service.js';
+import { PolicySetReader } from './policy-set.js';
 import { ChangeFeed } from './change-feed.js';
+import { RecentChecks } from './recent-checks.js';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config/config.js';
 import { openStore } from '../store/open.js';
@@ -56,6 +59,8 @@ export interface Services {
   evaluation: string;
   /** The admin keys when admin authentication is on. */
   adminKeys: KeyRing | undefined;
+  /** Impact previews of policy changes, on the checks this process decided lately. */
+  impact: ImpactService;
   /** What changes this process's decisions, for clients that cache them (GET /admin/changes). */
   changes: ChangeFeed;
   /** Starts the work that runs beside requests (following the store, the live window, audit retention, ...), logging to `log`. */
@@ -101,7 +106,8 @@ export async function composeServices(config: Config, substitutes: Substitutes =
   metrics.observeRules(live.rules);
   const decisionLog =
     config.decisionLog === '' ? undefined : DecisionLog.open(config.decisionLog, (lines) => metrics.decisionLogDropped.inc(lines), DECISION_LOG_CAPACITY, config.decisionLogMask);
-  const decisions = new DecisionObserver(metrics, live, decisionLog);
+  const recentChecks = new RecentChecks(config.recentChecks);
+  const decisions = new DecisionObserver(metrics, live, decisionLog, recentChecks);
   const placement = bulkPlacement(config.evaluation, detectParallelism(), config.workers);
   const bulk = config.evaluation === 'inline' ? undefined : bulkPool(config, snapshots, decisions, substitutes.poolWorkerFile);
   if (bulk !== undefined) metrics.observePool(bulk);
@@ -127,6 +133,16 @@ export async function composeServices(config: Config, substitutes: Substitutes =
   const registry = new RegistryService(store, (uri) => entities.invalidate(uri), schemas, checkedAgainst);
   const changes = new ChangeFeed(snapshots, entities);
 
+  const policies = new PolicyService(
+    store,
+    snapshots,
+    config,
+    audit,
+    policyFiles === undefined ? storePolicies(store) : filePolicies(snapshots, policyFiles.dir),
+    { inForce: schemas, enforcement: config.schemaEnforcement },
+    checkedAgainst,
+  );
+
   return {
     store,
     snapshots,
@@ -136,16 +152,9 @@ export async function composeServices(config: Config, substitutes: Substitutes =
     liveWindow,
     checks,
     plans,
-    policies: new PolicyService(
-      store,
-      snapshots,
-      config,
-      audit,
-      policyFiles === undefined ? storePolicies(store) : filePolicies(snapshots, policyFiles.dir),
-      { inForce: schemas, enforcement: config.schemaEnforcement },
-      checkedAgainst,
-    ),
+    policies,
     registry,
+    impact: new ImpactService(snapshots, new PolicySetReader(config), policies, recentChecks, config.maxAnswerSize),
     schemas: new SchemaService(store, snapshots, audit, schemaFile),
     audit,
     authzen: new AuthzenService(checks, config.bulkCheckMaxRequests),

@@ -3,6 +3,7 @@ import type { LiveCounters } from '../live/live-counters.js';
 import type { DecisionLog } from '../decision-log/decision-log.js';
 import type { BulkObserver } from '../pool/bulk-pool.js';
 import type { CheckObservers } from './checks.js';
+import type { RecentChecks } from './recent-checks.js';
 
 /**
  * Where every decision is counted and recorded, whichever path made it: the decision counters of
@@ -14,6 +15,8 @@ export class DecisionObserver implements Required<CheckObservers> {
     private readonly metrics: Metrics,
     private readonly live: LiveCounters,
     private readonly decisionLog: DecisionLog | undefined,
+    /** Where checks decided here are kept for impact previews to replay. */
+    private readonly recent?: RecentChecks,
   ) {}
 
   /** Only the decision log reads how long a decision took. */
@@ -25,6 +28,7 @@ export class DecisionObserver implements Required<CheckObservers> {
   readonly decision: Required<CheckObservers>['decision'] = (input, request, decision, revision, startedAt, violations, origin) => {
     (decision.allowed ? this.metrics.allowed : this.metrics.denied).inc();
     this.live.decided(input, decision, revision, violations);
+    this.recent?.record(request);
     this.decisionLog?.record({ time: Date.now(), input, request, decision, revision, latencyMs: performance.now() - startedAt, violations, origin });
   };
 

@@ -1,0 +1,65 @@
+import type { FromSchema } from 'json-schema-to-ts';
+
+/** Changed checks an impact answer shows with both explanations, at most. */
+export const MAX_IMPACT_SAMPLE = 10;
+
+const flips = {
+  allow_to_deny: { type: 'integer', description: 'Checks allowed now that the change would deny.' },
+  deny_to_allow: { type: 'integer', description: 'Checks denied now that the change would allow.' },
+} as const;
+const group = { type: 'object', properties: { key: { type: 'string' }, ...flips }, required: ['key', 'allow_to_deny', 'deny_to_allow'], additionalProperties: false } as const;
+const decided = { type: 'object', properties: { allowed: { type: 'boolean' }, reason: { type: 'string' }, explain: { type: 'object', additionalProperties: true } }, required: ['allowed', 'reason'], additionalProperties: false } as const;
+
+/** `POST /admin/policies/impact`: a proposed change, nothing written. */
+export const impactRequestSchema = {
+  type: 'object',
+  description: 'A change to preview: policies to create or replace (as `POST /admin/policies` takes them), names of policies to delete, past versions to restore; any of them together.',
+  properties: {
+    policies: { type: 'array', items: {}, description: 'Policies to create, or to replace the policy of their name.' },
+    delete: { type: 'array', items: { type: 'string', minLength: 1, maxLength: 256 }, description: 'Names of policies in force to delete.' },
+    restore: {
+      type: 'array',
+      items: { type: 'object', properties: { name: { type: 'string', minLength: 1, maxLength: 256 }, version: { type: 'integer', minimum: 1 } }, required: ['name', 'version'], additionalProperties: false },
+      description: 'Past versions to make current again (see the policy history).',
+    },
+  },
+  additionalProperties: false,
+} as const;
+
+export const impactReportSchema = {
+  type: 'object',
+  properties: {
+    process: { type: 'object', properties: { pid: { type: 'integer' }, hostname: { type: 'string' } }, required: ['pid', 'hostname'], additionalProperties: false, description: 'The process that answered: each replays the checks it decided itself.' },
+    source: { type: 'string', enum: ['recent_checks'], description: 'What was replayed: the checks this process kept in memory (--recent-checks), as it read them.' },
+    replayed: { type: 'integer' },
+    from: { type: ['string', 'null'], description: 'When the oldest replayed check was decided.' },
+    to: { type: ['string', 'null'], description: 'When the newest replayed check was decided.' },
+    changed: { type: 'object', properties: flips, required: ['allow_to_deny', 'deny_to_allow'], additionalProperties: false },
+    by_action: { type: 'array', items: group },
+    by_rule: {
+      type: 'array',
+      items: { type: 'object', properties: { before: { type: 'string' }, after: { type: 'string' }, ...flips }, required: ['before', 'after', 'allow_to_deny', 'deny_to_allow'], additionalProperties: false },
+      description: 'What decided the changed checks now and what would: `<policy>/<rule>`, `default allow`, `default deny` or `no policies`.',
+    },
+    by_principal_type: { type: 'array', items: group, description: "By the principal uri's type (before its first colon); `(none)` without one." },
+    by_resource_type: { type: 'array', items: group, description: "By the resource uri's type; `(none)` without one." },
+    sample: {
+      type: 'array',
+      maxItems: MAX_IMPACT_SAMPLE,
+      items: { type: 'object', properties: { check: { type: 'object', additionalProperties: true }, before: decided, after: decided }, required: ['check', 'before', 'after'], additionalProperties: false },
+      description: `Up to ${MAX_IMPACT_SAMPLE} changed checks, as the server read them, each decided and explained both ways.`,
+    },
+    sample_cut: { type: 'string', description: 'Why the sample holds fewer changed checks than it could.' },
+    recent_checks: {
+      type: 'object',
+      properties: { capacity: { type: 'integer' }, skipped_for_size: { type: 'integer' } },
+      required: ['capacity', 'skipped_for_size'],
+      additionalProperties: false,
+      description: 'How many checks this process keeps, and how many it did not keep for their size.',
+    },
+  },
+  required: ['process', 'source', 'replayed', 'from', 'to', 'changed', 'by_action', 'by_rule', 'by_principal_type', 'by_resource_type', 'sample', 'recent_checks'],
+  additionalProperties: false,
+} as const;
+export type ImpactAnswer = FromSchema<typeof impactReportSchema>;
+export type ImpactRequest = FromSchema<typeof impactRequestSchema>;

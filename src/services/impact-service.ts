@@ -1,0 +1,56 @@
+import { compile, type Snapshot } from '../engine/index.js';
+import type { Policy } from '../schemas/policy.js';
+import { isPolicyRecord } from '../audit/record.js';
+import { ClientError, RequestValidationError } from '../errors.js';
+import type { ValidationIssue } from '../schemas/errors.js';
+import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
+import { replayImpact } from './impact.js';
+import type { ImpactAnswer, ImpactRequest } from '../schemas/impact.js';
+import type { PolicyService } from './policies.js';
+import type { PolicySetReader } from './policy-set.js';
+import type { RecentChecks } from './recent-checks.js';
+import { runInSlices } from './work-in-slices.js';
+
+
+/**
+ * Impact previews: what a proposed change of the policies would do to the checks this process
+ * decided lately (its RecentChecks), before it is written. Nothing is written.
+ */
+export class ImpactService {
+  constructor(
+    private readonly snapshots: PolicySnapshots,
+    private readonly reader: PolicySetReader,
+    private readonly policies: Pick<PolicyService, 'version'>,
+    private readonly recent: RecentChecks,
+    private readonly maxAnswerSize: number,
+  ) {}
+
+  async preview(change: ImpactRequest): Promise<ImpactAnswer> {
+    const current = this.snapshots.current;
+    const proposed = compile(await this.proposedSet(current, change), current.revision);
+    const report = await runInSlices(replayImpact(current, proposed, this.recent.list(), this.maxAnswerSize));
+    return { ...report, recent_checks: { capacity: this.recent.capacity, skipped_for_size: this.recent.skipped } };
+  }
+
+  /** The policies in force with the change made: replaced in place, created last, deleted, restored (in place, or last if deleted). */
+  private async proposedSet(current: Snapshot, change: ImpactRequest): Promise<Policy[]> {
+    const { policies: sent = [], delete: deleted = [], restore = [] } = change;
+    if (sent.length + deleted.length + restore.length === 0) throw new ClientError(400, "Nothing to preview: give 'policies', 'delete' or 'restore'");
+    const read = this.reader.read(sent, (index) => ['body', 'policies', index]);
+    if ('issues' in read) throw new RequestValidationError(read.issues);
+    const restored: Policy[] = [];
+    for (const [index, { name, version }] of restore.entries()) {
+      const record = await this.policies.version(name, version);
+      if (!isPolicyRecord(record) || record.after === null) throw new ClientError(400, `Version ${version} of policy '${name}' is its deletion; restore an earlier version (restore ${index})`);
+      restored.push(record.after);
+    }
+    const set = new Map(current.policies.map((policy) => [policy.name, policy]));
+    const issues: ValidationIssue[] = [];
+    deleted.forEach((name, index) => {
+      if (!set.delete(name)) issues.push({ loc: ['body', 'delete', index], msg: `no policy named '${name}' is in force`, type: 'value_error' });
+    });
+    if (issues.length > 0) throw new RequestValidationError(issues);
+    for (const policy of [...restored, ...read.policies]) set.set(policy.name, policy);
+    return [...set.values()];
+  }
+}

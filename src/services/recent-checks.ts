@@ -1,0 +1,73 @@
+import type { DecisionRequest } from '../engine/index.js';
+
+/** The largest check kept, by the estimate of sizeWithin: larger ones are counted as skipped. */
+export const MAX_KEPT_CHECK_BYTES = 16 * 1024;
+/** Values an estimate visits at most: a check with more is taken for too large. */
+const MAX_VISITED = 256;
+
+/** A check as this process read it (after the registry merge), and when it was decided. */
+export interface RecentCheck {
+  request: DecisionRequest;
+  at: number;
+}
+
+/**
+ * The last checks this process decided, as it read them: what an impact preview replays, exactly as
+ * they were decided and without reading the registry again. A ring of `capacity` checks; a check
+ * larger than MAX_KEPT_CHECK_BYTES is not kept (so the ring holds at most capacity × 16 KB). Held in
+ * memory only, never written anywhere.
+ */
+export class RecentChecks {
+  private readonly ring: (RecentCheck | undefined)[];
+  private next = 0;
+  /** Checks not kept for their size, since the start. */
+  skipped = 0;
+
+  constructor(readonly capacity: number) {
+    this.ring = new Array<RecentCheck | undefined>(capacity);
+  }
+
+  record(request: DecisionRequest): void {
+    if (this.capacity === 0) return;
+    if (checkSize(request) > MAX_KEPT_CHECK_BYTES) {
+      this.skipped++;
+      return;
+    }
+    this.ring[this.next] = { request, at: Date.now() };
+    this.next = (this.next + 1) % this.capacity;
+  }
+
+  /** The checks kept, oldest first. */
+  list(): RecentCheck[] {
+    const older = this.ring.slice(this.next);
+    const newer = this.ring.slice(0, this.next);
+    return [...older, ...newer].filter((check): check is RecentCheck => check !== undefined);
+  }
+}
+
+/** About how many bytes a check's uris and attributes hold; Infinity past MAX_VISITED values. */
+function checkSize(request: DecisionRequest): number {
+  const budget = { visits: MAX_VISITED };
+  let size = (request.principal.uri?.length ?? 0) + (request.resource.uri?.length ?? 0) + request.action.length;
+  for (const attributes of [request.principal.attributes, request.resource.attributes, request.actionAttributes, request.context]) {
+    if (attributes === undefined) continue;
+    for (const [key, value] of attributes) {
+      size += key.length + sizeWithin(value, budget);
+      if (size > MAX_KEPT_CHECK_BYTES) return Infinity;
+    }
+  }
+  return size;
+}
+
+/** About how many bytes `value` holds as JSON, counting against `budget`'s visits; Infinity once it runs out. */
+function sizeWithin(value: unknown, budget: { visits: number }): number {
+  if (--budget.visits < 0) return Infinity;
+  if (typeof value === 'string') return value.length + 2;
+  if (typeof value !== 'object' || value === null) return 8;
+  let size = 2;
+  for (const item of Array.isArray(value) ? value : Object.entries(value)) {
+    size += sizeWithin(item, budget);
+    if (size === Infinity) return Infinity;
+  }
+  return size;
+}
