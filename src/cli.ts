@@ -43,6 +43,9 @@ Commands:
   policies export <dir> [--url <server>] | [--data-dir <dir>] | [--mongodb-uri <uri>]
                write the policies of a running server (default http://127.0.0.1:8421; the admin key
                from ADMIN_API_KEY) or of a store as YAML files, numbered in creation order, for --policies.
+  impact [<policy file>...] [--delete <name>]... [--url <server>] [--fail-on deny-to-allow|allow-to-deny|any]
+               preview what writing these policies (and deleting those named) would do to the checks
+               the running server decided lately, without writing; exit 1 when a change crosses --fail-on
   version      print the version
   help         print this help
 
@@ -160,6 +163,11 @@ async function main(argv: string[]): Promise<void> {
       if (subcommand !== 'export') throw new ConfigError(`unknown command 'policies ${subcommand ?? ''}'; run 'verdict --help'`);
       const { exportPolicies } = await import('./cli/policies-export.js');
       return exportPolicies(rest, process.env);
+    }
+    case 'impact': {
+      const { impactCommand } = await import('./cli/impact.js');
+      process.exitCode = await impactCommand(args, process.env);
+      return;
     }
     case 'test': {
       const { policyTest } = await import('./cli/policy-tests/command.js');

@@ -3,46 +3,18 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import YAML from 'yaml';
 import type { Policy } from '../schemas/policy.js';
-import { adminApiKeyOf, ConfigError, loadConfig } from '../config/config.js';
+import { ConfigError, loadConfig } from '../config/config.js';
+import { adminRequest } from './admin-request.js';
 import { openStore } from '../store/open.js';
 import { PRIVATE_DIRECTORY, PRIVATE_FILE } from '../private-files.js';
 
 const USAGE = 'usage: verdict policies export <dir> [--url <server>] | [--data-dir <dir>] | [--mongodb-uri <uri> [--mongodb-db <name>]]';
 
-/** Most redirects followed within the server's origin. */
-const MAX_REDIRECTS = 5;
-
-/**
- * GET /admin/policies of the server at `url`, with the admin key from ADMIN_API_KEY. Redirects are
- * followed within the server's origin only: the key is never sent anywhere else, and a redirect to
- * another origin stops the export, naming it, for the user to pass as --url if that is the server.
- */
+/** GET /admin/policies of the server at `url` (see adminRequest). */
 async function fromServer(url: string, env: NodeJS.ProcessEnv): Promise<Policy[]> {
-  const key = adminApiKeyOf(env);
-  const headers: Record<string, string> = key === '' ? {} : { 'way-api-key': key };
-  let target = new URL('/admin/policies', url);
-  for (let redirects = 0; ; redirects++) {
-    let response: Response;
-    try {
-      response = await fetch(target, { headers, redirect: 'manual' });
-    } catch (error) {
-      throw new ConfigError(`could not reach ${url}: ${((error as Error).cause as Error | undefined)?.message ?? (error as Error).message}`);
-    }
-    const location = response.headers.get('location');
-    if (response.status >= 300 && response.status < 400 && location !== null) {
-      await response.body?.cancel();
-      const next = new URL(location, target);
-      if (next.origin !== target.origin) {
-        throw new ConfigError(`${url} redirected to ${next.href}, another origin, which is never sent the admin key; if that is the server, export with --url ${next.origin}`);
-      }
-      if (redirects === MAX_REDIRECTS) throw new ConfigError(`${url} redirected more than ${MAX_REDIRECTS} times`);
-      target = next;
-      continue;
-    }
-    const body = await response.text();
-    if (response.status !== 200) throw new ConfigError(`${url} answered ${response.status} to GET ${target.pathname}: ${body}`);
-    return JSON.parse(body) as Policy[];
-  }
+  const { status, text } = await adminRequest(url, env, '/admin/policies');
+  if (status !== 200) throw new ConfigError(`${url} answered ${status} to GET /admin/policies: ${text}`);
+  return JSON.parse(text) as Policy[];
 }
 
 async function fromStore(args: string[], env: NodeJS.ProcessEnv): Promise<Policy[]> {

@@ -81,6 +81,7 @@ t.test('every command answers --help (and -h) with its own usage, exit 0', async
     [['test', '--help'], /^ {2}verdict test \[paths\.\.\.\] \[--format text\|tap\|junit\] \[--schemas <file>\]$/m, false],
     [['policies', 'export', '--help'], /^ {2}verdict policies export <dir>/m, false],
     [['policies', '--help'], /^ {2}verdict policies export <dir>/m, false],
+    [['impact', '--help'], /^ {2}verdict impact \[<policy file>\.\.\.\]/m, false],
   ];
   await Promise.all(
     commands.map(async ([args, usage, flags]) => {
