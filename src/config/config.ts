@@ -420,6 +420,13 @@ const OPTIONS = {
     default: '1000',
     parse: integer(0, 100_000),
   }),
+  'recent-checks-rate': option({
+    field: 'recentChecksRate',
+    env: 'RECENT_CHECKS_RATE',
+    help: 'most checks kept per second for impact previews (0: every check); a kept check lives on past the young heap, so keeping all costs CPU under load',
+    default: '200',
+    parse: integer(0, 1_000_000),
+  }),
   'recent-denials': option({
     field: 'recentDenials',
     env: 'RECENT_DENIALS',

@@ -106,7 +106,7 @@ export async function composeServices(config: Config, substitutes: Substitutes =
   metrics.observeRules(live.rules);
   const decisionLog =
     config.decisionLog === '' ? undefined : DecisionLog.open(config.decisionLog, (lines) => metrics.decisionLogDropped.inc(lines), DECISION_LOG_CAPACITY, config.decisionLogMask);
-  const recentChecks = new RecentChecks(config.recentChecks);
+  const recentChecks = new RecentChecks(config.recentChecks, config.recentChecksRate);
   const decisions = new DecisionObserver(metrics, live, decisionLog, recentChecks);
   const placement = bulkPlacement(config.evaluation, detectParallelism(), config.workers);
   const bulk = config.evaluation === 'inline' ? undefined : bulkPool(config, snapshots, decisions, substitutes.poolWorkerFile);

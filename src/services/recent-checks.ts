@@ -13,27 +13,39 @@ export interface RecentCheck {
 
 /**
  * The last checks this process decided, as it read them: what an impact preview replays, exactly as
- * they were decided and without reading the registry again. A ring of `capacity` checks; a check
- * larger than MAX_KEPT_CHECK_BYTES is not kept (so the ring holds at most capacity × 16 KB). Held in
- * memory only, never written anywhere.
+ * they were decided and without reading the registry again. A ring of `capacity` checks, keeping at
+ * most `perSecond` of them each second (0: all); a check larger than MAX_KEPT_CHECK_BYTES is not
+ * kept (so the ring holds at most capacity × 16 KB). Held in memory only, never written anywhere.
  */
 export class RecentChecks {
   private readonly ring: (RecentCheck | undefined)[];
   private next = 0;
+  private second = 0;
+  private keptThisSecond = 0;
   /** Checks not kept for their size, since the start. */
   skipped = 0;
 
-  constructor(readonly capacity: number) {
+  constructor(
+    readonly capacity: number,
+    readonly perSecond = 0,
+  ) {
     this.ring = new Array<RecentCheck | undefined>(capacity);
   }
 
   record(request: DecisionRequest): void {
     if (this.capacity === 0) return;
+    const now = Date.now();
+    if (this.perSecond > 0) {
+      const second = Math.floor(now / 1000);
+      if (second !== this.second) [this.second, this.keptThisSecond] = [second, 0];
+      if (this.keptThisSecond >= this.perSecond) return;
+      this.keptThisSecond++;
+    }
     if (checkSize(request) > MAX_KEPT_CHECK_BYTES) {
       this.skipped++;
       return;
     }
-    this.ring[this.next] = { request, at: Date.now() };
+    this.ring[this.next] = { request, at: now };
     this.next = (this.next + 1) % this.capacity;
   }
 
