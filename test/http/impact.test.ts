@@ -115,3 +115,14 @@ t.test('refused changes say what to fix; a read key may preview; the ring keeps 
   t.ok(bounded.body.sample.length < 3 && bounded.body.sample_cut !== undefined, `the sample stops at --max-answer-size: ${bounded.body.sample_cut}`);
   t.ok(JSON.stringify(bounded.body).length < 4000);
 });
+
+t.test('--recent-checks-rate keeps at most so many checks a second', async (t) => {
+  const server = await startServer({ recentChecksRate: 3 });
+  t.teardown(server.close);
+  t.equal((await server.call('POST', '/admin/policies', policyOf('access', [roleRule('reader')]))).status, 200);
+  const started = Date.now();
+  await sendEach(server, Array.from({ length: 20 }, () => check('reader')));
+  const seconds = Math.floor(Date.now() / 1000) - Math.floor(started / 1000) + 1;
+  const { replayed } = (await server.call('POST', IMPACT, { delete: ['access'] })).body as { replayed: number };
+  t.ok(replayed >= 3 && replayed <= 3 * seconds, `${replayed} kept of 20 sent over ${seconds} calendar second(s)`);
+});
