@@ -427,6 +427,13 @@ const OPTIONS = {
     default: '200',
     parse: integer(0, 1_000_000),
   }),
+  'shadow-sample-percent': option({
+    field: 'shadowSamplePercent',
+    env: 'SHADOW_SAMPLE_PERCENT',
+    help: 'the share of checks that shadow policies also decide, in percent (100: every check)',
+    default: '100',
+    parse: integer(0, 100),
+  }),
   'recent-denials': option({
     field: 'recentDenials',
     env: 'RECENT_DENIALS',

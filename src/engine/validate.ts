@@ -84,6 +84,10 @@ export function policyIssues(policy: Policy, at: Location, limits: PolicyLimits)
     return [{ loc: [...at, 'rules'], msg: `List should have at most ${limits.maxRulesPerPolicy} rules`, type: 'too_long' }];
   }
   const issues = slugIssue(policy.name, [...at, 'name']);
+  if (typeof policy.shadow === 'string') {
+    issues.push(...slugIssue(policy.shadow, [...at, 'shadow']));
+    if (slugify(policy.shadow) === slugify(policy.name)) issues.push({ loc: [...at, 'shadow'], msg: 'a shadow stands in for another policy: name a live policy, or give true', type: 'value_error' });
+  }
   // A set's paths are those of the principal and the resource (`uri`, `attributes.…`): it may stand in any list.
   const setSizes = new Map<string, number>();
   for (const [name, items] of Object.entries(policy.condition_sets ?? {})) {
@@ -140,5 +144,7 @@ export function normalizePolicy(policy: Policy): Policy {
       actions: rule.actions,
     })),
     default_effect: policy.default_effect,
+    // A shadow names the live policy it stands in for by its slug, as policies are stored.
+    ...(policy.shadow === undefined ? {} : { shadow: policy.shadow === true ? true : slugify(policy.shadow) }),
   };
 }

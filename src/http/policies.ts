@@ -1,4 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
+import { MAX_DISAGREEMENTS } from '../services/shadow-decisions.js';
+import { shadowReportSchema } from '../schemas/impact.js';
 import { impactReportSchema, impactRequestSchema } from '../schemas/impact.js';
 import type { JsonSchemaToTsProvider } from '@fastify/type-provider-json-schema-to-ts';
 import {
@@ -28,7 +30,7 @@ const security = API_KEY_SECURITY;
 /** Policy administration under `/admin/policies`; the caller registers it behind the admin key check. */
 export const policyRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { context }) => {
   const app = fastify.withTypeProvider<JsonSchemaToTsProvider>();
-  const { policies, checks, impact } = context;
+  const { policies, checks, impact, shadows } = context;
 
   app.get('/admin/policies', {
     schema: { tags, security, summary: 'All policies, in creation order', response: { 200: policyListSchema, ...ERROR_RESPONSES } },
@@ -65,6 +67,37 @@ export const policyRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, {
     // The body is validated per policy by the service, so that issues are located as a write's are.
     validatorCompiler: () => () => true,
     handler: (request) => policies.validate(request.body),
+  });
+
+  app.post('/admin/policies/:name/promote', {
+    schema: {
+      tags,
+      security,
+      summary: 'Make a shadow policy live',
+      description:
+        'A shadow added beside the live policies (`"shadow": true`) is written again without `shadow`: one audited write. A shadow that stood in for a live ' +
+        "policy (`\"shadow\": \"<name>\"`) replaces that policy's rules, which keeps its name and place, and is then deleted: two audited writes. 409 for a live policy.",
+      params: policyNameParamsSchema,
+      response: { 200: storedPolicySchema, ...ERROR_RESPONSES },
+    },
+    handler: (request, reply) => policies.promote(request.params.name, writerOf(request), warningsTo(reply)),
+  });
+
+  app.get('/admin/shadow', {
+    schema: {
+      tags,
+      security,
+      summary: 'How the shadow policies decide beside the live ones, on this process',
+      description:
+        'The shadow policies in force, how many checks this process decided both ways since it started (all, or `--shadow-sample-percent` of them), ' +
+        `and the latest checks they disagreed on (at most ${MAX_DISAGREEMENTS}, newest first), each explained both ways. Bulks decided in worker threads are not decided by the shadows.`,
+      response: { 200: shadowReportSchema, ...ERROR_RESPONSES },
+    },
+    handler: async () => ({
+      policies: (await policies.list()).filter((policy) => policy.shadow !== undefined).map((policy) => ({ name: policy.name, in_place_of: typeof policy.shadow === 'string' ? policy.shadow : null })),
+      decided: shadows.counts,
+      disagreements: shadows.latest(),
+    }),
   });
 
   app.post('/admin/policies/impact', {

@@ -29,6 +29,16 @@ export class Metrics {
     this.registry,
   );
   private readonly decisions = new PlainCounter('verdict_decisions_total', 'Decisions made, by outcome', this.registry);
+  private readonly shadowDecisions = new PlainCounter(
+    'verdict_shadow_decisions_total',
+    'Checks the shadow policies decided beside the live ones, by outcome: agree, allow_to_deny (the shadows would deny what is allowed) or deny_to_allow',
+    this.registry,
+  );
+  readonly shadowOutcomes = {
+    agree: this.shadowDecisions.bind({ outcome: 'agree' }),
+    allow_to_deny: this.shadowDecisions.bind({ outcome: 'allow_to_deny' }),
+    deny_to_allow: this.shadowDecisions.bind({ outcome: 'deny_to_allow' }),
+  };
   readonly allowed = this.decisions.bind({ allowed: 'true' });
   readonly denied = this.decisions.bind({ allowed: 'false' });
   readonly bulkSize = new PlainHistogram('verdict_bulk_checks', 'Checks per POST /check/bulk call', BULK_SIZE_BUCKETS, this.registry).unlabelled();

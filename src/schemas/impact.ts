@@ -63,3 +63,39 @@ export const impactReportSchema = {
 } as const;
 export type ImpactAnswer = FromSchema<typeof impactReportSchema>;
 export type ImpactRequest = FromSchema<typeof impactRequestSchema>;
+
+const outcomes = {
+  agree: { type: 'integer' },
+  allow_to_deny: { type: 'integer', description: 'Checks the live policies allowed and the shadows would deny.' },
+  deny_to_allow: { type: 'integer', description: 'Checks the live policies denied and the shadows would allow.' },
+} as const;
+const shadowDecided = {
+  type: 'object',
+  properties: { allowed: { type: 'boolean' }, reason: { type: 'string' }, explain: { type: 'object', additionalProperties: true }, explain_cut: { type: 'string' } },
+  required: ['allowed', 'reason'],
+  additionalProperties: false,
+} as const;
+
+/** `GET /admin/shadow`. */
+export const shadowReportSchema = {
+  type: 'object',
+  properties: {
+    policies: {
+      type: 'array',
+      items: { type: 'object', properties: { name: { type: 'string' }, in_place_of: { type: ['string', 'null'] } }, required: ['name', 'in_place_of'], additionalProperties: false },
+      description: 'The shadow policies, each with the live policy it stands in for (null: added beside them).',
+    },
+    decided: { type: 'object', properties: outcomes, required: ['agree', 'allow_to_deny', 'deny_to_allow'], additionalProperties: false, description: 'Checks this process decided both ways since it started.' },
+    disagreements: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: { at: { type: 'string' }, check: { type: 'object', additionalProperties: true }, live: shadowDecided, shadow: shadowDecided },
+        required: ['at', 'check', 'live', 'shadow'],
+        additionalProperties: false,
+      },
+    },
+  },
+  required: ['policies', 'decided', 'disagreements'],
+  additionalProperties: false,
+} as const;

@@ -188,6 +188,14 @@ export const policySchema = {
     condition_sets: conditionSetsSchema(conditionSchema),
     rules: { type: 'array', items: ruleSchema },
     default_effect: { type: 'string', enum: EFFECTS, default: 'deny' },
+    // No default: a live policy is stored and answered without the field, as before shadows.
+    shadow: {
+      anyOf: [{ const: true }, { type: 'string', minLength: 1, maxLength: 256 }],
+      description:
+        'Makes the policy a shadow: decided beside the live policies on every check, never changing an answer, its disagreements counted ' +
+        '(`GET /admin/shadow`). `true` adds it to the live set; the name of a live policy decides it in that policy\'s place. ' +
+        '`POST /admin/policies/{name}/promote` makes it live.',
+    },
   },
   required: ['name', 'rules'],
   additionalProperties: false,

@@ -2,6 +2,7 @@ import { ImpactService } from './impact-service.js';
 import { PolicySetReader } from './policy-set.js';
 import { ChangeFeed } from './change-feed.js';
 import { RecentChecks } from './recent-checks.js';
+import { ShadowDecisions } from './shadow-decisions.js';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config/config.js';
 import { openStore } from '../store/open.js';
@@ -61,6 +62,8 @@ export interface Services {
   adminKeys: KeyRing | undefined;
   /** Impact previews of policy changes, on the checks this process decided lately. */
   impact: ImpactService;
+  /** The shadow policies' decisions beside the live ones. */
+  shadows: ShadowDecisions;
   /** What changes this process's decisions, for clients that cache them (GET /admin/changes). */
   changes: ChangeFeed;
   /** Starts the work that runs beside requests (following the store, the live window, audit retention, ...), logging to `log`. */
@@ -107,7 +110,8 @@ export async function composeServices(config: Config, substitutes: Substitutes =
   const decisionLog =
     config.decisionLog === '' ? undefined : DecisionLog.open(config.decisionLog, (lines) => metrics.decisionLogDropped.inc(lines), DECISION_LOG_CAPACITY, config.decisionLogMask);
   const recentChecks = new RecentChecks(config.recentChecks, config.recentChecksRate);
-  const decisions = new DecisionObserver(metrics, live, decisionLog, recentChecks);
+  const shadows = new ShadowDecisions(snapshots, metrics, config.shadowSamplePercent);
+  const decisions = new DecisionObserver(metrics, live, decisionLog, recentChecks, shadows);
   const placement = bulkPlacement(config.evaluation, detectParallelism(), config.workers);
   const bulk = config.evaluation === 'inline' ? undefined : bulkPool(config, snapshots, decisions, substitutes.poolWorkerFile);
   if (bulk !== undefined) metrics.observePool(bulk);
@@ -154,6 +158,7 @@ export async function composeServices(config: Config, substitutes: Substitutes =
     plans,
     policies,
     registry,
+    shadows,
     impact: new ImpactService(snapshots, new PolicySetReader(config), policies, recentChecks, config.maxAnswerSize),
     schemas: new SchemaService(store, snapshots, audit, schemaFile),
     audit,

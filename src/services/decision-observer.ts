@@ -4,6 +4,7 @@ import type { DecisionLog } from '../decision-log/decision-log.js';
 import type { BulkObserver } from '../pool/bulk-pool.js';
 import type { CheckObservers } from './checks.js';
 import type { RecentChecks } from './recent-checks.js';
+import type { ShadowDecisions } from './shadow-decisions.js';
 
 /**
  * Where every decision is counted and recorded, whichever path made it: the decision counters of
@@ -17,6 +18,8 @@ export class DecisionObserver implements Required<CheckObservers> {
     private readonly decisionLog: DecisionLog | undefined,
     /** Where checks decided here are kept for impact previews to replay. */
     private readonly recent?: RecentChecks,
+    /** The shadow policies, deciding beside the live ones. */
+    private readonly shadows?: ShadowDecisions,
   ) {}
 
   /** Only the decision log reads how long a decision took. */
@@ -29,6 +32,7 @@ export class DecisionObserver implements Required<CheckObservers> {
     (decision.allowed ? this.metrics.allowed : this.metrics.denied).inc();
     this.live.decided(input, decision, revision, violations);
     this.recent?.record(request);
+    this.shadows?.observe(request, decision);
     this.decisionLog?.record({ time: Date.now(), input, request, decision, revision, latencyMs: performance.now() - startedAt, violations, origin });
   };
 

@@ -24,7 +24,7 @@ function deciderName(decision: Decision): string {
 const typeOf = (uri: string | undefined) => (uri === undefined ? '(none)' : (resourceTypeOf(uri) ?? '(none)'));
 
 /** The check as the server read it, as JSON: uris, attributes after the registry merge, action, context, the time when it was read. */
-function checkAsRead(request: DecisionRequest): Record<string, unknown> {
+export function checkAsRead(request: DecisionRequest): Record<string, unknown> {
   const entity = ({ uri, attributes }: DecisionRequest['principal']) => ({ ...(uri !== undefined && { uri }), attributes: Object.fromEntries(attributes) });
   return {
     principal: entity(request.principal),

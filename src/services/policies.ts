@@ -149,6 +149,22 @@ export class PolicyService {
     return this.answer(policy);
   }
 
+  /**
+   * Makes the shadow policy `name` live: one write of it without `shadow` when it was added beside the
+   * live policies; when it stood in for a live policy, that policy is replaced by its rules (keeping
+   * its name and place), and the shadow deleted: two writes, each audited.
+   */
+  async promote(name: string, by: Writer, warn?: WriteWarnings): Promise<AnsweredPolicy> {
+    const stored = await this.roles.reader.named(name);
+    if (stored === undefined) throw notFound('Policy');
+    const { shadow, ...promoted } = stored;
+    if (shadow === undefined) throw new ClientError(409, `Policy '${name}' is live already: only a shadow policy is promoted`);
+    if (shadow === true || (await this.roles.reader.named(shadow)) === undefined) return this.replace(name, promoted, by, warn);
+    const replaced = await this.replace(shadow, { ...promoted, name: shadow }, by, warn);
+    await this.delete(name, by);
+    return replaced;
+  }
+
   async delete(name: string, by: Writer): Promise<true> {
     if (!(await this.writer().deletePolicy(name, by))) throw notFound('Policy');
     await this.applied(`Policy '${name}' was deleted`);

@@ -33,6 +33,10 @@ interface Built {
   epoch: number | undefined;
   changes?: readonly ChangedPolicy[];
   schemas?: StoredSchemas;
+  /** The shadow policies of the whole set, when it was loaded whole (a derived one says them in `shadowChanges`). */
+  shadows?: readonly Policy[];
+  /** The shadow policies written since the snapshot derived from: each now, or null when it is no shadow any more. */
+  shadowChanges?: readonly ChangedPolicy[];
 }
 
 /** One snapshot derived from the one before: the revisions it went from and to, and the policies the store said changed. */
@@ -45,7 +49,43 @@ interface Step {
 /** Steps kept for workers that are a few revisions behind (see changesBetween). */
 const STEPS_KEPT = 16;
 
-const built = ({ policies, revision, positions, epoch, schemas }: LoadedPolicies): Built => ({ snapshot: compile(policies, revision, positions), epoch, schemas });
+const isShadow = (policy: Policy) => policy.shadow !== undefined;
+
+/** The snapshot of the live policies of a whole set, and its shadows apart. */
+function built({ policies, revision, positions, epoch, schemas }: LoadedPolicies): Built {
+  const live = policies.flatMap((policy, index) => (isShadow(policy) ? [] : [index]));
+  const snapshot = compile(
+    live.map((index) => policies[index]!),
+    revision,
+    positions && live.map((index) => positions[index]!),
+  );
+  return { snapshot, epoch, schemas, shadows: policies.filter(isShadow) };
+}
+
+/**
+ * The changes of the live set (a policy become a shadow leaves it) and of the shadows (a shadow made
+ * live leaves them), from the policies the store said changed.
+ */
+function splitChanges(changes: readonly ChangedPolicy[]): { live: ChangedPolicy[]; shadows: ChangedPolicy[] } {
+  return {
+    live: changes.map((change) => (change.now !== null && isShadow(change.now.policy) ? { name: change.name, now: null } : change)),
+    shadows: changes.map((change) => (change.now !== null && isShadow(change.now.policy) ? change : { name: change.name, now: null })),
+  };
+}
+
+/**
+ * The set the shadows are decided by: the live policies, each shadow in place of the live policy it
+ * names (or after them all, when it names none, or one not in force).
+ */
+export function shadowSet(live: readonly Policy[], shadows: readonly Policy[]): Policy[] {
+  const set = new Map(live.map((policy) => [policy.name, policy]));
+  for (const shadow of shadows) {
+    const replaced = typeof shadow.shadow === 'string' && set.has(shadow.shadow) ? shadow.shadow : undefined;
+    if (replaced === undefined) set.set(shadow.name, shadow);
+    else set.set(replaced, shadow);
+  }
+  return [...set.values()];
+}
 
 /**
  * Holds the snapshot that checks are evaluated against and rebuilds it from its policy source (the
@@ -75,6 +115,10 @@ export class PolicySnapshots extends EventEmitter<SnapshotEvents> {
   generation = 0;
   /** The snapshots derived in a row in this generation, oldest first (at most STEPS_KEPT). */
   private readonly steps: Step[] = [];
+  /** The shadow policies by name (see shadowSet). */
+  private readonly shadowPolicies = new Map<string, Policy>();
+  /** The snapshot the shadows are decided by, the revision's live policies with the shadows in; undefined while there are none. */
+  shadow: Snapshot | undefined;
 
   private constructor(
     private readonly source: PolicySource,
@@ -100,8 +144,10 @@ export class PolicySnapshots extends EventEmitter<SnapshotEvents> {
 
   static async load(source: PolicySource): Promise<PolicySnapshots> {
     const loaded = await source.loadPolicies();
-    const { snapshot, epoch, schemas } = built(loaded);
-    return new PolicySnapshots(source, snapshot, schemas, epoch, loaded.feedPosition);
+    const first = built(loaded);
+    const snapshots = new PolicySnapshots(source, first.snapshot, first.schemas, first.epoch, loaded.feedPosition);
+    snapshots.followShadows(first);
+    return snapshots;
   }
 
   /**
@@ -174,8 +220,9 @@ export class PolicySnapshots extends EventEmitter<SnapshotEvents> {
     if (!('changes' in loaded)) return built(loaded);
     if (loaded.epoch !== this.epoch) return this.reload();
     if (loaded.revision <= this.current.revision) return { snapshot: this.current, epoch: this.epoch };
-    const derived = derive(this.current, loaded.changes, loaded.revision);
-    return derived === undefined ? this.reload() : { snapshot: derived, epoch: this.epoch, changes: loaded.changes };
+    const { live, shadows } = splitChanges(loaded.changes);
+    const derived = derive(this.current, live, loaded.revision);
+    return derived === undefined ? this.reload() : { snapshot: derived, epoch: this.epoch, changes: live, shadowChanges: shadows };
   }
 
   private async reload(): Promise<Built> {
@@ -201,7 +248,9 @@ export class PolicySnapshots extends EventEmitter<SnapshotEvents> {
     return undefined;
   }
 
-  private publish({ snapshot, epoch, changes, schemas }: Built): void {
+  private publish(next: Built): void {
+    const { snapshot, epoch, changes, schemas } = next;
+    this.followShadows(next);
     if (changes === undefined) {
       this.generation++;
       this.steps.length = 0;
@@ -211,6 +260,19 @@ export class PolicySnapshots extends EventEmitter<SnapshotEvents> {
     this.epoch = epoch;
     this.builtAt = Date.now();
     this.emit('published', snapshot);
+  }
+
+  /** Takes the shadows a built snapshot brings (all of them, or those written since), and compiles their set with its live policies. */
+  private followShadows({ snapshot, shadows, shadowChanges }: Built): void {
+    if (shadows !== undefined) {
+      this.shadowPolicies.clear();
+      for (const policy of shadows) this.shadowPolicies.set(policy.name, policy);
+    }
+    for (const { name, now } of shadowChanges ?? []) {
+      if (now === null) this.shadowPolicies.delete(name);
+      else this.shadowPolicies.set(name, now.policy);
+    }
+    this.shadow = this.shadowPolicies.size === 0 ? undefined : compile(shadowSet(snapshot.policies, [...this.shadowPolicies.values()]), snapshot.revision);
   }
 
   private succeeded(): void {

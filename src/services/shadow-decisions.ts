@@ -1,0 +1,65 @@
+import { AnswerBudget, evaluate, explain, ExplanationTooLarge, type Decision, type DecisionRequest, type Snapshot } from '../engine/index.js';
+import type { Metrics } from '../live/metrics.js';
+import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
+import { checkAsRead } from './impact.js';
+import type { FromSchema } from 'json-schema-to-ts';
+import type { shadowReportSchema } from '../schemas/impact.js';
+
+/** Disagreements kept, newest first: like the live view's recent denials. */
+export const MAX_DISAGREEMENTS = 100;
+/** The longest explanation a disagreement keeps, in characters of JSON; a longer one is left out, saying so. */
+const MAX_EXPLANATION = 8192;
+
+export type ShadowOutcome = 'agree' | 'allow_to_deny' | 'deny_to_allow';
+
+/** A check the shadow policies decided otherwise than the live ones, with both decisions explained. */
+export type Disagreement = FromSchema<typeof shadowReportSchema>['disagreements'][number];
+
+/**
+ * Decides the checks of this thread by the shadow policies too (a share of them, `samplePercent`),
+ * never changing an answer: counts how often they agree (the metric and `counts`) and keeps the
+ * latest disagreements with both explanations. Costs nothing while there are no shadows.
+ */
+export class ShadowDecisions {
+  readonly counts: Record<ShadowOutcome, number> = { agree: 0, allow_to_deny: 0, deny_to_allow: 0 };
+  private readonly disagreements: Disagreement[] = [];
+
+  constructor(
+    private readonly snapshots: PolicySnapshots,
+    private readonly metrics: Metrics,
+    private readonly samplePercent: number,
+  ) {}
+
+  /** `live` is what the live policies decided for `request`. */
+  observe(request: DecisionRequest, live: Decision): void {
+    const shadow = this.snapshots.shadow;
+    if (shadow === undefined || (this.samplePercent < 100 && Math.random() * 100 >= this.samplePercent)) return;
+    const decided = evaluate(shadow, request);
+    const outcome: ShadowOutcome = decided.allowed === live.allowed ? 'agree' : live.allowed ? 'allow_to_deny' : 'deny_to_allow';
+    this.counts[outcome]++;
+    this.metrics.shadowOutcomes[outcome].inc();
+    if (outcome === 'agree') return;
+    this.disagreements.unshift({
+      at: new Date().toISOString(),
+      check: checkAsRead(request),
+      live: explained(this.snapshots.current, request, live),
+      shadow: explained(shadow, request, decided),
+    });
+    if (this.disagreements.length > MAX_DISAGREEMENTS) this.disagreements.pop();
+  }
+
+  /** The latest disagreements, newest first. */
+  latest(): Disagreement[] {
+    return [...this.disagreements];
+  }
+}
+
+function explained(snapshot: Snapshot, request: DecisionRequest, decision: Decision): Disagreement['live'] {
+  try {
+    // An explanation is a plain JSON object, as the schema's open object types it.
+    return { ...decision, explain: explain(snapshot, request, decision, new AnswerBudget(MAX_EXPLANATION)) as unknown as Record<string, unknown> };
+  } catch (error) {
+    if (!(error instanceof ExplanationTooLarge)) throw error;
+    return { ...decision, explain_cut: `its explanation is longer than ${MAX_EXPLANATION} characters` };
+  }
+}

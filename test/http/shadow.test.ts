@@ -1,0 +1,88 @@
+import t from 'tap';
+import fc from 'fast-check';
+import { startServer } from '../helpers/server.js';
+import { reference } from '../engine/reference.js';
+import { shadowSet } from '../../src/snapshot/policy-snapshots.js';
+import type { Policy } from '../../src/schemas/policy.js';
+import type { DecisionRequest } from '../../src/engine/index.js';
+
+// Shadow policies over real HTTP: decided beside the live ones on every check, never changing an
+// answer, their disagreements counted exactly; promoted by an audited write.
+
+const roleRule = (role: string, effect = 'allow') => ({ name: `${role}s`, effect, principal_conditions: [{ path: 'attributes.role', operator: '==', value: role }], actions: ['read'] });
+const LIVE = { name: 'access', rules: [roleRule('reader'), roleRule('banned', 'deny')] };
+const NO_IMAGES = { name: 'no-images', effect: 'deny', resource_conditions: [{ path: 'uri', operator: 'startswith', value: 'img:' }], actions: ['read'] };
+const NEXT = { name: 'access-next', shadow: 'access', rules: [NO_IMAGES, roleRule('reader'), roleRule('guest'), roleRule('banned', 'deny')] };
+const check = (role: string, resource = 'doc:1') => ({ principal: { attributes: { role } }, resource: { uri: resource }, action: 'read' });
+const asRequest = (role: string, resource: string): DecisionRequest => ({ principal: { uri: undefined, attributes: new Map([['role', role]]) }, resource: { uri: resource, attributes: new Map() }, action: 'read' });
+
+t.test('under load, the shadow counts exactly the disagreements a reference reading finds, and changes no answer', async (t) => {
+  const server = await startServer({ evaluation: 'inline' });
+  t.teardown(server.close);
+  t.equal((await server.call('POST', '/admin/policies', LIVE)).status, 200);
+  const written = await server.call('POST', '/admin/policies', NEXT);
+  t.equal(written.status, 200);
+  t.equal(written.body.shadow, 'access', 'stored and answered with its shadow field, last');
+  t.same(Object.keys(written.body).at(-1), 'shadow');
+
+  const roles = fc.sample(fc.constantFrom('reader', 'guest', 'banned', 'other'), { numRuns: 400 });
+  const checks = roles.map((role, index) => check(role, index % 3 === 0 ? 'img:1' : 'doc:1'));
+  // Half alone, half in bulks of 20, all at once.
+  const alone = checks.slice(0, 200).map((each) => server.call('POST', '/check', each));
+  const bulks = Array.from({ length: 10 }, (_, index) => server.call('POST', '/check/bulk', checks.slice(200 + index * 20, 220 + index * 20)));
+  const answers = [...(await Promise.all(alone)).map((answer) => answer.body), ...(await Promise.all(bulks)).flatMap((answer) => answer.body)];
+
+  const live = (await server.call('GET', '/admin/policies')).body as Policy[];
+  const liveSet = live.filter((policy) => policy.shadow === undefined);
+  const expected = { agree: 0, allow_to_deny: 0, deny_to_allow: 0 };
+  roles.forEach((role, index) => {
+    const request = asRequest(role, index % 3 === 0 ? 'img:1' : 'doc:1');
+    const now = reference(liveSet, request).decision;
+    const shadowed = reference(shadowSet(liveSet, live.filter((policy) => policy.shadow !== undefined)), request).decision;
+    if (JSON.stringify(answers[index]) !== JSON.stringify(now)) throw new Error(`answer ${index} ${JSON.stringify(answers[index])}, the live policies say ${JSON.stringify(now)}`);
+    expected[now.allowed === shadowed.allowed ? 'agree' : now.allowed ? 'allow_to_deny' : 'deny_to_allow']++;
+  });
+  t.ok(expected.deny_to_allow > 30 && expected.allow_to_deny > 10 && expected.agree > 100, JSON.stringify(expected));
+  const report = (await server.call('GET', '/admin/shadow')).body;
+  t.same(report.decided, expected, 'counted as the reference reading counts them');
+  t.same(report.policies, [{ name: 'access-next', in_place_of: 'access' }]);
+  t.equal(report.disagreements.length, Math.min(100, expected.allow_to_deny + expected.deny_to_allow), 'the latest disagreements, a hundred at most');
+  const guest = report.disagreements.find((each: { check: { principal: { attributes: { role: string } } } }) => each.check.principal.attributes.role === 'guest');
+  t.match(guest, { check: { resource: { uri: 'doc:1' } }, live: { allowed: false, explain: { decided_by: { kind: 'default' } } }, shadow: { allowed: true, explain: { decided_by: { rule: 'guests' } } } });
+  const metrics = (await server.call('GET', '/metrics')).body as string;
+  for (const [outcome, count] of Object.entries(expected)) if (count > 0) t.match(metrics, `verdict_shadow_decisions_total{outcome="${outcome}"} ${count}`);
+});
+
+t.test('promote: a shadow in place of a live policy replaces its rules and goes; one added beside them is written live; both audited', async (t) => {
+  const server = await startServer();
+  t.teardown(server.close);
+  t.equal((await server.call('POST', '/admin/policies', LIVE)).status, 200);
+  t.equal((await server.call('POST', '/admin/policies', NEXT)).status, 200);
+  t.equal((await server.call('POST', '/check', check('guest'))).body.allowed, false, 'a shadow never changes an answer');
+  const promoted = await server.call('POST', '/admin/policies/access-next/promote');
+  t.equal(promoted.status, 200, JSON.stringify(promoted.body));
+  t.same([promoted.body.name, promoted.body.shadow, promoted.body.rules.length], ['access', undefined, 4]);
+  t.equal((await server.call('POST', '/check', check('guest'))).body.allowed, true, 'live now');
+  t.equal((await server.call('GET', '/admin/policies/access-next')).status, 404, 'the shadow is gone');
+  t.same((await server.call('GET', '/admin/shadow')).body.policies, []);
+
+  const added = { name: 'auditors', shadow: true, rules: [roleRule('auditor')] };
+  t.equal((await server.call('POST', '/admin/policies', added)).status, 200);
+  t.equal((await server.call('POST', '/check', check('auditor'))).body.allowed, false);
+  t.same((await server.call('POST', '/admin/policies/auditors/promote')).body.shadow, undefined);
+  t.equal((await server.call('POST', '/check', check('auditor'))).body.allowed, true);
+  t.equal((await server.call('POST', '/admin/policies/auditors/promote')).status, 409, 'a live policy is not promoted');
+  const operations = ((await server.call('GET', '/admin/audit?limit=100')).body.records as { operation: string; target: string }[]).map((record) => `${record.operation} ${record.target}`);
+  t.same(operations.slice(0, 4), ['policy.replace policy:auditors', 'policy.create policy:auditors', 'policy.delete policy:access-next', 'policy.replace policy:access']);
+
+  const self = await server.call('POST', '/admin/policies', { name: 'loop', shadow: 'loop', rules: [] });
+  t.match([self.status, self.body.detail[0].msg], [422, /a shadow stands in for another policy/]);
+});
+
+t.test('--shadow-sample-percent 0: the shadows decide nothing', async (t) => {
+  const server = await startServer({ shadowSamplePercent: 0 });
+  t.teardown(server.close);
+  for (const policy of [LIVE, NEXT]) t.equal((await server.call('POST', '/admin/policies', policy)).status, 200);
+  for (let index = 0; index < 20; index++) await server.call('POST', '/check', check('guest'));
+  t.same((await server.call('GET', '/admin/shadow')).body.decided, { agree: 0, allow_to_deny: 0, deny_to_allow: 0 });
+});
