@@ -155,6 +155,8 @@ export class PolicyService {
    * its name and place), and the shadow deleted: two writes, each audited.
    */
   async promote(name: string, by: Writer, warn?: WriteWarnings): Promise<AnsweredPolicy> {
+    // Refused (409) where policies come from files, before anything is read.
+    this.writer();
     const stored = await this.roles.reader.named(name);
     if (stored === undefined) throw notFound('Policy');
     const { shadow, ...promoted } = stored;

@@ -30,6 +30,8 @@ export const ADMIN_WRITES: AdminWrite[] = [
   { method: 'PUT', route: '/admin/policies/{name}', path: '/admin/policies/p1', body: { name: 'p1', rules: rules('write') }, target: 'policy:p1' },
   { method: 'POST', route: '/admin/policies/{name}/restore', path: '/admin/policies/p1/restore?version=1', target: 'policy:p1' },
   { method: 'DELETE', route: '/admin/policies/{name}', path: '/admin/policies/s1', target: 'policy:s1' },
+  { method: 'POST', route: '/admin/policies', path: '/admin/policies', body: { name: 'sh1', shadow: true, rules: rules('read') }, target: 'policy:sh1' },
+  { method: 'POST', route: '/admin/policies/{name}/promote', path: '/admin/policies/sh1/promote', target: 'policy:sh1' },
   { method: 'POST', route: '/create-policy', path: '/create-policy', body: { name: 'p2', rules: rules('read') }, target: 'policy:p2' },
   { method: 'POST', route: ENTITIES, path: ENTITIES, body: { uri: 'user:1', attributes: { team: 'ops' } }, target: 'entity:user:1' },
   { method: 'PUT', route: `${ENTITIES}/{uri}`, path: `${ENTITIES}/user%3A1`, body: { uri: 'user:1', attributes: { team: 'dev' } }, target: 'entity:user:1' },
@@ -44,7 +46,7 @@ export const ADMIN_WRITES: AdminWrite[] = [
 ];
 
 /** Admin routes that take a body by POST but write nothing. */
-const CHECKS_WITHOUT_WRITING = ['/admin/policies/validate', '/admin/check-at'];
+const CHECKS_WITHOUT_WRITING = ['/admin/policies/validate', '/admin/check-at', '/admin/policies/impact'];
 
 /** The OpenAPI document's routes that change data: every method but GET on admin routes (less those that only check), and the earlier family's writes. */
 export function writeRoutesOf(openapi: { paths: Record<string, Record<string, unknown>> }): string[] {

@@ -19,6 +19,7 @@ const BODIES = new Map<string, { path: string; body?: unknown }>([
   ...ADMIN_WRITES.map((write): [string, { path: string; body?: unknown }] => [`${write.method} ${write.route}`, write]),
   ['POST /admin/policies/validate', { path: '/admin/policies/validate', body: { name: 'p', rules: [] } }],
   ['POST /admin/check-at', { path: '/admin/check-at', body: { check: { principal: { uri: 'u' }, resource: { uri: 'r' }, action: 'read' }, time: '2026-11-27T08:30:00Z' } }],
+  ['POST /admin/policies/impact', { path: '/admin/policies/impact', body: { delete: ['p'] } }],
 ]);
 
 /** One call of every route the server's OpenAPI document says takes the key, and a few more forms of some. */

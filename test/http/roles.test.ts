@@ -51,7 +51,7 @@ t.test('a read key reads everything and gets 403 with a detail on every write ro
   const { server } = await withKeys(t, [line('alice', 'admin', ALICE), line('auditor', 'read', AUDITOR)]);
   const openapi = (await server.call('GET', '/docs/json', undefined, as(ALICE))).body;
   const writeRoutes = [...new Set(writeRoutesOf(openapi))].sort();
-  t.same(ADMIN_WRITES.map(({ method, route }) => `${method} ${route}`).sort(), writeRoutes, 'every write route the server documents');
+  t.same([...new Set(ADMIN_WRITES.map(({ method, route }) => `${method} ${route}`))].sort(), writeRoutes, 'every write route the server documents');
   // Everything a write route needs to succeed exists, so that only the role refuses.
   for (const write of ADMIN_WRITES) {
     const refused = await server.call(write.method, write.path, write.body, as(AUDITOR));

@@ -53,6 +53,7 @@ const BODIES: Record<string, string> = {
   'POST /admin/policies/simple': checkJson('user:@'),
   'POST /admin/policies/validate': '[{"name":"p@","rules":[]}]',
   'POST /admin/check-at': `{"check":${checkJson('user:@')},"time":"2026-11-27T08:30:00Z"}`,
+  'POST /admin/policies/impact': '{"policies":[{"name":"p@","rules":[]}]}',
   [`POST ${ENTITIES}`]: '{"uri":"user:@","attributes":{"a":1}}',
   [`POST ${ENTITIES}/$bulk`]: '[{"uri":"user:ok","attributes":{"a":1}},{"uri":"user:@","attributes":{"a":1}}]',
   [`PUT ${ENTITIES}/{uri}`]: '{"uri":"existing","attributes":{"a":"@"}}',
