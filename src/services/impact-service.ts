@@ -3,7 +3,7 @@ import type { Policy } from '../schemas/policy.js';
 import { isPolicyRecord } from '../audit/record.js';
 import { ClientError, RequestValidationError } from '../errors.js';
 import type { ValidationIssue } from '../schemas/errors.js';
-import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
+import { isShadow, type PolicySnapshots } from '../snapshot/policy-snapshots.js';
 import { replayImpact } from './impact.js';
 import type { ImpactAnswer, ImpactRequest } from '../schemas/impact.js';
 import type { PolicyService } from './policies.js';
@@ -50,7 +50,11 @@ export class ImpactService {
       if (!set.delete(name)) issues.push({ loc: ['body', 'delete', index], msg: `no policy named '${name}' is in force`, type: 'value_error' });
     });
     if (issues.length > 0) throw new RequestValidationError(issues);
-    for (const policy of [...restored, ...read.policies]) set.set(policy.name, policy);
+    // A policy written as a shadow leaves the live set (it would be stored under its name) and decides nothing live.
+    for (const policy of [...restored, ...read.policies]) {
+      if (isShadow(policy)) set.delete(policy.name);
+      else set.set(policy.name, policy);
+    }
     return [...set.values()];
   }
 }

@@ -49,7 +49,8 @@ interface Step {
 /** Steps kept for workers that are a few revisions behind (see changesBetween). */
 const STEPS_KEPT = 16;
 
-const isShadow = (policy: Policy) => policy.shadow !== undefined;
+/** Whether a policy is a shadow: decided beside the live policies, never in their place (see shadowSet). */
+export const isShadow = (policy: Policy) => policy.shadow !== undefined;
 
 /** The snapshot of the live policies of a whole set, and its shadows apart. */
 function built({ policies, revision, positions, epoch, schemas }: LoadedPolicies): Built {

@@ -86,3 +86,15 @@ t.test('--shadow-sample-percent 0: the shadows decide nothing', async (t) => {
   for (let index = 0; index < 20; index++) await server.call('POST', '/check', check('guest'));
   t.same((await server.call('GET', '/admin/shadow')).body.decided, { agree: 0, allow_to_deny: 0, deny_to_allow: 0 });
 });
+
+t.test('an impact preview of writing a shadow changes no live decision; a shadow written over a live policy takes it out of the live set', async (t) => {
+  const server = await startServer();
+  t.teardown(server.close);
+  t.equal((await server.call('POST', '/admin/policies', LIVE)).status, 200);
+  for (const role of ['reader', 'guest', 'banned']) await server.call('POST', '/check', check(role));
+  const beside = await server.call('POST', '/admin/policies/impact', { policies: [NEXT] });
+  t.same(beside.body.changed, { allow_to_deny: 0, deny_to_allow: 0 }, 'a shadow beside the live policies decides nothing live');
+  const over = await server.call('POST', '/admin/policies/impact', { policies: [{ ...LIVE, shadow: true }] });
+  t.same(over.body.changed, { allow_to_deny: 1, deny_to_allow: 0 }, 'access as a shadow leaves the live set: the reader is denied by no policy');
+});
+

@@ -1,4 +1,5 @@
 import { compile, evaluate, explain, type Decision } from '../../engine/index.js';
+import { isShadow } from '../../snapshot/policy-snapshots.js';
 import type { FailedCondition, FailedGroup, FailedSet } from '../../engine/explain.js';
 import { instantOf } from '../../engine/time.js';
 import type { CheckRequest } from '../../schemas/check.js';
@@ -58,7 +59,8 @@ function whyLines(decided: ReturnType<typeof explain>): string[] {
  * holds each case's attributes (registered and supplied, merged) to them.
  */
 export function runTestFile(file: LoadedTestFile, schemas?: AttributeValidators): CaseResult[] {
-  const snapshot = compile(file.policies, 0);
+  // Cases are decided by the live policies, as checks are: a shadow never decides an answer.
+  const snapshot = compile(file.policies.filter((policy) => !isShadow(policy)), 0);
   const registered = (uri: string) => file.entities.get(uri);
   return file.cases.map((testCase, index) => {
     const expected = testCase.reason === undefined ? { allowed: testCase.allowed } : { allowed: testCase.allowed, reason: testCase.reason };
