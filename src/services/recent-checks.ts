@@ -57,8 +57,8 @@ export class RecentChecks {
   }
 }
 
-/** About how many bytes a check's uris and attributes hold; Infinity past MAX_VISITED values. */
-function checkSize(request: DecisionRequest): number {
+/** About how many bytes a check's uris and attributes hold; Infinity past MAX_VISITED values or MAX_KEPT_CHECK_BYTES. */
+export function checkSize(request: DecisionRequest): number {
   const budget = { visits: MAX_VISITED };
   let size = (request.principal.uri?.length ?? 0) + (request.resource.uri?.length ?? 0) + request.action.length;
   for (const attributes of [request.principal.attributes, request.resource.attributes, request.actionAttributes, request.context]) {

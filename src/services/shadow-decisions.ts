@@ -2,6 +2,7 @@ import { AnswerBudget, evaluate, explain, ExplanationTooLarge, type Decision, ty
 import type { Metrics } from '../live/metrics.js';
 import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
 import { checkAsRead } from './impact.js';
+import { checkSize, MAX_KEPT_CHECK_BYTES } from './recent-checks.js';
 import type { FromSchema } from 'json-schema-to-ts';
 import type { shadowReportSchema } from '../schemas/impact.js';
 
@@ -41,7 +42,8 @@ export class ShadowDecisions {
     if (outcome === 'agree') return;
     this.disagreements.unshift({
       at: new Date().toISOString(),
-      check: checkAsRead(request),
+      // A large check is not kept: a hundred of them would hold a hundred request bodies.
+      check: checkSize(request) > MAX_KEPT_CHECK_BYTES ? { omitted: `larger than ${MAX_KEPT_CHECK_BYTES} bytes` } : checkAsRead(request),
       live: explained(this.snapshots.current, request, live),
       shadow: explained(shadow, request, decided),
     });

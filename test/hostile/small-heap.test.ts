@@ -122,3 +122,24 @@ t.test('explanations of groups and condition sets whose every alternative fails 
   boundedOrRefused(t, await answerOf(server, 'POST', '/check/bulk?explain=true', [lighter, lighter]), 'an explained bulk of two');
   await stillDeciding(t, server);
 });
+
+t.test('checks of nearly a megabyte that the shadow policies disagree on: neither the disagreements nor the recent checks keep them', async (t) => {
+  const server = await smallHeapVerdict(t);
+  const rule = (effect: string) => ({ name: 'r', effect, actions: ['read'] });
+  t.equal((await answerOf(server, 'POST', '/admin/policies', { name: 'live', rules: [rule('allow')] })).status, 200);
+  t.equal((await answerOf(server, 'POST', '/admin/policies', { name: 'next', shadow: 'live', rules: [rule('deny')] })).status, 200);
+  // Fifteen strings of 60,000 characters: about 900 KB, under the body limit, each check disagreed on.
+  const heavy = (index: number) => ({ principal: { attributes: Object.fromEntries(Array.from({ length: 15 }, (_, key) => [`k${key}`, `${index}${'x'.repeat(60_000)}`])) }, resource: { uri: 'doc:1' }, action: 'read' });
+  for (let index = 0; index < 150; index++) {
+    const answer = await answerOf(server, 'POST', '/check', heavy(index));
+    if (answer.status !== 200 || answer.body.allowed !== true) t.fail(`check ${index}: ${answer.status} ${JSON.stringify(answer.body).slice(0, 200)}`);
+  }
+  const shadow = await answerOf(server, 'GET', '/admin/shadow');
+  t.equal(shadow.status, 200);
+  t.same(shadow.body.decided, { agree: 0, allow_to_deny: 150, deny_to_allow: 0 });
+  t.same(shadow.body.disagreements[0].check, { omitted: 'larger than 16384 bytes' });
+  t.ok(shadow.size <= BOUNDED, `the shadow report: ${shadow.size} characters`);
+  const impact = await answerOf(server, 'POST', '/admin/policies/impact', { delete: ['live'] });
+  t.match(impact.body, { replayed: 0, recent_checks: { skipped_for_size: 150 } }, 'none kept for impact previews either');
+  await stillDeciding(t, server);
+});
