@@ -8,6 +8,7 @@ import { RuleFields } from './rule-fields.js';
 import { useCanWritePolicies, usePolicyFiles } from '../access.js';
 import { FilesNotice } from './files-notice.js';
 import { PolicyChecks } from './policy-checks.js';
+import { ImpactPreview } from './impact-preview.js';
 
 type Mode = 'form' | 'json';
 
@@ -208,6 +209,7 @@ export function PolicyEditor({ name }: { name?: string }) {
             </>
           )}
           <PolicyChecks policy={typed()} />
+          <ImpactPreview policy={typed()} />
           {/* Beside the button that caused them, where the eye is: a refusal at the top of a long form went unseen. */}
           <Alerts messages={alerts} />
           {canWrite && (
