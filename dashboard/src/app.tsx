@@ -13,6 +13,7 @@ import { Live } from './views/live.js';
 import { Audit } from './views/audit.js';
 import { PolicyHistory } from './views/policy-history.js';
 import { Schemas } from './views/schemas.js';
+import { Shadow } from './views/shadow.js';
 import { Access as AccessContext, type Whoami } from './access.js';
 
 type Access = { state: 'checking' } | { state: 'granted'; whoami: Whoami } | { state: 'needs-key'; refused: boolean } | { state: 'unreachable'; message: string };
@@ -24,6 +25,7 @@ const NAVIGATION = [
   { link: links.live, label: 'Live', screens: ['live'] },
   { link: links.audit, label: 'Audit', screens: ['audit'] },
   { link: links.schemas, label: 'Schemas', screens: ['schemas'] },
+  { link: links.shadow, label: 'Shadow', screens: ['shadow'] },
 ];
 
 function useRoute(): Route {
@@ -67,6 +69,8 @@ function Screen({ route }: { route: Route }) {
       return <Playground />;
     case 'live':
       return <Live />;
+    case 'shadow':
+      return <Shadow />;
     case 'audit':
       return <Audit />;
     case 'policy-history':

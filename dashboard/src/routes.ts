@@ -11,7 +11,8 @@ export type Route =
   | { screen: 'playground' }
   | { screen: 'live' }
   | { screen: 'audit' }
-  | { screen: 'schemas' };
+  | { screen: 'schemas' }
+  | { screen: 'shadow' };
 
 export function parseRoute(hash: string): Route {
   const [first = '', ...rest] = hash.replace(/^#\/?/, '').split('/');
@@ -35,6 +36,8 @@ export function parseRoute(hash: string): Route {
       return { screen: 'audit' };
     case 'schemas':
       return { screen: 'schemas' };
+    case 'shadow':
+      return { screen: 'shadow' };
     default:
       return { screen: 'policies' };
   }
@@ -53,6 +56,7 @@ export const links = {
   live: '#/live',
   audit: '#/audit',
   schemas: '#/schemas',
+  shadow: '#/shadow',
 };
 
 export function go(link: string): void {

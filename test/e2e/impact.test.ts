@@ -33,3 +33,37 @@ if (missing !== undefined) {
     t.same((await server.call('GET', '/admin/policies/access')).body.rules[0].principal_conditions[0].value, 'reader', 'nothing was saved');
   });
 }
+
+if (missing === undefined) {
+  t.test('the Shadow view: the shadow policies, how often they agree, the latest disagreements; promote makes one live, discard deletes one', async (t) => {
+    const chromium = await launchChromium();
+    t.teardown(() => chromium.close());
+    const server = await startServer();
+    t.teardown(() => server.close());
+    const rule = (role: string) => ({ name: `${role}s`, effect: 'allow', principal_conditions: [{ path: 'attributes.role', operator: '==', value: role }], actions: ['read'] });
+    t.equal((await server.call('POST', '/admin/policies', { name: 'access', rules: [rule('reader')] })).status, 200);
+    t.equal((await server.call('POST', '/admin/policies', { name: 'access-next', shadow: 'access', rules: [rule('reader'), rule('guest')] })).status, 200);
+    t.equal((await server.call('POST', '/admin/policies', { name: 'trial', shadow: true, rules: [rule('auditor')] })).status, 200);
+    for (const role of ['reader', 'guest', 'guest', 'other']) await server.call('POST', '/check', { principal: { attributes: { role } }, resource: { uri: 'doc:1' }, action: 'read' });
+
+    const { page, context } = await openDashboard(chromium, server.url);
+    t.teardown(() => context.close());
+    await page.getByRole('link', { name: 'Shadow' }).click();
+    await heading(page, 'Shadow policies').waitFor();
+    t.same(await page.getByRole('list', { name: 'Shadow policies' }).getByRole('listitem').allInnerTexts().then((items) => items.map((item) => item.split(' Promote')[0])), [
+      'access-next in place of access',
+      'trial beside the live policies',
+    ]);
+    t.match(await page.getByRole('status', { name: 'Agreement' }).innerText(), /Agreed on 2 of 4 checks \(50\.0%\): 0 allowed that the shadows would deny, 2 denied that they would allow/);
+    t.equal(await page.getByRole('list', { name: 'Latest disagreements' }).getByRole('listitem').count(), 2);
+
+    await page.getByRole('button', { name: 'Promote access-next' }).click();
+    await page.getByText('Promoted access-next.').waitFor();
+    t.equal((await server.call('POST', '/check', { principal: { attributes: { role: 'guest' } }, resource: { uri: 'doc:1' }, action: 'read' })).body.allowed, true, 'promoted: guests read');
+    await page.getByRole('button', { name: 'Discard trial' }).click();
+    await page.getByText('Discarded trial.').waitFor();
+    t.equal((await server.call('GET', '/admin/policies/trial')).status, 404);
+    await page.getByText('No shadow policy.', { exact: false }).waitFor();
+    t.equal(await page.getByRole('list', { name: 'Shadow policies' }).count(), 0, 'no shadow left');
+  });
+}
