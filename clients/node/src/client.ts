@@ -84,19 +84,19 @@ export class VerdictClient {
 
   /** What a principal may do with which resources: `POST /plan`. */
   async plan(request: PlanRequest): Promise<PlanResponse> {
-    return (await this.send({ method: 'POST', path: '/plan', body: request, retryable: true, headers: this.minRevisionHeader() })).body as PlanResponse;
+    return (await this.decisionCall({ method: 'POST', path: '/plan', body: request })).body as PlanResponse;
   }
 
   /** An AuthZEN access evaluation: `POST /access/v1/evaluation`. */
   async evaluation(request: AuthzenEvaluation, options: CheckOptions = {}): Promise<AuthzenDecision> {
     const path = `/access/v1/evaluation${options.explain ? '?explain=true' : ''}`;
-    return (await this.send({ method: 'POST', path, body: request, retryable: true, admin: options.explain, headers: this.minRevisionHeader() })).body as AuthzenDecision;
+    return (await this.decisionCall({ method: 'POST', path, body: request, admin: options.explain })).body as AuthzenDecision;
   }
 
   /** AuthZEN access evaluations: `POST /access/v1/evaluations`. */
   async evaluations(request: AuthzenEvaluations, options: CheckOptions = {}): Promise<AuthzenEvaluationsResponse> {
     const path = `/access/v1/evaluations${options.explain ? '?explain=true' : ''}`;
-    return (await this.send({ method: 'POST', path, body: request, retryable: true, admin: options.explain, headers: this.minRevisionHeader() })).body as AuthzenEvaluationsResponse;
+    return (await this.decisionCall({ method: 'POST', path, body: request, admin: options.explain })).body as AuthzenEvaluationsResponse;
   }
 
   /** Registers an entity (admin key). Not retried: a second registration of the same uri would be refused. */
@@ -146,13 +146,14 @@ export class VerdictClient {
   private decide(check: CheckRequest, explain: boolean): Promise<Decided> {
     const minRevision = this.readYourWrites ? this.writtenRevision : undefined;
     if (this.batcher !== undefined) return this.batcher.decide(check, explain, minRevision);
-    return this.send({ method: 'POST', path: explain ? '/check?explain=true' : '/check', body: check, retryable: true, admin: explain, headers: this.minRevisionHeader() }).then(
+    return this.decisionCall({ method: 'POST', path: explain ? '/check?explain=true' : '/check', body: check, admin: explain }).then(
       (answer) => ({ decision: answer.body as Decision, revision: revisionOf(answer.headers) }),
     );
   }
 
-  private send(call: Call) {
-    return this.transport.send(call);
+  /** A call that decides (safe to send again), at this client's own last write or later. */
+  private decisionCall(call: Omit<Call, 'retryable' | 'headers'>) {
+    return this.transport.send({ ...call, retryable: true, headers: this.minRevisionHeader() });
   }
 
   /** An admin write, never retried, whose revision this client's next checks wait for (an entity write also drops what the cache holds of it at once). */
