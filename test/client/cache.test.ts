@@ -44,13 +44,19 @@ async function setUp(t: Test, server: TestServer): Promise<void> {
   for (const uri of ['doc:1', 'doc:2']) t.equal((await server.call('POST', '/admin/fetchers/registry/entities', { uri, type: 'resource', attributes: { kind: 'doc' } })).status, 200);
 }
 
-t.test(`random writes and checks: a cached decision is never one a write changed, once the feed told of it (${RUNS} sequences)`, async (t) => {
+/** A server set up for the sequences, and a client whose cache serves. */
+async function cachingClient(t: Test): Promise<{ server: TestServer; client: VerdictClient }> {
   const server = await startServer();
   t.teardown(server.close);
   await setUp(t, server);
   const client = new VerdictClient({ url: server.url, cache: true });
   t.teardown(() => client.close());
   await until(() => client.cacheServing);
+  return { server, client };
+}
+
+t.test(`random writes and checks: a cached decision is never one a write changed, once the feed told of it (${RUNS} sequences)`, async (t) => {
+  const { server, client } = await cachingClient(t);
   const delays: number[] = [];
   const seen = { hits: 0, asked: 0, writes: 0 };
   await fc.assert(
@@ -90,12 +96,7 @@ t.test(`random writes and checks: a cached decision is never one a write changed
 });
 
 t.test('a policy that reads the decision time: nothing is cached while it is in force', async (t) => {
-  const server = await startServer();
-  t.teardown(server.close);
-  await setUp(t, server);
-  const client = new VerdictClient({ url: server.url, cache: true });
-  t.teardown(() => client.close());
-  await until(() => client.cacheServing);
+  const { server, client } = await cachingClient(t);
   const applied = client.changesApplied;
   const fresh = { name: 'fresh', rules: [{ name: 'r', effect: 'allow', actions: ['sign'], principal_conditions: [{ path: 'attributes.signed_in', operator: 'within', value: { last: 'PT1S' } }] }] };
   t.equal((await server.call('POST', '/admin/policies', fresh)).status, 200);
