@@ -181,38 +181,38 @@ t.test("docs/evaluation.md's path pattern: replayed exactly, validated, explaine
   t.match(planned.body.reason, /no MongoDB filter: condition attributes\.path matches .* has no exact MongoDB filter: MongoDB's regular expressions \(PCRE\)/);
 });
 
-t.test("docs/evaluation.md's business hours and expiry: the test file shown passes as written, and fails for a wrong time", async (t) => {
-  const [file] = codeBlocks(section(EVALUATION, 'Policies and rules')).filter((block) => block.lang === 'yaml');
-  t.ok(file !== undefined, 'the section shows a test file');
+/**
+ * The test file a document shows, run by the real CLI: it passes as written (4 cases), and each
+ * `[written, moved, failing]` change of it fails the case `failing` names.
+ */
+async function passesUntilMoved(t: Test, file: string, moves: readonly (readonly [string, string, RegExp])[]): Promise<void> {
   const dir = scratchDir(t);
-  writeFileSync(join(dir, 'contractors.test.yaml'), file!.text);
+  writeFileSync(join(dir, 'shown.test.yaml'), file);
   const passed = await runVerdict(t, ['test', dir]).exited;
   t.equal(passed.code, 0, passed.stdout + passed.stderr);
   t.match(passed.stdout, /4 passed, 0 failed/);
+  for (const [written, moved, failing] of moves) {
+    writeFileSync(join(dir, 'shown.test.yaml'), file.replace(written, moved));
+    const failed = await runVerdict(t, ['test', dir]).exited;
+    t.equal(failed.code, 1, `${moved}: a case decided otherwise fails`);
+    t.match(failed.stdout, failing);
+  }
+}
+
+t.test("docs/evaluation.md's business hours and expiry: the test file shown passes as written, and fails for a wrong time", async (t) => {
+  const [file] = codeBlocks(section(EVALUATION, 'Policies and rules')).filter((block) => block.lang === 'yaml');
+  t.ok(file !== undefined, 'the section shows a test file');
   // A minute before 18:00, the case that expects a denial is allowed: the file fails, naming it.
-  writeFileSync(join(dir, 'contractors.test.yaml'), file!.text.replace('2026-11-27T17:00:00Z', '2026-11-27T16:59:00Z'));
-  const failed = await runVerdict(t, ['test', dir]).exited;
-  t.equal(failed.code, 1, 'a case decided otherwise fails');
-  t.match(failed.stdout, /Friday at 18:00 in Berlin/);
+  await passesUntilMoved(t, file!.text, [['2026-11-27T17:00:00Z', '2026-11-27T16:59:00Z', /Friday at 18:00 in Berlin/]]);
 });
 
 t.test("docs/evaluation.md's fresh sign-in and last day before expiry: the test file shown passes as written, and fails a moment past each span", async (t) => {
   const [file] = codeBlocks(section(EVALUATION, 'Policies and rules')).filter((block) => block.lang === 'yaml' && block.text.includes('operator: within'));
   t.ok(file !== undefined, 'the section shows a test file of within');
-  const dir = scratchDir(t);
-  writeFileSync(join(dir, 'freshness.test.yaml'), file!.text);
-  const passed = await runVerdict(t, ['test', dir]).exited;
-  t.equal(passed.code, 0, passed.stdout + passed.stderr);
-  t.match(passed.stdout, /4 passed, 0 failed/);
-  for (const [written, moved, failing] of [
+  await passesUntilMoved(t, file!.text, [
     ['signed_in: "2026-11-27T09:10:00+01:00"', 'signed_in: "2026-11-27T09:15:00+01:00"', /signed in twenty minutes ago/],
     ['expires: "2026-11-28T00:00:00Z"', 'expires: "2026-11-28T12:00:00.001Z"', /twelve hours before expiry/],
-  ] as const) {
-    writeFileSync(join(dir, 'freshness.test.yaml'), file!.text.replace(written, moved));
-    const failed = await runVerdict(t, ['test', dir]).exited;
-    t.equal(failed.code, 1, `${moved}: a case decided otherwise fails`);
-    t.match(failed.stdout, failing);
-  }
+  ]);
 });
 
 /** `checks` (as /check takes them) with the `answers` the server gave, as the cases of a `verdict test` file of `policies`: it passes, run by the real CLI. */
