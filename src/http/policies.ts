@@ -76,7 +76,7 @@ export const policyRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, {
       summary: 'Make a shadow policy live',
       description:
         'A shadow added beside the live policies (`"shadow": true`) is written again without `shadow`: one audited write. A shadow that stood in for a live ' +
-        "policy (`\"shadow\": \"<name>\"`) replaces that policy's rules, which keeps its name and place, and is then deleted: two audited writes. 409 for a live policy.",
+        "policy (`\"shadow\": \"<name>\"`) replaces that policy's rules, which keeps its name and place, and is deleted, in the same write (audited as a replace of the one and a delete of the other). 409 for a live policy.",
       params: policyNameParamsSchema,
       response: { 200: storedPolicySchema, ...ERROR_RESPONSES },
     },

@@ -150,21 +150,24 @@ export class PolicyService {
   }
 
   /**
-   * Makes the shadow policy `name` live: one write of it without `shadow` when it was added beside the
-   * live policies; when it stood in for a live policy, that policy is replaced by its rules (keeping
-   * its name and place), and the shadow deleted: two writes, each audited.
+   * Makes the shadow policy `name` live in one write: it is rewritten without `shadow` when it was
+   * added beside the live policies; when it stood in for a live policy, that policy takes its rules
+   * (keeping its name and place) and the shadow is deleted, together, each audited.
    */
   async promote(name: string, by: Writer, warn?: WriteWarnings): Promise<AnsweredPolicy> {
-    // Refused (409) where policies come from files, before anything is read.
-    this.writer();
+    const writer = this.writer();
     const stored = await this.roles.reader.named(name);
     if (stored === undefined) throw notFound('Policy');
     const { shadow, ...promoted } = stored;
     if (shadow === undefined) throw new ClientError(409, `Policy '${name}' is live already: only a shadow policy is promoted`);
     if (shadow === true || (await this.roles.reader.named(shadow)) === undefined) return this.replace(name, promoted, by, warn);
-    const replaced = await this.replace(shadow, { ...promoted, name: shadow }, by, warn);
-    await this.delete(name, by);
-    return replaced;
+    const { policy, contradicted } = this.accept({ ...promoted, name: shadow });
+    if (!(await writer.promotePolicy(policy, name, by, this.checkedAgainst()))) {
+      throw new ClientError(409, `Policy '${shadow}' or its shadow '${name}' was deleted meanwhile: nothing was promoted`);
+    }
+    await this.applied(`Policy '${shadow}' was saved`);
+    if (contradicted.length > 0) warn?.(contradicted);
+    return this.answer(policy);
   }
 
   async delete(name: string, by: Writer): Promise<true> {

@@ -9,7 +9,7 @@ export interface PolicyReader {
 }
 
 /** The writes a policy source takes: the store's. Policies from files have none: only their files change them. */
-export type PolicyWriter = Pick<Store, 'createPolicy' | 'replacePolicy' | 'deletePolicy' | 'restorePolicy'>;
+export type PolicyWriter = Pick<Store, 'createPolicy' | 'replacePolicy' | 'deletePolicy' | 'promotePolicy' | 'restorePolicy'>;
 
 /**
  * The policies' two roles: reading them, and, unless they come from files, writing them. Policies from

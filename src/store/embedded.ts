@@ -294,6 +294,18 @@ export class EmbeddedStore implements Store {
     });
   }
 
+  async promotePolicy(promoted: Policy, shadowName: string, by: Writer, checked?: CheckedAgainst): Promise<boolean> {
+    return this.write(() => {
+      const [before, shadow] = [this.readPolicy(promoted.name), this.readPolicy(shadowName)];
+      if (before === undefined || shadow === undefined) return false;
+      this.statements.updatePolicy.run(JSON.stringify(promoted), promoted.name);
+      this.recordPolicyWrite(by, { operation: 'policy.replace', name: promoted.name, before, after: promoted });
+      this.statements.deletePolicy.run(shadowName);
+      this.recordPolicyWrite(by, { operation: 'policy.delete', name: shadowName, before: shadow, after: null });
+      return true;
+    }, checked);
+  }
+
   async restorePolicy(policy: Policy, version: number, by: Writer, checked?: CheckedAgainst): Promise<void> {
     this.write(() => {
       const before = this.readPolicy(policy.name);

@@ -190,6 +190,12 @@ export interface Store {
   replacePolicy(policy: Policy, by: Writer, checked?: CheckedAgainst): Promise<boolean>;
   deletePolicy(name: string, by: Writer): Promise<boolean>;
   /**
+   * Makes the shadow `shadowName` live in one write: the live policy of `promoted`'s name is replaced
+   * by `promoted` (keeping its place) and the shadow deleted, each audited; false, writing nothing,
+   * when either is gone.
+   */
+  promotePolicy(promoted: Policy, shadowName: string, by: Writer, checked?: CheckedAgainst): Promise<boolean>;
+  /**
    * Replaces the attribute schema document (or deletes it: `document` null, false when there is
    * none), as one policy revision (see SCHEMAS_CHANGE), with its audit record (target `schemas`);
    * `restoredFrom`: the write restores that version. Resolves with the version it made.

@@ -89,6 +89,24 @@ function contract(t: Test, name: string, backing: () => Promise<Backing>): void 
     t.equal(await store.deletePolicy('first', by), false);
     t.same((await other.loadPolicies()).policies.map((p) => p.name), ['second']);
 
+    await store.createPolicy(policy('second-next', { shadow: 'second', description: 'two, next' }), by);
+    const beforePromote = await store.policyRevision();
+    t.equal(await store.promotePolicy(policy('second', { description: 'two, next' }), 'absent', by), false, 'no promote without its shadow');
+    t.equal(await store.promotePolicy(policy('absent', { description: 'x' }), 'second-next', by), false, 'no promote without the live policy');
+    t.equal(await store.policyRevision(), beforePromote, 'a promote refused writes nothing');
+    t.equal(await store.promotePolicy(policy('second', { description: 'two, next' }), 'second-next', by), true);
+    t.same(
+      (await other.loadPolicies()).policies.map((p) => [p.name, p.description]),
+      [['second', 'two, next']],
+      "a promote replaces the live policy in its place and deletes the shadow, in one write",
+    );
+    const promoteRecords = await other.listAudit({ limit: 2 });
+    t.same(
+      promoteRecords.map((record) => [record.operation, record.target]).sort(),
+      [['policy.delete', 'policy:second-next'], ['policy.replace', 'policy:second']],
+      'both halves of the promote are audited',
+    );
+
     const values = { number: 1.5, integer: 7, text: '123', flag: false, nothing: null, list: [1, 'a', [true]], nested: JSON.parse('{"__proto__":{"x":1},"a.b":{"$c":2}}') };
     await store.createEntity(entity('user:all-types', values), by);
     t.equal(JSON.stringify(await other.getEntity('user:all-types')), JSON.stringify(entity('user:all-types', values)), 'values keep their JSON types');

@@ -542,6 +542,21 @@ export class MongoStore implements Store {
     });
   }
 
+  async promotePolicy(promoted: Policy, shadowName: string, by: Writer, checked?: CheckedAgainst): Promise<boolean> {
+    return this.write(async (transaction) => {
+      const { session } = transaction;
+      await this.holdsSchemas(session, checked);
+      const before = await this.readPolicy(promoted.name, session);
+      const shadow = await this.readPolicy(shadowName, session);
+      if (before === undefined || shadow === undefined) return false;
+      await this.policies.updateOne({ _id: promoted.name }, { $set: { document: JSON.stringify(promoted) }, $inc: { version: 1 } }, { session });
+      await this.recordPolicyWrite(transaction, by, { operation: 'policy.replace', name: promoted.name, before, after: promoted });
+      await this.policies.deleteOne({ _id: shadowName }, { session });
+      await this.recordPolicyWrite(transaction, by, { operation: 'policy.delete', name: shadowName, before: shadow, after: null });
+      return true;
+    });
+  }
+
   async restorePolicy(policy: Policy, version: number, by: Writer, checked?: CheckedAgainst): Promise<void> {
     await this.write(async (transaction) => {
       const { session } = transaction;
