@@ -4,7 +4,7 @@ import { DocumentError, readDocument } from '../document-files.js';
 import type { ImpactAnswer } from '../schemas/impact.js';
 import { adminRequest } from './admin-request.js';
 
-const USAGE = 'usage: verdict impact [<policy file>...] [--delete <name>]... [--url <server>] [--fail-on deny-to-allow|allow-to-deny|any]';
+const USAGE = 'usage: verdict impact [<policy file>...] [--delete <name>]... [--url <server>] [--decision-log <lines>] [--fail-on deny-to-allow|allow-to-deny|any]';
 const FAIL_ON = ['deny-to-allow', 'allow-to-deny', 'any'] as const;
 /** Groups printed per kind, most changes first. */
 const LISTED = 10;
@@ -20,7 +20,7 @@ export async function impactCommand(args: string[], env: NodeJS.ProcessEnv): Pro
   try {
     parsed = parseArgs({
       args,
-      options: { url: { type: 'string' }, delete: { type: 'string', multiple: true }, 'fail-on': { type: 'string' } },
+      options: { url: { type: 'string' }, delete: { type: 'string', multiple: true }, 'decision-log': { type: 'string' }, 'fail-on': { type: 'string' } },
       allowPositionals: true,
       strict: true,
     });
@@ -41,7 +41,10 @@ export async function impactCommand(args: string[], env: NodeJS.ProcessEnv): Pro
   const deletions = parsed.values.delete ?? [];
   if (policies.length + deletions.length === 0) throw new ConfigError(`no change to preview: name policy files, or --delete a policy\n${USAGE}`);
   const url = parsed.values.url ?? 'http://127.0.0.1:8421';
-  const { status, text } = await adminRequest(url, env, '/admin/policies/impact', { policies, delete: deletions });
+  const logLines = parsed.values['decision-log'];
+  if (logLines !== undefined && !/^[1-9]\d{0,5}$/.test(logLines)) throw new ConfigError(`--decision-log takes how many of the newest lines to replay (1 to 100000), not '${logLines}'`);
+  const source = logLines === undefined ? {} : { source: 'decision_log', limit: Number(logLines) };
+  const { status, text } = await adminRequest(url, env, '/admin/policies/impact', { policies, delete: deletions, ...source });
   if (status !== 200) throw new ConfigError(`${url} answered ${status} to POST /admin/policies/impact: ${text}`);
   const report = JSON.parse(text) as ImpactAnswer;
   console.log(summary(report));
@@ -51,11 +54,17 @@ export async function impactCommand(args: string[], env: NodeJS.ProcessEnv): Pro
   return crossed ? 1 : 0;
 }
 
+function replayedWhat({ decision_log: log }: ImpactAnswer): string {
+  if (log === undefined) return 'recent checks';
+  const { masked, refused, unreadable } = log.skipped;
+  return `checks from ${log.lines} lines of the decision log ${log.file} (not replayed: ${masked} masked, ${refused} refused, ${unreadable} unreadable${log.cut === undefined ? '' : `; ${log.cut}`})`;
+}
+
 function summary(report: ImpactAnswer): string {
   const { changed } = report;
   const span = report.from === null ? 'none kept yet' : `decided from ${report.from} to ${report.to}`;
   const lines = [
-    `replayed ${report.replayed} recent checks of process ${report.process.pid} on ${report.process.hostname} (${span})`,
+    `replayed ${report.replayed} ${replayedWhat(report)} of process ${report.process.pid} on ${report.process.hostname} (${span})`,
     `allow → deny: ${changed.allow_to_deny}`,
     `deny → allow: ${changed.deny_to_allow}`,
   ];

@@ -1,4 +1,5 @@
 import { closeSync, openSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { once } from 'node:events';
 import { Worker } from 'node:worker_threads';
 import { PRIVATE_FILE } from '../private-files.js';
@@ -6,6 +7,11 @@ import { DECISION_LOG_WRITER_FILE } from '../../workers/entry-points.js';
 import type { BulkDecisionRecord, DecisionRecord } from './line.js';
 import type { DecisionLogMask } from './mask.js';
 import { linesOf, type DecisionLogEntry, type WriterMessage, type WriterReport, type WriterStart } from './entries.js';
+
+const isUrl = (target: string) => /^https?:/i.test(target);
+
+/** The file the decision log is appended to, as an absolute path; undefined when it goes to stdout, a URL, or nowhere (''). */
+export const decisionLogFile = (target: string): string | undefined => (target === '' || target === 'stdout' || isUrl(target) ? undefined : resolve(target));
 
 /** Lines waiting to be written; past this, new lines are dropped and counted. */
 export const DECISION_LOG_CAPACITY = 10_000;
@@ -46,10 +52,10 @@ export class DecisionLog {
    * whose values are never written as they are.
    */
   static open(target: string, onDrop: (lines: number) => void, capacity = DECISION_LOG_CAPACITY, mask: DecisionLogMask = {}): DecisionLog {
-    const isUrl = /^https?:/i.test(target);
+    const file = decisionLogFile(target);
     // A file made here is its user's alone; one that exists keeps the mode its owner gave it.
-    const ownedFd = target === 'stdout' || isUrl ? undefined : openSync(target, 'a', PRIVATE_FILE);
-    const sink = isUrl ? { url: target } : { fd: ownedFd ?? 1 };
+    const ownedFd = file === undefined ? undefined : openSync(file, 'a', PRIVATE_FILE);
+    const sink = isUrl(target) ? { url: target } : { fd: ownedFd ?? 1 };
     const start: WriterStart = { sink, unwritten: new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT), mask };
     const writer = new Worker(DECISION_LOG_WRITER_FILE, { workerData: start });
     return new DecisionLog(writer, new Int32Array(start.unwritten), ownedFd, onDrop, capacity);

@@ -2,6 +2,9 @@ import type { FromSchema } from 'json-schema-to-ts';
 
 /** Changed checks an impact answer shows with both explanations, at most. */
 export const MAX_IMPACT_SAMPLE = 10;
+/** Decision-log lines one preview replays at most, and by default. */
+export const MAX_LOG_REPLAY_LINES = 100_000;
+export const DEFAULT_LOG_REPLAY_LINES = 10_000;
 
 const flips = {
   allow_to_deny: { type: 'integer', description: 'Checks allowed now that the change would deny.' },
@@ -22,6 +25,19 @@ export const impactRequestSchema = {
       items: { type: 'object', properties: { name: { type: 'string', minLength: 1, maxLength: 256 }, version: { type: 'integer', minimum: 1 } }, required: ['name', 'version'], additionalProperties: false },
       description: 'Past versions to make current again (see the policy history).',
     },
+    source: {
+      type: 'string',
+      enum: ['recent_checks', 'decision_log'],
+      default: 'recent_checks',
+      description: "What to replay: the checks this process keeps in memory (`--recent-checks`), or the newest lines of its decision log file (`--decision-log <path>`).",
+    },
+    limit: {
+      type: 'integer',
+      minimum: 1,
+      maximum: MAX_LOG_REPLAY_LINES,
+      default: DEFAULT_LOG_REPLAY_LINES,
+      description: 'With `source: decision_log`: how many of the newest lines to replay.',
+    },
   },
   additionalProperties: false,
 } as const;
@@ -30,7 +46,11 @@ export const impactReportSchema = {
   type: 'object',
   properties: {
     process: { type: 'object', properties: { pid: { type: 'integer' }, hostname: { type: 'string' } }, required: ['pid', 'hostname'], additionalProperties: false, description: 'The process that answered: each replays the checks it decided itself.' },
-    source: { type: 'string', enum: ['recent_checks'], description: 'What was replayed: the checks this process kept in memory (--recent-checks), as it read them.' },
+    source: {
+      type: 'string',
+      enum: ['recent_checks', 'decision_log'],
+      description: 'What was replayed: the checks this process kept in memory (--recent-checks), as it read them; or the lines of its decision log file, each decided on the attributes it logged as resolved, at its time.',
+    },
     replayed: { type: 'integer' },
     from: { type: ['string', 'null'], description: 'When the oldest replayed check was decided.' },
     to: { type: ['string', 'null'], description: 'When the newest replayed check was decided.' },
@@ -56,6 +76,27 @@ export const impactReportSchema = {
       required: ['capacity', 'skipped_for_size'],
       additionalProperties: false,
       description: 'How many checks this process keeps, and how many it did not keep for their size.',
+    },
+    decision_log: {
+      type: 'object',
+      properties: {
+        file: { type: 'string' },
+        lines: { type: 'integer', description: 'Lines read from the end of the file.' },
+        skipped: {
+          type: 'object',
+          properties: {
+            masked: { type: 'integer', description: 'Lines with masked values (--decision-log-mask): not decidable as they were.' },
+            refused: { type: 'integer', description: 'Checks refused for breaking the attribute schemas: nothing was decided.' },
+            unreadable: { type: 'integer', description: 'Lines that are not decisions as this server logs them, or longer than 64 KB.' },
+          },
+          required: ['masked', 'refused', 'unreadable'],
+          additionalProperties: false,
+        },
+        cut: { type: 'string', description: 'Why older lines were not read.' },
+      },
+      required: ['file', 'lines', 'skipped'],
+      additionalProperties: false,
+      description: 'With `source: decision_log`: what was read of the file.',
     },
   },
   required: ['process', 'source', 'replayed', 'from', 'to', 'changed', 'by_action', 'by_rule', 'by_principal_type', 'by_resource_type', 'sample', 'recent_checks'],

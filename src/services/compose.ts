@@ -19,7 +19,7 @@ import { LiveCounters } from '../live/live-counters.js';
 import { LiveWindow } from '../live/live-window.js';
 import { RuleTally } from '../live/rule-tally.js';
 import { RecentDenials } from '../live/recent-denials.js';
-import { DECISION_LOG_CAPACITY, DecisionLog } from '../decision-log/decision-log.js';
+import { decisionLogFile, DECISION_LOG_CAPACITY, DecisionLog } from '../decision-log/decision-log.js';
 import { AuditTrail } from '../audit/audit-trail.js';
 import { adminKeysOf, type KeyRing } from '../admin-keys.js';
 import { CheckService } from './checks.js';
@@ -159,7 +159,7 @@ export async function composeServices(config: Config, substitutes: Substitutes =
     policies,
     registry,
     shadows,
-    impact: new ImpactService(snapshots, new PolicySetReader(config), policies, recentChecks, config.maxAnswerSize),
+    impact: new ImpactService(snapshots, new PolicySetReader(config), policies, recentChecks, config.maxAnswerSize, decisionLogFile(config.decisionLog)),
     schemas: new SchemaService(store, snapshots, audit, schemaFile),
     audit,
     authzen: new AuthzenService(checks, config.bulkCheckMaxRequests),

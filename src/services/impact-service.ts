@@ -5,16 +5,17 @@ import { ClientError, RequestValidationError } from '../errors.js';
 import type { ValidationIssue } from '../schemas/errors.js';
 import { isShadow, type PolicySnapshots } from '../snapshot/policy-snapshots.js';
 import { replayImpact } from './impact.js';
-import type { ImpactAnswer, ImpactRequest } from '../schemas/impact.js';
+import { DEFAULT_LOG_REPLAY_LINES, type ImpactAnswer, type ImpactRequest } from '../schemas/impact.js';
 import type { PolicyService } from './policies.js';
 import type { PolicySetReader } from './policy-set.js';
-import type { RecentChecks } from './recent-checks.js';
+import type { RecentCheck, RecentChecks } from './recent-checks.js';
 import { runInSlices } from './work-in-slices.js';
-
+import { checksOfLogLines, newestLines } from './decision-log-replay.js';
 
 /**
  * Impact previews: what a proposed change of the policies would do to the checks this process
- * decided lately (its RecentChecks), before it is written. Nothing is written.
+ * decided lately (its RecentChecks, or the newest lines of its decision log file), before it is
+ * written. Nothing is written.
  */
 export class ImpactService {
   constructor(
@@ -23,13 +24,32 @@ export class ImpactService {
     private readonly policies: Pick<PolicyService, 'version'>,
     private readonly recent: RecentChecks,
     private readonly maxAnswerSize: number,
+    /** The decision log's file (`--decision-log <path>`); undefined when it goes to stdout, a URL, or nowhere. */
+    private readonly decisionLogFile: string | undefined,
   ) {}
 
   async preview(change: ImpactRequest): Promise<ImpactAnswer> {
     const current = this.snapshots.current;
     const proposed = compile(await this.proposedSet(current, change), current.revision);
-    const report = await runInSlices(replayImpact(current, proposed, this.recent.list(), this.maxAnswerSize));
-    return { ...report, recent_checks: { capacity: this.recent.capacity, skipped_for_size: this.recent.skipped } };
+    const { checks, decisionLog } = change.source === 'decision_log' ? await this.fromDecisionLog(change.limit ?? DEFAULT_LOG_REPLAY_LINES) : { checks: this.recent.list() };
+    const report = await runInSlices(replayImpact(current, proposed, checks, this.maxAnswerSize));
+    return {
+      ...report,
+      source: change.source ?? 'recent_checks',
+      recent_checks: { capacity: this.recent.capacity, skipped_for_size: this.recent.skipped },
+      ...(decisionLog !== undefined && { decision_log: decisionLog }),
+    };
+  }
+
+  /** The checks of the newest `limit` lines of the decision log file, and what was read of it. */
+  private async fromDecisionLog(limit: number): Promise<{ checks: RecentCheck[]; decisionLog: NonNullable<ImpactAnswer['decision_log']> }> {
+    const file = this.decisionLogFile;
+    if (file === undefined) {
+      throw new ClientError(409, "This server writes no decision log file (--decision-log <path>): replay 'recent_checks' instead");
+    }
+    const { lines, cut } = await newestLines(file, limit);
+    const { checks, skipped } = await runInSlices(checksOfLogLines(lines));
+    return { checks, decisionLog: { file, lines: lines.length, skipped, ...(cut !== undefined && { cut }) } };
   }
 
   /** The policies in force with the change made: replaced in place, created last, deleted, restored (in place, or last if deleted). */

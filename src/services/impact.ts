@@ -9,8 +9,8 @@ const SLICE_CHECKS = 200;
 
 type Flips = ImpactAnswer['changed'];
 
-/** An impact answer but what the service adds of the ring itself. */
-export type ImpactReport = Omit<ImpactAnswer, 'recent_checks'>;
+/** An impact answer but what the service adds of where the checks came from. */
+export type ImpactReport = Omit<ImpactAnswer, 'source' | 'recent_checks' | 'decision_log'>;
 
 /** What decided: `<policy>/<rule>`, `default allow`, `default deny` or `no policies`. */
 function deciderName(decision: Decision): string {
@@ -84,7 +84,6 @@ export function* replayImpact(current: Snapshot, proposed: Snapshot, checks: rea
   const listed = (map: Map<string, Flips>) => [...map].map(([key, flips]) => ({ key, ...flips })).sort(byChanges);
   return {
     process: { pid: process.pid, hostname: hostname() },
-    source: 'recent_checks',
     replayed: checks.length,
     from: checks.length === 0 ? null : new Date(checks[0]!.at).toISOString(),
     to: checks.length === 0 ? null : new Date(checks.at(-1)!.at).toISOString(),

@@ -1,9 +1,10 @@
 import t from 'tap';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import YAML from 'yaml';
 import { runVerdict } from '../helpers/child.js';
 import { scratchDir, startServer } from '../helpers/server.js';
+import { until } from '../helpers/until.js';
 
 // `verdict impact`, the command a CI job runs before applying policy files: the real CLI against a real server.
 
@@ -42,4 +43,20 @@ t.test('verdict impact prints what a change of policy files would do, and fails 
   const wrong = await runVerdict(t, ['impact', guests, '--fail-on', 'sometimes'], env).exited;
   t.match([wrong.code, wrong.stderr], [2, /--fail-on takes deny-to-allow, allow-to-deny, any/]);
   t.same((await server.call('GET', '/admin/policies/access', undefined, admin)).body.rules.map((rule: { name: string }) => rule.name), ['readers'], 'nothing was written');
+});
+
+t.test('verdict impact --decision-log <lines> replays the newest lines of the server\'s decision log file', async (t) => {
+  const dir = scratchDir(t);
+  const server = await startServer({ decisionLog: join(dir, 'decisions.ndjson') });
+  t.teardown(server.close);
+  const readers = { name: 'access', rules: [{ name: 'readers', effect: 'allow', principal_conditions: [{ path: 'attributes.role', operator: '==', value: 'reader' }], actions: ['read'] }] };
+  t.equal((await server.call('POST', '/admin/policies', readers)).status, 200);
+  for (const role of ['reader', 'guest', 'guest']) await server.call('POST', '/check', { principal: { attributes: { role } }, resource: { uri: 'doc:1' }, action: 'read' });
+  await until(() => readFileSync(join(dir, 'decisions.ndjson'), 'utf8').split('\n').length === 4, 'three decisions logged');
+  const replayed = await runVerdict(t, ['impact', '--delete', 'access', '--url', server.url, '--decision-log', '2'], {}).exited;
+  t.equal(replayed.code, 0, replayed.stderr);
+  t.match(replayed.stdout, /replayed 2 checks from 2 lines of the decision log .*decisions\.ndjson \(not replayed: 0 masked, 0 refused, 0 unreadable\)/);
+  t.match(replayed.stdout, /allow → deny: 0\ndeny → allow: 0/, 'the two newest were the guests, denied both ways');
+  const wrong = await runVerdict(t, ['impact', '--delete', 'access', '--decision-log', 'all'], {}).exited;
+  t.match([wrong.code, wrong.stderr], [2, /--decision-log takes how many of the newest lines/]);
 });

@@ -1,6 +1,11 @@
 import t from 'tap';
 import fc from 'fast-check';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { startServer, type TestServer } from '../helpers/server.js';
+import { until } from '../helpers/until.js';
+import { newestLines } from '../../src/services/decision-log-replay.js';
 
 // POST /admin/policies/impact over real HTTP: what a proposed change would do to the checks the
 // server decided lately, against deciding those checks after the change is written.
@@ -125,4 +130,60 @@ t.test('--recent-checks-rate keeps at most so many checks a second', async (t) =
   const seconds = Math.floor(Date.now() / 1000) - Math.floor(started / 1000) + 1;
   const { replayed } = (await server.call('POST', IMPACT, { delete: ['access'] })).body as { replayed: number };
   t.ok(replayed >= 3 && replayed <= 3 * seconds, `${replayed} kept of 20 sent over ${seconds} calendar second(s)`);
+});
+
+t.test('source decision_log: the newest lines of the log file are replayed, bulks decided in the pool among them; masked and refused lines are counted, not replayed', async (t) => {
+  const file = join(mkdtempSync(join(tmpdir(), 'verdict-impact-log-')), 'decisions.ndjson');
+  t.teardown(() => rmSync(dirname(file), { recursive: true, force: true }));
+  const server = await startServer({ decisionLog: file, decisionLogMask: { context: { ip: 'omit' } }, evaluation: 'pool', workers: 1, recentChecks: 0 });
+  t.teardown(server.close);
+  t.equal((await server.call('POST', '/admin/policies', policyOf('access', [roleRule('reader')]))).status, 200);
+  await sendEach(server, Array.from({ length: 6 }, () => check('reader')));
+  await decideAll(server, [...Array.from({ length: 4 }, () => check('guest')), ...Array.from({ length: 3 }, () => check('reader'))]);
+  await sendEach(server, [{ ...check('reader'), context: { ip: '10.0.0.1' } }]);
+  const proposed = { policies: [policyOf('access', [roleRule('guest')])] };
+  t.equal((await server.call('POST', IMPACT, proposed)).body.replayed, 0, 'the recent checks are off: nothing in memory');
+
+  await until(() => readFileSync(file, 'utf8').split('\n').length - 1 === 14, 'the 14 decisions logged');
+  writeFileSync(file, '{"not":"a decision"}\n{"time": "2026-01-01T00:00:00Z", "request": {"principal": {}}}\n', { flag: 'a' });
+  const fromLog = await server.call('POST', IMPACT, { ...proposed, source: 'decision_log' });
+  t.equal(fromLog.status, 200, JSON.stringify(fromLog.body));
+  t.match(fromLog.body, {
+    source: 'decision_log',
+    replayed: 13,
+    changed: { allow_to_deny: 9, deny_to_allow: 4 },
+    decision_log: { file, lines: 16, skipped: { masked: 1, refused: 0, unreadable: 2 } },
+  });
+  t.same(fromLog.body.by_rule.map((group: { before: string; after: string }) => [group.before, group.after]), [['access/readers', 'default deny'], ['default deny', 'access/guests']]);
+  t.match(fromLog.body.sample[0].check, { principal: { uri: 'user:reader', attributes: { role: 'reader' } }, action: 'read' });
+
+  const newest = await server.call('POST', IMPACT, { ...proposed, source: 'decision_log', limit: 3 });
+  t.match(newest.body, { replayed: 0, decision_log: { lines: 3, skipped: { masked: 1, unreadable: 2 } } }, 'only the newest lines');
+  const tooMany = await server.call('POST', IMPACT, { ...proposed, source: 'decision_log', limit: 100_001 });
+  t.equal(tooMany.status, 422, 'a limit past 100,000 lines is refused');
+});
+
+t.test('source decision_log without a decision log file is refused with what to do instead', async (t) => {
+  const server = await startServer();
+  t.teardown(server.close);
+  const refused = await server.call('POST', IMPACT, { delete: [], policies: [policyOf('x', [])], source: 'decision_log' });
+  t.equal(refused.status, 409);
+  t.match(refused.body.detail, /--decision-log <path>.*recent_checks/);
+});
+
+t.test('the log reader: a line still being written is left out, an overlong line is counted unreadable, and only the newest lines are read', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'verdict-log-lines-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'log');
+  const long = 'x'.repeat(3 * 1024 * 1024);
+  writeFileSync(file, `first\n${long}\nthird\nfourth\nunfinished`);
+  t.same(await newestLines(file, 2), { lines: ['third', 'fourth'] });
+  const all = await newestLines(file, 10);
+  t.same(all.lines.length, 4);
+  t.same([all.lines[0], all.lines[2], all.lines[3]], ['first', 'third', 'fourth']);
+  t.ok(all.lines[1]!.length < 1024, 'the long line is not held whole');
+  writeFileSync(file, 'only\n');
+  t.same(await newestLines(file, 10), { lines: ['only'] });
+  writeFileSync(file, '');
+  t.same(await newestLines(file, 10), { lines: [] });
 });
