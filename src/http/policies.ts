@@ -96,6 +96,7 @@ export const policyRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, {
     handler: async () => ({
       policies: (await policies.list()).filter((policy) => policy.shadow !== undefined).map((policy) => ({ name: policy.name, in_place_of: typeof policy.shadow === 'string' ? policy.shadow : null })),
       decided: shadows.counts,
+      history: shadows.history(),
       disagreements: shadows.latest(),
     }),
   });

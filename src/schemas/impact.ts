@@ -136,7 +136,12 @@ export const shadowReportSchema = {
         additionalProperties: false,
       },
     },
+    history: {
+      type: 'array',
+      items: { type: 'object', properties: { at: { type: 'string', description: 'The start of the minute.' }, ...outcomes }, required: ['at', 'agree', 'allow_to_deny', 'deny_to_allow'], additionalProperties: false },
+      description: 'The counts of each of the last 60 minutes in which this process decided checks both ways, oldest first: the agreement over time.',
+    },
   },
-  required: ['policies', 'decided', 'disagreements'],
+  required: ['policies', 'decided', 'history', 'disagreements'],
   additionalProperties: false,
 } as const;

@@ -8,6 +8,8 @@ import type { shadowReportSchema } from '../schemas/impact.js';
 
 /** Disagreements kept, newest first: like the live view's recent denials. */
 export const MAX_DISAGREEMENTS = 100;
+/** Minutes of agreement kept for the chart of it over time. */
+export const HISTORY_MINUTES = 60;
 /** The longest explanation a disagreement keeps, in characters of JSON; a longer one is left out, saying so. */
 const MAX_EXPLANATION = 8192;
 
@@ -15,6 +17,7 @@ export type ShadowOutcome = 'agree' | 'allow_to_deny' | 'deny_to_allow';
 
 /** A check the shadow policies decided otherwise than the live ones, with both decisions explained. */
 export type Disagreement = FromSchema<typeof shadowReportSchema>['disagreements'][number];
+type MinuteCounts = FromSchema<typeof shadowReportSchema>['history'][number];
 
 /**
  * Decides the checks of this thread by the shadow policies too (a share of them, `samplePercent`),
@@ -24,6 +27,8 @@ export type Disagreement = FromSchema<typeof shadowReportSchema>['disagreements'
 export class ShadowDecisions {
   readonly counts: Record<ShadowOutcome, number> = { agree: 0, allow_to_deny: 0, deny_to_allow: 0 };
   private readonly disagreements: Disagreement[] = [];
+  /** The counts of each minute in which the shadows decided, oldest first, the last HISTORY_MINUTES of them. */
+  private readonly minutes: (Record<ShadowOutcome, number> & { minute: number })[] = [];
 
   constructor(
     private readonly snapshots: PolicySnapshots,
@@ -39,6 +44,7 @@ export class ShadowDecisions {
     const outcome: ShadowOutcome = decided.allowed === live.allowed ? 'agree' : live.allowed ? 'allow_to_deny' : 'deny_to_allow';
     this.counts[outcome]++;
     this.metrics.shadowOutcomes[outcome].inc();
+    this.countInMinute(outcome);
     if (outcome === 'agree') return;
     this.disagreements.unshift({
       at: new Date().toISOString(),
@@ -48,6 +54,21 @@ export class ShadowDecisions {
       shadow: explained(shadow, request, decided),
     });
     if (this.disagreements.length > MAX_DISAGREEMENTS) this.disagreements.pop();
+  }
+
+  private countInMinute(outcome: ShadowOutcome): void {
+    const minute = Math.floor(Date.now() / 60_000);
+    let counts = this.minutes.at(-1);
+    if (counts === undefined || counts.minute !== minute) {
+      this.minutes.push((counts = { minute, agree: 0, allow_to_deny: 0, deny_to_allow: 0 }));
+      while (this.minutes.length > 0 && this.minutes[0]!.minute <= minute - HISTORY_MINUTES) this.minutes.shift();
+    }
+    counts[outcome]++;
+  }
+
+  /** The counts of each of the last HISTORY_MINUTES minutes in which the shadows decided, oldest first. */
+  history(): MinuteCounts[] {
+    return this.minutes.map(({ minute, ...counts }) => ({ at: new Date(minute * 60_000).toISOString(), ...counts }));
   }
 
   /** The latest disagreements, newest first. */

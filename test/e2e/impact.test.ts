@@ -31,6 +31,16 @@ if (missing !== undefined) {
     t.match(rows.slice(1).join('\n'), /default deny\s+access\/readers\s+0\s+1/);
     t.equal(await impact.getByRole('list', { name: 'Changed checks' }).getByRole('listitem').count(), 3);
     t.same((await server.call('GET', '/admin/policies/access')).body.rules[0].principal_conditions[0].value, 'reader', 'nothing was saved');
+
+    await impact.getByRole('list', { name: 'Changed checks' }).getByRole('listitem').first().getByRole('button', { name: 'Open in the playground' }).click();
+    await heading(page, 'Playground').waitFor();
+    const compared = page.getByLabel('Compared decisions');
+    const [now, after] = [compared.getByRole('region', { name: 'Now' }), compared.getByRole('region', { name: 'After the change' })];
+    t.match(await now.innerText(), /Allowed Rule readers allowed the action in policy access/);
+    t.match(await after.innerText(), /Denied\s/);
+    t.match(await now.innerText(), /readers/, 'the explanation before: the rule that matched');
+    t.match(await after.innerText(), /attributes\.role == "guest" does not hold: it is "reader"/, 'the explanation after: why the changed rule fails');
+    t.equal(await field(page, 'Action').inputValue(), 'read', 'the check is in the form');
   });
 }
 
@@ -56,6 +66,15 @@ if (missing === undefined) {
     ]);
     t.match(await page.getByRole('status', { name: 'Agreement' }).innerText(), /Agreed on 2 of 4 checks \(50\.0%\): 0 allowed that the shadows would deny, 2 denied that they would allow/);
     t.equal(await page.getByRole('list', { name: 'Latest disagreements' }).getByRole('listitem').count(), 2);
+    const chart = page.getByRole('figure', { name: 'Agreement with the live policies, each minute' });
+    t.match(await chart.getByTestId('readout').innerText(), /agreed 50%/, 'the chart reads the latest minute: 2 of 4');
+    t.equal(await chart.locator('svg').count(), 1, 'drawn');
+    await page.getByRole('list', { name: 'Latest disagreements' }).getByRole('listitem').first().getByRole('button', { name: 'Open in the playground' }).click();
+    await heading(page, 'Playground').waitFor();
+    t.match(await page.getByLabel('Compared decisions').getByRole('region', { name: 'The live policies' }).innerText(), /Denied/);
+    t.match(await page.getByLabel('Compared decisions').getByRole('region', { name: 'With the shadows' }).innerText(), /Allowed Rule guests allowed the action in policy access-next/);
+    await page.getByRole('link', { name: 'Shadow' }).click();
+    await heading(page, 'Shadow policies').waitFor();
 
     await page.getByRole('button', { name: 'Promote access-next' }).click();
     await page.getByText('Promoted access-next.').waitFor();

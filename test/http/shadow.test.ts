@@ -45,6 +45,12 @@ t.test('under load, the shadow counts exactly the disagreements a reference read
   t.ok(expected.deny_to_allow > 30 && expected.allow_to_deny > 10 && expected.agree > 100, JSON.stringify(expected));
   const report = (await server.call('GET', '/admin/shadow')).body;
   t.same(report.decided, expected, 'counted as the reference reading counts them');
+  const history = report.history as { at: string; agree: number; allow_to_deny: number; deny_to_allow: number }[];
+  t.ok(history.length >= 1 && history.length <= 2, `the checks fell in one minute or two: ${history.length}`);
+  t.ok(history.every(({ at }) => Date.parse(at) % 60_000 === 0), 'each count is of a whole minute');
+  const summed = { agree: 0, allow_to_deny: 0, deny_to_allow: 0 };
+  for (const minute of history) for (const outcome of Object.keys(summed) as (keyof typeof summed)[]) summed[outcome] += minute[outcome];
+  t.same(summed, expected, 'the minutes add up to the counts since the start');
   t.same(report.policies, [{ name: 'access-next', in_place_of: 'access' }]);
   t.equal(report.disagreements.length, Math.min(100, expected.allow_to_deny + expected.deny_to_allow), 'the latest disagreements, a hundred at most');
   const guest = report.disagreements.find((each: { check: { principal: { attributes: { role: string } } } }) => each.check.principal.attributes.role === 'guest');

@@ -3,6 +3,8 @@ import { useState } from 'preact/hooks';
 import { call } from '../api.js';
 import { Alerts } from '../components.js';
 import type { SentPolicy } from '../policy-draft.js';
+import { holdComparison, type Compared } from '../replay.js';
+import { go, links } from '../routes.js';
 
 interface Flips {
   allow_to_deny: number;
@@ -16,7 +18,7 @@ interface ImpactAnswer {
   changed: Flips;
   by_action: (Flips & { key: string })[];
   by_rule: (Flips & { before: string; after: string })[];
-  sample: { check: Record<string, unknown>; before: { allowed: boolean; reason: string }; after: { allowed: boolean; reason: string } }[];
+  sample: { check: Record<string, unknown>; before: Compared; after: Compared }[];
 }
 
 const word = (allowed: boolean) => (allowed ? 'allowed' : 'denied');
@@ -71,7 +73,17 @@ export function ImpactPreview({ policy }: { policy: SentPolicy | undefined }) {
             <ul aria-label="Changed checks">
               {impact.sample.map((changed, index) => (
                 <li key={index}>
-                  <code>{JSON.stringify(changed.check)}</code>: {word(changed.before.allowed)} now ({changed.before.reason}), {word(changed.after.allowed)} after ({changed.after.reason})
+                  <code>{JSON.stringify(changed.check)}</code>: {word(changed.before.allowed)} now ({changed.before.reason}), {word(changed.after.allowed)} after ({changed.after.reason}){' '}
+                  <button
+                    type="button"
+                    class="quiet"
+                    onClick={() => {
+                      holdComparison({ check: changed.check, before: { title: 'Now', ...changed.before }, after: { title: 'After the change', ...changed.after } });
+                      go(links.playground);
+                    }}
+                  >
+                    Open in the playground
+                  </button>
                 </li>
               ))}
             </ul>

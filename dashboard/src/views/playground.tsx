@@ -7,7 +7,7 @@ import { actionOf, sideSummary } from '../check-summary.js';
 import { EntitySide, checkRequestBody, emptySide } from './entity-side.js';
 import { useCheckForm } from '../check-form.js';
 import { WhichResources } from './which-resources.js';
-import { takeReplay, type ReplayedCheck } from '../replay.js';
+import { takeReplay, type Compared, type ReplayedCheck } from '../replay.js';
 import { DecisionTrace, type Explanation } from './decision-trace.js';
 
 interface Decision {
@@ -50,7 +50,7 @@ function SingleCheck({ replay }: { replay?: ReplayedCheck }) {
   const [action, setAction] = useState(replay?.action ?? '');
   const [actionAttributes, setActionAttributes] = useState(replay?.actionAttributes ?? '');
   const [context, setContext] = useState(replay?.context ?? '');
-  const [time, setTime] = useState('');
+  const [time, setTime] = useState(replay?.time ?? '');
   // A fixed time is tried, not decided: the admin route decides as if then (the server's clock otherwise).
   const { errors, alerts, answer: decision, submit } = useCheckForm(FIELDS, (body) =>
     time.trim() === '' ? call<Decision>('POST', '/check?explain=true', body) : call<Decision>('POST', '/admin/check-at', { check: body, time: time.trim() }),
@@ -64,13 +64,14 @@ function SingleCheck({ replay }: { replay?: ReplayedCheck }) {
   return (
     <form onSubmit={(event) => submit(event, request())} noValidate aria-labelledby="single-check">
       <h2 id="single-check">Check</h2>
-      {replay !== undefined && (
+      {replay !== undefined && replay.comparison === undefined && (
         <p class="notice" role="status">
           {replay.maskedKeys.length === 0
             ? 'A recent denial, replayed against the current policies and registry: its decision and why are below.'
             : `A recent denial, filled in without its attribute values, which the server does not keep (--recent-denials-values keeps them): fill in ${replay.maskedKeys.join(', ')} (null here), then run the check.`}
         </p>
       )}
+      {replay?.comparison !== undefined && <Comparison {...replay.comparison} />}
       <div class="two-columns">
         <EntitySide
           legend="Principal"
@@ -127,6 +128,30 @@ function SingleCheck({ replay }: { replay?: ReplayedCheck }) {
         {decision?.explain !== undefined && <DecisionTrace explanation={decision.explain} />}
       </div>
     </form>
+  );
+}
+
+/** A changed check's two decisions, side by side, each with its explanation; the form below holds the check as it was read. */
+function Comparison({ before, after }: NonNullable<ReplayedCheck['comparison']>) {
+  const column = (compared: Compared) => (
+    <section aria-label={compared.title}>
+      <h3>{compared.title}</h3>
+      <p class="decision">
+        <DecisionBadge allowed={compared.allowed} /> <span class="reason">{compared.reason}</span>
+      </p>
+      {compared.explain !== undefined ? <DecisionTrace explanation={compared.explain as unknown as Explanation} /> : <p>{compared.explain_cut ?? 'No explanation was kept.'}</p>}
+    </section>
+  );
+  return (
+    <div aria-label="Compared decisions">
+      <p class="notice" role="status">
+        A check decided two ways, shown side by side. The form holds the check as the server read it (after the registry merge); running it decides it again by the policies in force.
+      </p>
+      <div class="two-columns">
+        {column(before)}
+        {column(after)}
+      </div>
+    </div>
   );
 }
 

@@ -3,19 +3,42 @@ import { useEffect, useState } from 'preact/hooks';
 import { call, policyPath } from '../api.js';
 import { Alerts, Notice } from '../components.js';
 import { useCanWritePolicies } from '../access.js';
+import type { ChartData } from '../live-model.js';
+import { holdComparison, type Compared } from '../replay.js';
+import { go, links } from '../routes.js';
+import { Chart } from './chart.js';
 
-interface Decided {
-  allowed: boolean;
-  reason: string;
+interface Outcomes {
+  agree: number;
+  allow_to_deny: number;
+  deny_to_allow: number;
 }
 
 interface ShadowReport {
   policies: { name: string; in_place_of: string | null }[];
-  decided: { agree: number; allow_to_deny: number; deny_to_allow: number };
-  disagreements: { at: string; check: Record<string, unknown>; live: Decided; shadow: Decided }[];
+  decided: Outcomes;
+  history: (Outcomes & { at: string })[];
+  disagreements: { at: string; check: Record<string, unknown>; live: Compared; shadow: Compared }[];
 }
 
 const word = (allowed: boolean) => (allowed ? 'allowed' : 'denied');
+const MINUTE = 60_000;
+
+/** The share of checks the shadows agreed on, each minute of the last hour; a gap where they decided none. */
+function agreementOverTime(history: ShadowReport['history'], now: number): { data: ChartData; start: number; end: number } {
+  const end = Math.floor(now / MINUTE) * MINUTE;
+  const start = end - 59 * MINUTE;
+  const byMinute = new Map(history.map((minute) => [Date.parse(minute.at), minute]));
+  const times: number[] = [];
+  const values: (number | null)[] = [];
+  for (let time = start; time <= end; time += MINUTE) {
+    const minute = byMinute.get(time);
+    const total = minute === undefined ? 0 : minute.agree + minute.allow_to_deny + minute.deny_to_allow;
+    times.push(time);
+    values.push(total === 0 ? null : (minute!.agree / total) * 100);
+  }
+  return { data: { times, series: [{ label: 'agreed', tone: 'allowed', values }] }, start, end };
+}
 
 export function Shadow() {
   const canWrite = useCanWritePolicies();
@@ -78,11 +101,22 @@ export function Shadow() {
               ? 'No check decided both ways yet on this process.'
               : `Agreed on ${agree} of ${total} checks (${((agree / total) * 100).toFixed(1)}%): ${allowToDeny} allowed that the shadows would deny, ${denyToAllow} denied that they would allow.`}
           </p>
+          <Chart title="Agreement with the live policies, each minute" unit="%" top={100} {...agreementOverTime(report.history, Date.now())} empty="No check decided both ways in the last hour." />
           {report.disagreements.length > 0 && (
             <ul aria-label="Latest disagreements">
               {report.disagreements.map((disagreement, index) => (
                 <li key={index}>
-                  {disagreement.at}: <code>{JSON.stringify(disagreement.check)}</code> {word(disagreement.live.allowed)} ({disagreement.live.reason}); the shadows: {word(disagreement.shadow.allowed)} ({disagreement.shadow.reason})
+                  {disagreement.at}: <code>{JSON.stringify(disagreement.check)}</code> {word(disagreement.live.allowed)} ({disagreement.live.reason}); the shadows: {word(disagreement.shadow.allowed)} ({disagreement.shadow.reason}){' '}
+                  <button
+                    type="button"
+                    class="quiet"
+                    onClick={() => {
+                      holdComparison({ check: disagreement.check, before: { title: 'The live policies', ...disagreement.live }, after: { title: 'With the shadows', ...disagreement.shadow } });
+                      go(links.playground);
+                    }}
+                  >
+                    Open in the playground
+                  </button>
                 </li>
               ))}
             </ul>
