@@ -356,6 +356,22 @@ const OPTIONS = {
     defaultHelp: 'the --host address',
     parse: ({ text }) => text.trim() || undefined,
   }),
+  tokens: option({
+    field: 'tokens',
+    env: 'TOKENS',
+    help: 'verify bearer tokens (signed JWTs) with the key sets this YAML or JSON file names (JWKS URLs or files): their claims become the principal\'s claims attribute',
+    default: '',
+    defaultHelp: 'no tokens',
+    parse: trimmed,
+  }),
+  'ext-authz': option({
+    field: 'extAuthz',
+    env: 'EXT_AUTHZ',
+    help: "answer Envoy's HTTP external authorization under /ext-authz, mapping each request to a check as this YAML or JSON file says",
+    default: '',
+    defaultHelp: 'off',
+    parse: trimmed,
+  }),
   'decision-log': option({
     field: 'decisionLog',
     env: 'DECISION_LOG',

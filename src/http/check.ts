@@ -9,7 +9,7 @@ import {
   checkResponseListSchema,
   checkResponseSchema,
 } from '../schemas/check.js';
-import { compileBulkValidator, plainlyNamesUri, readBulkBody } from '../requests/bulk-request.js';
+import { compileBulkValidator, plainlyNamesToken, plainlyNamesUri, readBulkBody } from '../requests/bulk-request.js';
 import { createAjv } from '../schemas/validation.js';
 import { isValidCheck } from '../requests/check-shape.js';
 import type { AppContext, RoutesOptions } from './context.js';
@@ -31,10 +31,10 @@ type PlacedBulk = { path: 'inline'; measured?: MeasuredPlacement } | { path: 'po
 
 /**
  * A bulk's path: the front's unless there is a pool and the bulk is explained (worth a worker at any size: explanations may be as long as the
- * answer budget) or big, and names no `uri` (the front holds the entity cache). Big bulks take the path measured faster, when it is measured.
+ * answer budget) or big, and names no `uri` (the front holds the entity cache) and no token (the front verifies them). Big bulks take the path measured faster, when it is measured.
  */
 function placedBulk(pool: AppContext['pool'], bytes: Buffer, explain: boolean): PlacedBulk {
-  if (pool === undefined || (!explain && bytes.length < pool.minimumBodyLength) || plainlyNamesUri(bytes)) return { path: 'inline' };
+  if (pool === undefined || (!explain && bytes.length < pool.minimumBodyLength) || plainlyNamesUri(bytes) || plainlyNamesToken(bytes)) return { path: 'inline' };
   const measured = explain ? undefined : pool.placement;
   if (measured === undefined) return { path: 'pool', bulk: pool.bulk };
   return measured.path() === 'pool' ? { path: 'pool', bulk: pool.bulk, measured } : { path: 'inline', measured };

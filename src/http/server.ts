@@ -14,6 +14,7 @@ import { healthRoutes } from './health.js';
 import { checkRoutes } from './check.js';
 import { authzenRoutes } from './authzen.js';
 import { planRoutes } from './plan.js';
+import { extAuthzRoutes } from './ext-authz.js';
 import { policyHistoryRoutes, policyRoutes } from './policies.js';
 import { attributeSchemaRoutes } from './attribute-schemas.js';
 import { registryRoutes } from './registry.js';
@@ -101,6 +102,7 @@ export async function buildServer(config: Config, services: Services): Promise<F
   await app.register(checkRoutes, { context });
   await app.register(authzenRoutes, { context });
   await app.register(planRoutes, { context });
+  if (services.extAuthz !== undefined) await app.register(extAuthzRoutes, { context, ...services.extAuthz });
   await app.register(eunomiaEarlierRoutes, { context });
   await app.register(dashboardRoutes);
   await app.register(async (admin) => {

@@ -39,6 +39,22 @@ export class Metrics {
     allow_to_deny: this.shadowDecisions.bind({ outcome: 'allow_to_deny' }),
     deny_to_allow: this.shadowDecisions.bind({ outcome: 'deny_to_allow' }),
   };
+  private readonly tokenVerifications = new PlainCounter(
+    'verdict_token_verifications_total',
+    "Principals' bearer tokens read, by outcome: verified (a signature checked), cached (verified lately) or rejected",
+    this.registry,
+  );
+  readonly tokenOutcomes = {
+    verified: this.tokenVerifications.bind({ outcome: 'verified' }),
+    cached: this.tokenVerifications.bind({ outcome: 'cached' }),
+    rejected: this.tokenVerifications.bind({ outcome: 'rejected' }),
+  };
+  readonly keySetRefreshes = new Counter({
+    name: 'verdict_token_key_set_refreshes_total',
+    help: 'Fetches of a key set from its JWKS URL, by key set and outcome (loaded, or failed: the keys fetched before stay in use)',
+    labelNames: ['key_set', 'outcome'],
+    registers: [this.registry],
+  });
   readonly allowed = this.decisions.bind({ allowed: 'true' });
   readonly denied = this.decisions.bind({ allowed: 'false' });
   readonly bulkSize = new PlainHistogram('verdict_bulk_checks', 'Checks per POST /check/bulk call', BULK_SIZE_BUCKETS, this.registry).unlabelled();
@@ -191,6 +207,19 @@ export class Metrics {
     this.gauge(`${name}_in_force`, inForceHelp, () => (source.rejected === undefined ? 1 : 0));
     const rejected = new Counter({ name: `${name}_rejected_total`, help: rejectedHelp, registers: [this.registry] });
     source.on('rejected', () => rejected.inc());
+  }
+
+  /** Adds the keys each token key set holds, read when scraped. */
+  observeKeySets(status: () => { name: string; keys: number }[]): void {
+    new Gauge({
+      name: 'verdict_token_key_set_keys',
+      help: 'Keys each token key set holds (0 until a JWKS URL was fetched once)',
+      labelNames: ['key_set'],
+      registers: [this.registry],
+      collect() {
+        for (const { name, keys } of status()) this.set({ key_set: name }, keys);
+      },
+    });
   }
 
   /** A gauge read when /metrics is scraped. */

@@ -13,6 +13,22 @@ export type RegisteredAttributes = (uri: string) => Attributes | Promise<Attribu
 /** A supplied attribute that contradicts the registry: the check cannot be decided as asked. */
 export class AttributeConflict extends Error {}
 
+/** A principal's token that did not verify, where such a check is refused: it cannot be decided as asked either. */
+export class TokenNotAccepted extends AttributeConflict {}
+
+/** The claims of a verified token. */
+export type Claims = Readonly<Record<string, unknown>>;
+
+/**
+ * The claims of a principal's token (synchronous when it was verified lately); null when it did not
+ * verify and the check is decided without claims; throws (or rejects with) TokenNotAccepted when such
+ * a check is refused. Undefined where no tokens are verified.
+ */
+export type TokenClaims = (token: string) => Claims | null | Promise<Claims | null>;
+
+/** The attribute a principal's verified claims are read under (`attributes.claims.sub`). */
+export const CLAIMS_ATTRIBUTE = 'claims';
+
 /**
  * Registered attributes of the uri, plus supplied ones. A supplied key that is registered with a
  * different value is a conflict; supplied attributes never override registered ones.
@@ -32,20 +48,31 @@ function merge(input: EntityInput, stored: Attributes): ResolvedEntity {
 
 const isPromise = <T>(value: T | Promise<T>): value is Promise<T> => value instanceof Promise;
 
-/** The decision request for a check: synchronous unless a registry lookup has to wait on the store. */
-export function resolveCheck(input: CheckInput, registered: RegisteredAttributes): DecisionRequest | Promise<DecisionRequest> {
+/**
+ * The decision request for a check: synchronous unless a registry lookup or a token's verification
+ * has to wait. A principal's token gives its `claims` attribute (whatever was sent or registered
+ * under that name gives way: the claims, or none when the token did not verify).
+ */
+export function resolveCheck(input: CheckInput, registered: RegisteredAttributes, claimsOf?: TokenClaims): DecisionRequest | Promise<DecisionRequest> {
   const principal = input.principal.uri === undefined ? undefined : registered(input.principal.uri);
   const resource = input.resource.uri === undefined ? undefined : registered(input.resource.uri);
-  if (isPromise(principal) || isPromise(resource)) {
-    return Promise.all([principal, resource]).then(([principalAttributes, resourceAttributes]) =>
-      decisionRequest(input, principalAttributes, resourceAttributes),
+  const { token } = input.principal;
+  const claims = token === undefined ? undefined : claimsOfToken(token, claimsOf);
+  if (isPromise(principal) || isPromise(resource) || isPromise(claims)) {
+    return Promise.all([principal, resource, claims]).then(([principalAttributes, resourceAttributes, tokenClaims]) =>
+      decisionRequest(input, principalAttributes, resourceAttributes, tokenClaims),
     );
   }
-  return decisionRequest(input, principal, resource);
+  return decisionRequest(input, principal, resource, claims);
 }
 
-function decisionRequest(input: CheckInput, principalAttributes: Attributes, resourceAttributes: Attributes): DecisionRequest {
-  const principal = merge(input.principal, principalAttributes);
+function claimsOfToken(token: string, claimsOf: TokenClaims | undefined): ReturnType<TokenClaims> {
+  if (claimsOf === undefined) throw new TokenNotAccepted('This server verifies no tokens (it runs without --tokens): name the principal by its uri or attributes');
+  return claimsOf(token);
+}
+
+function decisionRequest(input: CheckInput, principalAttributes: Attributes, resourceAttributes: Attributes, claims?: Claims | null): DecisionRequest {
+  const principal = withClaims(merge(input.principal, principalAttributes), claims);
   const resource = merge(input.resource, resourceAttributes);
   // Nothing registered to add (the common check): the check as read is already the request, and no copy is made.
   if (principal === input.principal && resource === input.resource) return input;
@@ -53,4 +80,13 @@ function decisionRequest(input: CheckInput, principalAttributes: Attributes, res
   if (input.actionAttributes !== undefined) request.actionAttributes = input.actionAttributes;
   if (input.context !== undefined) request.context = input.context;
   return request;
+}
+
+/** The principal with the claims of its token (undefined: it sent none; null: they did not verify). */
+function withClaims(principal: ResolvedEntity, claims: Claims | null | undefined): ResolvedEntity {
+  if (claims === undefined) return principal;
+  const attributes = new Map(principal.attributes);
+  if (claims === null) attributes.delete(CLAIMS_ATTRIBUTE);
+  else attributes.set(CLAIMS_ATTRIBUTE, claims);
+  return { uri: principal.uri, attributes };
 }

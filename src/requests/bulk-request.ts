@@ -90,9 +90,22 @@ const isJsonSpace = (byte: number | undefined) => byte === 0x20 || byte === 0x0a
  * false alarm (the front decides that body, as well), and a uri written otherwise (a key with
  * escapes) is still found by the worker, which hands the body back as before.
  */
-export function plainlyNamesUri(body: Buffer): boolean {
-  for (let at = body.indexOf(URI_KEY_END); at !== -1; at = body.indexOf(URI_KEY_END, at + URI_KEY_END.length)) {
-    let next = at + URI_KEY_END.length;
+export const plainlyNamesUri = (body: Buffer): boolean => plainlyGivesString(body, URI_KEY_END);
+
+/** The end of the key of a principal's token. */
+const TOKEN_KEY_END = Buffer.from('"token"');
+
+/**
+ * Whether a bulk body plainly gives a token (`"token": "…"`): the front, which verifies tokens,
+ * decides such a body itself. A token written otherwise is read by a worker, which cannot verify it
+ * and refuses its item, saying so.
+ */
+export const plainlyNamesToken = (body: Buffer): boolean => plainlyGivesString(body, TOKEN_KEY_END);
+
+/** Whether `body` has a key ending in `keyEnd` followed by a colon and a string. */
+function plainlyGivesString(body: Buffer, keyEnd: Buffer): boolean {
+  for (let at = body.indexOf(keyEnd); at !== -1; at = body.indexOf(keyEnd, at + keyEnd.length)) {
+    let next = at + keyEnd.length;
     while (isJsonSpace(body[next])) next++;
     if (body[next] !== COLON) continue;
     next++;

@@ -8,6 +8,8 @@ import { ClientError } from '../errors.js';
 export interface EntityInput {
   uri: string | undefined;
   attributes: Map<string, unknown>;
+  /** The principal's bearer token (a signed JWT), whose verified claims it is decided with. */
+  token?: string;
 }
 
 /** The action of a check and the check's context, as the caller described them: the maps only when sent. */
@@ -34,7 +36,7 @@ export class FormsDisagree extends ClientError {
 }
 
 /** A side sent in the flat form only. */
-const NOT_NESTED: { uri?: null; attributes?: null } = Object.freeze({});
+const NOT_NESTED: { uri?: null; attributes?: null; token?: null } = Object.freeze({});
 
 const given = <T>(value: T | null | undefined): value is T => value !== null && value !== undefined && value !== '';
 
@@ -89,7 +91,7 @@ function sideOf(
   flatSent: CheckRequest['principal_attributes'],
   at: (string | number)[],
 ): EntityInput | ValidationIssue {
-  const nested = nestedSent ?? NOT_NESTED;
+  const nested: { uri?: string | null; attributes?: CheckRequest['principal_attributes']; token?: string | null } = nestedSent ?? NOT_NESTED;
   if (given(nested.uri) && given(flatUri) && nested.uri !== flatUri) {
     throw new FormsDisagree(`${side}.uri ('${nested.uri}') and ${side}_uri ('${flatUri}') disagree`, 'value');
   }
@@ -97,19 +99,20 @@ function sideOf(
   const nestedAttributes = toAttributeMap(nested.attributes);
   if (nestedAttributes instanceof DuplicateAttribute) return nestedAttributes.issueAt([...at, side, 'attributes']);
   // The common check sends one form only: no second Map for the other.
-  if (flatSent === undefined || flatSent === null) return sideInput(uri, nestedAttributes, side, at);
+  if (flatSent === undefined || flatSent === null) return sideInput(uri, nestedAttributes, nested.token, side, at);
   const flatAttributes = toAttributeMap(flatSent);
   if (flatAttributes instanceof DuplicateAttribute) return flatAttributes.issueAt([...at, `${side}_attributes`]);
   if (nestedAttributes.size > 0 && flatAttributes.size > 0) {
     const key = differingKey(nestedAttributes, flatAttributes);
     if (key !== undefined) throw new FormsDisagree(`${side}.attributes and ${side}_attributes disagree on '${key}'`, 'attributes');
   }
-  return sideInput(uri, nestedAttributes.size > 0 ? nestedAttributes : flatAttributes, side, at);
+  return sideInput(uri, nestedAttributes.size > 0 ? nestedAttributes : flatAttributes, nested.token, side, at);
 }
 
-function sideInput(uri: string | null | undefined, attributes: Map<string, unknown>, side: Side, at: (string | number)[]): EntityInput | ValidationIssue {
+function sideInput(uri: string | null | undefined, attributes: Map<string, unknown>, token: string | null | undefined, side: Side, at: (string | number)[]): EntityInput | ValidationIssue {
+  if (given(token)) return { uri: given(uri) ? uri : undefined, attributes, token };
   if (!given(uri) && attributes.size === 0) {
-    return { loc: [...at, side], msg: "Either 'uri' or non-empty 'attributes' must be provided", type: 'value_error' };
+    return { loc: [...at, side], msg: `Either 'uri' or non-empty 'attributes'${side === 'principal' ? " or a 'token'" : ''} must be provided`, type: 'value_error' };
   }
   return { uri: given(uri) ? uri : undefined, attributes };
 }

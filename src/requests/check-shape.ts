@@ -1,4 +1,5 @@
 import { withinLimits, type RequestLimits } from './request-limits.js';
+import { MAX_TOKEN_LENGTH } from '../tokens/limits.js';
 
 /**
  * A hand-checked reading of checkRequestListSchema (src/schemas/check.ts) and of the request
@@ -78,6 +79,9 @@ function isValidEntity(entity: unknown, side: 'principal' | 'resource', limits: 
         break;
       case 'type':
         if (value !== null && !(value === side && isShortString(value, limits))) return false;
+        break;
+      case 'token':
+        if (side !== 'principal' || (value !== null && !(typeof value === 'string' && value.length <= MAX_TOKEN_LENGTH))) return false;
         break;
       default:
         return false;

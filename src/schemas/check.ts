@@ -1,3 +1,4 @@
+import { MAX_TOKEN_LENGTH } from '../tokens/limits.js';
 import type { FromSchema } from 'json-schema-to-ts';
 import { anyJsonValueSchema } from './json.js';
 import { actionNameSchema, GROUP_KINDS } from './policy.js';
@@ -37,7 +38,15 @@ function entityReferenceSchema<Side extends 'principal' | 'resource'>(side: Side
   } as const;
 }
 
-export const principalReferenceSchema = entityReferenceSchema('principal');
+const principalBase = entityReferenceSchema('principal');
+export const principalReferenceSchema = {
+  ...principalBase,
+  description: 'The principal: a registered `uri`, supplied `attributes`, or both (merged); and/or a bearer `token` whose verified claims become its `claims` attribute.',
+  properties: {
+    ...principalBase.properties,
+    token: { type: ['string', 'null'], maxLength: MAX_TOKEN_LENGTH, description: 'A signed JWT, verified with the key sets of `--tokens`; never logged.' },
+  },
+} as const;
 export const resourceReferenceSchema = entityReferenceSchema('resource');
 
 /** The action of a check: its name, or its name and attributes (a string is a name with no attributes). */

@@ -3,7 +3,7 @@ import { AnswerBudget, evaluate, ExplanationTooLarge, type Decision, type Decisi
 import { instantOf } from '../engine/time.js';
 import { decideResolved } from '../decide/kernel.js';
 import { readCheckRequest, type CheckInput } from '../requests/check-request.js';
-import { AttributeConflict, resolveCheck, type RegisteredAttributes } from '../registry/resolve.js';
+import { AttributeConflict, resolveCheck, TokenNotAccepted, type RegisteredAttributes, type TokenClaims } from '../registry/resolve.js';
 import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
 import { ClientError, RequestValidationError } from '../errors.js';
 import { answerEach } from '../decide/answer-each.js';
@@ -15,6 +15,7 @@ import type { ValidationIssue } from '../schemas/errors.js';
 
 /** A check that cannot be decided as asked (a supplied attribute contradicting the registry): 400. */
 export const conflictAsClientError = (error: unknown): never => {
+  if (error instanceof TokenNotAccepted) throw new ClientError(401, error.message);
   if (error instanceof AttributeConflict) throw new ClientError(400, error.message);
   throw error;
 };
@@ -67,6 +68,8 @@ export class CheckService {
     private readonly observers: CheckObservers = {},
     /** The attribute schemas checks are held to, when there are any to enforce. */
     private readonly schemas?: EnforcedSchemas,
+    /** The claims of a principal's token; undefined where tokens are not verified (`--tokens`). */
+    private readonly claimsOf?: TokenClaims,
   ) {}
 
   /**
@@ -104,7 +107,7 @@ export class CheckService {
       throw error instanceof ExplanationTooLarge ? explanationsTooLarge(error.maxLength, 1) : conflictAsClientError(error);
     };
     try {
-      const resolved = resolveCheck(input, this.registered);
+      const resolved = resolveCheck(input, this.registered, this.claimsOf);
       return resolved instanceof Promise ? resolved.then(decide).catch(asClientError) : decide(resolved);
     } catch (error) {
       return asClientError(error);
@@ -178,7 +181,7 @@ export class CheckService {
    */
   allows(input: CheckInput, decided?: (request: DecisionRequest) => boolean, registered: RegisteredAttributes = this.registered): boolean | Promise<boolean> {
     const allowed = (request: DecisionRequest) => this.allowsResolved(request, decided);
-    const request = resolveCheck(input, registered);
+    const request = resolveCheck(input, registered, this.claimsOf);
     return request instanceof Promise ? request.then(allowed) : allowed(request);
   }
 
@@ -197,7 +200,7 @@ export class CheckService {
   /** Throws (or rejects with) AttributeConflict (SchemaViolation among them) or ExplanationTooLarge. */
   private decide(input: CheckInput, explanations: AnswerBudget | undefined, origin: DecisionOrigin | undefined): Decision | Promise<Decision> {
     const startedAt = this.observers.timed === true ? performance.now() : 0;
-    const request = resolveCheck(input, this.registered);
+    const request = resolveCheck(input, this.registered, this.claimsOf);
     if (request instanceof Promise) return request.then((resolved) => this.evaluateNow(input, resolved, startedAt, explanations, origin));
     return this.evaluateNow(input, request, startedAt, explanations, origin);
   }

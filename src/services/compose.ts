@@ -4,7 +4,7 @@ import { ChangeFeed } from './change-feed.js';
 import { RecentChecks } from './recent-checks.js';
 import { ShadowDecisions } from './shadow-decisions.js';
 import type { FastifyBaseLogger } from 'fastify';
-import type { Config } from '../config/config.js';
+import { ConfigError, type Config } from '../config/config.js';
 import { openStore } from '../store/open.js';
 import type { CheckedAgainst, Store } from '../store/store.js';
 import { PolicySnapshots } from '../snapshot/policy-snapshots.js';
@@ -19,6 +19,11 @@ import { LiveCounters } from '../live/live-counters.js';
 import { LiveWindow } from '../live/live-window.js';
 import { RuleTally } from '../live/rule-tally.js';
 import { RecentDenials } from '../live/recent-denials.js';
+import { TokenVerifier } from '../tokens/verifier.js';
+import { ExtAuthzMapping } from '../ext-authz/mapping.js';
+import type { TokenClaims } from '../registry/resolve.js';
+import { readTokenSettings } from '../tokens/settings.js';
+import { tokenClaims } from '../tokens/claims.js';
 import { decisionLogFile, DECISION_LOG_CAPACITY, DecisionLog } from '../decision-log/decision-log.js';
 import { AuditTrail } from '../audit/audit-trail.js';
 import { adminKeysOf, type KeyRing } from '../admin-keys.js';
@@ -66,6 +71,8 @@ export interface Services {
   shadows: ShadowDecisions;
   /** What changes this process's decisions, for clients that cache them (GET /admin/changes). */
   changes: ChangeFeed;
+  /** Envoy's external authorization (`--ext-authz`): the mapping of HTTP requests to checks, and the claims of bearer tokens (`--tokens`). */
+  extAuthz?: { mapping: ExtAuthzMapping; claimsOf: TokenClaims | undefined };
   /** Starts the work that runs beside requests (following the store, the live window, audit retention, ...), logging to `log`. */
   start(log: FastifyBaseLogger): void;
   /** Stops it all and closes the store. */
@@ -84,8 +91,10 @@ export interface Substitutes {
 /** Opens the store, loads the policy snapshot and builds the services on them, as the configuration says. */
 export async function composeServices(config: Config, substitutes: Substitutes = {}): Promise<Services> {
   const metrics = new Metrics();
-  // Read before the store opens: a schema document that cannot be used stops the start.
+  // Read before the store opens: a schema document or a mapping that cannot be used stops the start.
   const schemaFile = schemaFileOf(config);
+  const extAuthzMapping = config.extAuthz === '' ? undefined : ExtAuthzMapping.read(config.extAuthz);
+  if (extAuthzMapping?.readsClaims && config.tokens === '') throw new ConfigError(`--ext-authz ${config.extAuthz}: the principal's uri is read from token claims, and no tokens are verified (give --tokens)`);
   // Policies come from the store, or from a directory of files when one is given (the registry stays in the store).
   // Loaded only then: a start without --policies need not load the YAML parser.
   const directory = config.policiesDir === '' ? undefined : (await import('../policy-files/policy-directory.js')).PolicyDirectory;
@@ -120,9 +129,11 @@ export async function composeServices(config: Config, substitutes: Substitutes =
   const adminKeys = adminKeysOf(config);
   const adminKeysFile = config.adminKeysFile === '' ? undefined : adminKeys;
   if (adminKeysFile !== undefined) metrics.observeAdminKeysFile(adminKeysFile);
+  const tokens = config.tokens === '' ? undefined : await openTokens(config.tokens, metrics);
+  const claimsOf = tokens && tokenClaims(tokens);
   const feed = new FeedHealth();
   metrics.observeFeed(feed);
-  const readiness = new Readiness(readinessConditions({ store, snapshots, feed, bulk, policyFiles, adminKeysFile }), () => ({
+  const readiness = new Readiness(readinessConditions({ store, snapshots, feed, bulk, policyFiles, adminKeysFile, tokens }), () => ({
     evaluation: placement.description,
     ...(measuredPlacement && { placement: measuredPlacement.describe() }),
   }));
@@ -132,8 +143,8 @@ export async function composeServices(config: Config, substitutes: Substitutes =
     config.schemaEnforcement !== 'reject' || schemaFile !== undefined ? undefined : { schemasVersion: snapshots.schemas?.version };
 
   let stopBackgroundWork = async (): Promise<void> => snapshots.close();
-  const checks = new CheckService(snapshots, registered, config.maxAnswerSize, decisions, schemas);
-  const plans = new PlanService(snapshots, registered, config, bulk, schemas);
+  const checks = new CheckService(snapshots, registered, config.maxAnswerSize, decisions, schemas, claimsOf);
+  const plans = new PlanService(snapshots, registered, config, bulk, schemas, claimsOf);
   const registry = new RegistryService(store, (uri) => entities.invalidate(uri), schemas, checkedAgainst);
   const changes = new ChangeFeed(snapshots, entities);
 
@@ -168,11 +179,13 @@ export async function composeServices(config: Config, substitutes: Substitutes =
     evaluation: placement.description,
     adminKeys,
     changes,
+    ...(extAuthzMapping && { extAuthz: { mapping: extAuthzMapping, claimsOf } }),
     start: (log) => {
       stopBackgroundWork = startBackgroundWork({ config, store, snapshots, entities, feed, metrics, live, liveWindow, policyFiles }, log);
     },
     close: async () => {
       readiness.beginShutdown();
+      tokens?.close();
       changes.close();
       entities.close();
       await stopBackgroundWork();
@@ -181,6 +194,16 @@ export async function composeServices(config: Config, substitutes: Substitutes =
       await decisionLog?.close();
     },
   };
+}
+
+/** The token verifier of `--tokens`, its key sets read (a URL fetched once: one that fails is retried, and /ready says so). */
+async function openTokens(file: string, metrics: Metrics): Promise<TokenVerifier> {
+  const verifier = await TokenVerifier.open(readTokenSettings(file), {
+    verification: (outcome) => metrics.tokenOutcomes[outcome].inc(),
+    refresh: (set, outcome) => metrics.keySetRefreshes.inc({ key_set: set, outcome }),
+  });
+  metrics.observeKeySets(() => verifier.status());
+  return verifier;
 }
 
 /** The pool of worker threads that decide bulks off the front thread. */

@@ -4,6 +4,7 @@ import type { FeedHealth } from '../snapshot/follow-changes.js';
 import type { BulkPool } from '../pool/bulk-pool.js';
 import type { PolicyDirectory } from '../policy-files/policy-directory.js';
 import type { KeyRing } from '../admin-keys.js';
+import type { TokenVerifier } from '../tokens/verifier.js';
 import { within, type ReadinessConditions } from './readiness.js';
 
 /** A store that takes longer than this to answer a readiness probe is reported as not ready. */
@@ -18,6 +19,8 @@ export interface ReadinessSubjects {
   policyFiles?: PolicyDirectory;
   /** The admin keys, when they are read from a file that may be reloaded. */
   adminKeysFile?: KeyRing;
+  /** The token verifier, with its key sets (`--tokens`). */
+  tokens?: TokenVerifier;
 }
 
 const since = (time: number) => new Date(time).toISOString();
@@ -27,9 +30,11 @@ const since = (time: number) => new Date(time).toISOString();
  * shared store fails at once, and taking them all out of service would stop decisions that the last
  * snapshot can still make.
  */
-export function readinessConditions({ store, snapshots, feed, bulk, policyFiles, adminKeysFile }: ReadinessSubjects): ReadinessConditions {
+export function readinessConditions({ store, snapshots, feed, bulk, policyFiles, adminKeysFile, tokens }: ReadinessSubjects): ReadinessConditions {
   return {
     required: {
+      // Until a key set is read once, no token of its issuer can be accepted.
+      ...(tokens && { tokenKeySets: () => keySetsNotLoaded(tokens) }),
       // Threads start with the first bulk that needs them; until then, none running is no fault.
       workers: () => (bulk === undefined || !bulk.inUse || bulk.threads > 0 ? undefined : 'no worker thread is running'),
     },
@@ -72,6 +77,18 @@ export function readinessConditions({ store, snapshots, feed, bulk, policyFiles,
           return `not reloaded since ${since(rejected.since)}: ${rejected.error.message}; the keys it held before stay in force`;
         },
       }),
+      // A refresh that fails keeps the keys fetched before: tokens still verify, but rotations are not followed.
+      ...(tokens && { tokenKeySetRefresh: () => keySetsFailing(tokens) }),
     },
   };
+}
+
+function keySetsNotLoaded(tokens: TokenVerifier): string | undefined {
+  const unread = tokens.status().filter((set) => set.loaded_at === null);
+  return unread.length === 0 ? undefined : unread.map((set) => `key set '${set.name}' not fetched yet: ${set.last_error ?? 'fetching'}`).join('; ');
+}
+
+function keySetsFailing(tokens: TokenVerifier): string | undefined {
+  const failing = tokens.status().filter((set) => set.loaded_at !== null && set.last_error !== null);
+  return failing.length === 0 ? undefined : failing.map((set) => `key set '${set.name}' refresh failing (keys of ${set.loaded_at} in use): ${set.last_error}`).join('; ');
 }

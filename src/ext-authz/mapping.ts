@@ -1,0 +1,273 @@
+import type { FromSchema } from 'json-schema-to-ts';
+import { ConfigError } from '../config/config.js';
+import { DocumentError, readDocument } from '../document-files.js';
+import { createAjv } from '../schemas/validation.js';
+
+/** Where Envoy's authorization requests arrive: its `path_prefix` (Istio's `pathPrefix`). */
+export const EXT_AUTHZ_PREFIX = '/ext-authz';
+
+/** The action of a method, unless the mapping's `actions` or a route's say otherwise. */
+const DEFAULT_ACTIONS: Readonly<Record<string, string>> = { GET: 'read', HEAD: 'read', OPTIONS: 'read', POST: 'create', PUT: 'update', PATCH: 'update', DELETE: 'delete' };
+const MAX_ROUTES = 1000;
+const NAME = '^[A-Za-z_][A-Za-z0-9_]{0,63}$';
+const HEADER = '^[a-z0-9-]{1,128}$';
+
+const actionTable = { type: 'object', propertyNames: { pattern: '^[A-Z]{1,20}$' }, additionalProperties: { type: 'string', minLength: 1, maxLength: 256 } } as const;
+const headerTable = { type: 'object', propertyNames: { pattern: HEADER }, additionalProperties: { type: 'string', pattern: NAME } } as const;
+
+export const extAuthzMappingSchema = {
+  type: 'object',
+  properties: {
+    principal: {
+      type: 'object',
+      properties: {
+        uri: { type: 'string', minLength: 1, maxLength: 1024, description: "A template of the principal's uri over its token's claims: `user:{sub}`." },
+        headers: { ...headerTable, description: 'Forwarded request headers read as principal attributes (header: attribute). Only headers the mesh itself sets: a client can send any other.' },
+      },
+      additionalProperties: false,
+    },
+    actions: { ...actionTable, description: 'The action of each method, over the default table (GET read, POST create, PUT and PATCH update, DELETE delete).' },
+    context: {
+      type: 'object',
+      properties: { headers: { ...headerTable, description: 'Forwarded request headers read as context attributes (header: attribute).' } },
+      additionalProperties: false,
+    },
+    routes: {
+      type: 'array',
+      minItems: 1,
+      maxItems: MAX_ROUTES,
+      items: {
+        type: 'object',
+        properties: {
+          path: { type: 'string', pattern: '^/', maxLength: 1024, description: 'A path template: literal segments and `{name}` parameters, each one whole segment.' },
+          methods: { type: 'array', minItems: 1, items: { type: 'string', pattern: '^[A-Z]{1,20}$' } },
+          resource_type: { type: 'string', pattern: '^[A-Za-z0-9_.-]{1,128}$', description: 'The resource uri is `<type>:<id>` (the `id` parameter, else the last one).' },
+          resource_uri: { type: 'string', minLength: 1, maxLength: 1024, description: 'A template of the resource uri over the parameters: `doc:{tenant}/{id}`.' },
+          actions: actionTable,
+        },
+        required: ['path'],
+        oneOf: [{ required: ['resource_type'] }, { required: ['resource_uri'] }],
+        additionalProperties: false,
+      },
+    },
+    upstream_headers: {
+      type: 'object',
+      properties: { principal_uri: { type: 'string', pattern: HEADER, description: "A header Envoy adds to the request it lets through: the principal's uri." } },
+      additionalProperties: false,
+    },
+    deny_reason_to_client: { type: 'boolean', default: false, description: "Whether a denied client is told the decision's reason (policy and rule names); by default only that it is denied." },
+  },
+  required: ['routes'],
+  additionalProperties: false,
+} as const;
+
+type MappingFile = FromSchema<typeof extAuthzMappingSchema>;
+
+/** A piece of a template: literal text, or the value of a name. */
+type Piece = { text: string } | { name: string };
+
+/** A template as pieces; the names it reads are checked by the caller. */
+function templateOf(template: string): Piece[] {
+  const pieces: Piece[] = [];
+  for (const [index, part] of template.split(/\{([^{}]*)\}/).entries()) {
+    if (index % 2 === 0) {
+      if (part.includes('{') || part.includes('}')) throw new Error(`'${template}' has an unmatched brace`);
+      if (part !== '') pieces.push({ text: part });
+    } else {
+      if (!new RegExp(NAME).test(part)) throw new Error(`'{${part}}' in '${template}' is not a name`);
+      pieces.push({ name: part });
+    }
+  }
+  return pieces;
+}
+
+/** The template filled in from `values`; undefined when a name has no string or number value. */
+function fill(pieces: readonly Piece[], values: Readonly<Record<string, unknown>>): string | undefined {
+  let text = '';
+  for (const piece of pieces) {
+    if ('text' in piece) text += piece.text;
+    else {
+      const value = Object.hasOwn(values, piece.name) ? values[piece.name] : undefined;
+      if (typeof value !== 'string' && typeof value !== 'number') return undefined;
+      text += String(value);
+    }
+  }
+  return text;
+}
+
+interface CompiledRoute {
+  /** Literal segments, or null where a parameter (named in `parameters` at the same index) stands. */
+  segments: (string | null)[];
+  parameters: (string | null)[];
+  methods: ReadonlySet<string> | undefined;
+  resource: { type: string; idParameter: string } | { uri: Piece[] };
+  actions: Readonly<Record<string, string>>;
+}
+
+/** An HTTP request as Envoy forwards it: the method, the original path (after the prefix), and the headers it was told to forward. */
+export interface ForwardedRequest {
+  method: string;
+  path: string;
+  headers: Readonly<Record<string, string | string[] | undefined>>;
+}
+
+/** The check an HTTP request maps to, but its principal: the route's resource, the action, the context. */
+export interface MappedRequest {
+  resource: { uri: string; attributes: Map<string, unknown> };
+  action: string;
+  context: Map<string, unknown>;
+}
+
+const headerValue = (value: string | string[] | undefined) => (Array.isArray(value) ? value.join(', ') : value);
+
+/**
+ * The operator's mapping of HTTP requests to checks (`--ext-authz <file>`): routes of path templates
+ * give the resource and the action; the token's claims (and perhaps forwarded headers) the
+ * principal; forwarded headers the context. A request no route matches maps to nothing, and is denied.
+ */
+export class ExtAuthzMapping {
+  private constructor(
+    private readonly routes: CompiledRoute[],
+    private readonly principalUri: Piece[] | undefined,
+    private readonly principalHeaders: Readonly<Record<string, string>>,
+    private readonly contextHeaders: Readonly<Record<string, string>>,
+    readonly upstreamPrincipalHeader: string | undefined,
+    readonly denyReasonToClient: boolean,
+  ) {}
+
+  static read(path: string): ExtAuthzMapping {
+    let document: unknown;
+    try {
+      document = readDocument(path);
+    } catch (error) {
+      if (error instanceof DocumentError) throw new ConfigError(`--ext-authz ${error.message}`);
+      throw error;
+    }
+    return ExtAuthzMapping.of(document, `--ext-authz ${path}`);
+  }
+
+  /** The mapping a parsed document says; `label` names it in a ConfigError. */
+  static of(document: unknown, label: string): ExtAuthzMapping {
+    const validate = createAjv(false, true).compile(extAuthzMappingSchema);
+    if (!validate(document)) throw new ConfigError(`${label}: ${(validate.errors ?? []).map((error) => `${error.instancePath || '(the file)'} ${error.message}`).join('; ')}`);
+    const file = document as MappingFile;
+    try {
+      const defaults = { ...DEFAULT_ACTIONS, ...file.actions };
+      const routes = file.routes.map((route, index) => compileRoute(route, defaults, index));
+      const principalUri = file.principal?.uri === undefined ? undefined : templateOf(file.principal.uri);
+      return new ExtAuthzMapping(routes, principalUri, file.principal?.headers ?? {}, file.context?.headers ?? {}, file.upstream_headers?.principal_uri, file.deny_reason_to_client ?? false);
+    } catch (error) {
+      throw new ConfigError(`${label}: ${(error as Error).message}`);
+    }
+  }
+
+  /** Whether the principal's uri is read from token claims. */
+  get readsClaims(): boolean {
+    return this.principalUri !== undefined;
+  }
+
+  /** The principal's uri from its claims (undefined without claims, a template, or a claim it reads). */
+  principalUriOf(claims: Readonly<Record<string, unknown>> | undefined): string | undefined {
+    return claims === undefined || this.principalUri === undefined ? undefined : fill(this.principalUri, claims);
+  }
+
+  /** The principal attributes the forwarded headers give. */
+  principalAttributes(headers: ForwardedRequest['headers']): Map<string, unknown> {
+    return attributesFromHeaders(this.principalHeaders, headers);
+  }
+
+  /** The resource, action and context of `request`, or undefined when no route maps it. */
+  map(request: ForwardedRequest): MappedRequest | undefined {
+    const segments = pathSegments(request.path);
+    if (segments === undefined) return undefined;
+    for (const route of this.routes) {
+      if (route.methods !== undefined && !route.methods.has(request.method)) continue;
+      const parameters = matchSegments(route, segments);
+      if (parameters === undefined) continue;
+      const action = route.actions[request.method] ?? request.method.toLowerCase();
+      const uri = 'type' in route.resource ? `${route.resource.type}:${parameters[route.resource.idParameter]}` : fill(route.resource.uri, parameters);
+      if (uri === undefined) continue;
+      const attributes = new Map<string, unknown>(Object.entries(parameters));
+      if ('type' in route.resource) attributes.set('type', route.resource.type);
+      const context = attributesFromHeaders(this.contextHeaders, request.headers);
+      context.set('method', request.method);
+      context.set('path', request.path);
+      return { resource: { uri, attributes }, action, context };
+    }
+    return undefined;
+  }
+}
+
+function attributesFromHeaders(table: Readonly<Record<string, string>>, headers: ForwardedRequest['headers']): Map<string, unknown> {
+  const attributes = new Map<string, unknown>();
+  for (const [header, attribute] of Object.entries(table)) {
+    const value = headerValue(headers[header]);
+    if (value !== undefined) attributes.set(attribute, value);
+  }
+  return attributes;
+}
+
+function compileRoute(route: MappingFile['routes'][number], defaults: Readonly<Record<string, string>>, index: number): CompiledRoute {
+  const where = `route ${index} (${route.path})`;
+  const parts = route.path.split('/').slice(1);
+  const segments: (string | null)[] = [];
+  const parameters: (string | null)[] = [];
+  for (const part of parts) {
+    const parameter = /^\{([^{}]*)\}$/.exec(part);
+    if (parameter !== null) {
+      if (!new RegExp(NAME).test(parameter[1]!)) throw new Error(`${where}: '{${parameter[1]}}' is not a parameter name`);
+      if (parameters.includes(parameter[1]!)) throw new Error(`${where}: parameter '${parameter[1]}' appears twice`);
+      segments.push(null);
+      parameters.push(parameter[1]!);
+    } else {
+      if (part.includes('{') || part.includes('}')) throw new Error(`${where}: a parameter must be a whole segment`);
+      segments.push(part);
+      parameters.push(null);
+    }
+  }
+  const names = parameters.filter((name): name is string => name !== null);
+  let resource: CompiledRoute['resource'];
+  if (route.resource_type !== undefined) {
+    const idParameter = names.includes('id') ? 'id' : names.at(-1);
+    if (idParameter === undefined) throw new Error(`${where}: resource_type needs a parameter for the id; use resource_uri for a fixed resource`);
+    resource = { type: route.resource_type, idParameter };
+  } else {
+    const uri = templateOf(route.resource_uri!);
+    const unknown = uri.flatMap((piece) => ('name' in piece && !names.includes(piece.name) ? [piece.name] : []));
+    if (unknown.length > 0) throw new Error(`${where}: resource_uri reads ${unknown.map((name) => `{${name}}`).join(', ')}, which the path does not have`);
+    resource = { uri };
+  }
+  return { segments, parameters, methods: route.methods && new Set(route.methods), resource, actions: { ...defaults, ...route.actions } };
+}
+
+/** The decoded segments of a path (its query left out), or undefined for one that cannot name a resource plainly (`..`, `.`, a bad escape). */
+function pathSegments(path: string): string[] | undefined {
+  const query = path.indexOf('?');
+  const parts = (query === -1 ? path : path.slice(0, query)).split('/').slice(1);
+  const segments: string[] = [];
+  for (const part of parts) {
+    let segment: string;
+    try {
+      segment = decodeURIComponent(part);
+    } catch {
+      return undefined;
+    }
+    if (segment === '.' || segment === '..' || segment.includes('/')) return undefined;
+    segments.push(segment);
+  }
+  return segments;
+}
+
+function matchSegments(route: CompiledRoute, segments: readonly string[]): Record<string, string> | undefined {
+  if (segments.length !== route.segments.length) return undefined;
+  const parameters: Record<string, string> = Object.create(null) as Record<string, string>;
+  for (let index = 0; index < segments.length; index++) {
+    const literal = route.segments[index];
+    const segment = segments[index]!;
+    if (literal === null) {
+      if (segment === '') return undefined;
+      parameters[route.parameters[index]!] = segment;
+    } else if (literal !== segment) return undefined;
+  }
+  return parameters;
+}

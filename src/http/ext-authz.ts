@@ -1,0 +1,79 @@
+import type { FastifyPluginAsync, FastifyReply } from 'fastify';
+import { EXT_AUTHZ_PREFIX, type ExtAuthzMapping } from '../ext-authz/mapping.js';
+import { AttributeConflict, CLAIMS_ATTRIBUTE, TokenNotAccepted, type Claims, type TokenClaims } from '../registry/resolve.js';
+import type { CheckInput } from '../requests/check-request.js';
+import type { RoutesOptions } from './context.js';
+import { originOf } from './request-ids.js';
+
+/** The largest body Envoy may forward (`with_request_body`); it is never read, only let through. */
+const FORWARDED_BODY_LIMIT = 1024 * 1024;
+const BEARER = /^Bearer +([A-Za-z0-9._~+/=-]+) *$/i;
+
+export interface ExtAuthzOptions extends RoutesOptions {
+  mapping: ExtAuthzMapping;
+  /** The claims of a bearer token; undefined without `--tokens`. */
+  claimsOf: TokenClaims | undefined;
+}
+
+const authorizationOf = (header: string | string[] | undefined) => (Array.isArray(header) ? header[0] : header);
+
+/**
+ * Envoy's HTTP external authorization service (the ext_authz filter's `http_service`, Istio's
+ * `envoyExtAuthzHttp`): Envoy sends the original method, `/ext-authz` and the original path, and the
+ * headers it is told to forward. The mapping makes a check of it: the principal from the bearer
+ * token's verified claims (and forwarded headers it names), the resource and the action from the
+ * route, the context from headers. 200 lets the request through; 403 (denied, or no route maps it)
+ * and 401 (a token refused) stop it, and Envoy gives the client that status and body.
+ */
+export const extAuthzRoutes: FastifyPluginAsync<ExtAuthzOptions> = async (app, { context, mapping, claimsOf }) => {
+  // Whatever body Envoy forwards, of whatever type, is let through unread.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: FORWARDED_BODY_LIMIT }, (_request, _body, done) => done(null, undefined));
+
+  const deny = (reply: FastifyReply, status: 401 | 403, reason: string) => {
+    reply.code(status).type('text/plain; charset=utf-8');
+    if (status === 401) reply.header('www-authenticate', 'Bearer error="invalid_token"');
+    return status === 401 || mapping.denyReasonToClient ? reason : 'Forbidden';
+  };
+
+  app.all(`${EXT_AUTHZ_PREFIX}/*`, {
+    schema: {
+      tags: ['mesh'],
+      summary: "Envoy's HTTP external authorization: may this HTTP request go through?",
+      description:
+        'Any method. The path after `/ext-authz` is the original request path; the headers are those Envoy forwards. ' +
+        '200: allowed (with the principal uri header when the mapping names one). 403: denied, or no route of the mapping matches. 401: the bearer token was refused.',
+    },
+    handler: async (request, reply) => {
+      const forwarded = { method: request.method, path: request.url.slice(EXT_AUTHZ_PREFIX.length), headers: request.headers };
+      const mapped = mapping.map(forwarded);
+      if (mapped === undefined) return deny(reply, 403, `No route of the ext-authz mapping matches ${forwarded.method} ${forwarded.path.split('?')[0]}`);
+      const token = BEARER.exec(authorizationOf(request.headers.authorization) ?? '')?.[1];
+      let claims: Claims | null = null;
+      if (token !== undefined && claimsOf !== undefined) {
+        try {
+          claims = await claimsOf(token);
+        } catch (error) {
+          if (error instanceof TokenNotAccepted) return deny(reply, 401, error.message);
+          throw error;
+        }
+      }
+      const attributes = mapping.principalAttributes(request.headers);
+      if (claims !== null) attributes.set(CLAIMS_ATTRIBUTE, claims);
+      const principalUri = mapping.principalUriOf(claims ?? undefined);
+      const input: CheckInput = { principal: { uri: principalUri, attributes }, resource: mapped.resource, action: mapped.action, context: mapped.context };
+      let allowed: boolean;
+      let reason: string;
+      try {
+        ({ allowed, reason } = await context.checks.decider(1, false, originOf(request))(input));
+      } catch (error) {
+        if (!(error instanceof AttributeConflict)) throw error;
+        [allowed, reason] = [false, error.message];
+      }
+      if (!allowed) return deny(reply, 403, reason);
+      if (mapping.upstreamPrincipalHeader !== undefined && principalUri !== undefined) reply.header(mapping.upstreamPrincipalHeader, principalUri);
+      reply.code(200);
+      return '';
+    },
+  });
+};

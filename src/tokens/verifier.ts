@@ -1,0 +1,138 @@
+import { createHash } from 'node:crypto';
+import { decodeJwt, errors, jwtVerify, type JWTPayload } from 'jose';
+import { KeySet, type KeySetStatus, type RefreshOutcome } from './key-set.js';
+import type { TokenSettings } from './settings.js';
+import { MAX_TOKEN_LENGTH } from './limits.js';
+
+/** The claims of a verified token, as conditions read them under the principal's `claims` attribute. */
+export type Claims = Readonly<Record<string, unknown>>;
+
+/** A verified token is remembered at most this long (and never past its `exp`). */
+const MAX_CACHED_MS = 10 * 60 * 1000;
+
+/** A token that does not verify: the message says why, for the reason of the answer. */
+export class TokenRejected extends Error {}
+
+export type VerificationOutcome = 'verified' | 'cached' | 'rejected';
+
+export interface TokenObservers {
+  verification(outcome: VerificationOutcome): void;
+  refresh(set: string, outcome: RefreshOutcome): void;
+}
+
+/** Why jose refused a token, in words for the caller. */
+function rejection(error: unknown, set: string): TokenRejected {
+  if (error instanceof TokenRejected) return error;
+  if (error instanceof errors.JWTExpired) return new TokenRejected('the token has expired');
+  if (error instanceof errors.JWTClaimValidationFailed) return new TokenRejected(`the token's '${error.claim}' claim is not accepted: ${error.reason}`);
+  if (error instanceof errors.JOSEAlgNotAllowed) return new TokenRejected(`the token's algorithm is not allowed by key set '${set}'`);
+  if (error instanceof errors.JWSSignatureVerificationFailed) return new TokenRejected(`the token's signature does not verify with key set '${set}'`);
+  if (error instanceof errors.JWKSNoMatchingKey) return new TokenRejected(`no key of key set '${set}' matches the token's key id and algorithm`);
+  if (error instanceof errors.JWKSMultipleMatchingKeys) return new TokenRejected(`several keys of key set '${set}' match the token: it must name its key id`);
+  if (error instanceof errors.JOSEError) return new TokenRejected(`the token is not a signed JWT this server accepts (${error.code})`);
+  throw error;
+}
+
+/**
+ * Verifies bearer tokens (signed JWTs) against the configured key sets and gives their claims. A
+ * token is verified by the key set its issuer chooses (or the one a request names), with that set's
+ * algorithms, `iss` and `aud`, and `exp` required, `nbf` held, both with the leeway. A verified token
+ * is remembered (by its SHA-256, a bounded number of them, never past `exp`), so a repeated token
+ * costs no signature check.
+ */
+export class TokenVerifier {
+  private readonly verified = new Map<string, { claims: Claims; until: number }>();
+
+  private constructor(
+    private readonly settings: TokenSettings,
+    private readonly keySets: KeySet[],
+    private readonly observers: TokenObservers,
+  ) {}
+
+  static async open(settings: TokenSettings, observers: TokenObservers): Promise<TokenVerifier> {
+    const keySets = await Promise.all(settings.keySets.map((set) => KeySet.open(set, observers.refresh)));
+    return new TokenVerifier(settings, keySets, observers);
+  }
+
+  get onInvalid(): TokenSettings['onInvalid'] {
+    return this.settings.onInvalid;
+  }
+
+  /** Every key set holds keys (a URL fetched once at least). */
+  get ready(): boolean {
+    return this.keySets.every((set) => set.loaded);
+  }
+
+  status(): KeySetStatus[] {
+    return this.keySets.map((set) => set.status());
+  }
+
+  close(): void {
+    for (const set of this.keySets) set.close();
+  }
+
+  /** The claims of `token`, or a TokenRejected saying why not; synchronous when the token was verified lately. */
+  claimsOf(token: string, keySetName?: string): Claims | Promise<Claims> {
+    if (token.length > MAX_TOKEN_LENGTH) return Promise.reject(new TokenRejected(`the token is longer than ${MAX_TOKEN_LENGTH} characters`));
+    const digest = createHash('sha256').update(token).digest('base64');
+    const remembered = this.verified.get(digest);
+    if (remembered !== undefined && remembered.until > Date.now() && keySetName === undefined) {
+      this.observers.verification('cached');
+      return remembered.claims;
+    }
+    return this.verify(token, keySetName).then(
+      (payload) => {
+        this.observers.verification('verified');
+        this.remember(digest, payload);
+        return payload as Claims;
+      },
+      (error: unknown) => {
+        this.observers.verification('rejected');
+        throw error;
+      },
+    );
+  }
+
+  private async verify(token: string, keySetName: string | undefined): Promise<JWTPayload> {
+    const set = this.keySetFor(token, keySetName);
+    const { algorithms, issuer, audience } = set.settings;
+    const options = { algorithms, issuer, audience, clockTolerance: this.settings.leewaySeconds, requiredClaims: ['exp'] };
+    try {
+      return (await jwtVerify(token, set.key, options)).payload;
+    } catch (error) {
+      if (!(error instanceof errors.JWKSNoMatchingKey) || !(await set.refetchForUnknownKey())) throw rejection(error, set.settings.name);
+    }
+    try {
+      return (await jwtVerify(token, set.key, options)).payload;
+    } catch (error) {
+      throw rejection(error, set.settings.name);
+    }
+  }
+
+  /** The key set named, or the one of the token's issuer, or the only one without an issuer. */
+  private keySetFor(token: string, keySetName: string | undefined): KeySet {
+    if (keySetName !== undefined) {
+      const named = this.keySets.find((set) => set.settings.name === keySetName);
+      if (named === undefined) throw new TokenRejected(`no key set is named '${keySetName}'`);
+      return named;
+    }
+    let issuer: unknown;
+    try {
+      issuer = decodeJwt(token).iss;
+    } catch {
+      throw new TokenRejected('the token is not a JWT (three base64url parts, the second a JSON object)');
+    }
+    const byIssuer = this.keySets.find((set) => set.settings.issuer !== undefined && set.settings.issuer === issuer);
+    if (byIssuer !== undefined) return byIssuer;
+    const open = this.keySets.filter((set) => set.settings.issuer === undefined);
+    if (open.length === 1) return open[0]!;
+    throw new TokenRejected(typeof issuer === 'string' ? `no key set verifies tokens of issuer '${issuer}'` : 'the token names no issuer, and no single key set takes tokens of any issuer');
+  }
+
+  private remember(digest: string, payload: JWTPayload): void {
+    if (this.settings.cacheSize === 0) return;
+    const until = Math.min((payload.exp ?? 0) * 1000, Date.now() + MAX_CACHED_MS);
+    if (this.verified.size >= this.settings.cacheSize) this.verified.delete(this.verified.keys().next().value!);
+    this.verified.set(digest, { claims: payload as Claims, until });
+  }
+}

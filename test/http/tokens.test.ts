@@ -1,0 +1,151 @@
+import t, { type Test } from 'tap';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { exportSPKI, importJWK, SignJWT } from 'jose';
+import { scratchDir, startServer, type TestServer } from '../helpers/server.js';
+import { until } from '../helpers/until.js';
+import { AUDIENCE, ISSUER, signingKey, TokenIssuer, tokenFor, unsignedToken } from '../helpers/token-issuer.js';
+import type { Config } from '../../src/config/config.js';
+
+// Principals from verified bearer tokens, over real HTTP, with the key set served by a test
+// identity provider: owners allowed, others denied, and no token that fails verification ever
+// allowed or answered with a 5xx.
+
+const OWNERS_READ = {
+  name: 'owners',
+  rules: [{ name: 'owner-reads', effect: 'allow', principal_conditions: [{ path: 'attributes.claims.sub', operator: '==', value_from: 'resource.attributes.owner' }], actions: ['read'] }],
+};
+
+async function tokenServer(t: Test, issuer: TokenIssuer, tokens: Record<string, unknown> = {}, config: Partial<Config> = {}): Promise<TestServer> {
+  const dir = scratchDir(t);
+  const file = join(dir, 'tokens.yaml');
+  writeFileSync(file, JSON.stringify({ key_sets: [{ name: 'idp', issuer: ISSUER, audience: AUDIENCE, jwks_url: issuer.jwksUrl, min_refetch_seconds: 1 }], ...tokens }));
+  const server = await startServer({ tokens: file, ...config });
+  t.teardown(server.close);
+  t.equal((await server.call('POST', '/admin/policies', OWNERS_READ)).status, 200);
+  t.equal((await server.call('POST', '/admin/fetchers/registry/entities', { uri: 'document:1', type: 'resource', attributes: { owner: 'alice' } })).status, 200);
+  return server;
+}
+
+const checkWith = (token: string) => ({ principal: { token }, resource: { uri: 'document:1' }, action: 'read' });
+
+t.test('a valid token for the owner is allowed, one for another user denied; the claims are read as principal attributes, explained, and the token never logged', async (t) => {
+  const key = await signingKey('k1');
+  const issuer = await TokenIssuer.start([key]);
+  t.teardown(() => issuer.close());
+  const log = join(scratchDir(t), 'decisions.ndjson');
+  const server = await tokenServer(t, issuer, {}, { decisionLog: log });
+  const alice = await tokenFor(key, 'alice', { extra: { groups: ['staff'] } });
+  const allowed = await server.call('POST', '/check?explain=true', checkWith(alice));
+  t.equal(allowed.status, 200, JSON.stringify(allowed.body));
+  t.equal(allowed.body.allowed, true);
+  t.match(allowed.body.explain.principal.attributes, { claims: { sub: 'alice', groups: ['staff'], iss: ISSUER } }, 'the explanation shows the claims decided on');
+  const bob = await server.call('POST', '/check', checkWith(await tokenFor(key, 'bob')));
+  t.same([bob.status, bob.body.allowed], [200, false]);
+  t.equal((await server.call('POST', '/check', checkWith(alice))).body.allowed, true, 'again, from the cache');
+
+  const sentClaims = await server.call('POST', '/check', { principal: { token: await tokenFor(key, 'bob'), attributes: { claims: { sub: 'alice' } } }, resource: { uri: 'document:1' }, action: 'read' });
+  t.equal(sentClaims.body.allowed, false, 'claims sent beside a token give way to the verified ones');
+
+  const bulk = await server.call('POST', '/check/bulk', [checkWith(alice), checkWith(await tokenFor(key, 'bob')), checkWith(await tokenFor(key, 'alice', { expiresIn: -120 }))]);
+  t.equal(bulk.status, 200, JSON.stringify(bulk.body));
+  t.same(bulk.body.map((answer: { allowed: boolean }) => answer.allowed), [true, false, false]);
+  t.match(bulk.body[2].reason, /token was not accepted: the token has expired/, 'a refused token denies its own bulk item, saying why');
+
+  const metrics = (await server.call('GET', '/metrics')).body as string;
+  t.match(metrics, /verdict_token_verifications_total\{outcome="cached"\} [1-9]/);
+  t.match(metrics, /verdict_token_key_set_keys\{key_set="idp"\} 1/);
+  await until(() => readFileSync(log, 'utf8').split('\n').length > 6, 'the decisions logged');
+  const logged = readFileSync(log, 'utf8');
+  t.notOk(logged.includes(alice), 'the decision log never records the token');
+  t.match(logged, /"claims":\{[^}]*"sub":"alice"/, 'it records the claims decided on');
+});
+
+t.test('an expired, wrongly signed, alg none, HMAC-with-the-public-key, wrong audience or unknown-kid token is never allowed: 401 saying why, never a 5xx', async (t) => {
+  const key = await signingKey('k1');
+  const issuer = await TokenIssuer.start([key]);
+  t.teardown(() => issuer.close());
+  const server = await tokenServer(t, issuer);
+  const impostor = await signingKey('k1');
+  const publicPem = await exportSPKI((await importJWK(key.publicJwk, 'ES256', { extractable: true })) as CryptoKey);
+  const now = Math.floor(Date.now() / 1000);
+  const hmacWithPublicKey = await new SignJWT({ sub: 'alice' }).setProtectedHeader({ alg: 'HS256', kid: 'k1' }).setIssuer(ISSUER).setAudience(AUDIENCE).setExpirationTime(now + 600).sign(new TextEncoder().encode(publicPem));
+  const cases: [string, string, RegExp][] = [
+    ['expired', await tokenFor(key, 'alice', { expiresIn: -120 }), /has expired/],
+    ['signed by another key under the same kid', await tokenFor(impostor, 'alice'), /signature does not verify/],
+    ['alg none', unsignedToken('alice', 'k1'), /not allowed|not a signed JWT/],
+    ['HS256 keyed with the public key', hmacWithPublicKey, /algorithm is not allowed/],
+    ['for another audience', await tokenFor(key, 'alice', { audience: 'other-app' }), /'aud' claim is not accepted/],
+    ['of an unknown issuer', await tokenFor(key, 'alice', { issuer: 'https://elsewhere.test' }), /no key set verifies tokens of issuer/],
+    ['of an unknown kid', await tokenFor(await signingKey('k9'), 'alice'), /no key of key set 'idp' matches/],
+    ['not a JWT', 'not.a-jwt', /not a JWT/],
+  ];
+  for (const [what, token, why] of cases) {
+    const answer = await server.call('POST', '/check', checkWith(token));
+    t.equal(answer.status, 401, `${what}: ${JSON.stringify(answer.body)}`);
+    t.match(answer.body.detail, why, what);
+  }
+  const fetchesBefore = issuer.fetches;
+  for (let index = 0; index < 5; index++) await server.call('POST', '/check', checkWith(await tokenFor(await signingKey(`unknown-${index}`), 'alice')));
+  t.ok(issuer.fetches - fetchesBefore <= 2, `unknown kids refetch the key set at most once a second: ${issuer.fetches - fetchesBefore} fetches`);
+});
+
+t.test('a key rotation is followed: a token signed by a new key refetches the set once; a failing refresh keeps the keys it had, and /ready says so', async (t) => {
+  const first = await signingKey('k1');
+  const issuer = await TokenIssuer.start([first]);
+  t.teardown(() => issuer.close());
+  const server = await tokenServer(t, issuer);
+  t.equal((await server.call('POST', '/check', checkWith(await tokenFor(first, 'alice')))).body.allowed, true);
+  const second = await signingKey('k2', 'RS256');
+  issuer.served = [second];
+  await new Promise((resolve) => setTimeout(resolve, 1100));
+  const rotated = await server.call('POST', '/check', checkWith(await tokenFor(second, 'alice')));
+  t.same([rotated.status, rotated.body.allowed], [200, true], JSON.stringify(rotated.body));
+  t.equal((await server.call('POST', '/check', checkWith(await tokenFor(first, 'alice', { extra: { fresh: 1 } })))).status, 401, 'the retired key no longer verifies');
+
+  issuer.failWith = 500;
+  await new Promise((resolve) => setTimeout(resolve, 1100));
+  t.equal((await server.call('POST', '/check', checkWith(await tokenFor(await signingKey('k3'), 'alice')))).status, 401);
+  const ready = await server.call('GET', '/ready');
+  t.equal(ready.status, 200, 'a failing refresh degrades, it does not take the process out of service');
+  t.match(JSON.stringify(ready.body), /key set 'idp' refresh failing .*answered 500/);
+  t.equal((await server.call('POST', '/check', checkWith(await tokenFor(second, 'alice', { extra: { again: 1 } })))).body.allowed, true, 'the last good keys still verify');
+});
+
+t.test('a key set that cannot be fetched at start: not ready, and fetched when it comes back', async (t) => {
+  const key = await signingKey('k1');
+  const issuer = await TokenIssuer.start([key]);
+  t.teardown(() => issuer.close());
+  issuer.failWith = 503;
+  const server = await tokenServer(t, issuer);
+  const notReady = await server.call('GET', '/ready');
+  t.equal(notReady.status, 503);
+  t.match(JSON.stringify(notReady.body), /key set 'idp' not fetched yet: .*answered 503/);
+  issuer.failWith = undefined;
+  await until(() => issuer.fetches >= 2, 'the key set fetched again', 5000);
+  await until(() => true, 'settled');
+  t.equal((await server.call('POST', '/check', checkWith(await tokenFor(key, 'alice')))).body.allowed, true);
+  t.equal((await server.call('GET', '/ready')).status, 200);
+});
+
+t.test('on_invalid: unauthenticated decides a refused token without claims (never an allow it did not earn)', async (t) => {
+  const key = await signingKey('k1');
+  const issuer = await TokenIssuer.start([key]);
+  t.teardown(() => issuer.close());
+  const server = await tokenServer(t, issuer, { on_invalid: 'unauthenticated' });
+  const expired = await server.call('POST', '/check?explain=true', checkWith(await tokenFor(key, 'alice', { expiresIn: -120 })));
+  t.same([expired.status, expired.body.allowed], [200, false]);
+  t.notOk('claims' in expired.body.explain.principal.attributes, 'decided without claims');
+  const forged = await server.call('POST', '/check', { principal: { token: unsignedToken('alice', 'k1'), attributes: { claims: { sub: 'alice' } } }, resource: { uri: 'document:1' }, action: 'read' });
+  t.same([forged.status, forged.body.allowed], [200, false], 'claims sent beside a refused token are dropped, not used');
+});
+
+t.test('a token on a server that verifies none is refused, saying what to do; the token field is for principals only and bounded', async (t) => {
+  const server = await startServer();
+  t.teardown(server.close);
+  const refused = await server.call('POST', '/check', { principal: { token: 'a.b.c' }, resource: { uri: 'document:1' }, action: 'read' });
+  t.equal(refused.status, 401);
+  t.match(refused.body.detail, /verifies no tokens \(it runs without --tokens\)/);
+  t.equal((await server.call('POST', '/check', { principal: { uri: 'user:a' }, resource: { token: 'a.b.c' }, action: 'read' })).status, 422);
+  t.equal((await server.call('POST', '/check', { principal: { token: 'x'.repeat(16 * 1024 + 1) }, resource: { uri: 'document:1' } })).status, 422);
+});
