@@ -1,0 +1,139 @@
+import t, { type Test } from 'tap';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { request } from 'undici';
+import { scratchDir, startServer, type TestServer } from '../helpers/server.js';
+import { AUDIENCE, ISSUER, signingKey, TokenIssuer, tokenFor, unsignedToken } from '../helpers/token-issuer.js';
+import { authorizationRequest, throughEnvoy, type EnvoyFilter } from '../helpers/envoy-ext-authz.js';
+
+// Envoy's HTTP external authorization against a real server: a harness sends what Envoy's filter
+// sends (its documented header handling is held below), and says what Envoy would do with the answer.
+
+const MAPPING = {
+  principal: { uri: 'user:{sub}' },
+  context: { headers: { 'x-forwarded-for': 'client_address' } },
+  routes: [
+    { path: '/documents/{id}', resource_type: 'document' },
+    { path: '/teams/{team}/documents/{doc}', resource_uri: 'document:{team}/{doc}', methods: ['GET'], actions: { GET: 'read' } },
+  ],
+  upstream_headers: { principal_uri: 'x-verdict-principal' },
+};
+
+const POLICIES = [
+  {
+    name: 'owners',
+    rules: [
+      { name: 'office-only', effect: 'deny', context_conditions: [{ path: 'attributes.client_address', operator: 'in_cidr', value: '203.0.113.0/24' }], principal_conditions: [], resource_conditions: [], actions: ['read'] },
+      { name: 'owner-reads', effect: 'allow', principal_conditions: [{ path: 'attributes.claims.sub', operator: '==', value_from: 'resource.attributes.owner' }], actions: ['read', 'update'] },
+      { name: 'editors-write', effect: 'allow', principal_conditions: [{ path: 'attributes.claims.groups', operator: 'contains', value: 'editors' }], actions: ['update'] },
+    ],
+  },
+];
+
+async function meshServer(t: Test, issuer: TokenIssuer, mapping: unknown = MAPPING): Promise<{ server: TestServer; filter: EnvoyFilter }> {
+  const dir = scratchDir(t);
+  writeFileSync(join(dir, 'tokens.json'), JSON.stringify({ key_sets: [{ name: 'idp', issuer: ISSUER, audience: AUDIENCE, jwks_url: issuer.jwksUrl }] }));
+  writeFileSync(join(dir, 'mapping.json'), JSON.stringify(mapping));
+  const server = await startServer({ tokens: join(dir, 'tokens.json'), extAuthz: join(dir, 'mapping.json') });
+  t.teardown(server.close);
+  for (const policy of POLICIES) t.equal((await server.call('POST', '/admin/policies', policy)).status, 200, 'policy written');
+  for (const [uri, owner] of [['document:1', 'alice'], ['document:red/7', 'bob']]) {
+    t.equal((await server.call('POST', '/admin/fetchers/registry/entities', { uri, type: 'resource', attributes: { owner } })).status, 200);
+  }
+  const filter: EnvoyFilter = {
+    serverUri: server.url,
+    pathPrefix: '/ext-authz',
+    allowedHeaders: ['x-forwarded-for'],
+    allowedUpstreamHeaders: ['x-verdict-principal'],
+  };
+  return { server, filter };
+}
+
+t.test("the harness sends what Envoy's filter documents: the method, the prefixed path, Host, Authorization, Content-Length 0 and the allowed headers only", async (t) => {
+  const filter: EnvoyFilter = { serverUri: 'http://unused', pathPrefix: '/ext-authz', allowedHeaders: ['x-forwarded-for', 'x-b3-*'], headersToAdd: { 'x-added': 'yes' } };
+  const made = authorizationRequest(filter, {
+    method: 'PUT',
+    host: 'docs.example.com',
+    path: '/documents/1?draft=true',
+    headers: { Authorization: 'Bearer t', Cookie: 'session=secret', 'X-Forwarded-For': '10.0.0.1', 'x-b3-traceid': 'abc', 'content-type': 'application/json' },
+    body: '{"title": "x"}',
+  });
+  t.same(made, {
+    method: 'PUT',
+    path: '/ext-authz/documents/1?draft=true',
+    headers: { host: 'docs.example.com', authorization: 'Bearer t', 'x-forwarded-for': '10.0.0.1', 'x-b3-traceid': 'abc', 'x-added': 'yes', 'content-length': '0' },
+    body: '',
+  });
+  const withBody = authorizationRequest({ ...filter, withRequestBody: { maxRequestBytes: 4 } }, { method: 'POST', host: 'h', path: '/', headers: { 'content-type': 'text/plain' }, body: 'abcdefgh' });
+  t.same([withBody.body, withBody.headers['content-length'], withBody.headers['content-type']], ['abcd', '4', 'text/plain'], 'a forwarded body is cut at max_request_bytes');
+});
+
+t.test('ext_authz: the owner passes (with the principal header upstream), another user, a path no route maps and a refused token are stopped', async (t) => {
+  const key = await signingKey('k1');
+  const issuer = await TokenIssuer.start([key]);
+  t.teardown(() => issuer.close());
+  const { server, filter } = await meshServer(t, issuer);
+  const bearer = async (sub: string, extra = {}) => ({ authorization: `Bearer ${await tokenFor(key, sub, { extra })}` });
+  const get = async (path: string, headers: Record<string, string>, method = 'GET') => throughEnvoy(filter, { method, host: 'docs.example.com', path, headers });
+
+  t.same(await get('/documents/1', await bearer('alice')), { passed: true, upstreamHeaders: { 'x-verdict-principal': 'user:alice' } });
+  const other = await get('/documents/1', await bearer('mallory'));
+  t.match(other, { passed: false, status: 403, body: 'Forbidden' }, "another user is stopped, and not told the policies' reasons");
+  t.match(await get('/documents/1', await bearer('alice'), 'DELETE'), { passed: false, status: 403 }, 'DELETE maps to delete, which no rule allows');
+  t.match(await get('/documents/1', await bearer('mallory', { groups: ['editors'] }), 'PUT'), { passed: true }, 'PUT maps to update');
+  t.match(await get('/teams/red/documents/7?x=1', await bearer('bob')), { passed: true }, 'a resource_uri template; the query is not part of the path');
+  t.match(await get('/teams/red/documents/7', await bearer('bob'), 'PUT'), { passed: false, status: 403 }, 'a route for GET only maps no PUT');
+  t.match(await get('/documents/1', { ...(await bearer('alice')), 'x-forwarded-for': '203.0.113.9' }), { passed: false, status: 403 }, 'the client address read as context');
+
+  const unmapped = await get('/admin/everything', await bearer('alice'));
+  t.match(unmapped, { passed: false, status: 403, body: 'Forbidden' }, 'unmapped routes are denied by default');
+  for (const path of ['/documents/../admin', '/documents/%2e%2e', '/documents/1/', '/documents']) {
+    t.match(await get(path, await bearer('alice')), { passed: false, status: 403 }, `${path} maps to nothing`);
+  }
+  t.match(await get('/documents/%E0%A4%A', await bearer('alice')), { passed: false, status: 400 }, 'a path that does not decode is refused before it is read');
+
+  const expired = await get('/documents/1', { authorization: `Bearer ${await tokenFor(key, 'alice', { expiresIn: -120 })}` });
+  t.match(expired, { passed: false, status: 401, body: /has expired/, headers: { 'www-authenticate': 'Bearer error="invalid_token"' } });
+  t.match(await get('/documents/1', { authorization: `Bearer ${unsignedToken('alice', 'k1')}` }), { passed: false, status: 401 }, 'alg none');
+  t.match(await get('/documents/1', { authorization: `Bearer ${await tokenFor(await signingKey('k1'), 'alice')}` }), { passed: false, status: 401 }, 'wrongly signed');
+  t.match(await get('/documents/1', { authorization: `Bearer ${await tokenFor(await signingKey('k7'), 'alice')}` }), { passed: false, status: 401 }, 'unknown kid');
+  t.match(await get('/documents/1', {}), { passed: false, status: 403 }, 'no token: decided as nobody, and denied');
+
+  const posted = await throughEnvoy({ ...filter, withRequestBody: { maxRequestBytes: 1024 } }, { method: 'PUT', host: 'h', path: '/documents/1', headers: { ...(await bearer('alice')), 'content-type': 'application/octet-stream' }, body: 'raw bytes' });
+  t.match(posted, { passed: true }, 'a forwarded body of any type is let through unread');
+
+  const live = (await server.call('GET', '/admin/live')).body;
+  t.ok(JSON.stringify(live).length > 0, 'the decisions are counted as any check');
+});
+
+t.test('the mapping file: problems stop the start, saying what to fix', async (t) => {
+  const dir = scratchDir(t);
+  const start = async (mapping: unknown, tokens = true) => {
+    writeFileSync(join(dir, 'mapping.json'), JSON.stringify(mapping));
+    writeFileSync(join(dir, 'tokens.json'), JSON.stringify({ key_sets: [{ name: 'local', jwks_file: 'jwks.json' }] }));
+    writeFileSync(join(dir, 'jwks.json'), JSON.stringify({ keys: [] }));
+    return startServer({ extAuthz: join(dir, 'mapping.json'), ...(tokens && { tokens: join(dir, 'tokens.json') }) }).then(
+      async (server) => {
+        await server.close();
+        return 'started';
+      },
+      (error: Error) => error.message,
+    );
+  };
+  t.match(await start({ routes: [] }), /routes must NOT have fewer than 1 items/);
+  t.match(await start({ routes: [{ path: '/a/{id}' }] }), /must have required property 'resource_type'/);
+  t.match(await start({ routes: [{ path: '/a/x{id}', resource_type: 'a' }] }), /a parameter must be a whole segment/);
+  t.match(await start({ routes: [{ path: '/a/{id}/{id}', resource_type: 'a' }] }), /parameter 'id' appears twice/);
+  t.match(await start({ routes: [{ path: '/a', resource_type: 'a' }] }), /resource_type needs a parameter/);
+  t.match(await start({ routes: [{ path: '/a/{id}', resource_uri: 'a:{name}' }] }), /reads \{name\}, which the path does not have/);
+  t.match(await start({ principal: { uri: 'user:{sub}' }, routes: [{ path: '/a/{id}', resource_type: 'a' }] }, false), /no tokens are verified \(give --tokens\)/);
+  t.equal(await start({ principal: { uri: 'user:{sub}' }, routes: [{ path: '/a/{id}', resource_type: 'a' }] }), 'started');
+});
+
+t.test('without --ext-authz there is no such route', async (t) => {
+  const server = await startServer();
+  t.teardown(server.close);
+  const response = await request(`${server.url}/ext-authz/documents/1`);
+  t.equal(response.statusCode, 404);
+  await response.body.dump();
+});
