@@ -71,7 +71,8 @@ export const extAuthzRoutes: FastifyPluginAsync<ExtAuthzOptions> = async (app, {
         [allowed, reason] = [false, error.message];
       }
       if (!allowed) return deny(reply, 403, reason);
-      if (mapping.upstreamPrincipalHeader !== undefined && principalUri !== undefined) reply.header(mapping.upstreamPrincipalHeader, principalUri);
+      // Always set, empty for no principal: Envoy then replaces whatever a client sent under that name.
+      if (mapping.upstreamPrincipalHeader !== undefined) reply.header(mapping.upstreamPrincipalHeader, principalUri ?? '');
       reply.code(200);
       return '';
     },

@@ -15,6 +15,7 @@ const MAPPING = {
   routes: [
     { path: '/documents/{id}', resource_type: 'document' },
     { path: '/teams/{team}/documents/{doc}', resource_uri: 'document:{team}/{doc}', methods: ['GET'], actions: { GET: 'read' } },
+    { path: '/public/{id}', resource_type: 'public' },
   ],
   upstream_headers: { principal_uri: 'x-verdict-principal' },
 };
@@ -25,6 +26,7 @@ const POLICIES = [
     rules: [
       { name: 'office-only', effect: 'deny', context_conditions: [{ path: 'attributes.client_address', operator: 'in_cidr', value: '203.0.113.0/24' }], principal_conditions: [], resource_conditions: [], actions: ['read'] },
       { name: 'owner-reads', effect: 'allow', principal_conditions: [{ path: 'attributes.claims.sub', operator: '==', value_from: 'resource.attributes.owner' }], actions: ['read', 'update'] },
+      { name: 'public-reads', effect: 'allow', principal_conditions: [], resource_conditions: [{ path: 'uri', operator: 'startswith', value: 'public:' }], actions: ['read'] },
       { name: 'editors-write', effect: 'allow', principal_conditions: [{ path: 'attributes.claims.groups', operator: 'contains', value: 'editors' }], actions: ['update'] },
     ],
   },
@@ -98,6 +100,11 @@ t.test('ext_authz: the owner passes (with the principal header upstream), anothe
   t.match(await get('/documents/1', { authorization: `Bearer ${await tokenFor(await signingKey('k1'), 'alice')}` }), { passed: false, status: 401 }, 'wrongly signed');
   t.match(await get('/documents/1', { authorization: `Bearer ${await tokenFor(await signingKey('k7'), 'alice')}` }), { passed: false, status: 401 }, 'unknown kid');
   t.match(await get('/documents/1', {}), { passed: false, status: 403 }, 'no token: decided as nobody, and denied');
+  t.same(
+    await get('/public/notice', { 'x-verdict-principal': 'user:alice' }),
+    { passed: true, upstreamHeaders: { 'x-verdict-principal': '' } },
+    'allowed with no principal: the principal header is still set, empty, so a client cannot pass one off as its own',
+  );
 
   const posted = await throughEnvoy({ ...filter, withRequestBody: { maxRequestBytes: 1024 } }, { method: 'PUT', host: 'h', path: '/documents/1', headers: { ...(await bearer('alice')), 'content-type': 'application/octet-stream' }, body: 'raw bytes' });
   t.match(posted, { passed: true }, 'a forwarded body of any type is let through unread');

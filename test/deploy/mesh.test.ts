@@ -1,0 +1,102 @@
+import t from 'tap';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parse as parseYaml, parseAllDocuments } from 'yaml';
+import { loadConfig } from '../../src/config/config.js';
+import { EXT_AUTHZ_PREFIX } from '../../src/ext-authz/mapping.js';
+import { scratchDir, startServer } from '../helpers/server.js';
+import { signingKey, TokenIssuer, tokenFor } from '../helpers/token-issuer.js';
+import { throughEnvoy, type EnvoyFilter } from '../helpers/envoy-ext-authz.js';
+
+// The mesh examples of deploy/ as a platform engineer applies them: the Istio pieces name each
+// other, the plain Envoy's filter agrees with the mapping, and the example's own policies, mapping
+// and key set settings decide as docs/mesh.md says (only the key set's URL is the test's).
+
+const DEPLOY = fileURLToPath(new URL('../../../deploy/', import.meta.url));
+type Manifest = Record<string, any>;
+
+const documents = (file: string): Manifest[] => parseAllDocuments(readFileSync(join(DEPLOY, file), 'utf8')).map((document) => document.toJS() as Manifest);
+const example = (file: string) => documents(join('kubernetes', 'mesh-istio', file));
+const all = ['configmap.yaml', 'deployment.yaml', 'service-entry.yaml', 'authorization-policy.yaml'].flatMap(example);
+const ofKind = (kind: string) => all.filter((manifest) => manifest.kind === kind);
+const configMap = (name: string) => ofKind('ConfigMap').find((map) => map.metadata.name === name)!;
+
+const deployment = ofKind('Deployment')[0]!;
+const verdict = (deployment.spec.template.spec.initContainers as Manifest[]).find((container) => container.name === 'verdict')!;
+const env = Object.fromEntries((verdict.env as Manifest[]).map((variable) => [variable.name, variable.value ?? 'from-a-secret']));
+const config = loadConfig(verdict.args.slice(1), env);
+const mapping = parseYaml(configMap('verdict-mesh').data['mapping.yaml']);
+const headersRead = [...Object.keys(mapping.principal?.headers ?? {}), ...Object.keys(mapping.context?.headers ?? {})];
+const principalHeader: string = mapping.upstream_headers.principal_uri;
+
+t.test('Istio: the AuthorizationPolicy calls the extension provider, which calls Verdict on the pod\'s loopback at /ext-authz with the headers the mapping reads', async (t) => {
+  const provider = documents('istio/mesh-config.yaml')[0]!.spec.meshConfig.extensionProviders[0];
+  const policy = ofKind('AuthorizationPolicy')[0]!;
+  const entry = ofKind('ServiceEntry')[0]!;
+  t.equal(policy.spec.action, 'CUSTOM');
+  t.equal(policy.spec.provider.name, provider.name, 'the policy names the provider');
+  t.same(policy.spec.selector.matchLabels, deployment.spec.selector.matchLabels, "the policy selects the app's pods");
+  t.same([provider.envoyExtAuthzHttp.service, provider.envoyExtAuthzHttp.port], [entry.spec.hosts[0], entry.spec.ports[0].number], 'the provider calls the ServiceEntry');
+  t.same([entry.spec.endpoints[0].address, entry.spec.ports[0].number], [config.host, config.port], "the ServiceEntry is Verdict's address in the pod");
+  t.equal(provider.envoyExtAuthzHttp.pathPrefix, EXT_AUTHZ_PREFIX);
+  t.equal(provider.envoyExtAuthzHttp.failOpen, false, 'Verdict unreachable: denied');
+  for (const header of ['authorization', ...headersRead]) t.ok(provider.envoyExtAuthzHttp.includeRequestHeadersInCheck.includes(header), `the check includes ${header}`);
+  t.ok(provider.envoyExtAuthzHttp.headersToUpstreamOnAllow.includes(principalHeader), 'the principal header reaches the app');
+  const mounts = Object.fromEntries((verdict.volumeMounts as Manifest[]).map((mount) => [mount.name, mount.mountPath]));
+  t.equal(join(mounts['verdict-mesh'], 'tokens.yaml'), config.tokens, 'TOKENS is the mounted ConfigMap key');
+  t.equal(join(mounts['verdict-mesh'], 'mapping.yaml'), config.extAuthz, 'EXT_AUTHZ is the mounted ConfigMap key');
+});
+
+/** The filter of deploy/envoy/envoy.yaml, for the harness. */
+function envoyFilter(serverUri: string): EnvoyFilter {
+  const listener = documents('envoy/envoy.yaml')[0]!.static_resources.listeners[0];
+  const manager = listener.filter_chains[0].filters[0].typed_config;
+  const extAuthz = manager.http_filters.find((filter: Manifest) => filter.name === 'envoy.filters.http.ext_authz').typed_config;
+  const exact = (patterns: Manifest[]) => patterns.map((pattern) => pattern.exact);
+  return {
+    serverUri,
+    pathPrefix: extAuthz.http_service.path_prefix,
+    allowedHeaders: exact(extAuthz.allowed_headers.patterns),
+    allowedUpstreamHeaders: exact(extAuthz.http_service.authorization_response.allowed_upstream_headers.patterns),
+    allowedClientHeaders: exact(extAuthz.http_service.authorization_response.allowed_client_headers.patterns),
+  };
+}
+
+t.test('plain Envoy: the ext_authz filter calls Verdict at /ext-authz, fails closed, and forwards what the mapping reads', async (t) => {
+  const config_ = documents('envoy/envoy.yaml')[0]!.static_resources;
+  const extAuthz = config_.listeners[0].filter_chains[0].filters[0].typed_config.http_filters[0].typed_config;
+  t.equal(extAuthz.failure_mode_allow, false);
+  const cluster = config_.clusters.find((candidate: Manifest) => candidate.name === extAuthz.http_service.server_uri.cluster);
+  t.equal(cluster.load_assignment.endpoints[0].lb_endpoints[0].endpoint.address.socket_address.port_value, config.port, "the cluster is Verdict's port");
+  const filter = envoyFilter('unused');
+  t.equal(filter.pathPrefix, EXT_AUTHZ_PREFIX);
+  for (const header of headersRead) t.ok(filter.allowedHeaders!.includes(header), `${header} is forwarded`);
+  t.ok(filter.allowedUpstreamHeaders!.includes(principalHeader));
+  t.equal(config_.listeners[0].filter_chains[0].filters[0].typed_config.normalize_path, true, 'paths normalized before they are authorized');
+});
+
+t.test("the example's policies, mapping and key set decide as documented: the owner reads, others do not, an editor creates", async (t) => {
+  const key = await signingKey('idp-1', 'RS256');
+  const issuer = await TokenIssuer.start([key]);
+  t.teardown(() => issuer.close());
+  const dir = scratchDir(t);
+  const tokens = parseYaml(configMap('verdict-mesh').data['tokens.yaml']);
+  const [keySet] = tokens.key_sets;
+  writeFileSync(join(dir, 'tokens.json'), JSON.stringify({ ...tokens, key_sets: [{ ...keySet, jwks_url: issuer.jwksUrl }] }));
+  writeFileSync(join(dir, 'mapping.yaml'), configMap('verdict-mesh').data['mapping.yaml']);
+  const server = await startServer({ tokens: join(dir, 'tokens.json'), extAuthz: join(dir, 'mapping.yaml') });
+  t.teardown(server.close);
+  for (const file of Object.values(configMap('verdict-policies').data) as string[]) t.equal((await server.call('POST', '/admin/policies', parseYaml(file))).status, 200);
+  t.equal((await server.call('POST', '/admin/fetchers/registry/entities', { uri: 'document:42', type: 'resource', attributes: { owner: 'alice' } })).status, 200);
+
+  const filter = envoyFilter(server.url);
+  const as = async (sub: string, method: string, path: string, extra = {}) =>
+    throughEnvoy(filter, { method, host: 'documents.example.com', path, headers: { authorization: `Bearer ${await tokenFor(key, sub, { issuer: keySet.issuer, audience: keySet.audience, extra })}` } });
+  t.same(await as('alice', 'GET', '/documents/42'), { passed: true, upstreamHeaders: { [principalHeader]: 'user:alice' } });
+  t.match(await as('bob', 'GET', '/documents/42'), { passed: false, status: 403 });
+  t.match(await as('bob', 'POST', '/documents', { groups: ['editors'] }), { passed: true });
+  t.match(await as('bob', 'POST', '/documents'), { passed: false, status: 403 });
+  t.match(await as('alice', 'GET', '/settings'), { passed: false, status: 403 }, 'unmapped');
+  t.match(await throughEnvoy(filter, { method: 'GET', host: 'h', path: '/documents/42', headers: { authorization: 'Bearer not-a-token' } }), { passed: false, status: 401, headers: { 'www-authenticate': /invalid_token/ } });
+});
