@@ -38,7 +38,9 @@ function entityReferenceSchema<Side extends 'principal' | 'resource'>(side: Side
   } as const;
 }
 
-const principalBase = entityReferenceSchema('principal');
+/** The principal as a policy test names it: no token there, whose claims a test gives as the `claims` attribute. */
+export const principalWithoutTokenSchema = entityReferenceSchema('principal');
+const principalBase = principalWithoutTokenSchema;
 export const principalReferenceSchema = {
   ...principalBase,
   description: 'The principal: a registered `uri`, supplied `attributes`, or both (merged); and/or a bearer `token` whose verified claims become its `claims` attribute.',

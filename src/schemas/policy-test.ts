@@ -1,6 +1,6 @@
 import type { FromSchema } from 'json-schema-to-ts';
 import { policySchema } from './policy.js';
-import { actionAndContextProperties, principalReferenceSchema, resourceReferenceSchema, suppliedAttributesSchema } from './check.js';
+import { actionAndContextProperties, principalWithoutTokenSchema, resourceReferenceSchema, suppliedAttributesSchema } from './check.js';
 
 /**
  * A policy test file, as `verdict test` reads it (YAML or JSON). Shipped as JSON Schema in
@@ -50,7 +50,7 @@ export const policyTestFileSchema = {
         type: 'object',
         properties: {
           name: { type: 'string', minLength: 1 },
-          principal: principalReferenceSchema,
+          principal: principalWithoutTokenSchema,
           resource: resourceReferenceSchema,
           ...actionAndContextProperties,
           action: { ...actionAndContextProperties.action, type: ['string', 'object'], minLength: 1 },

@@ -6,6 +6,7 @@ import { actionInput, entityInput, isIssue, type ActionInput, type CheckInput } 
 import { DuplicateAttribute, toAttributeMap } from '../requests/attributes.js';
 import { AttributeConflict, resolveCheck, type RegisteredAttributes, type TokenClaims } from '../registry/resolve.js';
 import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
+import { conflictAsClientError } from './checks.js';
 import { ClientError, RequestValidationError } from '../errors.js';
 import { answerEach } from '../decide/answer-each.js';
 import { readBulkItems } from '../requests/bulk-request.js';
@@ -88,8 +89,7 @@ export class PlanService {
     try {
       resolved = this.heldToSchemas(await resolveCheck(input.check, this.registered, this.claimsOf));
     } catch (error) {
-      if (error instanceof AttributeConflict) throw new ClientError(400, error.message);
-      throw error;
+      return conflictAsClientError(error);
     }
     const planned = await this.made([{ request: resolved, layout: input.layout }], true);
     return 'json' in planned ? planned : { answer: planned.answer[0]! };

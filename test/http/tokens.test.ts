@@ -43,6 +43,12 @@ t.test('a valid token for the owner is allowed, one for another user denied; the
   const bob = await server.call('POST', '/check', checkWith(await tokenFor(key, 'bob')));
   t.same([bob.status, bob.body.allowed], [200, false]);
   t.equal((await server.call('POST', '/check', checkWith(alice))).body.allowed, true, 'again, from the cache');
+  const plan = await server.call('POST', '/plan', { principal: { token: alice }, action: 'read' });
+  t.equal(plan.status, 200, JSON.stringify(plan.body));
+  t.match(plan.body.condition, { path: 'attributes.owner', value: 'alice' }, "a plan reads the token's claims as a check does");
+  t.equal((await server.call('POST', '/plan', { principal: { token: await tokenFor(key, 'alice', { expiresIn: -120 }) }, action: 'read' })).status, 401);
+  const atTime = await server.call('POST', '/admin/check-at', { check: checkWith(alice), time: new Date().toISOString() });
+  t.same([atTime.status, atTime.body.allowed], [200, true], 'the playground tries checks with tokens as well');
 
   const sentClaims = await server.call('POST', '/check', { principal: { token: await tokenFor(key, 'bob'), attributes: { claims: { sub: 'alice' } } }, resource: { uri: 'document:1' }, action: 'read' });
   t.equal(sentClaims.body.allowed, false, 'claims sent beside a token give way to the verified ones');
