@@ -15,16 +15,30 @@ export interface LoadResult {
   errors: number;
 }
 
-/** A Lua script for wrk that POSTs the given JSON bodies in turn and prints one result line. */
-function script(bodies: readonly string[]): string {
-  const table = bodies.map((body) => `[==[${body}]==]`).join(',\n');
-  return `local bodies = {\n${table}\n}
-local next_body = 0
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
+/** One request wrk sends: a method, a path (with its query), headers, and a body. */
+export interface WrkRequest {
+  method: string;
+  path: string;
+  headers: Record<string, string>;
+  body?: string;
+}
+
+const luaString = (text: string) => `[==[${text}]==]`;
+
+/** A Lua script for wrk that sends the given requests in turn and prints one result line. */
+function script(requests: readonly WrkRequest[]): string {
+  const table = requests
+    .map(({ method, path, headers, body }) => {
+      const headerTable = Object.entries(headers).map(([name, value]) => `[ ${luaString(name)} ] = ${luaString(value)}`).join(', ');
+      return `{ ${luaString(method)}, ${luaString(path)}, { ${headerTable} }, ${body === undefined ? 'nil' : luaString(body)} }`;
+    })
+    .join(',\n');
+  return `local requests = {\n${table}\n}
+local next_request = 0
 request = function()
-  next_body = next_body % #bodies + 1
-  return wrk.format(nil, nil, nil, bodies[next_body])
+  next_request = next_request % #requests + 1
+  local r = requests[next_request]
+  return wrk.format(r[1], r[2], r[3], r[4])
 end
 done = function(summary, latency, requests)
   local e = summary.errors
@@ -34,17 +48,28 @@ end
 `;
 }
 
-/** Loads `url` with Debian's wrk (C, so the generator is not the bottleneck) and reads its result line. */
-export async function loadWithWrk(url: string, bodies: readonly string[], seconds: number, connections: number): Promise<LoadResult> {
-  const scriptFile = join(mkdtempSync(join(tmpdir(), 'verdict-wrk-')), 'bodies.lua');
-  writeFileSync(scriptFile, script(bodies));
-  const { stdout } = await run('wrk', ['-t', '1', '-c', String(connections), '-d', `${seconds}s`, '-s', scriptFile, url], {
+/** Loads `url` with Debian's wrk (C, so the generator is not the bottleneck), POSTing the JSON bodies in turn, and reads its result line. */
+export function loadWithWrk(url: string, bodies: readonly string[], seconds: number, connections: number): Promise<LoadResult> {
+  const { origin, pathname, search } = new URL(url);
+  return loadRequestsWithWrk(
+    origin,
+    bodies.map((body) => ({ method: 'POST', path: pathname + search, headers: { 'Content-Type': 'application/json' }, body })),
+    seconds,
+    connections,
+  );
+}
+
+/** Loads the server at `origin` with `requests`, in turn, with wrk, and reads its result line. */
+export async function loadRequestsWithWrk(origin: string, requests: readonly WrkRequest[], seconds: number, connections: number): Promise<LoadResult> {
+  const scriptFile = join(mkdtempSync(join(tmpdir(), 'verdict-wrk-')), 'requests.lua');
+  writeFileSync(scriptFile, script(requests));
+  const { stdout } = await run('wrk', ['-t', '1', '-c', String(connections), '-d', `${seconds}s`, '-s', scriptFile, origin], {
     maxBuffer: 16 * 1024 * 1024,
   });
   const line = stdout.split('\n').find((text) => text.startsWith('RESULT '));
   if (line === undefined) throw new Error(`wrk printed no result:\n${stdout}`);
-  const [requests, durationMicros, p99Micros, errors] = line.split(' ').slice(1).map(Number) as [number, number, number, number];
-  return { requests, requestsPerSecond: requests / (durationMicros / 1e6), p99Millis: p99Micros / 1000, errors };
+  const [requestCount, durationMicros, p99Micros, errors] = line.split(' ').slice(1).map(Number) as [number, number, number, number];
+  return { requests: requestCount, requestsPerSecond: requestCount / (durationMicros / 1e6), p99Millis: p99Micros / 1000, errors };
 }
 
 export async function wrkAvailable(): Promise<boolean> {
