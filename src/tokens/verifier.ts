@@ -9,6 +9,8 @@ export type Claims = Readonly<Record<string, unknown>>;
 
 /** A verified token is remembered at most this long (and never past its `exp`). */
 const MAX_CACHED_MS = 10 * 60 * 1000;
+/** The characters of the tokens remembered together, at most: their claims take about as much. */
+const MAX_CACHED_CHARACTERS = 16 * 1024 * 1024;
 
 /** A token that does not verify: the message says why, for the reason of the answer. */
 export class TokenRejected extends Error {}
@@ -41,7 +43,8 @@ function rejection(error: unknown, set: string): TokenRejected {
  * costs no signature check.
  */
 export class TokenVerifier {
-  private readonly verified = new Map<string, { claims: Claims; until: number }>();
+  private readonly verified = new Map<string, { claims: Claims; until: number; characters: number }>();
+  private cachedCharacters = 0;
 
   private constructor(
     private readonly settings: TokenSettings,
@@ -83,7 +86,7 @@ export class TokenVerifier {
     return this.verify(token, keySetName).then(
       (payload) => {
         this.observers.verification('verified');
-        this.remember(digest, payload);
+        this.remember(digest, payload, token.length);
         return payload as Claims;
       },
       (error: unknown) => {
@@ -129,10 +132,22 @@ export class TokenVerifier {
     throw new TokenRejected(typeof issuer === 'string' ? `no key set verifies tokens of issuer '${issuer}'` : 'the token names no issuer, and no single key set takes tokens of any issuer');
   }
 
-  private remember(digest: string, payload: JWTPayload): void {
+  /** Remembers a verified token, the oldest forgotten first past `cache_size` tokens or MAX_CACHED_CHARACTERS. */
+  private remember(digest: string, payload: JWTPayload, characters: number): void {
     if (this.settings.cacheSize === 0) return;
+    this.forget(digest);
+    while (this.verified.size > 0 && (this.verified.size >= this.settings.cacheSize || this.cachedCharacters + characters > MAX_CACHED_CHARACTERS)) {
+      this.forget(this.verified.keys().next().value!);
+    }
     const until = Math.min((payload.exp ?? 0) * 1000, Date.now() + MAX_CACHED_MS);
-    if (this.verified.size >= this.settings.cacheSize) this.verified.delete(this.verified.keys().next().value!);
-    this.verified.set(digest, { claims: payload as Claims, until });
+    this.verified.set(digest, { claims: payload as Claims, until, characters });
+    this.cachedCharacters += characters;
+  }
+
+  private forget(digest: string): void {
+    const entry = this.verified.get(digest);
+    if (entry === undefined) return;
+    this.verified.delete(digest);
+    this.cachedCharacters -= entry.characters;
   }
 }

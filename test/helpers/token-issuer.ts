@@ -27,6 +27,10 @@ export class TokenIssuer {
   fetches = 0;
   /** While set, the JWKS answers this status instead. */
   failWith: number | undefined;
+  /** While set, the JWKS answers this body instead (200). */
+  body: string | undefined;
+  /** While set, the JWKS never answers. */
+  hang = false;
 
   private constructor(
     private readonly server: Server,
@@ -38,8 +42,13 @@ export class TokenIssuer {
   static async start(keys: SigningKey[]): Promise<TokenIssuer> {
     const server = createServer((_request, response) => {
       issuer.fetches++;
+      if (issuer.hang) return;
       if (issuer.failWith !== undefined) {
         response.writeHead(issuer.failWith).end();
+        return;
+      }
+      if (issuer.body !== undefined) {
+        response.writeHead(200, { 'content-type': 'application/json' }).end(issuer.body);
         return;
       }
       response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: issuer.served.map((key) => key.publicJwk) }));
@@ -54,6 +63,7 @@ export class TokenIssuer {
   }
 
   close(): Promise<void> {
+    this.server.closeAllConnections();
     return new Promise((resolve) => this.server.close(() => resolve()));
   }
 }

@@ -155,3 +155,36 @@ t.test('a token on a server that verifies none is refused, saying what to do; th
   t.equal((await server.call('POST', '/check', { principal: { uri: 'user:a' }, resource: { token: 'a.b.c' }, action: 'read' })).status, 422);
   t.equal((await server.call('POST', '/check', { principal: { token: 'x'.repeat(16 * 1024 + 1) }, resource: { uri: 'document:1' } })).status, 422);
 });
+
+t.test('hostile key sets: an oversized JWKS, one of too many keys, and one that never answers are not used, and /ready says why', async (t) => {
+  const key = await signingKey('k1');
+  const cases: [string, (issuer: TokenIssuer) => void, RegExp][] = [
+    ['oversized', (issuer) => (issuer.body = JSON.stringify({ keys: [key.publicJwk], padding: 'x'.repeat(2 * 1024 * 1024) })), /sent more than 1048576 bytes/],
+    ['too many keys', (issuer) => (issuer.body = JSON.stringify({ keys: Array.from({ length: 101 }, () => key.publicJwk) })), /holds 101 keys; at most 100/],
+    ['not JSON', (issuer) => (issuer.body = '<html>'), /not JSON/],
+    ['never answering', (issuer) => (issuer.hang = true), /timeout/i],
+  ];
+  for (const [what, spoil, why] of cases) {
+    const issuer = await TokenIssuer.start([key]);
+    t.teardown(() => issuer.close());
+    spoil(issuer);
+    const server = await tokenServer(t, issuer, { key_sets: [{ name: 'idp', issuer: ISSUER, audience: AUDIENCE, jwks_url: issuer.jwksUrl, min_refetch_seconds: 60, timeout_ms: 300 }] });
+    const ready = await server.call('GET', '/ready');
+    t.equal(ready.status, 503, what);
+    t.match(JSON.stringify(ready.body), why, what);
+    const refused = await server.call('POST', '/check', checkWith(await tokenFor(key, 'alice')));
+    t.equal(refused.status, 401, `${what}: no key, no allow`);
+  }
+});
+
+t.test('the verified tokens remembered are bounded: past cache_size the oldest is verified again', async (t) => {
+  const key = await signingKey('k1');
+  const issuer = await TokenIssuer.start([key]);
+  t.teardown(() => issuer.close());
+  const server = await tokenServer(t, issuer, { cache_size: 1 });
+  const [alice, bob] = [await tokenFor(key, 'alice'), await tokenFor(key, 'bob')];
+  for (const token of [alice, alice, bob, alice]) await server.call('POST', '/check', checkWith(token));
+  const metrics = (await server.call('GET', '/metrics')).body as string;
+  t.match(metrics, /verdict_token_verifications_total\{outcome="verified"\} 3/, 'alice, bob, alice again once bob took her place');
+  t.match(metrics, /verdict_token_verifications_total\{outcome="cached"\} 1/);
+});
