@@ -10,6 +10,16 @@ export class ClientError extends Error {
   }
 }
 
+/** A bearer token that did not verify (401): answered with `WWW-Authenticate: Bearer error="invalid_token"`, as RFC 6750 has it. */
+export class InvalidToken extends ClientError {
+  constructor(detail: string) {
+    super(401, detail);
+  }
+}
+
+/** The WWW-Authenticate header of an InvalidToken answer. */
+export const INVALID_TOKEN_CHALLENGE = 'Bearer error="invalid_token"';
+
 /** Most issues a 422 lists; past them, one more item says that more were cut. */
 export const MAX_LISTED_ISSUES = 20;
 

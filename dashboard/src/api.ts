@@ -61,7 +61,8 @@ export async function callWithWarnings<T>(method: string, path: string, body?: u
   }
   const detail = typeof parsed === 'object' && parsed !== null && 'detail' in parsed ? parsed.detail : parsed;
   const error = new ApiError(response.status, detail);
-  if (response.status === 401) onUnauthorized(error);
+  // A refused bearer token (a check's principal) is the check's own failure, not the admin key's.
+  if (response.status === 401 && response.headers.get('www-authenticate') === null) onUnauthorized(error);
   throw error;
 }
 

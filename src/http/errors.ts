@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
 import FindMyWay from 'find-my-way';
-import { ClientError, listedIssues, RequestValidationError, UnavailableError } from '../errors.js';
+import { ClientError, INVALID_TOKEN_CHALLENGE, InvalidToken, listedIssues, RequestValidationError, UnavailableError } from '../errors.js';
 import { StoreUnavailableError, StoreWriteUnconfirmedError } from '../store/store.js';
 import { WorkerTimeoutError } from '../pool/bulk-pool.js';
 import { validationIssues } from '../schemas/validation.js';
@@ -91,6 +91,7 @@ export function installErrorHandling(app: FastifyInstance, revision: ServedRevis
 export function answerErrors(scope: FastifyInstance, revision: ServedRevision, contract: ContractErrors): void {
   scope.setErrorHandler(async (error: FastifyError, request, reply) => {
     const [status, body] = await answerOf(error, request, scope, contract);
+    if (error instanceof InvalidToken) reply.header('www-authenticate', INVALID_TOKEN_CHALLENGE);
     return reply.code(status).header(REVISION_HEADER, revision()).send(body);
   });
 }

@@ -3,6 +3,7 @@ import { EXT_AUTHZ_PREFIX, type ExtAuthzMapping } from '../ext-authz/mapping.js'
 import { AttributeConflict, CLAIMS_ATTRIBUTE, TokenNotAccepted, type Claims, type TokenClaims } from '../registry/resolve.js';
 import type { CheckInput } from '../requests/check-request.js';
 import type { RoutesOptions } from './context.js';
+import { INVALID_TOKEN_CHALLENGE } from '../errors.js';
 import { originOf } from './request-ids.js';
 
 /** The largest body Envoy may forward (`with_request_body`); it is never read, only let through. */
@@ -32,7 +33,7 @@ export const extAuthzRoutes: FastifyPluginAsync<ExtAuthzOptions> = async (app, {
 
   const deny = (reply: FastifyReply, status: 401 | 403, reason: string) => {
     reply.code(status).type('text/plain; charset=utf-8');
-    if (status === 401) reply.header('www-authenticate', 'Bearer error="invalid_token"');
+    if (status === 401) reply.header('www-authenticate', INVALID_TOKEN_CHALLENGE);
     return status === 401 || mapping.denyReasonToClient ? reason : 'Forbidden';
   };
 

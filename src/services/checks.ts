@@ -5,7 +5,7 @@ import { decideResolved } from '../decide/kernel.js';
 import { readCheckRequest, type CheckInput } from '../requests/check-request.js';
 import { AttributeConflict, resolveCheck, TokenNotAccepted, type RegisteredAttributes, type TokenClaims } from '../registry/resolve.js';
 import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
-import { ClientError, RequestValidationError } from '../errors.js';
+import { ClientError, InvalidToken, RequestValidationError } from '../errors.js';
 import { answerEach } from '../decide/answer-each.js';
 import { explanationsTooLarge } from '../decide/answer-limits.js';
 import { SchemaViolation } from '../attribute-schemas/enforcement.js';
@@ -15,7 +15,7 @@ import type { ValidationIssue } from '../schemas/errors.js';
 
 /** A check that cannot be decided as asked (a supplied attribute contradicting the registry): 400. */
 export const conflictAsClientError = (error: unknown): never => {
-  if (error instanceof TokenNotAccepted) throw new ClientError(401, error.message);
+  if (error instanceof TokenNotAccepted) throw new InvalidToken(error.message);
   if (error instanceof AttributeConflict) throw new ClientError(400, error.message);
   throw error;
 };

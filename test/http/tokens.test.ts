@@ -89,6 +89,7 @@ t.test('an expired, wrongly signed, alg none, HMAC-with-the-public-key, wrong au
   for (const [what, token, why] of cases) {
     const answer = await server.call('POST', '/check', checkWith(token));
     t.equal(answer.status, 401, `${what}: ${JSON.stringify(answer.body)}`);
+    t.equal(answer.headers['www-authenticate'], 'Bearer error="invalid_token"', `${what}: the challenge of RFC 6750`);
     t.match(answer.body.detail, why, what);
   }
   const fetchesBefore = issuer.fetches;

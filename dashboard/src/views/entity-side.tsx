@@ -5,6 +5,8 @@ import { parseAttributes, type JsonValue } from '../json-text.js';
 export interface SideDraft {
   uri: string;
   attributes: string;
+  /** The principal's bearer token (a JWT), which the server verifies with its key sets (`--tokens`). */
+  token?: string;
 }
 
 export const emptySide = (): SideDraft => ({ uri: '', attributes: '' });
@@ -12,6 +14,7 @@ export const emptySide = (): SideDraft => ({ uri: '', attributes: '' });
 export interface SideReference {
   uri?: string;
   attributes?: Record<string, JsonValue>;
+  token?: string;
 }
 
 /** The side as the API takes it, or the message for its attributes field. */
@@ -21,6 +24,7 @@ function sideReference(side: SideDraft): { ok: true; reference: SideReference } 
   const reference: SideReference = {};
   if (side.uri.trim() !== '') reference.uri = side.uri.trim();
   if (attributes.value !== undefined) reference.attributes = attributes.value;
+  if (side.token !== undefined && side.token.trim() !== '') reference.token = side.token.trim();
   return { ok: true, reference };
 }
 
@@ -64,11 +68,13 @@ interface EntitySideProps {
   /** The form's field errors, keyed by `principal`, `principal.uri`, `principal.attributes`, and so on. */
   errors: Record<string, string | undefined>;
   example: string;
+  /** A principal may also be given by a bearer token (checks and plans; not a simple policy). */
+  withToken?: boolean;
 }
 
-export function EntitySide({ legend, side, onChange, errors: formErrors, example }: EntitySideProps) {
+export function EntitySide({ legend, side, onChange, errors: formErrors, example, withToken = false }: EntitySideProps) {
   const key = legend.toLowerCase();
-  const errors = { side: formErrors[key], uri: formErrors[`${key}.uri`], attributes: formErrors[`${key}.attributes`] };
+  const errors = { side: formErrors[key], uri: formErrors[`${key}.uri`], attributes: formErrors[`${key}.attributes`], token: formErrors[`${key}.token`] };
   return (
     <fieldset>
       <legend>{legend}</legend>
@@ -89,6 +95,16 @@ export function EntitySide({ legend, side, onChange, errors: formErrors, example
         error={errors.attributes}
         placeholder={example}
       />
+      {withToken && (
+        <TextField
+          label="Principal token (JWT)"
+          value={side.token ?? ''}
+          onValue={(token) => onChange({ ...side, token })}
+          error={errors.token}
+          hint="Optional: a bearer token; its verified claims are the principal's claims attribute."
+          placeholder="eyJhbGciOi…"
+        />
+      )}
     </fieldset>
   );
 }

@@ -16,7 +16,7 @@ interface Decision {
   explain?: Explanation;
 }
 
-const FIELDS = ['principal', 'principal.uri', 'principal.attributes', 'resource', 'resource.uri', 'resource.attributes', 'action', 'action_attributes', 'context', 'time'];
+const FIELDS = ['principal', 'principal.uri', 'principal.attributes', 'principal.token', 'resource', 'resource.uri', 'resource.attributes', 'action', 'action_attributes', 'context', 'time'];
 
 /** The check with the action's attributes and the context typed in their fields (JSON objects; empty text is none), or every field's message. */
 function withActionAndContext(request: ReturnType<typeof checkRequestBody>, actionAttributes: string, context: string): ReturnType<typeof checkRequestBody> {
@@ -79,6 +79,7 @@ function SingleCheck({ replay }: { replay?: ReplayedCheck }) {
           onChange={setPrincipal}
           errors={errors}
           example='{"department": "it"}'
+          withToken
         />
         <EntitySide
           legend="Resource"

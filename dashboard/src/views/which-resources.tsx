@@ -13,7 +13,7 @@ interface Plan {
   reason: string;
 }
 
-const FIELDS = ['principal', 'principal.uri', 'principal.attributes', 'resource', 'resource.attributes', 'action'];
+const FIELDS = ['principal', 'principal.uri', 'principal.attributes', 'principal.token', 'resource', 'resource.attributes', 'action'];
 
 const HEADLINE: Record<Plan['kind'], string> = {
   always_allowed: 'Every resource',
@@ -33,7 +33,7 @@ export function WhichResources() {
       <h2 id="which-resources">Which resources</h2>
       <p>The resources a principal may act on, as an expression over their attributes and as a MongoDB filter.</p>
       <div class="two-columns">
-        <EntitySide legend="Principal" side={principal} onChange={setPrincipal} errors={errors} example='{"department": "it"}' />
+        <EntitySide legend="Principal" side={principal} onChange={setPrincipal} errors={errors} example='{"department": "it"}' withToken />
         <fieldset>
           <legend>Resources</legend>
           <TextArea
