@@ -31,10 +31,12 @@ type PlacedBulk = { path: 'inline'; measured?: MeasuredPlacement } | { path: 'po
 
 /**
  * A bulk's path: the front's unless there is a pool and the bulk is explained (worth a worker at any size: explanations may be as long as the
- * answer budget) or big, and names no `uri` (the front holds the entity cache) and no token (the front verifies them). Big bulks take the path measured faster, when it is measured.
+ * answer budget) or big, and names no `uri` (the front holds the entity cache) and no token (the front verifies them), while no shadow policy
+ * is written (the front decides checks by the shadows too, and keeps them for impact previews). Big bulks take the path measured faster,
+ * when it is measured.
  */
-function placedBulk(pool: AppContext['pool'], bytes: Buffer, explain: boolean): PlacedBulk {
-  if (pool === undefined || (!explain && bytes.length < pool.minimumBodyLength) || plainlyNamesUri(bytes) || plainlyNamesToken(bytes)) return { path: 'inline' };
+function placedBulk(pool: AppContext['pool'], bytes: Buffer, explain: boolean, shadowed: boolean): PlacedBulk {
+  if (pool === undefined || shadowed || (!explain && bytes.length < pool.minimumBodyLength) || plainlyNamesUri(bytes) || plainlyNamesToken(bytes)) return { path: 'inline' };
   const measured = explain ? undefined : pool.placement;
   if (measured === undefined) return { path: 'pool', bulk: pool.bulk };
   return measured.path() === 'pool' ? { path: 'pool', bulk: pool.bulk, measured } : { path: 'inline', measured };
@@ -105,7 +107,7 @@ export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { 
         if (bytes === undefined) throw new RequestValidationError([{ loc: ['body'], msg: 'must be of type array', type: 'type_error' }]);
         const { explain, conflicts } = request.query as FromSchema<typeof bulkCheckQuerySchema>;
         if (explain) await explainGuard?.(request, reply);
-        const placed = placedBulk(pool, bytes, explain);
+        const placed = placedBulk(pool, bytes, explain, context.snapshots.shadow !== undefined);
         if (placed.path === 'pool') {
           const decided =
             placed.measured === undefined ? await placed.bulk.decide(bytes, explain, undefined, originOf(request)) : await measuredInPool(placed.bulk, placed.measured, bytes, originOf(request));

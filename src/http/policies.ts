@@ -110,7 +110,7 @@ export const policyRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, {
         'Replays the checks this process decided lately (the last `--recent-checks`, as it read them: after the registry merge, so nothing is read again) ' +
         'against the policies in force and against them with the change made, and answers how many change from allow to deny and from deny to allow, ' +
         "grouped by action, by what decided them before and after, and by the principal's and resource's types, with a sample explained both ways. " +
-        'Each process replays its own checks: `process` says which answered. Bulks decided in worker threads are not kept in memory; ' +
+        'Each process replays its own checks: `process` says which answered. Bulks decided in worker threads (none while a shadow policy is written) are not kept in memory; ' +
         '`source: decision_log` replays the newest `limit` lines of the decision log file instead (all decisions, bulks too; lines with masked values are counted, not replayed). A read key may preview.',
       body: impactRequestSchema,
       response: { 200: impactReportSchema, ...ERROR_RESPONSES },

@@ -104,3 +104,19 @@ t.test('an impact preview of writing a shadow changes no live decision; a shadow
   t.same(over.body.changed, { allow_to_deny: 1, deny_to_allow: 0 }, 'access as a shadow leaves the live set: the reader is denied by no policy');
 });
 
+
+t.test('bulks that the worker pool would decide are decided on the front while a shadow policy exists: every check is shadowed and kept for previews', async (t) => {
+  const server = await startServer({ evaluation: 'pool', workers: 1, recentChecksRate: 0 });
+  t.teardown(server.close);
+  for (const policy of [LIVE, NEXT]) t.equal((await server.call('POST', '/admin/policies', policy)).status, 200);
+  // No uri: the front would not keep such a bulk for itself.
+  const bulk = Array.from({ length: 300 }, (_, index) => ({ principal: { attributes: { role: index % 2 === 0 ? 'guest' : 'reader' } }, resource: { attributes: { kind: 'doc' } }, action: 'read' }));
+  const answered = await server.call('POST', '/check/bulk', bulk);
+  t.equal(answered.status, 200);
+  t.same((await server.call('GET', '/admin/shadow')).body.decided, { agree: 150, allow_to_deny: 0, deny_to_allow: 150 }, 'every item decided by the shadows too');
+  t.equal((await server.call('POST', '/admin/policies/impact', { delete: ['access'] })).body.replayed, 300, 'and kept for previews');
+
+  t.equal((await server.call('DELETE', '/admin/policies/access-next')).status, 200);
+  t.equal((await server.call('POST', '/check/bulk', bulk)).status, 200);
+  t.equal((await server.call('POST', '/admin/policies/impact', { delete: ['access'] })).body.replayed, 300, 'with no shadow, bulks go to the pool again: not kept');
+});
