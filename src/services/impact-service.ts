@@ -1,4 +1,4 @@
-import { compile, type Snapshot } from '../engine/index.js';
+import { compile, derive, type ChangedPolicy, type Snapshot } from '../engine/index.js';
 import type { Policy } from '../schemas/policy.js';
 import { isPolicyRecord } from '../audit/record.js';
 import { ClientError, RequestValidationError } from '../errors.js';
@@ -30,7 +30,7 @@ export class ImpactService {
 
   async preview(change: ImpactRequest): Promise<ImpactAnswer> {
     const current = this.snapshots.current;
-    const proposed = compile(await this.proposedSet(current, change), current.revision);
+    const proposed = proposedSnapshot(current, await this.proposedSet(current, change));
     const { checks, decisionLog } = change.source === 'decision_log' ? await this.fromDecisionLog(change.limit ?? DEFAULT_LOG_REPLAY_LINES) : { checks: this.recent.list() };
     const report = await runInSlices(replayImpact(current, proposed, checks, this.maxAnswerSize));
     return {
@@ -77,4 +77,21 @@ export class ImpactService {
     }
     return [...set.values()];
   }
+}
+
+/**
+ * The snapshot of the proposed set: derived from the one in force by the policies that differ, as a
+ * write's snapshot is (a preview of a change to a few of 10,000 policies compiles those few, not
+ * all of them, on the front thread); compiled whole where it cannot be derived.
+ */
+function proposedSnapshot(current: Snapshot, proposed: readonly Policy[]): Snapshot {
+  const positionOf = new Map(current.policies.map((policy, index) => [policy.name, { policy, position: current.positions[index]! }]));
+  let next = current.positions.reduce((highest, position) => Math.max(highest, position), -1) + 1;
+  const kept = new Set(proposed.map((policy) => policy.name));
+  const changes: ChangedPolicy[] = current.policies.filter((policy) => !kept.has(policy.name)).map((policy) => ({ name: policy.name, now: null }));
+  for (const policy of proposed) {
+    const now = positionOf.get(policy.name);
+    if (now?.policy !== policy) changes.push({ name: policy.name, now: { policy, position: now?.position ?? next++ } });
+  }
+  return derive(current, changes, current.revision) ?? compile(proposed, current.revision);
 }

@@ -187,3 +187,19 @@ t.test('the log reader: a line still being written is left out, an overlong line
   writeFileSync(file, '');
   t.same(await newestLines(file, 10), { lines: [] });
 });
+
+t.test('a preview derives its set from the one in force, as a write does, and leaves the live set to derive its own changes after it', async (t) => {
+  const server = await startServer();
+  t.teardown(server.close);
+  const roles = ['reader', 'writer', 'guest'];
+  for (const role of roles) t.equal((await server.call('POST', '/admin/policies', policyOf(`${role}s`, [roleRule(role)]))).status, 200);
+  await sendEach(server, roles.map((role) => check(role)));
+  const previewed = await server.call('POST', IMPACT, { policies: [policyOf('writers', [roleRule('nobody')]), policyOf('admins', [roleRule('admin')])], delete: ['guests'] });
+  t.same(previewed.body.changed, { allow_to_deny: 2, deny_to_allow: 0 });
+  t.same(await decideAll(server, [...roles, 'admin'].map((role) => check(role))), [true, true, true, false], 'nothing live moved');
+  t.equal((await server.call('DELETE', '/admin/policies/readers')).status, 200);
+  t.equal((await server.call('PUT', '/admin/policies/guests', policyOf('guests', [roleRule('admin')]))).status, 200);
+  t.same(await decideAll(server, [...roles, 'admin'].map((role) => check(role))), [false, true, false, true], 'the writes after it are decided as written');
+  const again = await server.call('POST', IMPACT, { delete: ['writers'] });
+  t.same(again.body.by_rule.map((group: { before: string }) => group.before), ['writers/writers'], 'a preview after them starts from them');
+});
