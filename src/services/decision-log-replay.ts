@@ -8,8 +8,9 @@ const CHUNK_BYTES = 1024 * 1024;
 export const MAX_LOG_BYTES_READ = 16 * 1024 * 1024;
 /** A longer line is not replayed: a check kept in memory is 16 KB at most, and its line holds it twice. */
 export const MAX_REPLAYED_LINE_BYTES = 64 * 1024;
-/** Lines turned into checks between two pauses of the event loop. */
+/** Lines, and characters of them, turned into checks between two pauses of the event loop, at most. */
 const SLICE_LINES = 500;
+const SLICE_CHARACTERS = 1024 * 1024;
 
 /** Why a line of the log was not replayed, counted. */
 export interface LogSkips {
@@ -120,9 +121,14 @@ function checkOfLine(logged: LoggedDecision): RecentCheck {
 export function* checksOfLogLines(lines: readonly string[]): Generator<void, { checks: RecentCheck[]; skipped: LogSkips }> {
   const checks: RecentCheck[] = [];
   const skipped: LogSkips = { masked: 0, refused: 0, unreadable: 0 };
-  for (let index = 0; index < lines.length; index++) {
-    if (index > 0 && index % SLICE_LINES === 0) yield;
-    const line = lines[index]!;
+  let [sliceLines, sliceCharacters] = [0, 0];
+  for (const line of lines) {
+    if (sliceLines === SLICE_LINES || sliceCharacters >= SLICE_CHARACTERS) {
+      yield;
+      [sliceLines, sliceCharacters] = [0, 0];
+    }
+    sliceLines++;
+    sliceCharacters += line.length;
     let logged: unknown;
     try {
       logged = line.length > MAX_REPLAYED_LINE_BYTES ? undefined : JSON.parse(line);
