@@ -1,5 +1,6 @@
 import t, { type Test } from 'tap';
 import { join } from 'node:path';
+import { open } from 'node:fs/promises';
 import { ask, startVerdict, type Answer, type RunningVerdict } from '../helpers/child.js';
 import { scratchDir } from '../helpers/server.js';
 
@@ -13,9 +14,9 @@ const ANSWER_BUDGET = 1024 * 1024;
 /** An answer within the budget, with room for what surrounds the plans or explanations. */
 const BOUNDED = 2 * ANSWER_BUDGET;
 
-async function smallHeapVerdict(t: Test): Promise<RunningVerdict> {
+async function smallHeapVerdict(t: Test, args: string[] = []): Promise<RunningVerdict> {
   const dir = scratchDir(t);
-  return startVerdict(t, ['--store', 'embedded', '--data-dir', join(dir, 'data'), '--log-level', 'warn'], {
+  return startVerdict(t, ['--store', 'embedded', '--data-dir', join(dir, 'data'), '--log-level', 'warn', ...args], {
     env: { NODE_OPTIONS: `--max-old-space-size=${HEAP_MB}` },
   });
 }
@@ -141,5 +142,26 @@ t.test('checks of nearly a megabyte that the shadow policies disagree on: neithe
   t.ok(shadow.size <= BOUNDED, `the shadow report: ${shadow.size} characters`);
   const impact = await answerOf(server, 'POST', '/admin/policies/impact', { delete: ['live'] });
   t.match(impact.body, { replayed: 0, recent_checks: { skipped_for_size: 150 } }, 'none kept for impact previews either');
+  await stillDeciding(t, server);
+});
+
+t.test('an impact preview replaying a decision log of 64 MB, its lines of 60 KB to 2 MB: read to a bound, nothing kept whole', async (t) => {
+  const log = join(scratchDir(t), 'decisions.ndjson');
+  // Lines the server would not write: too long to replay, or not decisions at all; a few real ones last.
+  const filler = Buffer.from(`{"time":"2026-01-01T00:00:00Z","padding":"${'x'.repeat(2 * 1024 * 1024)}"}\n`);
+  const medium = Buffer.from(`${'y'.repeat(60 * 1024)}\n`);
+  const file = await open(log, 'w');
+  for (let index = 0; index < 20; index++) await file.write(filler);
+  for (let index = 0; index < 400; index++) await file.write(medium);
+  await file.close();
+  const server = await smallHeapVerdict(t, ['--decision-log', log]);
+  t.equal((await answerOf(server, 'POST', '/admin/policies', { name: 'live', rules: [{ name: 'r', effect: 'allow', actions: ['read'] }] })).status, 200);
+  for (let index = 0; index < 5; index++) await answerOf(server, 'POST', '/check', { principal: { attributes: { a: index } }, resource: { uri: 'doc:1' }, action: 'read' });
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  const impact = await answerOf(server, 'POST', '/admin/policies/impact', { delete: ['live'], source: 'decision_log', limit: 100_000 });
+  t.equal(impact.status, 200, JSON.stringify(impact.body).slice(0, 300));
+  t.match(impact.body, { replayed: 5, changed: { allow_to_deny: 5 }, decision_log: { cut: /only the newest 16 MiB/ } });
+  t.ok(impact.body.decision_log.skipped.unreadable >= 200, `${impact.body.decision_log.skipped.unreadable} lines not replayed`);
+  t.ok(impact.size <= BOUNDED, `the answer: ${impact.size} characters`);
   await stillDeciding(t, server);
 });
