@@ -50,7 +50,12 @@ const COMPARE_ARGS = process.env.BENCH_COMPARE_ARGS?.split(' ').filter(Boolean);
  * worktree), with the same arguments: a change measured against its base in the same runs.
  */
 const COMPARE_CLI = process.env.BENCH_COMPARE_CLI;
-const COMPARING = COMPARE_ARGS !== undefined || COMPARE_CLI !== undefined;
+/**
+ * When set, "Verdict+" is given a shadow policy in place of `grant-0` (the same rules): every check
+ * it answers is decided by the shadow set too, so Verdict+ minus Verdict is what a shadow costs.
+ */
+const COMPARE_SHADOW = process.env.BENCH_COMPARE_SHADOW !== undefined;
+const COMPARING = COMPARE_ARGS !== undefined || COMPARE_CLI !== undefined || COMPARE_SHADOW;
 /** The parts to run, comma-separated (default all): http, start, cache, writes, engine. */
 const ALL_PARTS = ['http', 'start', 'cache', 'writes', 'engine'] as const;
 const PARTS = new Set(process.env.BENCH_PARTS?.split(',').map((part) => part.trim()).filter(Boolean) ?? ALL_PARTS);
@@ -127,6 +132,14 @@ const scenarios: Scenario[] = [
   { name: 'bulk, 100 items, uris', path: '/check/bulk', bodies: Array.from({ length: 20 }, (_, i) => bulkOf(uriAndAttributeCheck, 100, i)), items: 100 },
   { name: 'authzen evaluations, 100 items, uris', path: '/access/v1/evaluations', bodies: Array.from({ length: 20 }, (_, i) => authzenEvaluations(100, i)), items: 100 },
 ];
+
+/** Writes a shadow in place of `grant-0`, with its rules: see COMPARE_SHADOW. */
+async function writeShadowOfFirstPolicy(url: string): Promise<void> {
+  const live = await request(`${url}/admin/policies/grant-0`);
+  const policy = (await live.body.json()) as Record<string, unknown>;
+  const { status, answer } = await post(`${url}/admin/policies`, JSON.stringify({ ...policy, name: 'grant-0-next', shadow: 'grant-0' }));
+  if (status !== 200) throw new Error(`the shadow policy was refused: ${JSON.stringify(answer)}`);
+}
 
 async function post(url: string, body: string): Promise<{ status: number; answer: unknown }> {
   const response = await request(url, { method: 'POST', body, headers: { 'content-type': 'application/json' } });
@@ -524,7 +537,7 @@ async function main(): Promise<void> {
     `Verdict benchmark (${[...PARTS].join(', ')}): ${RUNS} runs × ${SECONDS}s per figure, ${CONNECTIONS} connections, medians; ` +
       `Verdict args: ${VERDICT_ARGS.join(' ') || '(defaults)'}; load average ${loadavg()[0]!.toFixed(1)} on entry`,
   );
-  if (COMPARING) console.log(`Verdict+ (compared in the same runs) args: ${[...VERDICT_ARGS, ...(COMPARE_ARGS ?? [])].join(' ')}; build: ${COMPARE_CLI ?? 'this one'}`);
+  if (COMPARING) console.log(`Verdict+ (compared in the same runs) args: ${[...VERDICT_ARGS, ...(COMPARE_ARGS ?? [])].join(' ')}; build: ${COMPARE_CLI ?? 'this one'}${COMPARE_SHADOW ? '; with a shadow policy' : ''}`);
   const dataDirs: string[] = [];
   const servers: { label: string; server: RunningServer }[] = [];
   const tracked: Tracked = {};
@@ -550,6 +563,7 @@ async function main(): Promise<void> {
       servers.push({ label: 'baseline', server: await startBaseline() });
       servers.push({ label: 'Verdict', server: await verdictOn(VERDICT_ARGS, 1, profiled) });
       if (COMPARING) servers.push({ label: 'Verdict+', server: await verdictOn([...VERDICT_ARGS, ...(COMPARE_ARGS ?? [])], 1, [], COMPARE_CLI) });
+      if (COMPARE_SHADOW) await writeShadowOfFirstPolicy(servers.at(-1)!.server.url);
       if (PROCESSES > 1) {
         servers.push({ label: processesLabel, server: await verdictOn([...VERDICT_ARGS, '--processes', String(PROCESSES)], 2 * PROCESSES) });
       }

@@ -44,6 +44,7 @@ export const extAuthzMappingSchema = {
           resource_type: { type: 'string', pattern: '^[A-Za-z0-9_.-]{1,128}$', description: 'The resource uri is `<type>:<id>` (the `id` parameter, else the last one).' },
           resource_uri: { type: 'string', minLength: 1, maxLength: 1024, description: 'A template of the resource uri over the parameters: `doc:{tenant}/{id}`.' },
           actions: actionTable,
+          key_set: { type: 'string', pattern: '^[A-Za-z0-9_.-]{1,64}$', description: "The key set (of --tokens) this route's tokens are verified by, whatever their issuer." },
         },
         required: ['path'],
         oneOf: [{ required: ['resource_type'] }, { required: ['resource_uri'] }],
@@ -102,6 +103,7 @@ interface CompiledRoute {
   methods: ReadonlySet<string> | undefined;
   resource: { type: string; idParameter: string } | { uri: Piece[] };
   actions: Readonly<Record<string, string>>;
+  keySet: string | undefined;
 }
 
 /** An HTTP request as Envoy forwards it: the method, the original path (after the prefix), and the headers it was told to forward. */
@@ -116,6 +118,8 @@ export interface MappedRequest {
   resource: { uri: string; attributes: Map<string, unknown> };
   action: string;
   context: Map<string, unknown>;
+  /** The key set the route's tokens are verified by; undefined: the token's issuer's. */
+  keySet: string | undefined;
 }
 
 const headerValue = (value: string | string[] | undefined) => (Array.isArray(value) ? value.join(', ') : value);
@@ -166,6 +170,11 @@ export class ExtAuthzMapping {
     return this.principalUri !== undefined;
   }
 
+  /** The key sets routes name. */
+  get keySets(): string[] {
+    return [...new Set(this.routes.flatMap((route) => (route.keySet === undefined ? [] : [route.keySet])))];
+  }
+
   /** The principal's uri from its claims (undefined without claims, a template, or a claim it reads). */
   principalUriOf(claims: Readonly<Record<string, unknown>> | undefined): string | undefined {
     return claims === undefined || this.principalUri === undefined ? undefined : fill(this.principalUri, claims);
@@ -192,7 +201,7 @@ export class ExtAuthzMapping {
       const context = attributesFromHeaders(this.contextHeaders, request.headers);
       context.set('method', request.method);
       context.set('path', request.path);
-      return { resource: { uri, attributes }, action, context };
+      return { resource: { uri, attributes }, action, context, keySet: route.keySet };
     }
     return undefined;
   }
@@ -237,7 +246,7 @@ function compileRoute(route: MappingFile['routes'][number], defaults: Readonly<R
     if (unknown.length > 0) throw new Error(`${where}: resource_uri reads ${unknown.map((name) => `{${name}}`).join(', ')}, which the path does not have`);
     resource = { uri };
   }
-  return { segments, parameters, methods: route.methods && new Set(route.methods), resource, actions: { ...defaults, ...route.actions } };
+  return { segments, parameters, methods: route.methods && new Set(route.methods), resource, actions: { ...defaults, ...route.actions }, keySet: route.key_set };
 }
 
 /** The decoded segments of a path (its query left out), or undefined for one that cannot name a resource plainly (`..`, `.`, a bad escape). */

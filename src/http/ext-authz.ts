@@ -53,7 +53,7 @@ export const extAuthzRoutes: FastifyPluginAsync<ExtAuthzOptions> = async (app, {
       let claims: Claims | null = null;
       if (token !== undefined && claimsOf !== undefined) {
         try {
-          claims = await claimsOf(token);
+          claims = await claimsOf(token, mapped.keySet);
         } catch (error) {
           if (error instanceof TokenNotAccepted) return deny(reply, 401, error.message);
           throw error;

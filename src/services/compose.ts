@@ -22,7 +22,7 @@ import { RecentDenials } from '../live/recent-denials.js';
 import { TokenVerifier } from '../tokens/verifier.js';
 import { ExtAuthzMapping } from '../ext-authz/mapping.js';
 import type { TokenClaims } from '../registry/resolve.js';
-import { readTokenSettings } from '../tokens/settings.js';
+import { readTokenSettings, type TokenSettings } from '../tokens/settings.js';
 import { tokenClaims } from '../tokens/claims.js';
 import { decisionLogFile, DECISION_LOG_CAPACITY, DecisionLog } from '../decision-log/decision-log.js';
 import { AuditTrail } from '../audit/audit-trail.js';
@@ -93,8 +93,9 @@ export async function composeServices(config: Config, substitutes: Substitutes =
   const metrics = new Metrics();
   // Read before the store opens: a schema document or a mapping that cannot be used stops the start.
   const schemaFile = schemaFileOf(config);
+  const tokenSettings = config.tokens === '' ? undefined : readTokenSettings(config.tokens);
   const extAuthzMapping = config.extAuthz === '' ? undefined : ExtAuthzMapping.read(config.extAuthz);
-  if (extAuthzMapping?.readsClaims && config.tokens === '') throw new ConfigError(`--ext-authz ${config.extAuthz}: the principal's uri is read from token claims, and no tokens are verified (give --tokens)`);
+  if (extAuthzMapping !== undefined) checkKeySetsOf(extAuthzMapping, tokenSettings, config.extAuthz);
   // Policies come from the store, or from a directory of files when one is given (the registry stays in the store).
   // Loaded only then: a start without --policies need not load the YAML parser.
   const directory = config.policiesDir === '' ? undefined : (await import('../policy-files/policy-directory.js')).PolicyDirectory;
@@ -129,7 +130,7 @@ export async function composeServices(config: Config, substitutes: Substitutes =
   const adminKeys = adminKeysOf(config);
   const adminKeysFile = config.adminKeysFile === '' ? undefined : adminKeys;
   if (adminKeysFile !== undefined) metrics.observeAdminKeysFile(adminKeysFile);
-  const tokens = config.tokens === '' ? undefined : await openTokens(config.tokens, metrics);
+  const tokens = tokenSettings === undefined ? undefined : await openTokens(tokenSettings, metrics);
   const claimsOf = tokens && tokenClaims(tokens);
   const feed = new FeedHealth();
   metrics.observeFeed(feed);
@@ -196,9 +197,16 @@ export async function composeServices(config: Config, substitutes: Substitutes =
   };
 }
 
+/** A mapping reads claims only where tokens are verified, and names only key sets that `--tokens` has. */
+function checkKeySetsOf(mapping: ExtAuthzMapping, tokens: TokenSettings | undefined, file: string): void {
+  if (mapping.readsClaims && tokens === undefined) throw new ConfigError(`--ext-authz ${file}: the principal's uri is read from token claims, and no tokens are verified (give --tokens)`);
+  const unknown = mapping.keySets.filter((name) => !tokens?.keySets.some((set) => set.name === name));
+  if (unknown.length > 0) throw new ConfigError(`--ext-authz ${file}: routes name key sets that --tokens does not have: ${unknown.join(', ')}`);
+}
+
 /** The token verifier of `--tokens`, its key sets read (a URL fetched once: one that fails is retried, and /ready says so). */
-async function openTokens(file: string, metrics: Metrics): Promise<TokenVerifier> {
-  const verifier = await TokenVerifier.open(readTokenSettings(file), {
+async function openTokens(settings: TokenSettings, metrics: Metrics): Promise<TokenVerifier> {
+  const verifier = await TokenVerifier.open(settings, {
     verification: (outcome) => metrics.tokenOutcomes[outcome].inc(),
     refresh: (set, outcome) => metrics.keySetRefreshes.inc({ key_set: set, outcome }),
   });

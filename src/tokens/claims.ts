@@ -12,10 +12,10 @@ export function tokenClaims(verifier: TokenVerifier): TokenClaims {
     if (verifier.onInvalid === 'refuse') throw new TokenNotAccepted(`The principal's token was not accepted: ${error.message}`);
     return null;
   };
-  return (token) => {
+  return (token, keySet) => {
     let claims: Claims | Promise<Claims>;
     try {
-      claims = verifier.claimsOf(token);
+      claims = verifier.claimsOf(token, keySet);
     } catch (error) {
       return notVerified(error);
     }

@@ -77,9 +77,10 @@ export class TokenVerifier {
   /** The claims of `token`, or a TokenRejected saying why not; synchronous when the token was verified lately. */
   claimsOf(token: string, keySetName?: string): Claims | Promise<Claims> {
     if (token.length > MAX_TOKEN_LENGTH) return Promise.reject(new TokenRejected(`the token is longer than ${MAX_TOKEN_LENGTH} characters`));
-    const digest = createHash('sha256').update(token).digest('base64');
+    // A token verified by a named key set is remembered apart from the same token verified by its issuer's.
+    const digest = `${keySetName ?? ''}:${createHash('sha256').update(token).digest('base64')}`;
     const remembered = this.verified.get(digest);
-    if (remembered !== undefined && remembered.until > Date.now() && keySetName === undefined) {
+    if (remembered !== undefined && remembered.until > Date.now()) {
       this.observers.verification('cached');
       return remembered.claims;
     }

@@ -144,3 +144,36 @@ t.test('without --ext-authz there is no such route', async (t) => {
   t.equal(response.statusCode, 404);
   await response.body.dump();
 });
+
+t.test('a route names the key set its tokens are verified by, whatever their issuer (another issuer\'s token is refused there); a mapping naming a key set --tokens lacks stops the start', async (t) => {
+  const idpKey = await signingKey('k1');
+  const partnerKey = await signingKey('p1');
+  const issuer = await TokenIssuer.start([idpKey]);
+  t.teardown(() => issuer.close());
+  const dir = scratchDir(t);
+  writeFileSync(join(dir, 'partners.json'), JSON.stringify({ keys: [partnerKey.publicJwk] }));
+  writeFileSync(join(dir, 'tokens.json'), JSON.stringify({ key_sets: [{ name: 'idp', issuer: ISSUER, audience: AUDIENCE, jwks_url: issuer.jwksUrl }, { name: 'partners', issuer: 'https://partners.test', jwks_file: 'partners.json' }] }));
+  const mapping = { principal: { uri: 'user:{sub}' }, routes: [{ path: '/partner/{id}', resource_type: 'partner-doc', key_set: 'partners' }, { path: '/documents/{id}', resource_type: 'document' }] };
+  writeFileSync(join(dir, 'mapping.json'), JSON.stringify(mapping));
+  const server = await startServer({ tokens: join(dir, 'tokens.json'), extAuthz: join(dir, 'mapping.json') });
+  t.teardown(server.close);
+  const anyone = { name: 'signed-in', rules: [{ name: 'any-subject', effect: 'allow', principal_conditions: [{ path: 'attributes.claims.sub', operator: 'exists' }], actions: ['read'] }] };
+  t.equal((await server.call('POST', '/admin/policies', anyone)).status, 200);
+  const filter: EnvoyFilter = { serverUri: server.url, pathPrefix: '/ext-authz' };
+  const get = async (path: string, token: string) => throughEnvoy(filter, { method: 'GET', host: 'h', path, headers: { authorization: `Bearer ${token}` } });
+  const partnerToken = await tokenFor(partnerKey, 'acme', { issuer: 'https://partners.test', audience: 'anyone' });
+  t.match(await get('/partner/1', partnerToken), { passed: true }, "the partners' key set verifies the partner's token on its route");
+  t.match(await get('/partner/1', await tokenFor(idpKey, 'alice')), { passed: false, status: 401 }, "the identity provider's token is not verified by the partners' set");
+  t.match(await get('/documents/1', partnerToken), { passed: true }, "elsewhere the token's issuer chooses its key set");
+  t.match(await get('/documents/1', await tokenFor(idpKey, 'alice')), { passed: true });
+
+  writeFileSync(join(dir, 'mapping.json'), JSON.stringify({ routes: [{ path: '/x/{id}', resource_type: 'x', key_set: 'nobody' }] }));
+  const refused = await startServer({ tokens: join(dir, 'tokens.json'), extAuthz: join(dir, 'mapping.json') }).then(
+    async (started) => {
+      await started.close();
+      return 'started';
+    },
+    (error: Error) => error.message,
+  );
+  t.match(refused, /routes name key sets that --tokens does not have: nobody/);
+});
