@@ -1,6 +1,9 @@
 import { compile, evaluate, mongoFilter, plan, type DecisionRequest } from '../src/engine/index.js';
 import type { Condition, ConditionItem, Policy } from '../src/schemas/policy.js';
 import { RequestSchemas } from '../src/attribute-schemas/enforcement.js';
+import { ShadowDecisions } from '../src/services/shadow-decisions.js';
+import { Metrics } from '../src/live/metrics.js';
+import type { PolicySnapshots } from '../src/snapshot/policy-snapshots.js';
 
 /**
  * `count` policies of one allow rule each, keyed by a distinct resource attribute value, plus a
@@ -216,5 +219,31 @@ export function engineSchemaRates(roundMillis = 400): { without: number; withSch
   return {
     without: rate((request) => evaluate(snapshot, request).allowed),
     withSchemas: rate((request) => schemas.enforce(request).length === 0 && evaluate(snapshot, request).allowed),
+  };
+}
+
+/**
+ * Checks per second, engine alone, at 100 policies: decided by the live policies, and decided by
+ * them and then by a shadow set (one policy in place of another, agreeing) as every check on the
+ * front is while a shadow is written: what a shadow policy adds to a check.
+ */
+export function engineShadowRates(roundMillis = 400): { live: number; shadowed: number } {
+  const policies = keyedPolicies(100);
+  const live = compile(policies, 1);
+  const shadowSnapshot = compile([{ ...policies[0]!, name: 'grant-0-next', shadow: 'grant-0' }, ...policies.slice(1)], 1);
+  const shadows = new ShadowDecisions({ current: live, shadow: shadowSnapshot } as unknown as PolicySnapshots, new Metrics(), 100);
+  const requests = keyedRequests(100, 1024);
+  const rate = (check: (request: DecisionRequest) => boolean) =>
+    bestRate(() => {
+      for (const request of requests) if (!check(request)) throw new Error('the shadow benchmark denied a check: its policies do not match its requests');
+      return requests.length;
+    }, roundMillis);
+  return {
+    live: rate((request) => evaluate(live, request).allowed),
+    shadowed: rate((request) => {
+      const decision = evaluate(live, request);
+      shadows.observe(request, decision);
+      return decision.allowed;
+    }),
   };
 }

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
-import { engineDecisionsPerSecond, engineOperatorRates, enginePlansPerSecond, engineRelationRates, engineSchemaRates } from './engine.js';
+import { engineDecisionsPerSecond, engineOperatorRates, enginePlansPerSecond, engineRelationRates, engineSchemaRates, engineShadowRates } from './engine.js';
 import { loadWithWrk, wrkAvailable, type LoadResult } from './wrk.js';
 import { startBaseline, startVerdict, stop, type RunningServer, type StartCost } from './server.js';
 import { benchDirectory, copyOf, seed } from './seed.js';
@@ -432,6 +432,15 @@ function operatorFigures(): void {
   }
 }
 
+/** What a shadow policy adds to a check decided on the front, in nanoseconds of one thread. */
+function shadowFigures(): void {
+  const { live, shadowed } = engineShadowRates();
+  console.log(
+    `engine alone, a shadow policy deciding beside the live ones: ${(shadowed / 1e6).toFixed(2)}M checks/s against ${(live / 1e6).toFixed(2)}M without: ` +
+      `${((1 / shadowed - 1 / live) * 1e9).toFixed(0)} ns more per check`,
+  );
+}
+
 /** What enforcing attribute schemas adds to a check, in nanoseconds of one thread (the target: at most a tenth of a /check's CPU). */
 function schemaFigures(): void {
   const { without, withSchemas } = engineSchemaRates();
@@ -596,6 +605,7 @@ async function main(): Promise<void> {
       engine = engineFigures();
       relations = relationFigures();
       schemaFigures();
+      shadowFigures();
       operatorFigures();
       ({ plans, teamPlans } = planFigures(engine));
     }
