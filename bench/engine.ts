@@ -1,4 +1,4 @@
-import { compile, evaluate, mongoFilter, plan, type DecisionRequest } from '../src/engine/index.js';
+import { compile, derive, evaluate, mongoFilter, plan, type DecisionRequest } from '../src/engine/index.js';
 import type { Condition, ConditionItem, Policy } from '../src/schemas/policy.js';
 import { RequestSchemas } from '../src/attribute-schemas/enforcement.js';
 import { ShadowDecisions } from '../src/services/shadow-decisions.js';
@@ -245,5 +245,28 @@ export function engineShadowRates(roundMillis = 400): { live: number; shadowed: 
       shadows.observe(request, decision);
       return decision.allowed;
     }),
+  };
+}
+
+/**
+ * Milliseconds to make an impact preview's proposed set at `count` policies when one policy changes:
+ * derived from the set in force (as the preview does) and compiled whole (as it did); medians of 5.
+ */
+export function proposedSetMillis(count = 10_000): { derived: number; compiled: number } {
+  const policies = keyedPolicies(count);
+  const current = compile(policies, 1);
+  const middle = Math.floor(count / 2);
+  const timed = (make: (round: number) => unknown) => {
+    const times = Array.from({ length: 5 }, (_, round) => {
+      const started = performance.now();
+      make(round);
+      return performance.now() - started;
+    });
+    return times.sort((a, b) => a - b)[2]!;
+  };
+  const changed = (round: number) => ({ ...policies[middle]!, rules: [{ ...policies[middle]!.rules[0]!, name: `changed-${round}` }] });
+  return {
+    derived: timed((round) => derive(current, [{ name: policies[middle]!.name, now: { policy: changed(round), position: current.positions[middle]! } }], 1)),
+    compiled: timed((round) => compile(policies.map((policy, index) => (index === middle ? changed(round) : policy)), 1)),
   };
 }
