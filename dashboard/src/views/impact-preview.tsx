@@ -3,8 +3,8 @@ import { useState } from 'preact/hooks';
 import { call } from '../api.js';
 import { Alerts } from '../components.js';
 import type { SentPolicy } from '../policy-draft.js';
-import { holdComparison, type Compared } from '../replay.js';
-import { go, links } from '../routes.js';
+import type { Compared } from '../replay.js';
+import { OpenInPlayground } from './open-in-playground.js';
 
 interface Flips {
   allow_to_deny: number;
@@ -74,16 +74,7 @@ export function ImpactPreview({ policy }: { policy: SentPolicy | undefined }) {
               {impact.sample.map((changed, index) => (
                 <li key={index}>
                   <code>{JSON.stringify(changed.check)}</code>: {word(changed.before.allowed)} now ({changed.before.reason}), {word(changed.after.allowed)} after ({changed.after.reason}){' '}
-                  <button
-                    type="button"
-                    class="quiet"
-                    onClick={() => {
-                      holdComparison({ check: changed.check, before: { title: 'Now', ...changed.before }, after: { title: 'After the change', ...changed.after } });
-                      go(links.playground);
-                    }}
-                  >
-                    Open in the playground
-                  </button>
+                  <OpenInPlayground check={changed.check} before={{ title: 'Now', ...changed.before }} after={{ title: 'After the change', ...changed.after }} />
                 </li>
               ))}
             </ul>

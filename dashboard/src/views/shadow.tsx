@@ -4,8 +4,8 @@ import { call, policyPath } from '../api.js';
 import { Alerts, Notice } from '../components.js';
 import { useCanWritePolicies } from '../access.js';
 import type { ChartData } from '../live-model.js';
-import { holdComparison, type Compared } from '../replay.js';
-import { go, links } from '../routes.js';
+import type { Compared } from '../replay.js';
+import { OpenInPlayground } from './open-in-playground.js';
 import { Chart } from './chart.js';
 
 interface Outcomes {
@@ -107,16 +107,7 @@ export function Shadow() {
               {report.disagreements.map((disagreement, index) => (
                 <li key={index}>
                   {disagreement.at}: <code>{JSON.stringify(disagreement.check)}</code> {word(disagreement.live.allowed)} ({disagreement.live.reason}); the shadows: {word(disagreement.shadow.allowed)} ({disagreement.shadow.reason}){' '}
-                  <button
-                    type="button"
-                    class="quiet"
-                    onClick={() => {
-                      holdComparison({ check: disagreement.check, before: { title: 'The live policies', ...disagreement.live }, after: { title: 'With the shadows', ...disagreement.shadow } });
-                      go(links.playground);
-                    }}
-                  >
-                    Open in the playground
-                  </button>
+                  <OpenInPlayground check={disagreement.check} before={{ title: 'The live policies', ...disagreement.live }} after={{ title: 'With the shadows', ...disagreement.shadow }} />
                 </li>
               ))}
             </ul>
