@@ -201,6 +201,14 @@ export function engineOperatorRates(roundMillis = 400): Record<CaseName, number>
  * on every check first, on the requests of engineDecisionsPerSecond at 10 policies: what schemas add
  * to a check, beside what deciding it costs.
  */
+/** Checks of `requests` per second (the best round), each of which `check` must allow: a denial means the benchmark's policies do not match its requests. */
+function allowedPerSecond(requests: readonly DecisionRequest[], check: (request: DecisionRequest) => boolean, roundMillis: number): number {
+  return bestRate(() => {
+    for (const request of requests) if (!check(request)) throw new Error('a benchmark check was denied: its policies do not match its requests');
+    return requests.length;
+  }, roundMillis);
+}
+
 export function engineSchemaRates(roundMillis = 400): { without: number; withSchemas: number } {
   const snapshot = compile(keyedPolicies(10), 1);
   const requests = keyedRequests(10, 1024);
@@ -211,14 +219,9 @@ export function engineSchemaRates(roundMillis = 400): { without: number; withSch
     },
     enforcement: 'reject',
   });
-  const rate = (check: (request: DecisionRequest) => boolean) =>
-    bestRate(() => {
-      for (const request of requests) if (!check(request)) throw new Error('the schema benchmark denied a check: its policies do not match its requests');
-      return requests.length;
-    }, roundMillis);
   return {
-    without: rate((request) => evaluate(snapshot, request).allowed),
-    withSchemas: rate((request) => schemas.enforce(request).length === 0 && evaluate(snapshot, request).allowed),
+    without: allowedPerSecond(requests, (request) => evaluate(snapshot, request).allowed, roundMillis),
+    withSchemas: allowedPerSecond(requests, (request) => schemas.enforce(request).length === 0 && evaluate(snapshot, request).allowed, roundMillis),
   };
 }
 
@@ -233,18 +236,17 @@ export function engineShadowRates(roundMillis = 400): { live: number; shadowed: 
   const shadowSnapshot = compile([{ ...policies[0]!, name: 'grant-0-next', shadow: 'grant-0' }, ...policies.slice(1)], 1);
   const shadows = new ShadowDecisions({ current: live, shadow: shadowSnapshot } as unknown as PolicySnapshots, new Metrics(), 100);
   const requests = keyedRequests(100, 1024);
-  const rate = (check: (request: DecisionRequest) => boolean) =>
-    bestRate(() => {
-      for (const request of requests) if (!check(request)) throw new Error('the shadow benchmark denied a check: its policies do not match its requests');
-      return requests.length;
-    }, roundMillis);
   return {
-    live: rate((request) => evaluate(live, request).allowed),
-    shadowed: rate((request) => {
-      const decision = evaluate(live, request);
-      shadows.observe(request, decision);
-      return decision.allowed;
-    }),
+    live: allowedPerSecond(requests, (request) => evaluate(live, request).allowed, roundMillis),
+    shadowed: allowedPerSecond(
+      requests,
+      (request) => {
+        const decision = evaluate(live, request);
+        shadows.observe(request, decision);
+        return decision.allowed;
+      },
+      roundMillis,
+    ),
   };
 }
 
