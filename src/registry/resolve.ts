@@ -20,10 +20,10 @@ export class TokenNotAccepted extends AttributeConflict {}
 export type Claims = Readonly<Record<string, unknown>>;
 
 /**
- * The claims of a principal's token (synchronous when it was verified lately), verified by the key set
- * named, else by its issuer's; null when it did not
- * verify and the check is decided without claims; throws (or rejects with) TokenNotAccepted when such
- * a check is refused. Undefined where no tokens are verified.
+ * The claims of a principal's token (synchronous when it was verified lately), verified by the key
+ * set named, else by its issuer's; null when it did not verify and the check is decided without
+ * claims; throws (or rejects with) TokenNotAccepted when such a check is refused. Undefined where no
+ * tokens are verified.
  */
 export type TokenClaims = (token: string, keySet?: string) => Claims | null | Promise<Claims | null>;
 

@@ -61,11 +61,6 @@ export class TokenVerifier {
     return this.settings.onInvalid;
   }
 
-  /** Every key set holds keys (a URL fetched once at least). */
-  get ready(): boolean {
-    return this.keySets.every((set) => set.loaded);
-  }
-
   status(): KeySetStatus[] {
     return this.keySets.map((set) => set.status());
   }
