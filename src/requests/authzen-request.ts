@@ -15,6 +15,15 @@ export function entityInput(entity: AuthzenEntity): EntityInput {
   return { uri: entityUri(entity.type, entity.id), attributes };
 }
 
+/** The subject type whose id is a bearer token (a signed JWT): the principal is whoever the token's verified claims say. */
+export const TOKEN_SUBJECT_TYPE = 'jwt';
+
+/** An AuthZEN subject as a check's principal: an entity, or, of type `jwt`, a token with the properties as supplied attributes. */
+export function subjectInput(subject: AuthzenEntity): EntityInput {
+  if (subject.type !== TOKEN_SUBJECT_TYPE) return entityInput(subject);
+  return { uri: undefined, attributes: entityInput(subject).attributes, token: subject.id };
+}
+
 /**
  * An AuthZEN action and context as a check's, read by the reader /check uses: `action.properties` are
  * the action's attributes (`action_conditions`), `context` the check's context (`context_conditions`).
@@ -30,7 +39,7 @@ export function actionAndContext(action: AuthzenEvaluation['action'], context: A
 
 /** The check an AuthZEN evaluation (schema-valid) asks for. */
 export function evaluationInput(evaluation: AuthzenEvaluation): CheckInput {
-  const principal = entityInput(evaluation.subject);
+  const principal = subjectInput(evaluation.subject);
   const resource = entityInput(evaluation.resource);
   const { action, actionAttributes, context } = actionAndContext(evaluation.action, evaluation.context);
   // Built key by key, in /check's order: checks of one shape keep the code that decides them fast.

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { AuthzenActionSearch, AuthzenResourceSearch, AuthzenSubjectSearch } from '../schemas/authzen.js';
-import { actionAndContext, entityInput } from '../requests/authzen-request.js';
+import { actionAndContext, entityInput, subjectInput } from '../requests/authzen-request.js';
 import { entityUri } from '../engine/scope.js';
 import type { CheckInput } from '../requests/check-request.js';
 import type { DecisionRequest, MongoFilter } from '../engine/index.js';
@@ -129,7 +129,7 @@ export class AuthzenSearch {
   }
 
   async resources(body: AuthzenResourceSearch): Promise<SearchAnswer<{ type: string; id: string }>> {
-    const principal = entityInput(body.subject);
+    const principal = subjectInput(body.subject);
     const supplied = entityInput({ ...body.resource, id: '' }).attributes;
     const action = actionAndContext(body.action, body.context);
     const asked = (uri: string | undefined): CheckInput => ({ principal, resource: { uri, attributes: supplied }, ...action });
@@ -147,7 +147,7 @@ export class AuthzenSearch {
   async actions(body: AuthzenActionSearch): Promise<SearchAnswer<{ name: string }>> {
     const request = digestOf(body);
     const after = readToken(body.page?.token, request);
-    const principal = entityInput(body.subject);
+    const principal = subjectInput(body.subject);
     const resource = entityInput(body.resource);
     const named = [...this.snapshots.current.rulesByAction.keys()].sort();
     const allowed: string[] = [];

@@ -189,3 +189,24 @@ t.test('the verified tokens remembered are bounded: past cache_size the oldest i
   t.match(metrics, /verdict_token_verifications_total\{outcome="verified"\} 3/, 'alice, bob, alice again once bob took her place');
   t.match(metrics, /verdict_token_verifications_total\{outcome="cached"\} 1/);
 });
+
+t.test('AuthZEN: a subject of type jwt is its token; evaluations and searches read its verified claims, and a refused token is never allowed', async (t) => {
+  const key = await signingKey('k1');
+  const issuer = await TokenIssuer.start([key]);
+  t.teardown(() => issuer.close());
+  const server = await tokenServer(t, issuer);
+  t.equal((await server.call('POST', '/admin/fetchers/registry/entities', { uri: 'document:2', type: 'resource', attributes: { owner: 'bob' } })).status, 200);
+  const alice = await tokenFor(key, 'alice');
+  const evaluation = (token: string, id = '1') => ({ subject: { type: 'jwt', id: token }, action: { name: 'read' }, resource: { type: 'document', id } });
+  t.same((await server.call('POST', '/access/v1/evaluation', evaluation(alice))).body, { decision: true });
+  t.same((await server.call('POST', '/access/v1/evaluation', evaluation(alice, '2'))).body, { decision: false });
+  const expired = await server.call('POST', '/access/v1/evaluation', evaluation(await tokenFor(key, 'alice', { expiresIn: -120 })));
+  t.same([expired.status, expired.headers['www-authenticate']], [401, 'Bearer error="invalid_token"']);
+  const many = await server.call('POST', '/access/v1/evaluations', { subject: { type: 'jwt', id: alice }, action: { name: 'read' }, evaluations: [{ resource: { type: 'document', id: '1' } }, { resource: { type: 'document', id: '2' } }] });
+  t.same(many.body, { evaluations: [{ decision: true }, { decision: false }] });
+  const found = await server.call('POST', '/access/v1/search/resource', { subject: { type: 'jwt', id: alice }, action: { name: 'read' }, resource: { type: 'document' } });
+  t.equal(found.status, 200, JSON.stringify(found.body));
+  t.same(found.body.results, [{ type: 'document', id: '1' }], "the documents alice's token may read");
+  const refused = await server.call('POST', '/access/v1/search/resource', { subject: { type: 'jwt', id: unsignedToken('alice', 'k1') }, action: { name: 'read' }, resource: { type: 'document' } });
+  t.same(refused.body.results ?? [], [], 'an unsigned token finds nothing');
+});
