@@ -1,7 +1,9 @@
 import t, { type Test } from 'tap';
 import fc from 'fast-check';
 import { VerdictClient } from '../../clients/node/src/index.js';
-import { rmSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { AUDIENCE, ISSUER, signingKey, TokenIssuer, tokenFor } from '../helpers/token-issuer.js';
 import { startServer, temporaryDataDir, type TestServer } from '../helpers/server.js';
 import { answeredAlone, requestsOn, roleRule } from './helpers.js';
 
@@ -141,4 +143,27 @@ t.test('without the feed the cache serves nothing: no admin key, a server gone a
   t.teardown(back.close);
   await until(() => client.cacheServing);
   t.equal((await client.check(CHECKS[0]!)).allowed, true, 'the feed followed again once the server is back');
+});
+
+t.test('a check whose principal is a token is never served from the cache: the token expires, and its allow with it', async (t) => {
+  const key = await signingKey('k1');
+  const issuer = await TokenIssuer.start([key]);
+  t.teardown(() => issuer.close());
+  const dir = temporaryDataDir();
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  writeFileSync(join(dir, 'tokens.json'), JSON.stringify({ key_sets: [{ name: 'idp', issuer: ISSUER, audience: AUDIENCE, jwks_url: issuer.jwksUrl }], leeway_seconds: 0 }));
+  const server = await startServer({ tokens: join(dir, 'tokens.json') });
+  t.teardown(server.close);
+  t.equal((await server.call('POST', '/admin/policies', { name: 'signed-in', rules: [{ name: 'anyone', effect: 'allow', principal_conditions: [{ path: 'attributes.claims.sub', operator: 'exists' }], actions: ['read'] }] })).status, 200);
+  const client = new VerdictClient({ url: server.url, cache: true });
+  t.teardown(() => client.close());
+  await until(() => client.cacheServing);
+  const check = { principal: { token: await tokenFor(key, 'alice', { expiresIn: 2 }) }, resource: { uri: 'doc:1' }, action: 'read' };
+  t.equal((await client.check(check)).allowed, true);
+  await new Promise((resolve) => setTimeout(resolve, 2500));
+  const afterExpiry = await client.check(check).then(
+    (decision) => `answered ${JSON.stringify(decision)}`,
+    (error: Error) => error.message,
+  );
+  t.match(afterExpiry, /token has expired/, 'asked of the server again, which refuses the expired token');
 });

@@ -65,7 +65,7 @@ export class VerdictClient {
   /** The decision for one check: from the cache when it holds it, else batched with the checks issued beside it. */
   async check(check: CheckRequest, options: CheckOptions = {}): Promise<Decision> {
     const explain = options.explain === true;
-    const cacheable = !explain && this.cache !== undefined;
+    const cacheable = !explain && this.cache !== undefined && !namesToken(check);
     const key = cacheable ? JSON.stringify(check) : '';
     if (cacheable && this.cacheServing) {
       const cached = this.cache!.get(key);
@@ -170,6 +170,9 @@ export class VerdictClient {
 }
 
 /** The registered entities a check reads: those it names by uri, in either form. */
+/** Whether the check's principal is a bearer token: its decision is never kept, since the token expires (and its key set may rotate) with no change on the feed. */
+const namesToken = (check: CheckRequest) => typeof check.principal?.token === 'string' && check.principal.token !== '';
+
 function urisOf(check: CheckRequest): string[] {
   const uris = [check.principal?.uri, check.resource?.uri, check.principal_uri, check.resource_uri];
   return uris.filter((uri): uri is string => typeof uri === 'string');
