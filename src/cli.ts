@@ -43,7 +43,8 @@ Commands:
   policies export <dir> [--url <server>] | [--data-dir <dir>] | [--mongodb-uri <uri>]
                write the policies of a running server (default http://127.0.0.1:8421; the admin key
                from ADMIN_API_KEY) or of a store as YAML files, numbered in creation order, for --policies.
-  impact [<policy file>...] [--delete <name>]... [--url <server>] [--decision-log <lines>] [--fail-on deny-to-allow|allow-to-deny|any]
+  impact [<policy file>...] [--delete <name>]... [--url <server>] [--decision-log <lines>]
+         [--fail-on deny-to-allow|allow-to-deny|any]
                preview what writing these policies (and deleting those named) would do to the checks
                the running server decided lately (its recent checks, or with --decision-log the newest
                lines of its decision log file), without writing; exit 1 when a change crosses --fail-on

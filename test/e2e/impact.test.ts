@@ -60,6 +60,8 @@ if (missing === undefined) {
     t.teardown(() => context.close());
     await page.getByRole('link', { name: 'Shadow' }).click();
     await heading(page, 'Shadow policies').waitFor();
+    // The heading comes before the report: wait for what it lists.
+    await page.getByRole('list', { name: 'Shadow policies' }).waitFor();
     t.same(await page.getByRole('list', { name: 'Shadow policies' }).getByRole('listitem').allInnerTexts().then((items) => items.map((item) => item.split(' Promote')[0])), [
       'access-next in place of access',
       'trial beside the live policies',
