@@ -43,6 +43,7 @@ t.test('a valid token for the owner is allowed, one for another user denied; the
   const bob = await server.call('POST', '/check', checkWith(await tokenFor(key, 'bob')));
   t.same([bob.status, bob.body.allowed], [200, false]);
   t.equal((await server.call('POST', '/check', checkWith(alice))).body.allowed, true, 'again, from the cache');
+  t.equal((await server.call('POST', '/check', checkWith(await tokenFor(key, 'alice', { expiresIn: -10 })))).body.allowed, true, 'expired 10 s ago: within the 30 s leeway');
   const plan = await server.call('POST', '/plan', { principal: { token: alice }, action: 'read' });
   t.equal(plan.status, 200, JSON.stringify(plan.body));
   t.match(plan.body.condition, { path: 'attributes.owner', value: 'alice' }, "a plan reads the token's claims as a check does");
@@ -67,7 +68,7 @@ t.test('a valid token for the owner is allowed, one for another user denied; the
   t.match(logged, /"claims":\{[^}]*"sub":"alice"/, 'it records the claims decided on');
 });
 
-t.test('an expired, wrongly signed, alg none, HMAC-with-the-public-key, wrong audience or unknown-kid token is never allowed: 401 saying why, never a 5xx', async (t) => {
+t.test('an expired, not-yet-valid, wrongly signed, alg none, HMAC-with-the-public-key, wrong audience or unknown-kid token is never allowed: 401 saying why, never a 5xx', async (t) => {
   const key = await signingKey('k1');
   const issuer = await TokenIssuer.start([key]);
   t.teardown(() => issuer.close());
@@ -82,6 +83,7 @@ t.test('an expired, wrongly signed, alg none, HMAC-with-the-public-key, wrong au
     ['alg none', unsignedToken('alice', 'k1'), /not allowed|not a signed JWT/],
     ['HS256 keyed with the public key', hmacWithPublicKey, /algorithm is not allowed/],
     ['for another audience', await tokenFor(key, 'alice', { audience: 'other-app' }), /'aud' claim is not accepted/],
+    ['not valid before an hour from now', await tokenFor(key, 'alice', { extra: { nbf: Math.floor(Date.now() / 1000) + 3600 } }), /'nbf' claim is not accepted/],
     ['of an unknown issuer', await tokenFor(key, 'alice', { issuer: 'https://elsewhere.test' }), /no key set verifies tokens of issuer/],
     ['of an unknown kid', await tokenFor(await signingKey('k9'), 'alice'), /no key of key set 'idp' matches/],
     ['not a JWT', 'not.a-jwt', /not a JWT/],
