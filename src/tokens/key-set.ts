@@ -68,6 +68,8 @@ export class KeySet {
   private lastFetchStarted = 0;
   private fetching: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
+  private retry: NodeJS.Timeout | undefined;
+  private closed = false;
 
   private constructor(
     readonly settings: KeySetSettings,
@@ -121,7 +123,9 @@ export class KeySet {
   }
 
   close(): void {
+    this.closed = true;
     clearInterval(this.timer);
+    clearTimeout(this.retry);
   }
 
   private use(keys: JSONWebKeySet): void {
@@ -134,7 +138,7 @@ export class KeySet {
   /** One fetch at a time: a caller that comes while one runs waits for it. */
   private fetch(): Promise<void> {
     const { source } = this.settings;
-    if ('file' in source) return Promise.resolve();
+    if ('file' in source || this.closed) return Promise.resolve();
     this.fetching ??= (async () => {
       this.lastFetchStarted = Date.now();
       try {
@@ -144,7 +148,7 @@ export class KeySet {
         this.lastError = (error as Error).message;
         this.onRefresh(this.settings.name, 'failed');
         // Never fetched: tried again soon, not at the next refresh.
-        if (!this.loaded) setTimeout(() => void this.fetch(), source.minRefetchSeconds * 1000).unref();
+        if (!this.loaded) this.retry = setTimeout(() => void this.fetch(), source.minRefetchSeconds * 1000).unref();
       } finally {
         this.fetching = undefined;
       }
