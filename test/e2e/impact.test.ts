@@ -1,5 +1,8 @@
 import t from 'tap';
-import { startServer } from '../helpers/server.js';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { scratchDir, startServer } from '../helpers/server.js';
+import { until } from '../helpers/until.js';
 import { chromiumMissing, field, heading, launchChromium, openDashboard } from '../helpers/browser.js';
 
 /** The policy editor's "Preview impact" in a real headless Chromium: what saving would do to the checks decided lately, before saving. */
@@ -86,5 +89,30 @@ if (missing === undefined) {
     t.equal((await server.call('GET', '/admin/policies/trial')).status, 404);
     await page.getByText('No shadow policy.', { exact: false }).waitFor();
     t.equal(await page.getByRole('list', { name: 'Shadow policies' }).count(), 0, 'no shadow left');
+  });
+}
+
+if (missing === undefined) {
+  t.test("Preview impact can replay the decision log file instead, and says how many of its lines it read", async (t) => {
+    const chromium = await launchChromium();
+    t.teardown(() => chromium.close());
+    const log = join(scratchDir(t), 'decisions.ndjson');
+    const server = await startServer({ decisionLog: log, recentChecks: 0 });
+    t.teardown(() => server.close());
+    const readers = { name: 'access', rules: [{ name: 'readers', effect: 'allow', principal_conditions: [{ path: 'attributes.role', operator: '==', value: 'reader' }], actions: ['read'] }] };
+    t.equal((await server.call('POST', '/admin/policies', readers)).status, 200);
+    for (const role of ['reader', 'reader', 'guest']) await server.call('POST', '/check', { principal: { attributes: { role } }, resource: { uri: 'doc:1' }, action: 'read' });
+    await until(() => readFileSync(log, 'utf8').split('\n').length === 4, 'three decisions logged');
+
+    const { page, context } = await openDashboard(chromium, server.url);
+    t.teardown(() => context.close());
+    await page.goto(`${server.url}/dashboard/#/policy/access`);
+    await heading(page, 'Policy access').waitFor();
+    await field(page, 'Value (JSON)').fill('"guest"');
+    await page.getByRole('checkbox', { name: 'Replay the decision log file' }).check();
+    await page.getByRole('button', { name: 'Preview impact' }).click();
+    const impact = page.getByRole('region', { name: 'Impact' });
+    await impact.waitFor();
+    t.match(await impact.innerText(), /Of 3 checks of the decision log's newest 3 lines .*saving would turn 2 from allow to deny and 1 from deny to allow/s);
   });
 }

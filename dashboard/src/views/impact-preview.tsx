@@ -19,6 +19,16 @@ interface ImpactAnswer {
   by_action: (Flips & { key: string })[];
   by_rule: (Flips & { before: string; after: string })[];
   sample: { check: Record<string, unknown>; before: Compared; after: Compared }[];
+  decision_log?: { lines: number; skipped: { masked: number; refused: number; unreadable: number }; cut?: string };
+}
+
+/** Where the replayed checks came from, in words. */
+function replayedFrom(impact: ImpactAnswer): string {
+  const log = impact.decision_log;
+  if (log === undefined) return 'recent checks';
+  const { masked, refused, unreadable } = log.skipped;
+  const skipped = masked + refused + unreadable;
+  return `checks of the decision log's newest ${log.lines} lines${skipped === 0 ? '' : ` (${skipped} lines not replayable)`}${log.cut === undefined ? '' : `; ${log.cut}`}`;
 }
 
 const word = (allowed: boolean) => (allowed ? 'allowed' : 'denied');
@@ -26,11 +36,12 @@ const word = (allowed: boolean) => (allowed ? 'allowed' : 'denied');
 export function ImpactPreview({ policy }: { policy: SentPolicy | undefined }) {
   const [impact, setImpact] = useState<ImpactAnswer | undefined>(undefined);
   const [alerts, setAlerts] = useState<string[]>([]);
+  const [fromLog, setFromLog] = useState(false);
   const preview = async () => {
     setAlerts([]);
     if (policy === undefined) return setAlerts(['Fix the policy before previewing it.']);
     try {
-      setImpact(await call<ImpactAnswer>('POST', '/admin/policies/impact', { policies: [policy] }));
+      setImpact(await call<ImpactAnswer>('POST', '/admin/policies/impact', { policies: [policy], ...(fromLog && { source: 'decision_log' }) }));
     } catch (error) {
       setAlerts([(error as Error).message]);
     }
@@ -39,12 +50,15 @@ export function ImpactPreview({ policy }: { policy: SentPolicy | undefined }) {
     <div class="impact">
       <button type="button" onClick={preview}>
         Preview impact
-      </button>
+      </button>{' '}
+      <label>
+        <input type="checkbox" checked={fromLog} onChange={(event) => setFromLog(event.currentTarget.checked)} /> Replay the decision log file
+      </label>
       <Alerts messages={alerts} />
       {impact !== undefined && (
         <section aria-label="Impact">
           <p>
-            Of {impact.replayed} recent checks{impact.from === null ? '' : ` (${impact.from} to ${impact.to})`}, saving would turn{' '}
+            Of {impact.replayed} {replayedFrom(impact)}{impact.from === null ? '' : ` (${impact.from} to ${impact.to})`}, saving would turn{' '}
             <strong>{impact.changed.allow_to_deny} from allow to deny</strong> and <strong>{impact.changed.deny_to_allow} from deny to allow</strong>.
           </p>
           {impact.by_rule.length > 0 && (
