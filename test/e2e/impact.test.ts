@@ -1,11 +1,30 @@
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { scratchDir, startServer } from '../helpers/server.js';
+import { scratchDir, startServer, type TestServer } from '../helpers/server.js';
 import { until } from '../helpers/until.js';
 import { chromiumMissing, field, heading, launchChromium, openDashboard } from '../helpers/browser.js';
+import type { Browser, Page } from 'playwright-core';
 
 /** The policy editor's "Preview impact" in a real headless Chromium: what saving would do to the checks decided lately, before saving. */
+
+/** The policy `access` letting readers read, and three checks decided by it (two readers, a guest): the status of the policy write. */
+async function readersAndThreeChecks(server: TestServer): Promise<number> {
+  const readers = { name: 'access', rules: [{ name: 'readers', effect: 'allow', principal_conditions: [{ path: 'attributes.role', operator: '==', value: 'reader' }], actions: ['read'] }] };
+  const written = await server.call('POST', '/admin/policies', readers);
+  for (const role of ['reader', 'reader', 'guest']) await server.call('POST', '/check', { principal: { attributes: { role } }, resource: { uri: 'doc:1' }, action: 'read' });
+  return written.status;
+}
+
+/** The dashboard's editor of `access`, its rule changed (not saved) to let guests read instead. */
+async function editingReadersForGuests(t: Test, chromium: Browser, server: TestServer): Promise<Page> {
+  const { page, context } = await openDashboard(chromium, server.url);
+  t.teardown(() => context.close());
+  await page.goto(`${server.url}/dashboard/#/policy/access`);
+  await heading(page, 'Policy access').waitFor();
+  await field(page, 'Value (JSON)').fill('"guest"');
+  return page;
+}
 
 const missing = chromiumMissing();
 if (missing !== undefined) {
@@ -16,15 +35,9 @@ if (missing !== undefined) {
     t.teardown(() => chromium.close());
     const server = await startServer();
     t.teardown(() => server.close());
-    const readers = { name: 'access', rules: [{ name: 'readers', effect: 'allow', principal_conditions: [{ path: 'attributes.role', operator: '==', value: 'reader' }], actions: ['read'] }] };
-    t.equal((await server.call('POST', '/admin/policies', readers)).status, 200);
-    for (const role of ['reader', 'reader', 'guest']) await server.call('POST', '/check', { principal: { attributes: { role } }, resource: { uri: 'doc:1' }, action: 'read' });
+    t.equal(await readersAndThreeChecks(server), 200);
 
-    const { page, context } = await openDashboard(chromium, server.url);
-    t.teardown(() => context.close());
-    await page.goto(`${server.url}/dashboard/#/policy/access`);
-    await heading(page, 'Policy access').waitFor();
-    await field(page, 'Value (JSON)').fill('"guest"');
+    const page = await editingReadersForGuests(t, chromium, server);
     await page.getByRole('button', { name: 'Preview impact' }).click();
     const impact = page.getByRole('region', { name: 'Impact' });
     await impact.waitFor();
@@ -99,16 +112,10 @@ if (missing === undefined) {
     const log = join(scratchDir(t), 'decisions.ndjson');
     const server = await startServer({ decisionLog: log, recentChecks: 0 });
     t.teardown(() => server.close());
-    const readers = { name: 'access', rules: [{ name: 'readers', effect: 'allow', principal_conditions: [{ path: 'attributes.role', operator: '==', value: 'reader' }], actions: ['read'] }] };
-    t.equal((await server.call('POST', '/admin/policies', readers)).status, 200);
-    for (const role of ['reader', 'reader', 'guest']) await server.call('POST', '/check', { principal: { attributes: { role } }, resource: { uri: 'doc:1' }, action: 'read' });
+    t.equal(await readersAndThreeChecks(server), 200);
     await until(() => readFileSync(log, 'utf8').split('\n').length === 4, 'three decisions logged');
 
-    const { page, context } = await openDashboard(chromium, server.url);
-    t.teardown(() => context.close());
-    await page.goto(`${server.url}/dashboard/#/policy/access`);
-    await heading(page, 'Policy access').waitFor();
-    await field(page, 'Value (JSON)').fill('"guest"');
+    const page = await editingReadersForGuests(t, chromium, server);
     await page.getByRole('checkbox', { name: 'Replay the decision log file' }).check();
     await page.getByRole('button', { name: 'Preview impact' }).click();
     const impact = page.getByRole('region', { name: 'Impact' });
