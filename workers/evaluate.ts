@@ -9,7 +9,7 @@ import { threadId, workerData } from 'node:worker_threads';
 import { AnswerBudget, compile, decisionsJson, derive, ExplanationTooLarge, type Decision, type Snapshot } from '../src/engine/index.js';
 import { decideResolved } from '../src/decide/kernel.js';
 import { explanationsTooLarge } from '../src/decide/answer-limits.js';
-import { compileBulkValidator, namesRegisteredEntity, readBulkBody } from '../src/requests/bulk-request.js';
+import { compileBulkValidator, onlyTheFrontDecides, readBulkBody } from '../src/requests/bulk-request.js';
 import { ClientError, RequestValidationError } from '../src/errors.js';
 import type { BulkTask, PlanTask, PoolOutcome, PoolTask, TaskAtRevision, WorkerStart } from '../src/pool/bulk-task.js';
 import { planAnswers } from '../src/decide/plan-answers.js';
@@ -73,7 +73,7 @@ function decide(task: BulkTask, current: Snapshot): PoolOutcome {
     if (error instanceof RequestValidationError) return { kind: 'refused', statusCode: 422, detail: error.issues };
     throw error;
   }
-  if (inputs.some(namesRegisteredEntity)) return { kind: 'needs-registry' };
+  if (inputs.some(onlyTheFrontDecides)) return { kind: 'needs-front' };
   // What each item breaks of the schemas: under warn it is decided all the same, and the front records it.
   const enforced = schemas.enforced;
   const broken = enforced === undefined ? undefined : inputs.map((input) => enforced.violations(input));

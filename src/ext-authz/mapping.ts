@@ -2,6 +2,7 @@ import type { FromSchema } from 'json-schema-to-ts';
 import { ConfigError } from '../config/config.js';
 import { DocumentError, readDocument } from '../document-files.js';
 import { createAjv } from '../schemas/validation.js';
+import { CLAIMS_ATTRIBUTE } from '../requests/check-request.js';
 
 /** Where Envoy's authorization requests arrive: its `path_prefix` (Istio's `pathPrefix`). */
 export const EXT_AUTHZ_PREFIX = '/ext-authz';
@@ -156,6 +157,7 @@ export class ExtAuthzMapping {
     if (!validate(document)) throw new ConfigError(`${label}: ${(validate.errors ?? []).map((error) => `${error.instancePath || '(the file)'} ${error.message}`).join('; ')}`);
     const file = document as MappingFile;
     try {
+      if (Object.values(file.principal?.headers ?? {}).includes(CLAIMS_ATTRIBUTE)) throw new Error(`principal.headers: the attribute '${CLAIMS_ATTRIBUTE}' is reserved for a token's verified claims; give the header another attribute name`);
       const defaults = { ...DEFAULT_ACTIONS, ...file.actions };
       const routes = file.routes.map((route, index) => compileRoute(route, defaults, index));
       const principalUri = file.principal?.uri === undefined ? undefined : templateOf(file.principal.uri);

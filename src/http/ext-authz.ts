@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { EXT_AUTHZ_PREFIX, type ExtAuthzMapping } from '../ext-authz/mapping.js';
-import { AttributeConflict, CLAIMS_ATTRIBUTE, TokenNotAccepted, type Claims, type TokenClaims } from '../registry/resolve.js';
+import { AttributeConflict, TokenNotAccepted, type Claims, type TokenClaims } from '../registry/resolve.js';
 import type { CheckInput } from '../requests/check-request.js';
 import type { RoutesOptions } from './context.js';
 import { INVALID_TOKEN_CHALLENGE } from '../errors.js';
@@ -59,10 +59,9 @@ export const extAuthzRoutes: FastifyPluginAsync<ExtAuthzOptions> = async (app, {
           throw error;
         }
       }
-      const attributes = mapping.principalAttributes(request.headers);
-      if (claims !== null) attributes.set(CLAIMS_ATTRIBUTE, claims);
       const principalUri = mapping.principalUriOf(claims ?? undefined);
-      const input: CheckInput = { principal: { uri: principalUri, attributes }, resource: mapped.resource, action: mapped.action, context: mapped.context };
+      const principal = { uri: principalUri, attributes: mapping.principalAttributes(request.headers), ...(claims !== null && { verifiedClaims: claims }) };
+      const input: CheckInput = { principal, resource: mapped.resource, action: mapped.action, context: mapped.context };
       let allowed: boolean;
       let reason: string;
       try {

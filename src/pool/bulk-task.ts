@@ -55,8 +55,8 @@ export type PoolOutcome =
   | { kind: 'decided'; json: string; tally: BulkTally; violations: ItemViolations; revision: number; elapsedMs: number }
   /** The worker holds another snapshot than the task's (`holds`; none yet: undefined): send the changes or the policies along. */
   | { kind: 'stale'; holds: { revision: number; generation: number } | undefined }
-  /** An item names a registered entity: the front, which holds the entity cache, decides. */
-  | { kind: 'needs-registry' }
+  /** An item names a registered entity or a credential: the front, which holds the entity cache and verifies credentials, decides (see onlyTheFrontDecides). */
+  | { kind: 'needs-front' }
   /** An item breaks the attribute schemas under `reject`: the front decides the bulk, refusing such items as it refuses any check. */
   | { kind: 'breaks-schema' }
   | { kind: 'refused'; statusCode: number; detail: string | ValidationIssue[] }

@@ -1,6 +1,6 @@
 import type { DecisionRequest, ResolvedEntity } from '../engine/index.js';
 import { jsonEqual } from '../engine/json-equal.js';
-import type { CheckInput, EntityInput } from '../requests/check-request.js';
+import { CLAIMS_ATTRIBUTE, type CheckInput, type EntityInput } from '../requests/check-request.js';
 
 type Attributes = ReadonlyMap<string, unknown> | undefined;
 
@@ -16,6 +16,13 @@ export class AttributeConflict extends Error {}
 /** A principal's token that did not verify, where such a check is refused: it cannot be decided as asked either. */
 export class TokenNotAccepted extends AttributeConflict {}
 
+/** A principal's `claims` attribute written by the caller where only a verified token may give it. */
+export class ReservedClaims extends AttributeConflict {
+  constructor() {
+    super(`The principal attribute '${CLAIMS_ATTRIBUTE}' is reserved for the verified claims of a token on this server (it verifies tokens): send the token itself, or give the attribute another name`);
+  }
+}
+
 /** The claims of a verified token. */
 export type Claims = Readonly<Record<string, unknown>>;
 
@@ -27,8 +34,6 @@ export type Claims = Readonly<Record<string, unknown>>;
  */
 export type TokenClaims = (token: string, keySet?: string) => Claims | null | Promise<Claims | null>;
 
-/** The attribute a principal's verified claims are read under (`attributes.claims.sub`). */
-export const CLAIMS_ATTRIBUTE = 'claims';
 
 /**
  * Registered attributes of the uri, plus supplied ones. A supplied key that is registered with a
@@ -51,14 +56,18 @@ const isPromise = <T>(value: T | Promise<T>): value is Promise<T> => value insta
 
 /**
  * The decision request for a check: synchronous unless a registry lookup or a token's verification
- * has to wait. A principal's token gives its `claims` attribute (whatever was sent or registered
- * under that name gives way: the claims, or none when the token did not verify).
+ * has to wait. A principal's token gives its `claims` attribute (whatever was registered under that
+ * name gives way: the claims, or none when the token did not verify); where tokens are verified, a
+ * principal whose caller wrote `claims` itself is refused (ReservedClaims), so that a policy reading
+ * `claims` only ever reads what a key set verified. A principal's
+ * `verifiedClaims`, when a door verified its token itself, are put on it as a token's are.
  */
 export function resolveCheck(input: CheckInput, registered: RegisteredAttributes, claimsOf?: TokenClaims): DecisionRequest | Promise<DecisionRequest> {
+  if (claimsOf !== undefined && input.principal.attributes.has(CLAIMS_ATTRIBUTE)) throw new ReservedClaims();
   const principal = input.principal.uri === undefined ? undefined : registered(input.principal.uri);
   const resource = input.resource.uri === undefined ? undefined : registered(input.resource.uri);
-  const { token } = input.principal;
-  const claims = token === undefined ? undefined : claimsOfToken(token, claimsOf);
+  const { token, verifiedClaims } = input.principal;
+  const claims = verifiedClaims ?? (token === undefined ? undefined : claimsOfToken(token, claimsOf));
   if (isPromise(principal) || isPromise(resource) || isPromise(claims)) {
     return Promise.all([principal, resource, claims]).then(([principalAttributes, resourceAttributes, tokenClaims]) =>
       decisionRequest(input, principalAttributes, resourceAttributes, tokenClaims),

@@ -2,7 +2,7 @@ import type { ValidateFunction } from 'ajv';
 import type { FastifySchemaValidationError } from 'fastify';
 import { checkRequestListSchema, type CheckRequest } from '../schemas/check.js';
 import { compileListingErrors, validationIssues } from '../schemas/validation.js';
-import { FormsDisagree, readCheckRequest, type CheckInput } from './check-request.js';
+import { CLAIMS_ATTRIBUTE, FormsDisagree, readCheckRequest, type CheckInput } from './check-request.js';
 import { ClientError, RequestValidationError } from '../errors.js';
 import type { ValidationIssue } from '../schemas/errors.js';
 import { requestLimitIssues } from './request-limits.js';
@@ -76,7 +76,14 @@ export function readBulkBody(text: string, validate: BulkValidator, limits: Bulk
   return readBulkItems(body as CheckRequest[], readCheckRequest);
 }
 
-export const namesRegisteredEntity = (input: CheckInput) => input.principal.uri !== undefined || input.resource.uri !== undefined;
+/**
+ * Whether only the front can decide a check as asked: it names a registered entity (the front holds
+ * the entity cache), or its principal names a credential (a token, or a `claims` attribute, which only
+ * a verified token may give where tokens are verified): identity is settled at the front, once, and a
+ * worker never decides on a credential it cannot verify. Read from the parsed check, never from bytes.
+ */
+export const onlyTheFrontDecides = (input: CheckInput): boolean =>
+  input.principal.uri !== undefined || input.resource.uri !== undefined || input.principal.token !== undefined || input.principal.attributes.has(CLAIMS_ATTRIBUTE);
 
 /** The end of every key that names a uri: `uri`, `principal_uri`, `resource_uri`. */
 const URI_KEY_END = Buffer.from('uri"');
@@ -97,8 +104,8 @@ const TOKEN_KEY_END = Buffer.from('"token"');
 
 /**
  * Whether a bulk body plainly gives a token (`"token": "…"`): the front, which verifies tokens,
- * decides such a body itself. A token written otherwise is read by a worker, which cannot verify it
- * and refuses its item, saying so.
+ * decides such a body itself rather than have a worker read it only to hand it back. A token written
+ * otherwise is found by the worker once it has parsed the body (onlyTheFrontDecides), and handed back.
  */
 export const plainlyNamesToken = (body: Buffer): boolean => plainlyGivesString(body, TOKEN_KEY_END);
 

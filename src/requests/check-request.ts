@@ -4,12 +4,17 @@ import { DuplicateAttribute, toAttributeMap } from './attributes.js';
 import { jsonEqual } from '../engine/json-equal.js';
 import { ClientError } from '../errors.js';
 
+/** The attribute a principal's verified claims are read under (`attributes.claims.sub`). */
+export const CLAIMS_ATTRIBUTE = 'claims';
+
 /** One side of a check as the caller described it, before registered attributes are merged in. */
 export interface EntityInput {
   uri: string | undefined;
   attributes: Map<string, unknown>;
   /** The principal's bearer token (a signed JWT), whose verified claims it is decided with. */
   token?: string;
+  /** The claims of the principal's token, where the door verified it itself (external authorization): never read from a request body. */
+  verifiedClaims?: Readonly<Record<string, unknown>>;
 }
 
 /** The action of a check and the check's context, as the caller described them: the maps only when sent. */

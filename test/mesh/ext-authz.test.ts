@@ -176,4 +176,14 @@ t.test('a route names the key set its tokens are verified by, whatever their iss
     (error: Error) => error.message,
   );
   t.match(refused, /routes name key sets that --tokens does not have: nobody/);
+
+  writeFileSync(join(dir, 'mapping.json'), JSON.stringify({ principal: { headers: { 'x-claims': 'claims' } }, routes: [{ path: '/x/{id}', resource_type: 'x' }] }));
+  const readsClaimsHeader = await startServer({ tokens: join(dir, 'tokens.json'), extAuthz: join(dir, 'mapping.json') }).then(
+    async (started) => {
+      await started.close();
+      return 'started';
+    },
+    (error: Error) => error.message,
+  );
+  t.match(readsClaimsHeader, /the attribute 'claims' is reserved for a token's verified claims/, 'a header is never read as the claims');
 });
