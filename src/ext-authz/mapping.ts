@@ -22,7 +22,18 @@ export const extAuthzMappingSchema = {
     principal: {
       type: 'object',
       properties: {
-        uri: { type: 'string', minLength: 1, maxLength: 1024, description: "A template of the principal's uri over its token's claims: `user:{sub}`." },
+        uri: {
+          type: 'string',
+          minLength: 1,
+          maxLength: 1024,
+          description: "A template of the principal's uri over its token's claims (`user:{sub}`); `{key_set}` is the name of the key set that verified the token. With two key sets or more, the sets' uris must differ before their first claim.",
+        },
+        key_sets: {
+          type: 'object',
+          propertyNames: { pattern: '^[A-Za-z0-9_.-]{1,64}$' },
+          additionalProperties: { type: 'string', minLength: 1, maxLength: 1024 },
+          description: "A key set's own template of its principals' uris, in place of `uri` (`partners: \"partner:{sub}\"`).",
+        },
         headers: { ...headerTable, description: 'Forwarded request headers read as principal attributes (header: attribute). Only headers the mesh itself sets: a client can send any other.' },
       },
       additionalProperties: false,
@@ -83,6 +94,47 @@ function templateOf(template: string): Piece[] {
   return pieces;
 }
 
+/**
+ * Each key set's template of its principals' uris: its own under `key_sets`, else `uri`, with
+ * `{key_set}` filled in by the set's name (never by a claim). A token of one key set must never become a
+ * principal of another's, so where there are two key sets or more, the text of each set's template
+ * before its first claim may not begin another's: their uris then differ wherever their claims agree.
+ */
+function principalTemplates(principal: NonNullable<MappingFile['principal']>, keySets: readonly string[] | undefined): Map<string, Piece[]> {
+  const templates = new Map<string, Piece[]>();
+  const named = principal.key_sets ?? {};
+  if (principal.uri === undefined && Object.keys(named).length === 0) return templates;
+  if (keySets === undefined) throw new Error("the principal's uri is read from token claims, and no tokens are verified (give --tokens)");
+  const unknown = Object.keys(named).filter((name) => !keySets.includes(name));
+  if (unknown.length > 0) throw new Error(`principal.key_sets names key sets that --tokens does not have: ${unknown.join(', ')}`);
+  for (const keySet of keySets) {
+    const template = Object.hasOwn(named, keySet) ? named[keySet]! : principal.uri;
+    if (template === undefined) continue;
+    templates.set(keySet, templateOf(template).map((piece) => ('name' in piece && piece.name === 'key_set' ? { text: keySet } : piece)));
+  }
+  const prefixes = [...templates].map(([keySet, pieces]) => ({ keySet, prefix: literalPrefix(pieces) }));
+  for (const one of prefixes) {
+    for (const other of prefixes) {
+      if (one === other || !other.prefix.startsWith(one.prefix)) continue;
+      throw new Error(
+        `the principals of key sets '${one.keySet}' and '${other.keySet}' share a name space ('${one.prefix}…' and '${other.prefix}…'): a token of one could name a principal of the other. ` +
+          `Read {key_set} in principal.uri ("user:{key_set}:{sub}"), or give each set a template of its own under principal.key_sets ("partner:{sub}")`,
+      );
+    }
+  }
+  return templates;
+}
+
+/** The text a template's uris all begin with: its pieces up to the first name. */
+function literalPrefix(pieces: readonly Piece[]): string {
+  let prefix = '';
+  for (const piece of pieces) {
+    if ('name' in piece) break;
+    prefix += piece.text;
+  }
+  return prefix;
+}
+
 /** The template filled in from `values`; undefined when a name has no string or number value. */
 function fill(pieces: readonly Piece[], values: Readonly<Record<string, unknown>>): string | undefined {
   let text = '';
@@ -133,14 +185,16 @@ const headerValue = (value: string | string[] | undefined) => (Array.isArray(val
 export class ExtAuthzMapping {
   private constructor(
     private readonly routes: CompiledRoute[],
-    private readonly principalUri: Piece[] | undefined,
+    /** Each key set's template of its principals' uris, `{key_set}` filled in. */
+    private readonly principalUris: ReadonlyMap<string, Piece[]>,
     private readonly principalHeaders: Readonly<Record<string, string>>,
     private readonly contextHeaders: Readonly<Record<string, string>>,
     readonly upstreamPrincipalHeader: string | undefined,
     readonly denyReasonToClient: boolean,
   ) {}
 
-  static read(path: string): ExtAuthzMapping {
+  /** The mapping in the file at `path`, over the key sets `--tokens` has (undefined: no `--tokens`). */
+  static read(path: string, keySets: readonly string[] | undefined): ExtAuthzMapping {
     let document: unknown;
     try {
       document = readDocument(path);
@@ -148,11 +202,11 @@ export class ExtAuthzMapping {
       if (error instanceof DocumentError) throw new ConfigError(`--ext-authz ${error.message}`);
       throw error;
     }
-    return ExtAuthzMapping.of(document, `--ext-authz ${path}`);
+    return ExtAuthzMapping.of(document, `--ext-authz ${path}`, keySets);
   }
 
-  /** The mapping a parsed document says; `label` names it in a ConfigError. */
-  static of(document: unknown, label: string): ExtAuthzMapping {
+  /** The mapping a parsed document says, over the key sets `--tokens` has (undefined: no `--tokens`); `label` names it in a ConfigError. */
+  static of(document: unknown, label: string, keySets: readonly string[] | undefined): ExtAuthzMapping {
     const validate = createAjv(false, true).compile(extAuthzMappingSchema);
     if (!validate(document)) throw new ConfigError(`${label}: ${(validate.errors ?? []).map((error) => `${error.instancePath || '(the file)'} ${error.message}`).join('; ')}`);
     const file = document as MappingFile;
@@ -160,26 +214,19 @@ export class ExtAuthzMapping {
       if (Object.values(file.principal?.headers ?? {}).includes(CLAIMS_ATTRIBUTE)) throw new Error(`principal.headers: the attribute '${CLAIMS_ATTRIBUTE}' is reserved for a token's verified claims; give the header another attribute name`);
       const defaults = { ...DEFAULT_ACTIONS, ...file.actions };
       const routes = file.routes.map((route, index) => compileRoute(route, defaults, index));
-      const principalUri = file.principal?.uri === undefined ? undefined : templateOf(file.principal.uri);
-      return new ExtAuthzMapping(routes, principalUri, file.principal?.headers ?? {}, file.context?.headers ?? {}, file.upstream_headers?.principal_uri, file.deny_reason_to_client ?? false);
+      const unknown = [...new Set(routes.flatMap((route) => (route.keySet === undefined || keySets?.includes(route.keySet) ? [] : [route.keySet])))];
+      if (unknown.length > 0) throw new Error(`routes name key sets that --tokens does not have: ${unknown.join(', ')}`);
+      const principalUris = principalTemplates(file.principal ?? {}, keySets);
+      return new ExtAuthzMapping(routes, principalUris, file.principal?.headers ?? {}, file.context?.headers ?? {}, file.upstream_headers?.principal_uri, file.deny_reason_to_client ?? false);
     } catch (error) {
       throw new ConfigError(`${label}: ${(error as Error).message}`);
     }
   }
 
-  /** Whether the principal's uri is read from token claims. */
-  get readsClaims(): boolean {
-    return this.principalUri !== undefined;
-  }
-
-  /** The key sets routes name. */
-  get keySets(): string[] {
-    return [...new Set(this.routes.flatMap((route) => (route.keySet === undefined ? [] : [route.keySet])))];
-  }
-
-  /** The principal's uri from its claims (undefined without claims, a template, or a claim it reads). */
-  principalUriOf(claims: Readonly<Record<string, unknown>> | undefined): string | undefined {
-    return claims === undefined || this.principalUri === undefined ? undefined : fill(this.principalUri, claims);
+  /** The principal's uri from its verified token (undefined without one, a template for its key set, or a claim the template reads). */
+  principalUriOf(token: { claims: Readonly<Record<string, unknown>>; keySet: string } | undefined): string | undefined {
+    const template = token && this.principalUris.get(token.keySet);
+    return template === undefined ? undefined : fill(template, token!.claims);
   }
 
   /** The principal attributes the forwarded headers give. */

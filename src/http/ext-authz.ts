@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { EXT_AUTHZ_PREFIX, type ExtAuthzMapping } from '../ext-authz/mapping.js';
-import { AttributeConflict, TokenNotAccepted, type Claims, type TokenClaims } from '../registry/resolve.js';
+import { AttributeConflict, TokenNotAccepted, type TokenClaims, type VerifiedToken } from '../registry/resolve.js';
 import type { CheckInput } from '../requests/check-request.js';
 import type { RoutesOptions } from './context.js';
 import { INVALID_TOKEN_CHALLENGE } from '../errors.js';
@@ -50,17 +50,17 @@ export const extAuthzRoutes: FastifyPluginAsync<ExtAuthzOptions> = async (app, {
       const mapped = mapping.map(forwarded);
       if (mapped === undefined) return deny(reply, 403, `No route of the ext-authz mapping matches ${forwarded.method} ${forwarded.path.split('?')[0]}`);
       const token = BEARER.exec(authorizationOf(request.headers.authorization) ?? '')?.[1];
-      let claims: Claims | null = null;
+      let verified: VerifiedToken | null = null;
       if (token !== undefined && claimsOf !== undefined) {
         try {
-          claims = await claimsOf(token, mapped.keySet);
+          verified = await claimsOf(token, mapped.keySet);
         } catch (error) {
           if (error instanceof TokenNotAccepted) return deny(reply, 401, error.message);
           throw error;
         }
       }
-      const principalUri = mapping.principalUriOf(claims ?? undefined);
-      const principal = { uri: principalUri, attributes: mapping.principalAttributes(request.headers), ...(claims !== null && { verifiedClaims: claims }) };
+      const principalUri = mapping.principalUriOf(verified ?? undefined);
+      const principal = { uri: principalUri, attributes: mapping.principalAttributes(request.headers), ...(verified !== null && { verifiedClaims: verified.claims }) };
       const input: CheckInput = { principal, resource: mapped.resource, action: mapped.action, context: mapped.context };
       let allowed: boolean;
       let reason: string;

@@ -23,8 +23,14 @@ export class ReservedClaims extends AttributeConflict {
   }
 }
 
-/** The claims of a verified token. */
+/** The claims of a verified token, as conditions read them under the principal's `claims` attribute. */
 export type Claims = Readonly<Record<string, unknown>>;
+
+/** A token that verified: its claims, and the key set that verified them (whose name space its principal belongs to). */
+export interface VerifiedToken {
+  claims: Claims;
+  keySet: string;
+}
 
 /**
  * The claims of a principal's token (synchronous when it was verified lately), verified by the key
@@ -32,7 +38,7 @@ export type Claims = Readonly<Record<string, unknown>>;
  * claims; throws (or rejects with) TokenNotAccepted when such a check is refused. Undefined where no
  * tokens are verified.
  */
-export type TokenClaims = (token: string, keySet?: string) => Claims | null | Promise<Claims | null>;
+export type TokenClaims = (token: string, keySet?: string) => VerifiedToken | null | Promise<VerifiedToken | null>;
 
 
 /**
@@ -76,9 +82,10 @@ export function resolveCheck(input: CheckInput, registered: RegisteredAttributes
   return decisionRequest(input, principal, resource, claims);
 }
 
-function claimsOfToken(token: string, claimsOf: TokenClaims | undefined): ReturnType<TokenClaims> {
+function claimsOfToken(token: string, claimsOf: TokenClaims | undefined): Claims | null | Promise<Claims | null> {
   if (claimsOf === undefined) throw new TokenNotAccepted('This server verifies no tokens (it runs without --tokens): name the principal by its uri or attributes');
-  return claimsOf(token);
+  const verified = claimsOf(token);
+  return isPromise(verified) ? verified.then((settled) => settled && settled.claims) : verified && verified.claims;
 }
 
 function decisionRequest(input: CheckInput, principalAttributes: Attributes, resourceAttributes: Attributes, claims?: Claims | null): DecisionRequest {

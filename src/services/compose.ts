@@ -4,7 +4,7 @@ import { ChangeFeed } from './change-feed.js';
 import { RecentChecks } from './recent-checks.js';
 import { ShadowDecisions } from './shadow-decisions.js';
 import type { FastifyBaseLogger } from 'fastify';
-import { ConfigError, type Config } from '../config/config.js';
+import type { Config } from '../config/config.js';
 import { openStore } from '../store/open.js';
 import type { CheckedAgainst, Store } from '../store/store.js';
 import { PolicySnapshots } from '../snapshot/policy-snapshots.js';
@@ -94,8 +94,7 @@ export async function composeServices(config: Config, substitutes: Substitutes =
   // Read before the store opens: a schema document or a mapping that cannot be used stops the start.
   const schemaFile = schemaFileOf(config);
   const tokenSettings = config.tokens === '' ? undefined : readTokenSettings(config.tokens);
-  const extAuthzMapping = config.extAuthz === '' ? undefined : ExtAuthzMapping.read(config.extAuthz);
-  if (extAuthzMapping !== undefined) checkKeySetsOf(extAuthzMapping, tokenSettings, config.extAuthz);
+  const extAuthzMapping = config.extAuthz === '' ? undefined : ExtAuthzMapping.read(config.extAuthz, tokenSettings?.keySets.map((set) => set.name));
   // Policies come from the store, or from a directory of files when one is given (the registry stays in the store).
   // Loaded only then: a start without --policies need not load the YAML parser.
   const directory = config.policiesDir === '' ? undefined : (await import('../policy-files/policy-directory.js')).PolicyDirectory;
@@ -195,13 +194,6 @@ export async function composeServices(config: Config, substitutes: Substitutes =
       await decisionLog?.close();
     },
   };
-}
-
-/** A mapping reads claims only where tokens are verified, and names only key sets that `--tokens` has. */
-function checkKeySetsOf(mapping: ExtAuthzMapping, tokens: TokenSettings | undefined, file: string): void {
-  if (mapping.readsClaims && tokens === undefined) throw new ConfigError(`--ext-authz ${file}: the principal's uri is read from token claims, and no tokens are verified (give --tokens)`);
-  const unknown = mapping.keySets.filter((name) => !tokens?.keySets.some((set) => set.name === name));
-  if (unknown.length > 0) throw new ConfigError(`--ext-authz ${file}: routes name key sets that --tokens does not have: ${unknown.join(', ')}`);
 }
 
 /** The token verifier of `--tokens`, its key sets read (a URL fetched once: one that fails is retried, and /ready says so). */

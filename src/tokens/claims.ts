@@ -1,4 +1,4 @@
-import { TokenNotAccepted, type Claims, type TokenClaims } from '../registry/resolve.js';
+import { TokenNotAccepted, type TokenClaims, type VerifiedToken } from '../registry/resolve.js';
 import { TokenRejected, type TokenVerifier } from './verifier.js';
 
 /**
@@ -13,7 +13,7 @@ export function tokenClaims(verifier: TokenVerifier): TokenClaims {
     return null;
   };
   return (token, keySet) => {
-    let claims: Claims | Promise<Claims>;
+    let claims: VerifiedToken | Promise<VerifiedToken>;
     try {
       claims = verifier.claimsOf(token, keySet);
     } catch (error) {

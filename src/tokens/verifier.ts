@@ -4,8 +4,7 @@ import { KeySet, type KeySetStatus, type RefreshOutcome } from './key-set.js';
 import type { TokenSettings } from './settings.js';
 import { MAX_TOKEN_LENGTH } from './limits.js';
 
-/** The claims of a verified token, as conditions read them under the principal's `claims` attribute. */
-export type Claims = Readonly<Record<string, unknown>>;
+import type { Claims, VerifiedToken } from '../registry/resolve.js';
 
 /** A verified token is remembered at most this long (and never past its `exp`). */
 const MAX_CACHED_MS = 10 * 60 * 1000;
@@ -43,7 +42,7 @@ function rejection(error: unknown, set: string): TokenRejected {
  * costs no signature check.
  */
 export class TokenVerifier {
-  private readonly verified = new Map<string, { claims: Claims; until: number; characters: number }>();
+  private readonly verified = new Map<string, { token: VerifiedToken; until: number; characters: number }>();
   private cachedCharacters = 0;
 
   private constructor(
@@ -69,21 +68,22 @@ export class TokenVerifier {
     for (const set of this.keySets) set.close();
   }
 
-  /** The claims of `token`, or a TokenRejected saying why not; synchronous when the token was verified lately. */
-  claimsOf(token: string, keySetName?: string): Claims | Promise<Claims> {
+  /** The claims of `token` and the key set that verified them, or a TokenRejected saying why not; synchronous when the token was verified lately. */
+  claimsOf(token: string, keySetName?: string): VerifiedToken | Promise<VerifiedToken> {
     if (token.length > MAX_TOKEN_LENGTH) return Promise.reject(new TokenRejected(`the token is longer than ${MAX_TOKEN_LENGTH} characters`));
     // A token verified by a named key set is remembered apart from the same token verified by its issuer's.
     const digest = `${keySetName ?? ''}:${createHash('sha256').update(token).digest('base64')}`;
     const remembered = this.verified.get(digest);
     if (remembered !== undefined && remembered.until > Date.now()) {
       this.observers.verification('cached');
-      return remembered.claims;
+      return remembered.token;
     }
     return this.verify(token, keySetName).then(
-      (payload) => {
+      ({ payload, keySet }) => {
         this.observers.verification('verified');
-        this.remember(digest, payload, token.length);
-        return payload as Claims;
+        const verified: VerifiedToken = { claims: payload as Claims, keySet };
+        this.remember(digest, verified, payload.exp, token.length);
+        return verified;
       },
       (error: unknown) => {
         this.observers.verification('rejected');
@@ -92,19 +92,19 @@ export class TokenVerifier {
     );
   }
 
-  private async verify(token: string, keySetName: string | undefined): Promise<JWTPayload> {
+  private async verify(token: string, keySetName: string | undefined): Promise<{ payload: JWTPayload; keySet: string }> {
     const set = this.keySetFor(token, keySetName);
-    const { algorithms, issuer, audience } = set.settings;
+    const { algorithms, issuer, audience, name } = set.settings;
     const options = { algorithms, issuer, audience, clockTolerance: this.settings.leewaySeconds, requiredClaims: ['exp'] };
     try {
-      return (await jwtVerify(token, set.key, options)).payload;
+      return { payload: (await jwtVerify(token, set.key, options)).payload, keySet: name };
     } catch (error) {
-      if (!(error instanceof errors.JWKSNoMatchingKey) || !(await set.refetchForUnknownKey())) throw rejection(error, set.settings.name);
+      if (!(error instanceof errors.JWKSNoMatchingKey) || !(await set.refetchForUnknownKey())) throw rejection(error, name);
     }
     try {
-      return (await jwtVerify(token, set.key, options)).payload;
+      return { payload: (await jwtVerify(token, set.key, options)).payload, keySet: name };
     } catch (error) {
-      throw rejection(error, set.settings.name);
+      throw rejection(error, name);
     }
   }
 
@@ -129,14 +129,14 @@ export class TokenVerifier {
   }
 
   /** Remembers a verified token, the oldest forgotten first past `cache_size` tokens or MAX_CACHED_CHARACTERS. */
-  private remember(digest: string, payload: JWTPayload, characters: number): void {
+  private remember(digest: string, token: VerifiedToken, expiry: number | undefined, characters: number): void {
     if (this.settings.cacheSize === 0) return;
     this.forget(digest);
     while (this.verified.size > 0 && (this.verified.size >= this.settings.cacheSize || this.cachedCharacters + characters > MAX_CACHED_CHARACTERS)) {
       this.forget(this.verified.keys().next().value!);
     }
-    const until = Math.min((payload.exp ?? 0) * 1000, Date.now() + MAX_CACHED_MS);
-    this.verified.set(digest, { claims: payload as Claims, until, characters });
+    const until = Math.min((expiry ?? 0) * 1000, Date.now() + MAX_CACHED_MS);
+    this.verified.set(digest, { token, until, characters });
     this.cachedCharacters += characters;
   }
 

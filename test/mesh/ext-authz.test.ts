@@ -145,7 +145,19 @@ t.test('without --ext-authz there is no such route', async (t) => {
   await response.body.dump();
 });
 
-t.test('a route names the key set its tokens are verified by, whatever their issuer (another issuer\'s token is refused there); a mapping naming a key set --tokens lacks stops the start', async (t) => {
+/** Starts a server on `tokens` and `mapping`; the start's error message when it refuses. */
+async function startedWith(t: Test, dir: string, mapping: unknown): Promise<TestServer | string> {
+  writeFileSync(join(dir, 'mapping.json'), JSON.stringify(mapping));
+  return startServer({ tokens: join(dir, 'tokens.json'), extAuthz: join(dir, 'mapping.json') }).then(
+    (server) => {
+      t.teardown(server.close);
+      return server;
+    },
+    (error: Error) => error.message,
+  );
+}
+
+t.test("a route names the key set its tokens are verified by, whatever their issuer; a token of one key set never becomes a principal of another's: a partner's 'alice' is not your 'alice'", async (t) => {
   const idpKey = await signingKey('k1');
   const partnerKey = await signingKey('p1');
   const issuer = await TokenIssuer.start([idpKey]);
@@ -153,37 +165,31 @@ t.test('a route names the key set its tokens are verified by, whatever their iss
   const dir = scratchDir(t);
   writeFileSync(join(dir, 'partners.json'), JSON.stringify({ keys: [partnerKey.publicJwk] }));
   writeFileSync(join(dir, 'tokens.json'), JSON.stringify({ key_sets: [{ name: 'idp', issuer: ISSUER, audience: AUDIENCE, jwks_url: issuer.jwksUrl }, { name: 'partners', issuer: 'https://partners.test', jwks_file: 'partners.json' }] }));
-  const mapping = { principal: { uri: 'user:{sub}' }, routes: [{ path: '/partner/{id}', resource_type: 'partner-doc', key_set: 'partners' }, { path: '/documents/{id}', resource_type: 'document' }] };
-  writeFileSync(join(dir, 'mapping.json'), JSON.stringify(mapping));
-  const server = await startServer({ tokens: join(dir, 'tokens.json'), extAuthz: join(dir, 'mapping.json') });
-  t.teardown(server.close);
+  const routes = [{ path: '/partner/{id}', resource_type: 'partner-doc', key_set: 'partners' }, { path: '/documents/{id}', resource_type: 'document' }];
+  const shared = await startedWith(t, dir, { principal: { uri: 'user:{sub}' }, routes });
+  t.match(shared, /key sets 'idp' and 'partners' share a name space \('user:…' and 'user:…'\)/, 'one template for two key sets stops the start, saying how to part them');
+  t.match(await startedWith(t, dir, { principal: { uri: '{sub}' }, routes }), /share a name space/, 'so does a template that begins with a claim');
+  t.match(await startedWith(t, dir, { principal: { uri: 'user:{sub}', key_sets: { partners: 'user:p-{sub}' } }, routes }), /share a name space/, "and one set's text that begins another's");
+
+  const server = await startedWith(t, dir, { principal: { uri: 'user:{sub}', key_sets: { partners: 'partner:{sub}' } }, routes, upstream_headers: { principal_uri: 'x-verdict-principal' } });
+  if (typeof server === 'string') throw new Error(server);
   const anyone = { name: 'signed-in', rules: [{ name: 'any-subject', effect: 'allow', principal_conditions: [{ path: 'attributes.claims.sub', operator: 'exists' }], actions: ['read'] }] };
   t.equal((await server.call('POST', '/admin/policies', anyone)).status, 200);
-  const filter: EnvoyFilter = { serverUri: server.url, pathPrefix: '/ext-authz' };
+  const filter: EnvoyFilter = { serverUri: server.url, pathPrefix: '/ext-authz', allowedUpstreamHeaders: ['x-verdict-principal'] };
   const get = async (path: string, token: string) => throughEnvoy(filter, { method: 'GET', host: 'h', path, headers: { authorization: `Bearer ${token}` } });
-  const partnerToken = await tokenFor(partnerKey, 'acme', { issuer: 'https://partners.test', audience: 'anyone' });
-  t.match(await get('/partner/1', partnerToken), { passed: true }, "the partners' key set verifies the partner's token on its route");
+  const partnerAlice = await tokenFor(partnerKey, 'alice', { issuer: 'https://partners.test', audience: 'anyone' });
+  t.match(await get('/partner/1', partnerAlice), { passed: true, upstreamHeaders: { 'x-verdict-principal': 'partner:alice' } }, "the partners' key set verifies the partner's token on its route");
   t.match(await get('/partner/1', await tokenFor(idpKey, 'alice')), { passed: false, status: 401 }, "the identity provider's token is not verified by the partners' set");
-  t.match(await get('/documents/1', partnerToken), { passed: true }, "elsewhere the token's issuer chooses its key set");
-  t.match(await get('/documents/1', await tokenFor(idpKey, 'alice')), { passed: true });
+  t.match(await get('/documents/1', partnerAlice), { passed: true, upstreamHeaders: { 'x-verdict-principal': 'partner:alice' } }, "elsewhere the token's issuer chooses its key set, and its principal stays the partner's");
+  t.match(await get('/documents/1', await tokenFor(idpKey, 'alice')), { passed: true, upstreamHeaders: { 'x-verdict-principal': 'user:alice' } });
 
-  writeFileSync(join(dir, 'mapping.json'), JSON.stringify({ routes: [{ path: '/x/{id}', resource_type: 'x', key_set: 'nobody' }] }));
-  const refused = await startServer({ tokens: join(dir, 'tokens.json'), extAuthz: join(dir, 'mapping.json') }).then(
-    async (started) => {
-      await started.close();
-      return 'started';
-    },
-    (error: Error) => error.message,
-  );
-  t.match(refused, /routes name key sets that --tokens does not have: nobody/);
+  const byName = await startedWith(t, dir, { principal: { uri: 'user:{key_set}:{sub}' }, routes, upstream_headers: { principal_uri: 'x-verdict-principal' } });
+  if (typeof byName === 'string') throw new Error(byName);
+  t.equal((await byName.call('POST', '/admin/policies', anyone)).status, 200);
+  const forged = await tokenFor(partnerKey, 'alice', { issuer: 'https://partners.test', audience: 'anyone', extra: { key_set: 'idp' } });
+  t.match(await throughEnvoy({ ...filter, serverUri: byName.url }, { method: 'GET', host: 'h', path: '/documents/1', headers: { authorization: `Bearer ${forged}` } }), { passed: true, upstreamHeaders: { 'x-verdict-principal': 'user:partners:alice' } }, '{key_set} is the set that verified the token, never a claim of that name');
 
-  writeFileSync(join(dir, 'mapping.json'), JSON.stringify({ principal: { headers: { 'x-claims': 'claims' } }, routes: [{ path: '/x/{id}', resource_type: 'x' }] }));
-  const readsClaimsHeader = await startServer({ tokens: join(dir, 'tokens.json'), extAuthz: join(dir, 'mapping.json') }).then(
-    async (started) => {
-      await started.close();
-      return 'started';
-    },
-    (error: Error) => error.message,
-  );
-  t.match(readsClaimsHeader, /the attribute 'claims' is reserved for a token's verified claims/, 'a header is never read as the claims');
+  t.match(await startedWith(t, dir, { routes: [{ path: '/x/{id}', resource_type: 'x', key_set: 'nobody' }] }), /routes name key sets that --tokens does not have: nobody/);
+  t.match(await startedWith(t, dir, { principal: { key_sets: { nobody: 'x:{sub}' } }, routes }), /principal.key_sets names key sets that --tokens does not have: nobody/);
+  t.match(await startedWith(t, dir, { principal: { headers: { 'x-claims': 'claims' } }, routes }), /the attribute 'claims' is reserved for a token's verified claims/, 'a header is never read as the claims');
 });
