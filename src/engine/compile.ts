@@ -94,32 +94,33 @@ export class ConditionCompiler implements ConditionLists {
   private readonly conditions = new Map<string, CompiledItem>();
   private readonly lists = new Map<string, readonly CompiledItem[]>();
 
-  list(items: readonly CompilableItem[]): readonly CompiledItem[] {
-    const keys = items.map(itemKey);
+  list(items: readonly CompilableItem[], undecidableHolds = false): readonly CompiledItem[] {
+    const keys = items.map((item) => readingKey(item, undecidableHolds));
     // The JSON text of the list of tuples: as distinct as the lists.
     const listKey = `[${keys.join(',')}]`;
     let list = this.lists.get(listKey);
     if (list === undefined) {
-      list = items.map((item, index) => this.one(keys[index]!, item));
+      list = items.map((item, index) => this.one(keys[index]!, item, undecidableHolds));
       this.lists.set(listKey, list);
     }
     return list;
   }
 
-  private one(key: string, item: CompilableItem): CompiledItem {
+  private one(key: string, item: CompilableItem, undecidableHolds: boolean): CompiledItem {
     let compiled = this.conditions.get(key);
     if (compiled === undefined) {
-      if (isSetReference(item)) compiled = this.set(item);
-      else compiled = isGroup(item) ? this.group(item) : compileCondition(item);
+      if (isSetReference(item)) compiled = this.set(item, undecidableHolds);
+      else compiled = isGroup(item) ? this.group(item, undecidableHolds) : compileCondition(item, undecidableHolds);
       this.conditions.set(key, compiled);
     }
     return compiled;
   }
 
-  private group(source: ConditionGroup): CompiledGroup {
+  private group(source: ConditionGroup, undecidableHolds: boolean): CompiledGroup {
     const { kind, alternatives: written } = groupParts(source);
-    // Alternatives hold conditions only: the schema lets no group into a group.
-    const alternatives = written.map((conditions) => this.list(conditions));
+    // Alternatives hold conditions only: the schema lets no group into a group. A none_of holds where
+    // its alternatives do not: they are read the other way round.
+    const alternatives = written.map((conditions) => this.list(conditions, kind === 'none_of' ? !undecidableHolds : undecidableHolds));
     const someHolds = (entity: ResolvedEntity, request: DecisionRequest) => {
       for (const conditions of alternatives) if (firstFailingCondition(conditions, entity, request) === -1) return true;
       return false;
@@ -129,9 +130,9 @@ export class ConditionCompiler implements ConditionLists {
   }
 
   /** A set compiles as a group of one alternative, its items; one the policy does not define never holds. */
-  private set(source: ResolvedSet): CompiledGroup {
+  private set(source: ResolvedSet, undecidableHolds: boolean): CompiledGroup {
     if (source.items === undefined) return compiledGroup(() => false, { kind: 'set', name: source.set, alternatives: [] }, source);
-    const items = this.list(source.items);
+    const items = this.list(source.items, undecidableHolds);
     return compiledGroup((entity, request) => firstFailingCondition(items, entity, request!) === -1, { kind: 'set', name: source.set, alternatives: [items] }, source);
   }
 }
@@ -145,13 +146,14 @@ function compiledGroup(holds: Lookup, group: CompiledGroup['group'], source: Com
     referenced: undefined,
     relate: UNUSED_RELATION,
     holdsWhenMissing: false,
+    undecidableHolds: false,
     group,
     comparison: undefined,
     source,
   };
 }
 
-function compileCondition(condition: Condition): CompiledCondition {
+function compileCondition(condition: Condition, undecidableHolds: boolean): CompiledCondition {
   const { operator, value } = condition;
   const definition = OPERATOR_DEFINITIONS[operator];
   const { anchored } = definition;
@@ -164,6 +166,7 @@ function compileCondition(condition: Condition): CompiledCondition {
     referenced: value_from === undefined ? undefined : (parseReference(value_from) as Reference),
     relate: anchored === undefined || value_from === undefined ? definition.relate : anchored.relation(value),
     holdsWhenMissing: definition.holdsWhenMissing === true,
+    undecidableHolds: definition.undecidable !== undefined && undecidableHolds,
     group: undefined,
     comparison: comparisonOf(condition, value_from),
     source: condition,
@@ -181,6 +184,22 @@ function setItemsKey(items: readonly SetItem[]): string {
 /** A group's lookup decides it: true when it holds. */
 const GROUP_HOLDS = (found: unknown) => found === true;
 const UNUSED_RELATION = () => false;
+
+/** Whether an item holds a condition whose test may be undecidable (see OperatorDefinition.undecidable). */
+function mayBeUndecidable(item: CompilableItem): boolean {
+  if (isSetReference(item)) return item.items?.some(mayBeUndecidable) ?? false;
+  if (isGroup(item)) return groupParts(item).alternatives.some((conditions) => conditions.some(mayBeUndecidable));
+  return OPERATOR_DEFINITIONS[item.operator].undecidable !== undefined;
+}
+
+/**
+ * What identifies an item read one way (see CompiledTest.undecidableHolds): its key, marked by the
+ * reading when it holds a condition that may be undecidable; otherwise both readings are one.
+ */
+function readingKey(item: CompilableItem, undecidableHolds: boolean): string {
+  const key = itemKey(item);
+  return undecidableHolds && mayBeUndecidable(item) ? `!${key}` : key;
+}
 
 /**
  * What identifies an item of a list: its condition's key, or, for a group, its kind and the keys of
@@ -201,9 +220,9 @@ export function itemKey(item: CompilableItem): string {
 export function holdsFor(condition: CompiledItem, found: unknown, request: DecisionRequest): boolean {
   if (found === MISSING) return condition.holdsWhenMissing;
   const { reference } = condition;
-  if (reference === undefined) return condition.test(found);
+  if (reference === undefined) return condition.test(found) ?? condition.undecidableHolds;
   const other = reference(request);
-  return other !== MISSING && condition.relate(found, other);
+  return other !== MISSING && (condition.relate(found, other) ?? condition.undecidableHolds);
 }
 
 /** The position of the first condition (or group) that `entity`, a part of `request`, does not satisfy, or -1 when all hold. */
@@ -259,14 +278,15 @@ const indexableRules = (policy: Policy, compiled: readonly CompiledRule[]): Inde
 function compilePolicy(policy: Policy, position: number, conditions: ConditionCompiler): { rules: CompiledRule[]; indexable: IndexableRule[] } {
   const rules: CompiledRule[] = [];
   policy.rules.forEach((rule, index) => {
+    const denies = rule.effect === 'deny';
     const compiled: CompiledRule = {
       order: position * RULE_SLOTS + index,
       policyPosition: position,
-      denies: rule.effect === 'deny',
-      principal: conditions.list(resolveSets(policy, rule.principal_conditions)),
-      resource: conditions.list(resourceItems(policy, rule)),
-      action: conditions.list(resolveSets(policy, rule.action_conditions ?? [])),
-      context: conditions.list(resolveSets(policy, rule.context_conditions ?? [])),
+      denies,
+      principal: conditions.list(resolveSets(policy, rule.principal_conditions), denies),
+      resource: conditions.list(resourceItems(policy, rule), denies),
+      action: conditions.list(resolveSets(policy, rule.action_conditions ?? []), denies),
+      context: conditions.list(resolveSets(policy, rule.context_conditions ?? []), denies),
       decision: ruleDecision(rule.effect, rule.name, policy.name),
     };
     rules.push(compiled);

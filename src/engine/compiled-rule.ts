@@ -21,6 +21,13 @@ interface CompiledTest {
   relate: Relation;
   /** What the condition says where its path leads nowhere (see holdsFor). */
   holdsWhenMissing: boolean;
+  /**
+   * What the condition says where its test cannot evaluate the value it reads (see Predicate): it
+   * holds in a deny rule and fails in an allow rule (read the other way round inside a `none_of`),
+   * so that an evaluation error never allows and never escapes a deny. Conditions are shared by the
+   * rules that read them alike, never between readings.
+   */
+  undecidableHolds: boolean;
 }
 
 export interface CompiledCondition extends CompiledTest {
@@ -63,7 +70,7 @@ export interface CompiledRule {
   decision: Decision;
 }
 
-/** Compiles a list of conditions, sharing what it compiled before (see ConditionCompiler). */
+/** Compiles a list of conditions, sharing what it compiled before (see ConditionCompiler); `undecidableHolds`: see CompiledTest (a deny rule's: true). */
 export interface ConditionLists {
-  list(conditions: readonly CompilableItem[]): readonly CompiledItem[];
+  list(conditions: readonly CompilableItem[], undecidableHolds?: boolean): readonly CompiledItem[];
 }

@@ -25,6 +25,17 @@ export interface FailedCondition {
   missing?: true;
   /** The check has no value where the reference leads. */
   value_from_missing?: true;
+  /** Why the condition could not be evaluated on the value it read (an evaluation error): in an allow rule, it does not hold. */
+  undecidable?: string;
+}
+
+/** A condition of a deny rule that could not be evaluated on the value it read, and so counted as holding. */
+export interface UndecidableCondition {
+  side: RequestPart;
+  path: string;
+  operator: string;
+  actual: unknown;
+  why: string;
 }
 
 /**
@@ -58,6 +69,8 @@ export interface RuleTrace {
   failed?: FailedCondition | FailedGroup | FailedSet;
   /** For a matched rule with `any_of` groups: which alternative of each held. */
   alternatives_held?: HeldAlternative[];
+  /** For a matched deny rule: its conditions that could not be evaluated on the values they read, and so counted as holding. */
+  undecidable?: UndecidableCondition[];
 }
 
 export interface PolicyTrace {
@@ -121,7 +134,7 @@ function conditionValueLength(source: CompiledCondition['source']): number {
 }
 
 /** The field names, quotes and punctuation of each part, enough to hold whatever the parts' own texts leave out. */
-const FRAME = { explanation: 110, entity: 24, policy: 50, rule: 48, failed: 90, reference: 45, group: 70, held: 60, decidedBy: 120, time: 40 };
+const FRAME = { explanation: 110, entity: 24, policy: 50, rule: 48, failed: 90, reference: 45, group: 70, held: 60, decidedBy: 120, time: 40, undecidable: 200 };
 
 /** Counts each part of an explanation against the answer's budget as it is built; throws ExplanationTooLarge past it. */
 class Spending {
@@ -168,19 +181,51 @@ function itemFailure(item: CompiledItem, entity: ResolvedEntity, request: Decisi
   return item.group === undefined ? conditionFailure(item, entity, request, spending) : groupFailure(item, entity, request, spending);
 }
 
+/**
+ * Why `condition` cannot be evaluated on `actual`, the value at its path (not MISSING), with `resolved`,
+ * the value its reference read (MISSING without one); undefined when it can.
+ */
+function whyUndecidable(condition: CompiledCondition, actual: unknown, resolved: unknown): string | undefined {
+  const { undecidable } = OPERATOR_DEFINITIONS[condition.source.operator];
+  if (undecidable === undefined) return undefined;
+  if (condition.reference === undefined) return condition.test(actual) === undefined ? undecidable(actual, condition.source.value) : undefined;
+  return resolved !== MISSING && condition.relate(actual, resolved) === undefined ? undecidable(actual, resolved) : undefined;
+}
+
+/** The conditions of a matched deny rule that counted as holding because they could not be evaluated (groups are not looked into). */
+function undecidableConditions(compiled: CompiledRule, request: DecisionRequest, spending: Spending): UndecidableCondition[] | undefined {
+  if (!compiled.denies) return undefined;
+  let found: UndecidableCondition[] | undefined;
+  for (const side of SIDES) {
+    const entity = partOf(request, side);
+    for (const item of compiled[side]) {
+      if (item.group !== undefined) continue;
+      const actual = item.lookup(entity, request);
+      if (actual === MISSING) continue;
+      const why = whyUndecidable(item, actual, item.reference === undefined ? MISSING : item.reference(request));
+      if (why === undefined) continue;
+      spending.spend(FRAME.undecidable + conditionValueLength(item.source) + why.length);
+      spending.spendOn(actual);
+      (found ??= []).push({ side, path: item.source.path, operator: item.source.operator, actual, why });
+    }
+  }
+  return found;
+}
+
 /** How `condition`, which `entity` of `request` does not satisfy, failed. */
 function conditionFailure(condition: CompiledCondition, entity: ResolvedEntity, request: DecisionRequest, spending: Spending): Omit<FailedCondition, 'side'> {
   const { lookup, source, reference } = condition;
   const actual = lookup(entity, request);
   spending.spend(FRAME.failed + (reference === undefined ? 0 : FRAME.reference) + conditionValueLength(source));
   const failed: Omit<FailedCondition, 'side'> = { path: source.path, operator: source.operator };
+  let resolved: unknown = MISSING;
   if (reference === undefined) {
     if (source.value !== undefined) failed.expected = source.value;
   } else {
     // The reference read: as written, or the one an anchored operator reads by default (the decision's time).
     const { part, path } = condition.referenced!;
     failed.value_from = `${part}.${path}`;
-    const resolved = reference(request);
+    resolved = reference(request);
     if (resolved !== MISSING) {
       const { anchored } = OPERATOR_DEFINITIONS[source.operator];
       failed.expected = anchored === undefined ? resolved : anchored.pin(source.value, resolved);
@@ -193,6 +238,11 @@ function conditionFailure(condition: CompiledCondition, entity: ResolvedEntity, 
     failed.actual = actual;
   }
   if (reference !== undefined && failed.expected === undefined) failed.value_from_missing = true;
+  const why = actual === MISSING ? undefined : whyUndecidable(condition, actual, resolved);
+  if (why !== undefined) {
+    spending.spend(FRAME.failed + why.length);
+    failed.undecidable = why;
+  }
   return failed;
 }
 
@@ -304,16 +354,25 @@ export function explain(snapshot: Snapshot, request: DecisionRequest, decision: 
     }
     spending.spend(FRAME.rule + rule.name.length);
     const failed = firstFailure(compiled, request, spending);
+    let undecidable: UndecidableCondition[] | undefined;
     if (failed !== undefined) current.trace.rules.push({ name: rule.name, effect: rule.effect, matched: false, failed });
     else {
+      const trace: RuleTrace = { name: rule.name, effect: rule.effect, matched: true };
       const alternativesHeld = heldAlternatives(compiled, request, spending);
-      current.trace.rules.push(alternativesHeld === undefined ? { name: rule.name, effect: rule.effect, matched: true } : { name: rule.name, effect: rule.effect, matched: true, alternatives_held: alternativesHeld });
+      if (alternativesHeld !== undefined) trace.alternatives_held = alternativesHeld;
+      undecidable = undecidableConditions(compiled, request, spending);
+      if (undecidable !== undefined) trace.undecidable = undecidable;
+      current.trace.rules.push(trace);
     }
     if (compiled.decision === decision) {
       const first = `Rule ${rule.name} is the first rule of policy ${policy.name} to match`;
+      const unevaluated =
+        undecidable === undefined
+          ? ''
+          : ` (${undecidable.map((condition) => `${condition.path} ${condition.operator}`).join(', ')} could not be evaluated on the value read, and a deny rule applies unless it is shown not to)`;
       const why =
         rule.effect === 'deny'
-          ? `${first}, and it denies: a deny wins over any allow`
+          ? `${first}${unevaluated}, and it denies: a deny wins over any allow`
           : `${first}, and it allows: no policy's first matching rule denies`;
       decidedBy = { kind: 'rule', effect: rule.effect, why, policy: policy.name, rule: rule.name };
     }

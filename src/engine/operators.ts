@@ -4,14 +4,20 @@ import { addressRanges, rangesIssue } from './address-ranges.js';
 import { linearRegExp, PatternError } from './linear-regexp.js';
 import { inWindow, instantOf, nearnessIssue, nearTo, type Nearness, windowIssue } from './time.js';
 
-/** Tests an attribute's value (never MISSING: the caller handles absence) against a condition. */
-export type Predicate = (attribute: unknown) => boolean;
+/**
+ * Tests an attribute's value (never MISSING: the caller handles absence) against a condition:
+ * undefined when the condition cannot be evaluated on that value (an evaluation error: see
+ * OperatorDefinition.undecidable), which the condition then counts as holding or not by the rule it
+ * stands in (CompiledCondition.undecidableHolds).
+ */
+export type Predicate = (attribute: unknown) => boolean | undefined;
 
 /**
  * Tests an attribute's value against a value read from the request (`value_from`; neither is
- * MISSING): false when the operator could not take that value as a condition's `value`.
+ * MISSING): false when the operator could not take that value as a condition's `value`, or, for an
+ * operator whose tests may be undecidable, undefined.
  */
-export type Relation = (attribute: unknown, value: unknown) => boolean;
+export type Relation = (attribute: unknown, value: unknown) => boolean | undefined;
 
 interface OperatorDefinition {
   /** Why a condition value (undefined when none is given) is unusable with this operator, or undefined when it is fine. */
@@ -24,6 +30,13 @@ interface OperatorDefinition {
   refusesValueFrom?: string;
   /** For an operator whose value is relative to another value of the check, its anchor (see Anchored). */
   anchored?: Anchored;
+  /**
+   * Only for an operator whose tests may answer undefined (it cannot be evaluated on the value it
+   * reads: a network operator on what is not an address, a pattern on what is not a string, a time
+   * operator on what is not a date-time): why, for an explanation, given the value at the path and
+   * the condition's value (or the value its reference read).
+   */
+  undecidable?: (attribute: unknown, value: unknown) => string;
 }
 
 /**
@@ -56,6 +69,12 @@ export function spellOperator(operator: Operator, style: OperatorStyle): Operato
 
 const isNumber = (value: unknown): value is number => typeof value === 'number';
 const isString = (value: unknown): value is string => typeof value === 'string';
+
+/** A value as an explanation quotes it: its JSON, cut short. */
+function quoted(value: unknown): string {
+  const json = JSON.stringify(value) ?? String(value);
+  return json.length > 60 ? `${json.slice(0, 60)}…` : json;
+}
 
 const anyValue = (): undefined => undefined;
 const noValue = (value: unknown) => (value === undefined ? undefined : "takes no value: leave 'value' out");
@@ -129,38 +148,51 @@ function needsPattern(value: unknown): string | undefined {
   }
 }
 
+/** Only a string is matched by a pattern or not: anything else is undecidable for both operators. */
 function matching(negated: boolean): OperatorDefinition {
   return {
     checkValue: needsPattern,
     build(value) {
       const pattern = linearRegExp(value as string);
-      return (attribute) => isString(attribute) && pattern.test(attribute) !== negated;
+      return (attribute) => (isString(attribute) ? pattern.test(attribute) !== negated : undefined);
     },
     relate: () => false,
     refusesValueFrom: 'its pattern is compiled once, with the policy; give it as the value',
+    undecidable: (attribute) => `${quoted(attribute)} is not a string, which a pattern is matched against`,
   };
 }
 
-/** Ranges read from the request are parsed for each check, within MAX_ADDRESS_RANGES; ranges that do not parse hold for nothing. */
+/**
+ * Only an address is in a range or outside it: anything else is undecidable for both operators, and
+ * so are ranges read from the request (parsed for each check, within MAX_ADDRESS_RANGES) that do not parse.
+ */
 function inNetwork(negated: boolean): OperatorDefinition {
-  // Only an address is in a range or outside it: anything else holds for neither operator.
   const expected = !negated;
+  const settled = (inside: boolean | undefined) => (inside === undefined ? undefined : inside === expected);
   return {
     checkValue: rangesIssue,
     build(value) {
       const test = addressRanges(value);
-      return (attribute) => test(attribute) === expected;
+      return (attribute) => settled(test(attribute));
     },
-    relate: (attribute, value) => rangesIssue(value) === undefined && addressRanges(value)(attribute) === expected,
+    relate: (attribute, value) => (rangesIssue(value) === undefined ? settled(addressRanges(value)(attribute)) : undefined),
+    undecidable(attribute, value) {
+      const rangesWrong = rangesIssue(value);
+      return rangesWrong === undefined ? `${quoted(attribute)} is not an IP address` : `the ranges read, ${quoted(value)}, are not CIDR ranges: ${rangesWrong}`;
+    },
   };
 }
 
-const needsDateTime = (value: unknown) => (instantOf(value) === undefined ? "needs a date-time value, RFC 3339 with its offset ('2026-12-31T23:59:59Z')" : undefined);
+const DATE_TIME = "an RFC 3339 date-time with its offset ('2026-12-31T23:59:59Z')";
+const needsDateTime = (value: unknown) => (instantOf(value) === undefined ? `needs a date-time value, ${DATE_TIME.slice(3)}` : undefined);
+/** Why a time operator cannot evaluate `attribute` against an anchor or bound read as `value`. */
+const notDateTimes = (attribute: unknown, value: unknown) =>
+  instantOf(attribute) === undefined ? `${quoted(attribute)} is not ${DATE_TIME}` : `the date-time read, ${quoted(value)}, is not ${DATE_TIME}`;
 
 function compareInstants(test: (attribute: number, value: number) => boolean): OperatorDefinition {
   const holds = (attribute: unknown, bound: number) => {
     const instant = instantOf(attribute);
-    return instant !== undefined && test(instant, bound);
+    return instant === undefined ? undefined : test(instant, bound);
   };
   return {
     checkValue: needsDateTime,
@@ -170,8 +202,9 @@ function compareInstants(test: (attribute: number, value: number) => boolean): O
     },
     relate(attribute, value) {
       const bound = instantOf(value);
-      return bound !== undefined && holds(attribute, bound);
+      return bound === undefined ? undefined : holds(attribute, bound);
     },
+    undecidable: notDateTimes,
   };
 }
 
@@ -193,6 +226,7 @@ const within: OperatorDefinition = {
       return { ...(next !== undefined && { last: next }), ...(last !== undefined && { next: last }) };
     },
   },
+  undecidable: (attribute, value) => notDateTimes(attribute, (value as Nearness | undefined)?.of ?? value),
 };
 
 const equals: OperatorDefinition = { checkValue: anyValue, build: equalTo, relate: jsonEqual };
@@ -251,7 +285,13 @@ export const OPERATOR_DEFINITIONS: Readonly<Record<Operator, OperatorDefinition>
   not_in_cidr: inNetwork(true),
   before: compareInstants((attribute, value) => attribute < value),
   after: compareInstants((attribute, value) => attribute > value),
-  during: { checkValue: windowIssue, build: inWindow, relate: () => false, refusesValueFrom: 'its window is compiled once, with the policy; give it as the value' },
+  during: {
+    checkValue: windowIssue,
+    build: inWindow,
+    relate: () => false,
+    refusesValueFrom: 'its window is compiled once, with the policy; give it as the value',
+    undecidable: (attribute) => `${quoted(attribute)} is not ${DATE_TIME}`,
+  },
   within,
   // Presence: any value there (null included) is present; a missing path holds only for not_exists.
   exists: { checkValue: noValue, build: () => () => true, relate: neverRelated, refusesValueFrom: "leave 'value_from' out" },

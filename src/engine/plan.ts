@@ -39,7 +39,7 @@ export class PlanUnstatable extends Error {}
 function mirrored(path: string, condition: CompiledCondition, known: unknown, unstatable: Unstatable): ConditionTree {
   const operator = condition.comparison.operator;
   const { anchored } = OPERATOR_DEFINITIONS[operator];
-  if (anchored !== undefined) return pinned(path, operator, anchored.mirror(condition.comparison.value), known);
+  if (anchored !== undefined) return pinned(condition, path, anchored.mirror(condition.comparison.value), known);
   const reversed = MIRRORED[operator];
   const accepted = (value: unknown) => OPERATOR_DEFINITIONS[reversed ?? operator].checkValue(value) === undefined;
   if (reversed !== undefined) return accepted(known) ? { path, operator: reversed, value: known } : false;
@@ -80,19 +80,22 @@ function resourceDemand(condition: CompiledCondition, request: DecisionRequest):
     return value === MISSING ? false : mirrored(referenced!.path, condition, value, KNOWN_RESOURCE_UNSTATABLE);
   }
   const value = reference(request);
-  const { path, operator } = condition.comparison;
-  return value === MISSING ? false : pinned(path, operator, condition.comparison.value, value);
+  return value === MISSING ? false : pinned(condition, condition.comparison.path, condition.comparison.value, value);
 }
 
 /**
- * The comparison a condition on `path` makes once the value its reference reads is known: that value
- * as the condition's value, or written into it as its anchor; false where the operator would not
- * take the value, as evaluation relates nothing to it.
+ * The comparison `condition` makes on `path` once the value its reference reads is known: that value
+ * as the condition's value, or written into it as its anchor; where the operator would not take the
+ * value, false, as evaluation relates nothing to it, or, for an operator that cannot evaluate it, what
+ * the condition counts as then (see CompiledTest.undecidableHolds) wherever `path` has a value (a
+ * missing one keeps the condition false).
  */
-function pinned(path: string, operator: Comparison['operator'], conditionValue: unknown, known: unknown): ConditionTree {
+function pinned(condition: CompiledCondition, path: string, conditionValue: unknown, known: unknown): ConditionTree {
+  const { operator } = condition.comparison;
   const definition = OPERATOR_DEFINITIONS[operator];
   const value = definition.anchored === undefined ? known : definition.anchored.pin(conditionValue, known);
-  return definition.checkValue(value) === undefined ? { path, operator, value } : false;
+  if (definition.checkValue(value) === undefined) return { path, operator, value };
+  return definition.undecidable !== undefined && condition.undecidableHolds ? { path, operator: 'exists' } : false;
 }
 
 const KNOWN_RESOURCE_UNSTATABLE: Unstatable = { relates: ' relates a known attribute to an open one', remedy: 'leave that attribute out of the known ones' };

@@ -303,7 +303,7 @@ export class ActionRules {
   static build(rules: readonly IndexableRule[], conditions: ConditionLists): ActionRules {
     const forDecisions = CandidateRules.build(rules, ['principal', 'resource'], (rule: IndexableRule, { side, position }) => ({
       ...rule.compiled,
-      [side]: conditions.list(rule[side].filter((_, index) => index !== position)),
+      [side]: conditions.list(rule[side].filter((_, index) => index !== position), rule.compiled.denies),
     }));
     return new ActionRules(
       rules.map((rule) => rule.compiled),

@@ -145,8 +145,8 @@ const QUARTER_HOUR = 15 * MINUTE;
 /** Quarter hours whose offset a window keeps: four days' worth. */
 const MAX_OFFSETS_KEPT = 384;
 
-/** The test of a window that windowIssue accepts: whether a date-time falls in it, in its zone's local time. */
-export function inWindow(value: unknown): (attribute: unknown) => boolean {
+/** The test of a window that windowIssue accepts: whether a date-time falls in it, in its zone's local time; undefined for what is not a date-time. */
+export function inWindow(value: unknown): (attribute: unknown) => boolean | undefined {
   const window = value as TimeWindow;
   const format = zoneFormat(window.zone)!;
   const days = window.days && new Set(window.days.map((day) => WEEKDAYS.indexOf(day)));
@@ -167,7 +167,7 @@ export function inWindow(value: unknown): (attribute: unknown) => boolean {
   };
   return (attribute) => {
     const instant = instantOf(attribute);
-    if (instant === undefined) return false;
+    if (instant === undefined) return undefined;
     const local = instant + offsetAt(instant);
     const dayNumber = Math.floor(local / DAY);
     // 1970-01-01 was a Thursday.
@@ -224,8 +224,8 @@ export function nearnessIssue(value: unknown): string | undefined {
   return undefined;
 }
 
-/** Whether a date-time falls within a span (one nearnessIssue accepts) of an anchor date-time; false when either is not one. */
-export function nearTo(value: unknown): (attribute: unknown, anchor: unknown) => boolean {
+/** Whether a date-time falls within a span (one nearnessIssue accepts) of an anchor date-time; undefined when either is not one. */
+export function nearTo(value: unknown): (attribute: unknown, anchor: unknown) => boolean | undefined {
   const span = value as Nearness;
   const [last, next] = [durationOf(span.last) ?? 0, durationOf(span.next) ?? 0];
   // The last anchor read, kept apart from instantOf's text: each check reads the anchor (most often
@@ -237,8 +237,8 @@ export function nearTo(value: unknown): (attribute: unknown, anchor: unknown) =>
       anchorText = anchor;
       center = instantOf(anchor);
     }
-    if (center === undefined) return false;
+    if (center === undefined) return undefined;
     const instant = instantOf(attribute);
-    return instant !== undefined && instant >= center - last && instant <= center + next;
+    return instant === undefined ? undefined : instant >= center - last && instant <= center + next;
   };
 }

@@ -133,6 +133,7 @@ const failedConditionProperties = {
   actual: anyJsonValueSchema,
   missing: { type: 'boolean' },
   value_from_missing: { type: 'boolean' },
+  undecidable: { type: 'string', description: 'Why the condition could not be evaluated on the value it read (an evaluation error): it does not hold in an allow rule.' },
 } as const;
 
 /** What an explanation says of a condition or a group that did not hold. */
@@ -187,6 +188,15 @@ export const explanationSchema = {
                   type: 'array',
                   description: 'For a matched rule with `any_of` groups: the first alternative (counted from 0) of each that held.',
                   items: { type: 'object', properties: { side: sideSchema, alternative: { type: 'integer' } }, required: ['side', 'alternative'] },
+                },
+                undecidable: {
+                  type: 'array',
+                  description: 'For a matched deny rule: its conditions that could not be evaluated on the values they read (`why`), and so counted as holding.',
+                  items: {
+                    type: 'object',
+                    properties: { side: sideSchema, path: { type: 'string' }, operator: { type: 'string' }, actual: anyJsonValueSchema, why: { type: 'string' } },
+                    required: ['side', 'path', 'operator', 'actual', 'why'],
+                  },
                 },
               },
               required: ['name', 'effect', 'matched'],

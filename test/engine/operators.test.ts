@@ -12,13 +12,16 @@ interface Asserts {
 
 type Case = [conditionValue: unknown, attribute: unknown, expected: boolean];
 
-/** Runs every case through the whole engine (compile + evaluate) and through the bare predicate. */
+/**
+ * Runs every case through the whole engine (compile + evaluate, an allow rule) and through the bare
+ * predicate as an allow rule reads it (a value it cannot evaluate: undefined, which does not hold there).
+ */
 function check(t: Asserts, operators: Operator[], cases: Case[]): void {
   for (const operator of operators) {
     for (const [value, attribute, expected] of cases) {
       const label = `${JSON.stringify(attribute)} ${operator} ${JSON.stringify(value)}`;
       t.equal(holdsFor(operator, value, attribute), expected, `engine: ${label}`);
-      t.equal(OPERATOR_DEFINITIONS[operator].build(value)(attribute), expected, `predicate: ${label}`);
+      t.equal(OPERATOR_DEFINITIONS[operator].build(value)(attribute) ?? false, expected, `predicate: ${label}`);
     }
   }
 }
@@ -462,23 +465,24 @@ t.test('in_cidr takes a range or a list of up to 256, each an address with an op
   for (const [value, message] of refused) t.match(OPERATOR_DEFINITIONS.not_in_cidr.checkValue(value), message, JSON.stringify(value).slice(0, 40));
 });
 
-t.test('in_cidr with value_from: the ranges read from the check, holding for nothing when they are not ranges', async (t) => {
+t.test('in_cidr with value_from: the ranges read from the check; ranges that are not ranges cannot be evaluated (undefined), for either operator', async (t) => {
   const { relate } = OPERATOR_DEFINITIONS.in_cidr;
   t.equal(relate('10.1.2.3', '10.0.0.0/8'), true);
   t.equal(relate('10.1.2.3', ['192.0.2.0/24', '10.0.0.0/8']), true);
-  t.equal(relate('10.1.2.3', 'office'), false);
-  t.equal(relate('10.1.2.3', Array(257).fill('10.0.0.0/8')), false, 'beyond the bound: no range is read');
-  t.equal(OPERATOR_DEFINITIONS.not_in_cidr.relate('10.1.2.3', 'office'), false);
+  t.equal(relate('10.1.2.3', 'office'), undefined);
+  t.equal(relate('10.1.2.3', Array(257).fill('10.0.0.0/8')), undefined, 'beyond the bound: no range is read');
+  t.equal(OPERATOR_DEFINITIONS.not_in_cidr.relate('10.1.2.3', 'office'), undefined);
   t.equal(OPERATOR_DEFINITIONS.not_in_cidr.relate('192.0.2.1', '10.0.0.0/8'), true);
+  t.equal(OPERATOR_DEFINITIONS.not_in_cidr.relate('office', '10.0.0.0/8'), undefined);
 });
 
-t.test('in_cidr reads addresses as people write them, and only those', async (t) => {
+t.test('in_cidr reads addresses as people write them, and only those: anything else cannot be evaluated (undefined)', async (t) => {
   const anyV6 = OPERATOR_DEFINITIONS.in_cidr.build('::/0');
   const anyV4 = OPERATOR_DEFINITIONS.in_cidr.build('0.0.0.0/0');
   for (const address of ['::', '::1', '1::', '1:2:3:4:5:6:7:8', '1::8', '1:2:3:4:5:6::', 'ABCD:ef01::', '1:2:3:4:5:6:1.2.3.4', '::1.2.3.4']) t.equal(anyV6(address), true, address);
   for (const address of ['0.0.0.0', '255.255.255.255', '::ffff:1.2.3.4', '::FFFF:102:304']) t.equal(anyV4(address), true, address);
   for (const address of ['', ':', ':::', '1:2:3:4:5:6:7:8:9', '1::2::3', ':1', '1:', '1:2:3:4:5:6:7', '12345::', '1:2:3:4:5:6:7:1.2.3.4', '::1.2.3', 'g::', '1.2.3.4.5', '1..2.3', '256.1.1.1', '1.2.3.4 ', '::1%lo']) {
-    t.same([anyV6(address), anyV4(address)], [false, false], JSON.stringify(address));
+    t.same([anyV6(address), anyV4(address)], [undefined, undefined], JSON.stringify(address));
   }
 });
 
@@ -547,7 +551,8 @@ t.test('before and after compare the instants RFC 3339 date-times name, whatever
     t.match(OPERATOR_DEFINITIONS.before.checkValue(value), /needs a date-time value, RFC 3339/, JSON.stringify(value));
   }
   t.equal(OPERATOR_DEFINITIONS.after.relate('2026-12-31T00:00:01Z', '2026-12-31T00:00:00Z'), true, 'value_from: the other date-time read from the check');
-  t.equal(OPERATOR_DEFINITIONS.after.relate('2026-12-31T00:00:01Z', 'soon'), false);
+  t.equal(OPERATOR_DEFINITIONS.after.relate('2026-12-31T00:00:01Z', 'soon'), undefined, 'a value read that is not a date-time cannot be evaluated');
+  t.equal(OPERATOR_DEFINITIONS.after.build('2026-12-31T00:00:00Z')('2026-12-30'), undefined, 'nor can an attribute that is not one');
 });
 
 t.test('during: weekdays and a time of day in a named zone, daylight saving time included', async (t) => {
@@ -636,7 +641,7 @@ t.test('within reads its anchor from value_from, or from the decision time, when
   const lastMinute = anchored.relation({ last: 'PT1M' });
   t.equal(lastMinute('2026-12-30T23:59:30Z', '2026-12-31T00:00:00Z'), true);
   t.equal(lastMinute('2026-12-30T23:58:30Z', '2026-12-31T00:00:00Z'), false);
-  t.equal(lastMinute('2026-12-30T23:59:30Z', 'soon'), false, 'an anchor that is not a date-time relates nothing');
+  t.equal(lastMinute('2026-12-30T23:59:30Z', 'soon'), undefined, 'an anchor that is not a date-time cannot be evaluated');
   t.same(anchored.pin({ last: 'PT1M' }, '2026-12-31T00:00:00Z'), { last: 'PT1M', of: '2026-12-31T00:00:00Z' });
   t.same(anchored.mirror({ last: 'PT1M' }), { next: 'PT1M' });
   t.same(anchored.mirror({ last: 'PT1M', next: 'P2D' }), { last: 'P2D', next: 'PT1M' });

@@ -36,8 +36,11 @@ function decisionTime(request: DecisionRequest): string {
  * as if that value had been written as `value` (for `within`, as its value's anchor `of`, the
  * decision's time where neither is written): false when the check has none there, or one the
  * operator would refuse as a value (a number for `gt`, a list for `in`, a string for `startswith`).
+ * docs/evaluation.md, "Evaluation errors": a network, pattern or time operator that cannot evaluate the
+ * value it reads (or the value its reference reads) holds in a deny rule and fails in an allow rule
+ * (`undecidableHolds`), read the other way round inside a `none_of`.
  */
-export function conditionHolds(condition: Pick<Condition, 'path' | 'operator' | 'value' | 'value_from'>, entity: ResolvedEntity, request?: DecisionRequest): boolean {
+export function conditionHolds(condition: Pick<Condition, 'path' | 'operator' | 'value' | 'value_from'>, entity: ResolvedEntity, request?: DecisionRequest, undecidableHolds = false): boolean {
   const value =
     condition.path === 'name' ? (entity.uri ?? MISSING) : condition.path === 'time' ? (request === undefined ? MISSING : decisionTime(request)) : compileLookup(condition.path)(entity);
   if (condition.operator === 'exists') return value !== MISSING;
@@ -46,11 +49,13 @@ export function conditionHolds(condition: Pick<Condition, 'path' | 'operator' | 
   const definition = OPERATOR_DEFINITIONS[condition.operator];
   // `within` with no anchor in its value reads one: its value_from, or the decision's time.
   const reference = condition.value_from ?? (condition.operator === 'within' && (condition.value as { of?: string }).of === undefined ? 'context.time' : undefined);
-  if (reference === undefined) return definition.build(condition.value)(value);
+  const errorsHold = definition.undecidable !== undefined && undecidableHolds;
+  if (reference === undefined) return definition.build(condition.value)(value) ?? errorsHold;
   const other = referencedValue(reference, request ?? { principal: entity, resource: entity, action: '' });
   const written = condition.operator === 'within' ? { ...(condition.value as object), of: other } : other;
-  if (other === MISSING || definition.checkValue(written) !== undefined) return false;
-  return definition.build(written)(value);
+  if (other === MISSING) return false;
+  if (definition.checkValue(written) !== undefined) return errorsHold;
+  return definition.build(written)(value) ?? errorsHold;
 }
 
 /**
@@ -58,21 +63,21 @@ export function conditionHolds(condition: Pick<Condition, 'path' | 'operator' | 
  * (any_of), or of none (none_of), all hold; or a reference to a set of `policy`, which holds when
  * every item of the set does (and never when the policy has no such set).
  */
-function itemHolds(item: ConditionItem, entity: ResolvedEntity, request: DecisionRequest, policy: Pick<Policy, 'condition_sets'>): boolean {
-  if ('any_of' in item) return item.any_of.some((alternative) => alternative.every((c) => conditionHolds(c, entity, request)));
-  if ('none_of' in item) return !item.none_of.some((alternative) => alternative.every((c) => conditionHolds(c, entity, request)));
+function itemHolds(item: ConditionItem, entity: ResolvedEntity, request: DecisionRequest, policy: Pick<Policy, 'condition_sets'>, undecidableHolds: boolean): boolean {
+  if ('any_of' in item) return item.any_of.some((alternative) => alternative.every((c) => conditionHolds(c, entity, request, undecidableHolds)));
+  if ('none_of' in item) return !item.none_of.some((alternative) => alternative.every((c) => conditionHolds(c, entity, request, !undecidableHolds)));
   if ('set' in item) {
     const sets = policy.condition_sets ?? {};
-    return Object.hasOwn(sets, item.set) && sets[item.set]!.every((each) => itemHolds(each, entity, request, {}));
+    return Object.hasOwn(sets, item.set) && sets[item.set]!.every((each) => itemHolds(each, entity, request, {}, undecidableHolds));
   }
-  return conditionHolds(item, entity, request);
+  return conditionHolds(item, entity, request, undecidableHolds);
 }
 
 /** Whether the rule (of `policy`) covers the action and all its conditions hold, on the principal, the resource, the action and the context. */
 export function ruleApplies(rule: Rule, request: DecisionRequest, policy: Pick<Policy, 'condition_sets'> = {}): boolean {
   const action = { uri: request.action, attributes: request.actionAttributes ?? new Map<string, unknown>() };
   const context = { uri: undefined, attributes: request.context ?? new Map<string, unknown>() };
-  const all = (items: readonly ConditionItem[], entity: ResolvedEntity) => items.every((item) => itemHolds(item, entity, request, policy));
+  const all = (items: readonly ConditionItem[], entity: ResolvedEntity) => items.every((item) => itemHolds(item, entity, request, policy, rule.effect === 'deny'));
   return (
     rule.actions.includes(request.action) &&
     all(rule.principal_conditions, request.principal) &&

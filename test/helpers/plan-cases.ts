@@ -417,14 +417,17 @@ export function storedDocument(document: ResourceDocument, layout: MongoFilterOp
   return stored;
 }
 
-/** The condition tree read directly, as its grammar defines it, each comparison as the reference reads a condition. */
-export function treeHolds(tree: ConditionTree, resource: ResolvedEntity): boolean {
+/**
+ * The condition tree read directly, as its grammar defines it, each comparison as the reference reads a
+ * condition: one that cannot be evaluated on its value counts as denying, so it holds under a `not`.
+ */
+export function treeHolds(tree: ConditionTree, resource: ResolvedEntity, negated = false): boolean {
   if (typeof tree === 'boolean') return tree;
-  if ('and' in tree) return tree.and.every((child) => treeHolds(child, resource));
-  if ('or' in tree) return tree.or.some((child) => treeHolds(child, resource));
-  if ('not' in tree) return !treeHolds(tree.not, resource);
+  if ('and' in tree) return tree.and.every((child) => treeHolds(child, resource, negated));
+  if ('or' in tree) return tree.or.some((child) => treeHolds(child, resource, negated));
+  if ('not' in tree) return !treeHolds(tree.not, resource, !negated);
   // A relation in a plan is between two values of the resource.
-  return conditionHolds(tree, resource, { principal: { uri: undefined, attributes: new Map() }, resource, action: '' });
+  return conditionHolds(tree, resource, { principal: { uri: undefined, attributes: new Map() }, resource, action: '' }, negated);
 }
 
 /**

@@ -74,3 +74,35 @@ t.test('an explanation shows the ranges and the address that fell outside them; 
   const away = await server.call('POST', '/plan', { principal: { attributes: { staff: true } }, action: 'read', context: { ip: '192.0.2.1' } });
   t.same([away.body.kind, away.body.condition], ['always_denied', false], 'from elsewhere, nothing: the range is decided in the plan');
 });
+
+/** Nobody connects from outside the office; staff may read. A value that is not an address is not shown to be inside. */
+const OFFICE_ONLY = {
+  name: 'office-only',
+  rules: [
+    { name: 'outside', effect: 'deny', context_conditions: [{ path: 'attributes.ip', operator: 'not_in_cidr', value: OFFICE }], actions: ['read'] },
+    { name: 'staff', effect: 'allow', principal_conditions: [{ path: 'attributes.staff', operator: '==', value: true }], actions: ['read'] },
+  ],
+};
+const OUTSIDE = { allowed: false, reason: 'Rule outside denied the action in policy office-only' };
+const STAFF = { allowed: true, reason: 'Rule staff allowed the action in policy office-only' };
+
+t.test('a deny rule on not_in_cidr is not escaped by a value that is not an address, on every door, front and pool; explain says why', async (t) => {
+  for (const evaluation of ['inline', 'pool'] as const) {
+    const server = await emptyServer(t, { evaluation, workers: 1 });
+    t.equal((await server.call('POST', '/admin/policies', OFFICE_ONLY)).status, 200);
+    const hostile = ['office', '10.20.3.4 ', ['10.20.3.4'], 167_772_161, null, { ip: '10.20.3.4' }];
+    for (const ip of hostile) await decides(t, server, checkFrom(ip), OUTSIDE, '/check', `${evaluation}: ${JSON.stringify(ip)}`);
+    await decides(t, server, [...hostile.map((ip) => checkFrom(ip)), checkFrom('10.20.3.4')], [...hostile.map(() => OUTSIDE), STAFF], '/check/bulk', `${evaluation}: a bulk`);
+    const withoutAddress = { principal: { attributes: { staff: true } }, resource: { attributes: { path: '/r' } }, action: 'read' };
+    await decides(t, server, withoutAddress, STAFF, '/check', `${evaluation}: an address left out makes the condition false, as settled (validate warns of it)`);
+    const evaluationOf = (ip: unknown) => ({ subject: { type: 'user', id: 'alice', properties: { staff: true } }, action: { name: 'read' }, resource: { type: 'document', id: '1' }, context: { ip } });
+    await answers(t, server, evaluationOf('office'), 200, { decision: false }, '/access/v1/evaluation', `${evaluation}: AuthZEN`);
+  }
+  const server = await emptyServer(t, { evaluation: 'pool', workers: 1 });
+  t.equal((await server.call('POST', '/admin/policies', OFFICE_ONLY)).status, 200);
+  const explained = await server.call('POST', '/check/bulk?explain=true', [checkFrom('office')]);
+  t.equal(explained.status, 200, JSON.stringify(explained.body));
+  const outside = explained.body[0].explain.policies[0].rules[0];
+  t.same(outside, { name: 'outside', effect: 'deny', matched: true, undecidable: [{ side: 'context', path: 'attributes.ip', operator: 'not_in_cidr', actual: 'office', why: '"office" is not an IP address' }] }, 'a worker explains it as the front does');
+  t.match(explained.body[0].explain.decided_by.why, /attributes\.ip not_in_cidr could not be evaluated/);
+});

@@ -10,6 +10,8 @@ interface FailedCondition {
   actual?: unknown;
   missing?: boolean;
   value_from_missing?: boolean;
+  /** Why the condition could not be evaluated on the value it read. */
+  undecidable?: string;
 }
 
 /** A group that did not hold: each alternative's first failure (any_of), or the alternative that held (none_of). */
@@ -33,6 +35,8 @@ interface RuleTrace {
   matched: boolean;
   failed?: Failed & { side: Side };
   alternatives_held?: { side: Side; alternative: number }[];
+  /** A matched deny rule's conditions that could not be evaluated, and so counted as holding. */
+  undecidable?: { side: Side; path: string; operator: string; why: string }[];
 }
 
 export interface Explanation {
@@ -51,7 +55,7 @@ const json = (value: unknown) => JSON.stringify(value);
 function conditionOutcome(failed: FailedCondition): string {
   const found = failed.missing ? 'it is missing' : `it is ${json(failed.actual)}`;
   const comparedWith = failed.value_from === undefined ? json(failed.expected) : `${failed.value_from} (${failed.value_from_missing ? 'missing' : json(failed.expected)})`;
-  return `${failed.path} ${failed.operator} ${comparedWith} does not hold: ${found}`;
+  return `${failed.path} ${failed.operator} ${comparedWith} does not hold: ${failed.undecidable === undefined ? found : `it cannot be evaluated, ${failed.undecidable}`}`;
 }
 
 function failedOutcome(failed: Failed): string {
@@ -61,9 +65,13 @@ function failedOutcome(failed: Failed): string {
   return `any_of does not hold: ${failed.alternatives!.map((alternative, index) => `(${index + 1}) ${conditionOutcome(alternative)}`).join('; ')}`;
 }
 
-function ruleOutcome({ matched, failed, alternatives_held: held }: RuleTrace): string {
+function ruleOutcome({ matched, failed, alternatives_held: held, undecidable }: RuleTrace): string {
   if (matched || failed === undefined) {
-    return held === undefined ? 'matched' : `matched (${held.map(({ side, alternative }) => `${side} any_of: alternative ${alternative + 1}`).join(', ')})`;
+    const notes = [
+      ...(held ?? []).map(({ side, alternative }) => `${side} any_of: alternative ${alternative + 1}`),
+      ...(undecidable ?? []).map(({ side, path, operator, why }) => `${side} ${path} ${operator} counted as holding: it cannot be evaluated, ${why}`),
+    ];
+    return notes.length === 0 ? 'matched' : `matched (${notes.join(', ')})`;
   }
   return `${failed.side} ${failedOutcome(failed)}`;
 }

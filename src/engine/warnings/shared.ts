@@ -157,7 +157,7 @@ export interface CompiledRuleConditions {
 
 /** `rule` of `policy` compiled, its references to the policy's condition sets resolved (a reference is compared whole, as a group). */
 export function compileRule(policy: Pick<Policy, 'condition_sets'>, rule: Rule, compiler: ConditionCompiler): CompiledRuleConditions {
-  const sides = Object.fromEntries(SIDES.map((side) => [side, compiler.list(resolveSets(policy, conditionsOf(rule, side)))])) as Sides<readonly CompiledItem[]>;
+  const sides = Object.fromEntries(SIDES.map((side) => [side, compiler.list(resolveSets(policy, conditionsOf(rule, side)), rule.effect === 'deny')])) as Sides<readonly CompiledItem[]>;
   const indexed = Object.fromEntries(SIDES.map((side) => [side, indexOf(sides[side])])) as Sides<ConditionIndex>;
   return { rule, actions: new Set(rule.actions), sides, indexed };
 }
