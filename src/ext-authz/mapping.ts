@@ -7,6 +7,11 @@ import { CLAIMS_ATTRIBUTE } from '../requests/check-request.js';
 /** Where Envoy's authorization requests arrive: its `path_prefix` (Istio's `pathPrefix`). */
 export const EXT_AUTHZ_PREFIX = '/ext-authz';
 
+/** The header whose hops proxies append; what comes before them, the client wrote. */
+const FORWARDED_FOR = 'x-forwarded-for';
+/** The context attribute of the client address read from FORWARDED_FOR. */
+const CLIENT_ADDRESS = 'client_address';
+
 /** The action of a method, unless the mapping's `actions` or a route's say otherwise. */
 const DEFAULT_ACTIONS: Readonly<Record<string, string>> = { GET: 'read', HEAD: 'read', OPTIONS: 'read', POST: 'create', PUT: 'update', PATCH: 'update', DELETE: 'delete' };
 const MAX_ROUTES = 1000;
@@ -42,6 +47,13 @@ export const extAuthzMappingSchema = {
     context: {
       type: 'object',
       properties: { headers: { ...headerTable, description: 'Forwarded request headers read as context attributes (header: attribute).' } },
+      additionalProperties: false,
+    },
+    client_address: {
+      type: 'object',
+      description:
+        "The client's address as the context attribute `client_address`: the hop of `x-forwarded-for` that Envoy appended (with `use_remote_address`), or, behind `trusted_hops` proxies that each append one, the hop the first of them appended. A request with fewer hops is denied.",
+      properties: { trusted_hops: { type: 'integer', minimum: 0, maximum: 10, default: 0 } },
       additionalProperties: false,
     },
     routes: {
@@ -168,6 +180,7 @@ export interface ForwardedRequest {
 
 /** The check an HTTP request maps to, but its principal: the route's resource, the action, the context. */
 export interface MappedRequest {
+  kind: 'mapped';
   resource: { uri: string; attributes: Map<string, unknown> };
   action: string;
   context: Map<string, unknown>;
@@ -189,6 +202,8 @@ export class ExtAuthzMapping {
     private readonly principalUris: ReadonlyMap<string, Piece[]>,
     private readonly principalHeaders: Readonly<Record<string, string>>,
     private readonly contextHeaders: Readonly<Record<string, string>>,
+    /** Where the client address is read from x-forwarded-for: undefined, not read. */
+    private readonly clientAddress: { trustedHops: number } | undefined,
     readonly upstreamPrincipalHeader: string | undefined,
     readonly denyReasonToClient: boolean,
   ) {}
@@ -212,12 +227,23 @@ export class ExtAuthzMapping {
     const file = document as MappingFile;
     try {
       if (Object.values(file.principal?.headers ?? {}).includes(CLAIMS_ATTRIBUTE)) throw new Error(`principal.headers: the attribute '${CLAIMS_ATTRIBUTE}' is reserved for a token's verified claims; give the header another attribute name`);
+      if (file.principal?.headers?.[FORWARDED_FOR] !== undefined || file.context?.headers?.[FORWARDED_FOR] !== undefined) {
+        throw new Error(`${FORWARDED_FOR} is written by the client, in part: read the address Envoy vouches for with client_address ({"client_address": {"trusted_hops": 0}})`);
+      }
       const defaults = { ...DEFAULT_ACTIONS, ...file.actions };
       const routes = file.routes.map((route, index) => compileRoute(route, defaults, index));
       const unknown = [...new Set(routes.flatMap((route) => (route.keySet === undefined || keySets?.includes(route.keySet) ? [] : [route.keySet])))];
       if (unknown.length > 0) throw new Error(`routes name key sets that --tokens does not have: ${unknown.join(', ')}`);
       const principalUris = principalTemplates(file.principal ?? {}, keySets);
-      return new ExtAuthzMapping(routes, principalUris, file.principal?.headers ?? {}, file.context?.headers ?? {}, file.upstream_headers?.principal_uri, file.deny_reason_to_client ?? false);
+      return new ExtAuthzMapping(
+        routes,
+        principalUris,
+        file.principal?.headers ?? {},
+        file.context?.headers ?? {},
+        file.client_address && { trustedHops: file.client_address.trusted_hops ?? 0 },
+        file.upstream_headers?.principal_uri,
+        file.deny_reason_to_client ?? false,
+      );
     } catch (error) {
       throw new ConfigError(`${label}: ${(error as Error).message}`);
     }
@@ -234,10 +260,14 @@ export class ExtAuthzMapping {
     return attributesFromHeaders(this.principalHeaders, headers);
   }
 
-  /** The resource, action and context of `request`, or undefined when no route maps it. */
-  map(request: ForwardedRequest): MappedRequest | undefined {
+  /**
+   * The resource, action and context of `request`, or why it maps to nothing (no route matches it,
+   * or it carries no client address the proxies vouch for): it is then denied.
+   */
+  map(request: ForwardedRequest): MappedRequest | Unmapped {
     const segments = pathSegments(request.path);
-    if (segments === undefined) return undefined;
+    const unmatched: Unmapped = { kind: 'unmapped', why: `No route of the ext-authz mapping matches ${request.method} ${request.path.split('?')[0]}` };
+    if (segments === undefined) return unmatched;
     for (const route of this.routes) {
       if (route.methods !== undefined && !route.methods.has(request.method)) continue;
       const parameters = matchSegments(route, segments);
@@ -249,11 +279,35 @@ export class ExtAuthzMapping {
       if ('type' in route.resource) attributes.set('type', route.resource.type);
       const context = attributesFromHeaders(this.contextHeaders, request.headers);
       context.set('method', request.method);
-      context.set('path', request.path);
-      return { resource: { uri, attributes }, action, context, keySet: route.keySet };
+      // The path as the route matched it: decoded, without the query (which no policy reads).
+      context.set('path', `/${segments.join('/')}`);
+      if (this.clientAddress !== undefined) {
+        const address = vouchedAddress(headerValue(request.headers[FORWARDED_FOR]), this.clientAddress.trustedHops);
+        if (address === undefined) return { kind: 'unmapped', why: `The request carries no client address that the proxies vouch for (${FORWARDED_FOR} has fewer than ${this.clientAddress.trustedHops + 1} hops)` };
+        context.set(CLIENT_ADDRESS, address);
+      }
+      return { kind: 'mapped', resource: { uri, attributes }, action, context, keySet: route.keySet };
     }
-    return undefined;
+    return unmatched;
   }
+}
+
+/** A request that maps to no check, and why. */
+export interface Unmapped {
+  kind: 'unmapped';
+  why: string;
+}
+
+/**
+ * The hop of an `x-forwarded-for` chain that the last of `trustedHops` + 1 proxies appended (each
+ * appends the address it received the connection from): the rightmost with none trusted before Envoy.
+ * Undefined when the chain is shorter.
+ */
+function vouchedAddress(chain: string | undefined, trustedHops: number): string | undefined {
+  if (chain === undefined) return undefined;
+  const hops = chain.split(',').map((hop) => hop.trim());
+  const hop = hops[hops.length - 1 - trustedHops];
+  return hop === undefined || hop === '' ? undefined : hop;
 }
 
 function attributesFromHeaders(table: Readonly<Record<string, string>>, headers: ForwardedRequest['headers']): Map<string, unknown> {

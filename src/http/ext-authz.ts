@@ -48,7 +48,7 @@ export const extAuthzRoutes: FastifyPluginAsync<ExtAuthzOptions> = async (app, {
     handler: async (request, reply) => {
       const forwarded = { method: request.method, path: request.url.slice(EXT_AUTHZ_PREFIX.length), headers: request.headers };
       const mapped = mapping.map(forwarded);
-      if (mapped === undefined) return deny(reply, 403, `No route of the ext-authz mapping matches ${forwarded.method} ${forwarded.path.split('?')[0]}`);
+      if (mapped.kind === 'unmapped') return deny(reply, 403, mapped.why);
       const token = BEARER.exec(authorizationOf(request.headers.authorization) ?? '')?.[1];
       let verified: VerifiedToken | null = null;
       if (token !== undefined && claimsOf !== undefined) {

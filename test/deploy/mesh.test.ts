@@ -27,7 +27,7 @@ const verdict = (deployment.spec.template.spec.initContainers as Manifest[]).fin
 const env = Object.fromEntries((verdict.env as Manifest[]).map((variable) => [variable.name, variable.value ?? 'from-a-secret']));
 const config = loadConfig(verdict.args.slice(1), env);
 const mapping = parseYaml(configMap('verdict-mesh').data['mapping.yaml']);
-const headersRead = [...Object.keys(mapping.principal?.headers ?? {}), ...Object.keys(mapping.context?.headers ?? {})];
+const headersRead = [...Object.keys(mapping.principal?.headers ?? {}), ...Object.keys(mapping.context?.headers ?? {}), ...(mapping.client_address === undefined ? [] : ['x-forwarded-for'])];
 const principalHeader: string = mapping.upstream_headers.principal_uri;
 
 t.test('Istio: the AuthorizationPolicy calls the extension provider, which calls Verdict on the pod\'s loopback at /ext-authz with the headers the mapping reads', async (t) => {
@@ -60,6 +60,7 @@ function envoyFilter(serverUri: string): EnvoyFilter {
     allowedHeaders: exact(extAuthz.allowed_headers.patterns),
     allowedUpstreamHeaders: exact(extAuthz.http_service.authorization_response.allowed_upstream_headers.patterns),
     allowedClientHeaders: exact(extAuthz.http_service.authorization_response.allowed_client_headers.patterns),
+    useRemoteAddress: manager.use_remote_address === true,
   };
 }
 
@@ -74,6 +75,8 @@ t.test('plain Envoy: the ext_authz filter calls Verdict at /ext-authz, fails clo
   for (const header of headersRead) t.ok(filter.allowedHeaders!.includes(header), `${header} is forwarded`);
   t.ok(filter.allowedUpstreamHeaders!.includes(principalHeader));
   t.equal(config_.listeners[0].filter_chains[0].filters[0].typed_config.normalize_path, true, 'paths normalized before they are authorized');
+  t.equal(filter.useRemoteAddress, true, 'Envoy appends the address it saw to x-forwarded-for, which the mapping reads as the client address');
+  t.equal(config_.listeners[0].filter_chains[0].filters[0].typed_config.xff_num_trusted_hops, mapping.client_address.trusted_hops, 'Envoy and the mapping trust as many proxies before Envoy');
 });
 
 t.test("the example's policies, mapping and key set decide as documented: the owner reads, others do not, an editor creates", async (t) => {
@@ -92,11 +95,11 @@ t.test("the example's policies, mapping and key set decide as documented: the ow
 
   const filter = envoyFilter(server.url);
   const as = async (sub: string, method: string, path: string, extra = {}) =>
-    throughEnvoy(filter, { method, host: 'documents.example.com', path, headers: { authorization: `Bearer ${await tokenFor(key, sub, { issuer: keySet.issuer, audience: keySet.audience, extra })}` } });
+    throughEnvoy(filter, { method, host: 'documents.example.com', path, headers: { authorization: `Bearer ${await tokenFor(key, sub, { issuer: keySet.issuer, audience: keySet.audience, extra })}` }, peerAddress: '198.51.100.7' });
   t.same(await as('alice', 'GET', '/documents/42'), { passed: true, upstreamHeaders: { [principalHeader]: 'user:alice' } });
   t.match(await as('bob', 'GET', '/documents/42'), { passed: false, status: 403 });
   t.match(await as('bob', 'POST', '/documents', { groups: ['editors'] }), { passed: true });
   t.match(await as('bob', 'POST', '/documents'), { passed: false, status: 403 });
   t.match(await as('alice', 'GET', '/settings'), { passed: false, status: 403 }, 'unmapped');
-  t.match(await throughEnvoy(filter, { method: 'GET', host: 'h', path: '/documents/42', headers: { authorization: 'Bearer not-a-token' } }), { passed: false, status: 401, headers: { 'www-authenticate': /invalid_token/ } });
+  t.match(await throughEnvoy(filter, { method: 'GET', host: 'h', path: '/documents/42', headers: { authorization: 'Bearer not-a-token' }, peerAddress: '198.51.100.7' }), { passed: false, status: 401, headers: { 'www-authenticate': /invalid_token/ } });
 });

@@ -5,6 +5,9 @@ import { request } from 'undici';
  * Envoy binary runs here; this stands in for it in tests, and test/mesh/envoy-harness.test.ts holds
  * it to the documented rules):
  *
+ * - with `use_remote_address` (the connection manager's, applied before any filter), the address of
+ *   the peer Envoy accepted the connection from is appended to `X-Forwarded-For` (after what the
+ *   client sent, which Envoy keeps), and the filter sees that header;
  * - the authorization request has the original method, `path_prefix` followed by the original path
  *   (with its query), and only these headers: `Host` (the original authority), `Authorization` and
  *   `Content-Length` always, those the `allowed_headers` matchers accept, and `headers_to_add`
@@ -26,6 +29,8 @@ export interface EnvoyFilter {
   withRequestBody?: { maxRequestBytes: number };
   allowedUpstreamHeaders?: string[];
   allowedClientHeaders?: string[];
+  /** The connection manager's `use_remote_address`: the peer's address appended to `X-Forwarded-For`. */
+  useRemoteAddress?: boolean;
 }
 
 export interface ClientRequest {
@@ -36,6 +41,8 @@ export interface ClientRequest {
   path: string;
   headers?: Record<string, string>;
   body?: string;
+  /** The address of the peer that connected to Envoy (the client, or a load balancer before it). */
+  peerAddress?: string;
 }
 
 export type FilterOutcome =
@@ -51,7 +58,13 @@ const matches = (patterns: readonly string[] | undefined, name: string) =>
 /** The authorization request Envoy makes of `client`'s request: method, path, headers and body. */
 export function authorizationRequest(filter: EnvoyFilter, client: ClientRequest): { method: string; path: string; headers: Record<string, string>; body: string } {
   const headers: Record<string, string> = { host: client.host };
-  for (const [name, value] of Object.entries(client.headers ?? {})) {
+  const received = Object.fromEntries(Object.entries(client.headers ?? {}).map(([name, value]) => [name.toLowerCase(), value]));
+  if (filter.useRemoteAddress) {
+    if (client.peerAddress === undefined) throw new Error('use_remote_address needs the peer address');
+    const sent = received['x-forwarded-for'];
+    received['x-forwarded-for'] = sent === undefined ? client.peerAddress : `${sent}, ${client.peerAddress}`;
+  }
+  for (const [name, value] of Object.entries(received)) {
     const lower = name.toLowerCase();
     if (ALWAYS_SENT.includes(lower) || matches(filter.allowedHeaders, lower)) headers[lower] = value;
   }

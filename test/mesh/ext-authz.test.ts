@@ -11,7 +11,7 @@ import { authorizationRequest, throughEnvoy, type EnvoyFilter } from '../helpers
 
 const MAPPING = {
   principal: { uri: 'user:{sub}' },
-  context: { headers: { 'x-forwarded-for': 'client_address' } },
+  client_address: { trusted_hops: 0 },
   routes: [
     { path: '/documents/{id}', resource_type: 'document' },
     { path: '/teams/{team}/documents/{doc}', resource_uri: 'document:{team}/{doc}', methods: ['GET'], actions: { GET: 'read' } },
@@ -47,6 +47,7 @@ async function meshServer(t: Test, issuer: TokenIssuer, mapping: unknown = MAPPI
     pathPrefix: '/ext-authz',
     allowedHeaders: ['x-forwarded-for'],
     allowedUpstreamHeaders: ['x-verdict-principal'],
+    useRemoteAddress: true,
   };
   return { server, filter };
 }
@@ -76,7 +77,7 @@ t.test('ext_authz: the owner passes (with the principal header upstream), anothe
   t.teardown(() => issuer.close());
   const { server, filter } = await meshServer(t, issuer);
   const bearer = async (sub: string, extra = {}) => ({ authorization: `Bearer ${await tokenFor(key, sub, { extra })}` });
-  const get = async (path: string, headers: Record<string, string>, method = 'GET') => throughEnvoy(filter, { method, host: 'docs.example.com', path, headers });
+  const get = async (path: string, headers: Record<string, string>, method = 'GET', peerAddress = '198.51.100.7') => throughEnvoy(filter, { method, host: 'docs.example.com', path, headers, peerAddress });
 
   t.same(await get('/documents/1', await bearer('alice')), { passed: true, upstreamHeaders: { 'x-verdict-principal': 'user:alice' } });
   const other = await get('/documents/1', await bearer('mallory'));
@@ -85,7 +86,7 @@ t.test('ext_authz: the owner passes (with the principal header upstream), anothe
   t.match(await get('/documents/1', await bearer('mallory', { groups: ['editors'] }), 'PUT'), { passed: true }, 'PUT maps to update');
   t.match(await get('/teams/red/documents/7?x=1', await bearer('bob')), { passed: true }, 'a resource_uri template; the query is not part of the path');
   t.match(await get('/teams/red/documents/7', await bearer('bob'), 'PUT'), { passed: false, status: 403 }, 'a route for GET only maps no PUT');
-  t.match(await get('/documents/1', { ...(await bearer('alice')), 'x-forwarded-for': '203.0.113.9' }), { passed: false, status: 403 }, 'the client address read as context');
+  t.match(await get('/documents/1', await bearer('alice'), 'GET', '203.0.113.9'), { passed: false, status: 403 }, 'the client address Envoy saw, read as context');
 
   const unmapped = await get('/admin/everything', await bearer('alice'));
   t.match(unmapped, { passed: false, status: 403, body: 'Forbidden' }, 'unmapped routes are denied by default');
@@ -106,7 +107,7 @@ t.test('ext_authz: the owner passes (with the principal header upstream), anothe
     'allowed with no principal: the principal header is still set, empty, so a client cannot pass one off as its own',
   );
 
-  const posted = await throughEnvoy({ ...filter, withRequestBody: { maxRequestBytes: 1024 } }, { method: 'PUT', host: 'h', path: '/documents/1', headers: { ...(await bearer('alice')), 'content-type': 'application/octet-stream' }, body: 'raw bytes' });
+  const posted = await throughEnvoy({ ...filter, withRequestBody: { maxRequestBytes: 1024 } }, { method: 'PUT', host: 'h', path: '/documents/1', headers: { ...(await bearer('alice')), 'content-type': 'application/octet-stream' }, body: 'raw bytes', peerAddress: '198.51.100.7' });
   t.match(posted, { passed: true }, 'a forwarded body of any type is let through unread');
 
   const live = (await server.call('GET', '/admin/live')).body;
