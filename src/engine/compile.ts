@@ -9,6 +9,7 @@ import type { CompiledCondition, CompiledGroup, CompiledItem, CompiledRule, Cond
 import { ActionRules, type IndexableRule } from './rule-index.js';
 import { groupParts, isGroup, isSetReference, resolveSets, type CompilableItem, type ResolvedSet } from './condition-items.js';
 import { ScopedDefaults, scopeCondition } from './scope.js';
+import { ANY_ACTION } from './actions.js';
 
 /** Every policy compiled for evaluation, under the store revision it was built from. */
 export interface Snapshot {
@@ -294,7 +295,7 @@ function compilePolicy(policy: Policy, position: number, conditions: ConditionCo
   return { rules, indexable: indexableRules(policy, rules) };
 }
 
-/** Adds each of `rules` to the list of every action it covers. */
+/** Adds each of `rules` to the list of every action it names (ANY_ACTION among them). */
 function fileByAction(into: Map<string, IndexableRule[]>, policy: Policy, rules: readonly IndexableRule[]): void {
   policy.rules.forEach((rule, index) => {
     for (const action of new Set(rule.actions)) {
@@ -304,6 +305,23 @@ function fileByAction(into: Map<string, IndexableRule[]>, policy: Policy, rules:
     }
   });
 }
+
+/**
+ * The rules filed (by fileByAction, in (policy, rule) order) that cover `action`: those naming it and
+ * those of every action, in (policy, rule) order, each once.
+ */
+function coveringAction(byAction: ReadonlyMap<string, IndexableRule[]>, action: string): IndexableRule[] {
+  const named = byAction.get(action) ?? [];
+  const everyAction = action === ANY_ACTION ? undefined : byAction.get(ANY_ACTION);
+  if (everyAction === undefined) return named;
+  return [...new Set([...named, ...everyAction])].sort((a, b) => a.compiled.order - b.compiled.order);
+}
+
+/**
+ * The rules of `action` in `snapshot`: those that name it and those of every action, or, for an
+ * action no rule names, those of every action alone.
+ */
+export const rulesFor = (snapshot: Snapshot, action: string): ActionRules | undefined => snapshot.rulesByAction.get(action) ?? snapshot.rulesByAction.get(ANY_ACTION);
 
 /**
  * Compiles validated, normalized policies (in creation order). Run once per change, never per
@@ -320,7 +338,7 @@ export function compile(policies: readonly Policy[], revision: number, positions
     fileByAction(rulesOfAction, policy, compiled.indexable);
     return compiled.rules;
   });
-  const rulesByAction = new Map([...rulesOfAction].map(([action, rules]) => [action, ActionRules.build(rules, conditions)]));
+  const rulesByAction = new Map([...rulesOfAction.keys()].map((action) => [action, ActionRules.build(coveringAction(rulesOfAction, action), conditions)]));
   const denyDefaults = policies.filter((policy) => policy.default_effect === 'deny').length;
   const lineage = { conditions, renumbered, compiledPolicies: policies.length, derivedChanges: 0, denyDefaults, names: { of: undefined, positions: new Map() } };
   return snapshotOf(revision, { policies, positions, rules }, rulesByAction, lineage, ScopedDefaults.of(policies));
@@ -417,11 +435,14 @@ export function derive(previous: Snapshot, changes: readonly ChangedPolicy[], re
   const derivedChanges = previous.lineage.derivedChanges + changes.length;
   if (derivedChanges > Math.max(RECOMPILE_AFTER, previous.lineage.compiledPolicies / 2, policies.length / 2)) return compile(policies, revision, positions);
   const rulesByAction = new Map(previous.rulesByAction);
-  for (const action of new Set([...removedOf.keys(), ...addedOf.keys()])) {
-    const removed = removedOf.get(action) ?? [];
+  // A rule of every action is among the rules of each action.
+  const everyActionChanged = removedOf.has(ANY_ACTION) || addedOf.has(ANY_ACTION);
+  for (const action of new Set([...removedOf.keys(), ...addedOf.keys(), ...(everyActionChanged ? previous.rulesByAction.keys() : [])])) {
+    const removed = coveringAction(removedOf, action);
     // Changes come in any order; the index takes its rules in (policy, rule) order.
-    const added = (addedOf.get(action) ?? []).sort((a, b) => a.compiled.order - b.compiled.order);
-    const before = previous.rulesByAction.get(action);
+    const added = coveringAction(addedOf, action).sort((a, b) => a.compiled.order - b.compiled.order);
+    // An action named for the first time starts from the rules of every action.
+    const before = rulesFor(previous, action);
     const after = before === undefined ? ActionRules.build(added, conditions) : before.with(removed, added);
     if (after === undefined) rulesByAction.delete(action);
     else rulesByAction.set(action, after);

@@ -1,6 +1,6 @@
 import type { Decision } from './decisions.js';
 import type { DecisionRequest } from './entity.js';
-import { fallbackFor, ruleMatches, type Snapshot } from './compile.js';
+import { fallbackFor, ruleMatches, rulesFor, type Snapshot } from './compile.js';
 
 /**
  * Decides one request. Each policy contributes its first matching rule; a policy whose first match
@@ -8,7 +8,7 @@ import { fallbackFor, ruleMatches, type Snapshot } from './compile.js';
  * first match allows, then the policies' default effects.
  */
 export function evaluate(snapshot: Snapshot, request: DecisionRequest): Decision {
-  const rules = snapshot.rulesByAction.get(request.action);
+  const rules = rulesFor(snapshot, request.action);
   if (rules === undefined) return fallbackFor(snapshot, request);
   const candidates = rules.candidates(request);
   let allowing: Decision | undefined;

@@ -1,6 +1,6 @@
 import type { Effect, GroupKind } from '../schemas/policy.js';
 import { partOf, type DecisionRequest, type RequestPart, type ResolvedEntity } from './entity.js';
-import { firstFailingCondition, sourceOf, type Snapshot } from './compile.js';
+import { firstFailingCondition, rulesFor, sourceOf, type Snapshot } from './compile.js';
 import type { CompiledCondition, CompiledGroup, CompiledItem, CompiledRule } from './compiled-rule.js';
 import { AnswerBudget } from './answer-budget.js';
 import { DENIED_WITHOUT_POLICIES, type Decider, type Decision } from './decisions.js';
@@ -343,7 +343,7 @@ export function explain(snapshot: Snapshot, request: DecisionRequest, decision: 
   let decidedBy: DecidedBy | undefined;
   let current: { position: number; trace: PolicyTrace } | undefined;
   // Only the action's rules, in (policy, rule) order: an explanation costs what it says, whatever else the snapshot holds.
-  for (const compiled of snapshot.rulesByAction.get(request.action)?.all ?? []) {
+  for (const compiled of rulesFor(snapshot, request.action)?.all ?? []) {
     const { policyIndex, ruleIndex } = sourceOf(snapshot, compiled);
     const policy = snapshot.policies[policyIndex]!;
     const rule = policy.rules[ruleIndex]!;

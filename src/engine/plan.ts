@@ -1,5 +1,5 @@
 import { partOf, type DecisionRequest, type RequestPart, type ResolvedEntity } from './entity.js';
-import { holdsFor, type Snapshot } from './compile.js';
+import { holdsFor, rulesFor, type Snapshot } from './compile.js';
 import { ALLOWED_BY_DEFAULT, DENIED_BY_DEFAULT, type Decision } from './decisions.js';
 import type { CompiledCondition, CompiledGroup, CompiledItem, CompiledRule } from './compiled-rule.js';
 import { and, JunctionChildren, jsonLength, not, or, type Comparison, type ConditionTree } from './condition-tree.js';
@@ -245,7 +245,7 @@ export function plan(snapshot: Snapshot, request: DecisionRequest, maxLength = I
     // The defaults join what allows in one `or`: a frame, and a comma after a lone child.
     return denial + (allowResidues.length === 0 ? jsonLength(fallback.allows) : FRAME_OF_OR + allowing.length + 1 + jsonLength(fallback.allows));
   };
-  const candidates = snapshot.rulesByAction.get(request.action)?.planCandidates(request);
+  const candidates = rulesFor(snapshot, request.action)?.planCandidates(request);
   for (let rule = candidates?.next(); rule !== undefined; rule = candidates?.next()) {
     if (rule.policyPosition !== policy) {
       policy = rule.policyPosition;

@@ -1,5 +1,6 @@
 import type { DecisionRequest, ResolvedEntity } from '../engine/index.js';
 import { jsonEqual } from '../engine/json-equal.js';
+import { ANY_ACTION } from '../engine/actions.js';
 import { CLAIMS_ATTRIBUTE, type CheckInput, type EntityInput } from '../requests/check-request.js';
 
 type Attributes = ReadonlyMap<string, unknown> | undefined;
@@ -20,6 +21,13 @@ export class TokenNotAccepted extends AttributeConflict {}
 export class ReservedClaims extends AttributeConflict {
   constructor() {
     super(`The principal attribute '${CLAIMS_ATTRIBUTE}' is reserved for the verified claims of a token on this server (it verifies tokens): send the token itself, or give the attribute another name`);
+  }
+}
+
+/** A check whose action is `*`, which in a rule's actions means every action: a check names one. */
+export class AnyActionAsked extends AttributeConflict {
+  constructor() {
+    super(`The action '${ANY_ACTION}' stands for every action in a rule's actions; a check must name the one action it asks about`);
   }
 }
 
@@ -69,6 +77,7 @@ const isPromise = <T>(value: T | Promise<T>): value is Promise<T> => value insta
  * `verifiedClaims`, when a door verified its token itself, are put on it as a token's are.
  */
 export function resolveCheck(input: CheckInput, registered: RegisteredAttributes, claimsOf?: TokenClaims): DecisionRequest | Promise<DecisionRequest> {
+  if (input.action === ANY_ACTION) throw new AnyActionAsked();
   if (claimsOf !== undefined && input.principal.attributes.has(CLAIMS_ATTRIBUTE)) throw new ReservedClaims();
   const principal = input.principal.uri === undefined ? undefined : registered(input.principal.uri);
   const resource = input.resource.uri === undefined ? undefined : registered(input.resource.uri);

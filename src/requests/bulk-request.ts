@@ -8,6 +8,7 @@ import type { ValidationIssue } from '../schemas/errors.js';
 import { requestLimitIssues } from './request-limits.js';
 import { isValidCheckList } from './check-shape.js';
 import type { Config } from '../config/config.js';
+import { ANY_ACTION } from '../engine/actions.js';
 
 /** What bounds a bulk body; plain data, so that it travels to the pool's workers. */
 export type BulkLimits = Pick<Config, 'bulkCheckMaxRequests' | 'maxJsonDepth' | 'maxStringLength' | 'maxAnswerSize'>;
@@ -80,10 +81,16 @@ export function readBulkBody(text: string, validate: BulkValidator, limits: Bulk
  * Whether only the front can decide a check as asked: it names a registered entity (the front holds
  * the entity cache), or its principal names a credential (a token, or a `claims` attribute, which only
  * a verified token may give where tokens are verified): identity is settled at the front, once, and a
- * worker never decides on a credential it cannot verify. Read from the parsed check, never from bytes.
+ * worker never decides on a credential it cannot verify; or it asks about the action `*`, which the
+ * front refuses. Read from the parsed check, never from bytes.
  */
 export const onlyTheFrontDecides = (input: CheckInput): boolean =>
-  input.principal.uri !== undefined || input.resource.uri !== undefined || input.principal.token !== undefined || input.principal.attributes.has(CLAIMS_ATTRIBUTE);
+  input.principal.uri !== undefined ||
+  input.resource.uri !== undefined ||
+  input.principal.token !== undefined ||
+  input.principal.attributes.has(CLAIMS_ATTRIBUTE) ||
+  // Refused where checks are resolved: rare, and a client's mistake.
+  input.action === ANY_ACTION;
 
 /** The end of every key that names a uri: `uri`, `principal_uri`, `resource_uri`. */
 const URI_KEY_END = Buffer.from('uri"');

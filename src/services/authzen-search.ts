@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { AuthzenActionSearch, AuthzenResourceSearch, AuthzenSubjectSearch } from '../schemas/authzen.js';
 import { actionAndContext, entityInput, subjectInput } from '../requests/authzen-request.js';
 import { entityUri } from '../engine/scope.js';
+import { ANY_ACTION } from '../engine/actions.js';
 import type { CheckInput } from '../requests/check-request.js';
 import type { DecisionRequest, MongoFilter } from '../engine/index.js';
 import { PLAN_ANSWER_GROWTH } from '../config/config.js';
@@ -149,7 +150,8 @@ export class AuthzenSearch {
     const after = readToken(body.page?.token, request);
     const principal = subjectInput(body.subject);
     const resource = entityInput(body.resource);
-    const named = [...this.snapshots.current.rulesByAction.keys()].sort();
+    // The actions rules name: a rule of every action ('*') names none of its own.
+    const named = [...this.snapshots.current.rulesByAction.keys()].filter((name) => name !== ANY_ACTION).sort();
     const allowed: string[] = [];
     for (const name of named) if (await this.permits({ principal, resource, ...actionAndContext({ name }, body.context) }, undefined)) allowed.push(name);
     return pageOf(allowed, (name) => ({ name }), request, after, this.limit(body.page?.limit));

@@ -245,6 +245,13 @@ const DIFFERENCES: Record<string, (t: Test) => Promise<void>> = {
     ]);
   },
 
+  "`*` in a rule's actions is every action": async (t) => {
+    const target = await server(t);
+    await create(t, target, { ...policy('suspended', [{ name: 'suspended', effect: 'deny', principal_conditions: [condition('attributes.suspended', '==', true)], actions: ['*'] }], 'allow') });
+    t.same(await check(target, { suspended: true }, 'export'), { allowed: false, reason: 'Rule suspended denied the action in policy suspended' });
+    t.equal((await target.call('POST', '/check', { principal: { attributes: { suspended: false } }, resource: { attributes: { kind: 'document' } }, action: '*' })).status, 400);
+  },
+
   '/health also names the revision': async (t) => {
     const target = await server(t);
     t.same((await target.call('GET', '/health')).body, { status: 'ok', revision: 0 });

@@ -61,7 +61,7 @@ export function PolicyList() {
                   <a href={links.policy(policy.name)}>{policy.name}</a>
                 </td>
                 <td>{policy.description ?? ''}</td>
-                <td>{policy.rules.map((rule) => `${rule.name} (${rule.effect}: ${rule.actions.join(', ')})`).join('; ')}</td>
+                <td>{policy.rules.map((rule) => `${rule.name} (${rule.effect}: ${rule.actions.map((action) => (action === '*' ? 'every action' : action)).join(', ')})`).join('; ')}</td>
                 <td>{policy.default_effect}</td>
               </tr>
             ))}

@@ -65,7 +65,7 @@ export function RuleFields({ index, rule, errors, onChange, onRemove }: RuleFiel
           value={rule.actions}
           onValue={(actions) => set({ actions })}
           error={errors[`${at}.actions`]}
-          hint="Comma-separated, e.g. read, write"
+          hint="Comma-separated, e.g. read, write; * for every action"
           placeholder="administer"
         />
       </div>

@@ -1,3 +1,4 @@
+import { ANY_ACTION } from '../actions.js';
 import type { Operator, Rule } from '../../schemas/policy.js';
 import type { Location, ValidationIssue } from '../../schemas/errors.js';
 import type { CompiledCondition } from '../compiled-rule.js';
@@ -67,7 +68,8 @@ function impossibleRelation(condition: CompiledCondition): string | undefined {
 /** Why the rule's conditions on the action's name hold for none of the actions it names (the only ones it is ever looked at for), if they do not. */
 function noActionNamed(rule: Rule, conditions: readonly CompiledCondition[], checking: Checking): string | undefined {
   const onName = conditions.filter(({ source, reference }) => source.path === 'name' && reference === undefined);
-  if (onName.length === 0) return undefined;
+  // A rule of every action is looked at for any name.
+  if (onName.length === 0 || rule.actions.includes(ANY_ACTION)) return undefined;
   checking.step(rule.actions.length * onName.length);
   if (rule.actions.some((action) => onName.every((condition) => !condition.holdsWhenMissing && condition.test(action)))) return undefined;
   return `no action it names (${rule.actions.map((action) => JSON.stringify(action)).join(', ')}) satisfies ${onName.map(describe).join(' and ')}`;

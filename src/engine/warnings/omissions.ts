@@ -1,3 +1,4 @@
+import { coversAction } from '../actions.js';
 import type { Policy, Rule } from '../../schemas/policy.js';
 import type { Location, ValidationIssue } from '../../schemas/errors.js';
 import type { CompiledCondition, CompiledItem } from '../compiled-rule.js';
@@ -120,7 +121,7 @@ export function omissionWarnings(policies: readonly Policy[], compiledOf: Compil
   const closes = (closer: PlacedRule, denying: PlacedRule, side: SideKey, path: string): boolean => {
     const actions = denying.rule.actions;
     work += actions.length * closer.rule.actions.length;
-    if (work > CLOSING_WORK_BUDGET || !actions.every((action) => closer.rule.actions.includes(action))) return false;
+    if (work > CLOSING_WORK_BUDGET || !actions.every((action) => coversAction(closer.rule.actions, action))) return false;
     const demandsNoMore = SIDES.every((each) => {
       const others = denying.sides[each].filter((condition) => !needs(condition, each, side, path));
       work += others.length * closer.sides[each].length;
@@ -133,7 +134,7 @@ export function omissionWarnings(policies: readonly Policy[], compiledOf: Compil
     const from = closer.policy === denying.policy ? denying.index + 1 : 0;
     const before = policies[closer.policy]!.rules.slice(from, closer.index);
     work += before.length;
-    return work <= CLOSING_WORK_BUDGET && !before.some((rule) => rule.effect === 'allow' && rule.actions.some((action) => actions.includes(action)));
+    return work <= CLOSING_WORK_BUDGET && !before.some((rule) => rule.effect === 'allow' && (rule.actions.some((action) => coversAction(actions, action)) || actions.some((action) => coversAction(rule.actions, action))));
   };
 
   const of = (denying: PlacedRule, at: Location): ValidationIssue[] => {

@@ -1,4 +1,5 @@
 import type { Location, ValidationIssue } from '../../schemas/errors.js';
+import { ANY_ACTION, coversAction } from '../actions.js';
 import { append, Checking, type CompiledRuleConditions, SIDES, conditionKey, conditionsAmong, describe, implied } from './shared.js';
 
 // Rules and conditions that repeat others: duplicate conditions, and rules that never decide because
@@ -30,9 +31,9 @@ export class RulesByAction {
     for (const action of rule.actions) append(this.rules, action, index);
   }
 
-  /** The indexes of the rules added so far that name one of `actions`, in increasing order. */
+  /** The indexes of the rules added so far that share an action with `actions` (a rule of every action shares them all), in increasing order. */
   sharing(actions: ReadonlySet<string>, checking: Checking): number[] {
-    const lists = [...actions].map((action) => this.rules.get(action) ?? []);
+    const lists = actions.has(ANY_ACTION) ? [...this.rules.values()] : [...actions, ANY_ACTION].map((action) => this.rules.get(action) ?? []);
     if (lists.length === 1) return lists[0]!;
     const indexes = new Set<number>();
     for (const list of lists) {
@@ -54,7 +55,7 @@ export function shadowing(rules: readonly CompiledRuleConditions[], index: numbe
     const earlier = rules[earlierIndex]!;
     if (!covers(earlier, later, checking)) continue;
     checking.step(later.rule.actions.length);
-    const shared = later.rule.actions.filter((action) => earlier.actions.has(action));
+    const shared = earlier.actions.has(ANY_ACTION) ? later.rule.actions : later.rule.actions.filter((action) => coversAction(earlier.rule.actions, action));
     const actions = shared.length === later.rule.actions.length ? '' : ` for ${shared.map((action) => `'${action}'`).join(', ')}`;
     const effect =
       earlier.rule.effect === later.rule.effect

@@ -1,3 +1,4 @@
+import { ANY_ACTION } from '../actions.js';
 import type { Policy, Rule } from '../../schemas/policy.js';
 import type { Location, ValidationIssue } from '../../schemas/errors.js';
 import { append, Checking } from './shared.js';
@@ -110,7 +111,7 @@ export class ActionIndex {
 /** Actions a rule names that no rule of any other policy names, when one that is nearly the same is named: likely a typo. */
 export function lonelyActions(rule: Rule, policyIndex: number, actions: ActionIndex, at: Location, checking: Checking): ValidationIssue[] {
   return rule.actions.flatMap((action, index) => {
-    if (actions.namedElsewhere(action, policyIndex) !== undefined) return [];
+    if (action === ANY_ACTION || actions.namedElsewhere(action, policyIndex) !== undefined) return [];
     const near = actions.nearest(action, policyIndex, checking);
     if (near === undefined) return [];
     return [{ loc: [...at, 'actions', index], msg: `no rule of any other policy names action '${action}': did you mean '${near}'?`, type: 'unknown_action' }];
