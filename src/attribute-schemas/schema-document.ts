@@ -42,7 +42,9 @@ const isSchema = (value: unknown): value is AnySchema => isObject(value) || type
 const schemaPatterns = Object.assign(
   (pattern: string) => {
     try {
-      return linearRegExp(pattern);
+      const regExp = linearRegExp(pattern);
+      // A string too long for the pattern to be matched against within its bound does not match it.
+      return { test: (text: string) => regExp.test(text) === true };
     } catch (error) {
       const shown = pattern.length > 100 ? `${pattern.slice(0, 100)}…` : pattern;
       throw new PatternError(`the pattern ${JSON.stringify(shown)}, which ${(error as Error).message}`);

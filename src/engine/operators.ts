@@ -148,17 +148,26 @@ function needsPattern(value: unknown): string | undefined {
   }
 }
 
-/** Only a string is matched by a pattern or not: anything else is undecidable for both operators. */
+/**
+ * Only a string is matched by a pattern or not, and only one no longer than the pattern can be
+ * matched against within its bound (LinearRegExp.longestText): anything else is undecidable for both operators.
+ */
 function matching(negated: boolean): OperatorDefinition {
   return {
     checkValue: needsPattern,
     build(value) {
       const pattern = linearRegExp(value as string);
-      return (attribute) => (isString(attribute) ? pattern.test(attribute) !== negated : undefined);
+      return (attribute) => {
+        const matched = isString(attribute) ? pattern.test(attribute) : undefined;
+        return matched === undefined ? undefined : matched !== negated;
+      };
     },
     relate: () => false,
     refusesValueFrom: 'its pattern is compiled once, with the policy; give it as the value',
-    undecidable: (attribute) => `${quoted(attribute)} is not a string, which a pattern is matched against`,
+    undecidable(attribute, value) {
+      if (!isString(attribute)) return `${quoted(attribute)} is not a string, which a pattern is matched against`;
+      return `the value is ${attribute.length} characters long, longer than the ${linearRegExp(value as string).longestText} this pattern can be matched against`;
+    },
   };
 }
 

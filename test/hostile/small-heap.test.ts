@@ -165,3 +165,36 @@ t.test('an impact preview replaying a decision log of 64 MB, its lines of 60 KB 
   t.ok(impact.size <= BOUNDED, `the answer: ${impact.size} characters`);
   await stillDeciding(t, server);
 });
+
+t.test('short patterns that compile to huge programs: a write, a validation and an impact preview of them are refused, naming the bound, while /health answers', async (t) => {
+  const server = await smallHeapVerdict(t);
+  const hostile = '(?:ab|cd){1000}';
+  const policy = (name: string, copies: number) => ({
+    name,
+    rules: Array.from({ length: copies }, (_, index) => ({ name: `r${index}`, effect: 'deny', resource_conditions: [{ path: 'attributes.path', operator: 'matches', value: hostile.repeat(66) }], actions: ['read'] })),
+  });
+  const [stored, validated, previewed, health] = await Promise.all([
+    answerOf(server, 'POST', '/admin/policies', policy('one', 6)),
+    answerOf(server, 'POST', '/admin/policies/validate', policy('two', 6)),
+    answerOf(server, 'POST', '/admin/policies/impact', { policies: [policy('three', 2)] }),
+    answerOf(server, 'GET', '/health'),
+  ]);
+  for (const [what, answer] of [['stored', stored], ['validated', validated], ['previewed', previewed]] as const) {
+    t.equal(answer.status, 422, `${what}: ${JSON.stringify(answer.body).slice(0, 300)}`);
+    t.match(JSON.stringify(answer.body), /program of about \d+ instructions/, `${what}: the detail names the bound`);
+  }
+  t.equal(health.status, 200, '/health answered beside them');
+  await stillDeciding(t, server);
+});
+
+t.test('a 1 MB bulk of 65,536-character values against the largest pattern allowed is answered, each denied by the deny it cannot escape', async (t) => {
+  const server = await smallHeapVerdict(t);
+  const largest = { name: 'names', default_effect: 'allow', rules: [{ name: 'odd', effect: 'deny', principal_conditions: [{ path: 'attributes.name', operator: 'not_matches', value: '\\pL{250}\\d' }], actions: ['read'] }] };
+  t.equal((await answerOf(server, 'POST', '/admin/policies', largest)).status, 200);
+  const checks = Array.from({ length: 7 }, () => ({ principal: { attributes: { name: 'é'.repeat(65_536) } }, resource: { attributes: { kind: 'doc' } }, action: 'read' }));
+  const [bulk, check] = await Promise.all([answerOf(server, 'POST', '/check/bulk', checks), answerOf(server, 'POST', '/check', { principal: { attributes: { name: 'ada7' } }, resource: { attributes: { kind: 'doc' } }, action: 'read' })]);
+  t.equal(bulk.status, 200, JSON.stringify(bulk.body).slice(0, 300));
+  t.ok(Array.isArray(bulk.body) && bulk.body.every((answer: { allowed: boolean }) => answer.allowed === false), 'every value too long to match is denied by the deny on it');
+  t.equal(check.status, 200, 'a check sent beside it is answered');
+  await stillDeciding(t, server);
+});
