@@ -129,7 +129,7 @@ export async function composeServices(config: Config, substitutes: Substitutes =
   const adminKeys = adminKeysOf(config);
   const adminKeysFile = config.adminKeysFile === '' ? undefined : adminKeys;
   if (adminKeysFile !== undefined) metrics.observeAdminKeysFile(adminKeysFile);
-  const tokens = tokenSettings === undefined ? undefined : await openTokens(tokenSettings, metrics);
+  const tokens = tokenSettings === undefined ? undefined : openTokens(tokenSettings, metrics);
   const claimsOf = tokens && tokenClaims(tokens);
   const feed = new FeedHealth();
   metrics.observeFeed(feed);
@@ -196,9 +196,9 @@ export async function composeServices(config: Config, substitutes: Substitutes =
   };
 }
 
-/** The token verifier of `--tokens`, its key sets read (a URL fetched once: one that fails is retried, and /ready says so). */
-async function openTokens(settings: TokenSettings, metrics: Metrics): Promise<TokenVerifier> {
-  const verifier = await TokenVerifier.open(settings, {
+/** The token verifier of `--tokens`: its files read, its URLs being fetched (the start does not wait for them; /ready says how they fare). */
+function openTokens(settings: TokenSettings, metrics: Metrics): TokenVerifier {
+  const verifier = TokenVerifier.open(settings, {
     verification: (outcome) => metrics.tokenOutcomes[outcome].inc(),
     refresh: (set, outcome) => metrics.keySetRefreshes.inc({ key_set: set, outcome }),
   });

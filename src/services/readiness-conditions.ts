@@ -5,6 +5,7 @@ import type { BulkPool } from '../pool/bulk-pool.js';
 import type { PolicyDirectory } from '../policy-files/policy-directory.js';
 import type { KeyRing } from '../admin-keys.js';
 import type { TokenVerifier } from '../tokens/verifier.js';
+import type { KeySetStatus } from '../tokens/key-set.js';
 import { within, type ReadinessConditions } from './readiness.js';
 
 /** A store that takes longer than this to answer a readiness probe is reported as not ready. */
@@ -83,12 +84,15 @@ export function readinessConditions({ store, snapshots, feed, bulk, policyFiles,
   };
 }
 
+/** A fetch under way, as /ready says it: for how long. */
+const underWay = (set: KeySetStatus) => (set.fetching_for_ms === null ? '' : `; a fetch under way for ${set.fetching_for_ms} ms`);
+
 function keySetsNotLoaded(tokens: TokenVerifier): string | undefined {
   const unread = tokens.status().filter((set) => set.loaded_at === null);
-  return unread.length === 0 ? undefined : unread.map((set) => `key set '${set.name}' not fetched yet: ${set.last_error ?? 'fetching'}`).join('; ');
+  return unread.length === 0 ? undefined : unread.map((set) => `key set '${set.name}' not fetched yet: ${set.last_error ?? 'fetching'}${underWay(set)}`).join('; ');
 }
 
 function keySetsFailing(tokens: TokenVerifier): string | undefined {
   const failing = tokens.status().filter((set) => set.loaded_at !== null && set.last_error !== null);
-  return failing.length === 0 ? undefined : failing.map((set) => `key set '${set.name}' refresh failing (keys of ${set.loaded_at} in use): ${set.last_error}`).join('; ');
+  return failing.length === 0 ? undefined : failing.map((set) => `key set '${set.name}' refresh failing (keys of ${set.loaded_at} in use): ${set.last_error}${underWay(set)}`).join('; ');
 }

@@ -17,6 +17,8 @@ export interface KeySetStatus {
   loaded_at: string | null;
   /** Why the last refresh failed, while the keys read before it are kept; null after a success. */
   last_error: string | null;
+  /** How long the fetch under way has run, in milliseconds; null when none is. */
+  fetching_for_ms: number | null;
 }
 
 export type RefreshOutcome = 'loaded' | 'failed';
@@ -35,23 +37,30 @@ function keysOf(text: string): JSONWebKeySet {
   return { keys: keys.filter((key) => typeof key === 'object' && key !== null && (key as { kty?: unknown }).kty !== 'oct') };
 }
 
+/** The document at `url`, read whole within `timeoutMs` (headers and body together: a body sent a byte at a time is cut too). */
 async function fetchText(url: string, timeoutMs: number): Promise<string> {
-  const response = await request(url, { method: 'GET', headersTimeout: timeoutMs, bodyTimeout: timeoutMs, headers: { accept: 'application/json' } });
-  if (response.statusCode !== 200) {
-    await response.body.dump();
-    throw new Error(`${url} answered ${response.statusCode}`);
-  }
-  const chunks: Buffer[] = [];
-  let length = 0;
-  for await (const chunk of response.body) {
-    length += (chunk as Buffer).length;
-    if (length > MAX_JWKS_BYTES) {
-      response.body.destroy();
-      throw new Error(`${url} sent more than ${MAX_JWKS_BYTES} bytes`);
+  const signal = AbortSignal.timeout(timeoutMs);
+  try {
+    const response = await request(url, { method: 'GET', signal, headers: { accept: 'application/json' } });
+    if (response.statusCode !== 200) {
+      await response.body.dump();
+      throw new Error(`${url} answered ${response.statusCode}`);
     }
-    chunks.push(chunk as Buffer);
+    const chunks: Buffer[] = [];
+    let length = 0;
+    for await (const chunk of response.body) {
+      length += (chunk as Buffer).length;
+      if (length > MAX_JWKS_BYTES) {
+        response.body.destroy();
+        throw new Error(`${url} sent more than ${MAX_JWKS_BYTES} bytes`);
+      }
+      chunks.push(chunk as Buffer);
+    }
+    return Buffer.concat(chunks).toString('utf8');
+  } catch (error) {
+    if (signal.aborted) throw new Error(`${url} did not answer within ${timeoutMs} ms (its headers and whole body)`);
+    throw error;
   }
-  return Buffer.concat(chunks).toString('utf8');
 }
 
 /**
@@ -76,8 +85,12 @@ export class KeySet {
     private readonly onRefresh: (set: string, outcome: RefreshOutcome) => void,
   ) {}
 
-  /** A key set with its keys read (a file that cannot be read is a ConfigError; a URL that cannot be fetched yet is retried). */
-  static async open(settings: KeySetSettings, onRefresh: (set: string, outcome: RefreshOutcome) => void): Promise<KeySet> {
+  /**
+   * A key set with its keys read from a file (one that cannot be read is a ConfigError), or fetching
+   * them from a URL: the start never waits for a URL (until it answers, `/ready` says so and tokens
+   * of the set are refused); one that cannot be fetched yet is retried.
+   */
+  static open(settings: KeySetSettings, onRefresh: (set: string, outcome: RefreshOutcome) => void): KeySet {
     const set = new KeySet(settings, onRefresh);
     const { source } = settings;
     if ('file' in source) {
@@ -88,7 +101,7 @@ export class KeySet {
       }
       return set;
     }
-    await set.fetch();
+    void set.fetch();
     set.timer = setInterval(() => void set.fetch(), source.refreshSeconds * 1000);
     set.timer.unref();
     return set;
@@ -119,6 +132,7 @@ export class KeySet {
       keys: this.keyCount,
       loaded_at: this.loadedAt === undefined ? null : new Date(this.loadedAt).toISOString(),
       last_error: this.lastError,
+      fetching_for_ms: this.fetching === undefined ? null : Date.now() - this.lastFetchStarted,
     };
   }
 

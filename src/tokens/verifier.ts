@@ -51,9 +51,8 @@ export class TokenVerifier {
     private readonly observers: TokenObservers,
   ) {}
 
-  static async open(settings: TokenSettings, observers: TokenObservers): Promise<TokenVerifier> {
-    const keySets = await Promise.all(settings.keySets.map((set) => KeySet.open(set, observers.refresh)));
-    return new TokenVerifier(settings, keySets, observers);
+  static open(settings: TokenSettings, observers: TokenObservers): TokenVerifier {
+    return new TokenVerifier(settings, settings.keySets.map((set) => KeySet.open(set, observers.refresh)), observers);
   }
 
   get onInvalid(): TokenSettings['onInvalid'] {

@@ -4,7 +4,7 @@ import { VerdictClient } from '../../clients/node/src/index.js';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AUDIENCE, ISSUER, signingKey, TokenIssuer, tokenFor } from '../helpers/token-issuer.js';
-import { startServer, temporaryDataDir, type TestServer } from '../helpers/server.js';
+import { ready, startServer, temporaryDataDir, type TestServer } from '../helpers/server.js';
 import { answeredAlone, requestsOn, roleRule } from './helpers.js';
 
 // The Node client's decision cache, against a real Verdict: it never answers what a write changed,
@@ -154,6 +154,7 @@ t.test('a check whose principal is a token is never served from the cache: the t
   writeFileSync(join(dir, 'tokens.json'), JSON.stringify({ key_sets: [{ name: 'idp', issuer: ISSUER, audience: AUDIENCE, jwks_url: issuer.jwksUrl }], leeway_seconds: 0 }));
   const server = await startServer({ tokens: join(dir, 'tokens.json') });
   t.teardown(server.close);
+  await ready(server);
   t.equal((await server.call('POST', '/admin/policies', { name: 'signed-in', rules: [{ name: 'anyone', effect: 'allow', principal_conditions: [{ path: 'attributes.claims.sub', operator: 'exists' }], actions: ['read'] }] })).status, 200);
   const client = new VerdictClient({ url: server.url, cache: true });
   t.teardown(() => client.close());

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
 import { loadConfig } from '../../src/config/config.js';
 import { EXT_AUTHZ_PREFIX } from '../../src/ext-authz/mapping.js';
-import { scratchDir, startServer } from '../helpers/server.js';
+import { ready, scratchDir, startServer } from '../helpers/server.js';
 import { signingKey, TokenIssuer, tokenFor } from '../helpers/token-issuer.js';
 import { throughEnvoy, type EnvoyFilter } from '../helpers/envoy-ext-authz.js';
 
@@ -90,6 +90,7 @@ t.test("the example's policies, mapping and key set decide as documented: the ow
   writeFileSync(join(dir, 'mapping.yaml'), configMap('verdict-mesh').data['mapping.yaml']);
   const server = await startServer({ tokens: join(dir, 'tokens.json'), extAuthz: join(dir, 'mapping.yaml') });
   t.teardown(server.close);
+  await ready(server);
   for (const file of Object.values(configMap('verdict-policies').data) as string[]) t.equal((await server.call('POST', '/admin/policies', parseYaml(file))).status, 200);
   t.equal((await server.call('POST', '/admin/fetchers/registry/entities', { uri: 'document:42', type: 'resource', attributes: { owner: 'alice' } })).status, 200);
 

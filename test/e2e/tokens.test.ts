@@ -1,7 +1,7 @@
 import t from 'tap';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { scratchDir, startServer } from '../helpers/server.js';
+import { ready, scratchDir, startServer } from '../helpers/server.js';
 import { chromiumMissing, field, heading, launchChromium, openDashboard } from '../helpers/browser.js';
 import { AUDIENCE, ISSUER, signingKey, TokenIssuer, tokenFor } from '../helpers/token-issuer.js';
 
@@ -19,6 +19,7 @@ if (missing !== undefined) {
     writeFileSync(join(dir, 'tokens.json'), JSON.stringify({ key_sets: [{ name: 'idp', issuer: ISSUER, audience: AUDIENCE, jwks_url: issuer.jwksUrl }] }));
     const server = await startServer({ tokens: join(dir, 'tokens.json') });
     t.teardown(() => server.close());
+    await ready(server);
     const rule = { name: 'owner-reads', effect: 'allow', principal_conditions: [{ path: 'attributes.claims.sub', operator: '==', value_from: 'resource.attributes.owner' }], actions: ['read'] };
     t.equal((await server.call('POST', '/admin/policies', { name: 'owners', rules: [rule] })).status, 200);
     const chromium = await launchChromium();

@@ -103,3 +103,11 @@ export async function clockPast(timestamp: string): Promise<void> {
   if (Number.isNaN(written)) throw new Error(`not a timestamp: ${timestamp}`);
   while (Date.now() <= written) await new Promise((resolve) => setTimeout(resolve, 1));
 }
+
+/** Resolves once `server` says it is ready (`/ready` 200): a key set fetched from a URL, say, which the start does not wait for. */
+export async function ready(server: TestServer, timeoutMs = 10_000): Promise<void> {
+  for (const started = Date.now(); Date.now() - started < timeoutMs; await new Promise((resolve) => setTimeout(resolve, 10))) {
+    if ((await server.call('GET', '/ready')).status === 200) return;
+  }
+  throw new Error(`not ready within ${timeoutMs} ms: ${JSON.stringify((await server.call('GET', '/ready')).body)}`);
+}

@@ -31,6 +31,9 @@ export class TokenIssuer {
   body: string | undefined;
   /** While set, the JWKS never answers. */
   hang = false;
+  /** While set, the JWKS answers at once but sends its body a byte every this many milliseconds. */
+  trickleEveryMs: number | undefined;
+  private readonly trickles = new Set<NodeJS.Timeout>();
 
   private constructor(
     private readonly server: Server,
@@ -45,6 +48,22 @@ export class TokenIssuer {
       if (issuer.hang) return;
       if (issuer.failWith !== undefined) {
         response.writeHead(issuer.failWith).end();
+        return;
+      }
+      if (issuer.trickleEveryMs !== undefined) {
+        const body = Buffer.from(JSON.stringify({ keys: issuer.served.map((key) => key.publicJwk) }));
+        response.writeHead(200, { 'content-type': 'application/json' });
+        let sent = 0;
+        const trickle = setInterval(() => {
+          if (sent >= body.length || response.destroyed) {
+            clearInterval(trickle);
+            issuer.trickles.delete(trickle);
+            response.end();
+            return;
+          }
+          response.write(body.subarray(sent, ++sent));
+        }, issuer.trickleEveryMs);
+        issuer.trickles.add(trickle);
         return;
       }
       if (issuer.body !== undefined) {
@@ -63,6 +82,7 @@ export class TokenIssuer {
   }
 
   close(): Promise<void> {
+    for (const trickle of this.trickles) clearInterval(trickle);
     this.server.closeAllConnections();
     return new Promise((resolve) => this.server.close(() => resolve()));
   }

@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { scratchDir, startServer, type TestServer } from '../helpers/server.js';
+import { ready, scratchDir, startServer, type TestServer } from '../helpers/server.js';
 import { AUDIENCE, ISSUER, signingKey, TokenIssuer, tokenFor, unsignedToken } from '../helpers/token-issuer.js';
 import type { Config } from '../../src/config/config.js';
 
@@ -20,6 +20,7 @@ async function tokenServer(t: Test, issuer: TokenIssuer, config: Partial<Config>
   writeFileSync(file, JSON.stringify({ key_sets: [{ name: 'idp', issuer: ISSUER, audience: AUDIENCE, jwks_url: issuer.jwksUrl }] }));
   const server = await startServer({ tokens: file, ...config });
   t.teardown(server.close);
+  await ready(server);
   t.equal((await server.call('POST', '/admin/policies', OWNERS_READ)).status, 200);
   return server;
 }

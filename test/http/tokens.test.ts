@@ -2,7 +2,7 @@ import t, { type Test } from 'tap';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { exportSPKI, importJWK, SignJWT } from 'jose';
-import { scratchDir, startServer, type TestServer } from '../helpers/server.js';
+import { ready, scratchDir, startServer, type TestServer } from '../helpers/server.js';
 import { until } from '../helpers/until.js';
 import { AUDIENCE, ISSUER, signingKey, TokenIssuer, tokenFor, unsignedToken } from '../helpers/token-issuer.js';
 import type { Config } from '../../src/config/config.js';
@@ -16,7 +16,8 @@ const OWNERS_READ = {
   rules: [{ name: 'owner-reads', effect: 'allow', principal_conditions: [{ path: 'attributes.claims.sub', operator: '==', value_from: 'resource.attributes.owner' }], actions: ['read'] }],
 };
 
-async function tokenServer(t: Test, issuer: TokenIssuer, tokens: Record<string, unknown> = {}, config: Partial<Config> = {}): Promise<TestServer> {
+/** A server verifying tokens by `issuer`'s key set, with the owners policy and document:1; once its keys are fetched, unless `keysFetched` is false. */
+async function tokenServer(t: Test, issuer: TokenIssuer, tokens: Record<string, unknown> = {}, config: Partial<Config> = {}, keysFetched = true): Promise<TestServer> {
   const dir = scratchDir(t);
   const file = join(dir, 'tokens.yaml');
   writeFileSync(file, JSON.stringify({ key_sets: [{ name: 'idp', issuer: ISSUER, audience: AUDIENCE, jwks_url: issuer.jwksUrl, min_refetch_seconds: 1 }], ...tokens }));
@@ -24,6 +25,7 @@ async function tokenServer(t: Test, issuer: TokenIssuer, tokens: Record<string, 
   t.teardown(server.close);
   t.equal((await server.call('POST', '/admin/policies', OWNERS_READ)).status, 200);
   t.equal((await server.call('POST', '/admin/fetchers/registry/entities', { uri: 'document:1', type: 'resource', attributes: { owner: 'alice' } })).status, 200);
+  if (keysFetched) await ready(server);
   return server;
 }
 
@@ -115,9 +117,9 @@ t.test('a key rotation is followed: a token signed by a new key refetches the se
   issuer.failWith = 500;
   await new Promise((resolve) => setTimeout(resolve, 1100));
   t.equal((await server.call('POST', '/check', checkWith(await tokenFor(await signingKey('k3'), 'alice')))).status, 401);
-  const ready = await server.call('GET', '/ready');
-  t.equal(ready.status, 200, 'a failing refresh degrades, it does not take the process out of service');
-  t.match(JSON.stringify(ready.body), /key set 'idp' refresh failing .*answered 500/);
+  const readiness = await server.call('GET', '/ready');
+  t.equal(readiness.status, 200, 'a failing refresh degrades, it does not take the process out of service');
+  t.match(JSON.stringify(readiness.body), /key set 'idp' refresh failing .*answered 500/);
   t.equal((await server.call('POST', '/check', checkWith(await tokenFor(second, 'alice', { extra: { again: 1 } })))).body.allowed, true, 'the last good keys still verify');
 });
 
@@ -126,7 +128,7 @@ t.test('a key set that cannot be fetched at start: not ready, and fetched when i
   const issuer = await TokenIssuer.start([key]);
   t.teardown(() => issuer.close());
   issuer.failWith = 503;
-  const server = await tokenServer(t, issuer);
+  const server = await tokenServer(t, issuer, {}, {}, false);
   const notReady = await server.call('GET', '/ready');
   t.equal(notReady.status, 503);
   t.match(JSON.stringify(notReady.body), /key set 'idp' not fetched yet: .*answered 503/);
@@ -165,16 +167,21 @@ t.test('hostile key sets: an oversized JWKS, one of too many keys, and one that 
     ['oversized', (issuer) => (issuer.body = JSON.stringify({ keys: [key.publicJwk], padding: 'x'.repeat(2 * 1024 * 1024) })), /sent more than 1048576 bytes/],
     ['too many keys', (issuer) => (issuer.body = JSON.stringify({ keys: Array.from({ length: 101 }, () => key.publicJwk) })), /holds 101 keys; at most 100/],
     ['not JSON', (issuer) => (issuer.body = '<html>'), /not JSON/],
-    ['never answering', (issuer) => (issuer.hang = true), /timeout/i],
+    ['never answering', (issuer) => (issuer.hang = true), /did not answer within 300 ms/],
   ];
   for (const [what, spoil, why] of cases) {
     const issuer = await TokenIssuer.start([key]);
     t.teardown(() => issuer.close());
     spoil(issuer);
-    const server = await tokenServer(t, issuer, { key_sets: [{ name: 'idp', issuer: ISSUER, audience: AUDIENCE, jwks_url: issuer.jwksUrl, min_refetch_seconds: 60, timeout_ms: 300 }] });
-    const ready = await server.call('GET', '/ready');
-    t.equal(ready.status, 503, what);
-    t.match(JSON.stringify(ready.body), why, what);
+    const server = await tokenServer(t, issuer, { key_sets: [{ name: 'idp', issuer: ISSUER, audience: AUDIENCE, jwks_url: issuer.jwksUrl, min_refetch_seconds: 60, timeout_ms: 300 }] }, {}, false);
+    // The start does not wait for the fetch: /ready says why once it has failed.
+    let readiness = await server.call('GET', '/ready');
+    for (let attempt = 0; attempt < 100 && !why.test(JSON.stringify(readiness.body)); attempt++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      readiness = await server.call('GET', '/ready');
+    }
+    t.equal(readiness.status, 503, what);
+    t.match(JSON.stringify(readiness.body), why, what);
     const refused = await server.call('POST', '/check', checkWith(await tokenFor(key, 'alice')));
     t.equal(refused.status, 401, `${what}: no key, no allow`);
   }
@@ -211,4 +218,40 @@ t.test('AuthZEN: a subject of type jwt is its token; evaluations and searches re
   t.same(found.body.results, [{ type: 'document', id: '1' }], "the documents alice's token may read");
   const refused = await server.call('POST', '/access/v1/search/resource', { subject: { type: 'jwt', id: unsignedToken('alice', 'k1') }, action: { name: 'read' }, resource: { type: 'document' } });
   t.same(refused.body.results ?? [], [], 'an unsigned token finds nothing');
+});
+
+t.test('a JWKS that trickles its body a byte at a time: the start does not wait for it, checks without tokens are answered, /ready says what is slow, and it is fetched when it answers', async (t) => {
+  const key = await signingKey('k1');
+  const issuer = await TokenIssuer.start([key]);
+  t.teardown(() => issuer.close());
+  issuer.trickleEveryMs = 50;
+  const server = await tokenServer(t, issuer, { key_sets: [{ name: 'idp', issuer: ISSUER, audience: AUDIENCE, jwks_url: issuer.jwksUrl, min_refetch_seconds: 1, timeout_ms: 300 }] }, {}, false);
+  t.equal((await server.call('POST', '/check', { principal: { attributes: { role: 'x' } }, resource: { uri: 'document:1' }, action: 'read' })).status, 200, 'a check without a token is answered while the keys are fetched');
+  const refused = await server.call('POST', '/check', checkWith(await tokenFor(key, 'alice')));
+  t.equal(refused.status, 401, 'a token is refused while no key is held');
+  let readiness = await server.call('GET', '/ready');
+  t.equal(readiness.status, 503);
+  t.match(JSON.stringify(readiness.body), /key set 'idp' not fetched yet/);
+  await until(() => issuer.fetches >= 2, 'the fetch cut at its timeout and tried again');
+  readiness = await server.call('GET', '/ready');
+  t.match(JSON.stringify(readiness.body), /did not answer within 300 ms/, '/ready says the fetch was too slow');
+  issuer.trickleEveryMs = undefined;
+  await ready(server);
+  t.equal((await server.call('POST', '/check', checkWith(await tokenFor(key, 'alice')))).body.allowed, true, 'fetched once it answers');
+});
+
+t.test('after the start, a refetch for an unknown key that trickles is cut at its timeout: the check is answered, and later refreshes run', async (t) => {
+  const key = await signingKey('k1');
+  const issuer = await TokenIssuer.start([key]);
+  t.teardown(() => issuer.close());
+  const server = await tokenServer(t, issuer, { key_sets: [{ name: 'idp', issuer: ISSUER, audience: AUDIENCE, jwks_url: issuer.jwksUrl, min_refetch_seconds: 1, timeout_ms: 300 }] });
+  issuer.trickleEveryMs = 50;
+  const unknown = await server.call('POST', '/check', checkWith(await tokenFor(await signingKey('k9'), 'alice')));
+  t.equal(unknown.status, 401, 'a token naming a key not held is answered, refused, once the refetch is cut');
+  issuer.trickleEveryMs = undefined;
+  const fetched = issuer.fetches;
+  await new Promise((resolve) => setTimeout(resolve, 1100));
+  await server.call('POST', '/check', checkWith(await tokenFor(await signingKey('k8'), 'alice')));
+  t.ok(issuer.fetches > fetched, 'a later refetch runs');
+  t.equal((await server.call('POST', '/check', checkWith(await tokenFor(key, 'alice')))).body.allowed, true);
 });

@@ -2,7 +2,7 @@ import t, { type Test } from 'tap';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'undici';
-import { scratchDir, startServer, type TestServer } from '../helpers/server.js';
+import { ready, scratchDir, startServer, type TestServer } from '../helpers/server.js';
 import { AUDIENCE, ISSUER, signingKey, TokenIssuer, tokenFor, unsignedToken } from '../helpers/token-issuer.js';
 import { authorizationRequest, throughEnvoy, type EnvoyFilter } from '../helpers/envoy-ext-authz.js';
 
@@ -38,6 +38,7 @@ async function meshServer(t: Test, issuer: TokenIssuer, mapping: unknown = MAPPI
   writeFileSync(join(dir, 'mapping.json'), JSON.stringify(mapping));
   const server = await startServer({ tokens: join(dir, 'tokens.json'), extAuthz: join(dir, 'mapping.json') });
   t.teardown(server.close);
+  await ready(server);
   for (const policy of POLICIES) t.equal((await server.call('POST', '/admin/policies', policy)).status, 200, 'policy written');
   for (const [uri, owner] of [['document:1', 'alice'], ['document:red/7', 'bob']]) {
     t.equal((await server.call('POST', '/admin/fetchers/registry/entities', { uri, type: 'resource', attributes: { owner } })).status, 200);
@@ -150,8 +151,9 @@ t.test('without --ext-authz there is no such route', async (t) => {
 async function startedWith(t: Test, dir: string, mapping: unknown): Promise<TestServer | string> {
   writeFileSync(join(dir, 'mapping.json'), JSON.stringify(mapping));
   return startServer({ tokens: join(dir, 'tokens.json'), extAuthz: join(dir, 'mapping.json') }).then(
-    (server) => {
+    async (server) => {
       t.teardown(server.close);
+      await ready(server);
       return server;
     },
     (error: Error) => error.message,
