@@ -4,6 +4,7 @@ import { readCheckRequest, type CheckInput } from '../requests/check-request.js'
 import type { CheckRequest } from '../schemas/check.js';
 import type { ItemViolations } from '../attribute-schemas/enforcement.js';
 import type { DecisionLogMask, MaskMethod } from './mask.js';
+import { jsonEqual } from '../engine/json-equal.js';
 
 /** The HTTP request that asked for decisions: the id echoed to its caller (`X-Request-ID`), and its own, unique id. */
 export interface RequestOrigin {
@@ -100,6 +101,16 @@ class LineWriter {
 
 const NO_MASK: DecisionLogMask = {};
 
+/**
+ * The supplied attributes of a side that gave way to registered ones of another value (admin
+ * authentication on: see ResolveOptions.overruled), as `<side>.<key>`; none where the side was
+ * decided on exactly what was sent, or named no uri.
+ */
+function overruledOn(side: 'principal' | 'resource', sent: CheckInput['principal'], resolved: DecisionRequest['principal'], into: string[]): void {
+  if (sent.uri === undefined || sent.attributes === resolved.attributes) return;
+  for (const [key, value] of sent.attributes) if (resolved.attributes.has(key) && !jsonEqual(resolved.attributes.get(key), value)) into.push(`${side}.${key}`);
+}
+
 const sideJson = (uri: string | undefined, attributes: string) =>
   uri === undefined ? `{"attributes":${attributes}}` : `{"uri":${JSON.stringify(uri)},"attributes":${attributes}}`;
 
@@ -132,12 +143,15 @@ export function decisionLine({ time, input, request, decision, revision, latency
   const resourceResolved =
     request.resource.attributes === input.resource.attributes ? sent.resource : write.attributes('resource', request.resource.attributes);
   const ids = origin === undefined ? '' : `"request_id":${JSON.stringify(origin.requestId)},"decision_id":${JSON.stringify(origin.decisionId)},`;
+  const overruled: string[] = [];
+  overruledOn('principal', input.principal, request.principal, overruled);
+  overruledOn('resource', input.resource, request.resource, overruled);
   const actionAndContext = write.actionAndContext(input);
   return (
     `{"time":"${isoTime(time)}",${ids}"revision":${revision},` +
     `"request":{"principal":${sideJson(input.principal.uri, sent.principal)},"resource":${sideJson(input.resource.uri, sent.resource)},` +
     `"action":${JSON.stringify(input.action)}${actionAndContext}},` +
-    `"resolved":{"principal":${principalResolved},"resource":${resourceResolved}},${write.maskedJson()}` +
+    `"resolved":{"principal":${principalResolved},"resource":${resourceResolved}},${write.maskedJson()}${overruled.length === 0 ? '' : `"overruled":${JSON.stringify(overruled)},`}` +
     `${refused ? '"refused":true,' : ''}"allowed":${decision.allowed},"reason":${JSON.stringify(decision.reason)},${violationsJson(violations)}"latency_ms":${Math.round(latencyMs * 1000) / 1000}}\n`
   );
 }

@@ -80,6 +80,11 @@ export class Metrics {
     help: 'Checks and plans whose attributes broke the attribute schemas (decided under --schema-enforcement warn, refused under reject)',
     registers: [],
   });
+  readonly attributeConflicts = new Counter({
+    name: 'verdict_attribute_conflicts_total',
+    help: 'Supplied attributes that disagreed with the registered ones and gave way to them (admin authentication on: the caller is not told)',
+    registers: [this.registry],
+  });
   readonly decisionLogDropped = new Counter({
     name: 'verdict_decision_log_dropped_total',
     help: 'Decision log lines dropped because the buffer was full (the sink could not keep up)',

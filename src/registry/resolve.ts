@@ -49,19 +49,33 @@ export interface VerifiedToken {
 export type TokenClaims = (token: string, keySet?: string) => VerifiedToken | null | Promise<VerifiedToken | null>;
 
 
+/** How checks are resolved beyond the registry: tokens, and what a conflict with the registry does. */
+export interface ResolveOptions {
+  /** The claims of a principal's token; undefined where tokens are not verified (`--tokens`). */
+  claimsOf?: TokenClaims;
+  /**
+   * Where a supplied attribute disagrees with the registered one: without it, the check cannot be
+   * decided as asked (AttributeConflict, Eunomia's 400); with it (admin authentication on), the
+   * registered value decides and this is told, so that no answer says whether a guess was right.
+   */
+  overruled?: (uri: string, key: string) => void;
+}
+
 /**
  * Registered attributes of the uri, plus supplied ones. A supplied key that is registered with a
- * different value is a conflict; supplied attributes never override registered ones.
+ * different value is a conflict (see ResolveOptions.overruled); supplied attributes never override
+ * registered ones.
  */
-function merge(input: EntityInput, stored: Attributes): ResolvedEntity {
+function merge(input: EntityInput, stored: Attributes, overruled: ResolveOptions['overruled']): ResolvedEntity {
   if (stored === undefined || stored.size === 0) return input;
   if (input.attributes.size === 0) return { uri: input.uri, attributes: stored };
   const merged = new Map(stored);
   for (const [key, value] of input.attributes) {
-    if (merged.has(key) && !jsonEqual(merged.get(key), value)) {
-      throw new AttributeConflict(`For entity '${input.uri}', attribute '${key}' has more than one value`);
+    if (!merged.has(key)) merged.set(key, value);
+    else if (!jsonEqual(merged.get(key), value)) {
+      if (overruled === undefined) throw new AttributeConflict(`For entity '${input.uri}', attribute '${key}' has more than one value`);
+      overruled(input.uri!, key);
     }
-    merged.set(key, value);
   }
   return { uri: input.uri, attributes: merged };
 }
@@ -76,7 +90,7 @@ const isPromise = <T>(value: T | Promise<T>): value is Promise<T> => value insta
  * `claims` only ever reads what a key set verified. A principal's
  * `verifiedClaims`, when a door verified its token itself, are put on it as a token's are.
  */
-export function resolveCheck(input: CheckInput, registered: RegisteredAttributes, claimsOf?: TokenClaims): DecisionRequest | Promise<DecisionRequest> {
+export function resolveCheck(input: CheckInput, registered: RegisteredAttributes, { claimsOf, overruled }: ResolveOptions = {}): DecisionRequest | Promise<DecisionRequest> {
   if (input.action === ANY_ACTION) throw new AnyActionAsked();
   if (claimsOf !== undefined && input.principal.attributes.has(CLAIMS_ATTRIBUTE)) throw new ReservedClaims();
   const principal = input.principal.uri === undefined ? undefined : registered(input.principal.uri);
@@ -85,10 +99,10 @@ export function resolveCheck(input: CheckInput, registered: RegisteredAttributes
   const claims = verifiedClaims ?? (token === undefined ? undefined : claimsOfToken(token, claimsOf));
   if (isPromise(principal) || isPromise(resource) || isPromise(claims)) {
     return Promise.all([principal, resource, claims]).then(([principalAttributes, resourceAttributes, tokenClaims]) =>
-      decisionRequest(input, principalAttributes, resourceAttributes, tokenClaims),
+      decisionRequest(input, principalAttributes, resourceAttributes, tokenClaims, overruled),
     );
   }
-  return decisionRequest(input, principal, resource, claims);
+  return decisionRequest(input, principal, resource, claims, overruled);
 }
 
 function claimsOfToken(token: string, claimsOf: TokenClaims | undefined): Claims | null | Promise<Claims | null> {
@@ -97,9 +111,9 @@ function claimsOfToken(token: string, claimsOf: TokenClaims | undefined): Claims
   return isPromise(verified) ? verified.then((settled) => settled && settled.claims) : verified && verified.claims;
 }
 
-function decisionRequest(input: CheckInput, principalAttributes: Attributes, resourceAttributes: Attributes, claims?: Claims | null): DecisionRequest {
-  const principal = withClaims(merge(input.principal, principalAttributes), claims);
-  const resource = merge(input.resource, resourceAttributes);
+function decisionRequest(input: CheckInput, principalAttributes: Attributes, resourceAttributes: Attributes, claims: Claims | null | undefined, overruled: ResolveOptions['overruled']): DecisionRequest {
+  const principal = withClaims(merge(input.principal, principalAttributes, overruled), claims);
+  const resource = merge(input.resource, resourceAttributes, overruled);
   // Nothing registered to add (the common check): the check as read is already the request, and no copy is made.
   if (principal === input.principal && resource === input.resource) return input;
   const request: DecisionRequest = { principal, resource, action: input.action };

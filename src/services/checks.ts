@@ -3,7 +3,7 @@ import { AnswerBudget, evaluate, ExplanationTooLarge, type Decision, type Decisi
 import { instantOf } from '../engine/time.js';
 import { decideResolved } from '../decide/kernel.js';
 import { readCheckRequest, type CheckInput } from '../requests/check-request.js';
-import { AttributeConflict, resolveCheck, TokenNotAccepted, type RegisteredAttributes, type TokenClaims } from '../registry/resolve.js';
+import { AttributeConflict, resolveCheck, TokenNotAccepted, type RegisteredAttributes, type ResolveOptions } from '../registry/resolve.js';
 import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
 import { ClientError, InvalidToken, RequestValidationError } from '../errors.js';
 import { answerEach } from '../decide/answer-each.js';
@@ -68,8 +68,8 @@ export class CheckService {
     private readonly observers: CheckObservers = {},
     /** The attribute schemas checks are held to, when there are any to enforce. */
     private readonly schemas?: EnforcedSchemas,
-    /** The claims of a principal's token; undefined where tokens are not verified (`--tokens`). */
-    private readonly claimsOf?: TokenClaims,
+    /** How checks are resolved beyond the registry: tokens, and conflicts with it. */
+    private readonly resolving: ResolveOptions = {},
   ) {}
 
   /**
@@ -107,7 +107,7 @@ export class CheckService {
       throw error instanceof ExplanationTooLarge ? explanationsTooLarge(error.maxLength, 1) : conflictAsClientError(error);
     };
     try {
-      const resolved = resolveCheck(input, this.registered, this.claimsOf);
+      const resolved = resolveCheck(input, this.registered, this.resolving);
       return resolved instanceof Promise ? resolved.then(decide).catch(asClientError) : decide(resolved);
     } catch (error) {
       return asClientError(error);
@@ -181,7 +181,7 @@ export class CheckService {
    */
   allows(input: CheckInput, decided?: (request: DecisionRequest) => boolean, registered: RegisteredAttributes = this.registered): boolean | Promise<boolean> {
     const allowed = (request: DecisionRequest) => this.allowsResolved(request, decided);
-    const request = resolveCheck(input, registered, this.claimsOf);
+    const request = resolveCheck(input, registered, this.resolving);
     return request instanceof Promise ? request.then(allowed) : allowed(request);
   }
 
@@ -200,7 +200,7 @@ export class CheckService {
   /** Throws (or rejects with) AttributeConflict (SchemaViolation among them) or ExplanationTooLarge. */
   private decide(input: CheckInput, explanations: AnswerBudget | undefined, origin: DecisionOrigin | undefined): Decision | Promise<Decision> {
     const startedAt = this.observers.timed === true ? performance.now() : 0;
-    const request = resolveCheck(input, this.registered, this.claimsOf);
+    const request = resolveCheck(input, this.registered, this.resolving);
     if (request instanceof Promise) return request.then((resolved) => this.evaluateNow(input, resolved, startedAt, explanations, origin));
     return this.evaluateNow(input, request, startedAt, explanations, origin);
   }

@@ -143,8 +143,10 @@ export async function composeServices(config: Config, substitutes: Substitutes =
     config.schemaEnforcement !== 'reject' || schemaFile !== undefined ? undefined : { schemasVersion: snapshots.schemas?.version };
 
   let stopBackgroundWork = async (): Promise<void> => snapshots.close();
-  const checks = new CheckService(snapshots, registered, config.maxAnswerSize, decisions, schemas, claimsOf);
-  const plans = new PlanService(snapshots, registered, config, bulk, schemas, claimsOf);
+  // With admin authentication on, no answer may say whether a supplied attribute matches the registry.
+  const resolving = { claimsOf, overruled: adminKeys === undefined ? undefined : () => metrics.attributeConflicts.inc() };
+  const checks = new CheckService(snapshots, registered, config.maxAnswerSize, decisions, schemas, resolving);
+  const plans = new PlanService(snapshots, registered, config, bulk, schemas, resolving);
   const registry = new RegistryService(store, (uri) => entities.invalidate(uri), schemas, checkedAgainst);
   const changes = new ChangeFeed(snapshots, entities);
 

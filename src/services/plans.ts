@@ -4,7 +4,7 @@ import type { Location, ValidationIssue } from '../schemas/errors.js';
 import { DEFAULT_MONGO_FILTER_OPTIONS, mongoOptionIssue, type ConditionTree, type DecisionRequest, type MongoFilterOptions } from '../engine/index.js';
 import { actionInput, entityInput, isIssue, type ActionInput, type CheckInput } from '../requests/check-request.js';
 import { DuplicateAttribute, toAttributeMap } from '../requests/attributes.js';
-import { AttributeConflict, resolveCheck, type RegisteredAttributes, type TokenClaims } from '../registry/resolve.js';
+import { AttributeConflict, resolveCheck, type RegisteredAttributes, type ResolveOptions } from '../registry/resolve.js';
 import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
 import { conflictAsClientError } from './checks.js';
 import { ClientError, RequestValidationError } from '../errors.js';
@@ -73,8 +73,8 @@ export class PlanService {
     private readonly pool?: BulkPool,
     /** The attribute schemas the requests are held to, as checks are (their resource is known only in part). */
     private readonly schemas?: EnforcedSchemas,
-    /** The claims of a principal's token; undefined where tokens are not verified (`--tokens`). */
-    private readonly claimsOf?: TokenClaims,
+    /** How checks are resolved beyond the registry: tokens, and conflicts with it. */
+    private readonly resolving: ResolveOptions = {},
   ) {}
 
   /**
@@ -87,7 +87,7 @@ export class PlanService {
     if (Array.isArray(input)) throw new RequestValidationError(input);
     let resolved: DecisionRequest;
     try {
-      resolved = this.heldToSchemas(await resolveCheck(input.check, this.registered, this.claimsOf));
+      resolved = this.heldToSchemas(await resolveCheck(input.check, this.registered, this.resolving));
     } catch (error) {
       return conflictAsClientError(error);
     }
@@ -106,7 +106,7 @@ export class PlanService {
       inputs,
       (input): PlanWork | Promise<PlanWork> => {
         const planned = (request: DecisionRequest) => ({ request: this.heldToSchemas(request), layout: input.layout });
-        const resolved = resolveCheck(input.check, this.registered, this.claimsOf);
+        const resolved = resolveCheck(input.check, this.registered, this.resolving);
         return resolved instanceof Promise ? resolved.then(planned) : planned(resolved);
       },
       conflictAsWork,
@@ -134,7 +134,7 @@ export class PlanService {
   async exactCondition(input: CheckInput): Promise<ConditionTree | undefined> {
     let request: DecisionRequest;
     try {
-      request = await resolveCheck(input, this.registered, this.claimsOf);
+      request = await resolveCheck(input, this.registered, this.resolving);
     } catch (error) {
       if (error instanceof AttributeConflict) return false;
       throw error;

@@ -252,6 +252,16 @@ const DIFFERENCES: Record<string, (t: Test) => Promise<void>> = {
     t.equal((await target.call('POST', '/check', { principal: { attributes: { suspended: false } }, resource: { attributes: { kind: 'document' } }, action: '*' })).status, 400);
   },
 
+  'With admin authentication on, a conflicting attribute is not told': async (t) => {
+    const key = 'a-key-for-the-migration-guide';
+    const guarded = await server(t, { adminAuthRequired: true, adminApiKey: key });
+    const admin = { 'way-api-key': key };
+    t.equal((await guarded.call('POST', '/admin/policies', policy('everyone', [allowRule('staff', [condition('attributes.role', '==', 'staff')])]), admin)).status, 200);
+    t.equal((await guarded.call('POST', ENTITIES, { uri: 'user:a', type: 'principal', attributes: { role: 'staff' } }, admin)).status, 200);
+    const answer = await guarded.call('POST', '/check', { principal: { uri: 'user:a', attributes: { role: 'admin' } }, resource: { attributes: { kind: 'document' } }, action: 'read' });
+    t.same([answer.status, answer.body], [200, { allowed: true, reason: 'Rule staff allowed the action in policy everyone' }], 'the registered role decides');
+  },
+
   '/health also names the revision': async (t) => {
     const target = await server(t);
     t.same((await target.call('GET', '/health')).body, { status: 'ok', revision: 0 });
