@@ -1,9 +1,8 @@
-import { createHash } from 'node:crypto';
 import type { Decision, DecisionRequest } from '../engine/index.js';
 import { readCheckRequest, type CheckInput } from '../requests/check-request.js';
 import type { CheckRequest } from '../schemas/check.js';
 import type { ItemViolations } from '../attribute-schemas/enforcement.js';
-import type { DecisionLogMask, MaskMethod } from './mask.js';
+import { maskedValue, type DecisionLogMask } from './mask.js';
 import { jsonEqual } from '../engine/json-equal.js';
 
 /** The HTTP request that asked for decisions: the id echoed to its caller (`X-Request-ID`), and its own, unique id. */
@@ -60,11 +59,6 @@ export interface BulkDecisionRecord {
 
 type MaskedPart = keyof DecisionLogMask;
 
-/** A masked value as written: `"[masked]"`, or the first 16 hex digits of the SHA-256 of its JSON. */
-function maskedValue(value: unknown, method: MaskMethod): string {
-  if (method === 'omit') return '"[masked]"';
-  return `"sha256:${createHash('sha256').update(JSON.stringify(value) ?? 'null').digest('hex').slice(0, 16)}"`;
-}
 
 /**
  * Writes JSON lines, masking what `mask` names; `masked` collects the paths it masked in the line
@@ -82,7 +76,7 @@ class LineWriter {
     for (const [key, value] of attributes) {
       const method = masks !== undefined && Object.hasOwn(masks, key) ? masks[key] : undefined;
       if (method !== undefined) this.masked.add(`${part}.${key}`);
-      members += `${members === '' ? '' : ','}${JSON.stringify(key)}:${method === undefined ? (JSON.stringify(value) ?? 'null') : maskedValue(value, method)}`;
+      members += `${members === '' ? '' : ','}${JSON.stringify(key)}:${method === undefined ? (JSON.stringify(value) ?? 'null') : JSON.stringify(maskedValue(value, method))}`;
     }
     return `{${members}}`;
   }

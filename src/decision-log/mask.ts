@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+
 /** How a masked attribute's value is written: not at all, or as a digest of its JSON (which a guessable value does not hide). */
 export type MaskMethod = 'omit' | 'hash';
 
@@ -5,6 +7,12 @@ export type MaskMethod = 'omit' | 'hash';
 export type DecisionLogMask = Partial<Record<'principal' | 'resource' | 'action' | 'context', Readonly<Record<string, MaskMethod>>>>;
 
 const PARTS = ['principal', 'resource', 'action', 'context'] as const;
+
+/** A masked value as shown: `[masked]`, or `sha256:` and the first 16 hex digits of the SHA-256 of its JSON. */
+export function maskedValue(value: unknown, method: MaskMethod): string {
+  if (method === 'omit') return '[masked]';
+  return `sha256:${createHash('sha256').update(JSON.stringify(value) ?? 'null').digest('hex').slice(0, 16)}`;
+}
 const METHODS: readonly MaskMethod[] = ['omit', 'hash'];
 /** Most attributes one mask may name. */
 const MAX_MASKED = 200;

@@ -119,7 +119,7 @@ export async function composeServices(config: Config, substitutes: Substitutes =
   const decisionLog =
     config.decisionLog === '' ? undefined : DecisionLog.open(config.decisionLog, (lines) => metrics.decisionLogDropped.inc(lines), DECISION_LOG_CAPACITY, config.decisionLogMask);
   const recentChecks = new RecentChecks(config.recentChecks, config.recentChecksRate);
-  const shadows = new ShadowDecisions(snapshots, metrics, config.shadowSamplePercent);
+  const shadows = new ShadowDecisions(snapshots, metrics, config.shadowSamplePercent, config.decisionLogMask);
   const decisions = new DecisionObserver(metrics, live, decisionLog, recentChecks, shadows);
   const placement = bulkPlacement(config.evaluation, detectParallelism(), config.workers);
   const bulk = config.evaluation === 'inline' ? undefined : bulkPool(config, snapshots, decisions, substitutes.poolWorkerFile);
@@ -172,7 +172,7 @@ export async function composeServices(config: Config, substitutes: Substitutes =
     policies,
     registry,
     shadows,
-    impact: new ImpactService(snapshots, new PolicySetReader(config), policies, recentChecks, config.maxAnswerSize, decisionLogFile(config.decisionLog)),
+    impact: new ImpactService(snapshots, new PolicySetReader(config), policies, recentChecks, config.maxAnswerSize, decisionLogFile(config.decisionLog), config.decisionLogMask),
     schemas: new SchemaService(store, snapshots, audit, schemaFile),
     audit,
     authzen: new AuthzenService(checks, config.bulkCheckMaxRequests),

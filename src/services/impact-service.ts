@@ -11,6 +11,7 @@ import type { PolicySetReader } from './policy-set.js';
 import type { RecentCheck, RecentChecks } from './recent-checks.js';
 import { runInSlices } from './work-in-slices.js';
 import { checksOfLogLines, newestLines } from './decision-log-replay.js';
+import type { DecisionLogMask } from '../decision-log/mask.js';
 
 /**
  * Impact previews: what a proposed change of the policies would do to the checks this process
@@ -26,13 +27,15 @@ export class ImpactService {
     private readonly maxAnswerSize: number,
     /** The decision log's file (`--decision-log <path>`); undefined when it goes to stdout, a URL, or nowhere. */
     private readonly decisionLogFile: string | undefined,
+    /** The values the sample never shows (`--decision-log-mask`). */
+    private readonly mask: DecisionLogMask = {},
   ) {}
 
   async preview(change: ImpactRequest): Promise<ImpactAnswer> {
     const current = this.snapshots.current;
     const proposed = proposedSnapshot(current, await this.proposedSet(current, change));
     const { checks, decisionLog } = change.source === 'decision_log' ? await this.fromDecisionLog(change.limit ?? DEFAULT_LOG_REPLAY_LINES) : { checks: this.recent.list() };
-    const report = await runInSlices(replayImpact(current, proposed, checks, this.maxAnswerSize));
+    const report = await runInSlices(replayImpact(current, proposed, checks, this.maxAnswerSize, this.mask));
     return {
       ...report,
       source: change.source ?? 'recent_checks',

@@ -1,3 +1,5 @@
+import { maskedCheck, maskedExplanation } from '../decision-log/masked-view.js';
+import type { DecisionLogMask } from '../decision-log/mask.js';
 import { hostname } from 'node:os';
 import { AnswerBudget, deciderOf, evaluate, explain, ExplanationTooLarge, type Decision, type DecisionRequest, type Snapshot } from '../engine/index.js';
 import { resourceTypeOf } from '../engine/scope.js';
@@ -43,7 +45,7 @@ export function checkAsRead(request: DecisionRequest): Record<string, unknown> {
  * (held to `maxAnswerSize`). A generator that pauses between slices of checks: run it with
  * runInSlices.
  */
-export function* replayImpact(current: Snapshot, proposed: Snapshot, checks: readonly RecentCheck[], maxAnswerSize: number): Generator<void, ImpactReport> {
+export function* replayImpact(current: Snapshot, proposed: Snapshot, checks: readonly RecentCheck[], maxAnswerSize: number, mask: DecisionLogMask): Generator<void, ImpactReport> {
   const changed: Flips = { allow_to_deny: 0, deny_to_allow: 0 };
   const groups = { action: new Map<string, Flips>(), rule: new Map<string, Flips & { before: string; after: string }>(), principal: new Map<string, Flips>(), resource: new Map<string, Flips>() };
   const sample: ImpactReport['sample'] = [];
@@ -70,10 +72,10 @@ export function* replayImpact(current: Snapshot, proposed: Snapshot, checks: rea
     count(groups.resource, typeOf(request.resource.uri), direction, flips);
     if (sample.length < MAX_IMPACT_SAMPLE && sampleCut === undefined) {
       try {
-        const check = checkAsRead(request);
+        const check = maskedCheck(checkAsRead(request), mask);
         if (!budget.spend(JSON.stringify(check).length)) throw new ExplanationTooLarge(maxAnswerSize);
         // An explanation is a plain JSON object, as the schema's open object types it.
-        const explained = (snapshot: Snapshot, decision: Decision) => ({ ...decision, explain: explain(snapshot, request, decision, budget) as unknown as Record<string, unknown> });
+        const explained = (snapshot: Snapshot, decision: Decision) => ({ ...decision, explain: maskedExplanation(explain(snapshot, request, decision, budget) as unknown as Record<string, unknown>, mask) });
         sample.push({ check, before: explained(current, before), after: explained(proposed, after) });
       } catch (error) {
         if (!(error instanceof ExplanationTooLarge)) throw error;

@@ -1,3 +1,5 @@
+import { maskedCheck, maskedExplanation } from '../decision-log/masked-view.js';
+import type { DecisionLogMask } from '../decision-log/mask.js';
 import { AnswerBudget, evaluate, explain, ExplanationTooLarge, type Decision, type DecisionRequest, type Snapshot } from '../engine/index.js';
 import type { Metrics } from '../live/metrics.js';
 import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
@@ -34,6 +36,8 @@ export class ShadowDecisions {
     private readonly snapshots: PolicySnapshots,
     private readonly metrics: Metrics,
     private readonly samplePercent: number,
+    /** The values the disagreements kept never show (`--decision-log-mask`). */
+    private readonly mask: DecisionLogMask = {},
   ) {}
 
   /** `live` is what the live policies decided for `request`. */
@@ -49,9 +53,9 @@ export class ShadowDecisions {
     this.disagreements.unshift({
       at: new Date().toISOString(),
       // A large check is not kept: a hundred of them would hold a hundred request bodies.
-      check: checkSize(request) > MAX_KEPT_CHECK_BYTES ? { omitted: `larger than ${MAX_KEPT_CHECK_BYTES} bytes` } : checkAsRead(request),
-      live: explained(this.snapshots.current, request, live),
-      shadow: explained(shadow, request, decided),
+      check: checkSize(request) > MAX_KEPT_CHECK_BYTES ? { omitted: `larger than ${MAX_KEPT_CHECK_BYTES} bytes` } : maskedCheck(checkAsRead(request), this.mask),
+      live: explained(this.snapshots.current, request, live, this.mask),
+      shadow: explained(shadow, request, decided, this.mask),
     });
     if (this.disagreements.length > MAX_DISAGREEMENTS) this.disagreements.pop();
   }
@@ -77,10 +81,10 @@ export class ShadowDecisions {
   }
 }
 
-function explained(snapshot: Snapshot, request: DecisionRequest, decision: Decision): Disagreement['live'] {
+function explained(snapshot: Snapshot, request: DecisionRequest, decision: Decision, mask: DecisionLogMask): Disagreement['live'] {
   try {
     // An explanation is a plain JSON object, as the schema's open object types it.
-    return { ...decision, explain: explain(snapshot, request, decision, new AnswerBudget(MAX_EXPLANATION)) as unknown as Record<string, unknown> };
+    return { ...decision, explain: maskedExplanation(explain(snapshot, request, decision, new AnswerBudget(MAX_EXPLANATION)) as unknown as Record<string, unknown>, mask) };
   } catch (error) {
     if (!(error instanceof ExplanationTooLarge)) throw error;
     return { ...decision, explain_cut: `its explanation is longer than ${MAX_EXPLANATION} characters` };
