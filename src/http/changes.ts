@@ -10,6 +10,8 @@ export const CHANGE_FEED_TYPE = 'application/x-ndjson';
 
 /** Feeds open at once, per process: each is a socket and a line per change. */
 export const MAX_FEED_SUBSCRIBERS = 64;
+/** Feeds one admin key may hold at once: no key can take them all from the others. */
+export const MAX_FEEDS_PER_KEY = MAX_FEED_SUBSCRIBERS / 2;
 /** What a feed may hold unsent for a reader that does not read: past it, the feed is closed (the reader reconnects, and starts over). */
 const MAX_UNSENT_BYTES = 1 << 20;
 
@@ -20,6 +22,8 @@ const MAX_UNSENT_BYTES = 1 << 20;
  */
 export const changeRoutes: FastifyPluginAsync<{ feed: ChangeFeed }> = async (app, { feed }) => {
   const open = new Set<() => void>();
+  /** The feeds each key holds, by its name (none: admin authentication is off, and nobody but the pod reaches them). */
+  const heldBy = new Map<string, number>();
   // A stream never ends by itself: closing the server ends them, or it would wait on them.
   app.addHook('preClose', (done) => {
     for (const end of open) end();
@@ -36,7 +40,7 @@ export const changeRoutes: FastifyPluginAsync<{ feed: ChangeFeed }> = async (app
         'then a line like it each time that changes (policy and schema writes), `{"at", "entities": [<uri>, ...]}` when registered ' +
         `entities change (\`"entities": "all"\` when the process forgot them all, or more than ${MAX_URIS_PER_LINE} changed at once), and ` +
         `\`{"at"}\` every ${HEARTBEAT_MILLIS} ms when nothing did. A reader that falls 1 MiB behind is cut off. ` +
-        `At most ${MAX_FEED_SUBSCRIBERS} feeds per process: 503 beyond.`,
+        `At most ${MAX_FEED_SUBSCRIBERS} feeds per process, and ${MAX_FEEDS_PER_KEY} per admin key: 503 beyond.`,
       response: {
         200: {
           description: 'The stream: one JSON object per line.',
@@ -62,14 +66,26 @@ export const changeRoutes: FastifyPluginAsync<{ feed: ChangeFeed }> = async (app
       if (feed.subscriberCount >= MAX_FEED_SUBSCRIBERS) {
         throw new UnavailableError(`This process already serves ${MAX_FEED_SUBSCRIBERS} change feeds; close one, or follow another process`);
       }
+      const key = request.adminKey?.name;
+      const held = key === undefined ? 0 : (heldBy.get(key) ?? 0);
+      if (key !== undefined && held >= MAX_FEEDS_PER_KEY) {
+        throw new UnavailableError(`The admin key '${key}' already holds ${MAX_FEEDS_PER_KEY} change feeds of this process, its share; close one, or follow with another key`);
+      }
+      if (key !== undefined) heldBy.set(key, held + 1);
       reply.hijack();
       const socket = reply.raw;
       // `connection: close`: the connection ends with the stream, so that a closing server waits for neither.
       socket.writeHead(200, { 'content-type': CHANGE_FEED_TYPE, 'cache-control': 'no-store', connection: 'close', 'x-request-id': String(request.id), [REVISION_HEADER]: feed.revision });
       // Ended, the stream's connection goes too: a closing server would otherwise wait for the reader to hang up.
       const end = () => {
+        if (!open.has(end)) return;
         unsubscribe();
         open.delete(end);
+        if (key !== undefined) {
+          const left = heldBy.get(key)! - 1;
+          if (left === 0) heldBy.delete(key);
+          else heldBy.set(key, left);
+        }
         socket.end();
         setImmediate(() => request.raw.socket?.destroy());
       };

@@ -4,7 +4,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { keyDigest } from '../../src/admin-keys.js';
 import { scratchDir, startServer, type TestServer } from '../helpers/server.js';
-import { MAX_FEED_SUBSCRIBERS } from '../../src/http/changes.js';
+import { MAX_FEED_SUBSCRIBERS, MAX_FEEDS_PER_KEY } from '../../src/http/changes.js';
 import { MAX_URIS_PER_LINE } from '../../src/services/change-feed.js';
 
 // GET /admin/changes: the decision change feed a caching client follows, over real HTTP.
@@ -106,7 +106,7 @@ t.test('a bulk registration is one line; more uris than a line names make "all"'
   t.equal(many.entities, 'all', `${MAX_URIS_PER_LINE + 1} uris are "all"`);
 });
 
-t.test('behind the admin key, which a read key passes; at most so many feeds; closing the server ends them', async (t) => {
+t.test('behind the admin key, which a read key passes; at most so many feeds, and half of them per key; closing the server ends them', async (t) => {
   const [key, reader] = ['k'.repeat(32), 'r'.repeat(32)];
   const keys = join(scratchDir(t), 'admin-keys');
   writeFileSync(keys, `reader read ${keyDigest(reader).toString('hex')}\n`);
@@ -117,7 +117,12 @@ t.test('behind the admin key, which a read key passes; at most so many feeds; cl
   t.match(await read.next(() => true), { revision: 0 }, 'a read key follows the feed');
   read.close();
   await read.ended;
-  const feeds = await Promise.all(Array.from({ length: MAX_FEED_SUBSCRIBERS }, () => follow(server, { 'way-api-key': key })));
+  const readerFeeds = await Promise.all(Array.from({ length: MAX_FEEDS_PER_KEY }, () => follow(server, { 'way-api-key': reader })));
+  const overShare = await server.call('GET', '/admin/changes', undefined, { 'way-api-key': reader });
+  t.equal(overShare.status, 503, 'a key past its share is refused');
+  t.match((overShare.body as { detail: string }).detail, `The admin key 'reader' already holds ${MAX_FEEDS_PER_KEY} change feeds of this process, its share`);
+  const feeds = [...readerFeeds, ...(await Promise.all(Array.from({ length: MAX_FEED_SUBSCRIBERS - MAX_FEEDS_PER_KEY }, () => follow(server, { 'way-api-key': key }))))];
+  t.pass('while another key still takes the rest');
   const beyond = await server.call('GET', '/admin/changes', undefined, { 'way-api-key': key });
   t.equal(beyond.status, 503);
   t.match((beyond.body as { detail: string }).detail, `already serves ${MAX_FEED_SUBSCRIBERS} change feeds`);
@@ -125,7 +130,7 @@ t.test('behind the admin key, which a read key passes; at most so many feeds; cl
   // The closed one leaves room once the server has seen it go.
   let again: Follower | undefined;
   for (let attempt = 0; again === undefined && attempt < 50; attempt++) {
-    again = await follow(server, { 'way-api-key': key }).catch(() => undefined);
+    again = await follow(server, { 'way-api-key': reader }).catch(() => undefined);
     if (again === undefined) await new Promise((resolve) => setTimeout(resolve, 20));
   }
   t.ok(again !== undefined, 'a feed closed by its reader frees its place');
