@@ -143,6 +143,13 @@ export class PolicyService {
     if (policy.name !== name) {
       throw new ClientError(400, `Name mismatch: the body names '${policy.name}' (slugified), the path '${name}'`);
     }
+    const stored = policy.shadow === undefined ? undefined : await this.roles.reader.named(name);
+    if (stored !== undefined && stored.shadow === undefined) {
+      throw new ClientError(
+        409,
+        `Policy '${name}' is live: written with 'shadow' it would stop deciding. To try a change of it, write a shadow of it under another name ("shadow": "${name}"); to take it out of force, delete it`,
+      );
+    }
     if (!(await writer.replacePolicy(policy, by, this.checkedAgainst()))) throw notFound('Policy');
     await this.applied(`Policy '${policy.name}' was saved`);
     if (contradicted.length > 0) warn?.(contradicted);

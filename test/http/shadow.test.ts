@@ -120,3 +120,17 @@ t.test('bulks that the worker pool would decide are decided on the front while a
   t.equal((await server.call('POST', '/check/bulk', bulk)).status, 200);
   t.equal((await server.call('POST', '/admin/policies/impact', { delete: ['access'] })).body.replayed, 300, 'with no shadow, bulks go to the pool again: not kept');
 });
+
+t.test('a PUT never turns a live policy into a shadow: 409 saying how to try a change of it; the policy keeps deciding', async (t) => {
+  const server = await startServer();
+  t.teardown(server.close);
+  const live = { name: 'readers', rules: [{ name: 'read', effect: 'allow', actions: ['read'] }] };
+  t.equal((await server.call('POST', '/admin/policies', live)).status, 200);
+  for (const shadow of [true, 'other']) {
+    const demoted = await server.call('PUT', '/admin/policies/readers', { ...live, shadow });
+    t.equal(demoted.status, 409, JSON.stringify(demoted.body));
+    t.match(demoted.body.detail, /Policy 'readers' is live: written with 'shadow' it would stop deciding.*"shadow": "readers"/);
+  }
+  t.same((await server.call('POST', '/check', { principal: { attributes: { a: 1 } }, resource: { attributes: { b: 1 } }, action: 'read' })).body.allowed, true, 'it still decides');
+  t.equal((await server.call('PUT', '/admin/policies/nobody', { ...live, name: 'nobody', shadow: true })).status, 404, 'an unknown name is still 404');
+});
