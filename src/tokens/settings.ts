@@ -3,6 +3,7 @@ import type { FromSchema } from 'json-schema-to-ts';
 import { ConfigError } from '../config/config.js';
 import { DocumentError, readDocument } from '../document-files.js';
 import { createAjv } from '../schemas/validation.js';
+import { isLoopbackHost } from '../loopback.js';
 
 /** Signature algorithms a key set may allow: asymmetric only (an HMAC secret would have to be shared with every app that verifies). */
 export const ASYMMETRIC_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'] as const;
@@ -22,6 +23,7 @@ const keySetSchema = {
     refresh_seconds: { type: 'integer', minimum: 10, maximum: 86_400, default: 300 },
     min_refetch_seconds: { type: 'integer', minimum: 1, maximum: 3600, default: 30 },
     timeout_ms: { type: 'integer', minimum: 100, maximum: 60_000, default: 2000 },
+    insecure_http: { type: 'boolean', default: false, description: 'Take a jwks_url over plain http:// beyond loopback: anyone on the path could hand Verdict keys of their own.' },
   },
   required: ['name'],
   oneOf: [{ required: ['jwks_url'] }, { required: ['jwks_file'] }],
@@ -59,6 +61,17 @@ export interface TokenSettings {
   cacheSize: number;
 }
 
+/** Whether `url` is plain http to a host other than this machine's loopback. */
+function plainHttpBeyondLoopback(url: string): boolean {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return true;
+  }
+  return parsed.protocol === 'http:' && !isLoopbackHost(parsed.hostname);
+}
+
 /** Reads and checks the token settings file at `path`; a `jwks_file` is read relative to it. Throws ConfigError saying what to fix. */
 export function readTokenSettings(path: string): TokenSettings {
   let document: unknown;
@@ -78,6 +91,11 @@ export function readTokenSettings(path: string): TokenSettings {
   const keySets = file.key_sets.map((set): KeySetSettings => {
     if (names.has(set.name)) throw new ConfigError(`--tokens ${path}: two key sets are named '${set.name}'`);
     names.add(set.name);
+    if (set.jwks_url !== undefined && !set.insecure_http && plainHttpBeyondLoopback(set.jwks_url)) {
+      throw new ConfigError(
+        `--tokens ${path}: key set '${set.name}' fetches its keys over plain http:// from beyond this machine (${set.jwks_url}): anyone on the way could hand Verdict keys of their own. Use https://, or set insecure_http: true for a network you trust`,
+      );
+    }
     const source =
       set.jwks_url !== undefined
         ? { url: set.jwks_url, refreshSeconds: set.refresh_seconds ?? 300, minRefetchSeconds: set.min_refetch_seconds ?? 30, timeoutMs: set.timeout_ms ?? 2000 }

@@ -255,3 +255,21 @@ t.test('after the start, a refetch for an unknown key that trickles is cut at it
   t.ok(issuer.fetches > fetched, 'a later refetch runs');
   t.equal((await server.call('POST', '/check', checkWith(await tokenFor(key, 'alice')))).body.allowed, true);
 });
+
+t.test('a jwks_url over plain http:// beyond loopback stops the start, unless insecure_http says the network is trusted', async (t) => {
+  const dir = scratchDir(t);
+  const start = async (keySet: Record<string, unknown>) => {
+    writeFileSync(join(dir, 'tokens.json'), JSON.stringify({ key_sets: [{ name: 'idp', issuer: ISSUER, ...keySet }] }));
+    return startServer({ tokens: join(dir, 'tokens.json') }).then(
+      async (server) => {
+        await server.close();
+        return 'started';
+      },
+      (error: Error) => error.message,
+    );
+  };
+  t.match(await start({ jwks_url: 'http://idp.example.com/jwks.json' }), /key set 'idp' fetches its keys over plain http:\/\/ from beyond this machine .*Use https:\/\/, or set insecure_http: true/);
+  t.match(await start({ jwks_url: 'http://10.1.2.3/jwks.json' }), /over plain http:\/\//);
+  t.equal(await start({ jwks_url: 'http://idp.example.com/jwks.json', insecure_http: true }), 'started');
+  for (const url of ['https://idp.example.com/jwks.json', 'http://127.0.0.1:9/jwks.json', 'http://localhost:9/jwks.json', 'http://[::1]:9/jwks.json']) t.equal(await start({ jwks_url: url }), 'started', url);
+});
