@@ -9,6 +9,8 @@ import { originOf } from './request-ids.js';
 /** The largest body Envoy may forward (`with_request_body`); it is never read, only let through. */
 const FORWARDED_BODY_LIMIT = 1024 * 1024;
 const BEARER = /^Bearer +([A-Za-z0-9._~+/=-]+) *$/i;
+/** What a client whose token was refused is told, unless the mapping gives it the reason. */
+const TOKEN_REFUSED = 'The bearer token was not accepted';
 
 export interface ExtAuthzOptions extends RoutesOptions {
   mapping: ExtAuthzMapping;
@@ -31,10 +33,15 @@ export const extAuthzRoutes: FastifyPluginAsync<ExtAuthzOptions> = async (app, {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: FORWARDED_BODY_LIMIT }, (_request, _body, done) => done(null, undefined));
 
+  // Why a token was refused names key sets and issuers: the client is told only when the mapping says so, the log always.
   const deny = (reply: FastifyReply, status: 401 | 403, reason: string) => {
     reply.code(status).type('text/plain; charset=utf-8');
-    if (status === 401) reply.header('www-authenticate', INVALID_TOKEN_CHALLENGE);
-    return status === 401 || mapping.denyReasonToClient ? reason : 'Forbidden';
+    if (status === 401) {
+      reply.header('www-authenticate', INVALID_TOKEN_CHALLENGE);
+      reply.log.info({ reason }, 'ext-authz: bearer token refused');
+    }
+    if (mapping.denyReasonToClient) return reason;
+    return status === 401 ? TOKEN_REFUSED : 'Forbidden';
   };
 
   app.all(`${EXT_AUTHZ_PREFIX}/*`, {
