@@ -19,17 +19,20 @@ const SIDE_OF_PART: Readonly<Record<RequestPart, SideKey>> = {
   context: 'context_conditions',
 };
 
+/** Whether every check has the value at `path` of `side`: an action's name, and the decision's time, which the server supplies. */
+const alwaysThere = (side: SideKey, path: string) => (side === 'action_conditions' && path === 'name') || (side === 'context_conditions' && path === 'time');
+
 /**
  * The values a condition on `side` needs, each as the side and path a request could leave out: its
- * own path, and the value its `value_from` reads (but an action's name, which every check has). None
- * for `exists` and `not_exists`, which are about presence.
+ * own path, and the value its `value_from` reads (but those every check has). None for `exists` and
+ * `not_exists`, which are about presence.
  */
 function valuesNeeded(condition: CompiledCondition, side: SideKey): [SideKey, string][] {
   if (isPresenceTest(condition)) return [];
-  const own: [SideKey, string] = [side, condition.source.path];
   const { referenced } = condition;
-  if (referenced === undefined || (referenced.part === 'action' && referenced.path === 'name')) return [own];
-  return [own, [SIDE_OF_PART[referenced.part], referenced.path]];
+  const needed: [SideKey, string][] = [[side, condition.source.path]];
+  if (referenced !== undefined) needed.push([SIDE_OF_PART[referenced.part], referenced.path]);
+  return needed.filter(([each, path]) => !alwaysThere(each, path));
 }
 
 /** Whether `condition`, on `conditionSide`, can hold only when `path` of `side` is there: it tests it or refers to it. */
