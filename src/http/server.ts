@@ -49,6 +49,9 @@ const MAX_PATH_PARAMETER_LENGTH = 8192;
  * ready to listen. Starts the services' background work with the server's logger; closing the server
  * closes them.
  */
+/** The request headers read, in bytes: Node's default (16 KiB) would refuse a long token before it is looked at. */
+const MAX_HEADER_BYTES = 64 * 1024;
+
 export async function buildServer(config: Config, services: Services): Promise<FastifyInstance> {
   const { snapshots, metrics, readiness } = services;
   const app = Fastify({
@@ -61,6 +64,9 @@ export async function buildServer(config: Config, services: Services): Promise<F
     childLoggerFactory: lazyRequestLogger,
     schemaController: { compilersFactory: lazySchemaCompilers },
     bodyLimit: config.bodyLimit,
+    // Room for a bearer token longer than tokens may be (MAX_TOKEN_LENGTH) beside the other headers, so that
+    // it is refused as a token (401), not as a request Node cannot read (431).
+    http: { maxHeaderSize: MAX_HEADER_BYTES },
     // Unique across processes and restarts: audit records name the request that wrote them.
     genReqId: requestIds(),
     // Which peers may name the client address in X-Forwarded-For (the admin-auth failure limit keys on it).

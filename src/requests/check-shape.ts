@@ -1,5 +1,4 @@
 import { withinLimits, type RequestLimits } from './request-limits.js';
-import { MAX_TOKEN_LENGTH } from '../tokens/limits.js';
 
 /**
  * A hand-checked reading of checkRequestListSchema (src/schemas/check.ts) and of the request
@@ -81,7 +80,8 @@ function isValidEntity(entity: unknown, side: 'principal' | 'resource', limits: 
         if (value !== null && !(value === side && isShortString(value, limits))) return false;
         break;
       case 'token':
-        if (side !== 'principal' || (value !== null && !(typeof value === 'string' && value.length <= MAX_TOKEN_LENGTH))) return false;
+        // A token too long to verify is refused where tokens are verified: its check alone, never the body.
+        if (side !== 'principal' || !isNullableString(value, limits)) return false;
         break;
       default:
         return false;

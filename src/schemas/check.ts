@@ -46,7 +46,10 @@ export const principalReferenceSchema = {
   description: 'The principal: a registered `uri`, supplied `attributes`, or both (merged); and/or a bearer `token` whose verified claims become its `claims` attribute.',
   properties: {
     ...principalBase.properties,
-    token: { type: ['string', 'null'], maxLength: MAX_TOKEN_LENGTH, description: 'A signed JWT, verified with the key sets of `--tokens`; never logged.' },
+    token: {
+      type: ['string', 'null'],
+      description: `A signed JWT, verified with the key sets of \`--tokens\`; never logged. One longer than ${MAX_TOKEN_LENGTH} characters is refused as a token (401; in a bulk, its item denied).`,
+    },
   },
 } as const;
 export const resourceReferenceSchema = entityReferenceSchema('resource');

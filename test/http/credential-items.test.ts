@@ -78,3 +78,29 @@ t.test('without key sets, `claims` is an attribute like any other, as Eunomia re
   const answer = await server.call('POST', '/check', { principal: { attributes: { claims: { sub: 'alice' } } }, resource: { attributes: { owner: 'alice' } }, action: 'read' });
   t.same([answer.status, answer.body.allowed], [200, true]);
 });
+
+t.test('a token over 16 KB refuses its own check (401) and denies only its own bulk item; through external authorization it is a 401 too', async (t) => {
+  const key = await signingKey('k1');
+  const issuer = await TokenIssuer.start([key]);
+  t.teardown(() => issuer.close());
+  const long = `${await tokenFor(key, 'alice')}.${'x'.repeat(16 * 1024)}`;
+  for (const evaluation of ['inline', 'pool'] as const) {
+    const server = await tokenServer(t, issuer, { evaluation, workers: 1 });
+    const check = (token: string) => ({ principal: { token }, resource: { attributes: { owner: 'alice' } }, action: 'read' });
+    const single = await server.call('POST', '/check', check(long));
+    t.equal(single.status, 401, `${evaluation}: ${JSON.stringify(single.body).slice(0, 200)}`);
+    t.match(single.body.detail, /longer than 16384 characters/);
+    const bulk = await server.call('POST', '/check/bulk', [check(long), check(await tokenFor(key, 'alice'))]);
+    t.equal(bulk.status, 200, `${evaluation}: the bulk is answered, ${JSON.stringify(bulk.body).slice(0, 200)}`);
+    t.same(bulk.body.map((answer: { allowed: boolean }) => answer.allowed), [false, true], `${evaluation}: only the long token's item is denied`);
+  }
+  const dir = scratchDir(t);
+  writeFileSync(join(dir, 'tokens.json'), JSON.stringify({ key_sets: [{ name: 'idp', issuer: ISSUER, audience: AUDIENCE, jwks_url: issuer.jwksUrl }] }));
+  writeFileSync(join(dir, 'mapping.json'), JSON.stringify({ principal: { uri: 'user:{sub}' }, routes: [{ path: '/documents/{id}', resource_type: 'document' }] }));
+  const mesh = await startServer({ tokens: join(dir, 'tokens.json'), extAuthz: join(dir, 'mapping.json') });
+  t.teardown(mesh.close);
+  await ready(mesh);
+  const through = await mesh.send('GET', '/ext-authz/documents/1', '', { authorization: `Bearer ${long}` });
+  t.equal(through.status, 401, 'ext-authz: a 401 with the challenge, not a 431');
+  t.equal(through.headers['www-authenticate'], 'Bearer error="invalid_token"');
+});
