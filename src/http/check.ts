@@ -9,7 +9,7 @@ import {
   checkResponseListSchema,
   checkResponseSchema,
 } from '../schemas/check.js';
-import { compileBulkValidator, plainlyNamesToken, plainlyNamesUri, readBulkBody } from '../requests/bulk-request.js';
+import { bulkLimitsOf, compileBulkValidator, plainlyNamesToken, plainlyNamesUri, readBulkBody } from '../requests/bulk-request.js';
 import { createAjv } from '../schemas/validation.js';
 import { isValidCheck } from '../requests/check-shape.js';
 import type { AppContext, RoutesOptions } from './context.js';
@@ -87,6 +87,7 @@ export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { 
     const validate = compiledOnFirstUse(compileBulkValidator);
     const validateQuery = compiledOnFirstUse(() => createAjv(true).compile(bulkCheckQuerySchema));
     const { pool } = context;
+    const limits = bulkLimitsOf(config);
 
     bulkScope.post('/check/bulk', {
       onRequest,
@@ -113,7 +114,7 @@ export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { 
             placed.measured === undefined ? await placed.bulk.decide(bytes, explain, undefined, originOf(request)) : await measuredInPool(placed.bulk, placed.measured, bytes, originOf(request));
           if (decided !== undefined) return answerDecided(reply, revision, decided, (json) => json);
         }
-        const decided = checks.checkMany(readBulkBody(bytes.toString('utf8'), validate, config), explain, originOf(request), conflicts === 'refuse');
+        const decided = checks.checkMany(readBulkBody(bytes.toString('utf8'), validate, limits), explain, originOf(request), conflicts === 'refuse');
         if (explain) return answerDecided(reply, revision, decided);
         await answerDecided(reply, revision, decided, decisionsJson);
         if (placed.path === 'inline') placed.measured?.decidedInline(bytes.length);

@@ -2,7 +2,7 @@ import type { ValidateFunction } from 'ajv';
 import type { FastifySchemaValidationError } from 'fastify';
 import { checkRequestListSchema, type CheckRequest } from '../schemas/check.js';
 import { compileListingErrors, validationIssues } from '../schemas/validation.js';
-import { CLAIMS_ATTRIBUTE, FormsDisagree, readCheckRequest, type CheckInput } from './check-request.js';
+import { CLAIMS_ATTRIBUTE, FormsDisagree, readCheckRequest, sideWordingOf, type CheckInput, type SideWording } from './check-request.js';
 import { ClientError, RequestValidationError } from '../errors.js';
 import type { ValidationIssue } from '../schemas/errors.js';
 import { requestLimitIssues } from './request-limits.js';
@@ -10,8 +10,17 @@ import { isValidCheckList } from './check-shape.js';
 import type { Config } from '../config/config.js';
 import { ANY_ACTION } from '../engine/actions.js';
 
-/** What bounds a bulk body; plain data, so that it travels to the pool's workers. */
-export type BulkLimits = Pick<Config, 'bulkCheckMaxRequests' | 'maxJsonDepth' | 'maxStringLength' | 'maxAnswerSize'>;
+/** What bounds a bulk body, and how its items are read (see SideWording); plain data, so that it travels to the pool's workers. */
+export type BulkLimits = Pick<Config, 'bulkCheckMaxRequests' | 'maxJsonDepth' | 'maxStringLength' | 'maxAnswerSize'> & { sideWording: SideWording };
+
+/** The bulk limits of a configuration. */
+export const bulkLimitsOf = (config: Config): BulkLimits => ({
+  bulkCheckMaxRequests: config.bulkCheckMaxRequests,
+  maxJsonDepth: config.maxJsonDepth,
+  maxStringLength: config.maxStringLength,
+  maxAnswerSize: config.maxAnswerSize,
+  sideWording: sideWordingOf(config),
+});
 
 export type BulkValidator = ValidateFunction<CheckRequest[]>;
 
@@ -74,7 +83,7 @@ export function readBulkBody(text: string, validate: BulkValidator, limits: Bulk
       throw new RequestValidationError(validationIssues(validate.errors as FastifySchemaValidationError[], 'body'));
     }
   }
-  return readBulkItems(body as CheckRequest[], readCheckRequest);
+  return readBulkItems(body as CheckRequest[], (request, at) => readCheckRequest(request, at, limits.sideWording));
 }
 
 /**

@@ -43,6 +43,16 @@ export class FormsDisagree extends ClientError {
 /** A side sent in the flat form only. */
 const NOT_NESTED: { uri?: null; attributes?: null; token?: null } = Object.freeze({});
 
+/**
+ * How a side a check cannot use is told: in Eunomia's words, which its clients match, or, where
+ * tokens are verified (and the operator style is not Eunomia's), naming a principal's token too.
+ */
+export type SideWording = 'eunomia' | 'with-token';
+
+/** The wording of a server verifying tokens (`tokens`: its --tokens file, '' for none) in `operatorStyle`. */
+export const sideWordingOf = ({ tokens, operatorStyle }: { tokens: string; operatorStyle: string }): SideWording =>
+  tokens !== '' && operatorStyle !== 'eunomia' ? 'with-token' : 'eunomia';
+
 const given = <T>(value: T | null | undefined): value is T => value !== null && value !== undefined && value !== '';
 
 /**
@@ -81,12 +91,12 @@ function differingKey(left: Map<string, unknown>, right: Map<string, unknown>): 
  * One side from its nested object and its flat fields: each field is taken from whichever form
  * gives it (null and '' give nothing); a field given in both must say the same in both.
  */
-export function entityInput(request: CheckRequest, side: Side, at: (string | number)[]): EntityInput | ValidationIssue {
+export function entityInput(request: CheckRequest, side: Side, at: (string | number)[], wording: SideWording = 'eunomia'): EntityInput | ValidationIssue {
   // Each field read by name: a key computed per side makes every read of a bulk's items a slow
   // keyed lookup (most of them of fields the item does not have).
   return side === 'principal'
-    ? sideOf(side, request.principal, request.principal_uri, request.principal_attributes, at)
-    : sideOf(side, request.resource, request.resource_uri, request.resource_attributes, at);
+    ? sideOf(side, request.principal, request.principal_uri, request.principal_attributes, at, wording)
+    : sideOf(side, request.resource, request.resource_uri, request.resource_attributes, at, wording);
 }
 
 function sideOf(
@@ -95,7 +105,12 @@ function sideOf(
   flatUri: string | null | undefined,
   flatSent: CheckRequest['principal_attributes'],
   at: (string | number)[],
+  wording: SideWording,
 ): EntityInput | ValidationIssue {
+  // Neither form sent at all: Eunomia, which has the nested form only, says the field is required.
+  if ((nestedSent === undefined || nestedSent === null) && (flatUri === undefined || flatUri === null) && (flatSent === undefined || flatSent === null)) {
+    return { loc: [...at, side], msg: 'Field required', type: 'missing' };
+  }
   const nested: { uri?: string | null; attributes?: CheckRequest['principal_attributes']; token?: string | null } = nestedSent ?? NOT_NESTED;
   if (given(nested.uri) && given(flatUri) && nested.uri !== flatUri) {
     throw new FormsDisagree(`${side}.uri ('${nested.uri}') and ${side}_uri ('${flatUri}') disagree`, 'value');
@@ -104,20 +119,21 @@ function sideOf(
   const nestedAttributes = toAttributeMap(nested.attributes);
   if (nestedAttributes instanceof DuplicateAttribute) return nestedAttributes.issueAt([...at, side, 'attributes']);
   // The common check sends one form only: no second Map for the other.
-  if (flatSent === undefined || flatSent === null) return sideInput(uri, nestedAttributes, nested.token, side, at);
+  if (flatSent === undefined || flatSent === null) return sideInput(uri, nestedAttributes, nested.token, side, at, wording);
   const flatAttributes = toAttributeMap(flatSent);
   if (flatAttributes instanceof DuplicateAttribute) return flatAttributes.issueAt([...at, `${side}_attributes`]);
   if (nestedAttributes.size > 0 && flatAttributes.size > 0) {
     const key = differingKey(nestedAttributes, flatAttributes);
     if (key !== undefined) throw new FormsDisagree(`${side}.attributes and ${side}_attributes disagree on '${key}'`, 'attributes');
   }
-  return sideInput(uri, nestedAttributes.size > 0 ? nestedAttributes : flatAttributes, nested.token, side, at);
+  return sideInput(uri, nestedAttributes.size > 0 ? nestedAttributes : flatAttributes, nested.token, side, at, wording);
 }
 
-function sideInput(uri: string | null | undefined, attributes: Map<string, unknown>, token: string | null | undefined, side: Side, at: (string | number)[]): EntityInput | ValidationIssue {
+function sideInput(uri: string | null | undefined, attributes: Map<string, unknown>, token: string | null | undefined, side: Side, at: (string | number)[], wording: SideWording): EntityInput | ValidationIssue {
   if (given(token)) return { uri: given(uri) ? uri : undefined, attributes, token };
   if (!given(uri) && attributes.size === 0) {
-    return { loc: [...at, side], msg: `Either 'uri' or non-empty 'attributes'${side === 'principal' ? " or a 'token'" : ''} must be provided`, type: 'value_error' };
+    const orToken = side === 'principal' && wording === 'with-token' ? " or a 'token'" : '';
+    return { loc: [...at, side], msg: `Either 'uri' or non-empty 'attributes'${orToken} must be provided`, type: 'value_error' };
   }
   return { uri: given(uri) ? uri : undefined, attributes };
 }
@@ -129,9 +145,9 @@ export const isIssue = (input: EntityInput | ValidationIssue): input is Validati
  * make it unusable (422). `at` locates the request in the body (`['body']`, or `['body', i]` in a
  * bulk). Throws FormsDisagree when a side's nested and flat forms contradict each other.
  */
-export function readCheckRequest(request: CheckRequest, at: (string | number)[]): CheckInput | ValidationIssue[] {
-  const principal = entityInput(request, 'principal', at);
-  const resource = entityInput(request, 'resource', at);
+export function readCheckRequest(request: CheckRequest, at: (string | number)[], wording: SideWording = 'eunomia'): CheckInput | ValidationIssue[] {
+  const principal = entityInput(request, 'principal', at, wording);
+  const resource = entityInput(request, 'resource', at, wording);
   // The common check names its action and nothing more: read without a second object.
   if (namesActionOnly(request)) {
     if (isIssue(principal) || isIssue(resource)) return [principal, resource].filter(isIssue);

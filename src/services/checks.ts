@@ -2,7 +2,7 @@ import type { CheckRequest } from '../schemas/check.js';
 import { AnswerBudget, evaluate, ExplanationTooLarge, type Decision, type DecisionRequest } from '../engine/index.js';
 import { instantOf } from '../engine/time.js';
 import { decideResolved } from '../decide/kernel.js';
-import { readCheckRequest, type CheckInput } from '../requests/check-request.js';
+import { readCheckRequest, type CheckInput, type SideWording } from '../requests/check-request.js';
 import { AttributeConflict, resolveCheck, TokenNotAccepted, type RegisteredAttributes, type ResolveOptions } from '../registry/resolve.js';
 import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
 import { ClientError, InvalidToken, RequestValidationError } from '../errors.js';
@@ -70,6 +70,8 @@ export class CheckService {
     private readonly schemas?: EnforcedSchemas,
     /** How checks are resolved beyond the registry: tokens, and conflicts with it. */
     private readonly resolving: ResolveOptions = {},
+    /** How a side a check cannot use is told. */
+    private readonly sideWording: SideWording = 'eunomia',
   ) {}
 
   /**
@@ -78,7 +80,7 @@ export class CheckService {
    * decision carries how it came about. `origin`: the request it answers, for the decision log.
    */
   check(request: CheckRequest, explain = false, origin?: RequestOrigin): Decision | Promise<Decision> {
-    const input = readCheckRequest(request, ['body']);
+    const input = readCheckRequest(request, ['body'], this.sideWording);
     if (Array.isArray(input)) throw new RequestValidationError(input);
     const decide = this.decider(1, explain, origin);
     try {
@@ -95,7 +97,7 @@ export class CheckService {
    * what an operator asks to try a policy at another time. It decides nothing that happens.
    */
   decideAt(request: CheckRequest, time: string): Decision | Promise<Decision> {
-    const input = readCheckRequest(request, ['body', 'check']);
+    const input = readCheckRequest(request, ['body', 'check'], this.sideWording);
     const at = instantOf(time);
     const issues = [...(Array.isArray(input) ? input : []), ...(at === undefined ? [{ loc: ['body', 'time'], msg: `'${time}' is not an RFC 3339 date-time with its offset`, type: 'value_error' }] : [])];
     if (issues.length > 0 || Array.isArray(input)) throw new RequestValidationError(issues);

@@ -1,3 +1,5 @@
+import { sideWordingOf } from '../requests/check-request.js';
+import { bulkLimitsOf } from '../requests/bulk-request.js';
 import { ImpactService } from './impact-service.js';
 import { PolicySetReader } from './policy-set.js';
 import { ChangeFeed } from './change-feed.js';
@@ -145,7 +147,7 @@ export async function composeServices(config: Config, substitutes: Substitutes =
   let stopBackgroundWork = async (): Promise<void> => snapshots.close();
   // With admin authentication on, no answer may say whether a supplied attribute matches the registry.
   const resolving = { claimsOf, overruled: adminKeys === undefined ? undefined : () => metrics.attributeConflicts.inc() };
-  const checks = new CheckService(snapshots, registered, config.maxAnswerSize, decisions, schemas, resolving);
+  const checks = new CheckService(snapshots, registered, config.maxAnswerSize, decisions, schemas, resolving, sideWordingOf(config));
   const plans = new PlanService(snapshots, registered, config, bulk, schemas, resolving);
   const registry = new RegistryService(store, (uri) => entities.invalidate(uri), schemas, checkedAgainst);
   const changes = new ChangeFeed(snapshots, entities);
@@ -212,7 +214,7 @@ function openTokens(settings: TokenSettings, metrics: Metrics): TokenVerifier {
 function bulkPool(config: Config, snapshots: PolicySnapshots, decisions: DecisionObserver, workerFile: URL | undefined): BulkPool {
   return new BulkPool(snapshots, {
     workers: config.workers,
-    limits: { bulkCheckMaxRequests: config.bulkCheckMaxRequests, maxJsonDepth: config.maxJsonDepth, maxStringLength: config.maxStringLength, maxAnswerSize: config.maxAnswerSize },
+    limits: bulkLimitsOf(config),
     timeoutMillis: config.workerTimeoutMs,
     observe: decisions.decidedInWorker,
     recentDenials: config.recentDenials,

@@ -226,6 +226,14 @@ const DIFFERENCES: Record<string, (t: Test) => Promise<void>> = {
     t.ok(Array.isArray(long.body.detail) && long.body.detail.length > 0, 'naming the field');
   },
 
+  'A 422 names each problem as loc, msg and type': async (t) => {
+    const target = await server(t);
+    const empty = await target.call('POST', '/check', { principal: { attributes: {} }, resource: { attributes: { kind: 'document' } } });
+    t.same([empty.status, empty.body], [422, { detail: [{ loc: ['body', 'principal'], msg: "Either 'uri' or non-empty 'attributes' must be provided", type: 'value_error' }] }]);
+    const missing = await target.call('POST', '/check', { resource: { attributes: { kind: 'document' } } });
+    t.same(missing.body, { detail: [{ loc: ['body', 'principal'], msg: 'Field required', type: 'missing' }] });
+  },
+
   'Unknown fields are 422': async (t) => {
     const target = await server(t);
     const misspelt = await target.call('POST', '/check', { principal: { attributes: { a: 1 } }, resource: { attributes: { kind: 'document' } }, resouce: {}, action: 'read' });

@@ -5,6 +5,7 @@ import { PolicySnapshots } from '../../src/snapshot/policy-snapshots.js';
 import { BulkPool, type BulkObserver } from '../../src/pool/bulk-pool.js';
 import { ClientError } from '../../src/errors.js';
 import { DEFAULT_CONFIG } from '../../src/config/config.js';
+import { bulkLimitsOf } from '../../src/requests/bulk-request.js';
 import { temporaryDataDir } from '../helpers/server.js';
 import { TEST_WRITER } from '../helpers/writer.js';
 import { interceptedStore } from '../helpers/intercepted-store.js';
@@ -33,7 +34,7 @@ async function poolOverResetStore(t: Test, fill: (dropped: EmbeddedStore, refill
   const store = interceptedStore(dropped, { loadPolicies: (proceed) => (reset ? refilled.loadPolicies() : proceed()) });
   await fill(dropped, refilled);
   const snapshots = await PolicySnapshots.load(store);
-  const pool = new BulkPool(snapshots, { workers: 1, limits: DEFAULT_CONFIG, timeoutMillis: 10_000 });
+  const pool = new BulkPool(snapshots, { workers: 1, limits: bulkLimitsOf(DEFAULT_CONFIG), timeoutMillis: 10_000 });
   t.teardown(async () => {
     snapshots.close();
     await pool.close();
@@ -53,7 +54,7 @@ t.test('a worker decides a bulk at the revision the front holds, and hands back 
   const dataDir = temporaryDataDir();
   const store = new EmbeddedStore(dataDir);
   const snapshots = await PolicySnapshots.load(store);
-  const pool = new BulkPool(snapshots, { workers: 1, limits: { ...DEFAULT_CONFIG, bulkCheckMaxRequests: 10 }, timeoutMillis: 10_000 });
+  const pool = new BulkPool(snapshots, { workers: 1, limits: bulkLimitsOf({ ...DEFAULT_CONFIG, bulkCheckMaxRequests: 10 }), timeoutMillis: 10_000 });
   t.teardown(async () => {
     await pool.close();
     await store.close();
@@ -105,7 +106,7 @@ t.test("a worker tells the front what decided each bulk and its last denials, fo
   await store.createPolicy(ALLOW_A_1_TO_GO, TEST_WRITER);
   const snapshots = await PolicySnapshots.load(store);
   const seen: Parameters<BulkObserver>[0][] = [];
-  const pool = new BulkPool(snapshots, { workers: 1, limits: DEFAULT_CONFIG, timeoutMillis: 10_000, observe: (bulk) => seen.push(bulk), recentDenials: 2 });
+  const pool = new BulkPool(snapshots, { workers: 1, limits: bulkLimitsOf(DEFAULT_CONFIG), timeoutMillis: 10_000, observe: (bulk) => seen.push(bulk), recentDenials: 2 });
   t.teardown(async () => {
     await pool.close();
     await store.close();
@@ -149,7 +150,7 @@ t.test('a worker a few writes behind is sent the policies they changed and deriv
       };
     },
   });
-  const pool = new BulkPool(watched, { workers: 1, limits: DEFAULT_CONFIG, timeoutMillis: 10_000 });
+  const pool = new BulkPool(watched, { workers: 1, limits: bulkLimitsOf(DEFAULT_CONFIG), timeoutMillis: 10_000 });
   t.teardown(async () => {
     await pool.close();
     await store.close();
@@ -183,7 +184,7 @@ t.test('a worker behind two replacements of one policy, each applied by the fron
   const store = new EmbeddedStore(dataDir);
   await store.createPolicy(ALLOW_A_1_TO_GO, TEST_WRITER);
   const snapshots = await PolicySnapshots.load(store);
-  const pool = new BulkPool(snapshots, { workers: 1, limits: DEFAULT_CONFIG, timeoutMillis: 10_000 });
+  const pool = new BulkPool(snapshots, { workers: 1, limits: bulkLimitsOf(DEFAULT_CONFIG), timeoutMillis: 10_000 });
   t.teardown(async () => {
     await pool.close();
     await store.close();
@@ -220,7 +221,7 @@ t.test('a worker makes plans at the revision the front holds, refusing what is t
   const dataDir = temporaryDataDir();
   const store = new EmbeddedStore(dataDir);
   const snapshots = await PolicySnapshots.load(store);
-  const pool = new BulkPool(snapshots, { workers: 1, limits: DEFAULT_CONFIG, timeoutMillis: 10_000 });
+  const pool = new BulkPool(snapshots, { workers: 1, limits: bulkLimitsOf(DEFAULT_CONFIG), timeoutMillis: 10_000 });
   t.teardown(async () => {
     await pool.close();
     await store.close();
@@ -259,7 +260,7 @@ t.test('under warn a worker decides a bulk whose items break the attribute schem
   await store.writeSchemas({ principal: { attributes: { type: 'object', properties: { a: { type: 'integer' } }, required: ['a'] } } }, TEST_WRITER);
   const snapshots = await PolicySnapshots.load(store);
   const seen: Parameters<BulkObserver>[0][] = [];
-  const pool = (enforcement: 'warn' | 'reject') => new BulkPool(snapshots, { workers: 1, limits: DEFAULT_CONFIG, timeoutMillis: 10_000, observe: (bulk) => seen.push(bulk), recentDenials: 2, schemaEnforcement: enforcement });
+  const pool = (enforcement: 'warn' | 'reject') => new BulkPool(snapshots, { workers: 1, limits: bulkLimitsOf(DEFAULT_CONFIG), timeoutMillis: 10_000, observe: (bulk) => seen.push(bulk), recentDenials: 2, schemaEnforcement: enforcement });
   const [warned, rejecting] = [pool('warn'), pool('reject')];
   t.teardown(async () => {
     await warned.close();

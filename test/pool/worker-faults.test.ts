@@ -4,6 +4,7 @@ import { DEFAULT_CONFIG } from '../../src/config/config.js';
 import { EmbeddedStore } from '../../src/store/embedded.js';
 import { PolicySnapshots } from '../../src/snapshot/policy-snapshots.js';
 import { BulkPool } from '../../src/pool/bulk-pool.js';
+import { bulkLimitsOf } from '../../src/requests/bulk-request.js';
 import { FAULT_ACTION, FAULTY_WORKER_FILE } from '../helpers/worker-fault.js';
 import { startServer, temporaryDataDir, type TestServer } from '../helpers/server.js';
 
@@ -59,7 +60,7 @@ t.test('the pool replaces a crashed worker: the next bulk is decided by a worker
   const dataDir = temporaryDataDir();
   const store = new EmbeddedStore(dataDir);
   const snapshots = await PolicySnapshots.load(store);
-  const pool = new BulkPool(snapshots, { workers: 1, limits: DEFAULT_CONFIG, timeoutMillis: DEFAULT_CONFIG.workerTimeoutMs, workerFile: FAULTY_WORKER_FILE });
+  const pool = new BulkPool(snapshots, { workers: 1, limits: bulkLimitsOf(DEFAULT_CONFIG), timeoutMillis: DEFAULT_CONFIG.workerTimeoutMs, workerFile: FAULTY_WORKER_FILE });
   t.teardown(async () => {
     await pool.close();
     await store.close();

@@ -76,7 +76,7 @@ t.test('a body the hand check refuses keeps the details of Ajv and of the limits
   const at = (body: unknown, bounds: RequestLimits = DEFAULT_CONFIG) => {
     const text = JSON.stringify(body);
     try {
-      readBulkBody(text, validate, { ...bounds, bulkCheckMaxRequests: 10, maxAnswerSize: DEFAULT_CONFIG.maxAnswerSize });
+      readBulkBody(text, validate, { ...bounds, bulkCheckMaxRequests: 10, maxAnswerSize: DEFAULT_CONFIG.maxAnswerSize, sideWording: 'eunomia' });
       return undefined;
     } catch (error) {
       return (error as { issues?: unknown }).issues;
