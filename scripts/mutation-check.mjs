@@ -72,9 +72,9 @@ const MUTANTS = [
       },
       {
         file: 'src/http/check.ts',
-        search: "        const decided = checks.checkMany(readBulkBody(bytes.toString('utf8'), validate, config), explain, originOf(request));",
+        search: "        const decided = checks.checkMany(readBulkBody(bytes.toString('utf8'), validate, limits), explain, originOf(request), conflicts === 'refuse');",
         replace:
-          "        if (!isUtf8(bytes)) throw new ClientError(400, 'Request body is not valid UTF-8');\n        const decided = checks.checkMany(readBulkBody(bytes.toString('utf8'), validate, config), explain, originOf(request));",
+          "        if (!isUtf8(bytes)) throw new ClientError(400, 'Request body is not valid UTF-8');\n        const decided = checks.checkMany(readBulkBody(bytes.toString('utf8'), validate, limits), explain, originOf(request), conflicts === 'refuse');",
       },
       { file: 'src/http/check.ts', search: "import { RequestValidationError } from '../errors.js';", replace: "import { ClientError, RequestValidationError } from '../errors.js';\nimport { isUtf8 } from 'node:buffer';" },
     ],
@@ -118,8 +118,8 @@ const MUTANTS = [
     tests: ['test/http/auth.test.ts'],
   },
   {
-    name: 'the worker pool ignores --bulk-check-max-requests',
-    changes: [{ file: 'src/services/compose.ts', search: '{ bulkCheckMaxRequests: config.bulkCheckMaxRequests, maxJsonDepth', replace: '{ bulkCheckMaxRequests: 1000, maxJsonDepth' }],
+    name: 'bulks ignore --bulk-check-max-requests',
+    changes: [{ file: 'src/requests/bulk-request.ts', search: '  bulkCheckMaxRequests: config.bulkCheckMaxRequests,', replace: '  bulkCheckMaxRequests: 1000,' }],
     tests: ['test/http/check-bulk.test.ts', 'test/http/bulk-pool.test.ts', 'test/http/limits.test.ts'],
   },
   {
@@ -176,7 +176,7 @@ const MUTANTS = [
   },
   {
     name: "a deny rule's value_from is not counted among the attributes a request may leave out",
-    changes: [{ file: 'src/engine/warnings/omissions.ts', search: "if (referenced === undefined || (referenced.part === 'action' && referenced.path === 'name')) return [own];", replace: 'return [own];' }],
+    changes: [{ file: 'src/engine/warnings/omissions.ts', search: '  if (referenced !== undefined) needed.push([SIDE_OF_PART[referenced.part], referenced.path]);\n', replace: '' }],
     tests: ['test/engine/relations.test.ts', 'test/engine/warnings.test.ts'],
   },
   {
@@ -193,6 +193,77 @@ const MUTANTS = [
     name: 'measured placement never tries the path it did not choose',
     changes: [{ file: 'src/pool/measured-placement.ts', search: "return window.path === chosen && windows % this.trialEvery === 0 ? (chosen === 'pool' ? 'inline' : 'pool') : chosen;", replace: 'return chosen;' }],
     tests: ['test/pool/measured-placement.test.ts'],
+  },
+  // The twelve that survived the fifth round's review, and two caught then only by accident.
+  {
+    name: 'a token without an expiry is accepted',
+    changes: [{ file: 'src/tokens/verifier.ts', search: "requiredClaims: ['exp']", replace: 'requiredClaims: []' }],
+    tests: ['test/http/tokens.test.ts'],
+  },
+  {
+    name: "ext-authz takes '..' as a path segment",
+    changes: [{ file: 'src/ext-authz/mapping.ts', search: "if (segment === '.' || segment === '..' || segment.includes('/')) return undefined;", replace: "if (segment === '.' || segment.includes('/')) return undefined;" }],
+    tests: ['test/mesh/ext-authz-reading.test.ts'],
+  },
+  {
+    name: 'ext-authz takes an encoded slash inside a segment',
+    changes: [{ file: 'src/ext-authz/mapping.ts', search: "if (segment === '.' || segment === '..' || segment.includes('/')) return undefined;", replace: "if (segment === '.' || segment === '..') return undefined;" }],
+    tests: ['test/mesh/ext-authz-reading.test.ts'],
+  },
+  {
+    name: "PATCH is missing from ext-authz's default method table",
+    changes: [{ file: 'src/ext-authz/mapping.ts', search: "PUT: 'update', PATCH: 'update', ", replace: "PUT: 'update', " }],
+    tests: ['test/mesh/ext-authz-reading.test.ts'],
+  },
+  {
+    name: "the defaults override an ext-authz route's own actions",
+    changes: [{ file: 'src/ext-authz/mapping.ts', search: 'actions: { ...defaults, ...route.actions }', replace: 'actions: { ...route.actions, ...defaults }' }],
+    tests: ['test/mesh/ext-authz-reading.test.ts'],
+  },
+  {
+    name: "the Node client's bulk carries the lowest verdict-min-revision of its checks",
+    changes: [{ file: 'clients/node/src/batcher.ts', search: 'const minRevision = Math.max(...batch.map((pending) => pending.minRevision ?? 0));', replace: 'const minRevision = Math.min(...batch.map((pending) => pending.minRevision ?? 0));' }],
+    tests: ['test/client/failures.test.ts'],
+  },
+  {
+    name: "the change feed does not say \"entities\": \"all\" when the entity cache is cleared",
+    changes: [{ file: 'src/services/change-feed.ts', search: 'const cleared = () => this.entityChanged(undefined);', replace: 'const cleared = () => undefined;' }],
+    tests: ['test/services/change-feed.test.ts'],
+  },
+  {
+    name: 'a shadow is decided beside the live policy it names instead of in its place',
+    changes: [{ file: 'src/snapshot/policy-snapshots.ts', search: '    else set.set(replaced, shadow);', replace: '    else set.set(shadow.name, shadow);' }],
+    tests: ['test/http/shadow.test.ts'],
+  },
+  {
+    name: 'a derived snapshot does not take removed scoped policies from the scoped defaults',
+    changes: [{ file: 'src/engine/scope.ts', search: '    for (const policy of removedPolicies) count(policy, -1);\n', replace: '' }],
+    tests: ['test/engine/scope-derive.test.ts'],
+  },
+  {
+    name: 'the MongoDB maintenance lease holder cannot renew its own lease',
+    changes: [{ file: 'src/store/mongodb/maintenance.ts', search: '$or: [{ value: { $lt: now } }, { holder: this.holder }]', replace: '$or: [{ value: { $lt: now } }]' }],
+    tests: ['test/store/mongodb-maintenance.test.ts'],
+  },
+  {
+    name: 'the change stream does not follow the schemas collection',
+    changes: [{ file: 'src/store/mongodb/feed.ts', search: "const FOLLOWED = ['policies', 'entities', 'schemas'];", replace: "const FOLLOWED = ['policies', 'entities'];" }],
+    tests: ['test/store/mongodb-feed.test.ts'],
+  },
+  {
+    name: "a key set's close() leaves its retry timer running",
+    changes: [{ file: 'src/tokens/key-set.ts', search: '    clearTimeout(this.retry);\n', replace: '' }],
+    tests: ['test/http/tokens.test.ts'],
+  },
+  {
+    name: "a key set's algorithm list is not held to",
+    changes: [{ file: 'src/tokens/verifier.ts', search: 'const options = { algorithms, issuer, audience,', replace: 'const options = { issuer, audience,' }],
+    tests: ['test/http/tokens.test.ts'],
+  },
+  {
+    name: "the Node client's bulk halved on 413 loses a check",
+    changes: [{ file: 'clients/node/src/batcher.ts', search: 'this.send(batch.slice(half), explain)', replace: 'this.send(batch.slice(half + 1), explain)' }],
+    tests: ['test/client/failures.test.ts'],
   },
 ];
 

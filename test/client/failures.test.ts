@@ -3,6 +3,7 @@ import { createServer as createHttpServer, type IncomingMessage, type ServerResp
 import { createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
 import { VerdictClient, VerdictError } from '../../clients/node/src/index.js';
 import { startServer } from '../helpers/server.js';
+import { until } from '../helpers/until.js';
 import { answeredAlone, roleRule } from './helpers.js';
 
 // What callers of the Node client get when a call fails: a VerdictError with the server's status,
@@ -80,4 +81,43 @@ t.test('no answer in time (from a peer that accepts and never answers): every ca
   t.teardown(() => client.close());
   const results = await outcomes(Array.from({ length: 10 }, () => client.check(READ)));
   for (const result of results) t.match(result, { error: { name: 'VerdictError', status: undefined, message: /no answer within 200 ms/ } });
+});
+
+t.test('a bulk of checks issued before and after a write waits for the highest revision among them (recording stand-in server)', async (t) => {
+  const minRevisions: (string | undefined)[] = [];
+  const standIn = createHttpServer((request: IncomingMessage, response: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      if (request.url === '/admin/fetchers/registry/entities') {
+        response.writeHead(200, { 'content-type': 'application/json', 'verdict-revision': '7' }).end(JSON.stringify({ uri: 'user:a', type: 'principal', attributes: [], registered_at: new Date().toISOString() }));
+        return;
+      }
+      minRevisions.push(request.headers['verdict-min-revision'] as string | undefined);
+      const checks = JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown[];
+      response.writeHead(200, { 'content-type': 'application/json', 'verdict-revision': '7' }).end(JSON.stringify(checks.map(() => ({ allowed: true, reason: 'stand-in' }))));
+    });
+  });
+  await new Promise<void>((resolve) => standIn.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => standIn.close(() => resolve())));
+  const client = new VerdictClient({ url: `http://127.0.0.1:${(standIn.address() as AddressInfo).port}`, batching: { windowMs: 500 } });
+  t.teardown(() => client.close());
+  const before = client.check(READ);
+  await client.registerEntity({ uri: 'user:a', type: 'principal', attributes: { role: 'reader' } });
+  const after = client.check(READ);
+  await Promise.all([before, after]);
+  t.same(minRevisions, ['7'], "one bulk, at the write's revision: the highest of its checks'");
+});
+
+t.test('a bulk halved on 413 answers every caller (each half sent, none lost)', async (t) => {
+  const server = await startServer({ bodyLimit: 2048 });
+  t.teardown(server.close);
+  t.equal((await server.call('POST', '/admin/policies', roleRule('readers', 'reader'))).status, 200);
+  const client = new VerdictClient({ url: server.url });
+  t.teardown(() => client.close());
+  const checks = Array.from({ length: 9 }, (_, index) => ({ ...READ, context: { note: 'x'.repeat(300), index } }));
+  let settled = 0;
+  const calls = checks.map((check) => client.check(check).finally(() => settled++));
+  await until(() => settled === calls.length, `every one of ${calls.length} callers answered`, 10_000);
+  t.same((await outcomes(calls)).map((result) => ('value' in result ? (result.value as { allowed: boolean }).allowed : 'failed')), Array(9).fill(true));
 });

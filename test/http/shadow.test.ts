@@ -134,3 +134,14 @@ t.test('a PUT never turns a live policy into a shadow: 409 saying how to try a c
   t.same((await server.call('POST', '/check', { principal: { attributes: { a: 1 } }, resource: { attributes: { b: 1 } }, action: 'read' })).body.allowed, true, 'it still decides');
   t.equal((await server.call('PUT', '/admin/policies/nobody', { ...live, name: 'nobody', shadow: true })).status, 404, 'an unknown name is still 404');
 });
+
+t.test('a shadow named in place of a live policy decides instead of it, not beside it: a rule it drops no longer allows', async (t) => {
+  const server = await startServer();
+  t.teardown(server.close);
+  const live = { name: 'readers', rules: [{ name: 'readers-read', effect: 'allow', principal_conditions: [{ path: 'attributes.role', operator: '==', value: 'reader' }], actions: ['read'] }] };
+  t.equal((await server.call('POST', '/admin/policies', live)).status, 200);
+  t.equal((await server.call('POST', '/admin/policies', { name: 'readers-next', shadow: 'readers', rules: [] })).status, 200);
+  const answer = await server.call('POST', '/check', { principal: { attributes: { role: 'reader' } }, resource: { attributes: { kind: 'doc' } }, action: 'read' });
+  t.equal(answer.body.allowed, true, 'the live policy decides the answer');
+  t.same((await server.call('GET', '/admin/shadow')).body.decided, { agree: 0, allow_to_deny: 1, deny_to_allow: 0 }, 'the shadow set, without the live rule, denies');
+});

@@ -273,3 +273,38 @@ t.test('a jwks_url over plain http:// beyond loopback stops the start, unless in
   t.equal(await start({ jwks_url: 'http://idp.example.com/jwks.json', insecure_http: true }), 'started');
   for (const url of ['https://idp.example.com/jwks.json', 'http://127.0.0.1:9/jwks.json', 'http://localhost:9/jwks.json', 'http://[::1]:9/jwks.json']) t.equal(await start({ jwks_url: url }), 'started', url);
 });
+
+t.test('a key set closed while its first fetch is to be tried again fetches nothing more', async (t) => {
+  const key = await signingKey('k1');
+  const issuer = await TokenIssuer.start([key]);
+  t.teardown(() => issuer.close());
+  issuer.failWith = 503;
+  const server = await tokenServer(t, issuer, { key_sets: [{ name: 'idp', issuer: ISSUER, audience: AUDIENCE, jwks_url: issuer.jwksUrl, min_refetch_seconds: 1 }] }, {}, false);
+  // Once the first fetch has failed, its retry is due in a second.
+  for (let attempt = 0; attempt < 500 && !JSON.stringify((await server.call('GET', '/ready')).body).includes('answered 503'); attempt++) await new Promise((resolve) => setTimeout(resolve, 10));
+  await server.close();
+  const fetched = issuer.fetches;
+  await new Promise((resolve) => setTimeout(resolve, 1300));
+  t.equal(issuer.fetches, fetched, 'no retry after close');
+});
+
+t.test('a token signed with an algorithm outside its key set’s list is refused for that reason, though the key verifies it', async (t) => {
+  const rsa = await signingKey('r1', 'RS256');
+  const issuer = await TokenIssuer.start([rsa]);
+  t.teardown(() => issuer.close());
+  const server = await tokenServer(t, issuer, { key_sets: [{ name: 'idp', issuer: ISSUER, audience: AUDIENCE, jwks_url: issuer.jwksUrl, algorithms: ['ES256'] }] }, {}, true);
+  const refused = await server.call('POST', '/check', checkWith(await tokenFor(rsa, 'alice')));
+  t.equal(refused.status, 401);
+  t.match(refused.body.detail, /the token's algorithm is not allowed by key set 'idp'/);
+});
+
+t.test('a token without an expiry is refused: exp is required', async (t) => {
+  const key = await signingKey('k1');
+  const issuer = await TokenIssuer.start([key]);
+  t.teardown(() => issuer.close());
+  const server = await tokenServer(t, issuer);
+  const forever = await new SignJWT({}).setProtectedHeader({ alg: key.alg, kid: key.kid }).setSubject('alice').setIssuer(ISSUER).setAudience(AUDIENCE).setIssuedAt().sign(key.privateKey);
+  const refused = await server.call('POST', '/check', checkWith(forever));
+  t.equal(refused.status, 401, JSON.stringify(refused.body));
+  t.match(refused.body.detail, /'exp' claim is not accepted/);
+});

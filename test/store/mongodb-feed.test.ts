@@ -25,6 +25,8 @@ const EVENTS: [string, Document, boolean][] = [
   ['a collection renamed onto audit', { _id: 8, operationType: 'rename', ns: ns('scratch'), to: ns('audit'), ...time }, true],
   ['the database dropped', { _id: 9, operationType: 'dropDatabase', ns: { db: 'verdict' }, ...time }, true],
   ['an audit record inserted', { _id: 10, operationType: 'insert', ns: ns('audit'), documentKey: { _id: 4 }, fullDocument: { record: big }, ...time }, false],
+  ['the attribute schemas replaced', { _id: 11, operationType: 'replace', ns: ns('schemas'), documentKey: { _id: 'schemas' }, fullDocument: { document: big }, ...time }, true],
+  ['a policy change logged', { _id: 12, operationType: 'insert', ns: ns('policy_changes'), documentKey: { _id: 3 }, fullDocument: { name: 'p' }, ...time }, false],
 ];
 
 t.test('the feed keeps the events followers act on, cut to what they read, and drops copy-only updates', async (t) => {

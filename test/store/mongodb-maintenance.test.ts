@@ -36,7 +36,8 @@ t.test('a primary that never answers createIndexes still lets the store open; /r
 
 /**
  * A primary holding entity rows written before queryable copies were kept, and the maintenance lease
- * as MongoDB would: taken by an upsert whose filter matches only a free lease or its own holder's.
+ * as MongoDB would: taken by an upsert whose filter (read as MongoDB reads it: the `$or` of an
+ * expired lease and its own holder's) matches it, or refused as a duplicate key.
  */
 function fleetPrimary(pendingRows: Document[]): { answer: Answer; backfillWrites: () => number } {
   let lease: Document | undefined;
@@ -45,8 +46,10 @@ function fleetPrimary(pendingRows: Document[]): { answer: Answer; backfillWrites
   const answer: Answer = (command) => {
     const { name, body } = command;
     if (name === 'findAndModify' && body.findAndModify === 'counters' && (body.query as Document)._id === MAINTENANCE_LEASE) {
-      const holder = (body.update as Document).$set.holder as string;
-      const free = lease === undefined || lease.value < Date.now() || lease.holder === holder;
+      const alternatives = ((body.query as Document).$or ?? []) as Document[];
+      const matches = (alternative: Document) =>
+        (alternative.value?.$lt !== undefined && lease!.value < alternative.value.$lt) || (alternative.holder !== undefined && lease!.holder === alternative.holder);
+      const free = lease === undefined || alternatives.some(matches);
       if (!free) return { ok: 0, code: 11000, codeName: 'DuplicateKey', errmsg: `E11000 duplicate key error collection: verdict.counters index: _id_ dup key: { _id: "${MAINTENANCE_LEASE}" }` };
       lease = { ...lease, _id: MAINTENANCE_LEASE, ...(body.update as Document).$set };
       return { value: lease, lastErrorObject: { n: 1, updatedExisting: true }, ok: 1 };
