@@ -54,6 +54,9 @@ t.test('the release workflow builds for amd64 and arm64 with an SBOM, signs keyl
   t.match(runs, /cosign attest --yes --type spdxjson/, 'its SBOM attested');
   t.match(runs, /npm pack/);
   t.match(runs, /gh release create .*\n.*verdict-\$VERSION\.tgz/, 'the tarball on the release');
+  const publish = steps.find((step) => step.run?.includes('npm publish'));
+  t.ok(publish !== undefined && (publish as { 'working-directory'?: string })['working-directory'] === 'clients/node', 'the Node client is published from its folder');
+  t.match(publish?.run ?? '', /npm publish --provenance --access public/, 'with its provenance');
   t.ok(steps.findIndex((step) => step.run?.includes('release-version.mjs')) < steps.indexOf(build), 'the version is checked before anything is built');
 });
 
@@ -69,8 +72,37 @@ t.test('the npm tarball holds the built server, its dashboard and docs, and no t
   const packed = spawnSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: ROOT, encoding: 'utf8' });
   t.equal(packed.status, 0, packed.stderr);
   const files = (JSON.parse(packed.stdout) as { files: { path: string }[] }[])[0]!.files.map((file) => file.path);
-  for (const needed of ['package.json', 'README.md', 'CHANGELOG.md', 'dist/src/cli.js', 'dist/workers/evaluate.js', 'dist/public/dashboard/index.html', 'docs/configuration.md']) {
+  for (const needed of ['package.json', 'README.md', 'CHANGELOG.md', 'LICENSE', 'NOTICE', 'dist/src/cli.js', 'dist/workers/evaluate.js', 'dist/public/dashboard/index.html', 'docs/configuration.md']) {
     t.ok(files.includes(needed), needed);
   }
   t.notOk(files.some((file) => file.startsWith('dist/test/') || file.startsWith('test/') || file.startsWith('src/')), 'no tests, no TypeScript sources');
+});
+
+t.test('the version is one fact: both packages, the newest section of CHANGELOG.md, --version and every image tag of deploy/ agree', async (t) => {
+  const client = JSON.parse(readFileSync(join(ROOT, 'clients', 'node', 'package.json'), 'utf8')) as { version: string };
+  t.equal(client.version, version, "the client's package.json");
+  const released = readFileSync(join(ROOT, 'CHANGELOG.md'), 'utf8')
+    .split('\n')
+    .filter((line) => /^## \d+\.\d+\.\d+/.test(line))
+    .map((line) => line.slice(3));
+  t.equal(released[0], version, "CHANGELOG.md's newest release section");
+  const printed = spawnSync(process.execPath, [join(ROOT, 'dist', 'src', 'cli.js'), '--version'], { encoding: 'utf8' });
+  t.equal(printed.stdout.trim(), version, 'verdict --version');
+  for (const example of readdirSync(join(ROOT, 'deploy', 'kubernetes'))) {
+    const kustomization = parseYaml(readFileSync(join(ROOT, 'deploy', 'kubernetes', example, 'kustomization.yaml'), 'utf8'));
+    t.same(kustomization.images.map((image: { newTag: string }) => image.newTag), [version], `deploy/kubernetes/${example}`);
+  }
+});
+
+t.test('the licence: Apache-2.0 in LICENSE, NOTICE and every package.json, which ship them; a security policy', async (t) => {
+  const licence = readFileSync(join(ROOT, 'LICENSE'), 'utf8');
+  t.match(licence, /Apache License\s+Version 2\.0, January 2004/);
+  t.match(licence, /TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION/);
+  for (const folder of ['', 'clients/node']) {
+    const manifest = JSON.parse(readFileSync(join(ROOT, folder, 'package.json'), 'utf8')) as { license?: string; files: string[] };
+    t.equal(manifest.license, 'Apache-2.0', `${folder || 'the server'}: its license field`);
+    t.equal(readFileSync(join(ROOT, folder, 'LICENSE'), 'utf8'), licence, `${folder || 'the server'}: LICENSE ships with it`);
+    t.ok(manifest.files.includes('NOTICE') && readFileSync(join(ROOT, folder, 'NOTICE'), 'utf8').includes('Apache License, Version 2.0'), `${folder || 'the server'}: NOTICE ships with it`);
+  }
+  t.match(readFileSync(join(ROOT, 'SECURITY.md'), 'utf8'), /## Reporting a vulnerability[^]*## Supported versions/);
 });
