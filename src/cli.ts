@@ -79,6 +79,7 @@ async function start(args: string[]): Promise<void> {
       adminAuthRequired: config.adminAuthRequired,
       adminAuth: config.adminAuthReason,
       evaluation: app.evaluation,
+      workers: app.workers,
     },
     'Verdict is ready',
   );

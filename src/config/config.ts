@@ -1,4 +1,3 @@
-import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { parseRetention } from '../audit/retention.js';
 import type { AuditRetention } from '../audit/record.js';
@@ -311,10 +310,9 @@ const OPTIONS = {
   workers: option({
     field: 'workers',
     env: 'WORKERS',
-    help: 'worker threads for bulk checks',
-    default: String(availableParallelism()),
-    defaultHelp: 'the number of cores',
-    parse: integer(1, 256),
+    help: "worker threads for bulk checks and plans; auto: one for each whole core beside the front thread's (by the cgroup CPU quota), within half the cgroup memory limit, none kept idle on one core",
+    default: 'auto',
+    parse: (given) => (given.text === 'auto' ? ('auto' as const) : integer(1, 256)(given)),
   }),
   'worker-timeout-ms': option({
     field: 'workerTimeoutMs',

@@ -38,6 +38,8 @@ declare module 'fastify' {
     metrics: Metrics;
     /** Where bulk checks are decided, and why (see bulkPlacement): the ready log line says it. */
     evaluation: string;
+    /** How many worker threads the pool may run, and why (see workerSizing): the ready log line says it. */
+    workers: string;
   }
 }
 
@@ -84,6 +86,7 @@ export async function buildServer(config: Config, services: Services): Promise<F
   app.decorateRequest('adminKey', null);
   app.decorate('metrics', metrics);
   app.decorate('evaluation', services.evaluation);
+  app.decorate('workers', services.workers);
   services.start(app.log);
   app.addHook('onClose', () => services.close());
   instrumentRoutes(app, metrics, services.live);

@@ -1,3 +1,4 @@
+import { IDLE_THREAD_TIMEOUT_MS } from './worker-sizing.js';
 import type { Piscina } from 'piscina';
 import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
 import type { Snapshot } from '../engine/index.js';
@@ -16,6 +17,8 @@ import type { RequestOrigin } from '../decision-log/line.js';
 export interface BulkPoolOptions {
   /** Its threads, started by the first task. */
   workers: number;
+  /** The threads it keeps when idle (default: all of them); with fewer, a thread idle for IDLE_THREAD_TIMEOUT_MS stops. */
+  idleThreads?: number;
   limits: BulkLimits;
   /** How long a task may run in a thread before the thread is stopped and the task answered 503. */
   timeoutMillis: number;
@@ -74,6 +77,7 @@ export class BulkPool {
   private closed = false;
 
   private readonly workers: number;
+  private readonly idleThreads: number;
   private readonly limits: BulkLimits;
   private readonly timeoutMillis: number;
   private readonly observe: BulkObserver;
@@ -86,6 +90,7 @@ export class BulkPool {
     options: BulkPoolOptions,
   ) {
     this.workers = options.workers;
+    this.idleThreads = options.idleThreads ?? options.workers;
     this.limits = options.limits;
     this.timeoutMillis = options.timeoutMillis;
     this.observe = options.observe ?? (() => {});
@@ -101,9 +106,9 @@ export class BulkPool {
       const workerData: WorkerStart = { runningTasks: this.runningTasks.buffer, recentDenials: this.recentDenials, schemaEnforcement: this.schemaEnforcement };
       const pool = new Piscina<PoolTask, PoolOutcome>({
         filename: this.workerFile.href,
-        minThreads: this.workers,
+        minThreads: this.idleThreads,
         maxThreads: this.workers,
-        idleTimeout: Infinity,
+        idleTimeout: this.idleThreads < this.workers ? IDLE_THREAD_TIMEOUT_MS : Infinity,
         concurrentTasksPerWorker: TASKS_QUEUED_PER_WORKER,
         workerData,
       });

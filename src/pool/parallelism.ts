@@ -52,33 +52,68 @@ const withAncestors = (mount: string, path: string): string[] => {
   return parts.map((_, index) => `${mount}/${parts.slice(0, parts.length - index).join('/')}`).concat(mount);
 };
 
+/** A cgroup v1 controller: its name in `/proc/self/cgroup`, the names its hierarchy may be mounted under, and a file every one of its directories holds. */
+interface V1Controller {
+  name: string;
+  mounts: readonly string[];
+  probe: string;
+}
+
+const V1_CPU: V1Controller = { name: 'cpu', mounts: ['cpu', 'cpu,cpuacct', 'cpuacct,cpu'], probe: 'cpu.cfs_period_us' };
+const V1_MEMORY: V1Controller = { name: 'memory', mounts: ['memory'], probe: 'memory.limit_in_bytes' };
+
 /**
- * The directories whose cgroup CPU quotas bound this process, from `/proc/self/cgroup`'s text: its
- * own cgroup's and each parent's, v2 (`0::<path>`) and v1 (the `cpu` controller's line). In a
- * container the paths are `/`, the mount itself.
+ * The directories whose limits of one controller bound this process, from `/proc/self/cgroup`'s text:
+ * its own cgroup's and each parent's, v2 (`0::<path>`) and v1 (the controller's line). In a container
+ * the paths are `/`, the mount itself.
  */
-export function cgroupCpuDirectories(procSelfCgroup: string, root = CGROUP_ROOT): string[] {
+function cgroupDirectories(procSelfCgroup: string, root: string, controller: V1Controller): string[] {
   const v2 = /^0::(\/.*)$/m.exec(procSelfCgroup)?.[1];
-  const v1 = /^\d+:(?:[^:]*,)?cpu(?:,[^:]*)?:(\/.*)$/m.exec(procSelfCgroup)?.[1];
-  const v1Mount = ['cpu', 'cpu,cpuacct', 'cpuacct,cpu'].map((name) => `${root}/${name}`).find((mount) => readIfPresent(`${mount}/cpu.cfs_period_us`) !== undefined);
+  const v1 = new RegExp(`^\\d+:(?:[^:]*,)?${controller.name}(?:,[^:]*)?:(\\/.*)$`, 'm').exec(procSelfCgroup)?.[1];
+  const v1Mount = controller.mounts.map((name) => `${root}/${name}`).find((mount) => readIfPresent(`${mount}/${controller.probe}`) !== undefined);
   return [...(v2 === undefined ? [] : withAncestors(root, v2)), ...(v1 === undefined || v1Mount === undefined ? [] : withAncestors(v1Mount, v1))];
 }
 
-/** The CPU this process may use: the cores the OS lets it run on, and the cgroup quota when there is one. */
+/** The directories whose cgroup CPU quotas bound this process (see cgroupDirectories). */
+export const cgroupCpuDirectories = (procSelfCgroup: string, root = CGROUP_ROOT): string[] => cgroupDirectories(procSelfCgroup, root, V1_CPU);
+
+/** The directories whose cgroup memory limits bound this process (see cgroupDirectories). */
+export const cgroupMemoryDirectories = (procSelfCgroup: string, root = CGROUP_ROOT): string[] => cgroupDirectories(procSelfCgroup, root, V1_MEMORY);
+
+/** cgroup v1's `memory.limit_in_bytes` when no limit is set: the largest page-aligned 64-bit value, or near it. */
+const V1_NO_MEMORY_LIMIT = 2 ** 60;
+
+/** The memory limit in bytes of one cgroup directory (v2's `memory.max`, else v1's `memory.limit_in_bytes`), or undefined when there is none. */
+export function cgroupMemoryLimit(dir: string): number | undefined {
+  const v2 = readIfPresent(`${dir}/memory.max`);
+  if (v2 !== undefined) return positive(v2);
+  const v1 = positive(readIfPresent(`${dir}/memory.limit_in_bytes`));
+  return v1 === undefined || v1 >= V1_NO_MEMORY_LIMIT ? undefined : v1;
+}
+
+/** The CPU this process may use: the cores the OS lets it run on, and the cgroup quota when there is one; and its memory limit. */
 export interface Parallelism {
   /** os.availableParallelism(): the cores this process may be scheduled on. */
   cores: number;
   /** The cgroup CPU quota in cores, when there is one. */
   cpuLimit?: number;
+  /** The cgroup memory limit in bytes, when there is one. */
+  memoryLimit?: number;
 }
 
-/** This process's parallelism, read once (at start): the smallest quota of its cgroups, when any has one. */
-export function detectParallelism(): Parallelism {
-  const limits = cgroupCpuDirectories(readIfPresent('/proc/self/cgroup') ?? '')
-    .map((dir) => cgroupCpuLimit(readCgroupCpuFiles(dir)))
-    .filter((limit) => limit !== undefined);
-  const cpuLimit = limits.length === 0 ? undefined : Math.min(...limits);
-  return cpuLimit === undefined ? { cores: availableParallelism() } : { cores: availableParallelism(), cpuLimit };
+const smallest = (values: (number | undefined)[]): number | undefined => {
+  const present = values.filter((value) => value !== undefined);
+  return present.length === 0 ? undefined : Math.min(...present);
+};
+
+/**
+ * This process's parallelism, read once (at start): the smallest CPU quota and memory limit of its
+ * cgroups, when any has one. `root` and `procSelfCgroup` are where they are read from (a test's files).
+ */
+export function detectParallelism(root = CGROUP_ROOT, procSelfCgroup = readIfPresent('/proc/self/cgroup') ?? '', cores = availableParallelism()): Parallelism {
+  const cpuLimit = smallest(cgroupCpuDirectories(procSelfCgroup, root).map((dir) => cgroupCpuLimit(readCgroupCpuFiles(dir))));
+  const memoryLimit = smallest(cgroupMemoryDirectories(procSelfCgroup, root).map(cgroupMemoryLimit));
+  return { cores, ...(cpuLimit !== undefined && { cpuLimit }), ...(memoryLimit !== undefined && { memoryLimit }) };
 }
 
 /**

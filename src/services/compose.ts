@@ -1,3 +1,4 @@
+import { workerSizing, type WorkerSizing } from '../pool/worker-sizing.js';
 import { sideWordingOf } from '../requests/check-request.js';
 import { bulkLimitsOf } from '../requests/bulk-request.js';
 import { ImpactService } from './impact-service.js';
@@ -65,6 +66,8 @@ export interface Services {
   pool?: { bulk: BulkPool; minimumBodyLength: number; placement?: MeasuredPlacement };
   /** Where bulks are decided and why, in words: the start's log line and /ready say it. */
   evaluation: string;
+  /** How many worker threads the pool may run and why, in words: the start's log line and /ready say it. */
+  workers: string;
   /** The admin keys when admin authentication is on. */
   adminKeys: KeyRing | undefined;
   /** Impact previews of policy changes, on the checks this process decided lately. */
@@ -123,10 +126,12 @@ export async function composeServices(config: Config, substitutes: Substitutes =
   const recentChecks = new RecentChecks(config.recentChecks, config.recentChecksRate);
   const shadows = new ShadowDecisions(snapshots, metrics, config.shadowSamplePercent, config.decisionLogMask);
   const decisions = new DecisionObserver(metrics, live, decisionLog, recentChecks, shadows);
-  const placement = bulkPlacement(config.evaluation, detectParallelism(), config.workers);
-  const bulk = config.evaluation === 'inline' ? undefined : bulkPool(config, snapshots, decisions, substitutes.poolWorkerFile);
+  const parallelism = detectParallelism();
+  const workers = workerSizing(config.workers, parallelism);
+  const placement = bulkPlacement(config.evaluation, parallelism, workers.threads);
+  const bulk = config.evaluation === 'inline' ? undefined : bulkPool(config, workers, snapshots, decisions, substitutes.poolWorkerFile);
   if (bulk !== undefined) metrics.observePool(bulk);
-  const measuredPlacement = bulk && placement.measured ? new MeasuredPlacement({ workers: config.workers }) : undefined;
+  const measuredPlacement = bulk && placement.measured ? new MeasuredPlacement({ workers: workers.threads }) : undefined;
   const liveWindow = new LiveWindow(live, bulk);
   const adminKeys = adminKeysOf(config);
   const adminKeysFile = config.adminKeysFile === '' ? undefined : adminKeys;
@@ -137,6 +142,7 @@ export async function composeServices(config: Config, substitutes: Substitutes =
   metrics.observeFeed(feed);
   const readiness = new Readiness(readinessConditions({ store, snapshots, feed, bulk, policyFiles, adminKeysFile, tokens }), () => ({
     evaluation: placement.description,
+    worker_threads: workers.description,
     ...(measuredPlacement && { placement: measuredPlacement.describe() }),
   }));
   const audit = new AuditTrail(store);
@@ -181,6 +187,7 @@ export async function composeServices(config: Config, substitutes: Substitutes =
     authzenSearch: new AuthzenSearch(checks, plans, registry, snapshots, config),
     pool: bulk && placement.poolMinimumBodyLength !== undefined ? { bulk, minimumBodyLength: placement.poolMinimumBodyLength, placement: measuredPlacement } : undefined,
     evaluation: placement.description,
+    workers: workers.description,
     adminKeys,
     changes,
     ...(extAuthzMapping && { extAuthz: { mapping: extAuthzMapping, claimsOf } }),
@@ -211,9 +218,10 @@ function openTokens(settings: TokenSettings, metrics: Metrics): TokenVerifier {
 }
 
 /** The pool of worker threads that decide bulks off the front thread. */
-function bulkPool(config: Config, snapshots: PolicySnapshots, decisions: DecisionObserver, workerFile: URL | undefined): BulkPool {
+function bulkPool(config: Config, sizing: WorkerSizing, snapshots: PolicySnapshots, decisions: DecisionObserver, workerFile: URL | undefined): BulkPool {
   return new BulkPool(snapshots, {
-    workers: config.workers,
+    workers: sizing.threads,
+    idleThreads: sizing.idleThreads,
     limits: bulkLimitsOf(config),
     timeoutMillis: config.workerTimeoutMs,
     observe: decisions.decidedInWorker,

@@ -53,7 +53,7 @@ t.test('a start on the embedded store loads no MongoDB driver, rate limiter, poo
   // Every bulk to the pool: under auto, where it goes depends on this machine's cores and the costs measured.
   const server = runVerdict(t, ['start', '--store', 'embedded', '--port', String(port), '--workers', '1', '--evaluation', 'pool'], reporting(t));
   const ready = await waitFor(url, '/ready', 200, server);
-  t.same(ready.body.checks, { snapshot: 'ok', store: 'ok', feed: 'ok', workers: 'ok', evaluation: bulkPlacement('pool', detectParallelism(), 1).description }, 'ready, worker threads not started yet');
+  t.same(ready.body.checks, { snapshot: 'ok', store: 'ok', feed: 'ok', workers: 'ok', evaluation: bulkPlacement('pool', detectParallelism(), 1).description, worker_threads: '1 worker thread (--workers 1)' }, 'ready, worker threads not started yet');
   t.equal(await workerThreads(url), 0, 'no worker thread runs');
   let report = nextReport(server);
   server.process.kill('SIGWINCH');

@@ -167,16 +167,16 @@ t.test('hostile key sets: an oversized JWKS, one of too many keys, and one that 
     ['oversized', (issuer) => (issuer.body = JSON.stringify({ keys: [key.publicJwk], padding: 'x'.repeat(2 * 1024 * 1024) })), /sent more than 1048576 bytes/],
     ['too many keys', (issuer) => (issuer.body = JSON.stringify({ keys: Array.from({ length: 101 }, () => key.publicJwk) })), /holds 101 keys; at most 100/],
     ['not JSON', (issuer) => (issuer.body = '<html>'), /not JSON/],
-    ['never answering', (issuer) => (issuer.hang = true), /did not answer within 300 ms/],
+    ['never answering', (issuer) => (issuer.hang = true), /did not answer within 1000 ms/],
   ];
   for (const [what, spoil, why] of cases) {
     const issuer = await TokenIssuer.start([key]);
     t.teardown(() => issuer.close());
     spoil(issuer);
-    const server = await tokenServer(t, issuer, { key_sets: [{ name: 'idp', issuer: ISSUER, audience: AUDIENCE, jwks_url: issuer.jwksUrl, min_refetch_seconds: 60, timeout_ms: 300 }] }, {}, false);
+    const server = await tokenServer(t, issuer, { key_sets: [{ name: 'idp', issuer: ISSUER, audience: AUDIENCE, jwks_url: issuer.jwksUrl, min_refetch_seconds: 60, timeout_ms: 1000 }] }, {}, false);
     // The start does not wait for the fetch: /ready says why once it has failed.
     let readiness = await server.call('GET', '/ready');
-    for (let attempt = 0; attempt < 100 && !why.test(JSON.stringify(readiness.body)); attempt++) {
+    for (let attempt = 0; attempt < 500 && !why.test(JSON.stringify(readiness.body)); attempt++) {
       await new Promise((resolve) => setTimeout(resolve, 20));
       readiness = await server.call('GET', '/ready');
     }
