@@ -1,3 +1,4 @@
+import { DEFAULT_MONGO_FILTER_OPTIONS } from '../schemas/plan.js';
 import type { Comparison, ConditionTree } from './condition-tree.js';
 import { formatCondition, jsonLength } from './condition-tree.js';
 import { arrayIndex, parsePath } from './paths.js';
@@ -11,7 +12,7 @@ export interface MongoFilterOptions {
   uriField: string;
 }
 
-export const DEFAULT_MONGO_FILTER_OPTIONS: MongoFilterOptions = { attributesPrefix: 'attributes.', uriField: 'uri' };
+export { DEFAULT_MONGO_FILTER_OPTIONS };
 
 export type MongoFilter = Record<string, unknown>;
 export type MongoFilterResult = { filter: MongoFilter } | { unsupported: string };

@@ -3,7 +3,7 @@ import { watch } from 'node:fs';
 import type { Policy } from '../schemas/policy.js';
 import type { LoadedPolicies, Store } from '../store/store.js';
 import type { PolicySource } from '../snapshot/policy-source.js';
-import { PolicySetReader } from '../services/policy-set.js';
+import { PolicySetReader } from './policy-set.js';
 import type { PolicyLimits } from '../engine/index.js';
 import { ConfigError } from '../config/config.js';
 import { readPolicyDirectory, type DirectorySchemas } from './read-directory.js';

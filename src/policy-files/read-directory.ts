@@ -2,7 +2,7 @@ import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Policy } from '../schemas/policy.js';
 import { DocumentError, parseDocument, readText } from '../document-files.js';
-import type { PolicySetReader } from '../services/policy-set.js';
+import type { PolicySetReader } from './policy-set.js';
 import { readSchemaFileText, SCHEMAS_FILE_NAME, type SchemaFile } from '../attribute-schemas/schema-file.js';
 import type { SchemaEnforcement } from '../config/config.js';
 import { policySchemaProblems } from '../attribute-schemas/policy-problems.js';

@@ -1,7 +1,10 @@
-import { MAX_TOKEN_LENGTH } from '../tokens/limits.js';
 import type { FromSchema } from 'json-schema-to-ts';
 import { anyJsonValueSchema } from './json.js';
 import { actionNameSchema, GROUP_KINDS } from './policy.js';
+
+
+/** The longest bearer token verified, in characters: a longer one is refused as a token, its check alone. */
+export const MAX_TOKEN_LENGTH = 16 * 1024;
 
 /**
  * Attributes as clients send them: an object of key to value, or a list of `{key, value}` items

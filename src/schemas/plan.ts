@@ -1,7 +1,6 @@
 import type { FromSchema } from 'json-schema-to-ts';
 import { actionAndContextProperties, nullableAttributesSchema, principalReferenceSchema } from './check.js';
 import { anyJsonValueSchema } from './json.js';
-import { DEFAULT_MONGO_FILTER_OPTIONS } from '../engine/mongodb-filter.js';
 
 const knownResourceSchema = {
   type: ['object', 'null'],
@@ -12,6 +11,10 @@ const knownResourceSchema = {
   },
   additionalProperties: false,
 } as const;
+
+
+/** Where a plan's MongoDB filter finds a resource's attributes and its uri, unless the request says otherwise. */
+export const DEFAULT_MONGO_FILTER_OPTIONS = { attributesPrefix: 'attributes.', uriField: 'uri' } as const;
 
 /** A plan request: a principal, an action and a context as `/check` takes them (nested or flat), and what is known of the resources. */
 export const planRequestSchema = {

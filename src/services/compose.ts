@@ -2,7 +2,7 @@ import { workerSizing, type WorkerSizing } from '../pool/worker-sizing.js';
 import { sideWordingOf } from '../requests/check-request.js';
 import { bulkLimitsOf } from '../requests/bulk-request.js';
 import { ImpactService } from './impact-service.js';
-import { PolicySetReader } from './policy-set.js';
+import { PolicySetReader } from '../policy-files/policy-set.js';
 import { ChangeFeed } from './change-feed.js';
 import { RecentChecks } from './recent-checks.js';
 import { ShadowDecisions } from './shadow-decisions.js';

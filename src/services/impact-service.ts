@@ -7,7 +7,7 @@ import { isShadow, type PolicySnapshots } from '../snapshot/policy-snapshots.js'
 import { replayImpact } from './impact.js';
 import { DEFAULT_LOG_REPLAY_LINES, type ImpactAnswer, type ImpactRequest } from '../schemas/impact.js';
 import type { PolicyService } from './policies.js';
-import type { PolicySetReader } from './policy-set.js';
+import type { PolicySetReader } from '../policy-files/policy-set.js';
 import type { RecentCheck, RecentChecks } from './recent-checks.js';
 import { runInSlices } from './work-in-slices.js';
 import { checksOfLogLines, newestLines } from './decision-log-replay.js';

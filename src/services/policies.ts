@@ -15,7 +15,7 @@ import {
   type PolicyLimits,
 } from '../engine/index.js';
 import { runInSlices } from './work-in-slices.js';
-import { PolicySetReader } from './policy-set.js';
+import { PolicySetReader } from '../policy-files/policy-set.js';
 import type { CheckInput } from '../requests/check-request.js';
 import { DuplicateKeyError, type CheckedAgainst, type Store } from '../store/store.js';
 import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';

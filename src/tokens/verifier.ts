@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { decodeJwt, errors, jwtVerify, type JWTPayload } from 'jose';
 import { KeySet, type KeySetStatus, type RefreshOutcome } from './key-set.js';
 import type { TokenSettings } from './settings.js';
-import { MAX_TOKEN_LENGTH } from './limits.js';
+import { MAX_TOKEN_LENGTH } from '../schemas/check.js';
 
 import type { Claims, VerifiedToken } from '../registry/resolve.js';
 

@@ -11,7 +11,7 @@ import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { parse as parseYaml } from 'yaml';
 import { checkAdminExposure, ConfigError, DEFAULT_CONFIG, loadConfig, type Config } from '../../src/config/config.js';
 import { STORE_PROBE_TIMEOUT_MS } from '../../src/services/readiness-conditions.js';
-import { PolicySetReader } from '../../src/services/policy-set.js';
+import { PolicySetReader } from '../../src/policy-files/policy-set.js';
 import { ask, freePort, runVerdict, waitFor } from '../helpers/child.js';
 import { imageVariables, parseDockerfile } from '../helpers/dockerfile.js';
 

@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { FastifySchemaValidationError } from 'fastify';
-import { PolicySetReader } from '../../services/policy-set.js';
+import { PolicySetReader } from '../../policy-files/policy-set.js';
 import { policyAnswer } from '../../services/policies.js';
 import type { PolicyLimits } from '../../engine/index.js';
 import { storableValueIssues } from '../../engine/value-limits.js';

@@ -3,7 +3,7 @@ import { join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError, DEFAULT_CONFIG } from '../../config/config.js';
 import { DocumentError } from '../../document-files.js';
-import { PolicySetReader } from '../../services/policy-set.js';
+import { PolicySetReader } from '../../policy-files/policy-set.js';
 import { FORMATS, REPORTERS, type Format, type Outcome } from './report.js';
 import { loadTestFile } from './test-file.js';
 import { runTestFile } from './run.js';

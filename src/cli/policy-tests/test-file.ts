@@ -6,7 +6,7 @@ import { policyTestFileSchema, type PolicyTestCase, type PolicyTestFile } from '
 import { createAjv, validationIssues } from '../../schemas/validation.js';
 import type { ValidationIssue } from '../../schemas/errors.js';
 import { DocumentError, readDocument } from '../../document-files.js';
-import type { PolicySetReader } from '../../services/policy-set.js';
+import type { PolicySetReader } from '../../policy-files/policy-set.js';
 import { DuplicateAttribute, toAttributeMap } from '../../requests/attributes.js';
 
 /** A test file ready to run: its policies read as a write would, its entities as the registry holds them. */
