@@ -10,6 +10,24 @@ export class ClientError extends Error {
   }
 }
 
+/**
+ * Why a check cannot be decided as asked: a supplied attribute contradicts the registry (`conflict`),
+ * the principal's credential is refused (`credential`), the attributes break the attribute schemas
+ * under reject (`schema`), or the check asks what no check may (`request`: written `claims`, the
+ * action `*`). A value, not a failure: each surface answers it in its own way (src/decide/undecidable-answers.ts).
+ */
+export type UndecidableKind = 'conflict' | 'credential' | 'schema' | 'request';
+
+/** A check that cannot be decided as asked, of a kind, with a message saying why (see UndecidableKind). */
+export class Undecidable extends Error {
+  constructor(
+    readonly kind: UndecidableKind,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 /** A bearer token that did not verify (401): answered with `WWW-Authenticate: Bearer error="invalid_token"`, as RFC 6750 has it. */
 export class InvalidToken extends ClientError {
   constructor(detail: string) {

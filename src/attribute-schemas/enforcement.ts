@@ -1,5 +1,5 @@
 import type { DecisionRequest, ExplainedDecision } from '../engine/index.js';
-import { AttributeConflict } from '../registry/resolve.js';
+import { Undecidable } from '../errors.js';
 import { AttributeValidators, type ResourceKnown } from './attribute-validators.js';
 import type { SchemaDocument } from './schema-document.js';
 import type { SchemaEnforcement } from '../config/config.js';
@@ -9,9 +9,9 @@ import type { SchemaEnforcement } from '../config/config.js';
  * supplied attribute that contradicts the registry cannot (400 for a check, a denial for a bulk item,
  * an AuthZEN evaluation denied with the error in its context).
  */
-export class SchemaViolation extends AttributeConflict {
+export class SchemaViolation extends Undecidable {
   constructor(readonly violations: readonly string[]) {
-    super(`The check breaks the attribute schema: ${violations.join('; ')}`);
+    super('schema', `The check breaks the attribute schema: ${violations.join('; ')}`);
   }
 }
 

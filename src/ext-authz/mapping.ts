@@ -249,11 +249,11 @@ export class ExtAuthzMapping {
     }
   }
 
-  /** The principal's uri from its verified token (undefined without one, a template for its key set, or a claim the template reads). */
-  principalUriOf(token: { claims: Readonly<Record<string, unknown>>; keySet: string } | undefined): string | undefined {
-    const template = token && this.principalUris.get(token.keySet);
-    return template === undefined ? undefined : fill(template, token!.claims);
-  }
+  /** The principal's uri from its verified token's claims and key set (undefined without a template for its key set, or a claim the template reads). */
+  readonly principalUriOf = (claims: Readonly<Record<string, unknown>>, keySet: string): string | undefined => {
+    const template = this.principalUris.get(keySet);
+    return template === undefined ? undefined : fill(template, claims);
+  };
 
   /** The principal attributes the forwarded headers give. */
   principalAttributes(headers: ForwardedRequest['headers']): Map<string, unknown> {

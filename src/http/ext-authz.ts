@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { EXT_AUTHZ_PREFIX, type ExtAuthzMapping } from '../ext-authz/mapping.js';
-import { AttributeConflict, TokenNotAccepted, type TokenClaims, type VerifiedToken } from '../registry/resolve.js';
+import { extAuthzStatus } from '../decide/undecidable-answers.js';
 import type { CheckInput } from '../requests/check-request.js';
 import type { RoutesOptions } from './context.js';
 import { INVALID_TOKEN_CHALLENGE } from '../errors.js';
@@ -14,8 +14,8 @@ const TOKEN_REFUSED = 'The bearer token was not accepted';
 
 export interface ExtAuthzOptions extends RoutesOptions {
   mapping: ExtAuthzMapping;
-  /** The claims of a bearer token; undefined without `--tokens`. */
-  claimsOf: TokenClaims | undefined;
+  /** Whether bearer tokens are verified (`--tokens`): otherwise the Authorization header is the app's, and not read. */
+  readsTokens: boolean;
 }
 
 const authorizationOf = (header: string | string[] | undefined) => (Array.isArray(header) ? header[0] : header);
@@ -28,7 +28,7 @@ const authorizationOf = (header: string | string[] | undefined) => (Array.isArra
  * route, the context from headers. 200 lets the request through; 403 (denied, or no route maps it)
  * and 401 (a token refused) stop it, and Envoy gives the client that status and body.
  */
-export const extAuthzRoutes: FastifyPluginAsync<ExtAuthzOptions> = async (app, { context, mapping, claimsOf }) => {
+export const extAuthzRoutes: FastifyPluginAsync<ExtAuthzOptions> = async (app, { context, mapping, readsTokens }) => {
   // Whatever body Envoy forwards, of whatever type, is let through unread.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: FORWARDED_BODY_LIMIT }, (_request, _body, done) => done(null, undefined));
@@ -56,27 +56,26 @@ export const extAuthzRoutes: FastifyPluginAsync<ExtAuthzOptions> = async (app, {
       const forwarded = { method: request.method, path: request.url.slice(EXT_AUTHZ_PREFIX.length), headers: request.headers };
       const mapped = mapping.map(forwarded);
       if (mapped.kind === 'unmapped') return deny(reply, 403, mapped.why);
-      const token = BEARER.exec(authorizationOf(request.headers.authorization) ?? '')?.[1];
-      let verified: VerifiedToken | null = null;
-      if (token !== undefined && claimsOf !== undefined) {
-        try {
-          verified = await claimsOf(token, mapped.keySet);
-        } catch (error) {
-          if (error instanceof TokenNotAccepted) return deny(reply, 401, error.message);
-          throw error;
-        }
-      }
-      const principalUri = mapping.principalUriOf(verified ?? undefined);
-      const principal = { uri: principalUri, attributes: mapping.principalAttributes(request.headers), ...(verified !== null && { verifiedClaims: verified.claims }) };
-      const input: CheckInput = { principal, resource: mapped.resource, action: mapped.action, context: mapped.context };
-      let allowed: boolean;
-      let reason: string;
+      const token = readsTokens ? BEARER.exec(authorizationOf(request.headers.authorization) ?? '')?.[1] : undefined;
+      // The check this request is, as the mapping reads it: the principal's credential and its key set hint go to the identity port with the rest.
+      const input: CheckInput = {
+        principal: {
+          uri: undefined,
+          attributes: mapping.principalAttributes(request.headers),
+          ...(token !== undefined && { credential: { token, from: 'authorization-header', ...(mapped.keySet !== undefined && { keySet: mapped.keySet }) } }),
+          uriOf: mapping.principalUriOf,
+        },
+        resource: mapped.resource,
+        action: mapped.action,
+        context: mapped.context,
+      };
+      let decided: { decision: { allowed: boolean; reason: string }; principalUri: string | undefined };
       try {
-        ({ allowed, reason } = await context.checks.decider(1, false, originOf(request))(input));
+        decided = await context.checks.decideNamingPrincipal(input, originOf(request));
       } catch (error) {
-        if (!(error instanceof AttributeConflict)) throw error;
-        [allowed, reason] = [false, error.message];
+        return deny(reply, extAuthzStatus(error), (error as Error).message);
       }
+      const { decision: { allowed, reason }, principalUri } = decided;
       if (!allowed) return deny(reply, 403, reason);
       // Always set, empty for no principal: Envoy then replaces whatever a client sent under that name.
       if (mapping.upstreamPrincipalHeader !== undefined) reply.header(mapping.upstreamPrincipalHeader, principalUri ?? '');

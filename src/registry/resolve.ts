@@ -1,7 +1,9 @@
 import type { DecisionRequest, ResolvedEntity } from '../engine/index.js';
 import { jsonEqual } from '../engine/json-equal.js';
+import { Undecidable } from '../errors.js';
 import { ANY_ACTION } from '../engine/actions.js';
 import { CLAIMS_ATTRIBUTE, type CheckInput, type EntityInput } from '../requests/check-request.js';
+import { CredentialRefused, type Claims, type Identity, type IdentitySource } from '../identity/identity.js';
 
 type Attributes = ReadonlyMap<string, unknown> | undefined;
 
@@ -12,47 +14,30 @@ type Attributes = ReadonlyMap<string, unknown> | undefined;
 export type RegisteredAttributes = (uri: string) => Attributes | Promise<Attributes>;
 
 /** A supplied attribute that contradicts the registry: the check cannot be decided as asked. */
-export class AttributeConflict extends Error {}
-
-/** A principal's token that did not verify, where such a check is refused: it cannot be decided as asked either. */
-export class TokenNotAccepted extends AttributeConflict {}
+export class AttributeConflict extends Undecidable {
+  constructor(message: string) {
+    super('conflict', message);
+  }
+}
 
 /** A principal's `claims` attribute written by the caller where only a verified token may give it. */
-export class ReservedClaims extends AttributeConflict {
+export class ReservedClaims extends Undecidable {
   constructor() {
-    super(`The principal attribute '${CLAIMS_ATTRIBUTE}' is reserved for the verified claims of a token on this server (it verifies tokens): send the token itself, or give the attribute another name`);
+    super('request', `The principal attribute '${CLAIMS_ATTRIBUTE}' is reserved for the verified claims of a token on this server (it verifies tokens): send the token itself, or give the attribute another name`);
   }
 }
 
 /** A check whose action is `*`, which in a rule's actions means every action: a check names one. */
-export class AnyActionAsked extends AttributeConflict {
+export class AnyActionAsked extends Undecidable {
   constructor() {
-    super(`The action '${ANY_ACTION}' stands for every action in a rule's actions; a check must name the one action it asks about`);
+    super('request', `The action '${ANY_ACTION}' stands for every action in a rule's actions; a check must name the one action it asks about`);
   }
 }
 
-/** The claims of a verified token, as conditions read them under the principal's `claims` attribute. */
-export type Claims = Readonly<Record<string, unknown>>;
-
-/** A token that verified: its claims, and the key set that verified them (whose name space its principal belongs to). */
-export interface VerifiedToken {
-  claims: Claims;
-  keySet: string;
-}
-
-/**
- * The claims of a principal's token (synchronous when it was verified lately), verified by the key
- * set named, else by its issuer's; null when it did not verify and the check is decided without
- * claims; throws (or rejects with) TokenNotAccepted when such a check is refused. Undefined where no
- * tokens are verified.
- */
-export type TokenClaims = (token: string, keySet?: string) => VerifiedToken | null | Promise<VerifiedToken | null>;
-
-
 /** How checks are resolved beyond the registry: tokens, and what a conflict with the registry does. */
 export interface ResolveOptions {
-  /** The claims of a principal's token; undefined where tokens are not verified (`--tokens`). */
-  claimsOf?: TokenClaims;
+  /** The identity of a principal's credential; undefined where none is verified (`--tokens`). */
+  identities?: IdentitySource;
   /**
    * Where a supplied attribute disagrees with the registered one: without it, the check cannot be
    * decided as asked (AttributeConflict, Eunomia's 400); with it (admin authentication on), the
@@ -83,36 +68,50 @@ function merge(input: EntityInput, stored: Attributes, overruled: ResolveOptions
 const isPromise = <T>(value: T | Promise<T>): value is Promise<T> => value instanceof Promise;
 
 /**
- * The decision request for a check: synchronous unless a registry lookup or a token's verification
- * has to wait. A principal's token gives its `claims` attribute (whatever was registered under that
- * name gives way: the claims, or none when the token did not verify); where tokens are verified, a
- * principal whose caller wrote `claims` itself is refused (ReservedClaims), so that a policy reading
- * `claims` only ever reads what a key set verified. A principal's
- * `verifiedClaims`, when a door verified its token itself, are put on it as a token's are.
+ * The decision request for a check: synchronous unless a registry lookup or the verification of a
+ * credential has to wait. A principal's credential is verified first, by the identity port, once:
+ * its claims become the `claims` attribute (whatever was registered under that name gives way: the
+ * claims, or none when it did not verify), and, where the door says so (`uriOf`), its uri. Where
+ * credentials are verified, a principal whose caller wrote `claims` itself is refused (ReservedClaims),
+ * so that a policy reading `claims` only ever reads what a key set verified.
  */
-export function resolveCheck(input: CheckInput, registered: RegisteredAttributes, { claimsOf, overruled }: ResolveOptions = {}): DecisionRequest | Promise<DecisionRequest> {
+export function resolveCheck(input: CheckInput, registered: RegisteredAttributes, { identities, overruled }: ResolveOptions = {}): DecisionRequest | Promise<DecisionRequest> {
   if (input.action === ANY_ACTION) throw new AnyActionAsked();
-  if (claimsOf !== undefined && input.principal.attributes.has(CLAIMS_ATTRIBUTE)) throw new ReservedClaims();
-  const principal = input.principal.uri === undefined ? undefined : registered(input.principal.uri);
+  if (identities !== undefined && input.principal.attributes.has(CLAIMS_ATTRIBUTE)) throw new ReservedClaims();
+  const { credential } = input.principal;
+  if (credential === undefined) return resolveEntities(input, input.principal, registered, undefined, overruled);
+  if (identities === undefined) throw new CredentialRefused('This server verifies no tokens (it runs without --tokens): name the principal by its uri or attributes');
+  const identity = identities(credential);
+  if (isPromise(identity)) return identity.then((settled) => resolveEntities(input, identifiedPrincipal(input.principal, settled), registered, settled, overruled));
+  return resolveEntities(input, identifiedPrincipal(input.principal, identity), registered, identity, overruled);
+}
+
+/** The principal with the uri its identity gives it, where the door makes it so and it names none. */
+function identifiedPrincipal(principal: EntityInput, identity: Identity | null): EntityInput {
+  if (principal.uri !== undefined || principal.uriOf === undefined || identity === null) return principal;
+  return { ...principal, uri: principal.uriOf(identity.claims, identity.keySet) };
+}
+
+/** The decision request once the principal's identity is settled (undefined: it has no credential; null: it did not verify). */
+function resolveEntities(input: CheckInput, principalInput: EntityInput, registered: RegisteredAttributes, identity: Identity | null | undefined, overruled: ResolveOptions['overruled']): DecisionRequest | Promise<DecisionRequest> {
+  const principal = principalInput.uri === undefined ? undefined : registered(principalInput.uri);
   const resource = input.resource.uri === undefined ? undefined : registered(input.resource.uri);
-  const { token, verifiedClaims } = input.principal;
-  const claims = verifiedClaims ?? (token === undefined ? undefined : claimsOfToken(token, claimsOf));
-  if (isPromise(principal) || isPromise(resource) || isPromise(claims)) {
-    return Promise.all([principal, resource, claims]).then(([principalAttributes, resourceAttributes, tokenClaims]) =>
-      decisionRequest(input, principalAttributes, resourceAttributes, tokenClaims, overruled),
-    );
+  const claims = identity === undefined ? undefined : identity && identity.claims;
+  if (isPromise(principal) || isPromise(resource)) {
+    return Promise.all([principal, resource]).then(([principalAttributes, resourceAttributes]) => decisionRequest(input, principalInput, principalAttributes, resourceAttributes, claims, overruled));
   }
-  return decisionRequest(input, principal, resource, claims, overruled);
+  return decisionRequest(input, principalInput, principal, resource, claims, overruled);
 }
 
-function claimsOfToken(token: string, claimsOf: TokenClaims | undefined): Claims | null | Promise<Claims | null> {
-  if (claimsOf === undefined) throw new TokenNotAccepted('This server verifies no tokens (it runs without --tokens): name the principal by its uri or attributes');
-  const verified = claimsOf(token);
-  return isPromise(verified) ? verified.then((settled) => settled && settled.claims) : verified && verified.claims;
-}
-
-function decisionRequest(input: CheckInput, principalAttributes: Attributes, resourceAttributes: Attributes, claims: Claims | null | undefined, overruled: ResolveOptions['overruled']): DecisionRequest {
-  const principal = withClaims(merge(input.principal, principalAttributes, overruled), claims);
+function decisionRequest(
+  input: CheckInput,
+  principalInput: EntityInput,
+  principalAttributes: Attributes,
+  resourceAttributes: Attributes,
+  claims: Claims | null | undefined,
+  overruled: ResolveOptions['overruled'],
+): DecisionRequest {
+  const principal = withClaims(merge(principalInput, principalAttributes, overruled), claims);
   const resource = merge(input.resource, resourceAttributes, overruled);
   // Nothing registered to add (the common check): the check as read is already the request, and no copy is made.
   if (principal === input.principal && resource === input.resource) return input;

@@ -21,7 +21,7 @@ export const TOKEN_SUBJECT_TYPE = 'jwt';
 /** An AuthZEN subject as a check's principal: an entity, or, of type `jwt`, a token with the properties as supplied attributes. */
 export function subjectInput(subject: AuthzenEntity): EntityInput {
   if (subject.type !== TOKEN_SUBJECT_TYPE) return entityInput(subject);
-  return { uri: undefined, attributes: entityInput(subject).attributes, token: subject.id };
+  return { uri: undefined, attributes: entityInput(subject).attributes, credential: { token: subject.id, from: 'authzen-subject' } };
 }
 
 /**

@@ -96,7 +96,7 @@ export function readBulkBody(text: string, validate: BulkValidator, limits: Bulk
 export const onlyTheFrontDecides = (input: CheckInput): boolean =>
   input.principal.uri !== undefined ||
   input.resource.uri !== undefined ||
-  input.principal.token !== undefined ||
+  input.principal.credential !== undefined ||
   input.principal.attributes.has(CLAIMS_ATTRIBUTE) ||
   // Refused where checks are resolved: rare, and a client's mistake.
   input.action === ANY_ACTION;

@@ -7,14 +7,24 @@ import { ClientError } from '../errors.js';
 /** The attribute a principal's verified claims are read under (`attributes.claims.sub`). */
 export const CLAIMS_ATTRIBUTE = 'claims';
 
+/** A credential a door read for the principal, and where it came from: the identity port (src/identity/) verifies it. */
+export interface Credential {
+  /** A bearer token: a signed JWT. */
+  token: string;
+  /** Where the door read it. */
+  from: 'check' | 'authzen-subject' | 'authorization-header';
+  /** The key set that must verify it (a route of external authorization names one); undefined: its issuer's. */
+  keySet?: string;
+}
+
 /** One side of a check as the caller described it, before registered attributes are merged in. */
 export interface EntityInput {
   uri: string | undefined;
   attributes: Map<string, unknown>;
-  /** The principal's bearer token (a signed JWT), whose verified claims it is decided with. */
-  token?: string;
-  /** The claims of the principal's token, where the door verified it itself (external authorization): never read from a request body. */
-  verifiedClaims?: Readonly<Record<string, unknown>>;
+  /** The principal's credential, whose verified claims it is decided with. */
+  credential?: Credential;
+  /** The principal's uri from its verified credential, where the door makes it so (external authorization's template): used when `uri` is undefined. */
+  uriOf?: (claims: Readonly<Record<string, unknown>>, keySet: string) => string | undefined;
 }
 
 /** The action of a check and the check's context, as the caller described them: the maps only when sent. */
@@ -130,7 +140,7 @@ function sideOf(
 }
 
 function sideInput(uri: string | null | undefined, attributes: Map<string, unknown>, token: string | null | undefined, side: Side, at: (string | number)[], wording: SideWording): EntityInput | ValidationIssue {
-  if (given(token)) return { uri: given(uri) ? uri : undefined, attributes, token };
+  if (given(token)) return { uri: given(uri) ? uri : undefined, attributes, credential: { token, from: 'check' } };
   if (!given(uri) && attributes.size === 0) {
     const orToken = side === 'principal' && wording === 'with-token' ? " or a 'token'" : '';
     return { loc: [...at, side], msg: `Either 'uri' or non-empty 'attributes'${orToken} must be provided`, type: 'value_error' };

@@ -12,7 +12,8 @@ import type { CheckService } from './checks.js';
 import type { PlanService } from './plans.js';
 import { conditionTest } from './condition-test.js';
 import { ClientError } from '../errors.js';
-import { AttributeConflict, type RegisteredAttributes } from '../registry/resolve.js';
+import { allowsNothing } from '../decide/undecidable-answers.js';
+import type { RegisteredAttributes } from '../registry/resolve.js';
 import { attributeMapOf } from '../registry/entities.js';
 import { NarrowingTimedOut } from '../store/store.js';
 import type { Entity } from '../schemas/entity.js';
@@ -57,10 +58,6 @@ function readToken(token: string | undefined, request: string): string | undefin
   return position.after;
 }
 
-const conflictDenies = (error: unknown): false => {
-  if (error instanceof AttributeConflict) return false;
-  throw error;
-};
 
 const tokenAt = (request: string, after: string) => Buffer.from(JSON.stringify({ request, after } satisfies Position)).toString('base64url');
 
@@ -240,9 +237,9 @@ export class AuthzenSearch {
   private permits(input: CheckInput, candidate: Entity | undefined, decided?: (request: DecisionRequest) => boolean): boolean | Promise<boolean> {
     try {
       const allowed = this.checks.allows(input, decided, candidate && this.readFrom(candidate));
-      return allowed instanceof Promise ? allowed.catch(conflictDenies) : allowed;
+      return allowed instanceof Promise ? allowed.catch(allowsNothing) : allowed;
     } catch (error) {
-      return conflictDenies(error);
+      return allowsNothing(error);
     }
   }
 }

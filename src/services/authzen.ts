@@ -2,8 +2,8 @@ import type { Decision, ExplainedDecision } from '../engine/index.js';
 import type { AuthzenDecision, AuthzenEvaluation, AuthzenEvaluations, EvaluationsSemantic } from '../schemas/authzen.js';
 import { evaluationInput, readEvaluations, type UndecidableItem } from '../requests/authzen-request.js';
 import type { CheckInput } from '../requests/check-request.js';
-import { AttributeConflict } from '../registry/resolve.js';
-import { conflictAsClientError, type CheckService } from './checks.js';
+import type { CheckService } from './checks.js';
+import { authzenItemError, refusedCall } from '../decide/undecidable-answers.js';
 import { answerEach } from '../decide/answer-each.js';
 import type { RequestOrigin } from '../decision-log/line.js';
 
@@ -52,10 +52,7 @@ function authzenDecision(decision: Decision, explain: boolean): AuthzenDecision 
 }
 
 /** An evaluation that cannot be decided as asked denies, saying why in its context (the others are decided). */
-function undecided(error: unknown): AuthzenDecision {
-  if (error instanceof AttributeConflict) return undecidable(error.message);
-  throw error;
-}
+const undecided = (error: unknown): AuthzenDecision => ({ decision: false, context: { error: authzenItemError(error) } });
 
 const undecidable = (message: string): AuthzenDecision => ({ decision: false, context: { error: { status: 400, message } } });
 
@@ -99,10 +96,10 @@ export class AuthzenService {
   private decideOne(input: CheckInput, explain: boolean, origin: RequestOrigin | undefined): Answer {
     try {
       const decided = this.checks.decider(1, explain, origin)(input);
-      if (decided instanceof Promise) return decided.then((decision) => authzenDecision(decision, explain), conflictAsClientError);
+      if (decided instanceof Promise) return decided.then((decision) => authzenDecision(decision, explain), refusedCall);
       return authzenDecision(decided, explain);
     } catch (error) {
-      return conflictAsClientError(error);
+      return refusedCall(error);
     }
   }
 }

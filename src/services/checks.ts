@@ -3,9 +3,10 @@ import { AnswerBudget, evaluate, ExplanationTooLarge, type Decision, type Decisi
 import { instantOf } from '../engine/time.js';
 import { decideResolved } from '../decide/kernel.js';
 import { readCheckRequest, type CheckInput, type SideWording } from '../requests/check-request.js';
-import { AttributeConflict, resolveCheck, TokenNotAccepted, type RegisteredAttributes, type ResolveOptions } from '../registry/resolve.js';
+import { resolveCheck, type RegisteredAttributes, type ResolveOptions } from '../registry/resolve.js';
+import { deniedItem, refusedCall } from '../decide/undecidable-answers.js';
 import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
-import { ClientError, InvalidToken, RequestValidationError } from '../errors.js';
+import { RequestValidationError, Undecidable } from '../errors.js';
 import { answerEach } from '../decide/answer-each.js';
 import { explanationsTooLarge } from '../decide/answer-limits.js';
 import { SchemaViolation } from '../attribute-schemas/enforcement.js';
@@ -13,20 +14,8 @@ import { decisionOrigin, type DecisionOrigin, type RequestOrigin } from '../deci
 import type { EnforcedSchemas } from '../attribute-schemas/schemas-in-force.js';
 import type { ValidationIssue } from '../schemas/errors.js';
 
-/** A check that cannot be decided as asked (a supplied attribute contradicting the registry): 400. */
-export const conflictAsClientError = (error: unknown): never => {
-  if (error instanceof TokenNotAccepted) throw new InvalidToken(error.message);
-  if (error instanceof AttributeConflict) throw new ClientError(400, error.message);
-  throw error;
-};
-
 /** Stands for an item that had a conflict until the call is refused. */
 const CONFLICTED: Decision = { allowed: false, reason: '' };
-
-const conflictAsDenial = (error: unknown): Decision => {
-  if (error instanceof AttributeConflict) return { allowed: false, reason: error.message };
-  throw error;
-};
 
 export interface CheckObservers {
   /**
@@ -85,9 +74,9 @@ export class CheckService {
     const decide = this.decider(1, explain, origin);
     try {
       const decision = decide(input);
-      return decision instanceof Promise ? decision.catch(conflictAsClientError) : decision;
+      return decision instanceof Promise ? decision.catch(refusedCall) : decision;
     } catch (error) {
-      return conflictAsClientError(error);
+      return refusedCall(error);
     }
   }
 
@@ -106,7 +95,7 @@ export class CheckService {
       return decideResolved(this.snapshots.current, resolved, this.schemas?.enforced?.enforce(resolved), new AnswerBudget(this.maxAnswerSize)).answer;
     };
     const asClientError = (error: unknown): never => {
-      throw error instanceof ExplanationTooLarge ? explanationsTooLarge(error.maxLength, 1) : conflictAsClientError(error);
+      throw error instanceof ExplanationTooLarge ? explanationsTooLarge(error.maxLength, 1) : refusedCall(error);
     };
     try {
       const resolved = resolveCheck(input, this.registered, this.resolving);
@@ -124,10 +113,10 @@ export class CheckService {
   checkMany(inputs: CheckInput[], explain = false, origin?: RequestOrigin, refuseConflicts = false): Decision[] | Promise<Decision[]> {
     this.observers.bulk?.(inputs.length);
     const decide = this.decider(inputs.length, explain, origin);
-    if (!refuseConflicts) return answerEach(inputs, decide, conflictAsDenial);
+    if (!refuseConflicts) return answerEach(inputs, decide, deniedItem);
     const conflicts: ValidationIssue[] = [];
     const noted = (index: number) => (error: unknown): Decision => {
-      if (!(error instanceof AttributeConflict)) throw error;
+      if (!(error instanceof Undecidable)) throw error;
       conflicts.push({ loc: ['body', index], msg: error.message, type: 'attribute_conflict' });
       return CONFLICTED;
     };
@@ -150,7 +139,7 @@ export class CheckService {
 
   /**
    * What decides the `checks` checks of one call, already read, sharing one explanation budget. It
-   * throws (or rejects with) AttributeConflict for a check that cannot be decided as asked, and the
+   * throws (or rejects with) Undecidable for a check that cannot be decided as asked, and the
    * 400 of explanationsTooLarge once the call's explanations outgrow the answer budget. The checks
    * decided are numbered in the order they are given, in the ids of their decisions (see DecisionOrigin).
    */
@@ -173,10 +162,22 @@ export class CheckService {
   }
 
   /**
+   * One check of a door that answers with the principal too (external authorization names it to the
+   * app): decided as any check and told to every observer, with the uri the principal was resolved
+   * to (one its credential gave it, say). Rejects with Undecidable for a check that cannot be decided as asked.
+   */
+  async decideNamingPrincipal(input: CheckInput, origin?: RequestOrigin): Promise<{ decision: Decision; principalUri: string | undefined }> {
+    const startedAt = this.observers.timed === true ? performance.now() : 0;
+    const request = await resolveCheck(input, this.registered, this.resolving);
+    const decided = origin === undefined || this.observers.timed !== true ? undefined : decisionOrigin(origin, 0);
+    return { decision: this.evaluateNow(input, request, startedAt, undefined, decided), principalUri: request.principal.uri };
+  }
+
+  /**
    * Whether a check already read is allowed, told to no observer: a search decides every candidate,
    * and counting or logging each would flood the metrics, the live view's recent denials and the
    * decision log (whose writer drops lines past its queue) with decisions nobody asked for. Throws
-   * (or rejects with) AttributeConflict for a check that cannot be decided as asked. `decided`, when
+   * (or rejects with) Undecidable for a check that cannot be decided as asked. `decided`, when
    * given, decides the resolved check in place of the policies (an exact plan's condition, which says
    * what they would). `registered`, when given, reads the registry in place of the entity cache (a
    * search, which has read its candidates' rows already).
@@ -199,7 +200,7 @@ export class CheckService {
     return explain ? new AnswerBudget(this.maxAnswerSize) : undefined;
   }
 
-  /** Throws (or rejects with) AttributeConflict (SchemaViolation among them) or ExplanationTooLarge. */
+  /** Throws (or rejects with) Undecidable or ExplanationTooLarge. */
   private decide(input: CheckInput, explanations: AnswerBudget | undefined, origin: DecisionOrigin | undefined): Decision | Promise<Decision> {
     const startedAt = this.observers.timed === true ? performance.now() : 0;
     const request = resolveCheck(input, this.registered, this.resolving);

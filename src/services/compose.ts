@@ -22,11 +22,10 @@ import { LiveCounters } from '../live/live-counters.js';
 import { LiveWindow } from '../live/live-window.js';
 import { RuleTally } from '../live/rule-tally.js';
 import { RecentDenials } from '../live/recent-denials.js';
-import { TokenVerifier } from '../tokens/verifier.js';
+import { TokenVerifier } from '../identity/verifier.js';
 import { ExtAuthzMapping } from '../ext-authz/mapping.js';
-import type { TokenClaims } from '../registry/resolve.js';
-import { readTokenSettings, type TokenSettings } from '../tokens/settings.js';
-import { tokenClaims } from '../tokens/claims.js';
+import { readTokenSettings, type TokenSettings } from '../identity/settings.js';
+import { jwtIdentities } from '../identity/jwt-source.js';
 import { decisionLogFile, DECISION_LOG_CAPACITY, DecisionLog } from '../decision-log/decision-log.js';
 import { AuditTrail } from '../audit/audit-trail.js';
 import { adminKeysOf, type KeyRing } from '../admin-keys.js';
@@ -77,7 +76,8 @@ export interface Services {
   /** What changes this process's decisions, for clients that cache them (GET /admin/changes). */
   changes: ChangeFeed;
   /** Envoy's external authorization (`--ext-authz`): the mapping of HTTP requests to checks, and the claims of bearer tokens (`--tokens`). */
-  extAuthz?: { mapping: ExtAuthzMapping; claimsOf: TokenClaims | undefined };
+  /** External authorization's mapping, and whether bearer tokens are verified (`--tokens`). */
+  extAuthz?: { mapping: ExtAuthzMapping; readsTokens: boolean };
   /** Starts the work that runs beside requests (following the store, the live window, audit retention, ...), logging to `log`. */
   start(log: FastifyBaseLogger): void;
   /** Stops it all and closes the store. */
@@ -137,7 +137,7 @@ export async function composeServices(config: Config, substitutes: Substitutes =
   const adminKeysFile = config.adminKeysFile === '' ? undefined : adminKeys;
   if (adminKeysFile !== undefined) metrics.observeAdminKeysFile(adminKeysFile);
   const tokens = tokenSettings === undefined ? undefined : openTokens(tokenSettings, metrics);
-  const claimsOf = tokens && tokenClaims(tokens);
+  const identities = tokens && jwtIdentities(tokens);
   const feed = new FeedHealth();
   metrics.observeFeed(feed);
   const readiness = new Readiness(readinessConditions({ store, snapshots, feed, bulk, policyFiles, adminKeysFile, tokens }), () => ({
@@ -152,7 +152,7 @@ export async function composeServices(config: Config, substitutes: Substitutes =
 
   let stopBackgroundWork = async (): Promise<void> => snapshots.close();
   // With admin authentication on, no answer may say whether a supplied attribute matches the registry.
-  const resolving = { claimsOf, overruled: adminKeys === undefined ? undefined : () => metrics.attributeConflicts.inc() };
+  const resolving = { identities, overruled: adminKeys === undefined ? undefined : () => metrics.attributeConflicts.inc() };
   const checks = new CheckService(snapshots, registered, config.maxAnswerSize, decisions, schemas, resolving, sideWordingOf(config));
   const plans = new PlanService(snapshots, registered, config, bulk, schemas, resolving);
   const registry = new RegistryService(store, (uri) => entities.invalidate(uri), schemas, checkedAgainst);
@@ -190,7 +190,7 @@ export async function composeServices(config: Config, substitutes: Substitutes =
     workers: workers.description,
     adminKeys,
     changes,
-    ...(extAuthzMapping && { extAuthz: { mapping: extAuthzMapping, claimsOf } }),
+    ...(extAuthzMapping && { extAuthz: { mapping: extAuthzMapping, readsTokens: tokens !== undefined } }),
     start: (log) => {
       stopBackgroundWork = startBackgroundWork({ config, store, snapshots, entities, feed, metrics, live, liveWindow, policyFiles }, log);
     },

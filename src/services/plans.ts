@@ -4,9 +4,9 @@ import type { Location, ValidationIssue } from '../schemas/errors.js';
 import { DEFAULT_MONGO_FILTER_OPTIONS, mongoOptionIssue, type ConditionTree, type DecisionRequest, type MongoFilterOptions } from '../engine/index.js';
 import { actionInput, entityInput, isIssue, type ActionInput, type CheckInput } from '../requests/check-request.js';
 import { DuplicateAttribute, toAttributeMap } from '../requests/attributes.js';
-import { AttributeConflict, resolveCheck, type RegisteredAttributes, type ResolveOptions } from '../registry/resolve.js';
+import { resolveCheck, type RegisteredAttributes, type ResolveOptions } from '../registry/resolve.js';
 import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
-import { conflictAsClientError } from './checks.js';
+import { allowsNothing, deniedItem, refusedCall } from '../decide/undecidable-answers.js';
 import { ClientError, RequestValidationError } from '../errors.js';
 import { answerEach } from '../decide/answer-each.js';
 import { readBulkItems } from '../requests/bulk-request.js';
@@ -89,7 +89,7 @@ export class PlanService {
     try {
       resolved = this.heldToSchemas(await resolveCheck(input.check, this.registered, this.resolving));
     } catch (error) {
-      return conflictAsClientError(error);
+      return refusedCall(error);
     }
     const planned = await this.made([{ request: resolved, layout: input.layout }], true);
     return 'json' in planned ? planned : { answer: planned.answer[0]! };
@@ -136,8 +136,7 @@ export class PlanService {
     try {
       request = await resolveCheck(input, this.registered, this.resolving);
     } catch (error) {
-      if (error instanceof AttributeConflict) return false;
-      throw error;
+      return allowsNothing(error);
     }
     let planned: Planned<PlanResponse[]>;
     try {
@@ -159,8 +158,5 @@ export class PlanService {
   }
 }
 
-/** A bulk item whose principal's attributes conflict with the registry: it is denied everything, the conflict its reason. */
-function conflictAsWork(error: unknown): PlanWork {
-  if (!(error instanceof AttributeConflict)) throw error;
-  return { conflict: error.message };
-}
+/** A bulk item that cannot be planned as asked: it is denied everything, its reason why. */
+const conflictAsWork = (error: unknown): PlanWork => ({ conflict: deniedItem(error).reason });

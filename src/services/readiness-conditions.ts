@@ -4,8 +4,8 @@ import type { FeedHealth } from '../snapshot/follow-changes.js';
 import type { BulkPool } from '../pool/bulk-pool.js';
 import type { PolicyDirectory } from '../policy-files/policy-directory.js';
 import type { KeyRing } from '../admin-keys.js';
-import type { TokenVerifier } from '../tokens/verifier.js';
-import type { KeySetStatus } from '../tokens/key-set.js';
+import type { TokenVerifier } from '../identity/verifier.js';
+import type { KeySetStatus } from '../identity/key-set.js';
 import { within, type ReadinessConditions } from './readiness.js';
 
 /** A store that takes longer than this to answer a readiness probe is reported as not ready. */

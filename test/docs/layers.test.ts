@@ -85,7 +85,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['src/errors.ts', 'src/loopback.ts', 'src/version.ts', 'src/private-files.ts', 'src/document-files.ts'],
   ['src/config/'],
   ['src/admin-keys.ts', 'src/requests/'],
-  ['src/registry/', 'src/tokens/', 'src/ext-authz/'],
+  ['src/registry/', 'src/identity/', 'src/ext-authz/'],
   ['src/attribute-schemas/'],
   // The audit trail is written by the stores, in the transaction of each write, and read through them.
   ['src/store/', 'src/audit/'],

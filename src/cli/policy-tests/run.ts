@@ -4,7 +4,8 @@ import type { FailedCondition, FailedGroup, FailedSet } from '../../engine/expla
 import { instantOf } from '../../engine/time.js';
 import type { CheckRequest } from '../../schemas/check.js';
 import { readCheckRequest } from '../../requests/check-request.js';
-import { AttributeConflict, resolveCheck } from '../../registry/resolve.js';
+import { resolveCheck } from '../../registry/resolve.js';
+import { deniedItem } from '../../decide/undecidable-answers.js';
 import type { LoadedTestFile } from './test-file.js';
 import type { AttributeValidators } from '../../attribute-schemas/attribute-validators.js';
 
@@ -84,8 +85,7 @@ export function runTestFile(file: LoadedTestFile, schemas?: AttributeValidators)
       // The registry lookup is synchronous here: entities come from the test file.
       request = resolveCheck(input, registered) as Exclude<ReturnType<typeof resolveCheck>, Promise<unknown>>;
     } catch (error) {
-      if (!(error instanceof AttributeConflict)) throw error;
-      return result({ allowed: false, reason: error.message }, () => ['a supplied attribute contradicts a registered one: nothing was decided']);
+      return result(deniedItem(error), () => ['the check cannot be decided as written (a supplied attribute contradicts a registered one, say): nothing was decided']);
     }
     if (time !== undefined) request.time = new Date(instantOf(time)!).toISOString();
     const decision = evaluate(snapshot, request);

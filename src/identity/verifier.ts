@@ -4,7 +4,7 @@ import { KeySet, type KeySetStatus, type RefreshOutcome } from './key-set.js';
 import type { TokenSettings } from './settings.js';
 import { MAX_TOKEN_LENGTH } from '../schemas/check.js';
 
-import type { Claims, VerifiedToken } from '../registry/resolve.js';
+import type { Claims, Identity } from './identity.js';
 
 /** A verified token is remembered at most this long (and never past its `exp`). */
 const MAX_CACHED_MS = 10 * 60 * 1000;
@@ -42,7 +42,7 @@ function rejection(error: unknown, set: string): TokenRejected {
  * costs no signature check.
  */
 export class TokenVerifier {
-  private readonly verified = new Map<string, { token: VerifiedToken; until: number; characters: number }>();
+  private readonly verified = new Map<string, { token: Identity; until: number; characters: number }>();
   private cachedCharacters = 0;
 
   private constructor(
@@ -68,7 +68,7 @@ export class TokenVerifier {
   }
 
   /** The claims of `token` and the key set that verified them, or a TokenRejected saying why not; synchronous when the token was verified lately. */
-  claimsOf(token: string, keySetName?: string): VerifiedToken | Promise<VerifiedToken> {
+  claimsOf(token: string, keySetName?: string): Identity | Promise<Identity> {
     if (token.length > MAX_TOKEN_LENGTH) return Promise.reject(new TokenRejected(`the token is longer than ${MAX_TOKEN_LENGTH} characters`));
     // A token verified by a named key set is remembered apart from the same token verified by its issuer's.
     const digest = `${keySetName ?? ''}:${createHash('sha256').update(token).digest('base64')}`;
@@ -80,7 +80,7 @@ export class TokenVerifier {
     return this.verify(token, keySetName).then(
       ({ payload, keySet }) => {
         this.observers.verification('verified');
-        const verified: VerifiedToken = { claims: payload as Claims, keySet };
+        const verified: Identity = { claims: payload as Claims, keySet };
         this.remember(digest, verified, payload.exp, token.length);
         return verified;
       },
@@ -128,7 +128,7 @@ export class TokenVerifier {
   }
 
   /** Remembers a verified token, the oldest forgotten first past `cache_size` tokens or MAX_CACHED_CHARACTERS. */
-  private remember(digest: string, token: VerifiedToken, expiry: number | undefined, characters: number): void {
+  private remember(digest: string, token: Identity, expiry: number | undefined, characters: number): void {
     if (this.settings.cacheSize === 0) return;
     this.forget(digest);
     while (this.verified.size > 0 && (this.verified.size >= this.settings.cacheSize || this.cachedCharacters + characters > MAX_CACHED_CHARACTERS)) {
