@@ -39,10 +39,12 @@ t.test('a primary that never answers createIndexes still lets the store open; /r
  * as MongoDB would: taken by an upsert whose filter (read as MongoDB reads it: the `$or` of an
  * expired lease and its own holder's) matches it, or refused as a duplicate key.
  */
-function fleetPrimary(pendingRows: Document[]): { answer: Answer; backfillWrites: () => number } {
+function fleetPrimary(pendingRows: Document[]): { answer: Answer; backfillWrites: () => number; refusedToItsHolder: () => number } {
   let lease: Document | undefined;
   let pending = pendingRows;
   let writes = 0;
+  /** Times the lease's own holder asked to renew it and was refused, as if another held it. */
+  let refusedToHolder = 0;
   const answer: Answer = (command) => {
     const { name, body } = command;
     if (name === 'findAndModify' && body.findAndModify === 'counters' && (body.query as Document)._id === MAINTENANCE_LEASE) {
@@ -50,6 +52,7 @@ function fleetPrimary(pendingRows: Document[]): { answer: Answer; backfillWrites
       const matches = (alternative: Document) =>
         (alternative.value?.$lt !== undefined && lease!.value < alternative.value.$lt) || (alternative.holder !== undefined && lease!.holder === alternative.holder);
       const free = lease === undefined || alternatives.some(matches);
+      if (!free && lease!.holder === (body.update as Document).$set.holder) refusedToHolder++;
       if (!free) return { ok: 0, code: 11000, codeName: 'DuplicateKey', errmsg: `E11000 duplicate key error collection: verdict.counters index: _id_ dup key: { _id: "${MAINTENANCE_LEASE}" }` };
       lease = { ...lease, _id: MAINTENANCE_LEASE, ...(body.update as Document).$set };
       return { value: lease, lastErrorObject: { n: 1, updatedExisting: true }, ok: 1 };
@@ -69,7 +72,7 @@ function fleetPrimary(pendingRows: Document[]): { answer: Answer; backfillWrites
     if (name === 'update' && body.update === 'entities') writes += (body.updates as Document[]).length;
     return undefined;
   };
-  return { answer, backfillWrites: () => writes };
+  return { answer, backfillWrites: () => writes, refusedToItsHolder: () => refusedToHolder };
 }
 
 t.test('two stores opened together backfill once: one holds the lease and writes, the other finds it done', async (t) => {
@@ -82,6 +85,7 @@ t.test('two stores opened together backfill once: one holds the lease and writes
   t.equal(primary.backfillWrites(), rows.length, 'each row written once, by one store');
   const leases = named(server.received, 'findAndModify', 'counters').filter((command) => (command.body.query as Document)._id === MAINTENANCE_LEASE);
   t.equal(new Set(leases.map((command) => (command.body.update as Document).$set.holder)).size, 2, 'both asked for the lease');
+  t.equal(primary.refusedToItsHolder(), 0, 'its holder renews the lease it holds, step after step, without waiting for it to run out');
 });
 
 t.test('with maintenance off, the store creates, drops and writes nothing of its own: a decision-only sidecar', async (t) => {
