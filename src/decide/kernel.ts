@@ -23,3 +23,10 @@ export function decideResolved(
   const explained = withExplanation(snapshot, request, decision, explanations);
   return { decision, answer: violations === undefined ? explained : withViolations(explained, violations) };
 }
+
+/**
+ * What `snapshot` decides for a resolved check, told to nobody and explained to nobody: a search's
+ * candidate, a replay of a kept check against the live or a proposed set (impact), a shadow set beside
+ * the live one, a policy test's case. The same evaluation as decideResolved's.
+ */
+export const decisionOf = (snapshot: Snapshot, request: DecisionRequest): Decision => evaluate(snapshot, request);

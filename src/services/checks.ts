@@ -1,7 +1,7 @@
 import type { CheckRequest } from '../schemas/check.js';
-import { AnswerBudget, evaluate, ExplanationTooLarge, type Decision, type DecisionRequest } from '../engine/index.js';
+import { AnswerBudget, ExplanationTooLarge, type Decision, type DecisionRequest } from '../engine/index.js';
 import { instantOf } from '../engine/time.js';
-import { decideResolved } from '../decide/kernel.js';
+import { decideResolved, decisionOf } from '../decide/kernel.js';
 import { readCheckRequest, type CheckInput, type SideWording } from '../requests/check-request.js';
 import { resolveCheck, type RegisteredAttributes, type ResolveOptions } from '../registry/resolve.js';
 import { deniedItem, refusedCall } from '../decide/undecidable-answers.js';
@@ -192,7 +192,7 @@ export class CheckService {
   private allowsResolved(request: DecisionRequest, decided?: (request: DecisionRequest) => boolean): boolean {
     const schemas = this.schemas?.enforced;
     if (schemas?.enforcement === 'reject' && schemas.breaks(request)) return false;
-    return decided ? decided(request) : evaluate(this.snapshots.current, request).allowed;
+    return decided ? decided(request) : decisionOf(this.snapshots.current, request).allowed;
   }
 
   /** The budget of one call's explanations, or undefined when none is asked for. */

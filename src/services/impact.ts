@@ -1,7 +1,8 @@
+import { decisionOf } from '../decide/kernel.js';
 import { maskedCheck, maskedExplanation } from '../decision-log/masked-view.js';
 import type { DecisionLogMask } from '../decision-log/mask.js';
 import { hostname } from 'node:os';
-import { AnswerBudget, deciderOf, evaluate, explain, ExplanationTooLarge, type Decision, type DecisionRequest, type Snapshot } from '../engine/index.js';
+import { AnswerBudget, deciderOf, explain, ExplanationTooLarge, type Decision, type DecisionRequest, type Snapshot } from '../engine/index.js';
 import { resourceTypeOf } from '../engine/scope.js';
 import type { RecentCheck } from './recent-checks.js';
 import { MAX_IMPACT_SAMPLE, type ImpactAnswer } from '../schemas/impact.js';
@@ -59,8 +60,8 @@ export function* replayImpact(current: Snapshot, proposed: Snapshot, checks: rea
   for (let index = 0; index < checks.length; index++) {
     if (index > 0 && index % SLICE_CHECKS === 0) yield;
     const { request } = checks[index]!;
-    const before = evaluate(current, request);
-    const after = evaluate(proposed, request);
+    const before = decisionOf(current, request);
+    const after = decisionOf(proposed, request);
     if (before.allowed === after.allowed) continue;
     const direction: keyof Flips = before.allowed ? 'allow_to_deny' : 'deny_to_allow';
     changed[direction]++;

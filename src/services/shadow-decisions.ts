@@ -1,6 +1,7 @@
+import { decisionOf } from '../decide/kernel.js';
 import { maskedCheck, maskedExplanation } from '../decision-log/masked-view.js';
 import type { DecisionLogMask } from '../decision-log/mask.js';
-import { AnswerBudget, evaluate, explain, ExplanationTooLarge, type Decision, type DecisionRequest, type Snapshot } from '../engine/index.js';
+import { AnswerBudget, explain, ExplanationTooLarge, type Decision, type DecisionRequest, type Snapshot } from '../engine/index.js';
 import type { Metrics } from '../live/metrics.js';
 import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
 import { checkAsRead } from './impact.js';
@@ -44,7 +45,7 @@ export class ShadowDecisions {
   observe(request: DecisionRequest, live: Decision): void {
     const shadow = this.snapshots.shadow;
     if (shadow === undefined || (this.samplePercent < 100 && Math.random() * 100 >= this.samplePercent)) return;
-    const decided = evaluate(shadow, request);
+    const decided = decisionOf(shadow, request);
     const outcome: ShadowOutcome = decided.allowed === live.allowed ? 'agree' : live.allowed ? 'allow_to_deny' : 'deny_to_allow';
     this.counts[outcome]++;
     this.metrics.shadowOutcomes[outcome].inc();

@@ -132,3 +132,8 @@ t.test('no module imports from a layer above its own, but the crossings explaine
     'and no explained crossing is left that nothing makes',
   );
 });
+
+t.test("the engine's evaluate is called in src/decide/ alone: every door reaches it through the kernel", async (t) => {
+  const callers = [...graph.keys()].filter((module) => !module.startsWith('src/engine/') && !module.startsWith('src/decide/') && /\bevaluate\(/.test(readFileSync(join(CHECKOUT, module), 'utf8')));
+  t.same(callers, []);
+});

@@ -1,4 +1,5 @@
-import { compile, evaluate, explain, type Decision } from '../../engine/index.js';
+import { decisionOf } from '../../decide/kernel.js';
+import { compile, explain, type Decision } from '../../engine/index.js';
 import { isShadow } from '../../snapshot/policy-snapshots.js';
 import type { FailedCondition, FailedGroup, FailedSet } from '../../engine/explain.js';
 import { instantOf } from '../../engine/time.js';
@@ -88,7 +89,7 @@ export function runTestFile(file: LoadedTestFile, schemas?: AttributeValidators)
       return result(deniedItem(error), () => ['the check cannot be decided as written (a supplied attribute contradicts a registered one, say): nothing was decided']);
     }
     if (time !== undefined) request.time = new Date(instantOf(time)!).toISOString();
-    const decision = evaluate(snapshot, request);
+    const decision = decisionOf(snapshot, request);
     return result(decision, () => whyLines(explain(snapshot, request, decision)), schemas?.violations(request));
   });
 }
