@@ -167,12 +167,13 @@ export class PolicyService {
     if (stored === undefined) throw notFound('Policy');
     const { shadow, ...promoted } = stored;
     if (shadow === undefined) throw new ClientError(409, `Policy '${name}' is live already: only a shadow policy is promoted`);
-    if (shadow === true || (await this.roles.reader.named(shadow)) === undefined) return this.replace(name, promoted, by, warn);
-    const { policy, contradicted } = this.accept({ ...promoted, name: shadow });
-    if (!(await writer.promotePolicy(policy, name, by, this.checkedAgainst()))) {
-      throw new ClientError(409, `Policy '${shadow}' or its shadow '${name}' was deleted meanwhile: nothing was promoted`);
-    }
-    await this.applied(`Policy '${shadow}' was saved`);
+    // Beside the live policies (or in place of one deleted since), the shadow is rewritten live under its own name.
+    const target = shadow !== true && (await this.roles.reader.named(shadow)) !== undefined ? shadow : name;
+    const { policy, contradicted } = this.accept({ ...promoted, name: target });
+    const outcome = await writer.promotePolicy(policy, name, stored, by, this.checkedAgainst());
+    if (outcome === 'gone') throw new ClientError(409, `Policy '${target}' or its shadow '${name}' was deleted meanwhile: nothing was promoted`);
+    if (outcome === 'changed') throw new ClientError(409, `The shadow '${name}' was changed while it was being promoted: nothing was promoted; promote it again to make its latest version live`);
+    await this.applied(`Policy '${target}' was saved`);
     if (contradicted.length > 0) warn?.(contradicted);
     return this.answer(policy);
   }

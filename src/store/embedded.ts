@@ -3,6 +3,7 @@ import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { PRIVATE_DIRECTORY, PRIVATE_FILE } from '../private-files.js';
 import type { Policy } from '../schemas/policy.js';
+import { jsonEqual } from '../engine/json-equal.js';
 import type { Entity } from '../schemas/entity.js';
 import {
   DuplicateKeyError,
@@ -18,6 +19,7 @@ import {
   type StoreChangeListener,
   type StoreOptions,
   uriRange,
+  type PromoteOutcome,
 } from './store.js';
 import {
   entityRecord,
@@ -294,15 +296,17 @@ export class EmbeddedStore implements Store {
     });
   }
 
-  async promotePolicy(promoted: Policy, shadowName: string, by: Writer, checked?: CheckedAgainst): Promise<boolean> {
-    return this.write(() => {
+  async promotePolicy(promoted: Policy, shadowName: string, shadowAsRead: Policy, by: Writer, checked?: CheckedAgainst): Promise<PromoteOutcome> {
+    return this.write((): PromoteOutcome => {
       const [before, shadow] = [this.readPolicy(promoted.name), this.readPolicy(shadowName)];
-      if (before === undefined || shadow === undefined) return false;
+      if (before === undefined || shadow === undefined) return 'gone';
+      if (!jsonEqual(shadow, shadowAsRead)) return 'changed';
       this.statements.updatePolicy.run(JSON.stringify(promoted), promoted.name);
       this.recordPolicyWrite(by, { operation: 'policy.replace', name: promoted.name, before, after: promoted });
+      if (shadowName === promoted.name) return 'promoted';
       this.statements.deletePolicy.run(shadowName);
       this.recordPolicyWrite(by, { operation: 'policy.delete', name: shadowName, before: shadow, after: null });
-      return true;
+      return 'promoted';
     }, checked);
   }
 

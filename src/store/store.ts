@@ -67,6 +67,9 @@ declare const feedPositionBrand: unique symbol;
 export type FeedPosition = { readonly [feedPositionBrand]: true };
 
 /** The attribute schema document in force and the version of it the write that made it made. */
+/** What a promote did: see Store.promotePolicy. */
+export type PromoteOutcome = 'promoted' | 'gone' | 'changed';
+
 export interface StoredSchemas {
   document: SchemaDocument;
   version: number;
@@ -190,11 +193,13 @@ export interface Store {
   replacePolicy(policy: Policy, by: Writer, checked?: CheckedAgainst): Promise<boolean>;
   deletePolicy(name: string, by: Writer): Promise<boolean>;
   /**
-   * Makes the shadow `shadowName` live in one write: the live policy of `promoted`'s name is replaced
-   * by `promoted` (keeping its place) and the shadow deleted, each audited; false, writing nothing,
-   * when either is gone.
+   * Makes the shadow `shadowName` live in one write, provided it still reads `shadowAsRead` (what
+   * `promoted` was made from) inside the write's transaction: where `promoted` names the shadow itself
+   * (a shadow added beside the live policies), it is rewritten as `promoted`; otherwise the live policy
+   * of `promoted`'s name is replaced by `promoted` (keeping its place) and the shadow deleted. Each
+   * write is audited. `gone` or `changed` (the shadow was edited meanwhile) write nothing.
    */
-  promotePolicy(promoted: Policy, shadowName: string, by: Writer, checked?: CheckedAgainst): Promise<boolean>;
+  promotePolicy(promoted: Policy, shadowName: string, shadowAsRead: Policy, by: Writer, checked?: CheckedAgainst): Promise<PromoteOutcome>;
   /**
    * Replaces the attribute schema document (or deletes it: `document` null, false when there is
    * none), as one policy revision (see SCHEMAS_CHANGE), with its audit record (target `schemas`);

@@ -1,6 +1,10 @@
 import t from 'tap';
 import fc from 'fast-check';
-import { startServer } from '../helpers/server.js';
+import { rmSync } from 'node:fs';
+import { startServer, temporaryDataDir } from '../helpers/server.js';
+import { interceptedStore } from '../helpers/intercepted-store.js';
+import { TEST_WRITER } from '../helpers/writer.js';
+import { EmbeddedStore } from '../../src/store/embedded.js';
 import { reference } from '../engine/reference.js';
 import { shadowSet } from '../../src/snapshot/policy-snapshots.js';
 import type { Policy } from '../../src/schemas/policy.js';
@@ -144,4 +148,29 @@ t.test('a shadow named in place of a live policy decides instead of it, not besi
   const answer = await server.call('POST', '/check', { principal: { attributes: { role: 'reader' } }, resource: { attributes: { kind: 'doc' } }, action: 'read' });
   t.equal(answer.body.allowed, true, 'the live policy decides the answer');
   t.same((await server.call('GET', '/admin/shadow')).body.decided, { agree: 0, allow_to_deny: 1, deny_to_allow: 0 }, 'the shadow set, without the live rule, denies');
+});
+
+t.test('a promote never loses an edit of the shadow made while it runs: 409, nothing written, and the edit kept (both kinds of shadow)', async (t) => {
+  for (const shadowOf of ['readers', true] as const) {
+    const dataDir = temporaryDataDir();
+    t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
+    const other = new EmbeddedStore(dataDir);
+    t.teardown(() => other.close());
+    const edited = { version: '1.0', name: 'readers-next', description: 'edited meanwhile', shadow: shadowOf, rules: [], default_effect: 'deny' as const };
+    // Another process edits the shadow after this one read it, before its promote's transaction.
+    const store = interceptedStore(new EmbeddedStore(dataDir), {
+      promotePolicy: async (proceed) => {
+        await other.replacePolicy(edited, TEST_WRITER);
+        return proceed();
+      },
+    });
+    const server = await startServer({ dataDir }, { store });
+    t.teardown(server.close);
+    t.equal((await server.call('POST', '/admin/policies', { name: 'readers', rules: [{ name: 'read', effect: 'allow', actions: ['read'] }] })).status, 200);
+    t.equal((await server.call('POST', '/admin/policies', { name: 'readers-next', shadow: shadowOf, rules: [{ name: 'read', effect: 'allow', actions: ['read'] }] })).status, 200);
+    const promoted = await server.call('POST', '/admin/policies/readers-next/promote');
+    t.equal(promoted.status, 409, `${String(shadowOf)}: ${JSON.stringify(promoted.body)}`);
+    t.match(promoted.body.detail, /was changed while it was being promoted: nothing was promoted; promote it again/);
+    t.match((await server.call('GET', '/admin/policies/readers-next')).body, { description: 'edited meanwhile', shadow: shadowOf }, 'the edit is kept, still a shadow');
+  }
 });

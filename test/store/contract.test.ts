@@ -89,12 +89,15 @@ function contract(t: Test, name: string, backing: () => Promise<Backing>): void 
     t.equal(await store.deletePolicy('first', by), false);
     t.same((await other.loadPolicies()).policies.map((p) => p.name), ['second']);
 
-    await store.createPolicy(policy('second-next', { shadow: 'second', description: 'two, next' }), by);
+    const shadow = policy('second-next', { shadow: 'second', description: 'two, next' });
+    await store.createPolicy(shadow, by);
     const beforePromote = await store.policyRevision();
-    t.equal(await store.promotePolicy(policy('second', { description: 'two, next' }), 'absent', by), false, 'no promote without its shadow');
-    t.equal(await store.promotePolicy(policy('absent', { description: 'x' }), 'second-next', by), false, 'no promote without the live policy');
+    t.equal(await store.promotePolicy(policy('second', { description: 'two, next' }), 'absent', shadow, by), 'gone', 'no promote without its shadow');
+    t.equal(await store.promotePolicy(policy('absent', { description: 'x' }), 'second-next', shadow, by), 'gone', 'no promote without the live policy');
+    const staleRead = policy('second-next', { shadow: 'second', description: 'two, as read before an edit' });
+    t.equal(await store.promotePolicy(policy('second', { description: 'two, as read before an edit' }), 'second-next', staleRead, by), 'changed', 'no promote of a shadow edited since it was read: the edit is not lost');
     t.equal(await store.policyRevision(), beforePromote, 'a promote refused writes nothing');
-    t.equal(await store.promotePolicy(policy('second', { description: 'two, next' }), 'second-next', by), true);
+    t.equal(await store.promotePolicy(policy('second', { description: 'two, next' }), 'second-next', shadow, by), 'promoted');
     t.same(
       (await other.loadPolicies()).policies.map((p) => [p.name, p.description]),
       [['second', 'two, next']],

@@ -1,3 +1,4 @@
+import { jsonEqual } from '../../engine/json-equal.js';
 import {
   MongoBulkWriteError,
   MongoClient,
@@ -23,6 +24,7 @@ import {
   type LoadedPolicies,
   type LoadedPolicyChanges,
   type PolicyChanges,
+  type PromoteOutcome,
   SCHEMAS_CHANGE,
   type Store,
   type StoredSchemas,
@@ -542,18 +544,20 @@ export class MongoStore implements Store {
     });
   }
 
-  async promotePolicy(promoted: Policy, shadowName: string, by: Writer, checked?: CheckedAgainst): Promise<boolean> {
-    return this.write(async (transaction) => {
+  async promotePolicy(promoted: Policy, shadowName: string, shadowAsRead: Policy, by: Writer, checked?: CheckedAgainst): Promise<PromoteOutcome> {
+    return this.write(async (transaction): Promise<PromoteOutcome> => {
       const { session } = transaction;
       await this.holdsSchemas(session, checked);
       const before = await this.readPolicy(promoted.name, session);
       const shadow = await this.readPolicy(shadowName, session);
-      if (before === undefined || shadow === undefined) return false;
+      if (before === undefined || shadow === undefined) return 'gone';
+      if (!jsonEqual(shadow, shadowAsRead)) return 'changed';
       await this.policies.updateOne({ _id: promoted.name }, { $set: { document: JSON.stringify(promoted) }, $inc: { version: 1 } }, { session });
       await this.recordPolicyWrite(transaction, by, { operation: 'policy.replace', name: promoted.name, before, after: promoted });
+      if (shadowName === promoted.name) return 'promoted';
       await this.policies.deleteOne({ _id: shadowName }, { session });
       await this.recordPolicyWrite(transaction, by, { operation: 'policy.delete', name: shadowName, before: shadow, after: null });
-      return true;
+      return 'promoted';
     });
   }
 
