@@ -22,6 +22,8 @@ export interface FollowerOptions {
   from?: Timestamp;
   /** Pause before reopening a failed stream: `first`, doubling after each failure up to `max`. */
   backoffMillis?: { first: number; max: number };
+  /** Told the cluster time of each event before its change is delivered: how far the feed has come. */
+  reached?: (clusterTime: Timestamp) => void;
 }
 
 /** Server codes after which a change stream cannot resume from its token (CappedPositionLost, InvalidResumeToken, ChangeStreamFatalError, ChangeStreamHistoryLost). */
@@ -162,6 +164,7 @@ export class ChangeStreamFollower {
           deliver({ kind: 'everything' }, { startAfter: event._id });
           return true;
         }
+        if (event.clusterTime !== undefined) this.options.reached?.(event.clusterTime);
         deliver(changeOf(event), { resumeAfter: event._id });
       }
       return false;

@@ -1,4 +1,4 @@
-import { MongoServerError, ReadPreference, type Collection } from 'mongodb';
+import { MongoServerError, ReadPreference, type ClientSession, type Collection } from 'mongodb';
 import type { Entity } from '../../schemas/entity.js';
 import type { MongoFilter } from '../../engine/mongodb-filter.js';
 import { NarrowingTimedOut, StoreUnavailableError, uriRange } from '../store.js';
@@ -13,12 +13,27 @@ import { narrowedRange, queryableFields } from './queryable.js';
 export const ENTITY_TEXT = { projection: { document: 1 } } as const;
 
 /**
- * An entity read on a check's path (a uri the entity cache does not hold): from the primary, or while
- * there is none (an election) from a secondary, at majority read concern as always, so that checks
- * naming uris go on through an election. A secondary may not have a write this process acknowledged
- * a moment before, for as long as the election lasts (docs/deploying.md).
+ * The most a secondary read from may lag its primary, in seconds (the least MongoDB takes): a member
+ * further behind is not read from. It bounds how stale a read can be; reads that fill a cache are
+ * also held to be after the change feed's position (see ReadsAfterFeed), which this alone would not.
  */
-const CHECK_PATH_READ = { ...ENTITY_TEXT, readPreference: ReadPreference.PRIMARY_PREFERRED } as const;
+export const MAX_STALENESS_SECONDS = 90;
+/** From a secondary when one is there, taking the primary's load off; never one further behind than MAX_STALENESS_SECONDS. */
+export const SECONDARY_READ = new ReadPreference(ReadPreference.SECONDARY_PREFERRED, undefined, { maxStalenessSeconds: MAX_STALENESS_SECONDS });
+
+/**
+ * An entity read on a check's path (a uri the entity cache does not hold): from the primary, or while
+ * there is none (an election) from a secondary no further behind than MAX_STALENESS_SECONDS, at
+ * majority read concern as always, so that checks naming uris go on through an election.
+ */
+const CHECK_PATH_READ = { ...ENTITY_TEXT, readPreference: new ReadPreference(ReadPreference.PRIMARY_PREFERRED, undefined, { maxStalenessSeconds: MAX_STALENESS_SECONDS }) } as const;
+
+/**
+ * Runs reads that fill a cache in a causally consistent session advanced to the change feed's position
+ * (a `readConcern.afterClusterTime`): whichever member answers, it has applied every change the feed has
+ * delivered, so an entity the feed said was written is never read, and cached, as it was before.
+ */
+export type ReadsAfterFeed = <T>(read: (session: ClientSession | undefined) => Promise<T>) => Promise<T>;
 /**
  * The longest a check waits for an entity read: past it, 503. Without a member to read from at all,
  * the driver would wait for one for the whole server selection timeout (10 s).
@@ -37,9 +52,9 @@ export const NARROWED_LISTING_MS = 2000;
 
 const entityOf = (row: { document: string }) => JSON.parse(row.document) as Entity;
 
-/** An entity a check names (see CHECK_PATH_READ), within ENTITY_READ_BOUND_MS. */
-export async function readEntityOnCheckPath(entities: Collection<StoredEntity>, uri: string): Promise<Entity | undefined> {
-  const read = entities.findOne({ _id: uri }, CHECK_PATH_READ);
+/** An entity a check names (see CHECK_PATH_READ), after the feed's position, within ENTITY_READ_BOUND_MS. */
+export async function readEntityOnCheckPath(entities: Collection<StoredEntity>, uri: string, afterFeed: ReadsAfterFeed): Promise<Entity | undefined> {
+  const read = afterFeed((session) => entities.findOne({ _id: uri }, { ...CHECK_PATH_READ, ...(session !== undefined && { session }) }));
   let bound: NodeJS.Timeout | undefined;
   const timedOut = new Promise<never>((_, reject) => {
     bound = setTimeout(() => reject(new StoreUnavailableError(`MongoDB is unavailable (no member answered a read of entity '${uri}' within ${ENTITY_READ_BOUND_MS} ms)`)), ENTITY_READ_BOUND_MS);
@@ -55,15 +70,16 @@ export async function readEntityOnCheckPath(entities: Collection<StoredEntity>, 
   }
 }
 
-/** The warm-up's pages (see Store.listEntitiesAfter): by the _id index, from a secondary when one is there, taking the primary's load off. */
-export async function listEntitiesAfter(entities: Collection<StoredEntity>, after: string, limit: number): Promise<Entity[]> {
+/** The warm-up's pages (see Store.listEntitiesAfter): by the _id index, from a secondary (see SECONDARY_READ), after the feed's position. */
+export async function listEntitiesAfter(entities: Collection<StoredEntity>, after: string, limit: number, afterFeed: ReadsAfterFeed): Promise<Entity[]> {
   if (limit === 0) return [];
-  const rows = await entities
-    .find({ _id: { $gt: after } }, { ...ENTITY_TEXT, readPreference: ReadPreference.SECONDARY_PREFERRED })
-    .sort({ _id: 1 })
-    .limit(limit)
-    .toArray()
-    .catch(rethrowStoreError);
+  const rows = await afterFeed((session) =>
+    entities
+      .find({ _id: { $gt: after } }, { ...ENTITY_TEXT, readPreference: SECONDARY_READ, ...(session !== undefined && { session }) })
+      .sort({ _id: 1 })
+      .limit(limit)
+      .toArray(),
+  ).catch(rethrowStoreError);
   return rows.map(entityOf);
 }
 

@@ -4,7 +4,6 @@ import {
   MongoClient,
   MongoServerError,
   MongoServerSelectionError,
-  ReadPreference,
   type ClientSession,
   type Collection,
   type Db,
@@ -65,7 +64,7 @@ import { ensureEpoch, raiseCounters, raisePolicyVersions, versionCounter } from 
 import { StoreMaintenance } from './maintenance.js';
 import { feedPipeline } from './feed.js';
 import { listAudit, pruneAudit, recordOfVersion, storedAudit } from './audit.js';
-import { countEntities, ENTITY_TEXT, entityRow, listEntities, listEntitiesAfter, listEntitiesUnder, readEntityOnCheckPath } from './entities.js';
+import { countEntities, ENTITY_TEXT, entityRow, listEntities, listEntitiesAfter, listEntitiesUnder, readEntityOnCheckPath, SECONDARY_READ, type ReadsAfterFeed } from './entities.js';
 import { clientOptions, MONGODB_TIMEOUTS, topologyRefusal, type MongoTimeouts } from './connection.js';
 import { ENTITY_ROW_LAYOUT, NARROWED_NESTING, queryableFields } from './queryable.js';
 import type { MongoFilter } from '../../engine/mongodb-filter.js';
@@ -579,11 +578,11 @@ export class MongoStore implements Store {
   }
 
   getEntity(uri: string): Promise<Entity | undefined> {
-    return readEntityOnCheckPath(this.entities, uri);
+    return readEntityOnCheckPath(this.entities, uri, this.afterFeed);
   }
 
   listEntitiesAfter(after: string, limit: number): Promise<Entity[]> {
-    return listEntitiesAfter(this.entities, after, limit);
+    return listEntitiesAfter(this.entities, after, limit, this.afterFeed);
   }
 
   listEntities(offset: number, limit: number): Promise<Entity[]> {
@@ -697,8 +696,10 @@ export class MongoStore implements Store {
       listener(change);
     };
     // From a secondary when one is there: a fleet's streams would otherwise all weigh on the primary.
-    const follower = new ChangeStreamFollower((start) => this.db.watch(pipeline, { ...start, readPreference: ReadPreference.SECONDARY_PREFERRED }), relay, {
+    if (from !== undefined) this.reachedFeed(operationTimeAt(from));
+    const follower = new ChangeStreamFollower((start) => this.db.watch(pipeline, { ...start, readPreference: SECONDARY_READ }), relay, {
       from: from === undefined ? undefined : operationTimeAt(from),
+      reached: this.reachedFeed,
     });
     this.followers.add(follower);
     return () => {
@@ -706,6 +707,27 @@ export class MongoStore implements Store {
       void follower.stop();
     };
   }
+
+  /** The change feed's position: the cluster time of the last event any follower was told of, or where it started. */
+  private feedTime: Timestamp | undefined;
+
+  private readonly reachedFeed = (time: Timestamp): void => {
+    const reached = this.feedTime;
+    if (reached === undefined || time.t > reached.t || (time.t === reached.t && time.i > reached.i)) this.feedTime = time;
+  };
+
+  /** See ReadsAfterFeed: a causally consistent session advanced to the feed's position, for reads that fill a cache. */
+  private readonly afterFeed: ReadsAfterFeed = async (read) => {
+    const reached = this.feedTime;
+    if (reached === undefined) return read(undefined);
+    const session = this.client.startSession({ causalConsistency: true });
+    session.advanceOperationTime(reached);
+    try {
+      return await read(session);
+    } finally {
+      void session.endSession().catch(() => undefined);
+    }
+  };
 
   async close(): Promise<void> {
     await this.maintenance?.stop();
