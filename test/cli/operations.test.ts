@@ -1,7 +1,6 @@
 import t from 'tap';
 import { statSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
-import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { ask, freePort, outputMatches, runVerdict, waitFor, type Answer } from '../helpers/child.js';
@@ -9,7 +8,7 @@ import { scratchDir } from '../helpers/server.js';
 import { autoEvaluationChecks } from '../helpers/evaluation.js';
 
 /** What a server started with the default --evaluation and --workers says of where bulks go, on this machine. */
-const AUTO_EVALUATION = autoEvaluationChecks(availableParallelism());
+const AUTO_EVALUATION = autoEvaluationChecks('auto');
 
 const check = { principal: { attributes: { role: 'admin' } }, resource: { attributes: { kind: 'doc' } }, action: 'read' };
 const QUIET = { LOG_LEVEL: 'warn', ADMIN_AUTHN_REQUIRED: 'false' };

@@ -1,12 +1,12 @@
 import t from 'tap';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { availableParallelism, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ask, freePort, runVerdict, waitFor } from '../helpers/child.js';
 import { autoEvaluationChecks } from '../helpers/evaluation.js';
 
 /** What a server started with the default --evaluation and --workers says of where bulks go, on this machine. */
-const AUTO_EVALUATION = autoEvaluationChecks(availableParallelism());
+const AUTO_EVALUATION = autoEvaluationChecks('auto');
 
 /**
  * The metrics port (--metrics-port) on an address of its own (--metrics-host) answers the probes as
