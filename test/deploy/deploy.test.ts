@@ -116,6 +116,11 @@ t.test('sidecar-mongodb: Verdict starts before the app on loopback and a shared 
   t.notOk((pod.volumes as Manifest[]).some((volume) => volume.emptyDir !== undefined && volume.name !== 'verdict-socket'), 'no per-pod volume holds data');
   t.ok(config.adminAuthRequired, 'an admin write changes every pod: the admin key is required');
   t.ok(pod.terminationGracePeriodSeconds * 1000 > config.shutdownGraceMs, 'Kubernetes waits longer than the grace period');
+  t.equal(config.storeMaintenance, 'off', 'the sidecars only decide: no index build, no backfill from any of them');
+  const maintainer = all.filter((manifest) => manifest.kind === 'Deployment').find((manifest) => manifest.metadata.name === 'verdict-maintainer')!;
+  t.equal(maintainer.spec.replicas, 1, 'one maintainer beside them');
+  const maintaining = containerConfig(maintainer.spec.template.spec.containers[0]);
+  t.same([maintaining.store, maintaining.storeMaintenance, maintaining.host], ['mongodb', 'on', '127.0.0.1'], 'on the same MongoDB, maintaining it, serving no API beyond its probes');
 });
 t.test('central: a Deployment on MongoDB behind a Service', async (t) => {
   const all = manifests('central');

@@ -82,6 +82,7 @@ function defaultAnswer(command: Received, host: string, events: Document[]): Doc
     case 'isMaster':
       return primaryHello(host);
     case 'find':
+    case 'listIndexes':
       return found(command, []);
     case 'aggregate':
       if ((body.pipeline as Document[])[0]?.$changeStream !== undefined) {

@@ -35,9 +35,10 @@ t.test('a primary that never answers createIndexes still lets the store open; /r
 });
 
 /**
- * A primary holding entity rows written before queryable copies were kept, and the maintenance lease
- * as MongoDB would: taken by an upsert whose filter (read as MongoDB reads it: the `$or` of an
- * expired lease and its own holder's) matches it, or refused as a duplicate key.
+ * A primary holding entity rows written before queryable copies were kept, the indexes built (as
+ * listIndexes lists them), and the maintenance lease as MongoDB would: taken by an upsert whose filter
+ * (read as MongoDB reads it: the `$or` of an expired lease and its own holder's) matches it, or
+ * refused as a duplicate key.
  */
 function fleetPrimary(pendingRows: Document[]): { answer: Answer; backfillWrites: () => number; refusedToItsHolder: () => number } {
   let lease: Document | undefined;
@@ -45,8 +46,16 @@ function fleetPrimary(pendingRows: Document[]): { answer: Answer; backfillWrites
   let writes = 0;
   /** Times the lease's own holder asked to renew it and was refused, as if another held it. */
   let refusedToHolder = 0;
+  /** The indexes built, by collection, as listIndexes lists them. */
+  const built = new Map<string, Document[]>();
   const answer: Answer = (command) => {
     const { name, body } = command;
+    if (name === 'createIndexes') {
+      const collection = body.createIndexes as string;
+      built.set(collection, [...(built.get(collection) ?? []), ...(body.indexes as Document[]).map(({ name: index, unique }) => ({ name: index, ...(unique !== undefined && { unique }) }))]);
+      return { ok: 1 };
+    }
+    if (name === 'listIndexes') return found(command, built.get(body.listIndexes as string) ?? []);
     if (name === 'findAndModify' && body.findAndModify === 'counters' && (body.query as Document)._id === MAINTENANCE_LEASE) {
       const alternatives = ((body.query as Document).$or ?? []) as Document[];
       const matches = (alternative: Document) =>
@@ -128,4 +137,19 @@ t.test('a write checked against other schemas than the store holds is refused in
   t.match(refused?.message, /changed in the store \(version 2\) since this process applied the ones it checked the write against \(version 1\)/);
   const sent = server.received.slice(before).map((command) => command.name);
   t.notOk(sent.includes('commitTransaction') || sent.includes('insert'), `nothing inserted or committed (${sent.join(', ')})`);
+});
+
+t.test('three stores opened against an index build that never ends: one of them asks for it, once, and holds the lease meanwhile (scripted primary)', async (t) => {
+  const primary = fleetPrimary([]);
+  const server = await scriptedMongo((command) => (command.name === 'createIndexes' ? NO_ANSWER : primary.answer(command)));
+  t.teardown(() => server.close());
+  await Promise.all([open(t, server.uri), open(t, server.uri), open(t, server.uri)]);
+  const leaseAsks = () => named(server.received, 'findAndModify', 'counters').filter((command) => (command.body.query as Document)._id === MAINTENANCE_LEASE);
+  const asksBy = (holder: string) => leaseAsks().filter((command) => (command.body.update as Document).$set.holder === holder).length;
+  // Each of the other two has tried the lease, been refused, and tried again.
+  await until(() => {
+    const holders = [...new Set(leaseAsks().map((command) => (command.body.update as Document).$set.holder as string))];
+    return holders.length === 3 && holders.filter((holder) => asksBy(holder) >= 2).length >= 2;
+  }, 'every store to have asked for the lease, and two of them again', 30_000);
+  t.equal(named(server.received, 'createIndexes').length, 1, 'one build in flight, from the lease holder, never sent again');
 });

@@ -3,7 +3,7 @@ import { EventEmitter } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { MongoServerError, type AnyBulkWriteOperation, type ClientSession } from 'mongodb';
 import type { Counter, StoreCollections, StoredEntity } from './collections.js';
-import { countEntities, createIndexes, raiseCounters } from './set-up.js';
+import { countEntities, createIndexes, missingIndexes, raiseCounters } from './set-up.js';
 import { queryableFields } from './queryable.js';
 import type { Entity } from '../../schemas/entity.js';
 
@@ -37,6 +37,12 @@ interface MaintenanceEvents {
   done: [];
 }
 
+/** A connection for index builds: the store's collections through it, and how to close it. */
+export interface BuildConnection {
+  collections: Pick<StoreCollections, 'policies' | 'entities' | 'audit'>;
+  close(): Promise<void>;
+}
+
 /** A lease document as it is stored: a counter whose value is when the lease ends. */
 type LeaseRow = Counter & { holder?: string; checkpoint?: string; done?: string[] };
 
@@ -58,6 +64,8 @@ export class StoreMaintenance extends EventEmitter<MaintenanceEvents> {
     private readonly collections: StoreCollections,
     private readonly withSession: <T>(use: (session: ClientSession) => Promise<T>) => Promise<T>,
     private readonly retryMs: number,
+    /** A connection of its own for index builds, with no socket timeout (see createIndexes). */
+    private readonly buildConnection: () => Promise<BuildConnection>,
     private readonly clock: () => number = Date.now,
   ) {
     super();
@@ -122,7 +130,7 @@ export class StoreMaintenance extends EventEmitter<MaintenanceEvents> {
   private async runStep(step: MaintenanceStep): Promise<void> {
     switch (step) {
       case 'indexes':
-        return createIndexes(this.collections);
+        return this.indexesBuilt();
       case 'counters':
         return raiseCounters(this.collections, MAINTENANCE_READ_MS);
       case 'backfill':
@@ -137,16 +145,51 @@ export class StoreMaintenance extends EventEmitter<MaintenanceEvents> {
    * another holds it, waits (a failure, so that the step is tried again after a pause): its holder
    * works, and should it stop, the lease runs out and another process takes it up at the checkpoint.
    */
-  private async underLease(step: 'backfill' | 'recount', work: (checkpoint: string | undefined) => Promise<void>): Promise<void> {
+  private async underLease(step: 'indexes' | 'backfill' | 'recount', work: (checkpoint: string | undefined) => Promise<void>, markedDone = true): Promise<void> {
     const lease = await this.acquire();
     if (lease === undefined) {
       const held = await this.collections.counters.findOne({ _id: MAINTENANCE_LEASE });
-      if ((held as LeaseRow | null)?.done?.includes(step)) return;
+      if (markedDone && (held as LeaseRow | null)?.done?.includes(step)) return;
       throw new LeaseHeld(`another Verdict process holds the maintenance lease (until ${new Date(held?.value ?? 0).toISOString()}) and does it`);
     }
-    if (lease.done?.includes(step)) return;
+    if (markedDone && lease.done?.includes(step)) return;
     await work(lease.checkpoint);
-    await this.collections.counters.updateOne({ _id: MAINTENANCE_LEASE, holder: this.holder } as object, { $addToSet: { done: step }, $unset: { checkpoint: '' } } as object);
+    if (markedDone) await this.collections.counters.updateOne({ _id: MAINTENANCE_LEASE, holder: this.holder } as object, { $addToSet: { done: step }, $unset: { checkpoint: '' } } as object);
+  }
+
+  /**
+   * Done once the collections list every index the store needs (never marked done: a drop takes
+   * indexes along, and each run lists them again); the lease's holder alone builds what is missing,
+   * while the others wait for it to be listed.
+   */
+  private async indexesBuilt(): Promise<void> {
+    if ((await missingIndexes(this.collections)).length === 0) return;
+    await this.underLease('indexes', () => this.buildIndexes(), false);
+  }
+
+  /**
+   * Builds the indexes a store lacks, on a connection of its own that never cuts a build short, and
+   * keeps the lease while it waits: one process of a fleet sends each build once, however long it takes.
+   */
+  private async buildIndexes(): Promise<void> {
+    const connection = await this.buildConnection();
+    const renewal = setInterval(() => void this.renewLease().catch(() => undefined), LEASE_MS / 3);
+    // A store closing stops waiting for a build (the server finishes it, and the next holder finds it listed).
+    const closeOnStop = () => void connection.close().catch(() => undefined);
+    this.stopping.signal.addEventListener('abort', closeOnStop);
+    try {
+      await createIndexes(connection.collections, await missingIndexes(connection.collections));
+    } finally {
+      clearInterval(renewal);
+      this.stopping.signal.removeEventListener('abort', closeOnStop);
+      await connection.close().catch(() => undefined);
+    }
+  }
+
+  /** Moves the end of this process's lease LEASE_MS on; false when it no longer holds it. */
+  private async renewLease(): Promise<boolean> {
+    const renewed = await this.collections.counters.updateOne({ _id: MAINTENANCE_LEASE, holder: this.holder } as object, { $set: { value: this.clock() + LEASE_MS } } as object);
+    return renewed.matchedCount > 0;
   }
 
   /** The lease, taken or renewed until LEASE_MS from now; undefined while another process holds it. */

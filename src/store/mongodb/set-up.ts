@@ -16,25 +16,62 @@ const INDEX_OPTIONS_CONFLICT = 85;
  * server's default): with a member down, a build would otherwise never commit.
  */
 const BUILD = { commitQuorum: 'majority' } as const;
+/** MongoDB's code for a collection that does not exist. */
+const NAMESPACE_NOT_FOUND = 26;
 
-/** Unique positions and the audit trail's query indexes. */
-export async function createIndexes({ policies, entities, audit }: StoreCollections): Promise<void> {
-  // Positions are unique: a non-unique index from an earlier release is replaced.
-  for (const collection of [policies, entities]) {
+/** The index builds the store needs, by collection: the key, and the options. */
+const INDEXES: readonly { collection: 'policies' | 'entities' | 'audit'; key: Document; options?: Document }[] = [
+  // Positions are unique: a non-unique index from an earlier release is replaced (see createIndexes).
+  { collection: 'policies', key: { position: 1 }, options: { unique: true } },
+  { collection: 'entities', key: { position: 1 }, options: { unique: true } },
+  // Finds the rows the backfill has yet to reach without reading the others (see StoreMaintenance.backfill).
+  { collection: 'entities', key: { attributes_version: 1, _id: 1 } },
+  { collection: 'audit', key: { target: 1, _id: -1 } },
+  { collection: 'audit', key: { actor: 1, _id: -1 } },
+  { collection: 'audit', key: { time: 1 } },
+  { collection: 'audit', key: { target: 1, policy_version: 1 }, options: { unique: true, partialFilterExpression: { policy_version: { $exists: true } } } },
+];
+
+/** The name MongoDB gives an index of `key` (`position_1`, `target_1__id_-1`). */
+const indexName = (key: Document) => Object.entries(key).map(([field, order]) => `${field}_${String(order)}`).join('_');
+
+type IndexedCollections = Pick<StoreCollections, 'policies' | 'entities' | 'audit'>;
+
+/** The indexes (see INDEXES) the collections do not list yet, or list with other options (`listIndexes`: a few reads). */
+export async function missingIndexes(collections: IndexedCollections): Promise<typeof INDEXES> {
+  const listed = new Map<string, Document[]>();
+  const missing: (typeof INDEXES)[number][] = [];
+  for (const index of INDEXES) {
+    if (!listed.has(index.collection)) listed.set(index.collection, await collections[index.collection].listIndexes().toArray().catch(noneWhenMissing));
+    const existing = listed.get(index.collection)!.find((each) => each.name === indexName(index.key));
+    if (existing === undefined || (index.options?.unique !== undefined && existing.unique !== index.options.unique)) missing.push(index);
+  }
+  return missing;
+}
+
+/**
+ * Builds `indexes` (see missingIndexes), one at a time. A build of a large collection takes as long
+ * as it takes: the connection of `collections` must not cut it (MongoDB goes on building for a client
+ * that left, and a retry would queue another).
+ */
+export async function createIndexes(collections: IndexedCollections, indexes: typeof INDEXES): Promise<void> {
+  for (const { collection, key, options } of indexes) {
+    const target = collections[collection];
     try {
-      await collection.createIndex({ position: 1 }, { unique: true, ...BUILD });
+      await target.createIndex(key, { ...options, ...BUILD });
     } catch (error) {
+      // An index of that name with other options (a non-unique position index from an earlier release) is replaced.
       if (!(error instanceof MongoServerError && error.code === INDEX_OPTIONS_CONFLICT)) throw error;
-      await collection.dropIndex('position_1');
-      await collection.createIndex({ position: 1 }, { unique: true, ...BUILD });
+      await target.dropIndex(indexName(key));
+      await target.createIndex(key, { ...options, ...BUILD });
     }
   }
-  // Finds the rows the backfill has yet to reach without reading the others (see StoreMaintenance.backfill).
-  await entities.createIndex({ attributes_version: 1, _id: 1 }, BUILD);
-  await audit.createIndex({ target: 1, _id: -1 }, BUILD);
-  await audit.createIndex({ actor: 1, _id: -1 }, BUILD);
-  await audit.createIndex({ time: 1 }, BUILD);
-  await audit.createIndex({ target: 1, policy_version: 1 }, { unique: true, partialFilterExpression: { policy_version: { $exists: true } }, ...BUILD });
+}
+
+/** A collection not created yet lists no index. */
+function noneWhenMissing(error: unknown): Document[] {
+  if (error instanceof MongoServerError && error.code === NAMESPACE_NOT_FOUND) return [];
+  throw error;
 }
 
 /** The greatest value of `field` in `collection`, 0 when it is empty; a read of at most `maxTimeMS` when given. */

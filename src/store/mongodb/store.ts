@@ -61,7 +61,7 @@ import {
   type StoredSchemaDocument,
 } from './collections.js';
 import { ensureEpoch, raiseCounters, raisePolicyVersions, versionCounter } from './set-up.js';
-import { StoreMaintenance } from './maintenance.js';
+import { StoreMaintenance, type BuildConnection } from './maintenance.js';
 import { feedPipeline } from './feed.js';
 import { listAudit, pruneAudit, recordOfVersion, storedAudit } from './audit.js';
 import { countEntities, ENTITY_TEXT, entityRow, listEntities, listEntitiesAfter, listEntitiesUnder, readEntityOnCheckPath, SECONDARY_READ, type ReadsAfterFeed } from './entities.js';
@@ -154,11 +154,12 @@ export class MongoStore implements Store {
     private readonly options: Partial<StoreOptions>,
     private readonly timeouts: MongoTimeouts,
     maintain: boolean,
+    buildConnection: () => Promise<BuildConnection>,
   ) {
     this.collections = collectionsOf(db);
     ({ policies: this.policies, entities: this.entities, counters: this.counters, audit: this.audit, policyChanges: this.policyChanges, schemas: this.schemas } = this.collections);
     this.clock = options.clock ?? Date.now;
-    this.maintenance = maintain ? new StoreMaintenance(this.collections, (use) => this.withSession(use), timeouts.retry, this.clock) : undefined;
+    this.maintenance = maintain ? new StoreMaintenance(this.collections, (use) => this.withSession(use), timeouts.retry, buildConnection, this.clock) : undefined;
   }
 
   /**
@@ -174,7 +175,13 @@ export class MongoStore implements Store {
       await client.connect();
       const refusal = topologyRefusal(await client.db('admin').command({ hello: 1 }), client.options.directConnection);
       if (refusal !== undefined) throw new Error(refusal);
-      const store = new MongoStore(client, client.db(options.database), options, timeouts, options.maintenance ?? true);
+      // Index builds get a connection of their own, with no socket timeout: one that cut a long build would leave it running, and a retry would queue another.
+      const buildConnection = async (): Promise<BuildConnection> => {
+        const builds = new MongoClient(options.uri, { ...clientOptions(timeouts, timeoutMs, options.uri), socketTimeoutMS: 0, maxPoolSize: 1 });
+        await builds.connect();
+        return { collections: collectionsOf(builds.db(options.database)), close: () => builds.close() };
+      };
+      const store = new MongoStore(client, client.db(options.database), options, timeouts, options.maintenance ?? true, buildConnection);
       await store.setUp();
       store.maintenance?.start();
       return store;
