@@ -24,6 +24,8 @@ export const BACKFILL_BATCH = 500;
 export const MAINTENANCE_READ_MS = 5_000;
 /** Pauses between attempts at a step that failed: doubling from the first to the last. */
 const RETRY_MS = { first: 1_000, max: 60_000 };
+/** How often the steps are taken again once done: each is a few indexed reads when nothing is left to do. */
+const RERUN_MS = 60 * 60_000;
 
 export type MaintenanceStep = 'indexes' | 'counters' | 'backfill' | 'recount';
 
@@ -58,6 +60,7 @@ export class StoreMaintenance extends EventEmitter<MaintenanceEvents> {
   /** The steps are to be taken (again) from the first: set by start. */
   private again = false;
   private pending: MaintenanceStep | undefined;
+  private rerun: NodeJS.Timeout | undefined;
   private lastFailure: { step: MaintenanceStep; error: Error; since: number } | undefined;
 
   constructor(
@@ -77,6 +80,8 @@ export class StoreMaintenance extends EventEmitter<MaintenanceEvents> {
    */
   start(): void {
     this.again = true;
+    // Taken again now and then: what a process of an earlier release wrote meanwhile is made right.
+    this.rerun ??= setInterval(() => this.start(), RERUN_MS).unref();
     if (this.running !== undefined) return;
     this.running = (async () => {
       while (this.again && !this.stopping.signal.aborted) {
@@ -96,6 +101,7 @@ export class StoreMaintenance extends EventEmitter<MaintenanceEvents> {
   }
 
   async stop(): Promise<void> {
+    clearInterval(this.rerun);
     this.stopping.abort();
     await this.running;
   }
@@ -134,7 +140,9 @@ export class StoreMaintenance extends EventEmitter<MaintenanceEvents> {
       case 'counters':
         return raiseCounters(this.collections, MAINTENANCE_READ_MS);
       case 'backfill':
-        return this.underLease('backfill', (checkpoint) => this.backfill(checkpoint));
+        // Never marked done: a row written later without its copy (by a process of an earlier release) is found on the next run.
+        if (!(await this.backfillPending())) return;
+        return this.underLease('backfill', (checkpoint) => this.backfill(checkpoint), false);
       case 'recount':
         return this.underLease('recount', () => this.withSession((session) => countEntities(this.collections, session, this.retryMs, MAINTENANCE_READ_MS)));
     }
@@ -216,6 +224,12 @@ export class StoreMaintenance extends EventEmitter<MaintenanceEvents> {
    * is left to the write that rewrote it. After each batch the lease is renewed and the checkpoint
    * moved, so that a process taking the lease over goes on from there.
    */
+  /** Whether a row lacks its queryable copy: one indexed read. */
+  private async backfillPending(): Promise<boolean> {
+    const row = await this.collections.entities.findOne({ attributes_version: { $exists: false } }, { projection: { _id: 1 }, maxTimeMS: MAINTENANCE_READ_MS });
+    return row !== null;
+  }
+
   private async backfill(checkpoint: string | undefined): Promise<void> {
     const { entities, counters } = this.collections;
     let after = checkpoint;
