@@ -130,10 +130,11 @@ t.test('the backfill gives rows without a copy theirs, a bounded batch at a time
   t.same(
     reads.map((command) => [command.body.filter, command.body.limit]),
     [
+      [{ attributes_version: { $exists: false } }, 1],
       [{ attributes_version: { $exists: false } }, BACKFILL_BATCH],
       [{ attributes_version: { $exists: false }, _id: { $gt: older[BACKFILL_BATCH - 1]!._id } }, BACKFILL_BATCH],
     ],
-    'two reads of a batch each, the second after the first',
+    'a look for one row left without its copy, then two reads of a batch each, the second after the first',
   );
   const updates = mongo.received.filter((command) => command.name === 'update' && command.body.update === 'entities').map((command) => command.body.updates as Document[]);
   t.same(updates.map((batch) => batch.length), [BACKFILL_BATCH, 3], 'one batch of updates per read');
