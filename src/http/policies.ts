@@ -1,7 +1,4 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { MAX_DISAGREEMENTS } from '../services/shadow-decisions.js';
-import { shadowReportSchema } from '../schemas/impact.js';
-import { impactReportSchema, impactRequestSchema } from '../schemas/impact.js';
 import type { JsonSchemaToTsProvider } from '@fastify/type-provider-json-schema-to-ts';
 import {
   policiesToValidateSchema,
@@ -15,7 +12,7 @@ import {
   storedPolicySchema,
   validationReportSchema,
 } from '../schemas/policy.js';
-import { checkAtSchema, checkResponseSchema, nestedCheckRequestSchema } from '../schemas/check.js';
+import { nestedCheckRequestSchema } from '../schemas/check.js';
 import { readCheckRequest } from '../requests/check-request.js';
 import { RequestValidationError } from '../errors.js';
 import { API_KEY_SECURITY } from './admin-auth.js';
@@ -30,7 +27,7 @@ const security = API_KEY_SECURITY;
 /** Policy administration under `/admin/policies`; the caller registers it behind the admin key check. */
 export const policyRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { context }) => {
   const app = fastify.withTypeProvider<JsonSchemaToTsProvider>();
-  const { policies, checks, impact, shadows } = context;
+  const { policies } = context;
 
   app.get('/admin/policies', {
     schema: { tags, security, summary: 'All policies, in creation order', response: { 200: policyListSchema, ...ERROR_RESPONSES } },
@@ -67,73 +64,6 @@ export const policyRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, {
     // The body is validated per policy by the service, so that issues are located as a write's are.
     validatorCompiler: () => () => true,
     handler: (request) => policies.validate(request.body),
-  });
-
-  app.post('/admin/policies/:name/promote', {
-    schema: {
-      tags,
-      security,
-      summary: 'Make a shadow policy live',
-      description:
-        'A shadow added beside the live policies (`"shadow": true`) is written again without `shadow`: one audited write. A shadow that stood in for a live ' +
-        "policy (`\"shadow\": \"<name>\"`) replaces that policy's rules, which keeps its name and place, and is deleted, in the same write (audited as a replace of the one and a delete of the other). 409 for a live policy.",
-      params: policyNameParamsSchema,
-      response: { 200: storedPolicySchema, ...ERROR_RESPONSES },
-    },
-    handler: (request, reply) => policies.promote(request.params.name, writerOf(request), warningsTo(reply)),
-  });
-
-  app.get('/admin/shadow', {
-    schema: {
-      tags,
-      security,
-      summary: 'How the shadow policies decide beside the live ones, on this process',
-      description:
-        'The shadow policies in force, how many checks this process decided both ways since it started (all, or `--shadow-sample-percent` of them), ' +
-        `and the latest checks they disagreed on (at most ${MAX_DISAGREEMENTS}, newest first), each explained both ways. Bulks decided in worker threads are not decided by the shadows.`,
-      response: { 200: shadowReportSchema, ...ERROR_RESPONSES },
-    },
-    handler: async () => ({
-      policies: (await policies.list()).filter((policy) => policy.shadow !== undefined).map((policy) => ({ name: policy.name, in_place_of: typeof policy.shadow === 'string' ? policy.shadow : null })),
-      decided: shadows.counts,
-      history: shadows.history(),
-      disagreements: shadows.latest(),
-    }),
-  });
-
-  app.post('/admin/policies/impact', {
-    schema: {
-      tags,
-      security,
-      summary: 'Preview what a change of the policies would do to the checks decided lately, without writing it',
-      description:
-        'Replays the checks this process decided lately (the last `--recent-checks`, as it read them: after the registry merge, so nothing is read again) ' +
-        'against the policies in force and against them with the change made, and answers how many change from allow to deny and from deny to allow, ' +
-        "grouped by action, by what decided them before and after, and by the principal's and resource's types, with a sample explained both ways. " +
-        'Each process replays its own checks: `process` says which answered. Bulks decided in worker threads (none while a shadow policy is written) are not kept in memory; ' +
-        '`source: decision_log` replays the newest `limit` lines of the decision log file instead (all decisions, bulks too; lines with masked values are counted, not replayed). A read key may preview.',
-      body: impactRequestSchema,
-      response: { 200: impactReportSchema, ...ERROR_RESPONSES },
-    },
-    config: { readsOnly: true },
-    handler: (request) => impact.preview(request.body),
-  });
-
-  app.post('/admin/check-at', {
-    schema: {
-      tags,
-      security,
-      summary: "Try a check at a given time, explained: what the policies would decide then",
-      description:
-        "Decides `check` (as `POST /check` takes it) as if the decision's time (`context.time`) were `time`, an RFC 3339 date-time with its offset, " +
-        'and explains it; against the policies, registry and schemas in force now. It decides nothing that happens: no decision log line, no metric. ' +
-        "The dashboard's playground asks it when the operator fixes the time.",
-      body: checkAtSchema,
-      response: { 200: checkResponseSchema, ...ERROR_RESPONSES },
-    },
-    // It changes nothing: a read key may try a check.
-    config: { readsOnly: true },
-    handler: (request) => checks.decideAt(request.body.check, request.body.time),
   });
 
   app.post('/admin/policies/simple', {

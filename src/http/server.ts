@@ -16,6 +16,8 @@ import { authzenRoutes } from './authzen.js';
 import { planRoutes } from './plan.js';
 import { extAuthzRoutes } from './ext-authz.js';
 import { policyHistoryRoutes, policyRoutes } from './policies.js';
+import { policyChangeRoutes } from './policy-changes.js';
+import { checkAtRoutes } from './check-at.js';
 import { attributeSchemaRoutes } from './attribute-schemas.js';
 import { registryRoutes } from './registry.js';
 import { eunomiaEarlierRoutes } from './eunomia-earlier-family.js';
@@ -117,6 +119,8 @@ export async function buildServer(config: Config, services: Services): Promise<F
   await app.register(async (admin) => {
     admin.addHook('onRequest', context.adminGuard);
     await admin.register(policyRoutes, { context });
+    await admin.register(policyChangeRoutes, { context });
+    await admin.register(checkAtRoutes, { context });
     await admin.register(policyHistoryRoutes, { context });
     await admin.register(attributeSchemaRoutes, { context });
     await admin.register(auditRoutes, { context });
