@@ -258,7 +258,7 @@ t.test("docs/evaluation.md's scoped policies: replayed exactly, explained by the
   t.teardown(server.close);
   await replay(t, server, steps);
   const [document, folder] = [2, 3].map((index) => JSON.parse(steps[index]!.curl.body!));
-  t.same((await server.call('POST', '/check?explain=true', document)).body.explain.decided_by.policy, 'documents', "a document's denial is the documents' default");
+  t.same((await server.call('POST', '/check?explain=true', document)).body.explain.decided_by.policy, 'document-editing', "a document's denial is the document policy's default");
   t.same((await server.call('POST', '/check?explain=true', folder)).body.explain.decided_by.policy, 'folders');
   const planned = await server.call('POST', '/plan', { principal: document.principal, action: 'edit' });
   t.same(planned.body.condition, { path: 'uri', operator: 'startswith', value: 'folder:' }, 'a reader edits folders, whatever else they hold');

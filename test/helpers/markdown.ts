@@ -70,9 +70,11 @@ export function codeBlocks(markdown: string): Block[] {
   return segments(markdown).filter((segment): segment is Block => segment.kind === 'code');
 }
 
+const joinContinuations = (shell: string): string => shell.replace(/\\\n/g, ' ');
+
 /** The curl commands of these documents: `curl -s [-X M] URL [-H 'h: v']... [-d 'body']`. */
 function parseCurl(shell: string): CurlCommand {
-  const line = shell.replace(/\\\n/g, ' ').trim();
+  const line = joinContinuations(shell).trim();
   if (!line.startsWith('curl ')) throw new Error(`not a curl command: ${line}`);
   const body = /\s-d\s+'([^']*)'/.exec(line)?.[1];
   const method = /\s-X\s+([A-Z]+)/.exec(line)?.[1] ?? (body === undefined ? 'GET' : 'POST');
@@ -81,6 +83,19 @@ function parseCurl(shell: string): CurlCommand {
   const headers: Record<string, string> = {};
   for (const match of line.matchAll(/\s-H\s+'([^':]+):\s*([^']*)'/g)) headers[match[1]!.toLowerCase()] = match[2]!;
   return { method, url, headers, body };
+}
+
+/**
+ * Every curl command of `markdown`'s ```sh blocks, in order, as written: a command may span lines
+ * (continuations, or a quoted body over several lines) and a block may hold several.
+ */
+export function curlCommands(markdown: string): CurlCommand[] {
+  const commands: CurlCommand[] = [];
+  for (const block of codeBlocks(markdown).filter((each) => each.lang === 'sh')) {
+    const shell = joinContinuations(block.text);
+    for (const match of shell.matchAll(/^curl [^'\n]*(?:'[^']*'[^'\n]*)*/gm)) commands.push(parseCurl(match[0]));
+  }
+  return commands;
 }
 
 /** Each ```sh curl block with the answer shown after it: a ```json block, or inline JSON in the next sentence. */
