@@ -74,3 +74,12 @@ for (const name of documents) {
     t.equal(sent, commands.length, 'every command sent');
   });
 }
+
+t.test('no example asks the caller for the time of day: a rule on hours reads the decision time the server supplies', async (t) => {
+  const bodies = ['README.md', ...documents.map((name) => `docs/${name}`)].flatMap((path) =>
+    curlCommands(readDocument(path)).flatMap((command) => (command.body === undefined ? [] : [{ path, body: command.body }])),
+  );
+  t.ok(bodies.length > 50, `${bodies.length} bodies read`);
+  const askingForTime = bodies.filter(({ body }) => /"(hour|weekday|day_of_week)"\s*:/.test(body) || /"path":\s*"attributes\.(hour|weekday)"/.test(body));
+  t.same(askingForTime.map(({ path }) => path), []);
+});

@@ -166,17 +166,20 @@ t.test("docs/evaluation.md's relations, action attributes and context: replayed 
 
 t.test("docs/evaluation.md's path pattern: replayed exactly, validated, explained, and planned without a MongoDB filter, saying why", async (t) => {
   const steps = curlSteps(section(EVALUATION, 'Policies and rules'));
-  t.equal(steps.length, 3, 'a policy and two checks');
+  t.equal(steps.length, 4, 'a policy and three checks');
   const server = await startServer();
   t.teardown(server.close);
-  await replay(t, server, steps);
+  const answers = (await replay(t, server, steps)) as { allowed: boolean }[];
   const policy = JSON.parse(steps[0]!.curl.body!);
+  const pattern: string = policy.rules[0].resource_conditions[0].value;
+  t.match(JSON.parse(steps[2]!.curl.body!).resource.attributes.path, '/../', 'the second check climbs out with ..');
+  t.equal(answers[2]!.allowed, false, 'and is denied');
   t.same((await server.call('POST', '/admin/policies/validate', policy)).body, { valid: true, warnings: [] }, 'it validates without a warning');
-  const denied = await server.call('POST', '/check?explain=true', JSON.parse(steps[2]!.curl.body!));
+  const denied = await server.call('POST', '/check?explain=true', JSON.parse(steps[3]!.curl.body!));
   const failed = denied.body.explain.policies[0].rules[0].failed;
-  t.same([failed.operator, failed.expected, failed.actual], ['matches', '^/projects/[a-z0-9-]+/reports/', '/archive/projects/q3-plan/reports/summary.pdf'], 'the explanation names the pattern and the path it did not match');
+  t.same([failed.operator, failed.expected, failed.actual], ['matches', pattern, '/archive/projects/q3-plan/reports/summary.pdf'], 'the explanation names the pattern and the path it did not match');
   const planned = await server.call('POST', '/plan', { principal: { attributes: { role: 'analyst' } }, action: 'read' });
-  t.same(planned.body.condition, { path: 'attributes.path', operator: 'matches', value: '^/projects/[a-z0-9-]+/reports/' }, 'the plan states the condition');
+  t.same(planned.body.condition, { path: 'attributes.path', operator: 'matches', value: pattern }, 'the plan states the condition');
   t.equal(planned.body.mongodb, undefined, 'and gives no MongoDB filter');
   t.match(planned.body.reason, /no MongoDB filter: condition attributes\.path matches .* has no exact MongoDB filter: MongoDB's regular expressions \(PCRE\)/);
 });
