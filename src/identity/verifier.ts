@@ -21,11 +21,21 @@ export interface TokenObservers {
   refresh(set: string, outcome: RefreshOutcome): void;
 }
 
+/** Why jose refused a claim (its reason is a code: `missing`, `invalid`, `check_failed`), in words. */
+function refusedClaim(claim: string, reason: string, set: string): string {
+  if (reason === 'missing') return `the token has no '${claim}' claim, which key set '${set}' requires`;
+  if (reason === 'invalid') return `the token's '${claim}' claim is not of the kind the JWT standard gives it`;
+  if (claim === 'aud') return `the token's 'aud' claim names no audience key set '${set}' accepts`;
+  if (claim === 'iss') return `the token's 'iss' claim is not the issuer key set '${set}' accepts`;
+  if (claim === 'nbf') return "the token is not valid yet ('nbf')";
+  return `the token's '${claim}' claim is not accepted by key set '${set}'`;
+}
+
 /** Why jose refused a token, in words for the caller. */
 function rejection(error: unknown, set: string): TokenRejected {
   if (error instanceof TokenRejected) return error;
   if (error instanceof errors.JWTExpired) return new TokenRejected('the token has expired');
-  if (error instanceof errors.JWTClaimValidationFailed) return new TokenRejected(`the token's '${error.claim}' claim is not accepted: ${error.reason}`);
+  if (error instanceof errors.JWTClaimValidationFailed) return new TokenRejected(refusedClaim(error.claim, error.reason, set));
   if (error instanceof errors.JOSEAlgNotAllowed) return new TokenRejected(`the token's algorithm is not allowed by key set '${set}'`);
   if (error instanceof errors.JWSSignatureVerificationFailed) return new TokenRejected(`the token's signature does not verify with key set '${set}'`);
   if (error instanceof errors.JWKSNoMatchingKey) return new TokenRejected(`no key of key set '${set}' matches the token's key id and algorithm`);

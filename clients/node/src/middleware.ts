@@ -6,7 +6,10 @@ import type { CheckRequest } from './wire.js';
 export type CheckMapping<Request> = (request: Request) => CheckRequest | Promise<CheckRequest>;
 
 export interface GuardOptions {
-  /** Send the denial's reason in this response header (`true`: `verdict-reason`); off by default, since a reason may say more than the caller should learn. */
+  /**
+   * Send the denial's reason in this response header (`true`: `verdict-reason`), percent-encoded (a header holds
+   * only ASCII; `decodeURIComponent` reads it); off by default, since a reason may say more than the caller should learn.
+   */
   reasonHeader?: boolean | string;
 }
 
