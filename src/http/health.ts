@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
+import { ClientError } from '../errors.js';
 import type { ReadinessReport } from '../services/readiness.js';
 import type { RoutesOptions } from './context.js';
 
@@ -24,8 +25,8 @@ const readySchema = {
     checks: {
       type: 'object',
       description:
-        'Each condition (workers, snapshot, store, shutdown): `ok` or why it does not hold; and, never failing, `evaluation`: where bulk checks are decided, and why, ' +
-        'and `placement` (with `--evaluation auto` and a core to spare): the path big bulks take now, and what each path was measured to cost.',
+        'Each condition (workers, snapshot, store, shutdown): `ok` or why it does not hold; and, with `?verbose=true` only, never failing: `evaluation`, where bulk checks are decided, and why, ' +
+        '`worker_threads`, how many and why, and `placement` (with `--evaluation auto` and a core to spare): the path big bulks take now, and what each path was measured to cost.',
       additionalProperties: { type: 'string' },
     },
   },
@@ -40,7 +41,18 @@ export interface ReadyBody {
   checks: Record<string, string>;
 }
 
-/** The body of GET /ready; the status code is 200 when ready (degraded or not), else 503. */
+/**
+ * `?verbose=true` adds what this process chose to `checks`. Read by hand rather than by a querystring
+ * schema, which would load the schema compiler on a start's first probe.
+ */
+function isVerbose(query: unknown): boolean {
+  const verbose = (query as Record<string, unknown>).verbose;
+  if (verbose === undefined || verbose === 'false') return false;
+  if (verbose === 'true') return true;
+  throw new ClientError(400, `verbose must be true or false; got ${JSON.stringify(verbose).slice(0, 40)}`);
+}
+
+/** The body of GET /ready; the status code is 200 when ready (degraded or not), else 503. Choices are reported when given. */
 export function readyBody({ ready, degraded, checks, choices }: ReadinessReport): ReadyBody {
   const status = ready ? 'ready' : 'not ready';
   const failing = Object.entries(checks).filter(([, outcome]) => outcome !== 'ok');
@@ -66,10 +78,16 @@ export const healthRoutes: FastifyPluginAsync<RoutesOptions> = async (app, { con
   });
   app.get('/ready', {
     serializerCompiler: asPlainJson,
-    schema: { tags: ['operations'], summary: 'Readiness', response: { 200: readySchema, 503: readySchema } },
-    handler: async (_request, reply) => {
-      const report = await context.readiness.report();
-      return reply.code(report.ready ? 200 : 503).send(readyBody(report));
+    schema: {
+      tags: ['operations'],
+      summary: 'Readiness',
+      description: '`?verbose=true` adds, to `checks`, what this process chose: where bulks are decided, how many worker threads, and the placement measured.',
+      response: { 200: readySchema, 503: readySchema },
+    },
+    handler: async (request, reply) => {
+      const verbose = isVerbose(request.query);
+      const { choices, ...report } = await context.readiness.report();
+      return reply.code(report.ready ? 200 : 503).send(readyBody(verbose ? { ...report, choices } : report));
     },
   });
 };

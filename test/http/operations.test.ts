@@ -35,7 +35,12 @@ t.test('GET /ready is 200 with every condition once loaded; /health keeps its sh
   const server = await startServer({ evaluation: 'auto' });
   const ready = await server.call('GET', '/ready');
   t.equal(ready.status, 200);
-  t.same(ready.body, { status: 'ready', degraded: false, checks: { snapshot: 'ok', store: 'ok', feed: 'ok', workers: 'ok', ...autoEvaluationChecks(1) } });
+  t.same(ready.body, { status: 'ready', degraded: false, checks: { snapshot: 'ok', store: 'ok', feed: 'ok', workers: 'ok' } }, 'a probe reads the conditions, nothing else');
+  const verbose = await server.call('GET', '/ready?verbose=true');
+  t.same(verbose.body, { status: 'ready', degraded: false, checks: { snapshot: 'ok', store: 'ok', feed: 'ok', workers: 'ok', ...autoEvaluationChecks(1) } }, 'verbose adds where bulks go and why');
+  const unclear = await server.call('GET', '/ready?verbose=yes');
+  t.equal(unclear.status, 400);
+  t.match(unclear.body.detail, /verbose must be true or false; got "yes"/);
   const health = await server.call('GET', '/health');
   t.same(health.body, { status: 'ok', revision: 0 }, '/health keeps its shape');
   await server.close();

@@ -159,7 +159,7 @@ t.test('over a real server: /ready says which path big bulks take, and what each
   t.teardown(() => server.close());
   const body = JSON.stringify(Array.from({ length: 200 }, (_, index) => ({ principal: { attributes: { n: index } }, resource: { attributes: { kind: 'doc' } }, action: 'read' })));
   t.ok(body.length >= POOL_MINIMUM_BODY_LENGTH, 'the bulk is big enough to be placed');
-  const placement = async () => ((await server.call('GET', '/ready')).body as { checks: Record<string, string> }).checks.placement!;
+  const placement = async () => ((await server.call('GET', '/ready?verbose=true')).body as { checks: Record<string, string> }).checks.placement!;
   t.match(await placement(), /^inline now; inline: not measured yet \(0 windows\); pool: not measured yet \(0 windows\); the other path is tried one window in \d+$/, 'nothing measured before the first bulk');
   const shape = /^(inline|pool) now; inline: [\d.]+ ns\/byte on the front \((\d+) windows\); pool: [\d.]+ ns\/byte on the front, [\d.]+ ns\/byte in a worker \((\d+) windows\); the other path is tried one window in \d+$/;
   let reported = await placement();
@@ -173,7 +173,7 @@ t.test('over a real server: /ready says which path big bulks take, and what each
   const [, now, inlineWindows, poolWindows] = shape.exec(reported) ?? [];
   t.ok(Number(inlineWindows) >= 2 && Number(poolWindows) >= 2, 'both paths were sampled past their warm-up');
   t.ok(now === 'inline' || now === 'pool');
-  const ready = await server.call('GET', '/ready');
+  const ready = await server.call('GET', '/ready?verbose=true');
   t.equal(ready.status, 200);
   t.equal((ready.body as { degraded: boolean }).degraded, false, 'a choice is no failing condition');
   t.match((ready.body as { checks: Record<string, string> }).checks.evaluation, /while it measures faster than the front thread \(--evaluation auto\)/);
@@ -182,7 +182,7 @@ t.test('over a real server: /ready says which path big bulks take, and what each
 t.test('with the pool or inline as configured, nothing is measured', async (t) => {
   for (const evaluation of ['pool', 'inline'] as const) {
     const server = await startServer({ evaluation, workers: 1 });
-    const checks = ((await server.call('GET', '/ready')).body as { checks: Record<string, string> }).checks;
+    const checks = ((await server.call('GET', '/ready?verbose=true')).body as { checks: Record<string, string> }).checks;
     t.equal(checks.placement, undefined, `${evaluation}: no placement reported`);
     t.match(checks.evaluation, new RegExp(`^${evaluation} \\(--evaluation ${evaluation}\\)`));
     await server.close();

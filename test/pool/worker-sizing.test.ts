@@ -50,6 +50,6 @@ t.test('the memory limit, read from the files of cgroup v2 and v1 in each cgroup
 t.test('/ready says how many worker threads there are and why', async (t) => {
   const server = await startServer({ workers: 'auto' });
   t.teardown(server.close);
-  const ready = await server.call('GET', '/ready');
+  const ready = await server.call('GET', '/ready?verbose=true');
   t.match(ready.body.checks.worker_threads, /^\d+ worker threads? .*\(--workers auto\): \d+ cores? available/);
 });
