@@ -1,4 +1,7 @@
 import { parseArgs } from 'node:util';
+import { createHash } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { parseRetention } from '../audit/retention.js';
 import type { AuditRetention } from '../audit/record.js';
 import { OPERATOR_STYLES, type OperatorStyle } from '../engine/operators.js';
@@ -82,7 +85,13 @@ const OPTIONS = {
       return store as StoreKind;
     },
   }),
-  'data-dir': option({ field: 'dataDir', env: 'DATA_DIR', help: 'directory of the embedded store', default: './data', parse: notEmpty('--data-dir (DATA_DIR)') }),
+  'data-dir': option({
+    field: 'dataDir',
+    env: 'DATA_DIR',
+    help: "directory of the embedded store (with --policies, by default a folder named after the policies' in the system's temporary directory, so that a policy repository is left as it was)",
+    default: './data',
+    parse: dataDirectory,
+  }),
   policies: option({
     field: 'policiesDir',
     env: 'POLICIES_DIR',
@@ -526,7 +535,7 @@ function parseContext(args: string[], env: NodeJS.ProcessEnv): ParseContext {
     if (fromFlag !== undefined) return { label: `--${name}`, text: fromFlag };
     const fromEnv = env[option.env];
     if (fromEnv !== undefined) return { label: option.env, text: fromEnv };
-    return { label: `--${name}`, text: option.default };
+    return { label: `--${name}`, text: option.default, defaulted: true };
   };
   return { read, env };
 }
@@ -535,6 +544,17 @@ function parseContext(args: string[], env: NodeJS.ProcessEnv): ParseContext {
 export function requiresAdminAuthentication(args: string[], env: NodeJS.ProcessEnv): boolean {
   const context = parseContext(args, env);
   return adminAuthentication(context.read('admin-authn-required'), context).required;
+}
+
+/**
+ * Where the embedded store lives: as given, else `./data`; but a start serving a policy directory
+ * keeps it out of that directory's repository, in a folder of the temporary directory named by the
+ * policies' absolute path (the same one at each start).
+ */
+function dataDirectory(given: Given, { read }: ParseContext): string {
+  const policies = read('policies').text.trim();
+  if (!given.defaulted || policies === '') return notEmpty('--data-dir (DATA_DIR)')(given);
+  return join(tmpdir(), `verdict-data-${createHash('sha256').update(resolve(policies)).digest('hex').slice(0, 16)}`);
 }
 
 /**

@@ -7,6 +7,8 @@ export class ConfigError extends Error {}
 export interface Given {
   label: string;
   text: string;
+  /** Neither its flag nor its variable was given: `text` is the option's default. */
+  defaulted?: true;
 }
 
 /** What an option's parse may read besides its own value: another option's, and the environment. */

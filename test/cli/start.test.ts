@@ -1,7 +1,8 @@
 import t from 'tap';
-import { existsSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'undici';
+import { loadConfig } from '../../src/config/config.js';
 import { freePort, startVerdict, type Exit, type RunningVerdict } from '../helpers/child.js';
 import { scratchDir } from '../helpers/server.js';
 
@@ -80,4 +81,19 @@ t.test('DATA_DIR defaults to ./data', async (t) => {
   const server = await startVerdict(t, ['--store', 'embedded'], { env: { LOG_LEVEL: 'warn' }, cwd });
   t.ok(existsSync(join(cwd, 'data', 'verdict.db')), 'store in ./data');
   t.equal((await stop(server)).code, 0);
+});
+
+t.test('a start serving a policy directory leaves the repository it is run in as it was, and finds its registry again', async (t) => {
+  const repository = scratchDir(t);
+  t.teardown(() => rmSync(loadConfig(['--policies', repository], {}).dataDir, { recursive: true, force: true }));
+  const registered = { uri: 'user:ada', attributes: { role: 'reader' } };
+  const first = await startVerdict(t, ['--store', 'embedded', '--policies', '.'], { env: { LOG_LEVEL: 'warn' }, cwd: repository });
+  const written = await request(`${first.url}/admin/fetchers/registry/entities`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(registered) });
+  t.equal(written.statusCode, 200, await written.body.text());
+  t.equal((await stop(first)).code, 0);
+  t.notOk(existsSync(join(repository, 'data')), 'no ./data in the policy repository');
+  const second = await startVerdict(t, ['--store', 'embedded', '--policies', '.'], { env: { LOG_LEVEL: 'warn' }, cwd: repository });
+  const found = await request(`${second.url}/admin/fetchers/registry/entities/user:ada`);
+  t.equal(found.statusCode, 200, 'the registry is where the last start left it');
+  t.equal((await stop(second)).code, 0);
 });
