@@ -5,7 +5,7 @@ import { ClientError, INVALID_TOKEN_CHALLENGE, InvalidToken, listedIssues, Reque
 import { StoreUnavailableError, StoreWriteUnconfirmedError } from '../store/store.js';
 import { WorkerTimeoutError } from '../pool/bulk-pool.js';
 import { validationIssues } from '../schemas/validation.js';
-import type { ValidationIssue } from '../schemas/errors.js';
+import { issuesInOneLine } from '../schemas/errors.js';
 import { REVISION_HEADER, type ServedRevision } from './revision.js';
 
 const CONTENT_TYPE_ERRORS = new Set(['FST_ERR_CTP_INVALID_MEDIA_TYPE', 'FST_ERR_CTP_INVALID_CONTENT_LENGTH']);
@@ -38,13 +38,11 @@ function discardRestOfBody(raw: IncomingMessage, maxBytes: number): Promise<void
 /** How a request that breaks the contract is answered: 422 listing its issues, or (the AuthZEN family) 400 saying them in one line. */
 export type ContractErrors = 'listed' | 'bad-request';
 
-const inOneLine = (issues: readonly ValidationIssue[]) => issues.map((issue) => `${issue.loc.join('.')}: ${issue.msg}`).join('; ');
-
 /** What an error is answered with: its status and `{detail}` body. */
 async function answerOf(error: FastifyError, request: FastifyRequest, app: FastifyInstance, contract: ContractErrors): Promise<[number, { detail: unknown }]> {
   if (contract === 'bad-request') {
-    if (error instanceof RequestValidationError) return [400, { detail: inOneLine(error.issues) }];
-    if (error.validation) return [400, { detail: inOneLine(listedIssues(validationIssues(error.validation, error.validationContext))) }];
+    if (error instanceof RequestValidationError) return [400, { detail: issuesInOneLine(error.issues) }];
+    if (error.validation) return [400, { detail: issuesInOneLine(listedIssues(validationIssues(error.validation, error.validationContext))) }];
   }
   if (error instanceof RequestValidationError) return [422, { detail: error.issues }];
   if (error instanceof ClientError) return [error.statusCode, { detail: error.detail }];

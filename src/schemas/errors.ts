@@ -32,3 +32,13 @@ export interface ValidationIssue {
   msg: string;
   type: string;
 }
+
+/**
+ * Issues in one line, `field.path: message; ...`. The first `placeParts` parts of each location name
+ * a place (a file, a list item), each set off by `: ` rather than joined to the field's path.
+ */
+export function issuesInOneLine(issues: readonly Pick<ValidationIssue, 'loc' | 'msg'>[], placeParts = 0): string {
+  return issues
+    .map(({ loc, msg }) => [...loc.slice(0, placeParts).map(String), loc.slice(placeParts).join('.')].filter((part) => part !== '').concat(msg).join(': '))
+    .join('; ');
+}

@@ -114,11 +114,24 @@ t.test('a test file, or a policy file it names, that does not parse: an error na
   const lines = exit.stdout.trimEnd().split('\n').map((line) => line.replaceAll(`${dir}/`, ''));
   t.match(
     lines.filter((line) => line.startsWith('ERROR')),
-    [/^ERROR broken\.test\.yaml: .+ at line 3, column 1/, /^ERROR policies\/broken\.yaml: .+ at line 3, column 1/, /^ERROR truncated\.test\.json: .*JSON/],
-    'one error a test file, each naming the file that does not parse (a policy file it names, too) and where',
+    [/^ERROR broken\.test\.yaml: .+ at line 3, column 1/, /^ERROR names-broken\.test\.yaml: policies\/broken\.yaml: .+ at line 3, column 1/, /^ERROR truncated\.test\.json: .*JSON/],
+    'one error a test file, each naming the test file, then the file that does not parse (a policy file it names, too) and where',
   );
   for (const line of lines.filter((text) => text.startsWith('ERROR'))) t.notMatch(line, /:$/, `ends with what is wrong, not a dangling colon: ${line}`);
   t.equal(lines.at(-1), '1 passed, 5 failed', 'the three cases of the good file ran, and count with the three errors');
+});
+
+t.test('a policy file a test file names that a write would refuse: the test file, then the policy file, then each field, set apart', async (t) => {
+  const dir = failingFixtures(t);
+  rmSync(join(dir, 'unusable.test.json'));
+  mkdirSync(join(dir, 'tests'));
+  writeFileSync(join(dir, 'policies/misspelt.yaml'), YAML.stringify({ name: 'misspelt', rules: [{ name: 'r', effect: 'allow', actionz: ['read'] }] }));
+  writeFileSync(join(dir, 'tests/misspelt.test.yaml'), YAML.stringify({ policies: [{ file: '../policies/misspelt.yaml' }], cases: [{ name: 'c', principal: { uri: 'u' }, resource: { uri: 'r' }, allowed: true }] }));
+  const exit = await verdictTest(t, dir);
+  const errors = exit.stdout.split('\n').map((line) => line.replaceAll(`${dir}/`, '')).filter((line) => line.startsWith('ERROR'));
+  t.same(errors, [
+    "ERROR tests/misspelt.test.yaml: policy file ../policies/misspelt.yaml: rules.0.actions: Field required; policy file ../policies/misspelt.yaml: rules.0.actionz: Extra inputs are not permitted",
+  ]);
 });
 
 t.test('--format tap, parsed back by a TAP parser', async (t) => {

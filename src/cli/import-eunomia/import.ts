@@ -6,7 +6,7 @@ import type { PolicyLimits } from '../../engine/index.js';
 import { storableValueIssues } from '../../engine/value-limits.js';
 import { entityCreateSchema, type Entity } from '../../schemas/entity.js';
 import type { Policy } from '../../schemas/policy.js';
-import type { ValidationIssue } from '../../schemas/errors.js';
+import { issuesInOneLine } from '../../schemas/errors.js';
 import { compileListingErrors, validationIssues } from '../../schemas/validation.js';
 import { DuplicateKeyError, type Store } from '../../store/store.js';
 import type { Writer } from '../../audit/record.js';
@@ -29,8 +29,6 @@ export interface ImportResult {
 }
 
 const noCounts = (): ImportCounts => ({ imported: 0, unchanged: 0, refused: 0 });
-
-const describeIssues = (issues: ValidationIssue[]) => issues.map((issue) => `${issue.loc.join('.') || 'policy'}: ${issue.msg}`).join('; ');
 
 /** Where Verdict decides differently from Eunomia on the same policy (see docs/migrating-from-eunomia.md). */
 function decisionNotes(policy: Policy): string[] {
@@ -79,7 +77,7 @@ async function importPolicies(
     }
     const read = reader.read([eunomia satisfies EunomiaPolicy], () => []);
     if ('issues' in read) {
-      refuse(eunomia.name, `Verdict refuses it: ${describeIssues(read.issues)}`);
+      refuse(eunomia.name, `Verdict refuses it: ${issuesInOneLine(read.issues)}`);
       continue;
     }
     const policy = read.policies[0]!;
@@ -111,7 +109,7 @@ function verdictEntity(eunomia: EunomiaEntity): Entity | string {
   const issues = matchesEntitySchema(body)
     ? eunomia.attributes.flatMap(({ key, value }) => storableValueIssues(value, ['attributes', key]))
     : validationIssues(matchesEntitySchema.errors as FastifySchemaValidationError[], 'body').map((issue) => ({ ...issue, loc: issue.loc.slice(1) }));
-  if (issues.length > 0) return `Verdict refuses it: ${describeIssues(issues)}`;
+  if (issues.length > 0) return `Verdict refuses it: ${issuesInOneLine(issues)}`;
   return {
     uri: eunomia.uri,
     type: eunomia.type,

@@ -1,3 +1,4 @@
+import { issuesInOneLine } from '../../schemas/errors.js';
 import { decisionOf } from '../../decide/kernel.js';
 import { compile, explain, type Decision } from '../../engine/index.js';
 import { isShadow } from '../../snapshot/policy-snapshots.js';
@@ -77,7 +78,7 @@ export function runTestFile(file: LoadedTestFile, schemas?: AttributeValidators)
     const read = readCheckRequest(check as CheckRequest, ['cases', index]);
     const input = timeIssues.length === 0 ? read : [...timeIssues, ...(Array.isArray(read) ? read : [])];
     if (Array.isArray(input)) {
-      const problem = input.map((issue) => `${issue.loc.join('.')}: ${issue.msg}`).join('; ');
+      const problem = issuesInOneLine(input);
       const actual = { allowed: false, reason: problem };
       return { file: file.path, name: testCase.name, passed: false, decidedAsExpected: false, expected, actual, violations: [], why: ['the check cannot be decided as written'] };
     }
