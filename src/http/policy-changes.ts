@@ -41,7 +41,9 @@ export const policyChangeRoutes: FastifyPluginAsync<RoutesOptions> = async (fast
       response: { 200: shadowReportSchema, ...ERROR_RESPONSES },
     },
     handler: async () => ({
-      policies: (await policies.list()).filter((policy) => policy.shadow !== undefined).map((policy) => ({ name: policy.name, in_place_of: typeof policy.shadow === 'string' ? policy.shadow : null })),
+      policies: (await policies.list())
+        .filter((policy) => policy.shadow !== undefined)
+        .map((policy) => ({ name: policy.name, in_place_of: typeof policy.shadow === 'string' ? policy.shadow : null, source: policies.sourceOf(policy.name) })),
       decided: shadows.counts,
       history: shadows.history(),
       disagreements: shadows.latest(),

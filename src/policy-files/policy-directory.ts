@@ -43,7 +43,7 @@ export class PolicyDirectory extends EventEmitter<DirectoryEvents> implements Po
     private readonly store: Store,
     private readonly reader: PolicySetReader,
     private readonly schemas: DirectorySchemas | undefined,
-    private inForce: { policies: Policy[]; revision: number; schemas: SchemaDocument | undefined; schemaWarnings: string[] },
+    private inForce: { policies: Policy[]; files: string[]; revision: number; schemas: SchemaDocument | undefined; schemaWarnings: string[] },
     fingerprint: string,
   ) {
     super();
@@ -58,8 +58,8 @@ export class PolicyDirectory extends EventEmitter<DirectoryEvents> implements Po
     const reader = new PolicySetReader(limits);
     const contents = readPolicyDirectory(dir, reader, schemas);
     if ('problems' in contents) throw new ConfigError(`--policies (POLICIES_DIR) ${dir}: ${contents.problems.join('; ')}`);
-    const { policies, schemas: document, schemaWarnings } = contents;
-    return new PolicyDirectory(dir, store, reader, schemas, { policies, revision: 1, schemas: document, schemaWarnings }, contents.fingerprint);
+    const { policies, files, schemas: document, schemaWarnings } = contents;
+    return new PolicyDirectory(dir, store, reader, schemas, { policies, files, revision: 1, schemas: document, schemaWarnings }, contents.fingerprint);
   }
 
   /** What the policies in force say that the attribute schemas contradict, under `warn`: to be logged. */
@@ -67,8 +67,15 @@ export class PolicyDirectory extends EventEmitter<DirectoryEvents> implements Po
     return this.inForce.schemaWarnings;
   }
 
+  /** Every policy in force, the shadows among them, in creation order. */
   get policies(): readonly Policy[] {
     return this.inForce.policies;
+  }
+
+  /** The file of this directory that holds the policy named, if one does. */
+  fileOf(name: string): string | undefined {
+    const index = this.inForce.policies.findIndex((policy) => policy.name === name);
+    return index < 0 ? undefined : this.inForce.files[index];
   }
 
   /**
@@ -96,7 +103,7 @@ export class PolicyDirectory extends EventEmitter<DirectoryEvents> implements Po
       return;
     }
     this.rejected = undefined;
-    this.inForce = { policies: contents.policies, revision: this.inForce.revision + 1, schemas: contents.schemas, schemaWarnings: contents.schemaWarnings };
+    this.inForce = { policies: contents.policies, files: contents.files, revision: this.inForce.revision + 1, schemas: contents.schemas, schemaWarnings: contents.schemaWarnings };
     this.emit('applied', this.inForce.revision);
   }
 

@@ -1,5 +1,5 @@
 import { readdirSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import type { Policy } from '../schemas/policy.js';
 import { DocumentError, parseDocument, readText } from '../document-files.js';
 import type { PolicySetReader } from './policy-set.js';
@@ -24,9 +24,10 @@ export type DirectoryContents =
   /**
    * `fingerprint` identifies the files' names and contents (the schema file's too), to tell a change
    * from a rescan of the same files; `schemas`, the attribute schema document (none: no schema file);
-   * `schemaWarnings`, what the policies say that it contradicts (warn).
+   * `schemaWarnings`, what the policies say that it contradicts (warn); `files`, the name of the file
+   * each policy was read from, in the policies' order.
    */
-  | { fingerprint: string; policies: Policy[]; schemas: SchemaDocument | undefined; schemaWarnings: string[] }
+  | { fingerprint: string; policies: Policy[]; files: string[]; schemas: SchemaDocument | undefined; schemaWarnings: string[] }
   | { fingerprint: string; problems: string[] };
 
 /**
@@ -59,6 +60,7 @@ export function readPolicyDirectory(dir: string, reader: PolicySetReader, schema
   const document = schemaFile?.document;
   const values: unknown[] = [];
   const labels: string[] = [];
+  const fileNames: string[] = [];
   const problems: string[] = [];
   for (const { path, text } of texts) {
     try {
@@ -67,6 +69,7 @@ export function readPolicyDirectory(dir: string, reader: PolicySetReader, schema
       policies.forEach((policy, index) => {
         values.push(policy);
         labels.push(Array.isArray(held) ? `${path}: ${index}` : path);
+        fileNames.push(basename(path));
       });
     } catch (error) {
       if (!(error instanceof DocumentError)) throw error;
@@ -80,5 +83,5 @@ export function readPolicyDirectory(dir: string, reader: PolicySetReader, schema
   }
   const schemaProblems = document === undefined || schemas!.enforcement === 'off' ? [] : policySchemaProblems(read.policies, labels, document);
   if (schemas?.enforcement === 'reject' && schemaProblems.length > 0) return { fingerprint, problems: schemaProblems };
-  return { fingerprint, policies: read.policies, schemas: document, schemaWarnings: schemaProblems };
+  return { fingerprint, policies: read.policies, files: fileNames, schemas: document, schemaWarnings: schemaProblems };
 }

@@ -123,8 +123,13 @@ export const shadowReportSchema = {
   properties: {
     policies: {
       type: 'array',
-      items: { type: 'object', properties: { name: { type: 'string' }, in_place_of: { type: ['string', 'null'] } }, required: ['name', 'in_place_of'], additionalProperties: false },
-      description: 'The shadow policies, each with the live policy it stands in for (null: added beside them).',
+      items: {
+        type: 'object',
+        properties: { name: { type: 'string' }, in_place_of: { type: ['string', 'null'] }, source: { type: 'string' } },
+        required: ['name', 'in_place_of', 'source'],
+        additionalProperties: false,
+      },
+      description: 'The shadow policies, each with the live policy it stands in for (null: added beside them) and where it was written (`admin API`, or `file <name>` with --policies).',
     },
     decided: { type: 'object', properties: outcomes, required: ['agree', 'allow_to_deny', 'deny_to_allow'], additionalProperties: false, description: 'Checks this process decided both ways since it started.' },
     disagreements: {

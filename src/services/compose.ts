@@ -163,7 +163,7 @@ export async function composeServices(config: Config, substitutes: Substitutes =
     snapshots,
     config,
     audit,
-    policyFiles === undefined ? storePolicies(store) : filePolicies(snapshots, policyFiles.dir),
+    policyFiles === undefined ? storePolicies(store) : filePolicies(policyFiles),
     { inForce: schemas, enforcement: config.schemaEnforcement },
     checkedAgainst,
   );

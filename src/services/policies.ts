@@ -96,6 +96,11 @@ export class PolicyService {
     return policies.map((policy) => this.answer(policy));
   }
 
+  /** Where the policy named was written (see PolicyReader.sourceOf). */
+  sourceOf(name: string): string {
+    return this.roles.reader.sourceOf(name);
+  }
+
   async get(name: string): Promise<AnsweredPolicy> {
     const policy = await this.roles.reader.named(name);
     if (policy === undefined) throw notFound('Policy');

@@ -1,11 +1,14 @@
 import type { Policy } from '../schemas/policy.js';
 import type { Store } from '../store/store.js';
-import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
+import type { PolicyDirectory } from '../policy-files/policy-directory.js';
 
 /** Where policy reads (`GET /admin/policies`, `GET /admin/policies/{name}`) are answered from. */
 export interface PolicyReader {
+  /** Every policy, shadows included, in creation order. */
   all(): Promise<readonly Policy[]>;
   named(name: string): Promise<Policy | undefined>;
+  /** Where the policy named was written: `admin API`, or `file <name>` of a policy directory. */
+  sourceOf(name: string): string;
 }
 
 /** The writes a policy source takes: the store's. Policies from files have none: only their files change them. */
@@ -19,14 +22,15 @@ export type PolicyRoles = { reader: PolicyReader; writer: PolicyWriter } | { rea
 
 /** Policies kept in the store: read from it, which every write reaches first, and written to it. */
 export function storePolicies(store: Store): PolicyRoles {
-  return { reader: { all: async () => (await store.loadPolicies()).policies, named: (name) => store.getPolicy(name) }, writer: store };
+  return { reader: { all: async () => (await store.loadPolicies()).policies, named: (name) => store.getPolicy(name), sourceOf: () => 'admin API' }, writer: store };
 }
 
-/** Policies from a directory of files (`--policies`): read as the snapshot holds them, never written. */
-export function filePolicies(snapshots: PolicySnapshots, filesDir: string): PolicyRoles {
+/** Policies from a directory of files (`--policies`): read as the directory has them in force (shadows too), never written. */
+export function filePolicies(directory: PolicyDirectory): PolicyRoles {
   const reader: PolicyReader = {
-    all: async () => snapshots.policies,
-    named: async (name) => snapshots.policies.find((stored) => stored.name === name),
+    all: async () => directory.policies,
+    named: async (name) => directory.policies.find((policy) => policy.name === name),
+    sourceOf: (name) => `file ${directory.fileOf(name)}`,
   };
-  return { reader, writer: undefined, filesDir };
+  return { reader, writer: undefined, filesDir: directory.dir };
 }

@@ -1,6 +1,8 @@
 import t from 'tap';
 import fc from 'fast-check';
-import { rmSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import YAML from 'yaml';
 import { startServer, temporaryDataDir } from '../helpers/server.js';
 import { interceptedStore } from '../helpers/intercepted-store.js';
 import { TEST_WRITER } from '../helpers/writer.js';
@@ -55,7 +57,7 @@ t.test('under load, the shadow counts exactly the disagreements a reference read
   const summed = { agree: 0, allow_to_deny: 0, deny_to_allow: 0 };
   for (const minute of history) for (const outcome of Object.keys(summed) as (keyof typeof summed)[]) summed[outcome] += minute[outcome];
   t.same(summed, expected, 'the minutes add up to the counts since the start');
-  t.same(report.policies, [{ name: 'access-next', in_place_of: 'access' }]);
+  t.same(report.policies, [{ name: 'access-next', in_place_of: 'access', source: 'admin API' }]);
   t.equal(report.disagreements.length, Math.min(100, expected.allow_to_deny + expected.deny_to_allow), 'the latest disagreements, a hundred at most');
   const guest = report.disagreements.find((each: { check: { principal: { attributes: { role: string } } } }) => each.check.principal.attributes.role === 'guest');
   t.match(guest, { check: { resource: { uri: 'doc:1' } }, live: { allowed: false, explain: { decided_by: { kind: 'default' } } }, shadow: { allowed: true, explain: { decided_by: { rule: 'guests' } } } });
@@ -173,4 +175,21 @@ t.test('a promote never loses an edit of the shadow made while it runs: 409, not
     t.match(promoted.body.detail, /was changed while it was being promoted: nothing was promoted; promote it again/);
     t.match((await server.call('GET', '/admin/policies/readers-next')).body, { description: 'edited meanwhile', shadow: shadowOf }, 'the edit is kept, still a shadow');
   }
+});
+
+t.test('shadows written as files (--policies) are listed with their file, read by name, and decided beside the live ones', async (t) => {
+  const dir = temporaryDataDir();
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  writeFileSync(join(dir, 'access.yaml'), YAML.stringify([LIVE]));
+  writeFileSync(join(dir, 'access-next.json'), JSON.stringify(NEXT));
+  const server = await startServer({ policiesDir: dir, evaluation: 'inline' });
+  t.teardown(server.close);
+  const report = (await server.call('GET', '/admin/shadow')).body;
+  t.same(report.policies, [{ name: 'access-next', in_place_of: 'access', source: 'file access-next.json' }], 'listed, with the file it is written in');
+  const read = await server.call('GET', '/admin/policies/access-next');
+  t.equal(read.status, 200, 'read by its name');
+  t.equal(read.body.shadow, 'access');
+  t.same((await server.call('GET', '/admin/policies')).body.map((policy: Policy) => policy.name).sort(), ['access', 'access-next'], 'listed with the policies, as a written shadow is');
+  t.equal((await server.call('POST', '/check', check('guest'))).body.allowed, false, 'the live policies decide');
+  t.same((await server.call('GET', '/admin/shadow')).body.decided, { agree: 0, allow_to_deny: 0, deny_to_allow: 1 }, 'and the shadow beside them');
 });

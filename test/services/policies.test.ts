@@ -56,7 +56,7 @@ t.test('policies from files: read as the set in force; every write is 409, befor
   const files = PolicyDirectory.open(dir, store, DEFAULT_CONFIG);
   const snapshots = await PolicySnapshots.load(files);
   t.teardown(() => snapshots.close());
-  const policies = new PolicyService(store, snapshots, DEFAULT_CONFIG, new AuditTrail(store), filePolicies(snapshots, dir));
+  const policies = new PolicyService(store, snapshots, DEFAULT_CONFIG, new AuditTrail(store), filePolicies(files));
   t.same((await policies.list()).map(({ name }) => name), ['from-file']);
   t.equal((await policies.get('from-file')).name, 'from-file');
   await t.rejects(policies.create(policy('other'), by), MANAGED_FROM_FILES, 'create');
