@@ -2,6 +2,7 @@ import { readdirSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import type { Policy } from '../schemas/policy.js';
 import { DocumentError, parseDocument, readText } from '../document-files.js';
+import { issuesInOneLine } from '../schemas/errors.js';
 import type { PolicySetReader } from './policy-set.js';
 import { readSchemaFileText, SCHEMAS_FILE_NAME, type SchemaFile } from '../attribute-schemas/schema-file.js';
 import type { SchemaEnforcement } from '../config/config.js';
@@ -79,7 +80,7 @@ export function readPolicyDirectory(dir: string, reader: PolicySetReader, schema
   if (problems.length > 0) return { fingerprint, problems };
   const read = reader.read(values, (index) => [labels[index]!]);
   if ('issues' in read) {
-    return { fingerprint, problems: read.issues.map(({ loc: [file, ...field], msg }) => `${file}: ${field.length > 0 ? `${field.join('.')}: ` : ''}${msg}`) };
+    return { fingerprint, problems: read.issues.map((issue) => issuesInOneLine([issue], 1)) };
   }
   const schemaProblems = document === undefined || schemas!.enforcement === 'off' ? [] : policySchemaProblems(read.policies, labels, document);
   if (schemas?.enforcement === 'reject' && schemaProblems.length > 0) return { fingerprint, problems: schemaProblems };
