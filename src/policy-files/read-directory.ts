@@ -31,6 +31,12 @@ export type DirectoryContents =
   | { fingerprint: string; policies: Policy[]; files: string[]; schemas: SchemaDocument | undefined; schemaWarnings: string[] }
   | { fingerprint: string; problems: string[] };
 
+/** The paths of the policy files of `dir`, in the order their policies are created: by file name. Throws when `dir` cannot be listed. */
+export function policyFilesIn(dir: string): string[] {
+  const names = readdirSync(dir).filter((name) => POLICY_FILE.test(name) && name !== SCHEMAS_FILE_NAME).sort();
+  return names.map((name) => join(dir, name)).filter((path) => statSync(path, { throwIfNoEntry: false })?.isFile() ?? false);
+}
+
 /**
  * Every policy in the directory's policy files, in the order of the file names, then of the policies
  * in each file (a file holds one policy or a list), read as a policy write reads them, with the
@@ -40,13 +46,12 @@ export type DirectoryContents =
  * the schemas, the policy and the rule).
  */
 export function readPolicyDirectory(dir: string, reader: PolicySetReader, schemas?: DirectorySchemas): DirectoryContents {
-  let names: string[];
+  let files: string[];
   try {
-    names = readdirSync(dir).filter((name) => POLICY_FILE.test(name) && name !== SCHEMAS_FILE_NAME).sort();
+    files = policyFilesIn(dir);
   } catch (error) {
     return { fingerprint: `unreadable ${(error as Error).message}`, problems: [`${dir}: ${(error as Error).message}`] };
   }
-  const files = names.map((name) => join(dir, name)).filter((path) => statSync(path, { throwIfNoEntry: false })?.isFile() ?? false);
   const texts = files.map((path) => {
     try {
       return { path, text: readText(path) };

@@ -14,13 +14,26 @@ export const policyTestFileSchema = {
     description: { type: 'string' },
     policies: {
       type: 'array',
-      description: 'The whole policy set under test, in creation order: policies written inline, or files holding a policy or a list of them.',
+      description:
+        'The whole policy set under test, in creation order: policies written inline, files holding a policy or a list of them, or directories of such files.',
       items: {
         anyOf: [
           {
             type: 'object',
             properties: { file: { type: 'string', minLength: 1, description: 'A JSON or YAML policy file, relative to this test file.' } },
             required: ['file'],
+            additionalProperties: false,
+          },
+          {
+            type: 'object',
+            properties: {
+              directory: {
+                type: 'string',
+                minLength: 1,
+                description: 'A directory of policy files, relative to this test file: its files in the order `verdict start --policies` reads them (by name; names starting with `.` and schemas.json left out).',
+              },
+            },
+            required: ['directory'],
             additionalProperties: false,
           },
           policySchema,

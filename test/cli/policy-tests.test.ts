@@ -300,3 +300,29 @@ t.test("attribute schemas: a policy they contradict is warned of, a case that br
   t.equal(refused.code, 2);
   t.match(refused.stderr, `--schemas ${unusable}: principal.attributes is not a valid JSON Schema: strict mode: unknown keyword: "propertees"`);
 });
+
+t.test('a test file may name a policy directory: its files in the order --policies reads them, decided as a server on it decides', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'verdict-policy-tests-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  mkdirSync(join(dir, 'policies'));
+  mkdirSync(join(dir, 'tests'));
+  // Two allow rules for the same check: the reason names the policy created first, b-readers's file sorting before c-more.
+  const readers = (name: string) => ({ name, rules: [{ name: 'readers', effect: 'allow', principal_conditions: [{ path: 'attributes.role', operator: '==', value: 'reader' }], actions: ['read'] }] });
+  writeFileSync(join(dir, 'policies/c-more.yaml'), YAML.stringify([readers('c more'), { name: 'z deny', rules: [], default_effect: 'deny' }]));
+  writeFileSync(join(dir, 'policies/b-readers.json'), JSON.stringify(readers('b readers')));
+  writeFileSync(join(dir, 'policies/.hidden.yaml'), 'not: a policy\n');
+  writeFileSync(join(dir, 'policies/notes.txt'), 'not a policy file\n');
+  const server = await startServer({ policiesDir: join(dir, 'policies') });
+  t.teardown(server.close);
+  const check = { principal: { attributes: { role: 'reader' } }, resource: { uri: 'doc:1' }, action: 'read' };
+  const decided = (await server.call('POST', '/check', check)).body;
+  t.same(decided, { allowed: true, reason: 'Rule readers allowed the action in policy b-readers' }, 'the server on the directory');
+  writeFileSync(join(dir, 'tests/readers.test.yaml'), YAML.stringify({ policies: [{ directory: '../policies' }], cases: [{ name: 'a reader reads', ...check, ...decided }] }));
+  const passed = await verdictTest(t, join(dir, 'tests'));
+  t.equal(passed.code, 0, passed.stdout + passed.stderr);
+  t.match(passed.stdout, /1 passed, 0 failed/);
+
+  writeFileSync(join(dir, 'tests/missing.test.yaml'), YAML.stringify({ policies: [{ directory: '../nowhere' }], cases: [{ name: 'c', ...check, allowed: true }] }));
+  const failed = await verdictTest(t, join(dir, 'tests'));
+  t.match(failed.stdout.replaceAll(`${dir}/`, ''), /^ERROR tests\/missing\.test\.yaml: policy directory \.\.\/nowhere: no such directory$/m);
+});

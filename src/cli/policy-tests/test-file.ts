@@ -1,4 +1,4 @@
-import { dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import type { ValidateFunction } from 'ajv';
 import type { FastifySchemaValidationError } from 'fastify';
 import type { Policy } from '../../schemas/policy.js';
@@ -7,6 +7,7 @@ import { createAjv, validationIssues } from '../../schemas/validation.js';
 import { issuesInOneLine, type Location } from '../../schemas/errors.js';
 import { DocumentError, readDocument } from '../../document-files.js';
 import type { PolicySetReader } from '../../policy-files/policy-set.js';
+import { policyFilesIn } from '../../policy-files/read-directory.js';
 import { DuplicateAttribute, toAttributeMap } from '../../requests/attributes.js';
 
 /** A test file ready to run: its policies read as a write would, its entities as the registry holds them. */
@@ -33,6 +34,15 @@ function namingTheTestFile<T>(path: string, read: () => T): T {
   }
 }
 
+/** The policy files of the directory a test file at `path` names, each as written from the test file's directory. */
+function filesOfDirectory(path: string, directory: string): string[] {
+  try {
+    return policyFilesIn(join(dirname(path), directory)).map((file) => join(directory, basename(file)));
+  } catch (error) {
+    throw new DocumentError(`${path}: policy directory ${directory}: ${(error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such directory' : (error as Error).message}`);
+  }
+}
+
 /** Reads one test file and every policy file it names. Throws DocumentError saying what to fix, and where. */
 export function loadTestFile(path: string, reader: PolicySetReader): LoadedTestFile {
   const content = readDocument(path);
@@ -41,19 +51,27 @@ export function loadTestFile(path: string, reader: PolicySetReader): LoadedTestF
     const issues = validationIssues(validateTestFile.errors as FastifySchemaValidationError[], 'body');
     throw new DocumentError(`${path}: ${issuesInOneLine(issues.map((issue) => ({ ...issue, loc: issue.loc.slice(1) })))}`);
   }
-  // Each source of policies, in order: the policies written inline, or the policies in a file.
-  const sources = content.policies.map((entry, index) => {
-    if (!('file' in entry)) return { label: `${path}: policies.${index}`, location: ['policies', index], values: [entry as unknown] };
-    const file = resolve(dirname(path), entry.file as string);
-    const held = namingTheTestFile(path, () => readDocument(join(dirname(path), entry.file as string)));
-    const label = `policy file ${entry.file as string}`;
-    return { label: file, location: [label], file, values: Array.isArray(held) ? held : [held] };
+  // Each source of policies, in order: the policies written inline, or the policies in a file (a directory is its files).
+  interface Source {
+    label: string;
+    location: Location;
+    file?: string;
+    values: unknown[];
+  }
+  const policyFile = (written: string): Source => {
+    const held = namingTheTestFile(path, () => readDocument(join(dirname(path), written)));
+    return { label: resolve(dirname(path), written), location: [`policy file ${written}`], file: resolve(dirname(path), written), values: Array.isArray(held) ? held : [held] };
+  };
+  const sources = content.policies.flatMap((entry, index): Source[] => {
+    if ('file' in entry) return [policyFile(entry.file as string)];
+    if ('directory' in entry) return filesOfDirectory(path, entry.directory as string).map(policyFile);
+    return [{ label: `${path}: policies.${index}`, location: ['policies', index], values: [entry as unknown] }];
   });
   const values = sources.flatMap((source) => source.values);
   const labels = sources.flatMap((source) => source.values.map((_, index) => (source.values.length === 1 ? source.label : `${source.label}: ${index}`)));
   // Where an issue is: a field of this file (`policies.0.rules.1`), or a place in a policy file (`policy file x.yaml, item 1: rules.1`).
   const locations = sources.flatMap((source) =>
-    source.values.map((_, index): Location => (source.values.length === 1 || !('file' in source) ? source.location : [`${source.location[0]}, item ${index}`])),
+    source.values.map((_, index): Location => (source.values.length === 1 || source.file === undefined ? source.location : [`${source.location[0]}, item ${index}`])),
   );
   const read = reader.read(values, (index) => locations[index]!);
   if ('issues' in read) {
