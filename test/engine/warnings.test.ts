@@ -273,7 +273,7 @@ t.test('omission warnings are bounded: at most 100 and one saying how many more,
 
   const long = rule('long', { effect: 'deny', principal: [cond('==', 1, 'attributes.a'), cond('==', 'x'.repeat(2000), 'attributes.b')], actions: ['read'] });
   const [onA] = warningsOf([policy('p', [long])]);
-  t.match(onA!.msg, /add this rule next to it, with no allow rule between them: a deny rule with this rule's actions and conditions, but \{"path":"attributes.a","operator":"not_exists"\} in place of those on attributes.a$/);
+  t.match(onA!.msg, /with this rule next to it, with no allow rule between them \(it denies every check without attributes\.a; [^)]*\): a deny rule with this rule's actions and conditions, but \{"path":"attributes.a","operator":"not_exists"\} in place of those on attributes.a$/);
 });
 
 /** Optimal string alignment distance over the whole table: what withinEdits must agree with. */

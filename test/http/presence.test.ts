@@ -111,7 +111,8 @@ t.test('validate warns on every deny rule a request escapes by leaving an attrib
       loc: ['body', 'rules', 0, 'principal_conditions', 0],
       msg:
         "a request that leaves out the principal's attributes.employment escapes this deny rule (a missing attribute makes any condition on it false); " +
-        `to deny such requests too, add this rule next to it, with no allow rule between them: ${JSON.stringify(closing)}`,
+        'if every check that should be let through carries attributes.employment, deny the others with this rule next to it, with no allow rule between them ' +
+        `(it denies every check without attributes.employment; otherwise declare attributes.employment required in the principal attribute schemas): ${JSON.stringify(closing)}`,
       type: 'escaped_by_omission',
     },
   ]);
@@ -206,4 +207,38 @@ t.test("a bulk decided in the pool's workers explains presence conditions byte f
   }
   t.equal(texts[0], texts[1]);
   t.match(texts[0], /"failed":\{"side":"principal","path":"attributes.employment","operator":"not_exists","actual":"staff"\}/);
+});
+
+t.test("validate's advice is safe to follow: for a flag it adds no deny, and each advice followed keeps the ordinary users' access", async (t) => {
+  const server = await fresh(t, { schemaEnforcement: 'reject' });
+  const suspended = { name: 'suspended', effect: 'deny', principal_conditions: [{ path: 'attributes.suspended', operator: '==', value: true }], actions: ['read'] };
+  const staff = { name: 'staff', effect: 'allow', principal_conditions: [{ path: 'attributes.department', operator: 'exists' }], actions: ['read'] };
+  const desk = { name: 'desk', rules: [suspended, staff] };
+  const [flagWarning] = (await server.call('POST', '/admin/policies/validate', desk)).body.warnings;
+  t.match(flagWarning.msg, /leaves out the principal's attributes\.suspended escapes this deny rule/);
+  t.match(flagWarning.msg, /For a flag that is usually meant/);
+  t.notMatch(flagWarning.msg, /"operator":"not_exists"/, 'no deny rule on not_exists is offered for a flag');
+  const read = (attributes: Record<string, unknown>) => server.call('POST', '/check', { principal: { uri: 'user:x', attributes }, resource: { uri: 'doc:1' }, action: 'read' });
+
+  // The flag's advice followed: the policy as it is, and the flag required by the schemas.
+  t.equal((await server.call('POST', '/admin/policies', desk)).status, 200);
+  t.equal((await read({ department: 'it' })).body.allowed, true, 'a user without the flag keeps access: the advice asks for no deny');
+  const schemas = { principal: { attributes: { type: 'object', properties: { department: { type: 'string' }, employment: { type: 'string' }, suspended: { type: 'boolean' } }, required: ['suspended'] } } };
+  t.equal((await server.call('PUT', '/admin/schemas', schemas)).status, 200);
+  t.equal((await read({ department: 'it', suspended: false })).body.allowed, true, 'the ordinary user, saying false, keeps access');
+  t.equal((await read({ department: 'it', suspended: true })).body.allowed, false, 'a suspended one does not');
+  t.equal((await read({ department: 'it' })).status, 400, 'and one that leaves the flag out is told to say it');
+
+  // The other advice followed: the closing rule it gives, for users who all carry the attribute.
+  t.equal((await server.call('DELETE', '/admin/policies/desk')).status, 200);
+  const contractors = noContractors([CONTRACTORS]);
+  const [gap] = (await server.call('POST', '/admin/policies/validate', contractors)).body.warnings;
+  const closing = JSON.parse(gap.msg.slice(gap.msg.indexOf('{"name"')));
+  t.match(gap.msg, /it denies every check without attributes\.employment/, 'says whom the closing rule denies');
+  t.equal((await server.call('POST', '/admin/policies', noContractors([CONTRACTORS, closing]))).status, 200);
+  const administer = (attributes: Record<string, unknown>) =>
+    server.call('POST', '/check', { principal: { uri: 'user:y', attributes: { suspended: false, ...attributes } }, resource: { uri: 'doc:1' }, action: 'administer' });
+  t.equal((await administer({ employment: 'staff' })).body.allowed, true, 'staff, who carry it, keep access');
+  t.equal((await administer({ employment: 'contractor' })).body.allowed, false);
+  t.equal((await administer({})).body.allowed, false, 'and one who leaves it out is denied, as the advice said');
 });

@@ -19,6 +19,15 @@ const SIDE_OF_PART: Readonly<Record<RequestPart, SideKey>> = {
   context: 'context_conditions',
 };
 
+const PART_OF_SIDE = Object.fromEntries(Object.entries(SIDE_OF_PART).map(([part, side]) => [side, part])) as Readonly<Record<SideKey, RequestPart>>;
+
+/**
+ * Whether the value at `path` of `side` is a flag this deny rule denies when set (`== true`): leaving
+ * it out is then the ordinary case, not a gap, and a rule on `not_exists` would deny the ordinary case.
+ */
+const isFlag = (condition: CompiledCondition, conditionSide: SideKey, side: SideKey, path: string): boolean =>
+  conditionSide === side && condition.source.path === path && condition.source.operator === '==' && condition.source.value === true;
+
 /** Whether every check has the value at `path` of `side`: an action's name, and the decision's time, which the server supplies. */
 const alwaysThere = (side: SideKey, path: string) => (side === 'action_conditions' && path === 'name') || (side === 'context_conditions' && path === 'time');
 
@@ -160,9 +169,13 @@ export function omissionWarnings(policies: readonly Policy[], compiledOf: Compil
             return [];
           }
           given++;
-          const msg =
-            `a request that leaves out ${WHOSE[side]} ${path} escapes this deny rule (a missing attribute makes any condition on it false); ` +
-            `to deny such requests too, add this rule next to it, with no allow rule between them: ${closingRuleText(denying, side, path)}`;
+          const escapes = `a request that leaves out ${WHOSE[side]} ${path} escapes this deny rule (a missing attribute makes any condition on it false)`;
+          const msg = isFlag(condition, conditionSide, side, path)
+            ? `${escapes}. For a flag that is usually meant: leaving it out reads as not set, the ordinary case. If every check must say, ` +
+              `declare ${path} required in the ${PART_OF_SIDE[side]} attribute schemas (a check without it is then refused under --schema-enforcement reject) ` +
+              `and send false for the ordinary case; a deny rule on not_exists would deny every check that leaves it out`
+            : `${escapes}; if every check that should be let through carries ${path}, deny the others with this rule next to it, with no allow rule between them ` +
+              `(it denies every check without ${path}; otherwise declare ${path} required in the ${PART_OF_SIDE[side]} attribute schemas): ${closingRuleText(denying, side, path)}`;
           return [{ loc, msg, type: 'escaped_by_omission' }];
         }),
       ),
