@@ -48,6 +48,10 @@ Commands:
                preview what writing these policies (and deleting those named) would do to the checks
                the running server decided lately (its recent checks, or with --decision-log the newest
                lines of its decision log file), without writing; exit 1 when a change crosses --fail-on
+  impact --before <policy dir> --after <policy dir> --replay <decision log file>... [--lines <n>]
+         [--format text|json] [--fail-on ...]
+               the same offline: the decision logs of any number of processes, replayed against two
+               policy directories
   version      print the version
   help         print this help
 

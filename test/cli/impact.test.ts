@@ -1,5 +1,5 @@
 import t from 'tap';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import YAML from 'yaml';
 import { runVerdict } from '../helpers/child.js';
@@ -59,4 +59,50 @@ t.test('verdict impact --decision-log <lines> replays the newest lines of the se
   t.match(replayed.stdout, /allow → deny: 0\ndeny → allow: 0/, 'the two newest were the guests, denied both ways');
   const wrong = await runVerdict(t, ['impact', '--delete', 'access', '--decision-log', 'all'], {}).exited;
   t.match([wrong.code, wrong.stderr], [2, /--decision-log takes how many of the newest lines/]);
+});
+
+t.test('verdict impact --replay: the decision logs of two processes, offline against two policy directories, as each process would preview it', async (t) => {
+  const dir = scratchDir(t);
+  const [before, after] = [join(dir, 'main'), join(dir, 'change')];
+  mkdirSync(before);
+  mkdirSync(after);
+  const readers = { name: 'access', rules: [{ name: 'readers', effect: 'allow', principal_conditions: [{ path: 'attributes.role', operator: '==', value: 'reader' }], actions: ['read'] }] };
+  const guests = { ...readers, rules: [{ name: 'guests', effect: 'allow', principal_conditions: [{ path: 'attributes.role', operator: '==', value: 'guest' }], actions: ['read'] }] };
+  writeFileSync(join(before, 'access.yaml'), YAML.stringify(readers));
+  writeFileSync(join(after, 'access.yaml'), YAML.stringify(guests));
+  // Two sidecars, each with its own traffic and its own log, serving the policies of main.
+  const logs = [join(dir, 'a.ndjson'), join(dir, 'b.ndjson')];
+  const traffic = [['reader', 'reader', 'guest'], ['guest', 'other', 'reader', 'guest']];
+  const previews = [];
+  for (const [index, log] of logs.entries()) {
+    const server = await startServer({ policiesDir: before, decisionLog: log });
+    t.teardown(server.close);
+    for (const role of traffic[index]!) await server.call('POST', '/check', { principal: { attributes: { role } }, resource: { uri: 'doc:1' }, action: 'read' });
+    await until(() => readFileSync(log, 'utf8').split('\n').length === traffic[index]!.length + 1, 'every decision logged');
+    const preview = await server.call('POST', '/admin/policies/impact', { policies: [guests], source: 'decision_log' });
+    t.equal(preview.status, 200, JSON.stringify(preview.body));
+    previews.push(preview.body);
+  }
+
+  const offline = await runVerdict(t, ['impact', '--before', before, '--after', after, '--replay', logs[0]!, '--replay', logs[1]!, '--format', 'json'], {}).exited;
+  t.equal(offline.code, 0, offline.stderr);
+  const report = JSON.parse(offline.stdout);
+  t.equal(report.replayed, 7, 'every check of both logs');
+  t.same(report.changed, { allow_to_deny: previews[0].changed.allow_to_deny + previews[1].changed.allow_to_deny, deny_to_allow: previews[0].changed.deny_to_allow + previews[1].changed.deny_to_allow }, 'the sum of what each process previews');
+  t.same(report.changed, { allow_to_deny: 3, deny_to_allow: 3 });
+  t.same(report.by_rule.map((group: { before: string; after: string }) => `${group.before} → ${group.after}`).sort(), ['access/readers → default deny', 'default deny → access/guests']);
+  t.same(report.decision_logs.map((log: { lines: number }) => log.lines), [3, 4]);
+
+  const text = await runVerdict(t, ['impact', '--before', before, '--after', after, '--replay', logs[0]!, '--replay', logs[1]!, '--fail-on', 'deny-to-allow'], {}).exited;
+  t.equal(text.code, 1, 'a change that allows what was denied fails the job');
+  t.match(text.stdout, /^replayed 7 checks of 2 decision log files \(decided from .* to .*; 0 lines not replayable\)/);
+
+  writeFileSync(join(after, 'broken.yaml'), YAML.stringify({ name: 'broken', rules: [{ name: 'r', effect: 'allow', actionz: ['read'] }] }));
+  const refused = await runVerdict(t, ['impact', '--before', before, '--after', after, '--replay', logs[0]!], {}).exited;
+  t.equal(refused.code, 2);
+  t.match(refused.stderr, /--after .*: .*broken\.yaml: rules\.0\.actions: Field required/, 'the refused policy named by its file and field');
+  const missing = await runVerdict(t, ['impact', '--before', before, '--after', before, '--replay', join(dir, 'nowhere.ndjson')], {}).exited;
+  t.match([missing.code, missing.stderr], [2, /--replay .*nowhere\.ndjson: no such file/]);
+  const mixed = await runVerdict(t, ['impact', '--before', before, '--replay', logs[0]!], {}).exited;
+  t.match([mixed.code, mixed.stderr], [2, /needs --before <policy dir>, --after <policy dir> and --replay/]);
 });
