@@ -1,6 +1,6 @@
 import type { Condition, ConditionGroup, Policy, SetItem } from '../schemas/policy.js';
 import { partOf, type DecisionRequest, type ResolvedEntity } from './entity.js';
-import { ALLOWED_BY_DEFAULT, DENIED_BY_DEFAULT, DENIED_WITHOUT_POLICIES, ruleDecision, type Decision } from './decisions.js';
+import { DENIED_WITHOUT_POLICIES, ruleDecision, type Decision } from './decisions.js';
 import { CANONICAL_OPERATOR, OPERATOR_DEFINITIONS } from './operators.js';
 import type { Comparison } from './condition-tree.js';
 import { compileLookup, MISSING, type Lookup } from './paths.js';
@@ -8,7 +8,7 @@ import { compileReference, parseReference, type Reference } from './references.j
 import type { CompiledCondition, CompiledGroup, CompiledItem, CompiledRule, ConditionLists } from './compiled-rule.js';
 import { ActionRules, type IndexableRule } from './rule-index.js';
 import { groupParts, isGroup, isSetReference, resolveSets, type CompilableItem, type ResolvedSet } from './condition-items.js';
-import { ScopedDefaults, scopeCondition } from './scope.js';
+import { counted, defaultDecisionOf, NO_DEFAULTS, ScopedDefaults, scopeCondition, type Defaults } from './scope.js';
 import { ANY_ACTION } from './actions.js';
 
 /** Every policy compiled for evaluation, under the store revision it was built from. */
@@ -40,8 +40,8 @@ interface Lineage {
   /** How many policies the last full compile held, and how many changes were derived since. */
   compiledPolicies: number;
   derivedChanges: number;
-  /** How many of the policies default to deny: the fallback without looking at them all. */
-  denyDefaults: number;
+  /** The policies' default effects, counted: the fallback without looking at them all. */
+  defaults: Defaults;
   /** Each policy's position by name, shared by the whole lineage (see positionsByName). */
   names: PositionsByName;
 }
@@ -244,11 +244,8 @@ export function ruleMatches(rule: CompiledRule, request: DecisionRequest): boole
   );
 }
 
-/** The decision when no rule matches, from how many policies there are and how many default to deny. */
-function fallbackDecision(policyCount: number, denyDefaults: number): Decision {
-  if (policyCount === 0) return DENIED_WITHOUT_POLICIES;
-  return denyDefaults > 0 ? DENIED_BY_DEFAULT : ALLOWED_BY_DEFAULT;
-}
+/** The decision when no rule matches, from the policies' default effects (see defaultDecisionOf). */
+const fallbackDecision = (defaults: Defaults): Decision => defaultDecisionOf(defaults) ?? DENIED_WITHOUT_POLICIES;
 
 /**
  * Room for each policy's rules in `order`: positions times this plus the rule's index stays a
@@ -339,8 +336,8 @@ export function compile(policies: readonly Policy[], revision: number, positions
     return compiled.rules;
   });
   const rulesByAction = new Map([...rulesOfAction.keys()].map((action) => [action, ActionRules.build(coveringAction(rulesOfAction, action), conditions)]));
-  const denyDefaults = policies.filter((policy) => policy.default_effect === 'deny').length;
-  const lineage = { conditions, renumbered, compiledPolicies: policies.length, derivedChanges: 0, denyDefaults, names: { of: undefined, positions: new Map() } };
+  const defaults = policies.reduce((counting, policy) => counted(counting, policy, 1), NO_DEFAULTS);
+  const lineage = { conditions, renumbered, compiledPolicies: policies.length, derivedChanges: 0, defaults, names: { of: undefined, positions: new Map() } };
   return snapshotOf(revision, { policies, positions, rules }, rulesByAction, lineage, ScopedDefaults.of(policies));
 }
 
@@ -352,7 +349,7 @@ function snapshotOf(
   lineage: Lineage,
   scopes: ScopedDefaults | undefined,
 ): Snapshot {
-  return { revision, policyCount: policies.length, rulesByAction, fallback: fallbackDecision(policies.length, lineage.denyDefaults), scopes, policies, positions, rules, lineage };
+  return { revision, policyCount: policies.length, rulesByAction, fallback: fallbackDecision(lineage.defaults), scopes, policies, positions, rules, lineage };
 }
 
 /** Where a compiled rule of `snapshot` comes from: its policy's index in `snapshot.policies`, and its own index among that policy's rules. */
@@ -398,7 +395,7 @@ export function derive(previous: Snapshot, changes: readonly ChangedPolicy[], re
   const removedOf = new Map<string, IndexableRule[]>();
   const addedOf = new Map<string, IndexableRule[]>();
   const { conditions } = previous.lineage;
-  let { denyDefaults } = previous.lineage;
+  let { defaults } = previous.lineage;
   const positionOf = positionsByName(previous);
   /** The position of each changed policy after the change (undefined: deleted), applied to positionOf once the change is derived. */
   const moved = new Map<string, number | undefined>();
@@ -414,7 +411,7 @@ export function derive(previous: Snapshot, changes: readonly ChangedPolicy[], re
       const oldRules = rules[at]!;
       fileByAction(removedOf, old, indexableRules(old, oldRules));
       removedPolicies.push(old);
-      if (old.default_effect === 'deny') denyDefaults--;
+      defaults = counted(defaults, old, -1);
       policies.splice(at, 1);
       positions.splice(at, 1);
       rules.splice(at, 1);
@@ -426,7 +423,7 @@ export function derive(previous: Snapshot, changes: readonly ChangedPolicy[], re
     if (!ordersFit(policy, position) || positions[insertAt] === position) return undefined;
     const compiled = compilePolicy(policy, position, conditions);
     fileByAction(addedOf, policy, compiled.indexable);
-    if (policy.default_effect === 'deny') denyDefaults++;
+    defaults = counted(defaults, policy, 1);
     addedPolicies.push(policy);
     policies.splice(insertAt, 0, policy);
     positions.splice(insertAt, 0, position);
@@ -449,7 +446,7 @@ export function derive(previous: Snapshot, changes: readonly ChangedPolicy[], re
   }
   // Without scoped policies before, nothing was counted: the first scoped one counts them all.
   const scopes = previous.scopes?.with(addedPolicies, removedPolicies) ?? (addedPolicies.some((policy) => policy.resource_types !== undefined) ? ScopedDefaults.of(policies) : undefined);
-  const derived = snapshotOf(revision, { policies, positions, rules }, rulesByAction, { ...previous.lineage, derivedChanges, denyDefaults }, scopes);
+  const derived = snapshotOf(revision, { policies, positions, rules }, rulesByAction, { ...previous.lineage, derivedChanges, defaults }, scopes);
   for (const [name, position] of moved) {
     if (position === undefined) positionOf.delete(name);
     else positionOf.set(name, position);

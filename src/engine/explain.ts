@@ -1,4 +1,4 @@
-import type { Effect, GroupKind } from '../schemas/policy.js';
+import type { DefaultEffect, Effect, GroupKind } from '../schemas/policy.js';
 import { partOf, type DecisionRequest, type RequestPart, type ResolvedEntity } from './entity.js';
 import { firstFailingCondition, rulesFor, sourceOf, type Snapshot } from './compile.js';
 import type { CompiledCondition, CompiledGroup, CompiledItem, CompiledRule } from './compiled-rule.js';
@@ -75,7 +75,7 @@ export interface RuleTrace {
 
 export interface PolicyTrace {
   name: string;
-  default_effect: Effect;
+  default_effect: DefaultEffect;
   /** The policy's rules that cover the action, in order. */
   rules: RuleTrace[];
 }
@@ -312,14 +312,16 @@ function defaultApplied(snapshot: Snapshot, decision: Decision, request: Decisio
   const type = resourceTypeOf(request.resource.uri);
   const speaking = snapshot.scopes?.speakingFor(snapshot.policies, type) ?? snapshot.policies;
   if (speaking.length === 0) return { kind: 'default', effect: 'deny', why: `${unmatched}; and every policy is scoped to resource types this resource is not of, so none speaks for it and it is denied` };
+  const those = snapshot.scopes === undefined ? 'the policies' : `the policies that speak for ${type === undefined ? 'resources without a type' : `resources of type '${type}'`}`;
   if (decision.allowed) {
-    const allAllow =
-      snapshot.scopes === undefined
-        ? "every policy's default_effect is allow"
-        : `every policy that speaks for ${type === undefined ? 'resources without a type' : `resources of type '${type}'`} has default_effect allow`;
-    return { kind: 'default', effect: 'allow', why: `${unmatched}; so the default effects decide, and ${allAllow}`, policy: speaking[0]!.name };
+    const allowing = speaking.find((policy) => policy.default_effect === 'allow')!;
+    const why = `${unmatched}; so the default effects decide: none of ${those} has default_effect deny, and policy ${allowing.name} is the first with default_effect allow`;
+    return { kind: 'default', effect: 'allow', why, policy: allowing.name };
   }
-  const denying = speaking.find((policy) => policy.default_effect === 'deny')!;
+  const denying = speaking.find((policy) => policy.default_effect === 'deny');
+  if (denying === undefined) {
+    return { kind: 'default', effect: 'deny', why: `${unmatched}; and none of ${those} has a default effect of its own (each is default_effect none), so it is denied` };
+  }
   const mentions = covering.includes(denying.name) ? '' : ` (it has no rule for '${action}')`;
   const why = `${unmatched}; so the default effects decide, and a deny default anywhere denies: policy ${denying.name} is the first with default_effect deny${mentions}`;
   return { kind: 'default', effect: 'deny', why, policy: denying.name };

@@ -31,18 +31,35 @@ export function scopeCondition(policy: Policy): SetItem | undefined {
   return types.length === 1 ? startsWith(types[0]!) : { any_of: types.map((type) => [startsWith(type)]) };
 }
 
-/** How many policies speak for some checks, and how many of them default to deny. */
-interface Defaults {
+/** How many policies speak for some checks, and how many of them default to deny, and to allow (the others have no default: `none`). */
+export interface Defaults {
   count: number;
   denying: number;
+  allowing: number;
 }
 
-const NONE: Defaults = { count: 0, denying: 0 };
+export const NO_DEFAULTS: Defaults = { count: 0, denying: 0, allowing: 0 };
 
-const added = (defaults: Defaults, policy: Policy, sign: 1 | -1): Defaults => ({
+/** `defaults` with `policy` counted (`sign` 1) or no longer counted (-1). */
+export const counted = (defaults: Defaults, policy: Policy, sign: 1 | -1): Defaults => ({
   count: defaults.count + sign,
   denying: defaults.denying + (policy.default_effect === 'deny' ? sign : 0),
+  allowing: defaults.allowing + (policy.default_effect === 'allow' ? sign : 0),
 });
+
+const sum = (one: Defaults, other: Defaults): Defaults => ({ count: one.count + other.count, denying: one.denying + other.denying, allowing: one.allowing + other.allowing });
+
+/** Whether the policies counted allow what no rule decided: none defaults to deny, and one to allow. */
+const allowByDefault = (defaults: Defaults) => defaults.denying === 0 && defaults.allowing > 0;
+
+/**
+ * The decision of the policies counted when no rule of theirs decides: a deny default anywhere denies,
+ * else an allow default allows, else (every one `none`) it is denied. Undefined when none is counted.
+ */
+export function defaultDecisionOf(defaults: Defaults): Decision | undefined {
+  if (defaults.count === 0) return undefined;
+  return allowByDefault(defaults) ? ALLOWED_BY_DEFAULT : DENIED_BY_DEFAULT;
+}
 
 /**
  * The default effects where some policies are scoped: those of the unscoped policies, which speak for
@@ -56,7 +73,7 @@ export class ScopedDefaults {
 
   /** Those of `policies`, or undefined when none is scoped. */
   static of(policies: readonly Policy[]): ScopedDefaults | undefined {
-    return new ScopedDefaults(NONE, new Map()).with(policies, []);
+    return new ScopedDefaults(NO_DEFAULTS, new Map()).with(policies, []);
   }
 
   /** These defaults with `added` policies counted and `removed` ones not; undefined when no policy is scoped any more. */
@@ -64,8 +81,8 @@ export class ScopedDefaults {
     let unscoped = this.unscoped;
     const byType = new Map(this.byType);
     const count = (policy: Policy, sign: 1 | -1) => {
-      if (policy.resource_types === undefined) unscoped = added(unscoped, policy, sign);
-      else for (const type of policy.resource_types) byType.set(type, added(byType.get(type) ?? NONE, policy, sign));
+      if (policy.resource_types === undefined) unscoped = counted(unscoped, policy, sign);
+      else for (const type of policy.resource_types) byType.set(type, counted(byType.get(type) ?? NO_DEFAULTS, policy, sign));
     };
     for (const policy of removedPolicies) count(policy, -1);
     for (const policy of addedPolicies) count(policy, 1);
@@ -77,9 +94,7 @@ export class ScopedDefaults {
   fallbackFor(uri: string | undefined): Decision {
     const type = resourceTypeOf(uri);
     const scoped = type === undefined ? undefined : this.byType.get(type);
-    const count = this.unscoped.count + (scoped?.count ?? 0);
-    if (count === 0) return this.uncoveredDecision(type);
-    return this.unscoped.denying + (scoped?.denying ?? 0) > 0 ? DENIED_BY_DEFAULT : ALLOWED_BY_DEFAULT;
+    return defaultDecisionOf(sum(this.unscoped, scoped ?? NO_DEFAULTS)) ?? this.uncoveredDecision(type);
   }
 
   /** The policies that speak for checks on resources of `type` (undefined: without a type), in `policies`' order. */
@@ -88,15 +103,15 @@ export class ScopedDefaults {
   }
 
   /**
-   * The resources whose default allows, as a plan states them: those of each type whose policies all
-   * default to allow, and, where the unscoped policies allow by default, those of no scoped type.
+   * The resources whose default allows, as a plan states them: those of each type whose speaking
+   * policies allow by default, and, where the unscoped policies allow by default, those of no scoped type.
    */
   fallbackAllows(): ConditionTree {
     if (this.unscoped.denying > 0) return false;
     const ofType = (type: string): ConditionTree => ({ path: 'uri', operator: 'startswith', value: typePrefix(type) });
-    const types = [...this.byType];
-    if (this.unscoped.count > 0) return not(or(types.filter(([, defaults]) => defaults.denying > 0).map(([type]) => ofType(type))));
-    return or(types.filter(([, defaults]) => defaults.denying === 0).map(([type]) => ofType(type)));
+    const types = [...this.byType].map(([type, defaults]) => ({ type, allows: allowByDefault(sum(this.unscoped, defaults)) }));
+    if (allowByDefault(this.unscoped)) return not(or(types.filter(({ allows }) => !allows).map(({ type }) => ofType(type))));
+    return or(types.filter(({ allows }) => allows).map(({ type }) => ofType(type)));
   }
 
   /** Not kept: the types a client may name are without number. */

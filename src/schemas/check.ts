@@ -1,6 +1,6 @@
 import type { FromSchema } from 'json-schema-to-ts';
 import { anyJsonValueSchema } from './json.js';
-import { actionNameSchema, GROUP_KINDS } from './policy.js';
+import { actionNameSchema, DEFAULT_EFFECTS, GROUP_KINDS } from './policy.js';
 
 
 /** The longest bearer token verified, in characters: a longer one is refused as a token, its check alone. */
@@ -165,7 +165,7 @@ export const explanationSchema = {
         type: 'object',
         properties: {
           name: { type: 'string' },
-          default_effect: effectSchema,
+          default_effect: { type: 'string', enum: DEFAULT_EFFECTS },
           rules: {
             type: 'array',
             items: {

@@ -21,6 +21,9 @@ export const PRESENCE_OPERATORS = ['exists', 'not_exists'] as const satisfies re
 
 export const EFFECTS = ['allow', 'deny'] as const;
 export type Effect = (typeof EFFECTS)[number];
+/** A policy's default effects: `none` states rules only, leaving what they do not decide to the other policies. */
+export const DEFAULT_EFFECTS = [...EFFECTS, 'none'] as const;
+export type DefaultEffect = (typeof DEFAULT_EFFECTS)[number];
 
 const nameSchema = { type: 'string', minLength: 1, maxLength: 256 } as const;
 /** Actions a rule names: as long as a name at most (validation compares them with one another, to find typos). */
@@ -187,7 +190,12 @@ export const policySchema = {
     // No default either: a policy without sets is stored and answered without the field.
     condition_sets: conditionSetsSchema(conditionSchema),
     rules: { type: 'array', items: ruleSchema },
-    default_effect: { type: 'string', enum: EFFECTS, default: 'deny' },
+    default_effect: {
+      type: 'string',
+      enum: DEFAULT_EFFECTS,
+      default: 'deny',
+      description: 'What the policy says of a check none of its rules decides: deny, allow, or none (nothing: the other policies decide; see the combining rules).',
+    },
     // No default: a live policy is stored and answered without the field, as before shadows.
     shadow: {
       anyOf: [{ const: true }, { type: 'string', minLength: 1, maxLength: 256 }],

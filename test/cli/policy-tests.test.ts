@@ -264,7 +264,7 @@ t.test("attribute schemas: a policy they contradict is warned of, a case that br
     "        breaks the attribute schemas: principal: attribute 'level' must be integer (type)",
     'FAIL  tests/records.test.yaml: a forgotten level slips past: expected denied, got allowed (Action allowed by default effect); the check breaks the attribute schemas',
     "        breaks the attribute schemas: principal: attribute 'level' is required (required)",
-    "        No rule for action 'read' matched in the policies with rules for it (records); so the default effects decide, and every policy's default_effect is allow",
+    "        No rule for action 'read' matched in the policies with rules for it (records); so the default effects decide: none of the policies has default_effect deny, and policy records is the first with default_effect allow",
     '        rule junior-staff of policy records: principal attributes.level lt 3 does not hold: missing',
     '        rule clearance-two of policy records: principal attributes.clearence == 2 does not hold: missing',
     warning,

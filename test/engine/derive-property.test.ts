@@ -41,7 +41,7 @@ const policyNamed = (name: string): fc.Arbitrary<Policy> =>
     version: fc.constant('1.0'),
     name: fc.constant(name),
     description: fc.constant(null),
-    default_effect: fc.constantFrom('allow' as const, 'deny' as const),
+    default_effect: fc.constantFrom('allow' as const, 'deny' as const, 'none' as const),
     rules: fc.array(
       fc.record({
         name: fc.constantFrom('r0', 'r1', 'r2'),

@@ -150,7 +150,23 @@ t.test('defaults: deny names the policies with rules for the action and the firs
   const many = explained(Array.from({ length: 8 }, (_, index) => policy(`p${index}`, unmatched, 'deny')), hr).explanation.decided_by.why;
   t.match(many, /\(p0, p1, p2, p3, p4 and 3 more\)/, 'a long list of policies is cut');
   const allow = explained([policy('open', unmatched, 'allow')], hr).explanation.decided_by;
-  t.same(allow, { kind: 'default', effect: 'allow', why: "No rule for action 'access' matched in the policies with rules for it (open); so the default effects decide, and every policy's default_effect is allow", policy: 'open' });
+  t.same(allow, {
+    kind: 'default',
+    effect: 'allow',
+    why: "No rule for action 'access' matched in the policies with rules for it (open); so the default effects decide: none of the policies has default_effect deny, and policy open is the first with default_effect allow",
+    policy: 'open',
+  });
+  // A policy without a default of its own (`none`) leaves the others' defaults as they are; alone, nothing allows.
+  const baseline = policy('suspended', [rule('suspended users', { effect: 'deny', principal: [cond('==', true, 'attributes.suspended')] })], 'none');
+  const beside = explained([baseline, policy('open', unmatched, 'allow')], hr);
+  t.same([beside.decision.allowed, beside.explanation.decided_by.policy], [true, 'open'], "a none default leaves another policy's allow default as it was");
+  const alone = explained([baseline], hr);
+  t.same(alone.decision, { allowed: false, reason: 'Action denied by default effect' });
+  t.same(alone.explanation.decided_by, {
+    kind: 'default',
+    effect: 'deny',
+    why: "No rule for action 'access' matched in the policies with rules for it (suspended); and none of the policies has a default effect of its own (each is default_effect none), so it is denied",
+  });
   const none = explained([], hr);
   t.same(none.decision, { allowed: false, reason: 'Action denied by default because there are no policies' });
   t.same(none.explanation.decided_by, { kind: 'no_policies', effect: 'deny', why: 'There are no policies' });

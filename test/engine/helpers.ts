@@ -1,4 +1,4 @@
-import type { Condition, ConditionItem, Operator, Policy, Rule } from '../../src/schemas/policy.js';
+import type { Condition, ConditionItem, DefaultEffect, Operator, Policy, Rule } from '../../src/schemas/policy.js';
 import type { DecisionRequest, ResolvedEntity } from '../../src/engine/index.js';
 import { compile, evaluate } from '../../src/engine/index.js';
 
@@ -24,7 +24,7 @@ export function rule(name: string, options: RuleOptions = {}): Rule {
   };
 }
 
-export function policy(name: string, rules: Rule[], defaultEffect: 'allow' | 'deny' = 'deny'): Policy {
+export function policy(name: string, rules: Rule[], defaultEffect: DefaultEffect = 'deny'): Policy {
   return { version: '1.0', name, description: null, rules, default_effect: defaultEffect };
 }
 

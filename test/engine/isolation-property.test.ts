@@ -95,7 +95,7 @@ const RESOURCE_URIS = [undefined, 'doc:1', 'img:2', 'txt:3', 'plain', ':x'];
 /** Policies p0..pn, some of whose rules get a spliced condition made from another rule's two conditions. */
 const policySet: fc.Arbitrary<Policy[]> = fc
   .tuple(
-    fc.array(fc.tuple(fc.array(rule, { minLength: 1, maxLength: 3 }), fc.constantFrom('allow' as const, 'deny' as const), scope, conditionSets), { minLength: 1, maxLength: 4 }),
+    fc.array(fc.tuple(fc.array(rule, { minLength: 1, maxLength: 3 }), fc.constantFrom('allow' as const, 'deny' as const, 'none' as const), scope, conditionSets), { minLength: 1, maxLength: 4 }),
     fc.array(fc.tuple(fc.nat(), fc.nat(), fc.constantFrom('joined' as const, 'json' as const), fc.boolean()), { maxLength: 3 }),
   )
   .map(([drawn, splices]) => {

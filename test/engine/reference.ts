@@ -108,10 +108,11 @@ export function reference(allPolicies: readonly Policy[], request: DecisionReque
   };
   const ruled = byRule('deny') ?? byRule('allow');
   if (ruled) return ruled;
-  if (policies.some((policy) => policy.default_effect === 'deny')) {
-    return { decision: { allowed: false, reason: 'Action denied by default effect' }, decider: { kind: 'default', effect: 'deny' } };
-  }
-  if (policies.length > 0) return { decision: { allowed: true, reason: 'Action allowed by default effect' }, decider: { kind: 'default', effect: 'allow' } };
+  // A deny default anywhere denies; else an allow default allows; policies with default_effect none say nothing, and alone they deny.
+  const denied = { decision: { allowed: false, reason: 'Action denied by default effect' }, decider: { kind: 'default', effect: 'deny' } } as const;
+  if (policies.some((policy) => policy.default_effect === 'deny')) return denied;
+  if (policies.some((policy) => policy.default_effect === 'allow')) return { decision: { allowed: true, reason: 'Action allowed by default effect' }, decider: { kind: 'default', effect: 'allow' } };
+  if (policies.length > 0) return denied;
   const uri = request.resource.uri;
   const type = uri !== undefined && uri.indexOf(':') > 0 ? uri.slice(0, uri.indexOf(':')) : undefined;
   const reason =

@@ -77,7 +77,7 @@ const rule = fc.record(
 );
 
 const policySet: fc.Arbitrary<Policy[]> = fc
-  .array(fc.tuple(fc.array(rule, { minLength: 1, maxLength: 3 }), fc.constantFrom('allow' as const, 'deny' as const)), { minLength: 1, maxLength: 3 })
+  .array(fc.tuple(fc.array(rule, { minLength: 1, maxLength: 3 }), fc.constantFrom('allow' as const, 'deny' as const, 'none' as const)), { minLength: 1, maxLength: 3 })
   .map((drawn) =>
     drawn.map(([rules, defaultEffect], index) => ({
       version: '1.0',

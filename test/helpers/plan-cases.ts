@@ -191,7 +191,7 @@ const conditionSets = fc.option(
 
 const policy = (index: number): fc.Arbitrary<Policy> =>
   fc
-    .tuple(fc.array(fc.nat(), { minLength: 1, maxLength: 4 }), fc.constantFrom('allow' as const, 'deny' as const), scope, conditionSets)
+    .tuple(fc.array(fc.nat(), { minLength: 1, maxLength: 4 }), fc.constantFrom('allow' as const, 'deny' as const, 'none' as const), scope, conditionSets)
     .chain(([rules, defaultEffect, types, sets]) =>
       fc.tuple(...rules.map((_, ruleIndex) => rule(`r${ruleIndex}`, sets !== undefined))).map((built) => ({
         version: '1.0',

@@ -56,7 +56,7 @@ t.test('an explanation names the policy whose default spoke for the type, and wh
   t.same(folder.decided_by, {
     kind: 'default',
     effect: 'allow',
-    why: "No rule for action 'edit' matched in the policies with rules for it (documents); so the default effects decide, and every policy that speaks for resources of type 'folder' has default_effect allow",
+    why: "No rule for action 'edit' matched in the policies with rules for it (documents); so the default effects decide: none of the policies that speak for resources of type 'folder' has default_effect deny, and policy folders is the first with default_effect allow",
     policy: 'folders',
   });
   t.same(folder.policies[0].rules[0].failed, { side: 'resource', path: 'uri', operator: 'startswith', expected: 'document:', actual: 'folder:1' }, "the documents' rule is out of scope");
@@ -97,4 +97,38 @@ t.test('writes refuse a type with a colon, no types, a type twice and too many, 
   const stored = await server.call('POST', '/admin/policies', DOCUMENTS);
   t.same(Object.keys(stored.body), ['version', 'name', 'description', 'rules', 'default_effect', 'resource_types'], 'after the fields every policy has');
   t.same((await server.call('GET', '/admin/policies/documents')).body, stored.body, 'read back as written');
+});
+
+t.test('a global deny without touching any default: a policy of default_effect none states its rules and changes nothing else', async (t) => {
+  const suspended = {
+    name: 'suspended',
+    rules: [{ name: 'suspended users do nothing', effect: 'deny', principal_conditions: [{ path: 'attributes.suspended', operator: '==', value: true }], actions: ['*'] }],
+    default_effect: 'none',
+  };
+  for (const evaluation of ['inline', 'pool'] as const) {
+    const server = await emptyServer(t, { evaluation, workers: 1 });
+    for (const policy of [suspended, DOCUMENTS, OPEN_FOLDERS]) t.equal((await server.call('POST', '/admin/policies', policy)).status, 200);
+    const suspendedEditor = { ...editOf('folder:1'), principal: { attributes: { role: 'editor', suspended: true } } };
+    await decidesEachAndInBulk(
+      t,
+      server,
+      [
+        [editOf('folder:1'), DEFAULT_ALLOW, "a folder: the folders' allow default still speaks, the baseline has none to add"],
+        [editOf('document:1', 'editor'), EDITED, 'an editor edits a document'],
+        [editOf('document:1'), DEFAULT_DENY, "a reader does not: the documents' deny default"],
+        [editOf('video:1'), DEFAULT_DENY, 'a type only the baseline speaks for: nothing allows it, so denied'],
+        [suspendedEditor, { allowed: false, reason: 'Rule suspended-users-do-nothing denied the action in policy suspended' }, 'a suspended user does nothing, anywhere'],
+      ],
+      evaluation,
+    );
+    const plan = await server.call('POST', '/plan', { principal: { attributes: { role: 'reader' } }, action: 'edit' });
+    t.same(
+      plan.body.condition,
+      { or: [{ path: 'uri', operator: 'startswith', value: 'folder:' }, { path: 'uri', operator: 'startswith', value: 'image:' }] },
+      `${evaluation}: the plan allows what the folders' default allows, and nothing more`,
+    );
+    const explained = await server.call('POST', '/check?explain=true', editOf('video:1'));
+    t.match(explained.body.explain.decided_by.why, /none of the policies that speak for resources of type 'video' has a default effect of its own \(each is default_effect none\), so it is denied/);
+    t.equal((await server.call('GET', '/admin/policies/suspended')).body.default_effect, 'none');
+  }
 });
