@@ -89,7 +89,7 @@ async function afterABigBulk(t: Test, server: Child & { url: string }) {
   t.equal(answered.status, 200);
   t.equal(answered.body.length, BIG_BULK.length);
   const readyLine = server.output().stdout.split('\n').find((line) => line.includes('"Verdict is ready"'))!;
-  const ready = await ask(server.url, 'GET', '/ready');
+  const ready = await ask(server.url, 'GET', '/ready?verbose=true');
   t.equal(ready.status, 200);
   t.equal(ready.body.degraded, false, 'the choice is no failing condition');
   t.equal(ready.body.detail, undefined);
