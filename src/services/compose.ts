@@ -22,10 +22,10 @@ import { LiveCounters } from '../live/live-counters.js';
 import { LiveWindow } from '../live/live-window.js';
 import { RuleTally } from '../live/rule-tally.js';
 import { RecentDenials } from '../live/recent-denials.js';
-import { TokenVerifier } from '../identity/verifier.js';
+import type { TokenVerifier } from '../identity/verifier.js';
+import type { IdentitySource } from '../identity/identity.js';
 import { ExtAuthzMapping } from '../ext-authz/mapping.js';
 import { readTokenSettings, type TokenSettings } from '../identity/settings.js';
-import { jwtIdentities } from '../identity/jwt-source.js';
 import { decisionLogFile, DECISION_LOG_CAPACITY, DecisionLog } from '../decision-log/decision-log.js';
 import { AuditTrail } from '../audit/audit-trail.js';
 import { adminKeysOf, type KeyRing } from '../admin-keys.js';
@@ -136,8 +136,7 @@ export async function composeServices(config: Config, substitutes: Substitutes =
   const adminKeys = adminKeysOf(config);
   const adminKeysFile = config.adminKeysFile === '' ? undefined : adminKeys;
   if (adminKeysFile !== undefined) metrics.observeAdminKeysFile(adminKeysFile);
-  const tokens = tokenSettings === undefined ? undefined : openTokens(tokenSettings, metrics);
-  const identities = tokens && jwtIdentities(tokens);
+  const { tokens, identities } = tokenSettings === undefined ? {} : await openTokens(tokenSettings, metrics);
   const feed = new FeedHealth();
   metrics.observeFeed(feed);
   const readiness = new Readiness(readinessConditions({ store, snapshots, feed, bulk, policyFiles, adminKeysFile, tokens }), () => ({
@@ -207,14 +206,19 @@ export async function composeServices(config: Config, substitutes: Substitutes =
   };
 }
 
-/** The token verifier of `--tokens`: its files read, its URLs being fetched (the start does not wait for them; /ready says how they fare). */
-function openTokens(settings: TokenSettings, metrics: Metrics): TokenVerifier {
-  const verifier = TokenVerifier.open(settings, {
+/**
+ * The token verifier of `--tokens` and the identity source on it: its files read, its URLs being fetched
+ * (the start does not wait for them; /ready says how they fare). Loaded only then: a start without
+ * tokens loads no JOSE library and no HTTP client.
+ */
+async function openTokens(settings: TokenSettings, metrics: Metrics): Promise<{ tokens: TokenVerifier; identities: IdentitySource }> {
+  const [{ TokenVerifier }, { jwtIdentities }] = await Promise.all([import('../identity/verifier.js'), import('../identity/jwt-source.js')]);
+  const tokens = TokenVerifier.open(settings, {
     verification: (outcome) => metrics.tokenOutcomes[outcome].inc(),
     refresh: (set, outcome) => metrics.keySetRefreshes.inc({ key_set: set, outcome }),
   });
-  metrics.observeKeySets(() => verifier.status());
-  return verifier;
+  metrics.observeKeySets(() => tokens.status());
+  return { tokens, identities: jwtIdentities(tokens) };
 }
 
 /** The pool of worker threads that decide bulks off the front thread. */
