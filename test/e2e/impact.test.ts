@@ -61,7 +61,7 @@ if (missing !== undefined) {
 }
 
 if (missing === undefined) {
-  t.test('the Shadow view: the shadow policies, how often they agree, the latest disagreements; promote makes one live, discard deletes one', async (t) => {
+  t.test('the Shadow view: the shadow policies, how often they agree, the latest disagreements grouped by what decided them; promote makes one live, discard deletes one', async (t) => {
     const chromium = await launchChromium();
     t.teardown(() => chromium.close());
     const server = await startServer();
@@ -70,7 +70,7 @@ if (missing === undefined) {
     t.equal((await server.call('POST', '/admin/policies', { name: 'access', rules: [rule('reader')] })).status, 200);
     t.equal((await server.call('POST', '/admin/policies', { name: 'access-next', shadow: 'access', rules: [rule('reader'), rule('guest')] })).status, 200);
     t.equal((await server.call('POST', '/admin/policies', { name: 'trial', shadow: true, rules: [rule('auditor')] })).status, 200);
-    for (const role of ['reader', 'guest', 'guest', 'other']) await server.call('POST', '/check', { principal: { attributes: { role } }, resource: { uri: 'doc:1' }, action: 'read' });
+    for (const role of ['reader', 'guest', 'auditor', 'guest', 'other']) await server.call('POST', '/check', { principal: { attributes: { role } }, resource: { uri: 'doc:1' }, action: 'read' });
 
     const { page, context } = await openDashboard(chromium, server.url);
     t.teardown(() => context.close());
@@ -82,12 +82,20 @@ if (missing === undefined) {
       'access-next in place of access',
       'trial beside the live policies',
     ]);
-    t.match(await page.getByRole('status', { name: 'Agreement' }).innerText(), /Agreed on 2 of 4 checks \(50\.0%\): 0 allowed that the shadows would deny, 2 denied that they would allow/);
-    t.equal(await page.getByRole('list', { name: 'Latest disagreements' }).getByRole('listitem').count(), 2);
+    t.match(await page.getByRole('status', { name: 'Agreement' }).innerText(), /Agreed on 2 of 5 checks \(40\.0%\): 0 allowed that the shadows would deny, 3 denied that they would allow/);
+    const groups = page.getByRole('list', { name: 'Disagreements by what decided' }).getByRole('listitem');
+    t.same(
+      (await groups.allInnerTexts()).map((text) => text.split('. The newest')[0]),
+      [
+        '2 checks: denied (Action denied by default effect) → the shadows: allowed (Rule guests allowed the action in policy access-next)',
+        '1 check: denied (Action denied by default effect) → the shadows: allowed (Rule auditors allowed the action in policy trial)',
+      ],
+      'one line per pair of decisions, the largest first, not one per check',
+    );
     const chart = page.getByRole('figure', { name: 'Agreement with the live policies, each minute' });
-    t.match(await chart.getByTestId('readout').innerText(), /agreed 50%/, 'the chart reads the latest minute: 2 of 4');
+    t.match(await chart.getByTestId('readout').innerText(), /agreed 40%/, 'the chart reads the latest minute: 2 of 5');
     t.equal(await chart.locator('svg').count(), 1, 'drawn');
-    await page.getByRole('list', { name: 'Latest disagreements' }).getByRole('listitem').first().getByRole('button', { name: 'Open in the playground' }).click();
+    await groups.first().getByRole('button', { name: 'Open in the playground' }).click();
     await heading(page, 'Playground').waitFor();
     t.match(await page.getByLabel('Compared decisions').getByRole('region', { name: 'The live policies' }).innerText(), /Denied/);
     t.match(await page.getByLabel('Compared decisions').getByRole('region', { name: 'With the shadows' }).innerText(), /Allowed Rule guests allowed the action in policy access-next/);

@@ -14,14 +14,43 @@ interface Outcomes {
   deny_to_allow: number;
 }
 
+interface Disagreement {
+  at: string;
+  check: Record<string, unknown>;
+  live: Compared;
+  shadow: Compared;
+}
+
 interface ShadowReport {
-  policies: { name: string; in_place_of: string | null }[];
+  policies: { name: string; in_place_of: string | null; source: string }[];
   decided: Outcomes;
   history: (Outcomes & { at: string })[];
-  disagreements: { at: string; check: Record<string, unknown>; live: Compared; shadow: Compared }[];
+  disagreements: Disagreement[];
 }
 
 const word = (allowed: boolean) => (allowed ? 'allowed' : 'denied');
+const decided = ({ allowed, reason }: Compared) => `${word(allowed)} (${reason})`;
+
+/** Disagreements that the same decisions made, live and with the shadows: how many, and the newest as the example. */
+interface DisagreementGroup {
+  live: string;
+  shadow: string;
+  count: number;
+  example: Disagreement;
+}
+
+/** The disagreements grouped by what decided them both ways (as an impact preview groups by rule), the largest group first. */
+function groupedByDecision(disagreements: readonly Disagreement[]): DisagreementGroup[] {
+  const groups = new Map<string, DisagreementGroup>();
+  for (const disagreement of disagreements) {
+    const [live, shadow] = [decided(disagreement.live), decided(disagreement.shadow)];
+    const key = JSON.stringify([live, shadow]);
+    const group = groups.get(key);
+    if (group === undefined) groups.set(key, { live, shadow, count: 1, example: disagreement });
+    else group.count++;
+  }
+  return [...groups.values()].sort((one, other) => other.count - one.count);
+}
 const MINUTE = 60_000;
 
 /** The share of checks the shadows agreed on, each minute of the last hour; a gap where they decided none. */
@@ -81,6 +110,7 @@ export function Shadow() {
                 <li key={policy.name}>
                   <a href={`#/policy/${encodeURIComponent(policy.name)}`}>{policy.name}</a>
                   {policy.in_place_of === null ? ' beside the live policies' : ` in place of ${policy.in_place_of}`}
+                  {policy.source !== 'admin API' && ` (${policy.source})`}
                   {canWrite && (
                     <>
                       {' '}
@@ -103,14 +133,20 @@ export function Shadow() {
           </p>
           <Chart title="Agreement with the live policies, each minute" unit="%" top={100} {...agreementOverTime(report.history, Date.now())} empty="No check decided both ways in the last hour." />
           {report.disagreements.length > 0 && (
-            <ul aria-label="Latest disagreements">
-              {report.disagreements.map((disagreement, index) => (
-                <li key={index}>
-                  {disagreement.at}: <code>{JSON.stringify(disagreement.check)}</code> {word(disagreement.live.allowed)} ({disagreement.live.reason}); the shadows: {word(disagreement.shadow.allowed)} ({disagreement.shadow.reason}){' '}
-                  <OpenInPlayground check={disagreement.check} before={{ title: 'The live policies', ...disagreement.live }} after={{ title: 'With the shadows', ...disagreement.shadow }} />
-                </li>
-              ))}
-            </ul>
+            <>
+              <h2>The latest {report.disagreements.length} disagreements, by what decided them</h2>
+              <ul aria-label="Disagreements by what decided">
+                {groupedByDecision(report.disagreements).map(({ live, shadow, count, example }) => (
+                  <li key={`${live} ${shadow}`}>
+                    <strong>
+                      {count} {count === 1 ? 'check' : 'checks'}
+                    </strong>
+                    : {live} → the shadows: {shadow}. The newest, at {example.at}: <code>{JSON.stringify(example.check)}</code>{' '}
+                    <OpenInPlayground check={example.check} before={{ title: 'The live policies', ...example.live }} after={{ title: 'With the shadows', ...example.shadow }} />
+                  </li>
+                ))}
+              </ul>
+            </>
           )}
         </>
       )}
