@@ -95,6 +95,11 @@ if (missing === undefined) {
     const chart = page.getByRole('figure', { name: 'Agreement with the live policies, each minute' });
     t.match(await chart.getByTestId('readout').innerText(), /agreed 40%/, 'the chart reads the latest minute: 2 of 5');
     t.equal(await chart.locator('svg').count(), 1, 'drawn');
+    const renderedSize = (locator: typeof chart) => locator.locator('.axis-label').first().evaluate((label) => label.getBoundingClientRect().height);
+    const labelHeight = await renderedSize(chart);
+    t.ok(labelHeight > 6 && labelHeight < 20, `its axis text is drawn at the size of the live view's (${labelHeight.toFixed(1)} px high), not scaled up with the page`);
+    const segment = await chart.locator('.series path').evaluate((path) => (path as SVGPathElement).getBBox().width);
+    t.ok(segment > 3, `a single minute draws a segment a minute wide (${segment.toFixed(1)} units), not a lone dot`);
     await groups.first().getByRole('button', { name: 'Open in the playground' }).click();
     await heading(page, 'Playground').waitFor();
     t.match(await page.getByLabel('Compared decisions').getByRole('region', { name: 'The live policies' }).innerText(), /Denied/);
@@ -124,7 +129,10 @@ if (missing === undefined) {
     await until(() => readFileSync(log, 'utf8').split('\n').length === 4, 'three decisions logged');
 
     const page = await editingReadersForGuests(t, chromium, server);
-    await page.getByRole('checkbox', { name: 'Replay the decision log file' }).check();
+    const checkbox = page.getByRole('checkbox', { name: 'Replay the decision log file' });
+    const [box, label] = [(await checkbox.boundingBox())!, (await page.locator('label', { hasText: 'Replay the decision log file' }).boundingBox())!];
+    t.ok(box.width < 40 && label.height < 2.5 * box.height, `the checkbox sits beside its words (box ${box.width.toFixed(0)} px wide; label ${label.height.toFixed(0)} px high)`);
+    await checkbox.check();
     await page.getByRole('button', { name: 'Preview impact' }).click();
     const impact = page.getByRole('region', { name: 'Impact' });
     await impact.waitFor();

@@ -23,6 +23,8 @@ interface ChartProps {
   empty: string;
   /** A fixed top of the y axis (100 for a percentage). */
   top?: number;
+  /** Each value holds for this long from its time (ms), drawn as a step: a minute's count is a segment a minute wide, never a lone dot. */
+  step?: number;
 }
 
 function nearestIndex(times: readonly number[], time: number): number {
@@ -36,7 +38,7 @@ function latestIndex(values: readonly (number | null)[]): number | undefined {
   return undefined;
 }
 
-export function Chart({ title, unit, data, start, end, empty, top }: ChartProps) {
+export function Chart({ title, unit, data, start, end, empty, top, step }: ChartProps) {
   const [hover, setHover] = useState<number | undefined>(undefined);
   const titleId = useId();
   const drawn = hasValues(data);
@@ -53,7 +55,7 @@ export function Chart({ title, unit, data, start, end, empty, top }: ChartProps)
     const time = start + (((clientX - box.left) / box.width) * WIDTH - LEFT) / PLOT_WIDTH * span;
     setHover(data.times.length === 0 ? undefined : nearestIndex(data.times, time));
   };
-  const step = (event: KeyboardEvent) => {
+  const moveReadout = (event: KeyboardEvent) => {
     const last = data.times.length - 1;
     if (last < 0) return;
     if (event.key === 'ArrowLeft') setHover(Math.max(0, (hover ?? last + 1) - 1));
@@ -92,7 +94,7 @@ export function Chart({ title, unit, data, start, end, empty, top }: ChartProps)
           tabIndex={0}
           onPointerMove={(event) => pointAt(event.clientX, event.currentTarget)}
           onPointerLeave={() => setHover(undefined)}
-          onKeyDown={step}
+          onKeyDown={moveReadout}
           onBlur={() => setHover(undefined)}
         >
           <text class="axis-unit" x={LEFT - 6} y={10} text-anchor="end">
@@ -116,7 +118,7 @@ export function Chart({ title, unit, data, start, end, empty, top }: ChartProps)
           ))}
           <line class="axis" x1={LEFT} x2={WIDTH - RIGHT} y1={TOP + PLOT_HEIGHT} y2={TOP + PLOT_HEIGHT} />
           {data.series.map((line) => (
-            <Line key={line.label} tone={line.tone} times={data.times} values={line.values} x={x} y={y} />
+            <Line key={line.label} tone={line.tone} times={data.times} values={line.values} x={x} y={y} step={step} />
           ))}
           {readoutTime !== undefined && (
             <g class="cursor">
@@ -139,17 +141,20 @@ interface LineProps {
   values: readonly (number | null)[];
   x: (time: number) => number;
   y: (value: number) => number;
+  step: number | undefined;
 }
 
-/** One series: a path broken where a value is missing, and a dot for a value with none beside it. */
-function Line({ tone, times, values, x, y }: LineProps) {
+/** One series: a path broken where a value is missing, and a dot for a value with none beside it (or, with `step`, a step each value wide). */
+function Line({ tone, times, values, x, y, step }: LineProps) {
   let path = '';
   const lonely: number[] = [];
+  const point = (time: number, value: number) => `${x(time).toFixed(1)},${y(value).toFixed(1)}`;
   values.forEach((value, index) => {
     if (value === null) return;
     const joined = index > 0 && values[index - 1] !== null;
-    path += `${joined ? 'L' : 'M'}${x(times[index]!).toFixed(1)},${y(value).toFixed(1)}`;
-    if (!joined && (index === values.length - 1 || values[index + 1] === null)) lonely.push(index);
+    path += `${joined ? 'L' : 'M'}${point(times[index]!, value)}`;
+    if (step !== undefined) path += `L${point(times[index]! + step, value)}`;
+    else if (!joined && (index === values.length - 1 || values[index + 1] === null)) lonely.push(index);
   });
   return (
     <g class={`series tone-${tone}`}>

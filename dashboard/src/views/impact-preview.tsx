@@ -51,7 +51,7 @@ export function ImpactPreview({ policy }: { policy: SentPolicy | undefined }) {
       <button type="button" onClick={preview}>
         Preview impact
       </button>{' '}
-      <label>
+      <label class="inline">
         <input type="checkbox" checked={fromLog} onChange={(event) => setFromLog(event.currentTarget.checked)} /> Replay the decision log file
       </label>
       <Alerts messages={alerts} />

@@ -66,7 +66,8 @@ function agreementOverTime(history: ShadowReport['history'], now: number): { dat
     times.push(time);
     values.push(total === 0 ? null : (minute!.agree / total) * 100);
   }
-  return { data: { times, series: [{ label: 'agreed', tone: 'allowed', values }] }, start, end };
+  // The axis runs to the end of the current minute, which each minute's step reaches.
+  return { data: { times, series: [{ label: 'agreed', tone: 'allowed', values }] }, start, end: end + MINUTE };
 }
 
 export function Shadow() {
@@ -131,7 +132,9 @@ export function Shadow() {
               ? 'No check decided both ways yet on this process.'
               : `Agreed on ${agree} of ${total} checks (${((agree / total) * 100).toFixed(1)}%): ${allowToDeny} allowed that the shadows would deny, ${denyToAllow} denied that they would allow.`}
           </p>
-          <Chart title="Agreement with the live policies, each minute" unit="%" top={100} {...agreementOverTime(report.history, Date.now())} empty="No check decided both ways in the last hour." />
+          <div class="charts">
+            <Chart title="Agreement with the live policies, each minute" unit="%" top={100} step={MINUTE} {...agreementOverTime(report.history, Date.now())} empty="No check decided both ways in the last hour." />
+          </div>
           {report.disagreements.length > 0 && (
             <>
               <h2>The latest {report.disagreements.length} disagreements, by what decided them</h2>
