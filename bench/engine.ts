@@ -3,6 +3,7 @@ import type { Condition, ConditionItem, Policy } from '../src/schemas/policy.js'
 import { RequestSchemas } from '../src/attribute-schemas/enforcement.js';
 import { ShadowDecisions } from '../src/services/shadow-decisions.js';
 import { Metrics } from '../src/live/metrics.js';
+import { systemClock } from '../src/clock.js';
 import type { PolicySnapshots } from '../src/snapshot/policy-snapshots.js';
 
 /**
@@ -234,7 +235,7 @@ export function engineShadowRates(roundMillis = 400): { live: number; shadowed: 
   const policies = keyedPolicies(100);
   const live = compile(policies, 1);
   const shadowSnapshot = compile([{ ...policies[0]!, name: 'grant-0-next', shadow: 'grant-0' }, ...policies.slice(1)], 1);
-  const shadows = new ShadowDecisions({ current: live, shadow: shadowSnapshot } as unknown as PolicySnapshots, new Metrics(), 100);
+  const shadows = new ShadowDecisions({ current: live, shadow: shadowSnapshot } as unknown as PolicySnapshots, new Metrics(), 100, {}, systemClock);
   const requests = keyedRequests(100, 1024);
   return {
     live: allowedPerSecond(requests, (request) => evaluate(live, request).allowed, roundMillis),

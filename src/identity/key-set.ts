@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { createLocalJWKSet, errors, type JSONWebKeySet, type JWTVerifyGetKey } from 'jose';
 import { request } from 'undici';
+import type { Clock, Timer } from '../clock.js';
 import { ConfigError } from '../config/config.js';
 import type { KeySetSettings } from './settings.js';
 
@@ -76,13 +77,14 @@ export class KeySet {
   private lastError: string | null = null;
   private lastFetchStarted = 0;
   private fetching: Promise<void> | undefined;
-  private timer: NodeJS.Timeout | undefined;
-  private retry: NodeJS.Timeout | undefined;
+  private timer: Timer | undefined;
+  private retry: Timer | undefined;
   private closed = false;
 
   private constructor(
     readonly settings: KeySetSettings,
     private readonly onRefresh: (set: string, outcome: RefreshOutcome) => void,
+    private readonly clock: Clock,
   ) {}
 
   /**
@@ -90,8 +92,8 @@ export class KeySet {
    * them from a URL: the start never waits for a URL (until it answers, `/ready` says so and tokens
    * of the set are refused); one that cannot be fetched yet is retried.
    */
-  static open(settings: KeySetSettings, onRefresh: (set: string, outcome: RefreshOutcome) => void): KeySet {
-    const set = new KeySet(settings, onRefresh);
+  static open(settings: KeySetSettings, onRefresh: (set: string, outcome: RefreshOutcome) => void, clock: Clock): KeySet {
+    const set = new KeySet(settings, onRefresh, clock);
     const { source } = settings;
     if ('file' in source) {
       try {
@@ -102,8 +104,7 @@ export class KeySet {
       return set;
     }
     void set.fetch();
-    set.timer = setInterval(() => void set.fetch(), source.refreshSeconds * 1000);
-    set.timer.unref();
+    set.timer = clock.every(source.refreshSeconds * 1000, () => void set.fetch());
     return set;
   }
 
@@ -116,7 +117,7 @@ export class KeySet {
   /** Fetches the keys again because a token named one not held, unless that was done less than `minRefetchSeconds` ago: whether it did. */
   async refetchForUnknownKey(): Promise<boolean> {
     const { source } = this.settings;
-    if ('file' in source || Date.now() - this.lastFetchStarted < source.minRefetchSeconds * 1000) return false;
+    if ('file' in source || this.clock.now() - this.lastFetchStarted < source.minRefetchSeconds * 1000) return false;
     await this.fetch();
     return true;
   }
@@ -132,20 +133,20 @@ export class KeySet {
       keys: this.keyCount,
       loaded_at: this.loadedAt === undefined ? null : new Date(this.loadedAt).toISOString(),
       last_error: this.lastError,
-      fetching_for_ms: this.fetching === undefined ? null : Date.now() - this.lastFetchStarted,
+      fetching_for_ms: this.fetching === undefined ? null : this.clock.now() - this.lastFetchStarted,
     };
   }
 
   close(): void {
     this.closed = true;
-    clearInterval(this.timer);
-    clearTimeout(this.retry);
+    this.timer?.cancel();
+    this.retry?.cancel();
   }
 
   private use(keys: JSONWebKeySet): void {
     this.getKey = createLocalJWKSet(keys);
     this.keyCount = keys.keys.length;
-    this.loadedAt = Date.now();
+    this.loadedAt = this.clock.now();
     this.lastError = null;
   }
 
@@ -154,7 +155,7 @@ export class KeySet {
     const { source } = this.settings;
     if ('file' in source || this.closed) return Promise.resolve();
     this.fetching ??= (async () => {
-      this.lastFetchStarted = Date.now();
+      this.lastFetchStarted = this.clock.now();
       try {
         this.use(keysOf(await fetchText(source.url, source.timeoutMs)));
         this.onRefresh(this.settings.name, 'loaded');
@@ -162,7 +163,7 @@ export class KeySet {
         this.lastError = (error as Error).message;
         this.onRefresh(this.settings.name, 'failed');
         // Never fetched: tried again soon, not at the next refresh.
-        if (!this.loaded) this.retry = setTimeout(() => void this.fetch(), source.minRefetchSeconds * 1000).unref();
+        if (!this.loaded) this.retry = this.clock.after(source.minRefetchSeconds * 1000, () => void this.fetch());
       } finally {
         this.fetching = undefined;
       }

@@ -3,7 +3,7 @@ import { decodeJwt, errors, jwtVerify, type JWTPayload } from 'jose';
 import { KeySet, type KeySetStatus, type RefreshOutcome } from './key-set.js';
 import type { TokenSettings } from './settings.js';
 import { MAX_TOKEN_LENGTH } from '../schemas/check.js';
-
+import type { Clock } from '../clock.js';
 import type { Claims, Identity } from './identity.js';
 
 /** A verified token is remembered at most this long (and never past its `exp`). */
@@ -59,10 +59,11 @@ export class TokenVerifier {
     private readonly settings: TokenSettings,
     private readonly keySets: KeySet[],
     private readonly observers: TokenObservers,
+    private readonly clock: Clock,
   ) {}
 
-  static open(settings: TokenSettings, observers: TokenObservers): TokenVerifier {
-    return new TokenVerifier(settings, settings.keySets.map((set) => KeySet.open(set, observers.refresh)), observers);
+  static open(settings: TokenSettings, observers: TokenObservers, clock: Clock): TokenVerifier {
+    return new TokenVerifier(settings, settings.keySets.map((set) => KeySet.open(set, observers.refresh, clock)), observers, clock);
   }
 
   get onInvalid(): TokenSettings['onInvalid'] {
@@ -83,7 +84,7 @@ export class TokenVerifier {
     // A token verified by a named key set is remembered apart from the same token verified by its issuer's.
     const digest = `${keySetName ?? ''}:${createHash('sha256').update(token).digest('base64')}`;
     const remembered = this.verified.get(digest);
-    if (remembered !== undefined && remembered.until > Date.now()) {
+    if (remembered !== undefined && remembered.until > this.clock.now()) {
       this.observers.verification('cached');
       return remembered.token;
     }
@@ -104,7 +105,7 @@ export class TokenVerifier {
   private async verify(token: string, keySetName: string | undefined): Promise<{ payload: JWTPayload; keySet: string }> {
     const set = this.keySetFor(token, keySetName);
     const { algorithms, issuer, audience, name } = set.settings;
-    const options = { algorithms, issuer, audience, clockTolerance: this.settings.leewaySeconds, requiredClaims: ['exp'] };
+    const options = { algorithms, issuer, audience, clockTolerance: this.settings.leewaySeconds, requiredClaims: ['exp'], currentDate: new Date(this.clock.now()) };
     try {
       return { payload: (await jwtVerify(token, set.key, options)).payload, keySet: name };
     } catch (error) {
@@ -144,7 +145,7 @@ export class TokenVerifier {
     while (this.verified.size > 0 && (this.verified.size >= this.settings.cacheSize || this.cachedCharacters + characters > MAX_CACHED_CHARACTERS)) {
       this.forget(this.verified.keys().next().value!);
     }
-    const until = Math.min((expiry ?? 0) * 1000, Date.now() + MAX_CACHED_MS);
+    const until = Math.min((expiry ?? 0) * 1000, this.clock.now() + MAX_CACHED_MS);
     this.verified.set(digest, { token, until, characters });
     this.cachedCharacters += characters;
   }

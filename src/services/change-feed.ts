@@ -1,3 +1,4 @@
+import { systemClock, type Clock, type Timer } from '../clock.js';
 import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
 import type { Snapshot } from '../engine/compile.js';
 import { readsDecisionTime } from '../engine/reads-time.js';
@@ -33,12 +34,13 @@ export class ChangeFeed {
   private pendingUris = new Set<string>();
   private allEntities = false;
   private flushScheduled = false;
-  private heartbeat: NodeJS.Timeout | undefined;
+  private heartbeat: Timer | undefined;
   private readonly stopWatching: () => void;
 
   constructor(
     private readonly snapshots: PolicySnapshots,
     entities: EntityAttributeCache,
+    private readonly clock: Clock = systemClock,
   ) {
     const published = () => this.send(this.revisionLine());
     const invalidated = (uri: string) => this.entityChanged(uri);
@@ -66,11 +68,11 @@ export class ChangeFeed {
   subscribe(subscriber: ChangeSubscriber): () => void {
     this.subscribers.add(subscriber);
     subscriber(lineOf(this.revisionLine()));
-    this.heartbeat ??= setInterval(() => this.send({ at: Date.now() }), HEARTBEAT_MILLIS).unref();
+    this.heartbeat ??= this.clock.every(HEARTBEAT_MILLIS, () => this.send({ at: this.clock.now() }));
     return () => {
       this.subscribers.delete(subscriber);
       if (this.subscribers.size === 0) {
-        clearInterval(this.heartbeat);
+        this.heartbeat?.cancel();
         this.heartbeat = undefined;
       }
     };
@@ -78,7 +80,7 @@ export class ChangeFeed {
 
   close(): void {
     this.stopWatching();
-    clearInterval(this.heartbeat);
+    this.heartbeat?.cancel();
     this.subscribers.clear();
   }
 
@@ -86,7 +88,7 @@ export class ChangeFeed {
     const snapshot = this.snapshots.current;
     let timeDependent = readsTime.get(snapshot);
     if (timeDependent === undefined) readsTime.set(snapshot, (timeDependent = readsDecisionTime(snapshot.policies)));
-    return { at: Date.now(), revision: snapshot.revision, time_dependent: timeDependent };
+    return { at: this.clock.now(), revision: snapshot.revision, time_dependent: timeDependent };
   }
 
   /** A registered entity changed (undefined: all of them may have). */
@@ -103,7 +105,7 @@ export class ChangeFeed {
       const entities = this.allEntities ? 'all' : [...this.pendingUris];
       this.allEntities = false;
       this.pendingUris = new Set();
-      this.send({ at: Date.now(), entities });
+      this.send({ at: this.clock.now(), entities });
     });
   }
 

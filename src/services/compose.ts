@@ -4,6 +4,7 @@ import { bulkLimitsOf } from '../requests/bulk-request.js';
 import { ImpactService } from './impact-service.js';
 import { PolicySetReader } from '../policy-files/policy-set.js';
 import { ChangeFeed } from './change-feed.js';
+import { systemClock, type Clock } from '../clock.js';
 import { RecentChecks } from './recent-checks.js';
 import { ShadowDecisions } from './shadow-decisions.js';
 import type { FastifyBaseLogger } from 'fastify';
@@ -91,11 +92,14 @@ export interface Services {
 export interface Substitutes {
   store?: Store;
   poolWorkerFile?: URL;
+  /** The clock of the key sets, the token verifier, shadows, recent checks and the change feed's heartbeat. */
+  clock?: Clock;
 }
 
 /** Opens the store, loads the policy snapshot and builds the services on them, as the configuration says. */
 export async function composeServices(config: Config, substitutes: Substitutes = {}): Promise<Services> {
   const metrics = new Metrics();
+  const clock = substitutes.clock ?? systemClock;
   // Read before the store opens: a schema document or a mapping that cannot be used stops the start.
   const schemaFile = schemaFileOf(config);
   const tokenSettings = config.tokens === '' ? undefined : readTokenSettings(config.tokens);
@@ -123,8 +127,8 @@ export async function composeServices(config: Config, substitutes: Substitutes =
   metrics.observeRules(live.rules);
   const decisionLog =
     config.decisionLog === '' ? undefined : DecisionLog.open(config.decisionLog, (lines) => metrics.decisionLogDropped.inc(lines), DECISION_LOG_CAPACITY, config.decisionLogMask);
-  const recentChecks = new RecentChecks(config.recentChecks, config.recentChecksRate);
-  const shadows = new ShadowDecisions(snapshots, metrics, config.shadowSamplePercent, config.decisionLogMask);
+  const recentChecks = new RecentChecks(config.recentChecks, config.recentChecksRate, clock);
+  const shadows = new ShadowDecisions(snapshots, metrics, config.shadowSamplePercent, config.decisionLogMask, clock);
   const decisions = new DecisionObserver(metrics, live, decisionLog, recentChecks, shadows);
   const parallelism = detectParallelism();
   const workers = workerSizing(config.workers, parallelism);
@@ -136,7 +140,7 @@ export async function composeServices(config: Config, substitutes: Substitutes =
   const adminKeys = adminKeysOf(config);
   const adminKeysFile = config.adminKeysFile === '' ? undefined : adminKeys;
   if (adminKeysFile !== undefined) metrics.observeAdminKeysFile(adminKeysFile);
-  const { tokens, identities } = tokenSettings === undefined ? {} : await openTokens(tokenSettings, metrics);
+  const { tokens, identities } = tokenSettings === undefined ? {} : await openTokens(tokenSettings, metrics, clock);
   const feed = new FeedHealth();
   metrics.observeFeed(feed);
   const readiness = new Readiness(readinessConditions({ store, snapshots, feed, bulk, policyFiles, adminKeysFile, tokens }), () => ({
@@ -155,7 +159,7 @@ export async function composeServices(config: Config, substitutes: Substitutes =
   const checks = new CheckService(snapshots, registered, config.maxAnswerSize, decisions, schemas, resolving, sideWordingOf(config));
   const plans = new PlanService(snapshots, registered, config, bulk, schemas, resolving);
   const registry = new RegistryService(store, (uri) => entities.invalidate(uri), schemas, checkedAgainst);
-  const changes = new ChangeFeed(snapshots, entities);
+  const changes = new ChangeFeed(snapshots, entities, clock);
 
   const policies = new PolicyService(
     store,
@@ -211,12 +215,12 @@ export async function composeServices(config: Config, substitutes: Substitutes =
  * (the start does not wait for them; /ready says how they fare). Loaded only then: a start without
  * tokens loads no JOSE library and no HTTP client.
  */
-async function openTokens(settings: TokenSettings, metrics: Metrics): Promise<{ tokens: TokenVerifier; identities: IdentitySource }> {
+async function openTokens(settings: TokenSettings, metrics: Metrics, clock: Clock): Promise<{ tokens: TokenVerifier; identities: IdentitySource }> {
   const [{ TokenVerifier }, { jwtIdentities }] = await Promise.all([import('../identity/verifier.js'), import('../identity/jwt-source.js')]);
   const tokens = TokenVerifier.open(settings, {
     verification: (outcome) => metrics.tokenOutcomes[outcome].inc(),
     refresh: (set, outcome) => metrics.keySetRefreshes.inc({ key_set: set, outcome }),
-  });
+  }, clock);
   metrics.observeKeySets(() => tokens.status());
   return { tokens, identities: jwtIdentities(tokens) };
 }

@@ -1,3 +1,4 @@
+import { systemClock, type Clock } from '../clock.js';
 import type { DecisionRequest } from '../engine/index.js';
 
 /** The largest check kept, by the estimate of sizeWithin: larger ones are counted as skipped. */
@@ -28,13 +29,14 @@ export class RecentChecks {
   constructor(
     readonly capacity: number,
     readonly perSecond = 0,
+    private readonly clock: Clock = systemClock,
   ) {
     this.ring = new Array<RecentCheck | undefined>(capacity);
   }
 
   record(request: DecisionRequest): void {
     if (this.capacity === 0) return;
-    const now = Date.now();
+    const now = this.clock.now();
     if (this.perSecond > 0) {
       const second = Math.floor(now / 1000);
       if (second !== this.second) [this.second, this.keptThisSecond] = [second, 0];

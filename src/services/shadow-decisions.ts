@@ -1,3 +1,4 @@
+import type { Clock } from '../clock.js';
 import { decisionOf } from '../decide/kernel.js';
 import { maskedCheck, maskedExplanation } from '../decision-log/masked-view.js';
 import type { DecisionLogMask } from '../decision-log/mask.js';
@@ -38,7 +39,8 @@ export class ShadowDecisions {
     private readonly metrics: Metrics,
     private readonly samplePercent: number,
     /** The values the disagreements kept never show (`--decision-log-mask`). */
-    private readonly mask: DecisionLogMask = {},
+    private readonly mask: DecisionLogMask,
+    private readonly clock: Clock,
   ) {}
 
   /** `live` is what the live policies decided for `request`. */
@@ -52,7 +54,7 @@ export class ShadowDecisions {
     this.countInMinute(outcome);
     if (outcome === 'agree') return;
     this.disagreements.unshift({
-      at: new Date().toISOString(),
+      at: new Date(this.clock.now()).toISOString(),
       // A large check is not kept: a hundred of them would hold a hundred request bodies.
       check: checkSize(request) > MAX_KEPT_CHECK_BYTES ? { omitted: `larger than ${MAX_KEPT_CHECK_BYTES} bytes` } : maskedCheck(checkAsRead(request), this.mask),
       live: explained(this.snapshots.current, request, live, this.mask),
@@ -62,7 +64,7 @@ export class ShadowDecisions {
   }
 
   private countInMinute(outcome: ShadowOutcome): void {
-    const minute = Math.floor(Date.now() / 60_000);
+    const minute = Math.floor(this.clock.now() / 60_000);
     let counts = this.minutes.at(-1);
     if (counts === undefined || counts.minute !== minute) {
       this.minutes.push((counts = { minute, agree: 0, allow_to_deny: 0, deny_to_allow: 0 }));

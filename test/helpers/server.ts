@@ -87,10 +87,6 @@ export async function startServer(overrides: Partial<Config> = {}, substitutes: 
   };
 }
 
-/**
- * Resolves once the clock reads later than `timestamp` (one the server, in this process, wrote), so
- * that anything written next carries a later time: a wait on the clock itself, not a guess at it.
- */
 /** The body of a call the test expects to succeed (200 or 201); throws with the status and body otherwise. */
 export async function succeeded(server: TestServer, method: string, path: string, body?: unknown): Promise<JsonResponse['body']> {
   const response = await server.call(method, path, body);
@@ -98,6 +94,10 @@ export async function succeeded(server: TestServer, method: string, path: string
   return response.body;
 }
 
+/**
+ * Resolves once the clock reads later than `timestamp` (one the server, in this process, wrote), so
+ * that anything written next carries a later time: a wait on the clock itself, not a guess at it.
+ */
 export async function clockPast(timestamp: string): Promise<void> {
   const written = Date.parse(timestamp);
   if (Number.isNaN(written)) throw new Error(`not a timestamp: ${timestamp}`);

@@ -4,8 +4,10 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { keyDigest } from '../../src/admin-keys.js';
 import { scratchDir, startServer, type TestServer } from '../helpers/server.js';
+import { until } from '../helpers/until.js';
 import { MAX_FEED_SUBSCRIBERS, MAX_FEEDS_PER_KEY } from '../../src/http/changes.js';
-import { MAX_URIS_PER_LINE } from '../../src/services/change-feed.js';
+import { HEARTBEAT_MILLIS, MAX_URIS_PER_LINE } from '../../src/services/change-feed.js';
+import { ManualClock } from '../helpers/manual-clock.js';
 
 // GET /admin/changes: the decision change feed a caching client follows, over real HTTP.
 
@@ -91,6 +93,25 @@ t.test('the feed starts with the revision served, then names each new revision a
   t.same((await feed.next((line) => line.revision !== undefined)).time_dependent, true, 'a policy that reads the decision time makes the revision time-dependent');
   t.equal((await server.call('DELETE', '/admin/policies/hours')).status, 200);
   t.same((await feed.next((line) => line.revision !== undefined)).time_dependent, false, 'and it is no longer once that policy is gone');
+});
+
+t.test('a feed with nothing to say sends a heartbeat every two seconds of its clock, a line of `at` alone; the last reader gone, it stops', async (t) => {
+  const clock = new ManualClock();
+  const server = await startServer({}, { clock });
+  t.teardown(server.close);
+  const feed = await follow(server);
+  await feed.next(() => true);
+  clock.advance(HEARTBEAT_MILLIS - 1);
+  const beat = clock.now() + 1;
+  clock.advance(1);
+  t.same(await feed.next(() => true), { at: beat }, 'at the hour it was sent');
+  clock.advance(2 * HEARTBEAT_MILLIS);
+  t.same([await feed.next(() => true), await feed.next(() => true)], [{ at: beat + HEARTBEAT_MILLIS }, { at: beat + 2 * HEARTBEAT_MILLIS }]);
+  const timers = clock.pending;
+  feed.close();
+  await feed.ended;
+  await until(() => clock.pending === timers - 1, 'the heartbeat stopped');
+  t.pass('no timer is left once no one follows the feed');
 });
 
 t.test('a bulk registration is one line; more uris than a line names make "all"', async (t) => {

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { startServer, type TestServer } from '../helpers/server.js';
 import { until } from '../helpers/until.js';
+import { ManualClock } from '../helpers/manual-clock.js';
 import { newestLines } from '../../src/services/decision-log-replay.js';
 
 // POST /admin/policies/impact over real HTTP: what a proposed change would do to the checks the
@@ -122,14 +123,20 @@ t.test('refused changes say what to fix; a read key may preview; the ring keeps 
 });
 
 t.test('--recent-checks-rate keeps at most so many checks a second', async (t) => {
-  const server = await startServer({ recentChecksRate: 3 });
+  const clock = new ManualClock();
+  clock.advance(1000 - (clock.now() % 1000));
+  const server = await startServer({ recentChecksRate: 3 }, { clock });
   t.teardown(server.close);
   t.equal((await server.call('POST', '/admin/policies', policyOf('access', [roleRule('reader')]))).status, 200);
-  const started = Date.now();
+  const replayed = async () => ((await server.call('POST', IMPACT, { delete: ['access'] })).body as { replayed: number }).replayed;
   await sendEach(server, Array.from({ length: 20 }, () => check('reader')));
-  const seconds = Math.floor(Date.now() / 1000) - Math.floor(started / 1000) + 1;
-  const { replayed } = (await server.call('POST', IMPACT, { delete: ['access'] })).body as { replayed: number };
-  t.ok(replayed >= 3 && replayed <= 3 * seconds, `${replayed} kept of 20 sent over ${seconds} calendar second(s)`);
+  t.equal(await replayed(), 3, 'three of the twenty sent within one second');
+  clock.advance(999);
+  await sendEach(server, [check('reader')]);
+  t.equal(await replayed(), 3, 'none more before that second is up');
+  clock.advance(1);
+  await sendEach(server, Array.from({ length: 20 }, () => check('reader')));
+  t.equal(await replayed(), 6, 'three more in the next');
 });
 
 t.test('source decision_log: the newest lines of the log file are replayed, bulks decided in the pool among them; masked and refused lines are counted, not replayed', async (t) => {

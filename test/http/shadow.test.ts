@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import YAML from 'yaml';
 import { startServer, temporaryDataDir } from '../helpers/server.js';
 import { interceptedStore } from '../helpers/intercepted-store.js';
+import { ManualClock } from '../helpers/manual-clock.js';
 import { TEST_WRITER } from '../helpers/writer.js';
 import { EmbeddedStore } from '../../src/store/embedded.js';
 import { reference } from '../engine/reference.js';
@@ -63,6 +64,32 @@ t.test('under load, the shadow counts exactly the disagreements a reference read
   t.match(guest, { check: { resource: { uri: 'doc:1' } }, live: { allowed: false, explain: { decided_by: { kind: 'default' } } }, shadow: { allowed: true, explain: { decided_by: { rule: 'guests' } } } });
   const metrics = (await server.call('GET', '/metrics')).body as string;
   for (const [outcome, count] of Object.entries(expected)) if (count > 0) t.match(metrics, `verdict_shadow_decisions_total{outcome="${outcome}"} ${count}`);
+});
+
+t.test("the shadow's history counts each minute of its clock apart and keeps the last hour of them", async (t) => {
+  const clock = new ManualClock();
+  clock.advance(60_000 - (clock.now() % 60_000));
+  const server = await startServer({ evaluation: 'inline' }, { clock });
+  t.teardown(server.close);
+  t.equal((await server.call('POST', '/admin/policies', LIVE)).status, 200);
+  t.equal((await server.call('POST', '/admin/policies', NEXT)).status, 200);
+  const first = clock.now();
+  const decide = (checks: unknown[]) => server.call('POST', '/check/bulk', checks);
+  await decide([check('guest'), check('reader')]);
+  clock.advance(59_999);
+  await decide([check('reader')]);
+  clock.advance(1);
+  await decide([check('guest')]);
+  const minutes = async () => ((await server.call('GET', '/admin/shadow')).body as { history: unknown[] }).history;
+  t.same(await minutes(), [
+    { at: new Date(first).toISOString(), agree: 2, allow_to_deny: 0, deny_to_allow: 1 },
+    { at: new Date(first + 60_000).toISOString(), agree: 0, allow_to_deny: 0, deny_to_allow: 1 },
+  ]);
+  const { disagreements } = (await server.call('GET', '/admin/shadow')).body as { disagreements: { at: string }[] };
+  t.same(disagreements.map(({ at }) => at), [new Date(first + 60_000).toISOString(), new Date(first).toISOString()], 'each disagreement dated by the clock');
+  clock.advance(60 * 60_000);
+  await decide([check('reader')]);
+  t.same(await minutes(), [{ at: new Date(first + 61 * 60_000).toISOString(), agree: 1, allow_to_deny: 0, deny_to_allow: 0 }], 'an hour later the minutes before it are gone');
 });
 
 t.test('promote: a shadow in place of a live policy replaces its rules and goes; one added beside them is written live; both audited', async (t) => {

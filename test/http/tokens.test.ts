@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { exportSPKI, importJWK, SignJWT } from 'jose';
 import { ready, scratchDir, startServer, type TestServer } from '../helpers/server.js';
 import { until } from '../helpers/until.js';
+import { ManualClock } from '../helpers/manual-clock.js';
 import { AUDIENCE, ISSUER, signingKey, TokenIssuer, tokenFor, unsignedToken } from '../helpers/token-issuer.js';
 import type { Config } from '../../src/config/config.js';
 
@@ -16,17 +17,32 @@ const OWNERS_READ = {
   rules: [{ name: 'owner-reads', effect: 'allow', principal_conditions: [{ path: 'attributes.claims.sub', operator: '==', value_from: 'resource.attributes.owner' }], actions: ['read'] }],
 };
 
-/** A server verifying tokens by `issuer`'s key set, with the owners policy and document:1; once its keys are fetched, unless `keysFetched` is false. */
-async function tokenServer(t: Test, issuer: TokenIssuer, tokens: Record<string, unknown> = {}, config: Partial<Config> = {}, keysFetched = true): Promise<TestServer> {
+/**
+ * A server verifying tokens by `issuer`'s key set, with the owners policy and document:1; once its keys are fetched, unless `keysFetched` is false.
+ * Its clock moves only when the test moves it (`clock.advance`): refetch intervals pass without sleeping.
+ */
+async function tokenServer(t: Test, issuer: TokenIssuer, tokens: Record<string, unknown> = {}, config: Partial<Config> = {}, keysFetched = true): Promise<TestServer & { clock: ManualClock }> {
   const dir = scratchDir(t);
   const file = join(dir, 'tokens.yaml');
   writeFileSync(file, JSON.stringify({ key_sets: [{ name: 'idp', issuer: ISSUER, audience: AUDIENCE, jwks_url: issuer.jwksUrl, min_refetch_seconds: 1 }], ...tokens }));
-  const server = await startServer({ tokens: file, ...config });
+  const clock = new ManualClock();
+  const server = await startServer({ tokens: file, ...config }, { clock });
   t.teardown(server.close);
   t.equal((await server.call('POST', '/admin/policies', OWNERS_READ)).status, 200);
   t.equal((await server.call('POST', '/admin/fetchers/registry/entities', { uri: 'document:1', type: 'resource', attributes: { owner: 'alice' } })).status, 200);
   if (keysFetched) await ready(server);
-  return server;
+  return { ...server, clock };
+}
+
+/** Resolves once `/ready` says what `pattern` matches (a fetch under way has ended, say); its body. */
+async function readinessSays(server: TestServer, pattern: RegExp): Promise<{ status: number; body: string }> {
+  for (let attempt = 0; ; attempt++) {
+    const readiness = await server.call('GET', '/ready');
+    const body = JSON.stringify(readiness.body);
+    if (pattern.test(body)) return { status: readiness.status, body };
+    if (attempt === 500) throw new Error(`/ready never said ${pattern}: ${body}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
 }
 
 const checkWith = (token: string) => ({ principal: { token }, resource: { uri: 'document:1' }, action: 'read' });
@@ -97,9 +113,16 @@ t.test('an expired, not-yet-valid, wrongly signed, alg none, HMAC-with-the-publi
     t.match(answer.body.detail, why, what);
     t.notMatch(answer.body.detail, /check_failed|: (missing|invalid|unspecified)\b/, `${what}: in words, not the verifier's codes`);
   }
+  server.clock.advance(1000);
   const fetchesBefore = issuer.fetches;
   for (let index = 0; index < 5; index++) await server.call('POST', '/check', checkWith(await tokenFor(await signingKey(`unknown-${index}`), 'alice')));
-  t.ok(issuer.fetches - fetchesBefore <= 2, `unknown kids refetch the key set at most once a second: ${issuer.fetches - fetchesBefore} fetches`);
+  t.equal(issuer.fetches - fetchesBefore, 1, 'five unknown kids within a second refetch the key set once');
+  server.clock.advance(999);
+  await server.call('POST', '/check', checkWith(await tokenFor(await signingKey('unknown-5'), 'alice')));
+  t.equal(issuer.fetches - fetchesBefore, 1, 'nor again before the second is up');
+  server.clock.advance(1);
+  await server.call('POST', '/check', checkWith(await tokenFor(await signingKey('unknown-6'), 'alice')));
+  t.equal(issuer.fetches - fetchesBefore, 2, 'once it is, an unknown kid refetches it');
 });
 
 t.test('a key rotation is followed: a token signed by a new key refetches the set once; a failing refresh keeps the keys it had, and /ready says so', async (t) => {
@@ -110,13 +133,13 @@ t.test('a key rotation is followed: a token signed by a new key refetches the se
   t.equal((await server.call('POST', '/check', checkWith(await tokenFor(first, 'alice')))).body.allowed, true);
   const second = await signingKey('k2', 'RS256');
   issuer.served = [second];
-  await new Promise((resolve) => setTimeout(resolve, 1100));
+  server.clock.advance(1000);
   const rotated = await server.call('POST', '/check', checkWith(await tokenFor(second, 'alice')));
   t.same([rotated.status, rotated.body.allowed], [200, true], JSON.stringify(rotated.body));
   t.equal((await server.call('POST', '/check', checkWith(await tokenFor(first, 'alice', { extra: { fresh: 1 } })))).status, 401, 'the retired key no longer verifies');
 
   issuer.failWith = 500;
-  await new Promise((resolve) => setTimeout(resolve, 1100));
+  server.clock.advance(1000);
   t.equal((await server.call('POST', '/check', checkWith(await tokenFor(await signingKey('k3'), 'alice')))).status, 401);
   const readiness = await server.call('GET', '/ready');
   t.equal(readiness.status, 200, 'a failing refresh degrades, it does not take the process out of service');
@@ -134,7 +157,8 @@ t.test('a key set that cannot be fetched at start: not ready, and fetched when i
   t.equal(notReady.status, 503);
   t.match(JSON.stringify(notReady.body), /key set 'idp' not fetched yet: .*answered 503/);
   issuer.failWith = undefined;
-  await until(() => issuer.fetches >= 2, 'the key set fetched again', 5000);
+  server.clock.advance(1000);
+  await until(() => issuer.fetches >= 2, 'the key set fetched again a second later', 5000);
   await until(() => true, 'settled');
   t.equal((await server.call('POST', '/check', checkWith(await tokenFor(key, 'alice')))).body.allowed, true);
   t.equal((await server.call('GET', '/ready')).status, 200);
@@ -176,13 +200,8 @@ t.test('hostile key sets: an oversized JWKS, one of too many keys, and one that 
     spoil(issuer);
     const server = await tokenServer(t, issuer, { key_sets: [{ name: 'idp', issuer: ISSUER, audience: AUDIENCE, jwks_url: issuer.jwksUrl, min_refetch_seconds: 60, timeout_ms: 1000 }] }, {}, false);
     // The start does not wait for the fetch: /ready says why once it has failed.
-    let readiness = await server.call('GET', '/ready');
-    for (let attempt = 0; attempt < 500 && !why.test(JSON.stringify(readiness.body)); attempt++) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
-      readiness = await server.call('GET', '/ready');
-    }
+    const readiness = await readinessSays(server, why);
     t.equal(readiness.status, 503, what);
-    t.match(JSON.stringify(readiness.body), why, what);
     const refused = await server.call('POST', '/check', checkWith(await tokenFor(key, 'alice')));
     t.equal(refused.status, 401, `${what}: no key, no allow`);
   }
@@ -230,13 +249,12 @@ t.test('a JWKS that trickles its body a byte at a time: the start does not wait 
   t.equal((await server.call('POST', '/check', { principal: { attributes: { role: 'x' } }, resource: { uri: 'document:1' }, action: 'read' })).status, 200, 'a check without a token is answered while the keys are fetched');
   const refused = await server.call('POST', '/check', checkWith(await tokenFor(key, 'alice')));
   t.equal(refused.status, 401, 'a token is refused while no key is held');
-  let readiness = await server.call('GET', '/ready');
+  const readiness = await server.call('GET', '/ready');
   t.equal(readiness.status, 503);
   t.match(JSON.stringify(readiness.body), /key set 'idp' not fetched yet/);
-  await until(() => issuer.fetches >= 2, 'the fetch cut at its timeout and tried again');
-  readiness = await server.call('GET', '/ready');
-  t.match(JSON.stringify(readiness.body), /did not answer within 300 ms/, '/ready says the fetch was too slow');
+  t.match((await readinessSays(server, /did not answer within/)).body, /did not answer within 300 ms/, '/ready says the fetch was too slow');
   issuer.trickleEveryMs = undefined;
+  server.clock.advance(1000);
   await ready(server);
   t.equal((await server.call('POST', '/check', checkWith(await tokenFor(key, 'alice')))).body.allowed, true, 'fetched once it answers');
 });
@@ -251,7 +269,7 @@ t.test('after the start, a refetch for an unknown key that trickles is cut at it
   t.equal(unknown.status, 401, 'a token naming a key not held is answered, refused, once the refetch is cut');
   issuer.trickleEveryMs = undefined;
   const fetched = issuer.fetches;
-  await new Promise((resolve) => setTimeout(resolve, 1100));
+  server.clock.advance(1000);
   await server.call('POST', '/check', checkWith(await tokenFor(await signingKey('k8'), 'alice')));
   t.ok(issuer.fetches > fetched, 'a later refetch runs');
   t.equal((await server.call('POST', '/check', checkWith(await tokenFor(key, 'alice')))).body.allowed, true);
@@ -282,10 +300,14 @@ t.test('a key set closed while its first fetch is to be tried again fetches noth
   issuer.failWith = 503;
   const server = await tokenServer(t, issuer, { key_sets: [{ name: 'idp', issuer: ISSUER, audience: AUDIENCE, jwks_url: issuer.jwksUrl, min_refetch_seconds: 1 }] }, {}, false);
   // Once the first fetch has failed, its retry is due in a second.
-  for (let attempt = 0; attempt < 500 && !JSON.stringify((await server.call('GET', '/ready')).body).includes('answered 503'); attempt++) await new Promise((resolve) => setTimeout(resolve, 10));
+  await readinessSays(server, /answered 503/);
+  const failedOnce = issuer.fetches;
+  server.clock.advance(1000);
+  await until(() => issuer.fetches > failedOnce, 'the failed first fetch tried again a second later');
   await server.close();
   const fetched = issuer.fetches;
-  await new Promise((resolve) => setTimeout(resolve, 1300));
+  server.clock.advance(60_000);
+  await new Promise((resolve) => setImmediate(resolve));
   t.equal(issuer.fetches, fetched, 'no retry after close');
 });
 
