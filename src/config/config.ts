@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseRetention } from '../audit/retention.js';
 import type { AuditRetention } from '../audit/record.js';
-import { OPERATOR_STYLES, type OperatorStyle } from '../engine/operators.js';
+import { OPERATOR_STYLES, type OperatorStyle } from '../engine/operators/index.js';
 import { isLoopbackHost } from '../loopback.js';
 import { parseDecisionLogMask } from '../decision-log/mask.js';
 import {

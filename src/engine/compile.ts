@@ -1,7 +1,7 @@
 import type { Condition, ConditionGroup, Policy, SetItem } from '../schemas/policy.js';
 import { partOf, type DecisionRequest, type ResolvedEntity } from './entity.js';
 import { DENIED_WITHOUT_POLICIES, ruleDecision, type Decision } from './decisions.js';
-import { CANONICAL_OPERATOR, OPERATOR_DEFINITIONS } from './operators.js';
+import { CANONICAL_OPERATOR, OPERATOR_DEFINITIONS } from './operators/index.js';
 import type { Comparison } from './condition-tree.js';
 import { compileLookup, MISSING, type Lookup } from './paths.js';
 import { compileReference, parseReference, type Reference } from './references.js';
@@ -166,7 +166,7 @@ function compileCondition(condition: Condition, undecidableHolds: boolean): Comp
     reference: value_from === undefined ? undefined : compileReference(value_from),
     referenced: value_from === undefined ? undefined : (parseReference(value_from) as Reference),
     relate: anchored === undefined || value_from === undefined ? definition.relate : anchored.relation(value),
-    holdsWhenMissing: definition.holdsWhenMissing === true,
+    holdsWhenMissing: definition.holdsWhenMissing,
     undecidableHolds: definition.undecidable !== undefined && undecidableHolds,
     group: undefined,
     comparison: comparisonOf(condition, value_from),

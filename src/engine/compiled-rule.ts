@@ -1,7 +1,7 @@
 import type { Condition, ConditionGroup, GroupKind } from '../schemas/policy.js';
 import type { CompilableItem, ResolvedSet } from './condition-items.js';
 import type { Decision } from './decisions.js';
-import type { Predicate, Relation } from './operators.js';
+import type { Predicate, Relation } from './operators/index.js';
 import type { Comparison } from './condition-tree.js';
 import type { Lookup } from './paths.js';
 import type { Reference, RequestLookup } from './references.js';

@@ -6,7 +6,7 @@ import { AnswerBudget } from './answer-budget.js';
 import { DENIED_WITHOUT_POLICIES, type Decider, type Decision } from './decisions.js';
 import { MISSING } from './paths.js';
 import { resourceTypeOf } from './scope.js';
-import { OPERATOR_DEFINITIONS } from './operators.js';
+import { OPERATOR_DEFINITIONS } from './operators/index.js';
 
 /** The first condition of a rule that the request did not satisfy. */
 export interface FailedCondition {

@@ -12,5 +12,5 @@ export { policyWarnings, reportWarnings } from './warnings/report.js';
 export { schemaIssues, type AttributeSchemaSets } from './schema-check.js';
 export { buildSimplePolicy, type SimplePolicySide } from './simple-policy.js';
 export { slugify } from './slug.js';
-export { OPERATOR_STYLES, spellOperator, type OperatorStyle } from './operators.js';
+export { OPERATOR_STYLES, spellOperator, type OperatorStyle } from './operators/index.js';
 export { deciderOf, decisionJson, decisionsJson, type Decider } from './decisions.js';

@@ -2,7 +2,7 @@ import { DEFAULT_MONGO_FILTER_OPTIONS } from '../schemas/plan.js';
 import type { Comparison, ConditionTree } from './condition-tree.js';
 import { formatCondition, jsonLength } from './condition-tree.js';
 import { arrayIndex, parsePath } from './paths.js';
-import { CANONICAL_OPERATOR } from './operators.js';
+import { CANONICAL_OPERATOR, OPERATOR_DEFINITIONS } from './operators/index.js';
 
 /** Where a resource's fields live in its MongoDB document. */
 export interface MongoFilterOptions {
@@ -43,18 +43,6 @@ export function mongoOptionIssue(name: keyof MongoFilterOptions, value: string):
 }
 
 class NoExactFilter extends Error {}
-
-/** The operators MongoDB's query language cannot state exactly, and why. */
-const NO_EXACT_QUERY: Partial<Record<Comparison['operator'], string>> = {
-  matches: "MongoDB's regular expressions (PCRE) are not the linear-time engine's (RE2), and differ on some patterns",
-  not_matches: "MongoDB's regular expressions (PCRE) are not the linear-time engine's (RE2), and differ on some patterns",
-  in_cidr: 'MongoDB cannot read an IP address held as text as a number to compare with a range',
-  not_in_cidr: 'MongoDB cannot read an IP address held as text as a number to compare with a range',
-  before: 'MongoDB compares date-times held as text as text, not as the instants they name',
-  after: 'MongoDB compares date-times held as text as text, not as the instants they name',
-  during: 'MongoDB cannot read a date-time held as text in a time zone',
-  within: 'MongoDB compares date-times held as text as text, not as the instants they name',
-};
 
 const isScalar = (value: unknown): value is string | number | boolean =>
   typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean';
@@ -419,8 +407,8 @@ class FilterWriter {
   }
 
   private comparison(comparison: Comparison): MongoFilter {
-    const untranslatable = NO_EXACT_QUERY[CANONICAL_OPERATOR[comparison.operator]];
-    if (untranslatable !== undefined) throw new NoExactFilter(`condition ${formatCondition(comparison)} has no exact MongoDB filter: ${untranslatable}`);
+    const { mongodb } = OPERATOR_DEFINITIONS[comparison.operator];
+    if (mongodb !== 'exact') throw new NoExactFilter(`condition ${formatCondition(comparison)} has no exact MongoDB filter: ${mongodb.none}`);
     if (comparison.value_from !== undefined) return this.relation(comparison as Comparison & { value_from: string });
     const { path, value } = comparison;
     const operator = CANONICAL_OPERATOR[comparison.operator];

@@ -2,8 +2,8 @@ import { partOf, type DecisionRequest, type RequestPart, type ResolvedEntity } f
 import { holdsFor, rulesFor, type Snapshot } from './compile.js';
 import { ALLOWED_BY_DEFAULT, DENIED_BY_DEFAULT, type Decision } from './decisions.js';
 import type { CompiledCondition, CompiledGroup, CompiledItem, CompiledRule } from './compiled-rule.js';
-import { and, JunctionChildren, jsonLength, not, or, type Comparison, type ConditionTree } from './condition-tree.js';
-import { OPERATOR_DEFINITIONS } from './operators.js';
+import { and, JunctionChildren, jsonLength, not, or, type ConditionTree } from './condition-tree.js';
+import { OPERATOR_DEFINITIONS } from './operators/index.js';
 import { MISSING } from './paths.js';
 
 export type PlanKind = 'always_allowed' | 'always_denied' | 'conditional';
@@ -38,9 +38,8 @@ export class PlanUnstatable extends Error {}
  */
 function mirrored(path: string, condition: CompiledCondition, known: unknown, unstatable: Unstatable): ConditionTree {
   const operator = condition.comparison.operator;
-  const { anchored } = OPERATOR_DEFINITIONS[operator];
+  const { anchored, mirror: reversed } = OPERATOR_DEFINITIONS[operator];
   if (anchored !== undefined) return pinned(condition, path, anchored.mirror(condition.comparison.value), known);
-  const reversed = MIRRORED[operator];
   const accepted = (value: unknown) => OPERATOR_DEFINITIONS[reversed ?? operator].checkValue(value) === undefined;
   if (reversed !== undefined) return accepted(known) ? { path, operator: reversed, value: known } : false;
   // `known contains value` over a list is `value in known`; over anything but a string, it never holds.
@@ -57,9 +56,6 @@ interface Unstatable {
   relates: string;
   remedy: string;
 }
-
-/** The operators whose relation reads the same with its two values swapped, under their swapped names. */
-const MIRRORED: Partial<Record<Comparison['operator'], Comparison['operator']>> = { '==': '==', '!=': '!=', gt: 'lt', gte: 'lte', lt: 'gt', lte: 'gte' };
 
 /**
  * What a resource condition demands of the resource: decided where its path is known; a reference

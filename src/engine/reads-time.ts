@@ -1,6 +1,6 @@
 import type { Policy } from '../schemas/policy.js';
 import { flatConditions } from './condition-items.js';
-import { OPERATOR_DEFINITIONS } from './operators.js';
+import { OPERATOR_DEFINITIONS } from './operators/index.js';
 
 const DECISION_TIME = 'context.time';
 

@@ -1,4 +1,4 @@
-import { CANONICAL_OPERATOR } from './operators.js';
+import { CANONICAL_OPERATOR, OPERATOR_DEFINITIONS, type JsonType } from './operators/index.js';
 import type { Condition, Operator, Policy } from '../schemas/policy.js';
 import type { Location, ValidationIssue } from '../schemas/errors.js';
 import type { RequestPart } from './entity.js';
@@ -17,7 +17,6 @@ export type AttributeSchemaSets = Partial<Record<RequestPart, { attributes?: unk
 /** What a path leads to in one schema: a declared schema, nothing declared, or a schema too open to tell (a $ref, patternProperties...). */
 type Found = { declared: Record<string, unknown> | boolean } | 'undeclared' | 'unknown';
 
-type JsonType = 'string' | 'number' | 'integer' | 'boolean' | 'null' | 'array' | 'object';
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 const hasOwn = (object: Record<string, unknown>, key: string) => Object.prototype.hasOwnProperty.call(object, key);
@@ -73,36 +72,6 @@ const admits = (types: ReadonlySet<JsonType>, type: JsonType) => types.has(type)
 const overlap = (left: ReadonlySet<JsonType>, right: ReadonlySet<JsonType>) => [...left].some((type) => admits(right, type) || (type === 'number' && right.has('integer')));
 
 const listed = (types: ReadonlySet<JsonType>) => [...types].join(' or ');
-
-/** The types each operator can hold for, by its canonical spelling; operators not listed hold for any. */
-const OPERAND_TYPES: Partial<Record<Operator, readonly JsonType[]>> = {
-  gt: ['number', 'integer'],
-  gte: ['number', 'integer'],
-  lt: ['number', 'integer'],
-  lte: ['number', 'integer'],
-  startswith: ['string'],
-  endswith: ['string'],
-  contains: ['string', 'array'],
-  not_contains: ['string', 'array'],
-  matches: ['string'],
-  not_matches: ['string'],
-  in_cidr: ['string'],
-  not_in_cidr: ['string'],
-  before: ['string'],
-  after: ['string'],
-  during: ['string'],
-  within: ['string'],
-};
-
-/** The string formats each operator can hold for: an address for a range, a date-time for the time operators. */
-const OPERAND_FORMATS: Partial<Record<Operator, readonly string[]>> = {
-  in_cidr: ['ipv4', 'ipv6'],
-  not_in_cidr: ['ipv4', 'ipv6'],
-  before: ['date-time'],
-  after: ['date-time'],
-  during: ['date-time'],
-  within: ['date-time'],
-};
 
 /** The formats the declarations give their strings, or undefined when one of them gives none (any string, then). */
 function formatsOf(declarations: readonly (Record<string, unknown> | boolean)[]): Set<string> | undefined {
@@ -178,10 +147,11 @@ function membership(values: readonly unknown[]): (value: unknown) => boolean {
   return (value) => (isScalar(value) ? scalars.has(JSON.stringify(value)) : structured.some((each) => jsonEqual(each, value)));
 }
 
-/** What the condition's value is compared with as a whole: the value, or each item of an `in` list. */
+/** What the condition's value is compared with as a whole: the value, or each item of a list, as the operator says. */
 const comparedValues = (operator: Operator, value: unknown): unknown[] | undefined => {
-  if (operator === '==' || operator === '!=') return [value];
-  if ((operator === 'in' || operator === 'not_in') && Array.isArray(value)) return value;
+  const checked = OPERATOR_DEFINITIONS[operator].schemaChecksValue;
+  if (checked === 'whole') return [value];
+  if (checked === 'items' && Array.isArray(value)) return value;
   return undefined;
 };
 
@@ -193,14 +163,13 @@ function conditionProblems(condition: Condition, part: RequestPart, schemas: Att
   const types = typesOf(declarations);
   const operator = CANONICAL_OPERATOR[condition.operator];
   const problems: { at: string; msg: string }[] = [];
-  const operandTypes = OPERAND_TYPES[operator];
-  if (types !== undefined && operandTypes !== undefined && !operandTypes.some((type) => types.has(type))) {
+  const { operandTypes, operandFormats } = OPERATOR_DEFINITIONS[operator];
+  if (types !== undefined && operandTypes !== 'any' && !operandTypes.some((type) => types.has(type))) {
     problems.push({ at: 'operator', msg: `operator '${condition.operator}' cannot hold for ${attribute}, declared ${listed(types)}` });
   }
-  const operandFormats = OPERAND_FORMATS[operator];
-  const formats = operandFormats === undefined ? undefined : formatsOf(declarations);
-  if (formats !== undefined && !operandFormats!.some((format) => formats.has(format))) {
-    const wanted = operandFormats!.map((format) => `'${format}'`).join(' or ');
+  const formats = operandFormats === 'any' ? undefined : formatsOf(declarations);
+  if (formats !== undefined && operandFormats !== 'any' && !operandFormats.some((format) => formats.has(format))) {
+    const wanted = operandFormats.map((format) => `'${format}'`).join(' or ');
     problems.push({ at: 'operator', msg: `operator '${condition.operator}' holds only for strings of format ${wanted}, and ${attribute} is declared of format ${[...formats].map((format) => `'${format}'`).join(' or ')}` });
   }
   if (condition.value_from !== undefined) return [...problems, ...relationProblems(condition.value_from, attribute, types, schemas)];

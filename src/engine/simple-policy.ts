@@ -1,5 +1,5 @@
 import type { Condition, Policy } from '../schemas/policy.js';
-import { spellOperator, type OperatorStyle } from './operators.js';
+import { spellOperator, type OperatorStyle } from './operators/index.js';
 
 export interface SimplePolicySide {
   uri?: string;

@@ -1,7 +1,7 @@
 import type { Condition, Policy } from '../schemas/policy.js';
 import type { Location, ValidationIssue } from '../schemas/errors.js';
 import type { RequestPart } from './entity.js';
-import { OPERATOR_DEFINITIONS } from './operators.js';
+import { OPERATOR_DEFINITIONS } from './operators/index.js';
 import { conditionCount, eachCondition, isSetReference, setItems } from './condition-items.js';
 import { parsePath } from './paths.js';
 import { NAMED_VALUE, parseReference } from './references.js';

@@ -2,7 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { API_KEY_SECURITY } from './admin-auth.js';
 import { ERROR_RESPONSES } from './responses.js';
 import { ANONYMOUS } from './writer.js';
-import { OPERATOR_STYLES, type OperatorStyle } from '../engine/operators.js';
+import { OPERATOR_STYLES, type OperatorStyle } from '../engine/operators/index.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {

@@ -2,7 +2,8 @@ import t, { type Test } from 'tap';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEFAULT_CONFIG, START_OPTIONS } from '../../src/config/config.js';
-import { OPERATORS } from '../../src/schemas/policy.js';
+import { OPERATORS, type Operator } from '../../src/schemas/policy.js';
+import { CANONICAL_OPERATOR } from '../../src/engine/operators/index.js';
 import { codeBlocks, codeSpans, curlSteps, readDocument, replay, section, tableAfter } from '../helpers/markdown.js';
 import { scratchDir, startServer } from '../helpers/server.js';
 import { runVerdict } from '../helpers/child.js';
@@ -59,6 +60,12 @@ t.test('every operator the server accepts is documented once, with examples eith
     );
     t.notOk(example.holdsWhenMissing && example.failsWhenMissing, `${example.operator}: left out on one side only`);
   }
+});
+
+t.test('each row of the operator table names one operator and all its spellings', async (t) => {
+  const rows = tableAfter(EVALUATION, '### Operators').map(([operators]) => codeSpans(operators!));
+  const spellings = (operator: Operator) => OPERATORS.filter((other) => CANONICAL_OPERATOR[other] === CANONICAL_OPERATOR[operator]);
+  for (const row of rows) t.same([...row].sort(), spellings(row[0] as Operator).sort(), `${row.join(' ')}: the spellings that share a definition`);
 });
 
 t.test("the operator table's examples are decided as the table says", async (t) => {

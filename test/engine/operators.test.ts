@@ -1,7 +1,7 @@
 import t from 'tap';
 import fc from 'fast-check';
 import { OPERATORS, type Operator } from '../../src/schemas/policy.js';
-import { OPERATOR_DEFINITIONS } from '../../src/engine/operators.js';
+import { OPERATOR_DEFINITIONS } from '../../src/engine/operators/index.js';
 import { jsonEqual } from '../../src/engine/json-equal.js';
 import { entity, holds, holdsFor, holdsWhenMissing } from './helpers.js';
 

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { RE2JS } from 're2js';
 import { compile, evaluate } from '../../src/engine/index.js';
-import { OPERATOR_DEFINITIONS } from '../../src/engine/operators.js';
+import { OPERATOR_DEFINITIONS } from '../../src/engine/operators/index.js';
 import { linearRegExp, MAX_MATCH_WORK, MAX_PATTERN_PROGRAM } from '../../src/engine/linear-regexp.js';
 import { estimatedProgramSize } from '../../src/engine/pattern-size.js';
 import { entity, policy, request, rule } from './helpers.js';

@@ -5,7 +5,7 @@ import { compile, evaluate } from '../../src/engine/index.js';
 import { plan } from '../../src/engine/plan.js';
 import { mongoFilter } from '../../src/engine/mongodb-filter.js';
 import type { ConditionTree } from '../../src/engine/condition-tree.js';
-import { CANONICAL_OPERATOR } from '../../src/engine/operators.js';
+import { CANONICAL_OPERATOR } from '../../src/engine/operators/index.js';
 import type { Policy } from '../../src/schemas/policy.js';
 import { reference } from './reference.js';
 import { noExactFilterAsDocumented, planCase, resourceEntity, storedDocument, treeHolds, unstatableAsDocumented, type PlanCase } from '../helpers/plan-cases.js';

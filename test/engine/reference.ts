@@ -4,7 +4,7 @@
  * of their own in operators.test.ts and paths.test.ts); the combining is written here from the text.
  */
 import type { Decider, Decision, DecisionRequest, ResolvedEntity } from '../../src/engine/index.js';
-import { OPERATOR_DEFINITIONS } from '../../src/engine/operators.js';
+import { OPERATOR_DEFINITIONS } from '../../src/engine/operators/index.js';
 import { compileLookup, MISSING } from '../../src/engine/paths.js';
 import type { Condition, ConditionItem, Policy, Rule } from '../../src/schemas/policy.js';
 

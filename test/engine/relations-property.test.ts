@@ -2,7 +2,7 @@ import t from 'tap';
 import fc from 'fast-check';
 import { compile, derive, evaluate, explain, plan, policyIssues, type DecisionRequest, type ResolvedEntity } from '../../src/engine/index.js';
 import { deciderOf } from '../../src/engine/decisions.js';
-import { OPERATOR_DEFINITIONS } from '../../src/engine/operators.js';
+import { OPERATOR_DEFINITIONS } from '../../src/engine/operators/index.js';
 import { OPERATORS, type Condition, type Operator, type Policy } from '../../src/schemas/policy.js';
 import { conditionHolds, reference } from './reference.js';
 import { treeHolds, unstatableAsDocumented } from '../helpers/plan-cases.js';

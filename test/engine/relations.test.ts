@@ -3,7 +3,7 @@ import { Query } from 'mingo';
 import { compile, evaluate, mongoFilter, plan, policyWarnings, type DecisionRequest } from '../../src/engine/index.js';
 import { OPERATORS, type Condition, type Policy } from '../../src/schemas/policy.js';
 import { conditionHolds } from './reference.js';
-import { OPERATOR_DEFINITIONS } from '../../src/engine/operators.js';
+import { OPERATOR_DEFINITIONS } from '../../src/engine/operators/index.js';
 
 // Relations, action attributes and context in the engine: validation's warnings about them, and the
 // plans and filters of relations that a random case rarely meets.

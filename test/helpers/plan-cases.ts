@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { OPERATORS, type Condition, type ConditionItem, type Operator, type Policy, type SetItem } from '../../src/schemas/policy.js';
 import { flatConditions } from '../../src/engine/condition-items.js';
-import { OPERATOR_DEFINITIONS } from '../../src/engine/operators.js';
+import { OPERATOR_DEFINITIONS } from '../../src/engine/operators/index.js';
 import { conditionHolds } from '../engine/reference.js';
 import type { ConditionTree } from '../../src/engine/condition-tree.js';
 import { PlanUnstatable } from '../../src/engine/plan.js';

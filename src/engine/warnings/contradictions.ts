@@ -2,7 +2,7 @@ import { ANY_ACTION } from '../actions.js';
 import type { Operator, Rule } from '../../schemas/policy.js';
 import type { Location, ValidationIssue } from '../../schemas/errors.js';
 import type { CompiledCondition } from '../compiled-rule.js';
-import { CANONICAL_OPERATOR } from '../operators.js';
+import { CANONICAL_OPERATOR } from '../operators/index.js';
 import { parseReference } from '../references.js';
 import { COMPARISONS, Checking, type CompiledRuleConditions, SIDES, conditionsAmong, demandedValues, describe } from './shared.js';
 

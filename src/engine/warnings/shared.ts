@@ -3,7 +3,7 @@ import { mapConditions, resolveSets } from '../condition-items.js';
 import type { ValidationIssue } from '../../schemas/errors.js';
 import { ConditionCompiler, itemKey } from '../compile.js';
 import type { CompiledCondition, CompiledItem } from '../compiled-rule.js';
-import { CANONICAL_OPERATOR } from '../operators.js';
+import { CANONICAL_OPERATOR } from '../operators/index.js';
 import { formatCondition } from '../condition-tree.js';
 import { AnswerBudget } from '../answer-budget.js';
 
