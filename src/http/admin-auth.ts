@@ -5,7 +5,7 @@ import type { Config } from '../config/config.js';
 import type { AdminKey, KeyRing } from '../admin-keys.js';
 import { isLoopbackAddress } from '../loopback.js';
 
-export const API_KEY_HEADER = 'way-api-key';
+import { API_KEY_HEADER } from '../schemas/wire.js';
 export const API_KEY_SECURITY = [{ adminApiKey: [] }];
 const INVALID_KEY = 'Invalid API key. Please provide a valid API key.';
 const FAILURE_WINDOW_MILLIS = 60_000;

@@ -1,9 +1,10 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { UnavailableError } from '../errors.js';
-import { HEARTBEAT_MILLIS, MAX_URIS_PER_LINE, type ChangeFeed } from '../services/change-feed.js';
+import { MAX_URIS_PER_LINE, type ChangeFeed } from '../services/change-feed.js';
+import { HEARTBEAT_MILLIS } from '../schemas/wire.js';
 import { API_KEY_SECURITY } from './admin-auth.js';
 import { ERROR_RESPONSES } from './responses.js';
-import { REVISION_HEADER } from './revision.js';
+import { REVISION_HEADER } from '../schemas/wire.js';
 
 /** What the feed answers: JSON lines. */
 export const CHANGE_FEED_TYPE = 'application/x-ndjson';

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import { API_KEY_HEADER } from './admin-auth.js';
+import { API_KEY_HEADER } from '../schemas/wire.js';
 import { VERSION } from '../version.js';
 import { servePagesSafely } from './page-headers.js';
 

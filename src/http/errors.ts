@@ -6,7 +6,8 @@ import { StoreUnavailableError, StoreWriteUnconfirmedError } from '../store/stor
 import { WorkerTimeoutError } from '../pool/bulk-pool.js';
 import { validationIssues } from '../schemas/validation.js';
 import { issuesInOneLine } from '../schemas/errors.js';
-import { REVISION_HEADER, type ServedRevision } from './revision.js';
+import type { ServedRevision } from './revision.js';
+import { REVISION_HEADER } from '../schemas/wire.js';
 
 const CONTENT_TYPE_ERRORS = new Set(['FST_ERR_CTP_INVALID_MEDIA_TYPE', 'FST_ERR_CTP_INVALID_CONTENT_LENGTH']);
 

@@ -2,7 +2,7 @@ import type { onRequestHookHandler } from 'fastify';
 import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
 import { ClientError, UnavailableError } from '../errors.js';
 
-export const MIN_REVISION_HEADER = 'verdict-min-revision';
+import { MIN_REVISION_HEADER } from '../schemas/wire.js';
 
 /** How the header reads in the API documentation of every check route. */
 export const MIN_REVISION_DOC =

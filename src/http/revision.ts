@@ -1,7 +1,6 @@
 import type { FastifyInstance, FastifyReply, onSendHookHandler } from 'fastify';
 
-/** The response header carrying the policy snapshot revision that the answering process serves. */
-export const REVISION_HEADER = 'verdict-revision';
+import { REVISION_HEADER } from '../schemas/wire.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {

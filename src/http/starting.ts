@@ -1,5 +1,5 @@
 import type { RequestListener } from 'node:http';
-import { REVISION_HEADER } from './revision.js';
+import { REVISION_HEADER } from '../schemas/wire.js';
 import { readyBody } from './health.js';
 
 /** Until the store is open and the policies compiled, readiness says so. */

@@ -3,26 +3,13 @@ import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
 import type { Snapshot } from '../engine/compile.js';
 import { readsDecisionTime } from '../engine/reads-time.js';
 import type { EntityAttributeCache } from '../registry/entity-cache.js';
+import { HEARTBEAT_MILLIS, type ChangeLine } from '../schemas/wire.js';
 
-/**
- * One line of the decision change feed (`GET /admin/changes`), as JSON: what a client that caches
- * decisions needs to drop exactly those a change may alter.
- *
- * - `revision`: this process now decides by that policy revision (a schema write is one too), and
- *   `time_dependent`: whether its policies read the decision's time (then no decision may be kept);
- * - `entities`: the registered entities of those uris changed, or `"all"` when the process forgot
- *   every one it held (its store feed was lost) or more changed at once than a line names;
- * - `at`: when the process knew, in milliseconds since 1970 (every line has it; a line with
- *   nothing else is a heartbeat).
- */
-export type ChangeLine = { at: number; revision?: number; time_dependent?: boolean; entities?: string[] | 'all' };
 
 export type ChangeSubscriber = (line: string) => void;
 
 /** The most uris one line names: more changed in one turn of the event loop make `"all"`. */
 export const MAX_URIS_PER_LINE = 1000;
-/** How often a line is sent when nothing changed: a client that hears nothing for three of these takes the feed for lost. */
-export const HEARTBEAT_MILLIS = 2000;
 
 /**
  * Publishes what changes this process's decisions to the feed's subscribers: the policy revision it

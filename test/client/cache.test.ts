@@ -138,7 +138,7 @@ t.test('without the feed the cache serves nothing: no admin key, a server gone a
   await server.close();
   await until(() => !client.cacheServing);
   const refused = await client.check(CHECKS[0]!).catch((error: unknown) => error);
-  t.match(refused, { name: 'VerdictError', status: undefined }, 'a check while the server is gone fails at once, from the cache too');
+  t.match(refused, { name: 'VerdictUnavailableError', status: undefined }, 'a check while the server is gone fails at once, from the cache too');
   const back = await startServer({ port, dataDir });
   t.teardown(back.close);
   await until(() => client.cacheServing);

@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap';
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
-import { VerdictClient, VerdictError } from '../../clients/node/src/index.js';
+import { VerdictClient, VerdictRequestError, VerdictUnavailableError, type VerdictError } from '../../clients/node/src/index.js';
 import { startServer } from '../helpers/server.js';
 import { until } from '../helpers/until.js';
 import { answeredAlone, roleRule } from './helpers.js';
@@ -25,10 +25,11 @@ t.test('a 422 and a 413 fail only the caller whose check it was, with the server
   const results = await outcomes([client.check(READ), client.check(large), client.check(READ), client.check(refused as never), client.check(READ)]);
   t.same(results.map((result) => ('value' in result ? (result.value as { allowed: boolean }).allowed : 'failed')), [true, 'failed', true, 'failed', true], 'the others are answered');
   const tooLarge = (results[1] as { error: VerdictError }).error;
-  t.ok(tooLarge instanceof VerdictError);
+  t.ok(tooLarge instanceof VerdictRequestError);
   t.equal(tooLarge.status, 413);
   t.match(tooLarge.message, /413/);
   const invalid = (results[3] as { error: VerdictError }).error;
+  t.ok(invalid instanceof VerdictRequestError);
   t.equal(invalid.status, 422);
   t.same({ detail: invalid.detail }, JSON.parse((await answeredAlone(server, refused)).body), 'the detail /check gives it alone');
   t.match(invalid.detail, [{ loc: ['body', 'principal', 'uri'] }]);
@@ -64,7 +65,8 @@ t.test('a 503 (from a stand-in server: a real one cannot be made unavailable on 
   t.same(seen, ['POST /check', 'POST /check', 'POST /check']);
   seen.length = 0;
   const write = await client.registerEntity({ uri: 'user:a', type: 'principal', attributes: { role: 'r' } }).catch((error: unknown) => error);
-  t.match(write, { name: 'VerdictError', status: 503, requestId: 'r-1' });
+  t.ok(write instanceof VerdictUnavailableError);
+  t.match(write, { status: 503, requestId: 'r-1' });
   t.match((write as VerdictError).detail, /did not reach it within/);
   t.same(seen, ['POST /admin/fetchers/registry/entities'], 'a write is sent once');
 });
@@ -80,7 +82,7 @@ t.test('no answer in time (from a peer that accepts and never answers): every ca
   const client = new VerdictClient({ url: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`, timeoutMs: 200, retries: 1 });
   t.teardown(() => client.close());
   const results = await outcomes(Array.from({ length: 10 }, () => client.check(READ)));
-  for (const result of results) t.match(result, { error: { name: 'VerdictError', status: undefined, message: /no answer within 200 ms/ } });
+  for (const result of results) t.match(result, { error: { name: 'VerdictTimeoutError', status: undefined, message: /no answer within 200 ms/ } });
 });
 
 t.test('a bulk of checks issued before and after a write waits for the highest revision among them (recording stand-in server)', async (t) => {

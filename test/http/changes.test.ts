@@ -6,7 +6,8 @@ import { keyDigest } from '../../src/admin-keys.js';
 import { scratchDir, startServer, type TestServer } from '../helpers/server.js';
 import { until } from '../helpers/until.js';
 import { MAX_FEED_SUBSCRIBERS, MAX_FEEDS_PER_KEY } from '../../src/http/changes.js';
-import { HEARTBEAT_MILLIS, MAX_URIS_PER_LINE } from '../../src/services/change-feed.js';
+import { MAX_URIS_PER_LINE } from '../../src/services/change-feed.js';
+import { HEARTBEAT_MILLIS } from '../../src/schemas/wire.js';
 import { ManualClock } from '../helpers/manual-clock.js';
 
 // GET /admin/changes: the decision change feed a caching client follows, over real HTTP.

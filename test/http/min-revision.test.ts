@@ -3,7 +3,7 @@ import { request } from 'undici';
 import { startVerdict, type RunningVerdict } from '../helpers/child.js';
 import { scratchDir, startServer } from '../helpers/server.js';
 import { examplePath, operationsOf } from '../helpers/openapi.js';
-import { MIN_REVISION_HEADER } from '../../src/http/min-revision.js';
+import { MIN_REVISION_HEADER } from '../../src/schemas/wire.js';
 
 // Read-your-writes across processes: two real Verdict processes on one data directory. A client
 // writes through one and checks through the other with the write's revision in

@@ -1,6 +1,6 @@
-import { VerdictError } from './errors.js';
+import { VerdictError, VerdictRequestError, VerdictUnavailableError } from './errors.js';
 import { header, type Transport } from './transport.js';
-import type { CheckRequest, Decision, ValidationIssue } from './wire.js';
+import { MIN_REVISION_HEADER, REVISION_HEADER, type CheckRequest, type Decision, type ValidationIssue } from './wire.js';
 
 /** A decision with the policy revision it was made at (`verdict-revision`). */
 export interface Decided {
@@ -65,7 +65,7 @@ export class CheckBatcher {
         // A check that cannot be decided as asked refuses the bulk, naming it, so that its caller is answered as /check answers it.
         path: explain ? '/check/bulk?conflicts=refuse&explain=true' : '/check/bulk?conflicts=refuse',
         body: batch.map((pending) => pending.check),
-        headers: minRevision > 0 ? { 'verdict-min-revision': String(minRevision) } : {},
+        headers: minRevision > 0 ? { [MIN_REVISION_HEADER]: String(minRevision) } : {},
         retryable: true,
         admin: explain,
       });
@@ -75,7 +75,7 @@ export class CheckBatcher {
       return this.recover(batch, explain, error);
     }
     if (!Array.isArray(answers) || answers.length !== batch.length) {
-      const wrong = new VerdictError(`POST /check/bulk: ${batch.length} checks, but ${Array.isArray(answers) ? answers.length : 'no list of'} answers`, undefined, undefined, undefined);
+      const wrong = new VerdictUnavailableError(`POST /check/bulk: ${batch.length} checks, but ${Array.isArray(answers) ? answers.length : 'no list of'} answers`, undefined, undefined, undefined);
       for (const pending of batch) pending.reject(wrong);
       return;
     }
@@ -88,7 +88,7 @@ export class CheckBatcher {
         method: 'POST',
         path: explain ? '/check?explain=true' : '/check',
         body: pending.check,
-        headers: pending.minRevision === undefined ? {} : { 'verdict-min-revision': String(pending.minRevision) },
+        headers: pending.minRevision === undefined ? {} : { [MIN_REVISION_HEADER]: String(pending.minRevision) },
         retryable: true,
         admin: explain,
       });
@@ -127,8 +127,8 @@ export class CheckBatcher {
 /** The error /check gives a check the bulk refused: 400 with the message for a conflict, else 422 with its issues. */
 function asAlone(issues: ValidationIssue[], requestId: string | undefined): VerdictError {
   const conflict = issues.find((issue) => issue.type === 'attribute_conflict');
-  if (conflict !== undefined) return new VerdictError(`POST /check: 400 ${conflict.msg}`, 400, conflict.msg, requestId);
-  return new VerdictError(`POST /check: 422 ${issues.map((issue) => `${issue.loc.join('.')}: ${issue.msg}`).join('; ')}`, 422, issues, requestId);
+  if (conflict !== undefined) return new VerdictRequestError(`POST /check: 400 ${conflict.msg}`, 400, conflict.msg, requestId);
+  return new VerdictRequestError(`POST /check: 422 ${issues.map((issue) => `${issue.loc.join('.')}: ${issue.msg}`).join('; ')}`, 422, issues, requestId);
 }
 
 /** A bulk's 422 issues by the item they are about (`loc` `body.<index>...`), each located as a single check's would be; undefined when one names no item. */
@@ -146,6 +146,6 @@ function issuesByItem(detail: unknown): Map<number, ValidationIssue[]> | undefin
 }
 
 export function revisionOf(headers: Record<string, string | string[] | undefined>): number | undefined {
-  const text = header(headers, 'verdict-revision');
+  const text = header(headers, REVISION_HEADER);
   return text === undefined ? undefined : Number(text);
 }

@@ -1,16 +1,11 @@
 import type { Transport } from './transport.js';
 import type { DecisionCache } from './decision-cache.js';
+import { answerError, VerdictUnavailableError } from './errors.js';
+import { HEARTBEAT_MILLIS, type ChangeLine } from './wire.js';
 
-/** A feed silent for this long is taken for lost: three of the server's 2-second heartbeats. */
-const SILENCE_MILLIS = 6000;
+/** A feed silent for this long is taken for lost: three of the server's heartbeats. */
+const SILENCE_MILLIS = 3 * HEARTBEAT_MILLIS;
 const RECONNECT_MILLIS = { first: 100, most: 5000 };
-
-interface ChangeLine {
-  at: number;
-  revision?: number;
-  time_dependent?: boolean;
-  entities?: string[] | 'all';
-}
 
 /**
  * Follows the server's decision change feed (`GET /admin/changes`) for a DecisionCache: a new
@@ -57,7 +52,7 @@ export class ChangeFollower {
       const response = await this.transport.stream('/admin/changes', controller.signal);
       if (response.statusCode !== 200) {
         const text = await response.body.text();
-        throw new Error(`GET /admin/changes answered ${response.statusCode}: ${text.slice(0, 200)}`);
+        throw answerError(`GET /admin/changes answered ${response.statusCode}: ${text.slice(0, 200)}`, response.statusCode, text.slice(0, 200), undefined, false);
       }
       this.watchSilence();
       let partial = '';
@@ -66,7 +61,7 @@ export class ChangeFollower {
         partial = lines.pop()!;
         for (const line of lines) if (line !== '') this.apply(JSON.parse(line) as ChangeLine);
       }
-      throw new Error('the change feed ended');
+      throw new VerdictUnavailableError('GET /admin/changes: the change feed ended', undefined, undefined, undefined);
     } catch (error) {
       if (!controller.signal.aborted || !this.closed) this.onError(error);
     }

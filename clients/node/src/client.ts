@@ -2,18 +2,20 @@ import { CheckBatcher, revisionOf, type Decided } from './batcher.js';
 import { ChangeFollower } from './change-follower.js';
 import { DecisionCache, type CacheLimits } from './decision-cache.js';
 import { Transport, type Call, type TransportOptions } from './transport.js';
-import type {
-  AuthzenDecision,
-  AuthzenEvaluation,
-  AuthzenEvaluations,
-  AuthzenEvaluationsResponse,
-  CheckRequest,
-  Decision,
-  Entity,
-  EntityCreate,
-  EntityUpdate,
-  PlanRequest,
-  PlanResponse,
+import { within, type CallBounds } from './call-bounds.js';
+import {
+  MIN_REVISION_HEADER,
+  type AuthzenDecision,
+  type AuthzenEvaluation,
+  type AuthzenEvaluations,
+  type AuthzenEvaluationsResponse,
+  type CheckRequest,
+  type Decision,
+  type Entity,
+  type EntityCreate,
+  type EntityUpdate,
+  type PlanRequest,
+  type PlanResponse,
 } from './wire.js';
 
 export interface ClientOptions extends TransportOptions {
@@ -30,7 +32,7 @@ export interface ClientOptions extends TransportOptions {
   onBackgroundError?: (error: unknown) => void;
 }
 
-export interface CheckOptions {
+export interface CheckOptions extends CallBounds {
   /** Ask for the explanation (sent with the admin key; never cached). */
   explain?: boolean;
 }
@@ -63,40 +65,30 @@ export class VerdictClient {
   }
 
   /** The decision for one check: from the cache when it holds it, else batched with the checks issued beside it. */
-  async check(check: CheckRequest, options: CheckOptions = {}): Promise<Decision> {
-    const explain = options.explain === true;
-    const cacheable = !explain && this.cache !== undefined && !namesToken(check);
-    const key = cacheable ? JSON.stringify(check) : '';
-    if (cacheable && this.cacheServing) {
-      const cached = this.cache!.get(key);
-      if (cached !== undefined) return cached;
-    }
-    const epoch = this.cache?.epoch ?? 0;
-    const { decision, revision } = await this.decide(check, explain);
-    if (cacheable && this.follower!.keeps(revision)) this.cache!.set(key, decision, urisOf(check), epoch);
-    return decision;
+  check(check: CheckRequest, options: CheckOptions = {}): Promise<Decision> {
+    return within(() => this.checkNow(check, options.explain === true), options, 'check');
   }
 
   /** The decisions for several checks, in order: one or more bulks, or the cache. */
   checkMany(checks: readonly CheckRequest[], options: CheckOptions = {}): Promise<Decision[]> {
-    return Promise.all(checks.map((check) => this.check(check, options)));
+    return within(() => Promise.all(checks.map((check) => this.checkNow(check, options.explain === true))), options, 'checkMany');
   }
 
   /** What a principal may do with which resources: `POST /plan`. */
-  async plan(request: PlanRequest): Promise<PlanResponse> {
-    return (await this.decisionCall({ method: 'POST', path: '/plan', body: request })).body as PlanResponse;
+  async plan(request: PlanRequest, bounds: CallBounds = {}): Promise<PlanResponse> {
+    return (await within(() => this.decisionCall({ method: 'POST', path: '/plan', body: request }), bounds, 'POST /plan')).body as PlanResponse;
   }
 
   /** An AuthZEN access evaluation: `POST /access/v1/evaluation`. */
   async evaluation(request: AuthzenEvaluation, options: CheckOptions = {}): Promise<AuthzenDecision> {
     const path = `/access/v1/evaluation${options.explain ? '?explain=true' : ''}`;
-    return (await this.decisionCall({ method: 'POST', path, body: request, admin: options.explain })).body as AuthzenDecision;
+    return (await within(() => this.decisionCall({ method: 'POST', path, body: request, admin: options.explain }), options, `POST ${path}`)).body as AuthzenDecision;
   }
 
   /** AuthZEN access evaluations: `POST /access/v1/evaluations`. */
   async evaluations(request: AuthzenEvaluations, options: CheckOptions = {}): Promise<AuthzenEvaluationsResponse> {
     const path = `/access/v1/evaluations${options.explain ? '?explain=true' : ''}`;
-    return (await this.decisionCall({ method: 'POST', path, body: request, admin: options.explain })).body as AuthzenEvaluationsResponse;
+    return (await within(() => this.decisionCall({ method: 'POST', path, body: request, admin: options.explain }), options, `POST ${path}`)).body as AuthzenEvaluationsResponse;
   }
 
   /** Registers an entity (admin key). Not retried: a second registration of the same uri would be refused. */
@@ -138,6 +130,20 @@ export class VerdictClient {
     return this.follower?.changesApplied ?? 0;
   }
 
+  /** The decision for one check, from the cache or the server, with no bound of the caller's. */
+  private async checkNow(check: CheckRequest, explain: boolean): Promise<Decision> {
+    const cacheable = !explain && this.cache !== undefined && !namesToken(check);
+    const key = cacheable ? JSON.stringify(check) : '';
+    if (cacheable && this.cacheServing) {
+      const cached = this.cache!.get(key);
+      if (cached !== undefined) return cached;
+    }
+    const epoch = this.cache?.epoch ?? 0;
+    const { decision, revision } = await this.decide(check, explain);
+    if (cacheable && this.follower!.keeps(revision)) this.cache!.set(key, decision, urisOf(check), epoch);
+    return decision;
+  }
+
   async close(): Promise<void> {
     this.follower?.close();
     await this.transport.close();
@@ -165,7 +171,7 @@ export class VerdictClient {
   }
 
   private minRevisionHeader(): Record<string, string> {
-    return this.readYourWrites && this.writtenRevision !== undefined ? { 'verdict-min-revision': String(this.writtenRevision) } : {};
+    return this.readYourWrites && this.writtenRevision !== undefined ? { [MIN_REVISION_HEADER]: String(this.writtenRevision) } : {};
   }
 }
 

@@ -1,5 +1,5 @@
 import type { VerdictClient } from './client.js';
-import { describeDetail, VerdictError } from './errors.js';
+import { describeDetail, VerdictCredentialError, VerdictError } from './errors.js';
 import type { CheckRequest } from './wire.js';
 
 /** The check that guards a request, from what the app knows of it: the principal from the request, the resource and action from the route. */
@@ -20,7 +20,11 @@ interface Refusal {
   headers: Record<string, string>;
 }
 
-/** Decides `request`: undefined lets it through; a denial is 403, and no decision (Verdict unreachable, a check it refuses) is 503: never an allow by accident. */
+/**
+ * Decides `request`: undefined lets it through; a denial is 403, a principal's token Verdict refuses
+ * 401 (with the Bearer challenge), and no decision (Verdict unreachable, a check it refuses) 503:
+ * never an allow by accident.
+ */
 async function refusalOf<Request>(client: VerdictClient, mapping: CheckMapping<Request>, options: GuardOptions, request: Request): Promise<Refusal | undefined> {
   try {
     const decision = await client.check(await mapping(request));
@@ -28,6 +32,7 @@ async function refusalOf<Request>(client: VerdictClient, mapping: CheckMapping<R
     const header = options.reasonHeader === true ? 'verdict-reason' : options.reasonHeader || undefined;
     return { status: 403, body: { detail: 'Forbidden' }, headers: header === undefined ? {} : { [header]: encodeURIComponent(decision.reason) } };
   } catch (error) {
+    if (error instanceof VerdictCredentialError) return { status: 401, body: { detail: 'Unauthorized' }, headers: { 'www-authenticate': 'Bearer error="invalid_token"' } };
     const why = error instanceof VerdictError ? describeDetail(error.detail ?? error.message) : (error as Error).message;
     return { status: 503, body: { detail: `Authorization could not be decided: ${why}` }, headers: {} };
   }

@@ -1,5 +1,6 @@
 import { Pool, type Dispatcher } from 'undici';
-import { VerdictError, describeDetail } from './errors.js';
+import { API_KEY_HEADER, REQUEST_ID_HEADER } from './wire.js';
+import { answerError, describeDetail, VerdictError, VerdictTimeoutError, VerdictUnavailableError } from './errors.js';
 
 export interface TransportOptions {
   /** The server's origin, `http://127.0.0.1:8421`; with `socketPath`, only its host is sent. */
@@ -56,7 +57,7 @@ export class Transport {
   headersFor(call: Pick<Call, 'admin' | 'headers'>, hasBody: boolean): Record<string, string> {
     return {
       ...(hasBody && { 'content-type': 'application/json' }),
-      ...(call.admin && this.options.adminKey !== undefined && { 'way-api-key': this.options.adminKey }),
+      ...(call.admin && this.options.adminKey !== undefined && { [API_KEY_HEADER]: this.options.adminKey }),
       ...call.headers,
     };
   }
@@ -78,7 +79,7 @@ export class Transport {
     try {
       return await this.pool.request({ method: 'GET', path, headers: this.headersFor({ admin: true }, false), signal });
     } catch (error) {
-      throw new VerdictError(`GET ${path}: ${(error as Error).message}`, undefined, undefined, undefined, { cause: error });
+      throw new VerdictUnavailableError(`GET ${path}: ${(error as Error).message}`, undefined, undefined, undefined, { cause: error });
     }
   }
 
@@ -96,19 +97,21 @@ export class Transport {
       });
       raw = await response.body.text();
     } catch (error) {
-      const why = (error as Error).name === 'TimeoutError' ? `no answer within ${this.timeoutMs} ms` : (error as Error).message;
-      throw new VerdictError(`${call.method} ${call.path}: ${why}`, undefined, undefined, undefined, { cause: error });
+      if ((error as Error).name === 'TimeoutError') throw new VerdictTimeoutError(`${call.method} ${call.path}: no answer within ${this.timeoutMs} ms`, undefined, undefined, undefined, { cause: error });
+      throw new VerdictUnavailableError(`${call.method} ${call.path}: ${(error as Error).message}`, undefined, undefined, undefined, { cause: error });
     }
-    const requestId = header(response.headers, 'x-request-id');
+    const requestId = header(response.headers, REQUEST_ID_HEADER);
     let body: unknown;
     try {
       body = raw === '' ? undefined : JSON.parse(raw);
     } catch {
-      throw new VerdictError(`${call.method} ${call.path}: answered ${response.statusCode} with a body that is not JSON`, response.statusCode, raw.slice(0, 200), requestId);
+      const message = `${call.method} ${call.path}: answered ${response.statusCode} with a body that is not JSON`;
+      throw answerError(message, response.statusCode, raw.slice(0, 200), requestId, false);
     }
     if (response.statusCode >= 200 && response.statusCode < 300) return { status: response.statusCode, headers: response.headers, body };
     const detail = (body as { detail?: unknown } | undefined)?.detail ?? body;
-    throw new VerdictError(`${call.method} ${call.path}: ${response.statusCode} ${describeDetail(detail)}`, response.statusCode, detail, requestId);
+    const challenge = header(response.headers, 'www-authenticate') ?? '';
+    throw answerError(`${call.method} ${call.path}: ${response.statusCode} ${describeDetail(detail)}`, response.statusCode, detail, requestId, challenge.includes('invalid_token'));
   }
 
   close(): Promise<void> {
