@@ -2,7 +2,7 @@ import t, { type Test } from 'tap';
 import type { Document } from 'mongodb';
 import { MongoStore } from '../../src/store/mongodb/store.js';
 import { ENTITY_READ_BOUND_MS } from '../../src/store/mongodb/entities.js';
-import { MAINTENANCE_LEASE } from '../../src/store/mongodb/maintenance.js';
+import { LEASE_MS, MAINTENANCE_LEASE } from '../../src/store/mongodb/maintenance.js';
 import { found, NO_ANSWER, scriptedMongo, type Answer, type Received } from '../helpers/scripted-mongo.js';
 import { until } from '../helpers/until.js';
 import { TEST_WRITER } from '../helpers/writer.js';
@@ -34,11 +34,21 @@ t.test('a primary that never answers createIndexes still lets the store open; /r
   t.equal(build.body.commitQuorum, 'majority', 'a build commits once a majority has it, so a member down does not stop it');
 });
 
+/** The values a lease write's pipeline `$set` gives, as MongoDB computes them: its time is the primary's (`$$NOW`), here this process's own. */
+function pipelineSet(update: Document[]): Document {
+  const stage = update[0]!.$set as Document;
+  const value = (expression: Document) => {
+    if (JSON.stringify(expression) !== JSON.stringify({ $add: [{ $toLong: '$$NOW' }, LEASE_MS] })) throw new Error(`a lease end not read from the primary's clock: ${JSON.stringify(expression)}`);
+    return Date.now() + LEASE_MS;
+  };
+  return Object.fromEntries(Object.entries(stage).map(([field, expression]) => [field, field === 'value' ? value(expression as Document) : (expression as Document).$literal]));
+}
+
 /**
  * A primary holding entity rows written before queryable copies were kept, the indexes built (as
  * listIndexes lists them), and the maintenance lease as MongoDB would: taken by an upsert whose filter
- * (read as MongoDB reads it: the `$or` of an expired lease and its own holder's) matches it, or
- * refused as a duplicate key.
+ * (read as MongoDB reads it: the `$or` of a lease that ended by the primary's clock and its own
+ * holder's) matches it, or refused as a duplicate key.
  */
 function fleetPrimary(pendingRows: Document[], leaseAsStored?: Document): { answer: Answer; backfillWrites: () => number; refusedToItsHolder: () => number } {
   let lease: Document | undefined = leaseAsStored;
@@ -58,18 +68,21 @@ function fleetPrimary(pendingRows: Document[], leaseAsStored?: Document): { answ
     if (name === 'listIndexes') return found(command, built.get(body.listIndexes as string) ?? []);
     if (name === 'findAndModify' && body.findAndModify === 'counters' && (body.query as Document)._id === MAINTENANCE_LEASE) {
       const alternatives = ((body.query as Document).$or ?? []) as Document[];
+      const ended = { $expr: { $lt: ['$value', { $toLong: '$$NOW' }] } };
       const matches = (alternative: Document) =>
-        (alternative.value?.$lt !== undefined && lease!.value < alternative.value.$lt) || (alternative.holder !== undefined && lease!.holder === alternative.holder);
+        (JSON.stringify(alternative) === JSON.stringify(ended) && lease!.value < Date.now()) || (alternative.holder !== undefined && lease!.holder === alternative.holder);
       const free = lease === undefined || alternatives.some(matches);
-      if (!free && lease!.holder === (body.update as Document).$set.holder) refusedToHolder++;
+      const asked = pipelineSet(body.update as Document[]);
+      if (!free && lease!.holder === asked.holder) refusedToHolder++;
       if (!free) return { ok: 0, code: 11000, codeName: 'DuplicateKey', errmsg: `E11000 duplicate key error collection: verdict.counters index: _id_ dup key: { _id: "${MAINTENANCE_LEASE}" }` };
-      lease = { ...lease, _id: MAINTENANCE_LEASE, ...(body.update as Document).$set };
+      lease = { ...lease, _id: MAINTENANCE_LEASE, ...asked };
       return { value: lease, lastErrorObject: { n: 1, updatedExisting: true }, ok: 1 };
     }
     if (name === 'update' && body.update === 'counters' && (body.updates as Document[])[0]!.q._id === MAINTENANCE_LEASE) {
       const { q, u } = (body.updates as Document[])[0]!;
       if (lease?.holder !== q.holder) return { n: 0, nModified: 0, ok: 1 };
-      lease = { ...lease, ...(u.$set ?? {}), ...(u.$addToSet ? { done: [...(lease!.done ?? []), u.$addToSet.done] } : {}) };
+      const set = Array.isArray(u) ? pipelineSet(u as Document[]) : (u.$set ?? {});
+      lease = { ...lease, ...set, ...(u.$addToSet ? { done: [...(lease!.done ?? []), u.$addToSet.done] } : {}) };
       return { n: 1, nModified: 1, ok: 1 };
     }
     if (name === 'find' && body.find === 'counters' && (body.filter as Document)._id === MAINTENANCE_LEASE) return found(command, lease ? [lease] : []);
@@ -95,8 +108,26 @@ t.test('two stores opened together backfill once: one holds the lease and writes
   await until(() => first.maintenance!.status() === undefined && second.maintenance!.status() === undefined, 'both to be done', 30_000);
   t.equal(primary.backfillWrites(), rows.length, 'each row written once, by one store');
   const leases = named(server.received, 'findAndModify', 'counters').filter((command) => (command.body.query as Document)._id === MAINTENANCE_LEASE);
-  t.equal(new Set(leases.map((command) => (command.body.update as Document).$set.holder)).size, 2, 'both asked for the lease');
+  t.equal(new Set(leases.map((command) => pipelineSet(command.body.update as Document[]).holder)).size, 2, 'both asked for the lease');
   t.equal(primary.refusedToItsHolder(), 0, 'its holder renews the lease it holds, step after step, without waiting for it to run out');
+});
+
+t.test("the lease is taken, renewed and compared by the primary's clock: no lease write carries this process's time (scripted primary)", async (t) => {
+  const rows = ['user:a', 'user:b'].map((uri) => ({ _id: uri, document: JSON.stringify({ uri, type: 'principal', attributes: [] }), version: 1 }));
+  const server = await scriptedMongo(fleetPrimary(rows).answer);
+  t.teardown(() => server.close());
+  const store = await open(t, server.uri);
+  await until(() => store.maintenance!.status() === undefined, 'maintenance done', 30_000);
+  const leaseWrites = server.received.filter(
+    (command) =>
+      (command.name === 'findAndModify' && command.body.findAndModify === 'counters' && (command.body.query as Document)._id === MAINTENANCE_LEASE) ||
+      (command.name === 'update' && command.body.update === 'counters' && (command.body.updates as Document[])[0]!.q._id === MAINTENANCE_LEASE),
+  );
+  t.ok(leaseWrites.length >= 2, `the lease taken and renewed: ${leaseWrites.length} writes`);
+  const day = 24 * 3600 * 1000;
+  const times = leaseWrites.flatMap((command) => JSON.stringify(command.body).match(/\d{12,}/g) ?? []).map(Number).filter((number) => Math.abs(number - Date.now()) < day);
+  t.same(times, [], "none names a time of this process's clock");
+  t.ok(leaseWrites.every((command) => JSON.stringify(command.body).includes('$$NOW') || JSON.stringify(command.body).includes('$addToSet')), 'each reads the primary\'s ($$NOW), but the marks of steps done');
 });
 
 t.test('with maintenance off, the store creates, drops and writes nothing of its own: a decision-only sidecar', async (t) => {
@@ -147,10 +178,10 @@ t.test('three stores opened against an index build that never ends: one of them 
   t.teardown(() => server.close());
   await Promise.all([open(t, server.uri), open(t, server.uri), open(t, server.uri)]);
   const leaseAsks = () => named(server.received, 'findAndModify', 'counters').filter((command) => (command.body.query as Document)._id === MAINTENANCE_LEASE);
-  const asksBy = (holder: string) => leaseAsks().filter((command) => (command.body.update as Document).$set.holder === holder).length;
+  const asksBy = (holder: string) => leaseAsks().filter((command) => pipelineSet(command.body.update as Document[]).holder === holder).length;
   // Each of the other two has tried the lease, been refused, and tried again.
   await until(() => {
-    const holders = [...new Set(leaseAsks().map((command) => (command.body.update as Document).$set.holder as string))];
+    const holders = [...new Set(leaseAsks().map((command) => pipelineSet(command.body.update as Document[]).holder as string))];
     return holders.length === 3 && holders.filter((holder) => asksBy(holder) >= 2).length >= 2;
   }, 'every store to have asked for the lease, and two of them again', 30_000);
   t.equal(named(server.received, 'createIndexes').length, 1, 'one build in flight, from the lease holder, never sent again');

@@ -14,7 +14,7 @@ import type { Entity } from '../../schemas/entity.js';
 // builds are asked of every process (each returns at once once the indexes exist); the backfill and
 // the recount run under a lease in the database, so that one process of the fleet does them.
 
-/** The lease's counter document: who holds it, until when (epoch ms, in `value`), and the backfill's checkpoint. */
+/** The lease's counter document: who holds it, until when (epoch ms by the primary's clock, in `value`), and the backfill's checkpoint. */
 export const MAINTENANCE_LEASE = 'maintenance-lease';
 /** A lease lasts this long unless renewed; its holder renews it before each batch. */
 export const LEASE_MS = 30_000;
@@ -28,6 +28,11 @@ const RETRY_MS = { first: 1_000, max: 60_000 };
 const RERUN_MS = 60 * 60_000;
 
 export type MaintenanceStep = 'indexes' | 'counters' | 'backfill' | 'recount';
+
+/** The primary's time, in epoch milliseconds, where a write reads it. */
+const SERVER_NOW = { $toLong: '$$NOW' };
+/** When a lease taken or renewed now ends, by the primary's time. */
+const LEASE_END = { $add: [SERVER_NOW, LEASE_MS] };
 
 /** Another process of the fleet holds the lease and does the step: this one waits, which is no failure. */
 class LeaseHeld extends Error {}
@@ -194,19 +199,21 @@ export class StoreMaintenance extends EventEmitter<MaintenanceEvents> {
     }
   }
 
-  /** Moves the end of this process's lease LEASE_MS on; false when it no longer holds it. */
+  /** Moves the end of this process's lease LEASE_MS on (by the server's clock); false when it no longer holds it. */
   private async renewLease(): Promise<boolean> {
-    const renewed = await this.collections.counters.updateOne({ _id: MAINTENANCE_LEASE, holder: this.holder } as object, { $set: { value: this.clock() + LEASE_MS } } as object);
+    const renewed = await this.collections.counters.updateOne({ _id: MAINTENANCE_LEASE, holder: this.holder } as object, [{ $set: { value: LEASE_END } }]);
     return renewed.matchedCount > 0;
   }
 
-  /** The lease, taken or renewed until LEASE_MS from now; undefined while another process holds it. */
+  /**
+   * The lease, taken or renewed until LEASE_MS from now; undefined while another process holds it.
+   * Its end is the primary's time, written and compared there: the pods' clocks never meet.
+   */
   private async acquire(): Promise<LeaseRow | undefined> {
-    const now = this.clock();
     try {
       const row = await this.collections.counters.findOneAndUpdate(
-        { _id: MAINTENANCE_LEASE, $or: [{ value: { $lt: now } }, { holder: this.holder }] } as object,
-        { $set: { value: now + LEASE_MS, holder: this.holder } } as object,
+        { _id: MAINTENANCE_LEASE, $or: [{ $expr: { $lt: ['$value', SERVER_NOW] } }, { holder: this.holder }] } as object,
+        [{ $set: { value: LEASE_END, holder: { $literal: this.holder } } }],
         { upsert: true, returnDocument: 'after' },
       );
       return (row ?? undefined) as LeaseRow | undefined;
@@ -251,7 +258,7 @@ export class StoreMaintenance extends EventEmitter<MaintenanceEvents> {
       after = rows.at(-1)!._id;
       const renewed = await counters.updateOne(
         { _id: MAINTENANCE_LEASE, holder: this.holder } as object,
-        { $set: { value: this.clock() + LEASE_MS, checkpoint: after } } as object,
+        [{ $set: { value: LEASE_END, checkpoint: { $literal: after } } }],
       );
       if (renewed.matchedCount === 0) throw new Error('the maintenance lease was taken over by another Verdict process (this one was too slow to renew it)');
       if (rows.length < BACKFILL_BATCH) return;
