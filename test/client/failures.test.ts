@@ -123,3 +123,22 @@ t.test('a bulk halved on 413 answers every caller (each half sent, none lost)', 
   await until(() => settled === calls.length, `every one of ${calls.length} callers answered`, 10_000);
   t.same((await outcomes(calls)).map((result) => ('value' in result ? (result.value as { allowed: boolean }).allowed : 'failed')), Array(9).fill(true));
 });
+
+t.test('more refused checks than one answer lists (20) stay in bulks: the listed ones fail, the rest go again as a bulk', async (t) => {
+  const server = await startServer();
+  t.teardown(server.close);
+  t.equal((await server.call('POST', '/admin/policies', roleRule('readers', 'reader'))).status, 200);
+  const client = new VerdictClient({ url: server.url });
+  t.teardown(() => client.close());
+  const refused = { ...READ, principal: { uri: 5 } } as never;
+  const checks = Array.from({ length: 120 }, (_, index) => (index % 2 === 0 ? refused : READ));
+  const requests = async () => {
+    const text = (await server.call('GET', '/metrics')).body as string;
+    return [...text.matchAll(/^verdict_http_request_duration_seconds_count\{[^}]*route="\/check(\/bulk)?"[^}]*\} (\d+)/gm)].reduce((sum, match) => sum + Number(match[2]), 0);
+  };
+  const before = await requests();
+  const results = await outcomes(checks.map((check) => client.check(check)));
+  t.same(results.map((result) => ('value' in result ? 'allowed' : (result.error as VerdictError).status)), checks.map((check) => (check === READ ? 'allowed' : 422)));
+  const sent = (await requests()) - before;
+  t.ok(sent <= 6, `${sent} requests for ${checks.length} checks, 60 of them refused: the 60 need 3 answers of 20`);
+});

@@ -136,13 +136,15 @@ function issuesByItem(detail: unknown): Map<number, ValidationIssue[]> | undefin
   if (!Array.isArray(detail) || detail.length === 0) return undefined;
   const byItem = new Map<number, ValidationIssue[]>();
   for (const issue of detail as ValidationIssue[]) {
+    // The items past the issues listed are sent again, and named by the next answer.
+    if (issue.type === 'too_many_errors') continue;
     const index = issue.loc?.[1];
     if (issue.loc?.[0] !== 'body' || typeof index !== 'number') return undefined;
     const issues = byItem.get(index) ?? [];
     issues.push({ ...issue, loc: ['body', ...issue.loc.slice(2)] });
     byItem.set(index, issues);
   }
-  return byItem;
+  return byItem.size > 0 ? byItem : undefined;
 }
 
 export function revisionOf(headers: Record<string, string | string[] | undefined>): number | undefined {
