@@ -40,5 +40,12 @@ async def test_no_decision_survives_a_policy_or_entity_write_once_the_feed_deliv
         await until(lambda: client.changes_applied > applied, "the revision delivered")
         assert (await client.check(check))["allowed"] is True, "a policy write drops every decision"
 
+        assert (await client.check(check))["allowed"] is True
+        assert client.cached_decisions == 1
+        applied = client.changes_applied
+        admin(verdict.url, "PUT", "/admin/schemas", {"principal": {"attributes": {"type": "object"}}})
+        await until(lambda: client.changes_applied > applied, "the schema revision delivered")
+        assert client.cached_decisions == 0, "a schema write drops every decision too"
+
         await client.update_entity("user:bo", {"type": "principal", "attributes": {"role": "nobody"}})
         assert (await client.check(check))["allowed"] is False, "its own write: read at once, not from the cache"

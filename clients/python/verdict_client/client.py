@@ -82,7 +82,13 @@ class AsyncVerdictClient:
 
     @property
     def changes_applied(self) -> int:
+        """The change feed's lines applied to the cache so far (0 without a cache)."""
         return 0 if self._follower is None else self._follower.changes_applied
+
+    @property
+    def cached_decisions(self) -> int:
+        """How many decisions the cache holds now."""
+        return 0 if self._cache is None else len(self._cache)
 
     async def check(self, check: CheckRequest, *, explain: bool = False, timeout: float | None = None) -> Decision:
         """The decision for one check: from the cache when it holds it, else batched with the checks issued beside it."""
