@@ -176,6 +176,11 @@ export interface ForwardedRequest {
   method: string;
   path: string;
   headers: Readonly<Record<string, string | string[] | undefined>>;
+  /**
+   * The client's address as Envoy reports it in a gRPC CheckRequest (`attributes.source.address`):
+   * read as `client_address` in place of `x-forwarded-for`'s hops. The HTTP flavour has none.
+   */
+  sourceAddress?: string;
 }
 
 /** The check an HTTP request maps to, but its principal: the route's resource, the action, the context. */
@@ -282,7 +287,7 @@ export class ExtAuthzMapping {
       // The path as the route matched it: decoded, without the query (which no policy reads).
       context.set('path', `/${segments.join('/')}`);
       if (this.clientAddress !== undefined) {
-        const address = vouchedAddress(headerValue(request.headers[FORWARDED_FOR]), this.clientAddress.trustedHops);
+        const address = request.sourceAddress ?? vouchedAddress(headerValue(request.headers[FORWARDED_FOR]), this.clientAddress.trustedHops);
         if (address === undefined) return { kind: 'unmapped', why: `The request carries no client address that the proxies vouch for (${FORWARDED_FOR} has fewer than ${this.clientAddress.trustedHops + 1} hops)` };
         context.set(CLIENT_ADDRESS, address);
       }

@@ -114,7 +114,7 @@ export async function buildServer(config: Config, services: Services): Promise<F
   await app.register(checkRoutes, { context });
   await app.register(authzenRoutes, { context });
   await app.register(planRoutes, { context });
-  if (services.extAuthz !== undefined) await app.register(extAuthzRoutes, { context, ...services.extAuthz });
+  if (services.extAuthz !== undefined) await app.register(extAuthzRoutes, { context, extAuthz: services.extAuthz });
   await app.register(eunomiaEarlierRoutes, { context });
   await app.register(dashboardRoutes);
   await app.register(async (admin) => {

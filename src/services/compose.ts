@@ -4,6 +4,7 @@ import { bulkLimitsOf } from '../requests/bulk-request.js';
 import { ImpactService } from './impact-service.js';
 import { PolicySetReader } from '../policy-files/policy-set.js';
 import { ChangeFeed } from './change-feed.js';
+import { ExtAuthzService } from './ext-authz.js';
 import { systemClock, type Clock } from '../clock.js';
 import { RecentChecks } from './recent-checks.js';
 import { ShadowDecisions } from './shadow-decisions.js';
@@ -78,7 +79,8 @@ export interface Services {
   changes: ChangeFeed;
   /** Envoy's external authorization (`--ext-authz`): the mapping of HTTP requests to checks, and the claims of bearer tokens (`--tokens`). */
   /** External authorization's mapping, and whether bearer tokens are verified (`--tokens`). */
-  extAuthz?: { mapping: ExtAuthzMapping; readsTokens: boolean };
+  /** Envoy's external authorization (`--ext-authz`), for its HTTP and gRPC doors. */
+  extAuthz?: ExtAuthzService;
   /** Starts the work that runs beside requests (following the store, the live window, audit retention, ...), logging to `log`. */
   start(log: FastifyBaseLogger): void;
   /** Stops it all and closes the store. */
@@ -193,7 +195,7 @@ export async function composeServices(config: Config, substitutes: Substitutes =
     workers: workers.description,
     adminKeys,
     changes,
-    ...(extAuthzMapping && { extAuthz: { mapping: extAuthzMapping, readsTokens: tokens !== undefined } }),
+    ...(extAuthzMapping && { extAuthz: new ExtAuthzService(extAuthzMapping, tokens !== undefined, checks) }),
     start: (log) => {
       stopBackgroundWork = startBackgroundWork({ config, store, snapshots, entities, feed, metrics, live, liveWindow, policyFiles }, log);
     },
