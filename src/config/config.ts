@@ -379,6 +379,18 @@ const OPTIONS = {
     defaultHelp: 'off',
     parse: trimmed,
   }),
+  'ext-authz-grpc': option({
+    field: 'extAuthzGrpc',
+    env: 'EXT_AUTHZ_GRPC',
+    help: "also answer Envoy's gRPC external authorization (envoy.service.auth.v3.Authorization/Check, and grpc.health.v1) on this port, or on this Unix socket path, with the --ext-authz mapping",
+    default: '',
+    defaultHelp: 'off',
+    parse: ({ label, text }) => {
+      const target = text.trim();
+      if (target === '' || target.startsWith('/')) return target;
+      return String(parseInteger(label, target, 0, 65535));
+    },
+  }),
   'decision-log': option({
     field: 'decisionLog',
     env: 'DECISION_LOG',
@@ -587,6 +599,9 @@ export function loadConfig(args: string[], env: NodeJS.ProcessEnv): Config {
     throw new ConfigError(
       `--max-plan-size (${config.maxPlanSize}) must be at most a third of --max-answer-size (${config.maxAnswerSize}): a plan's condition and its filter (twice as long) must fit in one answer`,
     );
+  }
+  if (config.extAuthzGrpc !== '' && config.extAuthz === '') {
+    throw new ConfigError('--ext-authz-grpc (EXT_AUTHZ_GRPC) answers with the --ext-authz mapping: give --ext-authz <file> too');
   }
   if (config.adminAuthRequired && config.adminApiKey.trim() === '' && config.adminKeysFile === '') {
     throw new ConfigError(

@@ -16,6 +16,7 @@ import { checkRoutes } from './check.js';
 import { authzenRoutes } from './authzen.js';
 import { planRoutes } from './plan.js';
 import { extAuthzRoutes } from './ext-authz.js';
+import type { GrpcExtAuthz } from '../grpc/ext-authz.js';
 import { policyHistoryRoutes, policyRoutes } from './policies.js';
 import { policyChangeRoutes } from './policy-changes.js';
 import { checkAtRoutes } from './check-at.js';
@@ -43,6 +44,8 @@ declare module 'fastify' {
     evaluation: string;
     /** How many worker threads the pool may run, and why (see workerSizing): the ready log line says it. */
     workers: string;
+    /** Envoy's gRPC external authorization, once the app is ready (`--ext-authz-grpc`). */
+    extAuthzGrpc: GrpcExtAuthz | undefined;
   }
 }
 
@@ -115,6 +118,7 @@ export async function buildServer(config: Config, services: Services): Promise<F
   await app.register(authzenRoutes, { context });
   await app.register(planRoutes, { context });
   if (services.extAuthz !== undefined) await app.register(extAuthzRoutes, { context, extAuthz: services.extAuthz });
+  serveGrpcExtAuthz(app, config, services);
   await app.register(eunomiaEarlierRoutes, { context });
   await app.register(dashboardRoutes);
   await app.register(async (admin) => {
@@ -132,4 +136,19 @@ export async function buildServer(config: Config, services: Services): Promise<F
   });
   await app.ready();
   return app;
+}
+
+/** The gRPC door of external authorization (`--ext-authz-grpc`), opened once the app is ready and drained before it closes. */
+function serveGrpcExtAuthz(app: FastifyInstance, config: Config, services: Services): void {
+  app.decorate('extAuthzGrpc', undefined);
+  const { extAuthz } = services;
+  if (extAuthz === undefined || config.extAuthzGrpc === '') return;
+  app.addHook('onReady', async () => {
+    const { startGrpcExtAuthz } = await import('../grpc/ext-authz.js');
+    app.extAuthzGrpc = await startGrpcExtAuthz({ target: config.extAuthzGrpc, host: config.host }, extAuthz, services.readiness, app.log, requestIds());
+    app.log.info({ address: app.extAuthzGrpc.address }, "Envoy's gRPC external authorization listens");
+  });
+  app.addHook('preClose', async () => {
+    await app.extAuthzGrpc?.close();
+  });
 }

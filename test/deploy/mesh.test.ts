@@ -79,6 +79,22 @@ t.test('plain Envoy: the ext_authz filter calls Verdict at /ext-authz, fails clo
   t.equal(config_.listeners[0].filter_chains[0].filters[0].typed_config.xff_num_trusted_hops, mapping.client_address.trusted_hops, 'Envoy and the mapping trust as many proxies before Envoy');
 });
 
+t.test('the gRPC flavour: the Istio provider and the plain Envoy call Verdict\'s --ext-authz-grpc port over HTTP/2, fail closed, and send no body', async (t) => {
+  const provider = documents('istio/mesh-config.yaml')[0]!.spec.meshConfig.extensionProviders.find((candidate: Manifest) => candidate.envoyExtAuthzGrpc !== undefined);
+  const entry = ofKind('ServiceEntry')[0]!;
+  t.equal(provider.envoyExtAuthzGrpc.service, entry.spec.hosts[0], 'the provider calls the ServiceEntry');
+  t.ok(entry.spec.ports.some((port: Manifest) => port.number === provider.envoyExtAuthzGrpc.port && port.protocol === 'GRPC'), 'which has the gRPC port');
+  t.equal(String(provider.envoyExtAuthzGrpc.port), config.extAuthzGrpc, "the port Verdict's EXT_AUTHZ_GRPC opens");
+  t.equal(provider.envoyExtAuthzGrpc.failOpen, false);
+  const plain = documents('envoy/envoy-grpc.yaml')[0]!.static_resources;
+  const extAuthz = plain.listeners[0].filter_chains[0].filters[0].typed_config.http_filters[0].typed_config;
+  t.equal(extAuthz.failure_mode_allow, false);
+  t.equal(extAuthz.with_request_body, undefined, 'no body sent');
+  const cluster = plain.clusters.find((candidate: Manifest) => candidate.name === extAuthz.grpc_service.envoy_grpc.cluster_name);
+  t.ok(cluster.typed_extension_protocol_options['envoy.extensions.upstreams.http.v3.HttpProtocolOptions'].explicit_http_config.http2_protocol_options !== undefined, 'HTTP/2 to Verdict');
+  t.equal(String(cluster.load_assignment.endpoints[0].lb_endpoints[0].endpoint.address.socket_address.port_value), config.extAuthzGrpc, 'the same port');
+});
+
 t.test("the example's policies, mapping and key set decide as documented: the owner reads, others do not, an editor creates", async (t) => {
   const key = await signingKey('idp-1', 'RS256');
   const issuer = await TokenIssuer.start([key]);

@@ -94,7 +94,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['src/pool/'],
   ['workers/'],
   ['src/services/'],
-  ['src/http/'],
+  ['src/http/', 'src/grpc/'],
   ['src/app.ts', 'src/process/', 'src/cli/', 'src/cli.ts'],
   // The Node client is a package of its own: it reads the wire schemas and nothing else of the server.
   ['clients/node/'],

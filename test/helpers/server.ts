@@ -27,6 +27,8 @@ export interface TestServer {
   send(method: string, path: string, text: string, headers?: Record<string, string>): Promise<JsonResponse>;
   /** The server's metrics, still readable after close (for figures that only closing settles). */
   metrics: Metrics;
+  /** Where Envoy's gRPC external authorization listens (`--ext-authz-grpc`), once started. */
+  extAuthzGrpc(): string | undefined;
   close(): Promise<void>;
 }
 
@@ -80,6 +82,7 @@ export async function startServer(overrides: Partial<Config> = {}, substitutes: 
         : send(method, path, body === undefined ? undefined : JSON.stringify(body), { 'content-type': 'application/json', ...headers }),
     send: (method, path, text, headers = {}) => send(method, path, text, headers),
     metrics: app.metrics,
+    extAuthzGrpc: () => app.extAuthzGrpc?.address,
     close: async () => {
       await app.close();
       if (ownsDataDir) rmSync(config.dataDir, { recursive: true, force: true });

@@ -1,0 +1,176 @@
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import type { FastifyBaseLogger } from 'fastify';
+import type { ServerUnaryCall, sendUnaryData, Server } from '@grpc/grpc-js';
+import type { ExtAuthzOutcome, ExtAuthzService } from '../services/ext-authz.js';
+import type { Readiness } from '../services/readiness.js';
+import type { ForwardedRequest } from '../ext-authz/mapping.js';
+import { INVALID_TOKEN_CHALLENGE } from '../errors.js';
+import { REQUEST_ID_HEADER } from '../schemas/wire.js';
+
+/** The largest CheckRequest read: Envoy's headers, and a body only if `with_request_body` is on (it should be off). */
+const MAX_MESSAGE_BYTES = 1024 * 1024 + 64 * 1024;
+/** Concurrent calls on one HTTP/2 connection from Envoy. */
+const MAX_CONCURRENT_STREAMS = 1000;
+/** How long a drain waits for calls in flight before it cuts them. */
+const DRAIN_MILLIS = 10_000;
+/** gRPC status codes (google.rpc.Code) the answers carry. */
+const OK = 0;
+const PERMISSION_DENIED = 7;
+const UNAUTHENTICATED = 16;
+/** What a client whose token was refused is told, unless the mapping gives it the reason (as the HTTP flavour). */
+const TOKEN_REFUSED = 'The bearer token was not accepted';
+
+/** The parts of Envoy's CheckRequest (envoy.service.auth.v3) read here, as proto-loader gives them (field names as in the proto). */
+interface CheckRequest {
+  attributes?: {
+    source?: { address?: { socket_address?: { address?: string } } };
+    request?: {
+      http?: {
+        id?: string;
+        method?: string;
+        path?: string;
+        headers?: Record<string, string>;
+        header_map?: { headers?: { key?: string; value?: string; raw_value?: Buffer }[] };
+      };
+    };
+  };
+}
+
+type HeaderOption = { header: { key: string; value: string }; append_action: 'OVERWRITE_IF_EXISTS_OR_ADD' };
+type CheckResponse =
+  | { status: { code: number }; ok_response: { headers: HeaderOption[] } }
+  | { status: { code: number; message: string }; denied_response: { status: { code: string }; headers: HeaderOption[]; body: string } };
+
+/** A running gRPC door: where it listens, and how it stops. */
+export interface GrpcExtAuthz {
+  /** `host:port` or `unix:/path`. */
+  address: string;
+  /** Stops taking calls, answers those in flight (for up to DRAIN_MILLIS), then closes. */
+  close(): Promise<void>;
+}
+
+const header = (key: string, value: string): HeaderOption => ({ header: { key, value }, append_action: 'OVERWRITE_IF_EXISTS_OR_ADD' });
+
+/** The headers of an HTTP request as Envoy gives them: the `headers` map, or the newer `header_map`. */
+function headersOf(http: NonNullable<NonNullable<NonNullable<CheckRequest['attributes']>['request']>['http']>): Record<string, string> {
+  if (http.headers !== undefined && Object.keys(http.headers).length > 0) return http.headers;
+  const headers: Record<string, string> = {};
+  for (const { key, value, raw_value } of http.header_map?.headers ?? []) {
+    if (key !== undefined) headers[key.toLowerCase()] = value ?? raw_value?.toString('utf8') ?? '';
+  }
+  return headers;
+}
+
+/** The HTTP request a CheckRequest asks about, or undefined when it has none (Envoy's network filter). */
+export function forwardedOf(request: CheckRequest): ForwardedRequest | undefined {
+  const http = request.attributes?.request?.http;
+  if (http === undefined || typeof http.method !== 'string' || typeof http.path !== 'string' || http.method === '' || !http.path.startsWith('/')) return undefined;
+  const sourceAddress = request.attributes?.source?.address?.socket_address?.address;
+  return { method: http.method, path: http.path, headers: headersOf(http), ...(sourceAddress !== undefined && sourceAddress !== '' && { sourceAddress }) };
+}
+
+/** The CheckResponse of an outcome, as Envoy reads it; the same statuses and bodies as the HTTP flavour. */
+export function checkResponseOf(outcome: ExtAuthzOutcome, extAuthz: ExtAuthzService): CheckResponse {
+  const { mapping } = extAuthz;
+  if (outcome.allowed) {
+    // Always set, empty for no principal: Envoy then replaces whatever a client sent under that name.
+    const headers = mapping.upstreamPrincipalHeader === undefined ? [] : [header(mapping.upstreamPrincipalHeader, outcome.principalUri ?? '')];
+    return { status: { code: OK }, ok_response: { headers } };
+  }
+  const refusedToken = outcome.status === 401;
+  const body = mapping.denyReasonToClient ? outcome.reason : refusedToken ? TOKEN_REFUSED : 'Forbidden';
+  return {
+    status: { code: refusedToken ? UNAUTHENTICATED : PERMISSION_DENIED, message: outcome.reason },
+    denied_response: {
+      status: { code: refusedToken ? 'Unauthorized' : 'Forbidden' },
+      headers: [header('content-type', 'text/plain; charset=utf-8'), ...(refusedToken ? [header('www-authenticate', INVALID_TOKEN_CHALLENGE)] : [])],
+      body,
+    },
+  };
+}
+
+/** Where the protos of Envoy's API and gRPC's health service are, in the packages that carry them. */
+function protoPaths(): { includeDirs: string[]; health: string } {
+  const require = createRequire(import.meta.url);
+  const xds = dirname(require.resolve('@grpc/grpc-js-xds/package.json'));
+  const health = dirname(require.resolve('grpc-health-check/package.json'));
+  return {
+    includeDirs: ['envoy-api', 'xds', 'googleapis', 'protoc-gen-validate'].map((dep) => join(xds, 'deps', dep)),
+    health: join(health, 'proto', 'health', 'v1', 'health.proto'),
+  };
+}
+
+/**
+ * Starts Envoy's gRPC external authorization (`--ext-authz-grpc`): `envoy.service.auth.v3.Authorization/Check`
+ * decided by ExtAuthzService exactly as the HTTP flavour decides, and `grpc.health.v1.Health/Check`,
+ * SERVING only while /ready would say ready. Loaded only then: a start without it loads no gRPC code.
+ */
+export async function startGrpcExtAuthz(
+  where: { target: string; host: string },
+  extAuthz: ExtAuthzService,
+  readiness: Readiness,
+  log: FastifyBaseLogger,
+  newId: () => string,
+): Promise<GrpcExtAuthz> {
+  const { target, host } = where;
+  const [grpc, protoLoader] = await Promise.all([import('@grpc/grpc-js'), import('@grpc/proto-loader')]);
+  const paths = protoPaths();
+  const options = { keepCase: true, longs: String, enums: String, defaults: false, oneofs: true, includeDirs: paths.includeDirs };
+  const definitions = protoLoader.loadSync(['envoy/service/auth/v3/external_auth.proto', paths.health], options);
+  const authorization = definitions['envoy.service.auth.v3.Authorization'] as import('@grpc/grpc-js').ServiceDefinition;
+  const health = definitions['grpc.health.v1.Health'] as import('@grpc/grpc-js').ServiceDefinition;
+
+  const server: Server = new grpc.Server({
+    'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
+    'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
+    'grpc.max_concurrent_streams': MAX_CONCURRENT_STREAMS,
+  });
+  server.addService(authorization, {
+    Check: (call: ServerUnaryCall<CheckRequest, CheckResponse>, callback: sendUnaryData<CheckResponse>) => {
+      const forwarded = forwardedOf(call.request);
+      const denied = (reason: string): ExtAuthzOutcome => ({ allowed: false, status: 403, reason });
+      const sent = forwarded?.headers[REQUEST_ID_HEADER];
+      const id = newId();
+      const decided =
+        forwarded === undefined
+          ? Promise.resolve(denied('The CheckRequest has no HTTP request (attributes.request.http): only the HTTP filter is answered, and what cannot be read is denied'))
+          : extAuthz.authorize(forwarded, { requestId: typeof sent === 'string' && sent !== '' ? sent : id, id });
+      decided.then(
+        (outcome) => {
+          if (!outcome.allowed && outcome.status === 401) log.info({ reason: outcome.reason }, 'ext-authz (gRPC): bearer token refused');
+          callback(null, checkResponseOf(outcome, extAuthz));
+        },
+        (error: unknown) => {
+          log.error({ err: error }, 'ext-authz (gRPC): a check failed; the request is denied');
+          callback(null, checkResponseOf(denied('The request could not be decided'), extAuthz));
+        },
+      );
+    },
+  });
+  server.addService(health, {
+    Check: (_call: ServerUnaryCall<unknown, unknown>, callback: sendUnaryData<{ status: string }>) => {
+      readiness.report().then(
+        (report) => callback(null, { status: report.ready ? 'SERVING' : 'NOT_SERVING' }),
+        () => callback(null, { status: 'NOT_SERVING' }),
+      );
+    },
+    Watch: (call: { emit(event: 'error', error: object): void }) => call.emit('error', { code: grpc.status.UNIMPLEMENTED, details: 'Watch is not served: ask Check' }),
+  });
+
+  const address = target.startsWith('/') ? `unix:${target}` : `${host.includes(':') ? `[${host}]` : host}:${target}`;
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (error, bound) => (error === null ? resolve(bound) : reject(error))),
+  );
+  return {
+    address: target.startsWith('/') ? address : `${host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host}:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        const cut = setTimeout(() => server.forceShutdown(), DRAIN_MILLIS).unref();
+        server.tryShutdown(() => {
+          clearTimeout(cut);
+          resolve();
+        });
+      }),
+  };
+}

@@ -1,0 +1,126 @@
+import t, { type Test } from 'tap';
+import fc from 'fast-check';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { request } from 'undici';
+import { ready, scratchDir, startServer, type TestServer } from '../helpers/server.js';
+import { AUDIENCE, ISSUER, signingKey, TokenIssuer, tokenFor } from '../helpers/token-issuer.js';
+import { loadConfig } from '../../src/config/config.js';
+import { EnvoyGrpc } from '../helpers/envoy-grpc.js';
+
+// Envoy's gRPC external authorization (`--ext-authz-grpc`) against a real server, over a real socket:
+// a gRPC client sends what Envoy's filter sends, and every answer equals the HTTP flavour's for the
+// same request (the same mapping, tokens and decision path).
+
+const MAPPING = {
+  principal: { uri: 'user:{sub}' },
+  client_address: { trusted_hops: 0 },
+  routes: [
+    { path: '/documents/{id}', resource_type: 'document' },
+    { path: '/teams/{team}/documents/{doc}', resource_uri: 'document:{team}/{doc}', methods: ['GET'], actions: { GET: 'read' } },
+    { path: '/public/{id}', resource_type: 'public' },
+  ],
+  upstream_headers: { principal_uri: 'x-verdict-principal' },
+};
+
+const POLICIES = [
+  {
+    name: 'owners',
+    rules: [
+      { name: 'office-only', effect: 'deny', context_conditions: [{ path: 'attributes.client_address', operator: 'in_cidr', value: '203.0.113.0/24' }], principal_conditions: [], resource_conditions: [], actions: ['read'] },
+      { name: 'owner-reads', effect: 'allow', principal_conditions: [{ path: 'attributes.claims.sub', operator: '==', value_from: 'resource.attributes.owner' }], actions: ['read', 'update'] },
+      { name: 'public-reads', effect: 'allow', principal_conditions: [], resource_conditions: [{ path: 'uri', operator: 'startswith', value: 'public:' }], actions: ['read'] },
+    ],
+  },
+];
+
+async function meshServer(t: Test, issuer: TokenIssuer, mapping: unknown = MAPPING): Promise<{ server: TestServer; envoy: EnvoyGrpc }> {
+  const dir = scratchDir(t);
+  writeFileSync(join(dir, 'tokens.json'), JSON.stringify({ key_sets: [{ name: 'idp', issuer: ISSUER, audience: AUDIENCE, jwks_url: issuer.jwksUrl }] }));
+  writeFileSync(join(dir, 'mapping.json'), JSON.stringify(mapping));
+  const server = await startServer({ tokens: join(dir, 'tokens.json'), extAuthz: join(dir, 'mapping.json'), extAuthzGrpc: '0' });
+  t.teardown(server.close);
+  await ready(server);
+  for (const policy of POLICIES) t.equal((await server.call('POST', '/admin/policies', policy)).status, 200, 'policy written');
+  for (const [uri, owner] of [['document:1', 'alice'], ['document:red/7', 'bob']]) {
+    t.equal((await server.call('POST', '/admin/fetchers/registry/entities', { uri, type: 'resource', attributes: { owner } })).status, 200);
+  }
+  const envoy = new EnvoyGrpc(server.extAuthzGrpc()!);
+  t.teardown(() => envoy.close());
+  return { server, envoy };
+}
+
+/** The HTTP flavour's answer to the same request: Envoy's HTTP filter appends the peer to X-Forwarded-For. */
+async function overHttp(server: TestServer, method: string, path: string, headers: Record<string, string>, peer: string) {
+  const response = await request(`${server.url}/ext-authz${path}`, { method: method as 'GET', headers: { ...headers, 'x-forwarded-for': peer } });
+  const body = await response.body.text();
+  return { httpStatus: response.statusCode, body, principal: response.headers['x-verdict-principal'], challenge: response.headers['www-authenticate'] };
+}
+
+t.test('random routes, methods, tokens and peers: every gRPC answer equals the HTTP flavour’s', async (t) => {
+  const key = await signingKey('k1');
+  const issuer = await TokenIssuer.start([key]);
+  t.teardown(() => issuer.close());
+  const { server, envoy } = await meshServer(t, issuer);
+  const forger = await signingKey('k1');
+  const tokens = { alice: await tokenFor(key, 'alice'), bob: await tokenFor(key, 'bob'), forged: await tokenFor(forger, 'alice'), expired: await tokenFor(key, 'alice', { expiresIn: -3600 }) };
+  const cases = fc.sample(
+    fc.record({
+      method: fc.constantFrom('GET', 'PUT', 'DELETE', 'PATCH'),
+      path: fc.constantFrom('/documents/1', '/documents/2?x=1', '/teams/red/documents/7', '/public/9', '/elsewhere', '/documents/%2e%2e/admin', '/documents/1/'),
+      token: fc.constantFrom(undefined, 'alice', 'bob', 'forged', 'expired'),
+      peer: fc.constantFrom('198.51.100.7', '203.0.113.9'),
+    }),
+    { numRuns: 120, seed: 11 },
+  );
+  const seen = new Set<number>();
+  for (const { method, path, token, peer } of cases) {
+    const headers: Record<string, string> = token === undefined ? {} : { authorization: `Bearer ${tokens[token as keyof typeof tokens]}` };
+    const [grpcAnswer, httpAnswer] = await Promise.all([envoy.check({ method, path, headers, sourceAddress: peer }), overHttp(server, method, path, headers, peer)]);
+    const what = `${method} ${path} token ${token} from ${peer}`;
+    t.equal(grpcAnswer.httpStatus, httpAnswer.httpStatus, what);
+    t.equal(grpcAnswer.body, httpAnswer.body, `${what}: the body`);
+    if (httpAnswer.httpStatus === 200) t.equal(grpcAnswer.headers['x-verdict-principal'], httpAnswer.principal, `${what}: the principal header`);
+    if (httpAnswer.httpStatus === 401) t.equal(grpcAnswer.headers['www-authenticate'], httpAnswer.challenge, `${what}: the challenge`);
+    t.equal(grpcAnswer.code, { 200: 0, 401: 16, 403: 7 }[httpAnswer.httpStatus], `${what}: the gRPC status`);
+    seen.add(httpAnswer.httpStatus);
+  }
+  t.same([...seen].sort(), [200, 401, 403], 'allowed, refused and denied cases were all drawn');
+});
+
+t.test('what Envoy cannot have meant is denied, never allowed, and the server goes on: no HTTP part, garbage, an oversized message', async (t) => {
+  const key = await signingKey('k1');
+  const issuer = await TokenIssuer.start([key]);
+  t.teardown(() => issuer.close());
+  const { envoy } = await meshServer(t, issuer);
+  const network = await envoy.checkRaw({ attributes: { source: { address: { socket_address: { address: '198.51.100.7' } } } } });
+  t.equal(network.status.code, 7, 'a network-filter CheckRequest (no HTTP part) is denied');
+  t.match(network.status.message, /no HTTP request/);
+  t.equal((await envoy.check({ method: '', path: '/public/1' })).code, 7, 'no method: denied');
+  await t.rejects(envoy.sendBytes(Buffer.from([0xff, 0xff, 0xff, 0x0f, 0x01])), { code: 13 }, 'bytes that are no CheckRequest: an error, which Envoy (failure_mode_allow: false) denies');
+  await t.rejects(envoy.check({ method: 'GET', path: '/public/1', headers: { 'x-padding': 'x'.repeat(2 * 1024 * 1024) } }), { code: 8 }, 'an oversized message: RESOURCE_EXHAUSTED');
+  t.equal((await envoy.check({ method: 'GET', path: '/public/1', sourceAddress: '198.51.100.7' })).httpStatus, 200, 'and the next request is answered');
+});
+
+t.test('grpc.health.v1 says SERVING only while the server is ready; a drain answers the calls in flight', async (t) => {
+  const key = await signingKey('k1');
+  const issuer = await TokenIssuer.start([key]);
+  t.teardown(() => issuer.close());
+  const { server, envoy } = await meshServer(t, issuer);
+  t.equal(await envoy.healthStatus(), 'SERVING');
+  const inFlight = Array.from({ length: 50 }, () => envoy.check({ method: 'GET', path: '/public/1', sourceAddress: '198.51.100.7' }));
+  await Promise.race(inFlight);
+  const closing = server.close();
+  const answers = await Promise.allSettled(inFlight);
+  await closing;
+  const answered = answers.filter((answer) => answer.status === 'fulfilled' && answer.value.httpStatus === 200).length;
+  const refused = answers.filter((answer) => answer.status === 'rejected').length;
+  t.equal(answered + refused, 50, `every call was answered or refused (not started): ${answered} answered, ${refused} refused`);
+  t.ok(answered > 0, 'those already sent were answered');
+  t.ok(answers.every((answer) => answer.status === 'fulfilled' || (answer.reason as { code: number }).code === 14), 'the others refused as UNAVAILABLE, which Envoy retries elsewhere or denies');
+});
+
+t.test('--ext-authz-grpc without --ext-authz stops the start, saying what to add', async (t) => {
+  t.throws(() => loadConfig(['--ext-authz-grpc', '9191'], {}), /--ext-authz-grpc .* give --ext-authz <file> too/);
+  t.throws(() => loadConfig(['--ext-authz-grpc', 'nine'], {}), /--ext-authz-grpc/, 'a port or a socket path');
+});
