@@ -1,10 +1,14 @@
 // Envoy's external authorization against a plain /check of the same decision, on one Verdict, in one
 // run (npm run bench:mesh): server CPU per request of
 //
-// - POST /check naming the principal by uri and its claims as attributes (the baseline);
+// - POST /check naming the principal by uri with its attributes sent (the baseline);
 // - POST /check naming the principal by a bearer token (verified once, then remembered);
 // - GET /ext-authz/documents/<id> with the token in `Authorization`, as Envoy sends it: the route
-//   matched against the mapping's path templates, the token's claims read from the cache.
+//   matched against the mapping's path templates, the token's claims read from the cache;
+// - the same as a gRPC CheckRequest (`--ext-authz-grpc`), as Envoy's grpc_service sends it.
+//
+// The load comes from this process (undici for HTTP, @grpc/grpc-js for gRPC; CONNECTIONS callers
+// each sending in turn), and only the server's CPU is counted.
 //
 // Each scenario is measured right after the baseline, in alternating order, MESH_BENCH_ROUNDS times
 // (the machine is shared and noisy); the figures are the medians of those paired ratios.
@@ -13,16 +17,17 @@ import type { AddressInfo } from 'node:net';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadavg } from 'node:os';
-import { request } from 'undici';
+import { Pool, request } from 'undici';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { benchDirectory } from './seed.js';
 import { startVerdict, stop, type RunningServer } from './server.js';
 import { cpuSeconds } from './process-stats.js';
-import { loadRequestsWithWrk, wrkAvailable, type WrkRequest } from './wrk.js';
+import { EnvoyGrpc } from '../test/helpers/envoy-grpc.js';
 
 const ROUNDS = Number(process.env.MESH_BENCH_ROUNDS ?? 5);
 const SECONDS = Number(process.env.MESH_BENCH_SECONDS ?? 5);
 const CONNECTIONS = 64;
+const GRPC_PORT = Number(process.env.MESH_BENCH_GRPC_PORT ?? 19191);
 const DOCUMENTS = 100;
 const ISSUER = 'https://idp.bench';
 const AUDIENCE = 'documents-app';
@@ -35,18 +40,22 @@ async function admin(url: string, path: string, body: unknown): Promise<void> {
   if (response.statusCode !== 200) throw new Error(`${path} answered ${response.statusCode}: ${text}`);
 }
 
-async function cpuPerRequest(server: RunningServer, requests: WrkRequest[]): Promise<number> {
+/** One request of a scenario, the `index`th: resolves once answered, rejects unless it was allowed. */
+type Send = (index: number) => Promise<void>;
+
+/** Server CPU per request, in µs, with CONNECTIONS callers sending `send`'s requests for `seconds`. */
+async function cpuPerRequest(server: RunningServer, send: Send, seconds = SECONDS): Promise<number> {
   const before = cpuSeconds(server.child.pid!);
-  const load = await loadRequestsWithWrk(server.url, requests, SECONDS, CONNECTIONS);
-  if (load.errors > 0) throw new Error(`${load.errors} requests failed or were not allowed`);
-  return ((cpuSeconds(server.child.pid!) - before) * 1e6) / Math.max(1, load.requests);
+  const until = performance.now() + seconds * 1000;
+  let sent = 0;
+  const caller = async () => {
+    while (performance.now() < until) await send(sent++);
+  };
+  await Promise.all(Array.from({ length: CONNECTIONS }, caller));
+  return ((cpuSeconds(server.child.pid!) - before) * 1e6) / Math.max(1, sent);
 }
 
 async function main(): Promise<void> {
-  if (!(await wrkAvailable())) {
-    console.error("bench: wrk is not installed; install Debian's package: apt-get install wrk");
-    process.exit(2);
-  }
   const { privateKey, publicKey } = await generateKeyPair('ES256', { extractable: true });
   const jwk = { ...(await exportJWK(publicKey)), kid: 'bench', alg: 'ES256' };
   const jwks = createServer((_request, response) => response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [jwk] })));
@@ -54,40 +63,61 @@ async function main(): Promise<void> {
   const dir = benchDirectory();
   writeFileSync(join(dir, 'tokens.json'), JSON.stringify({ key_sets: [{ name: 'idp', issuer: ISSUER, audience: AUDIENCE, jwks_url: `http://127.0.0.1:${(jwks.address() as AddressInfo).port}/jwks` }] }));
   writeFileSync(join(dir, 'mapping.json'), JSON.stringify({ principal: { uri: 'user:{sub}' }, routes: [{ path: '/documents/{id}', resource_type: 'document' }] }));
-  const server = await startVerdict(join(dir, 'data'), ['--tokens', join(dir, 'tokens.json'), '--ext-authz', join(dir, 'mapping.json')]);
+  const server = await startVerdict(join(dir, 'data'), ['--tokens', join(dir, 'tokens.json'), '--ext-authz', join(dir, 'mapping.json'), '--ext-authz-grpc', String(GRPC_PORT)]);
+  const pool = new Pool(server.url, { connections: CONNECTIONS });
+  const envoy = new EnvoyGrpc(`127.0.0.1:${GRPC_PORT}`);
   try {
     await admin(server.url, '/admin/policies', {
       name: 'owners',
-      rules: [{ name: 'owner-reads', effect: 'allow', principal_conditions: [{ path: 'attributes.claims.sub', operator: '==', value_from: 'resource.attributes.owner' }], actions: ['read'] }],
+      rules: [
+        { name: 'owner-reads', effect: 'allow', principal_conditions: [{ path: 'attributes.claims.sub', operator: '==', value_from: 'resource.attributes.owner' }], actions: ['read'] },
+        // The baseline's: the same test on an attribute the caller sends (a written `claims` is refused while tokens are verified).
+        { name: 'named-owner-reads', effect: 'allow', principal_conditions: [{ path: 'attributes.user', operator: '==', value_from: 'resource.attributes.owner' }], actions: ['read'] },
+      ],
     });
     for (let id = 0; id < DOCUMENTS; id++) await admin(server.url, '/admin/fetchers/registry/entities', { uri: `document:${id}`, type: 'resource', attributes: { owner: 'alice' } });
     const now = Math.floor(Date.now() / 1000);
     const token = await new SignJWT({ groups: ['staff'] }).setProtectedHeader({ alg: 'ES256', kid: 'bench' }).setSubject('alice').setIssuer(ISSUER).setAudience(AUDIENCE).setIssuedAt(now).setExpirationTime(now + 3600).sign(privateKey);
-    const claims = { groups: ['staff'], sub: 'alice', iss: ISSUER, aud: AUDIENCE, iat: now, exp: now + 3600 };
-    const json = { 'Content-Type': 'application/json' };
-    const ids = Array.from({ length: DOCUMENTS }, (_, id) => id);
-    const scenarios: Record<string, WrkRequest[]> = {
-      'check, claims as attributes': ids.map((id) => ({ method: 'POST', path: '/check', headers: json, body: JSON.stringify({ principal: { uri: 'user:alice', attributes: { claims } }, resource: { uri: `document:${id}` }, action: 'read' }) })),
-      'check, bearer token': ids.map((id) => ({ method: 'POST', path: '/check', headers: json, body: JSON.stringify({ principal: { token }, resource: { uri: `document:${id}` }, action: 'read' }) })),
-      'ext-authz, token and path template': ids.map((id) => ({ method: 'GET', path: `/ext-authz/documents/${id}`, headers: { Authorization: `Bearer ${token}`, 'X-Forwarded-For': '10.1.2.3' } })),
+    const json = { 'content-type': 'application/json' };
+    const allowedOver = (answer: { statusCode: number; body: { text(): Promise<string> } }, expectJson: boolean) =>
+      answer.body.text().then((text) => {
+        if (answer.statusCode !== 200 || (expectJson && !text.includes('"allowed":true'))) throw new Error(`not allowed: ${answer.statusCode} ${text}`);
+      });
+    const checkOf = (principal: unknown): Send => (index) =>
+      pool.request({ method: 'POST', path: '/check', headers: json, body: JSON.stringify({ principal, resource: { uri: `document:${index % DOCUMENTS}` }, action: 'read' }) }).then((answer) => allowedOver(answer, true));
+    const scenarios: Record<string, Send> = {
+      'check, attributes sent': checkOf({ uri: 'user:alice', attributes: { user: 'alice', groups: ['staff'] } }),
+      'check, bearer token': checkOf({ token }),
+      'ext-authz, token and path template': (index) =>
+        pool
+          .request({ method: 'GET', path: `/ext-authz/documents/${index % DOCUMENTS}`, headers: { authorization: `Bearer ${token}`, 'x-forwarded-for': '10.1.2.3' } })
+          .then((answer) => allowedOver(answer, false)),
+      'ext-authz over gRPC': (index) =>
+        envoy.check({ method: 'GET', path: `/documents/${index % DOCUMENTS}`, headers: { authorization: `Bearer ${token}` }, sourceAddress: '10.1.2.3' }).then((answer) => {
+          if (answer.code !== 0) throw new Error(`not allowed: ${JSON.stringify(answer)}`);
+        }),
     };
-    const [baselineName, ...compared] = Object.keys(scenarios) as [string, ...string[]];
+    const [baselineName, ...others] = Object.keys(scenarios) as [string, ...string[]];
+    // Each against the plain /check; and the gRPC flavour against the HTTP one (goal: at most its cost).
+    const compared: [string, string][] = [...others.map((name): [string, string] => [name, baselineName]), ['ext-authz over gRPC', 'ext-authz, token and path template']];
     console.log(`Mesh benchmark: ${ROUNDS} paired rounds × ${SECONDS}s, ${CONNECTIONS} connections; load average ${loadavg()[0]!.toFixed(1)} on entry`);
     // Unmeasured: the JIT compiles each path first (and the token is verified once).
-    for (const requests of Object.values(scenarios)) await loadRequestsWithWrk(server.url, requests, 2, CONNECTIONS);
-    for (const name of compared) {
+    for (const send of Object.values(scenarios)) await cpuPerRequest(server, send, 2);
+    for (const [name, baseline] of compared) {
       const ratios: number[] = [];
       const micros: number[] = [];
       for (let round = 0; round < ROUNDS; round++) {
-        const order = round % 2 === 0 ? [name, baselineName] : [baselineName, name];
+        const order = round % 2 === 0 ? [name, baseline] : [baseline, name];
         const measured: Record<string, number> = {};
         for (const scenario of order) measured[scenario] = await cpuPerRequest(server, scenarios[scenario]!);
-        ratios.push(measured[name]! / measured[baselineName]!);
+        ratios.push(measured[name]! / measured[baseline]!);
         micros.push(measured[name]!);
       }
-      console.log(`${name} vs ${baselineName}: ${median(ratios).toFixed(2)}× server CPU per request (median of ${ROUNDS}: ${ratios.map((value) => value.toFixed(2)).join(' ')}; ${median(micros).toFixed(0)} µs)`);
+      console.log(`${name} vs ${baseline}: ${median(ratios).toFixed(2)}× server CPU per request (median of ${ROUNDS}: ${ratios.map((value) => value.toFixed(2)).join(' ')}; ${median(micros).toFixed(0)} µs)`);
     }
   } finally {
+    envoy.close();
+    await pool.close();
     await stop(server);
     jwks.close();
     rmSync(dir, { recursive: true, force: true });
