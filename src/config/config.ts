@@ -391,6 +391,43 @@ const OPTIONS = {
       return String(parseInteger(label, target, 0, 65535));
     },
   }),
+  'otlp-endpoint': option({
+    field: 'otlpEndpoint',
+    env: 'OTEL_EXPORTER_OTLP_ENDPOINT',
+    help: 'export a trace span for each request that decides, over OTLP/HTTP (JSON) to this collector (its base URL; /v1/traces is added)',
+    default: '',
+    defaultHelp: 'off',
+    parse: ({ label, text }) => {
+      const endpoint = text.trim();
+      if (endpoint === '') return '';
+      let url: URL;
+      try {
+        url = new URL(endpoint);
+      } catch {
+        throw new ConfigError(`${label} is not a URL: '${endpoint}'`);
+      }
+      if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(`${label} must be an http(s) URL, got '${endpoint}'`);
+      return url.pathname.endsWith('/v1/traces') ? url.href : `${url.href.replace(/\/$/, '')}/v1/traces`;
+    },
+  }),
+  'trace-sample-ratio': option({
+    field: 'traceSampleRatio',
+    env: 'OTEL_TRACES_SAMPLER_ARG',
+    help: "the share of traces started here that are sampled, 0 to 1; a caller's traceparent that is sampled is followed whatever it is (parent-based)",
+    default: '1',
+    parse: ({ label, text }) => {
+      const ratio = Number(text.trim());
+      if (!(ratio >= 0 && ratio <= 1) || text.trim() === '') throw new ConfigError(`${label} must be a number from 0 to 1, got '${text}'`);
+      return ratio;
+    },
+  }),
+  'otel-service-name': option({
+    field: 'otelServiceName',
+    env: 'OTEL_SERVICE_NAME',
+    help: "the service.name of the spans' resource",
+    default: 'verdict',
+    parse: trimmed,
+  }),
   'decision-log': option({
     field: 'decisionLog',
     env: 'DECISION_LOG',

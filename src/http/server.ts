@@ -33,6 +33,7 @@ import { liveRoutes } from './live.js';
 import { changeRoutes } from './changes.js';
 import { lazyRequestLogger } from './request-logger.js';
 import { requestIds } from './request-ids.js';
+import { traceDecidingRequests } from './tracing.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -94,6 +95,7 @@ export async function buildServer(config: Config, services: Services): Promise<F
   app.decorate('evaluation', services.evaluation);
   app.decorate('workers', services.workers);
   services.start(app.log);
+  if (services.tracing !== undefined) traceDecidingRequests(app, services.tracing);
   app.addHook('onClose', () => services.close());
   instrumentRoutes(app, metrics, services.live);
 

@@ -146,6 +146,12 @@ export class Metrics {
     );
   }
 
+  /** Adds what tracing lost to an exporter down or slow. */
+  observeTracing(counts: { dropped: number; failedExports: number }): void {
+    this.gauge('verdict_tracing_spans_dropped', 'Spans dropped since the start because the export queue was full (the collector down or slow)', () => counts.dropped);
+    this.gauge('verdict_tracing_exports_failed', 'Span exports to the collector that failed since the start', () => counts.failedExports);
+  }
+
   /** Adds the gauges of the bulk worker pool. */
   observePool(pool: BulkPool): void {
     this.gauge('verdict_worker_pool_threads', 'Worker threads of the bulk pool', () => pool.threads);

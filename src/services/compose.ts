@@ -5,6 +5,8 @@ import { ImpactService } from './impact-service.js';
 import { PolicySetReader } from '../policy-files/policy-set.js';
 import { ChangeFeed } from './change-feed.js';
 import { ExtAuthzService } from './ext-authz.js';
+import { RequestTraces } from '../tracing/request-trace.js';
+import type { Tracing } from '../tracing/tracing.js';
 import { systemClock, type Clock } from '../clock.js';
 import { RecentChecks } from './recent-checks.js';
 import { ShadowDecisions } from './shadow-decisions.js';
@@ -79,6 +81,8 @@ export interface Services {
   changes: ChangeFeed;
   /** Envoy's external authorization (`--ext-authz`): the mapping of HTTP requests to checks, and the claims of bearer tokens (`--tokens`). */
   /** External authorization's mapping, and whether bearer tokens are verified (`--tokens`). */
+  /** Spans for the requests that decide (`--otlp-endpoint`), and where each request's decisions are told. */
+  tracing?: TracedRequests;
   /** Envoy's external authorization (`--ext-authz`), for its HTTP and gRPC doors. */
   extAuthz?: ExtAuthzService;
   /** Starts the work that runs beside requests (following the store, the live window, audit retention, ...), logging to `log`. */
@@ -131,7 +135,8 @@ export async function composeServices(config: Config, substitutes: Substitutes =
     config.decisionLog === '' ? undefined : DecisionLog.open(config.decisionLog, (lines) => metrics.decisionLogDropped.inc(lines), DECISION_LOG_CAPACITY, config.decisionLogMask);
   const recentChecks = new RecentChecks(config.recentChecks, config.recentChecksRate, clock);
   const shadows = new ShadowDecisions(snapshots, metrics, config.shadowSamplePercent, config.decisionLogMask, clock);
-  const decisions = new DecisionObserver(metrics, live, decisionLog, recentChecks, shadows);
+  const tracing = config.otlpEndpoint === '' ? undefined : await openTracedRequests(config, metrics);
+  const decisions = new DecisionObserver(metrics, live, decisionLog, recentChecks, shadows, tracing?.traces);
   const parallelism = detectParallelism();
   const workers = workerSizing(config.workers, parallelism);
   const placement = bulkPlacement(config.evaluation, parallelism, workers.threads);
@@ -196,6 +201,7 @@ export async function composeServices(config: Config, substitutes: Substitutes =
     adminKeys,
     changes,
     ...(extAuthzMapping && { extAuthz: new ExtAuthzService(extAuthzMapping, tokens !== undefined, checks) }),
+    ...(tracing && { tracing }),
     start: (log) => {
       stopBackgroundWork = startBackgroundWork({ config, store, snapshots, entities, feed, metrics, live, liveWindow, policyFiles }, log);
     },
@@ -208,6 +214,7 @@ export async function composeServices(config: Config, substitutes: Substitutes =
       await bulk?.close();
       await store.close();
       await decisionLog?.close();
+      await tracing?.tracing.shutdown();
     },
   };
 }
@@ -239,4 +246,18 @@ function bulkPool(config: Config, sizing: WorkerSizing, snapshots: PolicySnapsho
     workerFile,
     schemaEnforcement: config.schemaEnforcement,
   });
+}
+
+/** Tracing, and the traces of the requests being served. */
+export interface TracedRequests {
+  tracing: Tracing;
+  traces: RequestTraces;
+}
+
+/** Tracing as `--otlp-endpoint` says, its losses on /metrics. Loaded only then: a start without it loads no OpenTelemetry code. */
+async function openTracedRequests(config: Config, metrics: Metrics): Promise<TracedRequests> {
+  const { openTracing } = await import('../tracing/tracing.js');
+  const tracing = await openTracing({ endpoint: config.otlpEndpoint, sampleRatio: config.traceSampleRatio, serviceName: config.otelServiceName });
+  metrics.observeTracing(tracing.counts);
+  return { tracing, traces: new RequestTraces() };
 }

@@ -5,6 +5,7 @@ import type { BulkObserver } from '../pool/bulk-pool.js';
 import type { CheckObservers } from './checks.js';
 import type { RecentChecks } from './recent-checks.js';
 import type { ShadowDecisions } from './shadow-decisions.js';
+import type { RequestTraces } from '../tracing/request-trace.js';
 
 /**
  * Where every decision is counted and recorded, whichever path made it: the decision counters of
@@ -20,6 +21,8 @@ export class DecisionObserver implements Required<CheckObservers> {
     private readonly recent?: RecentChecks,
     /** The shadow policies, deciding beside the live ones. */
     private readonly shadows?: ShadowDecisions,
+    /** The traces of the requests being served, when tracing is on. */
+    private readonly traces?: RequestTraces,
   ) {}
 
   /** Only the decision log reads how long a decision took. */
@@ -33,6 +36,7 @@ export class DecisionObserver implements Required<CheckObservers> {
     this.live.decided(input, decision, revision, violations);
     this.recent?.record(request);
     this.shadows?.observe(request, decision);
+    this.traces?.decided(decision);
     this.decisionLog?.record({ time: Date.now(), input, request, decision, revision, latencyMs: performance.now() - startedAt, violations, origin });
   };
 
@@ -56,6 +60,7 @@ export class DecisionObserver implements Required<CheckObservers> {
     this.metrics.allowed.inc(tally.allowed);
     this.metrics.denied.inc(tally.denied);
     this.live.decidedInWorker(tally, revision);
+    this.traces?.decidedInPool(tally.allowed, tally.denied);
     if (violations.length > 0) this.schemaViolated(violations.length);
     const count = tally.allowed + tally.denied;
     this.bulk(count);

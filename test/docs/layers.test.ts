@@ -90,7 +90,7 @@ const LAYERS: readonly (readonly string[])[] = [
   // The audit trail is written by the stores, in the transaction of each write, and read through them.
   ['src/store/', 'src/audit/'],
   ['src/decision-log/', 'src/snapshot/', 'src/decide/', 'src/policy-files/'],
-  ['src/live/'],
+  ['src/live/', 'src/tracing/'],
   ['src/pool/'],
   ['workers/'],
   ['src/services/'],

@@ -1,0 +1,120 @@
+import t, { type Test } from 'tap';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Pool } from 'undici';
+import { scratchDir, startServer, type TestServer } from '../helpers/server.js';
+import { until } from '../helpers/until.js';
+import { AUDIENCE, ISSUER, signingKey, tokenFor } from '../helpers/token-issuer.js';
+
+// Tracing (--otlp-endpoint) against an OTLP/HTTP receiver the test starts, which keeps what it
+// receives: spans join the caller's trace, carry what decided and never a value or a token; a
+// collector down costs no decision and is counted.
+
+interface ReceivedSpan {
+  traceId: string;
+  spanId: string;
+  parentSpanId?: string;
+  name: string;
+  attributes: Record<string, unknown>;
+}
+
+/** An OTLP/HTTP (JSON) traces receiver: every span it was sent, its attributes flattened; `answer` false never answers. */
+async function receiver(t: Test, answer = true): Promise<{ url: string; spans: ReceivedSpan[]; raw: string[] }> {
+  const spans: ReceivedSpan[] = [];
+  const raw: string[] = [];
+  const server = createServer((request: IncomingMessage, response: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      const text = Buffer.concat(chunks).toString('utf8');
+      raw.push(text);
+      const body = JSON.parse(text) as { resourceSpans: { scopeSpans: { spans: (Omit<ReceivedSpan, 'attributes'> & { attributes: { key: string; value: Record<string, unknown> }[] })[] }[] }[] };
+      for (const resource of body.resourceSpans) {
+        for (const scope of resource.scopeSpans) {
+          for (const span of scope.spans) spans.push({ ...span, attributes: Object.fromEntries(span.attributes.map(({ key, value }) => [key, Object.values(value)[0]])) });
+        }
+      }
+      if (answer) response.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => {
+    server.closeAllConnections();
+    return new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, spans, raw };
+}
+
+const POLICY = {
+  name: 'documents',
+  rules: [{ name: 'readers-read', effect: 'allow', principal_conditions: [{ path: 'attributes.role', operator: '==', value: 'reader' }], actions: ['read'] }],
+};
+const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
+const PARENT = '00f067aa0ba902b7';
+const traceparent = { traceparent: `00-${TRACE_ID}-${PARENT}-01` };
+
+async function tracedServer(t: Test, endpoint: string, extra: Record<string, unknown> = {}): Promise<TestServer> {
+  const server = await startServer({ otlpEndpoint: `${endpoint}/v1/traces`, traceSampleRatio: 1, otelServiceName: 'verdict-test', ...extra });
+  t.teardown(server.close);
+  t.equal((await server.call('POST', '/admin/policies', POLICY)).status, 200);
+  return server;
+}
+
+t.test("each deciding request's span joins the caller's trace and says what decided, and nothing it was sent", async (t) => {
+  const collector = await receiver(t);
+  const dir = scratchDir(t);
+  const key = await signingKey('k1');
+  writeFileSync(join(dir, 'jwks.json'), JSON.stringify({ keys: [key.publicJwk] }));
+  writeFileSync(join(dir, 'tokens.json'), JSON.stringify({ key_sets: [{ name: 'idp', issuer: ISSUER, audience: AUDIENCE, jwks_file: join(dir, 'jwks.json') }] }));
+  const server = await tracedServer(t, collector.url, { tokens: join(dir, 'tokens.json'), evaluation: 'pool', workers: 1 });
+  const secret = 'a-value-no-span-may-show-3141';
+  const check = (role: string) => ({ principal: { attributes: { role, note: secret } }, resource: { uri: 'doc:1' }, action: 'read' });
+  const forged = await tokenFor(await signingKey('k1'), 'alice');
+  t.equal((await server.call('POST', '/check', check('reader'), traceparent)).status, 200);
+  t.equal((await server.call('POST', '/check', check('guest'), traceparent)).status, 200);
+  t.equal((await server.call('POST', '/check', { principal: { token: forged }, resource: { uri: 'doc:1' }, action: 'read' }, traceparent)).status, 401);
+  t.equal((await server.call('POST', '/check/bulk', Array.from({ length: 50 }, (_, index) => check(index % 2 === 0 ? 'reader' : 'guest')), traceparent)).status, 200);
+  t.equal((await server.call('GET', '/admin/policies')).status, 200, 'an admin read: not traced');
+  await until(() => collector.spans.length >= 4, 'four spans exported');
+  t.equal(collector.spans.length, 4, 'one span a deciding request, none for the admin read');
+  for (const span of collector.spans) {
+    t.equal(span.traceId, TRACE_ID, `${span.name}: in the caller's trace`);
+    t.equal(span.parentSpanId, PARENT, `${span.name}: the child of the caller's span`);
+  }
+  const [allowed, denied, refused, bulk] = collector.spans;
+  t.match(allowed!.attributes, { 'http.route': '/check', 'http.response.status_code': 200, 'verdict.allowed': true, 'verdict.decided_by': 'rule', 'verdict.policy': 'documents', 'verdict.rule': 'readers-read', 'verdict.evaluation': 'front', 'verdict.revision': 1 });
+  t.match(denied!.attributes, { 'verdict.allowed': false, 'verdict.decided_by': 'default', 'verdict.default_effect': 'deny' });
+  t.match(refused!.attributes, { 'http.response.status_code': 401 });
+  t.notOk('verdict.allowed' in refused!.attributes, 'a refused token decided nothing');
+  t.match(bulk!.attributes, { 'http.route': '/check/bulk', 'verdict.decisions': 50, 'verdict.allowed_decisions': 25 });
+  t.match(bulk!.attributes['verdict.evaluation'], /pool|front/);
+  const everything = collector.raw.join('\n');
+  t.notOk(everything.includes(secret), 'no attribute value in any span');
+  t.notOk(everything.includes(forged), 'no token in any span');
+  t.match(everything, /"service\.name".*"verdict-test"/, 'the resource names the service');
+});
+
+t.test('a collector that never answers delays no decision; the spans past the queue are dropped and counted', async (t) => {
+  const collector = await receiver(t, false);
+  const server = await tracedServer(t, collector.url);
+  const pool = new Pool(server.url, { connections: 16 });
+  t.teardown(() => pool.close());
+  const body = JSON.stringify({ principal: { attributes: { role: 'reader' } }, resource: { uri: 'doc:1' }, action: 'read' });
+  let answered = 0;
+  await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      while (answered < 3200) {
+        const response = await pool.request({ method: 'POST', path: '/check', body, headers: { 'content-type': 'application/json' } });
+        await response.body.dump();
+        if (response.statusCode !== 200) throw new Error(`answered ${response.statusCode}`);
+        answered++;
+      }
+    }),
+  );
+  t.ok(answered >= 3200, `every check answered (${answered}) while the collector hangs`);
+  const metrics = (await server.call('GET', '/metrics')).body as string;
+  const dropped = Number(/^verdict_tracing_spans_dropped (\d+)/m.exec(metrics)?.[1]);
+  t.ok(dropped > 0, `spans past the queue dropped, and counted: ${dropped}`);
+});
