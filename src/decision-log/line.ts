@@ -5,20 +5,36 @@ import type { ItemViolations } from '../attribute-schemas/enforcement.js';
 import { maskedValue, type DecisionLogMask } from './mask.js';
 import { jsonEqual } from '../engine/json-equal.js';
 
-/** The HTTP request that asked for decisions: the id echoed to its caller (`X-Request-ID`), and its own, unique id. */
+/** Where a traced request's decisions are told, for its span (see src/tracing/request-trace.ts). */
+export interface DecisionTally {
+  decided(decision: Decision): void;
+  decidedInPool(allowed: number, denied: number): void;
+}
+
+/** The HTTP request that asked for decisions: the id echoed to its caller (`X-Request-ID`), its own, unique id, and its trace when it is traced. */
 export interface RequestOrigin {
   requestId: string;
   id: string;
+  trace?: DecisionTally;
 }
 
-/** Which request a decision answered (its `X-Request-ID`), and the decision's own id: `<the request's unique id>/<the decision's index in it>`. */
+/** Which request a decision answered (its `X-Request-ID`), and the decision's own id: `<the request's unique id>/<the decision's index in it>`; and that request's trace. */
 export interface DecisionOrigin {
   requestId: string;
   decisionId: string;
+  trace?: DecisionTally;
 }
 
 /** The origin of the `index`th decision made for the request `origin`. */
-export const decisionOrigin = (origin: RequestOrigin, index: number): DecisionOrigin => ({ requestId: origin.requestId, decisionId: `${origin.id}/${index}` });
+export const decisionOrigin = (origin: RequestOrigin, index: number): DecisionOrigin =>
+  origin.trace === undefined ? { requestId: origin.requestId, decisionId: `${origin.id}/${index}` } : { requestId: origin.requestId, decisionId: `${origin.id}/${index}`, trace: origin.trace };
+
+/** An origin as the decision log keeps it: without the trace, which stays on this thread. */
+export const loggedOrigin = <Origin extends RequestOrigin | DecisionOrigin>(origin: Origin | undefined): Origin | undefined => {
+  if (origin?.trace === undefined) return origin;
+  const { trace: _trace, ...logged } = origin;
+  return logged as Origin;
+};
 
 /** One decision made on the front, as the decision log records it, before it is serialized. */
 export interface DecisionRecord {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import type { RequestOrigin } from '../decision-log/line.js';
+import { traceOf } from './tracing.js';
 
 /**
  * Request ids in the shape of a random UUID, unique across processes and restarts: a random UUID's
@@ -31,7 +32,10 @@ export function echoRequestId(request: FastifyRequest, reply: FastifyReply): voi
 }
 
 /** The request as the decision log names the decisions it asked for: the caller's id, and its own unique one. */
-export const originOf = (request: FastifyRequest): RequestOrigin => ({ requestId: callerRequestId(request), id: request.id });
+export const originOf = (request: FastifyRequest): RequestOrigin => {
+  const trace = traceOf(request);
+  return trace === undefined ? { requestId: callerRequestId(request), id: request.id } : { requestId: callerRequestId(request), id: request.id, trace };
+};
 
 /**
  * `then`, after the request id is echoed: one hook in place of two, since every hook a route runs

@@ -1,35 +1,29 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest, onRequestHookHandler, onSendHookHandler } from 'fastify';
 import type { Span } from '@opentelemetry/api';
 import { RequestTrace } from '../tracing/request-trace.js';
 import type { TracedRequests } from '../services/compose.js';
 import { REVISION_HEADER } from '../schemas/wire.js';
 
 /** The routes whose requests decide, and so are traced: checks, bulks, AuthZEN, plans, external authorization. */
-const DECIDING = /^\/(check|access\/v1|plan|ext-authz|check-at)\b/;
+const DECIDING = /^\/(check|access\/v1|plan|ext-authz)\b/;
 const traced = new WeakMap<FastifyRequest, { span: Span; trace: RequestTrace }>();
+
+/** The trace of `request` when it is traced: its origin carries it to the decision observer. */
+export const traceOf = (request: FastifyRequest): RequestTrace | undefined => traced.get(request)?.trace;
 
 /**
  * A span for each request that decides, the child of the caller's trace (`traceparent`): the route,
  * the status, the revision, and what its decisions came to (see RequestTrace); never a value, a token
  * or a claim. Other routes (admin, metrics, the dashboard) are not traced.
  */
-export function traceDecidingRequests(app: FastifyInstance, { tracing, traces }: TracedRequests): void {
-  app.addHook('onRequest', (request, _reply, done) => {
-    const route = request.routeOptions.url;
-    if (route !== undefined && DECIDING.test(route)) {
-      const trace = new RequestTrace();
-      traced.set(request, { span: tracing.requestSpan(`${request.method} ${route}`, request.headers), trace });
-    }
+export function traceDecidingRequests(app: FastifyInstance, { tracing }: TracedRequests): void {
+  const start: onRequestHookHandler = (request, _reply, done) => {
+    const route = request.routeOptions.url ?? request.url;
+    traced.set(request, { span: tracing.requestSpan(`${request.method} ${route}`, request.headers), trace: new RequestTrace() });
     done();
-  });
-  // Once the body is read (its stream's events run outside this request's context), the handler runs
-  // with the request's trace current: the decision observer tells it each decision.
-  app.addHook('preHandler', (request, _reply, done) => {
-    const entry = traced.get(request);
-    if (entry !== undefined) traces.enter(entry.trace);
-    done();
-  });
-  app.addHook('onResponse', (request, reply, done) => {
+  };
+  // At onSend, with the status and headers set: an onResponse hook would wait for 'finish'.
+  const end: onSendHookHandler = (request, reply, payload, done) => {
     const entry = traced.get(request);
     if (entry !== undefined) {
       const { span, trace } = entry;
@@ -44,6 +38,14 @@ export function traceDecidingRequests(app: FastifyInstance, { tracing, traces }:
       if (reply.statusCode >= 500) span.setStatus({ code: 2 });
       span.end();
     }
-    done();
+    done(null, payload);
+  };
+  // The hooks go on the deciding routes alone: other routes run as they do without tracing.
+  app.addHook('onRoute', (route) => {
+    if (!DECIDING.test(route.url)) return;
+    route.onRequest = [start, ...asList(route.onRequest)];
+    route.onSend = [...asList(route.onSend), end];
   });
 }
+
+const asList = <Hook>(hooks: Hook | Hook[] | undefined): Hook[] => (hooks === undefined ? [] : Array.isArray(hooks) ? hooks : [hooks]);

@@ -146,7 +146,7 @@ export class CheckService {
   decider(checks: number, explain: boolean, origin?: RequestOrigin): (input: CheckInput) => Decision | Promise<Decision> {
     const explanations = this.explanations(explain);
     let decided = 0;
-    const originOfNext = origin === undefined || this.observers.timed !== true ? () => undefined : () => decisionOrigin(origin, decided++);
+    const originOfNext = origin === undefined || (this.observers.timed !== true && origin.trace === undefined) ? () => undefined : () => decisionOrigin(origin, decided++);
     if (explanations === undefined) return (input) => this.decide(input, undefined, originOfNext());
     const asClientError = (error: unknown): never => {
       throw error instanceof ExplanationTooLarge ? explanationsTooLarge(error.maxLength, checks) : error;
@@ -169,7 +169,7 @@ export class CheckService {
   async decideNamingPrincipal(input: CheckInput, origin?: RequestOrigin): Promise<{ decision: Decision; principalUri: string | undefined }> {
     const startedAt = this.observers.timed === true ? performance.now() : 0;
     const request = await resolveCheck(input, this.registered, this.resolving);
-    const decided = origin === undefined || this.observers.timed !== true ? undefined : decisionOrigin(origin, 0);
+    const decided = origin === undefined || (this.observers.timed !== true && origin.trace === undefined) ? undefined : decisionOrigin(origin, 0);
     return { decision: this.evaluateNow(input, request, startedAt, undefined, decided), principalUri: request.principal.uri };
   }
 

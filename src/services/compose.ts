@@ -5,7 +5,6 @@ import { ImpactService } from './impact-service.js';
 import { PolicySetReader } from '../policy-files/policy-set.js';
 import { ChangeFeed } from './change-feed.js';
 import { ExtAuthzService } from './ext-authz.js';
-import { RequestTraces } from '../tracing/request-trace.js';
 import type { Tracing } from '../tracing/tracing.js';
 import { systemClock, type Clock } from '../clock.js';
 import { RecentChecks } from './recent-checks.js';
@@ -136,7 +135,7 @@ export async function composeServices(config: Config, substitutes: Substitutes =
   const recentChecks = new RecentChecks(config.recentChecks, config.recentChecksRate, clock);
   const shadows = new ShadowDecisions(snapshots, metrics, config.shadowSamplePercent, config.decisionLogMask, clock);
   const tracing = config.otlpEndpoint === '' ? undefined : await openTracedRequests(config, metrics);
-  const decisions = new DecisionObserver(metrics, live, decisionLog, recentChecks, shadows, tracing?.traces);
+  const decisions = new DecisionObserver(metrics, live, decisionLog, recentChecks, shadows);
   const parallelism = detectParallelism();
   const workers = workerSizing(config.workers, parallelism);
   const placement = bulkPlacement(config.evaluation, parallelism, workers.threads);
@@ -248,10 +247,9 @@ function bulkPool(config: Config, sizing: WorkerSizing, snapshots: PolicySnapsho
   });
 }
 
-/** Tracing, and the traces of the requests being served. */
+/** Tracing, for the spans of the requests that decide. */
 export interface TracedRequests {
   tracing: Tracing;
-  traces: RequestTraces;
 }
 
 /** Tracing as `--otlp-endpoint` says, its losses on /metrics. Loaded only then: a start without it loads no OpenTelemetry code. */
@@ -259,5 +257,5 @@ async function openTracedRequests(config: Config, metrics: Metrics): Promise<Tra
   const { openTracing } = await import('../tracing/tracing.js');
   const tracing = await openTracing({ endpoint: config.otlpEndpoint, sampleRatio: config.traceSampleRatio, serviceName: config.otelServiceName });
   metrics.observeTracing(tracing.counts);
-  return { tracing, traces: new RequestTraces() };
+  return { tracing };
 }

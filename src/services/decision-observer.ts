@@ -1,11 +1,11 @@
 import type { Metrics } from '../live/metrics.js';
+import { loggedOrigin } from '../decision-log/line.js';
 import type { LiveCounters } from '../live/live-counters.js';
 import type { DecisionLog } from '../decision-log/decision-log.js';
 import type { BulkObserver } from '../pool/bulk-pool.js';
 import type { CheckObservers } from './checks.js';
 import type { RecentChecks } from './recent-checks.js';
 import type { ShadowDecisions } from './shadow-decisions.js';
-import type { RequestTraces } from '../tracing/request-trace.js';
 
 /**
  * Where every decision is counted and recorded, whichever path made it: the decision counters of
@@ -21,8 +21,6 @@ export class DecisionObserver implements Required<CheckObservers> {
     private readonly recent?: RecentChecks,
     /** The shadow policies, deciding beside the live ones. */
     private readonly shadows?: ShadowDecisions,
-    /** The traces of the requests being served, when tracing is on. */
-    private readonly traces?: RequestTraces,
   ) {}
 
   /** Only the decision log reads how long a decision took. */
@@ -36,14 +34,14 @@ export class DecisionObserver implements Required<CheckObservers> {
     this.live.decided(input, decision, revision, violations);
     this.recent?.record(request);
     this.shadows?.observe(request, decision);
-    this.traces?.decided(decision);
-    this.decisionLog?.record({ time: Date.now(), input, request, decision, revision, latencyMs: performance.now() - startedAt, violations, origin });
+    origin?.trace?.decided(decision);
+    this.decisionLog?.record({ time: Date.now(), input, request, decision, revision, latencyMs: performance.now() - startedAt, violations, origin: loggedOrigin(origin) });
   };
 
   /** A check refused for breaking the attribute schemas (reject): counted where violations are, and logged with its refusal. */
   readonly refused: Required<CheckObservers>['refused'] = (input, request, refusal, revision, startedAt, origin) => {
     const decision = { allowed: false, reason: refusal.message };
-    this.decisionLog?.record({ time: Date.now(), input, request, decision, revision, latencyMs: performance.now() - startedAt, violations: refusal.violations, origin, refused: true });
+    this.decisionLog?.record({ time: Date.now(), input, request, decision, revision, latencyMs: performance.now() - startedAt, violations: refusal.violations, origin: loggedOrigin(origin), refused: true });
   };
 
   /** Checks or plans that broke the attribute schemas (decided under warn, refused under reject), here or in a worker. */
@@ -60,10 +58,10 @@ export class DecisionObserver implements Required<CheckObservers> {
     this.metrics.allowed.inc(tally.allowed);
     this.metrics.denied.inc(tally.denied);
     this.live.decidedInWorker(tally, revision);
-    this.traces?.decidedInPool(tally.allowed, tally.denied);
+    origin?.trace?.decidedInPool(tally.allowed, tally.denied);
     if (violations.length > 0) this.schemaViolated(violations.length);
     const count = tally.allowed + tally.denied;
     this.bulk(count);
-    this.decisionLog?.recordBulk({ time: Date.now(), body: body.toString('utf8'), decisions: json, count, revision, latencyMs: elapsedMs / count, violations, origin });
+    this.decisionLog?.recordBulk({ time: Date.now(), body: body.toString('utf8'), decisions: json, count, revision, latencyMs: elapsedMs / count, violations, origin: loggedOrigin(origin) });
   };
 }

@@ -1,8 +1,11 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { deciderOf, type Decision } from '../engine/index.js';
+import type { DecisionTally } from '../decision-log/line.js';
 
-/** What the decisions of one traced request came to: the span's decision attributes, read when it ends. */
-export class RequestTrace {
+/**
+ * What the decisions of one traced request came to: told each decision through the request's origin
+ * (see RequestOrigin.trace), read as the span's attributes when it ends.
+ */
+export class RequestTrace implements DecisionTally {
   decisions = 0;
   allowed = 0;
   /** Where they were decided: on the front thread, in the worker pool, or both for a bulk split between them. */
@@ -10,6 +13,19 @@ export class RequestTrace {
   front = false;
   /** The last decision decided here: what a single check's span names as its decider. */
   last: Decision | undefined;
+
+  decided(decision: Decision): void {
+    this.decisions++;
+    if (decision.allowed) this.allowed++;
+    this.front = true;
+    this.last = decision;
+  }
+
+  decidedInPool(allowed: number, denied: number): void {
+    this.decisions += allowed + denied;
+    this.allowed += allowed;
+    this.pooled = true;
+  }
 
   /** The span's attributes for these decisions: never an attribute value, a token or a claim. */
   attributes(): Record<string, string | number | boolean> {
@@ -28,37 +44,5 @@ export class RequestTrace {
       ...(decider?.kind === 'rule' && { 'verdict.policy': decider.policy, 'verdict.rule': decider.rule }),
       ...(decider?.kind === 'default' && { 'verdict.default_effect': decider.effect }),
     };
-  }
-}
-
-/**
- * The trace of the request being served, where tracing is on: the decision observer tells it each
- * decision; the HTTP hooks open it with the request's span and read it when the span ends.
- */
-export class RequestTraces {
-  private readonly storage = new AsyncLocalStorage<RequestTrace>();
-
-  /** Makes `trace` the current request's for the rest of this execution and what it starts (see AsyncLocalStorage.enterWith). */
-  enter(trace: RequestTrace): void {
-    this.storage.enterWith(trace);
-  }
-
-  /** A decision made on this thread, for the request being served. */
-  decided(decision: Decision): void {
-    const trace = this.storage.getStore();
-    if (trace === undefined) return;
-    trace.decisions++;
-    if (decision.allowed) trace.allowed++;
-    trace.front = true;
-    trace.last = decision;
-  }
-
-  /** A bulk decided by a worker thread, for the request being served. */
-  decidedInPool(allowed: number, denied: number): void {
-    const trace = this.storage.getStore();
-    if (trace === undefined) return;
-    trace.decisions += allowed + denied;
-    trace.allowed += allowed;
-    trace.pooled = true;
   }
 }
