@@ -7,32 +7,11 @@ import { ready, scratchDir, startServer, type TestServer } from '../helpers/serv
 import { AUDIENCE, ISSUER, signingKey, TokenIssuer, tokenFor } from '../helpers/token-issuer.js';
 import { loadConfig } from '../../src/config/config.js';
 import { EnvoyGrpc } from '../helpers/envoy-grpc.js';
+import { MESH_MAPPING as MAPPING, MESH_POLICIES as POLICIES } from '../helpers/mesh-example.js';
 
 // Envoy's gRPC external authorization (`--ext-authz-grpc`) against a real server, over a real socket:
 // a gRPC client sends what Envoy's filter sends, and every answer equals the HTTP flavour's for the
 // same request (the same mapping, tokens and decision path).
-
-const MAPPING = {
-  principal: { uri: 'user:{sub}' },
-  client_address: { trusted_hops: 0 },
-  routes: [
-    { path: '/documents/{id}', resource_type: 'document' },
-    { path: '/teams/{team}/documents/{doc}', resource_uri: 'document:{team}/{doc}', methods: ['GET'], actions: { GET: 'read' } },
-    { path: '/public/{id}', resource_type: 'public' },
-  ],
-  upstream_headers: { principal_uri: 'x-verdict-principal' },
-};
-
-const POLICIES = [
-  {
-    name: 'owners',
-    rules: [
-      { name: 'office-only', effect: 'deny', context_conditions: [{ path: 'attributes.client_address', operator: 'in_cidr', value: '203.0.113.0/24' }], principal_conditions: [], resource_conditions: [], actions: ['read'] },
-      { name: 'owner-reads', effect: 'allow', principal_conditions: [{ path: 'attributes.claims.sub', operator: '==', value_from: 'resource.attributes.owner' }], actions: ['read', 'update'] },
-      { name: 'public-reads', effect: 'allow', principal_conditions: [], resource_conditions: [{ path: 'uri', operator: 'startswith', value: 'public:' }], actions: ['read'] },
-    ],
-  },
-];
 
 async function meshServer(t: Test, issuer: TokenIssuer, mapping: unknown = MAPPING): Promise<{ server: TestServer; envoy: EnvoyGrpc }> {
   const dir = scratchDir(t);

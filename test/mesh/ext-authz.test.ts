@@ -4,33 +4,11 @@ import { join } from 'node:path';
 import { request } from 'undici';
 import { ready, scratchDir, startServer, type TestServer } from '../helpers/server.js';
 import { AUDIENCE, ISSUER, signingKey, TokenIssuer, tokenFor, unsignedToken } from '../helpers/token-issuer.js';
+import { MESH_MAPPING as MAPPING, MESH_POLICIES as POLICIES } from '../helpers/mesh-example.js';
 import { authorizationRequest, throughEnvoy, type EnvoyFilter } from '../helpers/envoy-ext-authz.js';
 
 // Envoy's HTTP external authorization against a real server: a harness sends what Envoy's filter
 // sends (its documented header handling is held below), and says what Envoy would do with the answer.
-
-const MAPPING = {
-  principal: { uri: 'user:{sub}' },
-  client_address: { trusted_hops: 0 },
-  routes: [
-    { path: '/documents/{id}', resource_type: 'document' },
-    { path: '/teams/{team}/documents/{doc}', resource_uri: 'document:{team}/{doc}', methods: ['GET'], actions: { GET: 'read' } },
-    { path: '/public/{id}', resource_type: 'public' },
-  ],
-  upstream_headers: { principal_uri: 'x-verdict-principal' },
-};
-
-const POLICIES = [
-  {
-    name: 'owners',
-    rules: [
-      { name: 'office-only', effect: 'deny', context_conditions: [{ path: 'attributes.client_address', operator: 'in_cidr', value: '203.0.113.0/24' }], principal_conditions: [], resource_conditions: [], actions: ['read'] },
-      { name: 'owner-reads', effect: 'allow', principal_conditions: [{ path: 'attributes.claims.sub', operator: '==', value_from: 'resource.attributes.owner' }], actions: ['read', 'update'] },
-      { name: 'public-reads', effect: 'allow', principal_conditions: [], resource_conditions: [{ path: 'uri', operator: 'startswith', value: 'public:' }], actions: ['read'] },
-      { name: 'editors-write', effect: 'allow', principal_conditions: [{ path: 'attributes.claims.groups', operator: 'contains', value: 'editors' }], actions: ['update'] },
-    ],
-  },
-];
 
 async function meshServer(t: Test, issuer: TokenIssuer, mapping: unknown = MAPPING): Promise<{ server: TestServer; filter: EnvoyFilter }> {
   const dir = scratchDir(t);
