@@ -7,6 +7,8 @@ import type { Readiness } from '../services/readiness.js';
 import type { ForwardedRequest } from '../ext-authz/mapping.js';
 import { INVALID_TOKEN_CHALLENGE } from '../errors.js';
 import { REQUEST_ID_HEADER } from '../schemas/wire.js';
+import type { Tracing } from '../tracing/tracing.js';
+import { RequestTrace } from '../tracing/request-trace.js';
 
 /** The largest CheckRequest read: Envoy's headers, and a body only if `with_request_body` is on (it should be off). */
 const MAX_MESSAGE_BYTES = 1024 * 1024 + 64 * 1024;
@@ -112,6 +114,8 @@ export async function startGrpcExtAuthz(
   readiness: Readiness,
   log: FastifyBaseLogger,
   newId: () => string,
+  /** Spans for the calls, as for the HTTP doors, when tracing is on: the CheckRequest's `traceparent` header names the parent. */
+  tracing?: Tracing,
 ): Promise<GrpcExtAuthz> {
   const { target, host } = where;
   const [grpc, protoLoader] = await Promise.all([import('@grpc/grpc-js'), import('@grpc/proto-loader')]);
@@ -132,17 +136,25 @@ export async function startGrpcExtAuthz(
       const denied = (reason: string): ExtAuthzOutcome => ({ allowed: false, status: 403, reason });
       const sent = forwarded?.headers[REQUEST_ID_HEADER];
       const id = newId();
+      const trace = tracing === undefined || forwarded === undefined ? undefined : new RequestTrace();
+      const span = trace && tracing!.requestSpan('Authorization/Check', forwarded!.headers as Record<string, string>);
       const decided =
         forwarded === undefined
           ? Promise.resolve(denied('The CheckRequest has no HTTP request (attributes.request.http): only the HTTP filter is answered, and what cannot be read is denied'))
-          : extAuthz.authorize(forwarded, { requestId: typeof sent === 'string' && sent !== '' ? sent : id, id });
+          : extAuthz.authorize(forwarded, { requestId: typeof sent === 'string' && sent !== '' ? sent : id, id, ...(trace && { trace }) });
       decided.then(
         (outcome) => {
           if (!outcome.allowed && outcome.status === 401) log.info({ reason: outcome.reason }, 'ext-authz (gRPC): bearer token refused');
-          callback(null, checkResponseOf(outcome, extAuthz));
+          const response = checkResponseOf(outcome, extAuthz);
+          if (span !== undefined) {
+            span.setAttributes({ 'rpc.system': 'grpc', 'rpc.service': 'envoy.service.auth.v3.Authorization', 'rpc.method': 'Check', 'rpc.grpc.status_code': response.status.code, ...trace!.attributes() });
+            span.end();
+          }
+          callback(null, response);
         },
         (error: unknown) => {
           log.error({ err: error }, 'ext-authz (gRPC): a check failed; the request is denied');
+          span?.end();
           callback(null, checkResponseOf(denied('The request could not be decided'), extAuthz));
         },
       );

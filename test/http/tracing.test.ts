@@ -7,6 +7,7 @@ import { Pool } from 'undici';
 import { scratchDir, startServer, type TestServer } from '../helpers/server.js';
 import { until } from '../helpers/until.js';
 import { AUDIENCE, ISSUER, signingKey, tokenFor } from '../helpers/token-issuer.js';
+import { EnvoyGrpc } from '../helpers/envoy-grpc.js';
 
 // Tracing (--otlp-endpoint) against an OTLP/HTTP receiver the test starts, which keeps what it
 // receives: spans join the caller's trace, carry what decided and never a value or a token; a
@@ -117,4 +118,19 @@ t.test('a collector that never answers delays no decision; the spans past the qu
   const metrics = (await server.call('GET', '/metrics')).body as string;
   const dropped = Number(/^verdict_tracing_spans_dropped (\d+)/m.exec(metrics)?.[1]);
   t.ok(dropped > 0, `spans past the queue dropped, and counted: ${dropped}`);
+});
+
+t.test("a gRPC external authorization call is a span too, the child of the traceparent Envoy forwards", async (t) => {
+  const collector = await receiver(t);
+  const dir = scratchDir(t);
+  writeFileSync(join(dir, 'mapping.json'), JSON.stringify({ routes: [{ path: '/documents/{id}', resource_type: 'doc' }] }));
+  const server = await tracedServer(t, collector.url, { extAuthz: join(dir, 'mapping.json'), extAuthzGrpc: '0' });
+  const envoy = new EnvoyGrpc(server.extAuthzGrpc()!);
+  t.teardown(() => envoy.close());
+  const answer = await envoy.check({ method: 'GET', path: '/documents/1', headers: { ...traceparent, 'x-role': 'reader' } });
+  t.equal(answer.code, 7, 'denied: the mapping gives no role');
+  await until(() => collector.spans.length >= 1, 'the span exported');
+  const [span] = collector.spans;
+  t.same([span!.traceId, span!.parentSpanId], [TRACE_ID, PARENT], "in Envoy's trace");
+  t.match(span!.attributes, { 'rpc.system': 'grpc', 'rpc.method': 'Check', 'rpc.grpc.status_code': 7, 'verdict.decisions': 1, 'verdict.allowed': false });
 });
