@@ -6,6 +6,7 @@ import type { ExtAuthzOutcome, ExtAuthzService } from '../services/ext-authz.js'
 import type { Readiness } from '../services/readiness.js';
 import type { ForwardedRequest } from '../ext-authz/mapping.js';
 import { INVALID_TOKEN_CHALLENGE } from '../errors.js';
+import { deciderOf, type Decision } from '../engine/index.js';
 import { REQUEST_ID_HEADER } from '../schemas/wire.js';
 import type { Tracing } from '../tracing/tracing.js';
 import { RequestTrace } from '../tracing/request-trace.js';
@@ -40,9 +41,12 @@ interface CheckRequest {
 }
 
 type HeaderOption = { header: { key: string; value: string }; append_action: 'OVERWRITE_IF_EXISTS_OR_ADD' };
-type CheckResponse =
+/** google.protobuf.Struct as proto-loader takes it (protobufjs's own definition of it names its fields in camelCase, whatever keepCase says): string fields only here. */
+type Metadata = { fields: Record<string, { stringValue: string }> };
+type CheckResponse = (
   | { status: { code: number }; ok_response: { headers: HeaderOption[] } }
-  | { status: { code: number; message: string }; denied_response: { status: { code: string }; headers: HeaderOption[]; body: string } };
+  | { status: { code: number; message: string }; denied_response: { status: { code: string }; headers: HeaderOption[]; body: string } }
+) & { dynamic_metadata?: Metadata };
 
 /** A running gRPC door: where it listens, and how it stops. */
 export interface GrpcExtAuthz {
@@ -72,13 +76,26 @@ export function forwardedOf(request: CheckRequest): ForwardedRequest | undefined
   return { method: http.method, path: http.path, headers: headersOf(http), ...(sourceAddress !== undefined && sourceAddress !== '' && { sourceAddress }) };
 }
 
+/**
+ * What decided, for Envoy's access log (`%DYNAMIC_METADATA(envoy.filters.http.ext_authz:verdict_rule)%`):
+ * the deciding policy and rule, or the default's effect; names only, never a value.
+ */
+function metadataOf(decision: Decision | undefined): { dynamic_metadata?: Metadata } {
+  const decider = decision === undefined ? undefined : deciderOf(decision);
+  if (decider === undefined) return {};
+  const fields: Metadata['fields'] = { verdict_decided_by: { stringValue: decider.kind } };
+  if (decider.kind === 'rule') Object.assign(fields, { verdict_policy: { stringValue: decider.policy }, verdict_rule: { stringValue: decider.rule } });
+  if (decider.kind === 'default') fields.verdict_default_effect = { stringValue: decider.effect };
+  return { dynamic_metadata: { fields } };
+}
+
 /** The CheckResponse of an outcome, as Envoy reads it; the same statuses and bodies as the HTTP flavour. */
 export function checkResponseOf(outcome: ExtAuthzOutcome, extAuthz: ExtAuthzService): CheckResponse {
   const { mapping } = extAuthz;
   if (outcome.allowed) {
     // Always set, empty for no principal: Envoy then replaces whatever a client sent under that name.
     const headers = mapping.upstreamPrincipalHeader === undefined ? [] : [header(mapping.upstreamPrincipalHeader, outcome.principalUri ?? '')];
-    return { status: { code: OK }, ok_response: { headers } };
+    return { status: { code: OK }, ok_response: { headers }, ...metadataOf(outcome.decision) };
   }
   const refusedToken = outcome.status === 401;
   const body = mapping.denyReasonToClient ? outcome.reason : refusedToken ? TOKEN_REFUSED : 'Forbidden';
@@ -89,6 +106,7 @@ export function checkResponseOf(outcome: ExtAuthzOutcome, extAuthz: ExtAuthzServ
       headers: [header('content-type', 'text/plain; charset=utf-8'), ...(refusedToken ? [header('www-authenticate', INVALID_TOKEN_CHALLENGE)] : [])],
       body,
     },
+    ...metadataOf(outcome.decision),
   };
 }
 

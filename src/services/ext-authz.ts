@@ -3,13 +3,14 @@ import { extAuthzStatus } from '../decide/undecidable-answers.js';
 import type { CheckInput } from '../requests/check-request.js';
 import type { RequestOrigin } from '../decision-log/line.js';
 import type { CheckService } from './checks.js';
+import type { Decision } from '../engine/index.js';
 
 const BEARER = /^Bearer +([A-Za-z0-9._~+/=-]+) *$/i;
 
-/** What external authorization answers a forwarded request, whichever transport asked (HTTP or gRPC). */
+/** What external authorization answers a forwarded request, whichever transport asked (HTTP or gRPC); `decision`, when the policies decided it. */
 export type ExtAuthzOutcome =
-  | { allowed: true; /** The uri the principal was resolved to, for the upstream principal header. */ principalUri: string | undefined }
-  | { allowed: false; status: 401 | 403; /** Why, for the log, and for the client when the mapping says so. */ reason: string };
+  | { allowed: true; /** The uri the principal was resolved to, for the upstream principal header. */ principalUri: string | undefined; decision: Decision }
+  | { allowed: false; status: 401 | 403; /** Why, for the log, and for the client when the mapping says so. */ reason: string; decision?: Decision };
 
 const authorizationOf = (header: string | string[] | undefined) => (Array.isArray(header) ? header[0] : header);
 
@@ -46,7 +47,7 @@ export class ExtAuthzService {
     };
     try {
       const { decision, principalUri } = await this.checks.decideNamingPrincipal(input, origin);
-      return decision.allowed ? { allowed: true, principalUri } : { allowed: false, status: 403, reason: decision.reason };
+      return decision.allowed ? { allowed: true, principalUri, decision } : { allowed: false, status: 403, reason: decision.reason, decision };
     } catch (error) {
       return { allowed: false, status: extAuthzStatus(error), reason: (error as Error).message };
     }

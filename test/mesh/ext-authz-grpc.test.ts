@@ -81,6 +81,18 @@ t.test('what Envoy cannot have meant is denied, never allowed, and the server go
   t.equal((await envoy.check({ method: 'GET', path: '/public/1', sourceAddress: '198.51.100.7' })).httpStatus, 200, 'and the next request is answered');
 });
 
+t.test("each answer names what decided in dynamic_metadata, for Envoy's access log: the policy and rule, or the default", async (t) => {
+  const key = await signingKey('k1');
+  const issuer = await TokenIssuer.start([key]);
+  t.teardown(() => issuer.close());
+  const { envoy } = await meshServer(t, issuer);
+  const request = (path: string) => ({ attributes: { source: { address: { socket_address: { address: '198.51.100.7' } } } , request: { http: { method: 'GET', path, headers: {} } } } });
+  const strings = (response: Record<string, any>) => Object.fromEntries(Object.entries(response.dynamic_metadata?.fields ?? {}).map(([name, value]) => [name, (value as { stringValue: string }).stringValue]));
+  t.same(strings(await envoy.checkRaw(request('/public/1'))), { verdict_decided_by: 'rule', verdict_policy: 'owners', verdict_rule: 'public-reads' }, 'an allow by rule');
+  t.same(strings(await envoy.checkRaw(request('/documents/1'))), { verdict_decided_by: 'default', verdict_default_effect: 'deny' }, 'a deny by default');
+  t.same(strings(await envoy.checkRaw(request('/elsewhere'))), {}, 'no route: nothing decided, nothing named');
+});
+
 t.test('grpc.health.v1 says SERVING only while the server is ready; a drain answers the calls in flight', async (t) => {
   const key = await signingKey('k1');
   const issuer = await TokenIssuer.start([key]);
