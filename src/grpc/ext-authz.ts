@@ -21,8 +21,6 @@ const DRAIN_MILLIS = 10_000;
 const OK = 0;
 const PERMISSION_DENIED = 7;
 const UNAUTHENTICATED = 16;
-/** What a client whose token was refused is told, unless the mapping gives it the reason (as the HTTP flavour). */
-const TOKEN_REFUSED = 'The bearer token was not accepted';
 
 /** The parts of Envoy's CheckRequest (envoy.service.auth.v3) read here, as proto-loader gives them (field names as in the proto). */
 interface CheckRequest {
@@ -98,13 +96,12 @@ export function checkResponseOf(outcome: ExtAuthzOutcome, extAuthz: ExtAuthzServ
     return { status: { code: OK }, ok_response: { headers }, ...metadataOf(outcome.decision) };
   }
   const refusedToken = outcome.status === 401;
-  const body = mapping.denyReasonToClient ? outcome.reason : refusedToken ? TOKEN_REFUSED : 'Forbidden';
   return {
     status: { code: refusedToken ? UNAUTHENTICATED : PERMISSION_DENIED, message: outcome.reason },
     denied_response: {
       status: { code: refusedToken ? 'Unauthorized' : 'Forbidden' },
       headers: [header('content-type', 'text/plain; charset=utf-8'), ...(refusedToken ? [header('www-authenticate', INVALID_TOKEN_CHALLENGE)] : [])],
-      body,
+      body: extAuthz.deniedBody(outcome),
     },
     ...metadataOf(outcome.decision),
   };

@@ -1,14 +1,12 @@
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { EXT_AUTHZ_PREFIX } from '../ext-authz/mapping.js';
-import type { ExtAuthzService } from '../services/ext-authz.js';
+import type { ExtAuthzOutcome, ExtAuthzService } from '../services/ext-authz.js';
 import type { RoutesOptions } from './context.js';
 import { INVALID_TOKEN_CHALLENGE } from '../errors.js';
 import { originOf } from './request-ids.js';
 
 /** The largest body Envoy may forward (`with_request_body`); it is never read, only let through. */
 const FORWARDED_BODY_LIMIT = 1024 * 1024;
-/** What a client whose token was refused is told, unless the mapping gives it the reason. */
-export const TOKEN_REFUSED = 'The bearer token was not accepted';
 
 export interface ExtAuthzOptions extends RoutesOptions {
   extAuthz: ExtAuthzService;
@@ -27,14 +25,13 @@ export const extAuthzRoutes: FastifyPluginAsync<ExtAuthzOptions> = async (app, {
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: FORWARDED_BODY_LIMIT }, (_request, _body, done) => done(null, undefined));
 
   // Why a token was refused names key sets and issuers: the client is told only when the mapping says so, the log always.
-  const deny = (reply: FastifyReply, status: 401 | 403, reason: string) => {
-    reply.code(status).type('text/plain; charset=utf-8');
-    if (status === 401) {
+  const deny = (reply: FastifyReply, outcome: ExtAuthzOutcome & { allowed: false }) => {
+    reply.code(outcome.status).type('text/plain; charset=utf-8');
+    if (outcome.status === 401) {
       reply.header('www-authenticate', INVALID_TOKEN_CHALLENGE);
-      reply.log.info({ reason }, 'ext-authz: bearer token refused');
+      reply.log.info({ reason: outcome.reason }, 'ext-authz: bearer token refused');
     }
-    if (mapping.denyReasonToClient) return reason;
-    return status === 401 ? TOKEN_REFUSED : 'Forbidden';
+    return extAuthz.deniedBody(outcome);
   };
 
   app.all(`${EXT_AUTHZ_PREFIX}/*`, {
@@ -48,7 +45,7 @@ export const extAuthzRoutes: FastifyPluginAsync<ExtAuthzOptions> = async (app, {
     handler: async (request, reply) => {
       const forwarded = { method: request.method, path: request.url.slice(EXT_AUTHZ_PREFIX.length), headers: request.headers };
       const outcome = await extAuthz.authorize(forwarded, originOf(request));
-      if (!outcome.allowed) return deny(reply, outcome.status, outcome.reason);
+      if (!outcome.allowed) return deny(reply, outcome);
       // Always set, empty for no principal: Envoy then replaces whatever a client sent under that name.
       if (mapping.upstreamPrincipalHeader !== undefined) reply.header(mapping.upstreamPrincipalHeader, outcome.principalUri ?? '');
       reply.code(200);

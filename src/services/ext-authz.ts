@@ -6,6 +6,8 @@ import type { CheckService } from './checks.js';
 import type { Decision } from '../engine/index.js';
 
 const BEARER = /^Bearer +([A-Za-z0-9._~+/=-]+) *$/i;
+/** What a client whose token was refused is told, unless the mapping gives it the reason. */
+const TOKEN_REFUSED = 'The bearer token was not accepted';
 
 /** What external authorization answers a forwarded request, whichever transport asked (HTTP or gRPC); `decision`, when the policies decided it. */
 export type ExtAuthzOutcome =
@@ -27,6 +29,12 @@ export class ExtAuthzService {
     private readonly readsTokens: boolean,
     private readonly checks: CheckService,
   ) {}
+
+  /** The body a denied client gets, whichever door: why only when the mapping says so (a refused token's reason names key sets and issuers). */
+  deniedBody(outcome: ExtAuthzOutcome & { allowed: false }): string {
+    if (this.mapping.denyReasonToClient) return outcome.reason;
+    return outcome.status === 401 ? TOKEN_REFUSED : 'Forbidden';
+  }
 
   async authorize(forwarded: ForwardedRequest, origin: RequestOrigin): Promise<ExtAuthzOutcome> {
     const { mapping } = this;
