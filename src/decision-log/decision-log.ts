@@ -63,7 +63,7 @@ export class DecisionLog {
 
   /** A decision made on this thread. */
   record(record: DecisionRecord): void {
-    this.add({ kind: 'decision', record });
+    this.add({ kind: 'decision', record: postable(record) });
   }
 
   /** A bulk decided in a worker: its lines are made by the writer. */
@@ -104,4 +104,20 @@ export class DecisionLog {
     this.batch = [];
     this.batchLines = 0;
   };
+}
+
+/**
+ * A record as it can be posted to the writer thread: a door that names the principal by its credential
+ * (external authorization) gives the check a function to make its uri (`uriOf`), which the check and,
+ * where nothing was merged into it, the decision request still carry; the log never reads it and no
+ * thread can be sent it.
+ */
+function postable(record: DecisionRecord): DecisionRecord {
+  const { input, request } = record;
+  if (input.principal.uriOf === undefined && (request.principal as { uriOf?: unknown }).uriOf === undefined) return record;
+  const withoutUriOf = <Principal extends object>(principal: Principal): Principal => {
+    const { uriOf: _uriOf, ...kept } = principal as Principal & { uriOf?: unknown };
+    return kept as Principal;
+  };
+  return { ...record, input: { ...input, principal: withoutUriOf(input.principal) }, request: { ...request, principal: withoutUriOf(request.principal) } };
 }

@@ -1,8 +1,9 @@
 import t, { type Test } from 'tap';
-import { writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { ready, scratchDir, startServer, type TestServer } from '../helpers/server.js';
+import { until } from '../helpers/until.js';
 import { AUDIENCE, ISSUER, signingKey, TokenIssuer, tokenFor, unsignedToken } from '../helpers/token-issuer.js';
 import { MESH_MAPPING as MAPPING, MESH_POLICIES as POLICIES } from '../helpers/mesh-example.js';
 import { authorizationRequest, throughEnvoy, type EnvoyFilter } from '../helpers/envoy-ext-authz.js';
@@ -10,11 +11,11 @@ import { authorizationRequest, throughEnvoy, type EnvoyFilter } from '../helpers
 // Envoy's HTTP external authorization against a real server: a harness sends what Envoy's filter
 // sends (its documented header handling is held below), and says what Envoy would do with the answer.
 
-async function meshServer(t: Test, issuer: TokenIssuer, mapping: unknown = MAPPING): Promise<{ server: TestServer; filter: EnvoyFilter }> {
+async function meshServer(t: Test, issuer: TokenIssuer, mapping: unknown = MAPPING, config: Record<string, unknown> = {}): Promise<{ server: TestServer; filter: EnvoyFilter }> {
   const dir = scratchDir(t);
   writeFileSync(join(dir, 'tokens.json'), JSON.stringify({ key_sets: [{ name: 'idp', issuer: ISSUER, audience: AUDIENCE, jwks_url: issuer.jwksUrl }] }));
   writeFileSync(join(dir, 'mapping.json'), JSON.stringify(mapping));
-  const server = await startServer({ tokens: join(dir, 'tokens.json'), extAuthz: join(dir, 'mapping.json') });
+  const server = await startServer({ tokens: join(dir, 'tokens.json'), extAuthz: join(dir, 'mapping.json'), ...config });
   t.teardown(server.close);
   await ready(server);
   for (const policy of POLICIES) t.equal((await server.call('POST', '/admin/policies', policy)).status, 200, 'policy written');
@@ -94,6 +95,22 @@ t.test('ext_authz: the owner passes (with the principal header upstream), anothe
 
   const live = (await server.call('GET', '/admin/live')).body;
   t.ok(JSON.stringify(live).length > 0, 'the decisions are counted as any check');
+});
+
+t.test('with a decision log, a request whose principal comes from its token is decided, logged with its verified claims, and the process lives on', async (t) => {
+  const key = await signingKey('k1');
+  const issuer = await TokenIssuer.start([key]);
+  t.teardown(() => issuer.close());
+  const log = join(scratchDir(t), 'decisions.ndjson');
+  const { server } = await meshServer(t, issuer, MAPPING, { decisionLog: log });
+  const token = await tokenFor(key, 'alice');
+  const answer = await request(`${server.url}/ext-authz/documents/1`, { headers: { authorization: `Bearer ${token}`, 'x-forwarded-for': '198.51.100.7' } });
+  await answer.body.dump();
+  t.equal(answer.statusCode, 200);
+  await until(() => existsSync(log) && /"claims":\{[^}]*"sub":"alice"/.test(readFileSync(log, 'utf8')), 'the decision logged with the claims it read');
+  t.match(readFileSync(log, 'utf8'), /"allowed":true/);
+  t.equal((await server.call('GET', '/health')).status, 200, 'and the server still answers');
+  t.notOk(readFileSync(log, 'utf8').includes(token), 'the token is not logged');
 });
 
 t.test('the mapping file: problems stop the start, saying what to fix', async (t) => {
