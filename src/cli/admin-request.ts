@@ -1,3 +1,4 @@
+import { API_KEY_HEADER } from '../schemas/wire.js';
 import { adminApiKeyOf, ConfigError } from '../config/config.js';
 
 /** Most redirects followed within the server's origin. */
@@ -11,7 +12,7 @@ const MAX_REDIRECTS = 5;
  */
 export async function adminRequest(url: string, env: NodeJS.ProcessEnv, path: string, body?: unknown): Promise<{ status: number; text: string }> {
   const key = adminApiKeyOf(env);
-  const headers: Record<string, string> = { ...(key !== '' && { 'way-api-key': key }), ...(body !== undefined && { 'content-type': 'application/json' }) };
+  const headers: Record<string, string> = { ...(key !== '' && { [API_KEY_HEADER]: key }), ...(body !== undefined && { 'content-type': 'application/json' }) };
   const method = body === undefined ? 'GET' : 'POST';
   let target = new URL(path, url);
   for (let redirects = 0; ; redirects++) {

@@ -1,3 +1,4 @@
+import { API_KEY_HEADER } from '../schemas/wire.js';
 import { createReadStream } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { createInterface } from 'node:readline';
@@ -26,7 +27,7 @@ const emptyBatch = (): Batch => ({ lineNumbers: [], texts: [], bytes: 2 });
 
 function post(config: Config, agent: Agent, body: string): Promise<Answer> {
   const headers: Record<string, string | number> = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) };
-  if (config.adminApiKey !== '') headers['way-api-key'] = config.adminApiKey;
+  if (config.adminApiKey !== '') headers[API_KEY_HEADER] = config.adminApiKey;
   const target = serverTarget(config);
   return new Promise((resolve, reject) => {
     const outgoing = request({ ...target, agent, method: 'POST', path: BULK_REGISTRATION_PATH, headers }, (response) => {

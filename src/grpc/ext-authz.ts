@@ -8,6 +8,7 @@ import type { ForwardedRequest } from '../ext-authz/mapping.js';
 import { INVALID_TOKEN_CHALLENGE } from '../errors.js';
 import { deciderOf, type Decision } from '../engine/index.js';
 import { REQUEST_ID_HEADER } from '../schemas/wire.js';
+import { callerRequestIdOf } from '../http/request-ids.js';
 import type { Tracing } from '../tracing/tracing.js';
 import { RequestTrace } from '../tracing/request-trace.js';
 
@@ -156,7 +157,7 @@ export async function startGrpcExtAuthz(
       const decided =
         forwarded === undefined
           ? Promise.resolve(denied('The CheckRequest has no HTTP request (attributes.request.http): only the HTTP filter is answered, and what cannot be read is denied'))
-          : extAuthz.authorize(forwarded, { requestId: typeof sent === 'string' && sent !== '' ? sent : id, id, ...(trace && { trace }) });
+          : extAuthz.authorize(forwarded, { requestId: callerRequestIdOf(sent, id), id, ...(trace && { trace }) });
       decided.then(
         (outcome) => {
           if (!outcome.allowed && outcome.status === 401) log.info({ reason: outcome.reason }, 'ext-authz (gRPC): bearer token refused');

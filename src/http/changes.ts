@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { UnavailableError } from '../errors.js';
 import { MAX_URIS_PER_LINE, type ChangeFeed } from '../services/change-feed.js';
-import { HEARTBEAT_MILLIS } from '../schemas/wire.js';
+import { HEARTBEAT_MILLIS, REQUEST_ID_HEADER } from '../schemas/wire.js';
 import { API_KEY_SECURITY } from './admin-auth.js';
 import { ERROR_RESPONSES } from './responses.js';
 import { REVISION_HEADER } from '../schemas/wire.js';
@@ -76,7 +76,7 @@ export const changeRoutes: FastifyPluginAsync<{ feed: ChangeFeed }> = async (app
       reply.hijack();
       const socket = reply.raw;
       // `connection: close`: the connection ends with the stream, so that a closing server waits for neither.
-      socket.writeHead(200, { 'content-type': CHANGE_FEED_TYPE, 'cache-control': 'no-store', connection: 'close', 'x-request-id': String(request.id), [REVISION_HEADER]: feed.revision });
+      socket.writeHead(200, { 'content-type': CHANGE_FEED_TYPE, 'cache-control': 'no-store', connection: 'close', [REQUEST_ID_HEADER]: String(request.id), [REVISION_HEADER]: feed.revision });
       // Ended, the stream's connection goes too: a closing server would otherwise wait for the reader to hang up.
       const end = () => {
         if (!open.has(end)) return;

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import type { RequestOrigin } from '../decision-log/line.js';
+import { REQUEST_ID_HEADER } from '../schemas/wire.js';
 import { traceOf } from './tracing.js';
 
 /**
@@ -15,15 +16,15 @@ export function requestIds(): () => string {
   return () => prefix + (count++).toString(16).padStart(12, '0');
 }
 
-export const REQUEST_ID_HEADER = 'x-request-id';
-
 /** A caller's own request id: printable ASCII, short enough to repeat in every log line of its decisions. */
 const CALLER_REQUEST_ID = /^[\x21-\x7e]{1,200}$/;
 
+/** The id a caller knows its request by: the `X-Request-ID` it sent (`sent`), when usable, else `own`. Every door reads it so. */
+export const callerRequestIdOf = (sent: string | string[] | undefined, own: string): string => (typeof sent === 'string' && CALLER_REQUEST_ID.test(sent) ? sent : own);
+
 /** The id the caller knows the request by: the `X-Request-ID` it sent, when it sent a usable one, else the request's own. */
 export function callerRequestId(request: FastifyRequest): string {
-  const sent = request.headers[REQUEST_ID_HEADER];
-  return typeof sent === 'string' && CALLER_REQUEST_ID.test(sent) ? sent : request.id;
+  return callerRequestIdOf(request.headers[REQUEST_ID_HEADER], request.id);
 }
 
 /** Names in the reply the id the caller knows the request by (see callerRequestId). */

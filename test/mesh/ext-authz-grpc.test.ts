@@ -1,9 +1,10 @@
 import t, { type Test } from 'tap';
 import fc from 'fast-check';
-import { writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { ready, scratchDir, startServer, type TestServer } from '../helpers/server.js';
+import { until } from '../helpers/until.js';
 import { AUDIENCE, ISSUER, signingKey, TokenIssuer, tokenFor } from '../helpers/token-issuer.js';
 import { loadConfig } from '../../src/config/config.js';
 import { EnvoyGrpc } from '../helpers/envoy-grpc.js';
@@ -13,11 +14,11 @@ import { MESH_MAPPING as MAPPING, MESH_POLICIES as POLICIES } from '../helpers/m
 // a gRPC client sends what Envoy's filter sends, and every answer equals the HTTP flavour's for the
 // same request (the same mapping, tokens and decision path).
 
-async function meshServer(t: Test, issuer: TokenIssuer, mapping: unknown = MAPPING): Promise<{ server: TestServer; envoy: EnvoyGrpc }> {
+async function meshServer(t: Test, issuer: TokenIssuer, mapping: unknown = MAPPING, config: Record<string, unknown> = {}): Promise<{ server: TestServer; envoy: EnvoyGrpc }> {
   const dir = scratchDir(t);
   writeFileSync(join(dir, 'tokens.json'), JSON.stringify({ key_sets: [{ name: 'idp', issuer: ISSUER, audience: AUDIENCE, jwks_url: issuer.jwksUrl }] }));
   writeFileSync(join(dir, 'mapping.json'), JSON.stringify(mapping));
-  const server = await startServer({ tokens: join(dir, 'tokens.json'), extAuthz: join(dir, 'mapping.json'), extAuthzGrpc: '0' });
+  const server = await startServer({ tokens: join(dir, 'tokens.json'), extAuthz: join(dir, 'mapping.json'), extAuthzGrpc: '0', ...config });
   t.teardown(server.close);
   await ready(server);
   for (const policy of POLICIES) t.equal((await server.call('POST', '/admin/policies', policy)).status, 200, 'policy written');
@@ -91,6 +92,21 @@ t.test("each answer names what decided in dynamic_metadata, for Envoy's access l
   t.same(strings(await envoy.checkRaw(request('/public/1'))), { verdict_decided_by: 'rule', verdict_policy: 'owners', verdict_rule: 'public-reads' }, 'an allow by rule');
   t.same(strings(await envoy.checkRaw(request('/documents/1'))), { verdict_decided_by: 'default', verdict_default_effect: 'deny' }, 'a deny by default');
   t.same(strings(await envoy.checkRaw(request('/elsewhere'))), {}, 'no route: nothing decided, nothing named');
+});
+
+t.test("the decision log names a gRPC call by the x-request-id Envoy forwards, as the HTTP doors do: a hostile one is replaced by the server's own", async (t) => {
+  const key = await signingKey('k1');
+  const issuer = await TokenIssuer.start([key]);
+  t.teardown(() => issuer.close());
+  const log = join(scratchDir(t), 'decisions.ndjson');
+  const { envoy } = await meshServer(t, issuer, MAPPING, { decisionLog: log });
+  await envoy.check({ method: 'GET', path: '/public/1', headers: { 'x-request-id': 'envoy-7' }, sourceAddress: '198.51.100.7' });
+  await envoy.check({ method: 'GET', path: '/public/2', headers: { 'x-request-id': 'x'.repeat(5000) }, sourceAddress: '198.51.100.7' });
+  await envoy.check({ method: 'GET', path: '/public/3', headers: { 'x-request-id': 'two words' }, sourceAddress: '198.51.100.7' });
+  await until(() => existsSync(log) && readFileSync(log, 'utf8').trim().split('\n').length >= 3, 'three decisions logged');
+  const ids = readFileSync(log, 'utf8').trim().split('\n').map((line) => (JSON.parse(line) as { request_id: string }).request_id);
+  t.equal(ids[0], 'envoy-7');
+  for (const id of ids.slice(1)) t.match(id, /^[0-9a-f-]{36}$/, `an unusable id replaced by the server's own: ${id.slice(0, 40)}`);
 });
 
 t.test('grpc.health.v1 says SERVING only while the server is ready; a drain answers the calls in flight', async (t) => {
