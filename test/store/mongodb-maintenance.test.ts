@@ -6,7 +6,7 @@ import { LEASE_MS, MAINTENANCE_LEASE } from '../../src/store/mongodb/maintenance
 import { found, NO_ANSWER, scriptedMongo, type Answer, type Received } from '../helpers/scripted-mongo.js';
 import { until } from '../helpers/until.js';
 import { TEST_WRITER } from '../helpers/writer.js';
-import { SchemasMovedOn } from '../../src/store/store.js';
+import { SchemasMovedOn, StoreUnavailableError } from '../../src/store/store.js';
 
 // A fleet's start on a large registry: the store opens without waiting on anything whose cost grows
 // with the registry (index builds, the backfill, the recount), which then run in the background, the
@@ -48,7 +48,7 @@ function pipelineSet(update: Document[]): Document {
  * A primary holding entity rows written before queryable copies were kept, the indexes built (as
  * listIndexes lists them), and the maintenance lease as MongoDB would: taken by an upsert whose filter
  * (read as MongoDB reads it: the `$or` of a lease that ended by the primary's clock and its own
- * holder's) matches it, or refused as a duplicate key.
+ * holder's) matches it, or refused as a duplicate key. Its entity count is exact.
  */
 function fleetPrimary(pendingRows: Document[], leaseAsStored?: Document): { answer: Answer; backfillWrites: () => number; refusedToItsHolder: () => number } {
   let lease: Document | undefined = leaseAsStored;
@@ -86,6 +86,8 @@ function fleetPrimary(pendingRows: Document[], leaseAsStored?: Document): { answ
       return { n: 1, nModified: 1, ok: 1 };
     }
     if (name === 'find' && body.find === 'counters' && (body.filter as Document)._id === MAINTENANCE_LEASE) return found(command, lease ? [lease] : []);
+    // The entity count is exact, and the estimate (the stand-in's `count`: 0) agrees: no recount is due.
+    if (name === 'find' && body.find === 'counters' && (body.filter as Document)._id === 'entity-count') return found(command, [{ _id: 'entity-count', value: 0, exact: true }]);
     if (name === 'find' && body.find === 'entities' && (body.filter as Document).attributes_version !== undefined) {
       // A look for one (findOne) leaves the rows pending; the backfill's batch takes them.
       if (body.limit === 1 || body.singleBatch === true) return found(command, pending.slice(0, 1));
@@ -196,4 +198,123 @@ t.test('rows written without their queryable copy after a backfill was marked do
   await open(t, server.uri);
   await until(() => primary.backfillWrites() === rows.length, 'the late rows to be backfilled', 20_000);
   t.pass('each late row written once');
+});
+
+/** Rows one read may scan before it runs out of its time, in the registry primary below (a count of a large registry within 5 s). */
+const SCANNED_IN_TIME = 10_000;
+const TIME_RAN_OUT = { ok: 0, code: 50, codeName: 'MaxTimeMSExpired', errmsg: 'operation exceeded time limit' };
+
+/**
+ * A primary holding a registry of `uris` and the entity count's counter document, as MongoDB keeps
+ * them: the rows read in uri order from the `_id` index, the counter updated by `$set`, `$inc` and
+ * `$unset`, the collection's estimate off by `estimateOff` (as it may be after an unclean shutdown).
+ * Any one read of more than SCANNED_IN_TIME rows (a count of them all, say) runs out of time.
+ * Everything else is the fleet primary's.
+ */
+function registryPrimary(uris: string[], counter: Document | undefined) {
+  const fleet = fleetPrimary([]);
+  const state = { counter, estimateOff: 0, batchReads: [] as number[] };
+  const applied = (kept: Document, update: Document): Document => {
+    const next = structuredClone(kept);
+    for (const [field, value] of Object.entries((update.$set ?? {}) as Document)) next[field] = value;
+    for (const [field, value] of Object.entries((update.$inc ?? {}) as Document)) {
+      const [top, inner] = field.split('.') as [string, string | undefined];
+      if (inner === undefined) next[top] = (next[top] ?? 0) + (value as number);
+      else next[top] = { ...next[top], [inner]: (next[top]?.[inner] ?? 0) + (value as number) };
+    }
+    for (const field of Object.keys((update.$unset ?? {}) as Document)) delete next[field];
+    return next;
+  };
+  const answer: Answer = (command) => {
+    const { name, body } = command;
+    const collection = body[name];
+    if (name === 'count' && collection === 'entities') return { n: uris.length + state.estimateOff, ok: 1 };
+    if (name === 'aggregate' && collection === 'entities') return uris.length > SCANNED_IN_TIME ? TIME_RAN_OUT : found(command, [{ _id: 1, n: uris.length }]);
+    if (name === 'find' && collection === 'entities' && (body.filter as Document)._id?.$gt !== undefined) {
+      const limit = body.limit as number | undefined;
+      if (limit === undefined || limit > SCANNED_IN_TIME) return TIME_RAN_OUT;
+      state.batchReads.push(limit);
+      const after = (body.filter as Document)._id.$gt as string;
+      return found(command, uris.filter((uri) => uri > after).slice(0, limit).map((uri) => ({ _id: uri })));
+    }
+    if (name === 'find' && collection === 'counters' && (body.filter as Document)._id === 'entity-count') return found(command, state.counter ? [state.counter] : []);
+    if (name === 'update' && collection === 'counters' && (body.updates as Document[])[0]!.q._id === 'entity-count') {
+      const { q, u, upsert } = (body.updates as Document[])[0]!;
+      const matches = state.counter !== undefined && (q.recount?.$exists !== false || state.counter.recount === undefined) && (q.value === undefined || q.value === state.counter.value);
+      if (matches) state.counter = applied(state.counter!, u as Document);
+      else if (upsert && state.counter === undefined) state.counter = applied({ _id: 'entity-count' }, u as Document);
+      else if (upsert) return { ok: 0, code: 11000, codeName: 'DuplicateKey', errmsg: 'E11000 duplicate key error collection: verdict.counters index: _id_ dup key: { _id: "entity-count" }' };
+      return { n: matches ? 1 : 0, nModified: matches ? 1 : 0, ok: 1 };
+    }
+    return fleet.answer(command);
+  };
+  return { answer, state };
+}
+
+const registryOf = (size: number) => Array.from({ length: size }, (_, index) => `user:${String(index).padStart(6, '0')}`);
+
+t.test('a registry too large to count in one bounded read is counted exact, in batches of uris, none reading more than it may (scripted primary)', async (t) => {
+  // The count an earlier release kept: never made exact, and off by ten.
+  const primary = registryPrimary(registryOf(25_000), { _id: 'entity-count', value: 24_990 });
+  const server = await scriptedMongo(primary.answer);
+  t.teardown(() => server.close());
+  const store = await open(t, server.uri);
+  await until(() => store.maintenance!.status() === undefined, 'maintenance done', 30_000);
+  t.match(primary.state.counter, { value: 25_000, exact: true, drift: 0 }, 'the count exact, and the estimate noted beside it');
+  t.notOk('recount' in primary.state.counter!, 'no recount left under way');
+  t.same(primary.state.batchReads, [10_000, 10_000, 10_000], 'three batches of uris, each a bounded read');
+  t.equal(await store.countEntities(), 25_000, '$count reads it');
+
+  // Taken again (as every hour): the estimate has not moved from the count, so nothing is read.
+  store.maintenance!.start();
+  await until(() => store.maintenance!.status() === undefined, 'maintenance done again', 30_000);
+  t.equal(primary.state.batchReads.length, 3, 'no recount while the estimate keeps its distance');
+  // Rows removed by hand: the estimate moves away from the count, and the registry is counted again.
+  primary.state.estimateOff = -5;
+  store.maintenance!.start();
+  await until(() => primary.state.batchReads.length === 6 && store.maintenance!.status() === undefined, 'a second recount', 30_000);
+  t.match(primary.state.counter, { value: 25_000, exact: true, drift: -5 }, 'counted again; the new distance noted');
+});
+
+t.test('a write during a recount moves its running count for the uris it has passed, and only those (scripted primary)', async (t) => {
+  const primary = registryPrimary(registryOf(3), { _id: 'entity-count', value: 7, exact: true, recount: { after: 'user:m', value: 5 } });
+  const server = await scriptedMongo(primary.answer);
+  t.teardown(() => server.close());
+  const store = await open(t, server.uri, false);
+  const entity = (uri: string) => ({ uri, type: 'principal' as const, attributes: [], registered_at: '2026-01-01T00:00:00.000Z' });
+  await store.createEntities([entity('user:a'), entity('user:z')], TEST_WRITER);
+  t.match(primary.state.counter, { value: 9, recount: { after: 'user:m', value: 6 } }, 'two registered; one of them before the recount\'s place');
+  await store.createEntity(entity('user:y'), TEST_WRITER);
+  t.match(primary.state.counter, { value: 10, recount: { value: 6 } }, 'one registered past it: counted when the recount reaches it');
+  primary.state.counter = { ...primary.state.counter!, recount: { after: 'user:m', value: 6 } };
+  // The stand-in finds the row (the store reads it before deleting it).
+  const deleting = await scriptedMongo((command) =>
+    command.name === 'find' && command.body.find === 'entities' && (command.body.filter as Document)._id === 'user:b'
+      ? found(command, [{ _id: 'user:b', document: JSON.stringify(entity('user:b')), version: 1 }])
+      : primary.answer(command),
+  );
+  t.teardown(() => deleting.close());
+  const other = await open(t, deleting.uri, false);
+  t.equal(await other.deleteEntity('user:b', TEST_WRITER), true);
+  t.match(primary.state.counter, { value: 9, recount: { value: 5 } }, 'one deleted before its place: taken from both');
+});
+
+t.test('$count never scans a large registry on request: while the kept count is not exact, it counts for a bounded time, then answers that it cannot yet (scripted primary)', async (t) => {
+  const large = registryPrimary(registryOf(25_000), { _id: 'entity-count', value: 24_990, recount: { after: 'user:010000', value: 10_000 } });
+  const server = await scriptedMongo(large.answer);
+  t.teardown(() => server.close());
+  const store = await open(t, server.uri, false);
+  const refused = await store.countEntities().then(
+    () => undefined,
+    (error: Error) => error,
+  );
+  t.type(refused, StoreUnavailableError, 'answered 503');
+  t.match(refused?.message, /too large to count on request.*being made exact \(10000 counted so far\); ask again once it is/);
+  const counts = named(server.received, 'aggregate', 'entities');
+  t.equal(counts.at(-1)?.body.maxTimeMS, 1000, 'the count it tried was bounded');
+
+  const small = registryPrimary(registryOf(12), { _id: 'entity-count', value: 10 });
+  const smallServer = await scriptedMongo(small.answer);
+  t.teardown(() => smallServer.close());
+  t.equal(await (await open(t, smallServer.uri, false)).countEntities(), 12, 'a small registry is counted on request, exactly');
 });

@@ -31,8 +31,12 @@ export interface Counter {
    */
   _id: string;
   value: number;
-  /** On `entity-count`: counted from the collection at set-up and kept since, so it may be trusted. */
+  /** On `entity-count`: counted from the collection and kept since, so it may be trusted (see entity-count.ts). */
   exact?: true;
+  /** On `entity-count` while it is counted again: the rows counted, in uri order up to `after`, and moved since by writes up to there. */
+  recount?: { after: string; value: number };
+  /** On `entity-count`: the collection's estimate less the count when it was last made exact (see entity-count.ts). */
+  drift?: number;
 }
 
 /** Which policy a policy revision wrote: kept for the last POLICY_CHANGES_KEPT revisions (see MongoStore.loadPolicies). */

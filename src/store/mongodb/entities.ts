@@ -2,8 +2,8 @@ import { MongoServerError, ReadPreference, type ClientSession, type Collection }
 import type { Entity } from '../../schemas/entity.js';
 import type { MongoFilter } from '../../engine/mongodb-filter.js';
 import { NarrowingTimedOut, StoreUnavailableError, uriRange } from '../store.js';
-import { ENTITY_COUNT, type StoreCollections, type StoredEntity } from './collections.js';
-import { rethrowStoreError } from './errors.js';
+import type { StoredEntity } from './collections.js';
+import { MAX_TIME_EXPIRED, rethrowStoreError } from './errors.js';
 import { narrowedRange, queryableFields } from './queryable.js';
 
 // The registry's rows on MongoDB: how an entity is stored, and how it is read: by a check, by the
@@ -46,7 +46,6 @@ export function entityRow(entity: Entity, position: number): StoredEntity {
   return { _id: entity.uri, position, document, version: 1, ...queryableFields(entity, document, 1) };
 }
 
-const MAX_TIME_EXPIRED = 50;
 /** The longest a narrowed listing may run in the database (see listEntitiesUnder). */
 export const NARROWED_LISTING_MS = 2000;
 
@@ -118,17 +117,4 @@ export async function listEntitiesUnder(entities: Collection<StoredEntity>, pref
       return rethrowStoreError(error);
     });
   return rows.map(entityOf);
-}
-
-/**
- * The count kept with every registration and deletion (made exact by the maintenance), one document
- * read; counted from the collection only while that count cannot be trusted (its counter was dropped).
- */
-export async function countEntities({ entities, counters }: StoreCollections): Promise<number> {
-  try {
-    const kept = await counters.findOne({ _id: ENTITY_COUNT });
-    return kept?.exact ? kept.value : await entities.countDocuments();
-  } catch (error) {
-    return rethrowStoreError(error);
-  }
 }

@@ -11,6 +11,9 @@ import {
 import { StoreUnavailableError, StoreWriteUnconfirmedError } from '../store.js';
 import { CommitOutcomeUnknownError } from './transaction.js';
 
+/** The server's code for an operation that ran past its `maxTimeMS`. */
+export const MAX_TIME_EXPIRED = 50;
+
 /**
  * Server error codes that mean the replica set cannot serve the operation now (an election, a
  * node shutting down or unreachable, a majority not yet available); the same call succeeds later.

@@ -1,7 +1,6 @@
 import { randomInt } from 'node:crypto';
-import { MongoServerError, type AnyBulkWriteOperation, type ClientSession, type Collection, type Document } from 'mongodb';
-import { ENTITY_COUNT, type Counter, type StoreCollections } from './collections.js';
-import { runTransaction } from './transaction.js';
+import { MongoServerError, type AnyBulkWriteOperation, type Collection, type Document } from 'mongodb';
+import { type Counter, type StoreCollections } from './collections.js';
 import { SCHEMAS_TARGET } from '../../audit/record.js';
 
 // What the MongoDB store needs of a database besides its documents: the steps made at start and
@@ -123,24 +122,4 @@ export async function raisePolicyVersions({ counters, audit }: StoreCollections)
 /** Tells this database's revisions from those of one that replaced it (dropped and refilled): see MongoStore.loadPolicies. */
 export async function ensureEpoch({ counters }: StoreCollections): Promise<void> {
   await counters.updateOne({ _id: 'store-epoch' }, { $setOnInsert: { value: randomInt(2 ** 47) } }, { upsert: true });
-}
-
-/**
- * Makes the kept entity count exact (see MongoStore.countEntities): counted again, in a snapshot,
- * unless it is exact already and agrees with the collection's own estimate; the count may take at
- * most `maxTimeMS`. Every registration and deletion moves the count in its transaction, so one
- * committed meanwhile conflicts with the recount, which then runs again.
- */
-export async function countEntities({ entities, counters }: StoreCollections, session: ClientSession, retryMs: number, maxTimeMS: number): Promise<void> {
-  const kept = await counters.findOne({ _id: ENTITY_COUNT });
-  if (kept?.exact && kept.value === (await entities.estimatedDocumentCount())) return;
-  await runTransaction(
-    session,
-    async () => {
-      const value = await entities.countDocuments({}, { session, maxTimeMS });
-      await counters.updateOne({ _id: ENTITY_COUNT }, { $set: { value, exact: true } }, { upsert: true, session });
-    },
-    retryMs,
-    { readConcern: { level: 'snapshot' } },
-  );
 }

@@ -49,9 +49,9 @@ import type { SchemaDocument } from '../../attribute-schemas/schema-document.js'
 import { rethrowStoreError, rethrowWriteError, unavailability, unconfirmedWrite } from './errors.js';
 import { ChangeStreamFollower } from '../change-stream-follower.js';
 import { CommitOutcomeUnknownError, runTransaction } from './transaction.js';
+import { countEntities, moveEntityCount } from './entity-count.js';
 import {
   collectionsOf,
-  ENTITY_COUNT,
   type Counter,
   type PolicyChangeRecord,
   type StoreCollections,
@@ -64,7 +64,7 @@ import { ensureEpoch, raiseCounters, raisePolicyVersions, versionCounter } from 
 import { StoreMaintenance, type BuildConnection } from './maintenance.js';
 import { feedPipeline } from './feed.js';
 import { listAudit, pruneAudit, recordOfVersion, storedAudit } from './audit.js';
-import { countEntities, ENTITY_TEXT, entityRow, listEntities, listEntitiesAfter, listEntitiesUnder, readEntityOnCheckPath, SECONDARY_READ, type ReadsAfterFeed } from './entities.js';
+import { ENTITY_TEXT, entityRow, listEntities, listEntitiesAfter, listEntitiesUnder, readEntityOnCheckPath, SECONDARY_READ, type ReadsAfterFeed } from './entities.js';
 import { clientOptions, MONGODB_TIMEOUTS, topologyRefusal, type MongoTimeouts } from './connection.js';
 import { ENTITY_ROW_LAYOUT, NARROWED_NESTING, queryableFields } from './queryable.js';
 import type { MongoFilter } from '../../engine/mongodb-filter.js';
@@ -604,18 +604,13 @@ export class MongoStore implements Store {
     return countEntities(this.collections);
   }
 
-  /** Within a write: moves the kept entity count (see countEntities). */
-  private async countRegistered(session: ClientSession, change: number): Promise<void> {
-    await this.counters.updateOne({ _id: ENTITY_COUNT }, { $inc: { value: change } }, { upsert: true, session });
-  }
-
   async createEntity(entity: Entity, by: Writer, checked?: CheckedAgainst): Promise<void> {
     await this.write(async (transaction) => {
       const { session } = transaction;
       await this.holdsSchemas(session, checked);
       const position = await this.nextValue('entity-position', session);
       await this.insertNew(this.entities, entityRow(entity, position), session, `Entity '${entity.uri}' already exists`);
-      await this.countRegistered(session, 1);
+      await moveEntityCount(this.counters, session, 1, [entity.uri]);
       await this.recordEntityWrite(transaction, by, { operation: 'entity.create', uri: entity.uri, before: undefined, after: entity });
     });
   }
@@ -637,7 +632,7 @@ export class MongoStore implements Store {
         }
         throw error;
       }
-      await this.countRegistered(session, entities.length);
+      await moveEntityCount(this.counters, session, 1, entities.map((entity) => entity.uri));
       await this.recordEntitiesCreated(transaction, by, entities);
     });
   }
@@ -665,7 +660,7 @@ export class MongoStore implements Store {
       const before = await this.readEntity(uri, session);
       if (before === undefined) return false;
       await this.entities.deleteOne({ _id: uri }, { session });
-      await this.countRegistered(session, -1);
+      await moveEntityCount(this.counters, session, -1, [uri]);
       await this.recordEntityWrite(transaction, by, { operation: 'entity.delete', uri, before, after: undefined });
       return true;
     });
