@@ -54,7 +54,7 @@ export function readinessConditions({ store, snapshots, feed, bulk, policyFiles,
           return `unreachable: ${(error as Error).message}`;
         }
       },
-      // Index builds, the backfill and the recount: searches and $count are slower meanwhile, never wrong.
+      // Index builds, the backfill and the recount: searches are slower meanwhile, and $count on a large registry answers that it cannot yet; never wrong.
       ...(store.maintenance && { storeMaintenance: () => store.maintenance!.status() }),
       // Without the feed, writes by other processes are not applied here: decisions may be stale.
       feed: () => {
