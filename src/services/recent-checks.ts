@@ -23,6 +23,8 @@ export class RecentChecks {
   private next = 0;
   private second = 0;
   private keptThisSecond = 0;
+  /** This second's share is kept: nothing more until the next second (when a timer clears it), and no clock read meanwhile. */
+  private shareKept = false;
   /** Checks not kept for their size, since the start. */
   skipped = 0;
 
@@ -34,14 +36,17 @@ export class RecentChecks {
     this.ring = new Array<RecentCheck | undefined>(capacity);
   }
 
+  /** Called for every decision of a busy process: past this second's share it returns before reading the clock. */
   record(request: DecisionRequest): void {
-    if (this.capacity === 0) return;
+    if (this.capacity === 0 || this.shareKept) return;
     const now = this.clock.now();
     if (this.perSecond > 0) {
       const second = Math.floor(now / 1000);
       if (second !== this.second) [this.second, this.keptThisSecond] = [second, 0];
-      if (this.keptThisSecond >= this.perSecond) return;
-      this.keptThisSecond++;
+      if (++this.keptThisSecond >= this.perSecond) {
+        this.shareKept = true;
+        this.clock.after(1000 - (now % 1000), () => (this.shareKept = false));
+      }
     }
     if (checkSize(request) > MAX_KEPT_CHECK_BYTES) {
       this.skipped++;
