@@ -91,5 +91,6 @@ function decide(task: BulkTask, current: Snapshot): PoolOutcome {
   }
   const tally = tallyBulk(inputs, decisions, start.recentDenials, broken);
   const elapsedMs = performance.now() - startedAt;
-  return { kind: 'decided', json: explanations === undefined ? decisionsJson(decisions) : JSON.stringify(decisions), tally, violations, revision: current.revision, elapsedMs };
+  const json = explanations === undefined ? decisionsJson(decisions) : JSON.stringify(decisions);
+  return { kind: 'decided', json, tally, violations, revision: current.revision, elapsedMs, kept: inputs.slice(0, task.keepChecks) };
 }

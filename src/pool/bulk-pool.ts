@@ -1,7 +1,7 @@
 import { IDLE_THREAD_TIMEOUT_MS } from './worker-sizing.js';
 import type { Piscina } from 'piscina';
 import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
-import type { Snapshot } from '../engine/index.js';
+import type { DecisionRequest, Snapshot } from '../engine/index.js';
 import { ClientError, RequestValidationError } from '../errors.js';
 import type { PoolOutcome, PoolTask, TaskAtRevision, WorkerStart } from './bulk-task.js';
 import type { PlanSettings, PlanWork } from '../decide/plan-answers.js';
@@ -26,6 +26,8 @@ export interface BulkPoolOptions {
   observe?: BulkObserver;
   /** How many of a bulk's denials a thread keeps for the live view (0: none). */
   recentDenials?: number;
+  /** How many of a bulk's checks to have sent back, as decided, for the observer's `kept` (default: none). */
+  checksWanted?: () => number;
   /** The file the threads run: the pool's worker (tests give one that wraps it, to crash or hang it). */
   workerFile?: URL;
   /** How attribute schemas are enforced: workers compile those of the policies they are sent, and hand a bulk that breaks them under `reject` to the front. */
@@ -48,6 +50,8 @@ export type BulkObserver = (bulk: {
   elapsedMs: number;
   /** The request the bulk answered, for the decision log. */
   origin: RequestOrigin | undefined;
+  /** Its first checks as decided, as many as `checksWanted` asked for. */
+  kept: DecisionRequest[];
 }) => void;
 
 /**
@@ -82,6 +86,7 @@ export class BulkPool {
   private readonly timeoutMillis: number;
   private readonly observe: BulkObserver;
   private readonly recentDenials: number;
+  private readonly checksWanted: () => number;
   private readonly workerFile: URL;
   private readonly schemaEnforcement: SchemaEnforcement;
 
@@ -95,6 +100,7 @@ export class BulkPool {
     this.timeoutMillis = options.timeoutMillis;
     this.observe = options.observe ?? (() => {});
     this.recentDenials = options.recentDenials ?? 0;
+    this.checksWanted = options.checksWanted ?? (() => 0);
     this.workerFile = options.workerFile ?? POOL_WORKER_FILE;
     this.schemaEnforcement = options.schemaEnforcement ?? 'off';
     this.runningTasks = RunningTasks.create(this.workers);
@@ -134,7 +140,7 @@ export class BulkPool {
     // and the front keeps the body, to decide it itself when the worker cannot.
     const outcome = await this.atRevision('A bulk check', (pool, at) => {
       const moved = new Uint8Array(bytes).buffer;
-      return pool.run({ kind: 'checks', ...at, limits: this.limits, explain, body: moved }, { transferList: [moved] });
+      return pool.run({ kind: 'checks', ...at, limits: this.limits, explain, body: moved, keepChecks: this.checksWanted() }, { transferList: [moved] });
     });
     if (outcome?.kind === 'decided') {
       this.observe({ ...outcome, body: bytes, origin });

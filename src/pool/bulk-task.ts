@@ -1,5 +1,5 @@
 import type { Policy } from '../schemas/policy.js';
-import type { ChangedPolicy } from '../engine/index.js';
+import type { ChangedPolicy, DecisionRequest } from '../engine/index.js';
 import type { ValidationIssue } from '../schemas/errors.js';
 import type { BulkLimits } from '../requests/bulk-request.js';
 import type { BulkTally } from '../live/live-counters.js';
@@ -35,6 +35,8 @@ export interface BulkTask extends TaskAtRevision {
   limits: BulkLimits;
   /** Each decision carries its explanation. */
   explain: boolean;
+  /** How many of the bulk's checks, the first ones, to send back as they were decided (for the recent checks; see RecentChecks.wanted). */
+  keepChecks: number;
 }
 
 /** Plans to make, their principals resolved on the front; answered as one plan's JSON (`single`) or a list's. */
@@ -50,9 +52,10 @@ export type PoolTask = BulkTask | PlanTask;
 export type PoolOutcome =
   /**
    * The decisions, serialized, in request order, what decided them and what the items that broke the
-   * attribute schemas broke (warn: decided all the same), at the worker's snapshot revision, in elapsedMs.
+   * attribute schemas broke (warn: decided all the same), at the worker's snapshot revision, in elapsedMs;
+   * and the first `keepChecks` checks, as decided.
    */
-  | { kind: 'decided'; json: string; tally: BulkTally; violations: ItemViolations; revision: number; elapsedMs: number }
+  | { kind: 'decided'; json: string; tally: BulkTally; violations: ItemViolations; revision: number; elapsedMs: number; kept: DecisionRequest[] }
   /** The worker holds another snapshot than the task's (`holds`; none yet: undefined): send the changes or the policies along. */
   | { kind: 'stale'; holds: { revision: number; generation: number } | undefined }
   /** An item names a registered entity or a credential: the front, which holds the entity cache and verifies credentials, decides (see onlyTheFrontDecides). */

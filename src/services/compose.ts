@@ -241,6 +241,7 @@ function bulkPool(config: Config, sizing: WorkerSizing, snapshots: PolicySnapsho
     limits: bulkLimitsOf(config),
     timeoutMillis: config.workerTimeoutMs,
     observe: decisions.decidedInWorker,
+    checksWanted: decisions.checksWanted,
     recentDenials: config.recentDenials,
     workerFile,
     schemaEnforcement: config.schemaEnforcement,

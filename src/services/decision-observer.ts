@@ -53,11 +53,15 @@ export class DecisionObserver implements Required<CheckObservers> {
   /** The size of a bulk, decided here or by a worker. */
   readonly bulk = (size: number): void => this.metrics.bulkSize.observe(size);
 
-  /** A bulk a worker thread decided, with its counts by what decided them. */
-  readonly decidedInWorker: BulkObserver = ({ body, json, tally, violations, revision, elapsedMs, origin }) => {
+  /** How many of a bulk's checks a worker should send back for the recent checks (see RecentChecks.wanted). */
+  readonly checksWanted = (): number => this.recent?.wanted() ?? 0;
+
+  /** A bulk a worker thread decided, with its counts by what decided them, and the checks of it the recent checks asked for. */
+  readonly decidedInWorker: BulkObserver = ({ body, json, tally, violations, revision, elapsedMs, origin, kept }) => {
     this.metrics.allowed.inc(tally.allowed);
     this.metrics.denied.inc(tally.denied);
     this.live.decidedInWorker(tally, revision);
+    for (const request of kept) this.recent?.record(request);
     origin?.trace?.decidedInPool(tally.allowed, tally.denied);
     if (violations.length > 0) this.schemaViolated(violations.length);
     const count = tally.allowed + tally.denied;

@@ -56,6 +56,17 @@ export class RecentChecks {
     this.next = (this.next + 1) % this.capacity;
   }
 
+  /**
+   * How many checks `record` would keep now, at most: what a worker deciding a bulk is asked to send
+   * back of it (the first ones), so that checks decided off this thread are kept as these are.
+   */
+  wanted(): number {
+    if (this.capacity === 0 || this.shareKept) return 0;
+    if (this.perSecond === 0) return this.capacity;
+    const second = Math.floor(this.clock.now() / 1000);
+    return second === this.second ? this.perSecond - this.keptThisSecond : this.perSecond;
+  }
+
   /** The checks kept, oldest first. */
   list(): RecentCheck[] {
     const older = this.ring.slice(this.next);

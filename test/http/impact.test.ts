@@ -139,6 +139,27 @@ t.test('--recent-checks-rate keeps at most so many checks a second', async (t) =
   t.equal(await replayed(), 6, 'three more in the next');
 });
 
+t.test('checks of bulks decided in the worker pool are kept for previews too, within --recent-checks-rate', async (t) => {
+  const clock = new ManualClock();
+  clock.advance(1000 - (clock.now() % 1000));
+  const server = await startServer({ evaluation: 'pool', workers: 1, recentChecksRate: 25 }, { clock });
+  t.teardown(server.close);
+  t.equal((await server.call('POST', '/admin/policies', policyOf('access', [roleRule('reader')]))).status, 200);
+  // By attributes alone: a worker decides them (a uri would keep the bulk on the front).
+  const byAttributes = (role: string) => ({ principal: { attributes: { role } }, resource: { attributes: { kind: 'doc' } }, action: 'read' });
+  t.same(await decideAll(server, [...Array.from({ length: 20 }, () => byAttributes('reader')), ...Array.from({ length: 20 }, () => byAttributes('guest'))]).then((allowed) => allowed.filter(Boolean).length), 20);
+  const metrics = (await server.call('GET', '/metrics')).body as string;
+  t.match(metrics, /verdict_worker_pool_threads [1-9]/, 'the bulk went to the worker pool');
+  const preview = (await server.call('POST', IMPACT, { delete: ['access'] })).body as Record<string, any>;
+  t.equal(preview.replayed, 25, 'the first 25 of the bulk, this second\'s share');
+  t.same(preview.changed, { allow_to_deny: 20, deny_to_allow: 0 }, 'each replayed as the worker read it');
+  await decideAll(server, [byAttributes('reader')]);
+  t.equal(((await server.call('POST', IMPACT, { delete: ['access'] })).body as { replayed: number }).replayed, 25, 'no more this second');
+  clock.advance(1000);
+  await decideAll(server, Array.from({ length: 3 }, () => byAttributes('reader')));
+  t.equal(((await server.call('POST', IMPACT, { delete: ['access'] })).body as { replayed: number }).replayed, 28, 'the next second\'s, from the next bulk');
+});
+
 t.test('source decision_log: the newest lines of the log file are replayed, bulks decided in the pool among them; masked and refused lines are counted, not replayed', async (t) => {
   const file = join(mkdtempSync(join(tmpdir(), 'verdict-impact-log-')), 'decisions.ndjson');
   t.teardown(() => rmSync(dirname(file), { recursive: true, force: true }));

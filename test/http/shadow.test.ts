@@ -151,7 +151,7 @@ t.test('bulks that the worker pool would decide are decided on the front while a
 
   t.equal((await server.call('DELETE', '/admin/policies/access-next')).status, 200);
   t.equal((await server.call('POST', '/check/bulk', bulk)).status, 200);
-  t.equal((await server.call('POST', '/admin/policies/impact', { delete: ['access'] })).body.replayed, 300, 'with no shadow, bulks go to the pool again: not kept');
+  t.equal((await server.call('POST', '/admin/policies/impact', { delete: ['access'] })).body.replayed, 600, 'with no shadow, bulks go to the pool again, and the worker sends their checks back to be kept');
 });
 
 t.test('a PUT never turns a live policy into a shadow: 409 saying how to try a change of it; the policy keeps deciding', async (t) => {
