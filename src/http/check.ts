@@ -1,4 +1,4 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import type { FromSchema } from 'json-schema-to-ts';
 import type { JsonSchemaToTsProvider } from '@fastify/type-provider-json-schema-to-ts';
 import {
@@ -9,10 +9,9 @@ import {
   checkResponseListSchema,
   checkResponseSchema,
 } from '../schemas/check.js';
-import { bulkLimitsOf, compileBulkValidator, plainlyNamesToken, plainlyNamesUri, readBulkBody } from '../requests/bulk-request.js';
 import { createAjv } from '../schemas/validation.js';
 import { isValidCheck } from '../requests/check-shape.js';
-import type { AppContext, RoutesOptions } from './context.js';
+import type { RoutesOptions } from './context.js';
 import { ERROR_RESPONSES } from './responses.js';
 import { RequestValidationError } from '../errors.js';
 import { MIN_REVISION_DOC } from './min-revision.js';
@@ -21,37 +20,8 @@ import { bodyHandCheckedFirst, compiledOnFirstUse } from './schema-compilers.js'
 import { answerDecided, NAMES_ITS_REVISION } from './revision.js';
 import { onceMayExplain } from './admin-auth.js';
 import { decisionJson, decisionsJson } from '../engine/index.js';
-import type { MeasuredPlacement } from '../pool/measured-placement.js';
-import type { BulkPool } from '../pool/bulk-pool.js';
-import type { RequestOrigin } from '../decision-log/line.js';
+import type { DecidedBulk } from '../services/bulk-checks.js';
 import { echoingRequestId, originOf } from './request-ids.js';
-
-/** Where a bulk goes, and, when the path was chosen by measuring them, the placement measuring its costs. */
-type PlacedBulk = { path: 'inline'; measured?: MeasuredPlacement } | { path: 'pool'; bulk: BulkPool; measured?: MeasuredPlacement };
-
-/**
- * A bulk's path: the front's unless there is a pool and the bulk is explained (worth a worker at any size: explanations may be as long as the
- * answer budget) or big, and names no `uri` (the front holds the entity cache) and no token (the front verifies them), while no shadow policy
- * is written (the front decides checks by the shadows too, and keeps them for impact previews). Big bulks take the path measured faster,
- * when it is measured.
- */
-function placedBulk(pool: AppContext['pool'], bytes: Buffer, explain: boolean, shadowed: boolean): PlacedBulk {
-  if (pool === undefined || shadowed || (!explain && bytes.length < pool.minimumBodyLength) || plainlyNamesUri(bytes) || plainlyNamesToken(bytes)) return { path: 'inline' };
-  const measured = explain ? undefined : pool.placement;
-  if (measured === undefined) return { path: 'pool', bulk: pool.bulk };
-  return measured.path() === 'pool' ? { path: 'pool', bulk: pool.bulk, measured } : { path: 'inline', measured };
-}
-
-/** A bulk's decisions from the pool, as BulkPool.decide gives them, with what it cost told to `placement`. */
-async function measuredInPool(bulk: BulkPool, placement: MeasuredPlacement, bytes: Buffer, origin: RequestOrigin): Promise<string | undefined> {
-  let workerMs: number | undefined;
-  placement.handedOff();
-  try {
-    return await bulk.decide(bytes, false, (took) => (workerMs = took), origin);
-  } finally {
-    placement.answeredByPool(bytes.length, workerMs);
-  }
-}
 
 /** The public check interface: `POST /check` and `POST /check/bulk`. No authentication. */
 export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { context }) => {
@@ -82,12 +52,14 @@ export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { 
   });
 
   await app.register(async (bulkScope) => {
-    // The bulk body stays bytes here: a worker decodes and reads it, or the front does (readBulkBody).
+    // The bulk body stays bytes here: a worker decodes and reads it, or the front does (see BulkChecks).
     acceptJsonBytes(bulkScope, (bytes) => bytes);
-    const validate = compiledOnFirstUse(compileBulkValidator);
     const validateQuery = compiledOnFirstUse(() => createAjv(true).compile(bulkCheckQuerySchema));
-    const { pool } = context;
-    const limits = bulkLimitsOf(config);
+    const { bulks } = context;
+    const answered = (reply: FastifyReply, explain: boolean) => (decided: DecidedBulk) => {
+      if ('json' in decided) return answerDecided(reply, revision, decided.json, (json) => json);
+      return explain ? answerDecided(reply, revision, decided.decisions) : answerDecided(reply, revision, decided.decisions, decisionsJson);
+    };
 
     bulkScope.post('/check/bulk', {
       onRequest,
@@ -100,7 +72,7 @@ export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { 
         body: checkRequestListSchema,
         response: { 200: checkResponseListSchema, ...ERROR_RESPONSES },
       },
-      // The schema documents the body; readBulkBody validates it, wherever it is read.
+      // The schema documents the body; BulkChecks validates it, wherever it is read.
       validatorCompiler: ({ httpPart }) => (httpPart === 'querystring' ? validateQuery : () => true),
       handler: async (request, reply) => {
         const bytes = request.body as Buffer | undefined;
@@ -108,16 +80,8 @@ export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { 
         if (bytes === undefined) throw new RequestValidationError([{ loc: ['body'], msg: 'must be of type array', type: 'type_error' }]);
         const { explain, conflicts } = request.query as FromSchema<typeof bulkCheckQuerySchema>;
         if (explain) await explainGuard?.(request, reply);
-        const placed = placedBulk(pool, bytes, explain, context.snapshots.shadow !== undefined);
-        if (placed.path === 'pool') {
-          const decided =
-            placed.measured === undefined ? await placed.bulk.decide(bytes, explain, undefined, originOf(request)) : await measuredInPool(placed.bulk, placed.measured, bytes, originOf(request));
-          if (decided !== undefined) return answerDecided(reply, revision, decided, (json) => json);
-        }
-        const decided = checks.checkMany(readBulkBody(bytes.toString('utf8'), validate, limits), explain, originOf(request), conflicts === 'refuse');
-        if (explain) return answerDecided(reply, revision, decided);
-        await answerDecided(reply, revision, decided, decisionsJson);
-        if (placed.path === 'inline') placed.measured?.decidedInline(bytes.length);
+        const decided = bulks.decide(bytes, { explain, refuseConflicts: conflicts === 'refuse' }, originOf(request));
+        return decided instanceof Promise ? decided.then(answered(reply, explain)) : answered(reply, explain)(decided);
       },
     });
   });

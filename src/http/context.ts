@@ -4,7 +4,7 @@ import type { Services } from '../services/compose.js';
 import type { ServedRevision } from './revision.js';
 
 /** The services the routes call. */
-type RoutedServices = Pick<Services, 'snapshots' | 'checks' | 'plans' | 'policies' | 'impact' | 'shadows' | 'registry' | 'schemas' | 'audit' | 'authzen' | 'authzenSearch' | 'readiness' | 'pool'>;
+type RoutedServices = Pick<Services, 'snapshots' | 'checks' | 'plans' | 'policies' | 'impact' | 'shadows' | 'registry' | 'schemas' | 'audit' | 'authzen' | 'authzenSearch' | 'readiness' | 'bulks'>;
 
 /** What the route plugins work with; built once by buildApp. */
 export interface AppContext extends RoutedServices {

@@ -8,6 +8,7 @@ import { ExtAuthzService } from './ext-authz.js';
 import type { Tracing } from '../tracing/tracing.js';
 import { systemClock, type Clock } from '../clock.js';
 import { RecentChecks } from './recent-checks.js';
+import { BulkChecks } from './bulk-checks.js';
 import { ShadowDecisions } from './shadow-decisions.js';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config/config.js';
@@ -64,8 +65,8 @@ export interface Services {
   audit: AuditTrail;
   authzen: AuthzenService;
   authzenSearch: AuthzenSearch;
-  /** Present when bulks may go to the pool (see bulkPlacement): bulk bodies of at least `minimumBodyLength` characters go to it, or, with `placement`, those that come while it chooses the pool. */
-  pool?: { bulk: BulkPool; minimumBodyLength: number; placement?: MeasuredPlacement };
+  /** Bulk checks, decided on the front or in the pool. */
+  bulks: BulkChecks;
   /** Where bulks are decided and why, in words: the start's log line and /ready say it. */
   evaluation: string;
   /** How many worker threads the pool may run and why, in words: the start's log line and /ready say it. */
@@ -194,7 +195,7 @@ export async function composeServices(config: Config, substitutes: Substitutes =
     audit,
     authzen: new AuthzenService(checks, config.bulkCheckMaxRequests),
     authzenSearch: new AuthzenSearch(checks, plans, registry, snapshots, config),
-    pool: bulk && placement.poolMinimumBodyLength !== undefined ? { bulk, minimumBodyLength: placement.poolMinimumBodyLength, placement: measuredPlacement } : undefined,
+    bulks: new BulkChecks(checks, snapshots, bulkLimitsOf(config), bulk && placement.poolMinimumBodyLength !== undefined ? { bulk, minimumBodyLength: placement.poolMinimumBodyLength, placement: measuredPlacement } : undefined),
     evaluation: placement.description,
     workers: workers.description,
     adminKeys,
