@@ -46,7 +46,9 @@ import { AuthzenSearch } from './authzen-search.js';
 import { DecisionObserver } from './decision-observer.js';
 import { filePolicies, storePolicies } from './policy-roles.js';
 import { withSchemasFromFile } from '../snapshot/policy-source.js';
-import { loadSchemaDocument, schemaFileOf } from '../attribute-schemas/schema-file.js';
+import { loadSchemaDocument, schemaFileOf, type SchemaFile } from '../attribute-schemas/schema-file.js';
+import type { SchemaDocument } from '../attribute-schemas/schema-document.js';
+import type { PolicyDirectory } from '../policy-files/policy-directory.js';
 import { SchemasInForce } from '../attribute-schemas/schemas-in-force.js';
 
 /** Everything the HTTP server serves, composed from the configuration; no HTTP in it. */
@@ -79,8 +81,6 @@ export interface Services {
   shadows: ShadowDecisions;
   /** What changes this process's decisions, for clients that cache them (GET /admin/changes). */
   changes: ChangeFeed;
-  /** Envoy's external authorization (`--ext-authz`): the mapping of HTTP requests to checks, and the claims of bearer tokens (`--tokens`). */
-  /** External authorization's mapping, and whether bearer tokens are verified (`--tokens`). */
   /** Spans for the requests that decide (`--otlp-endpoint`), and where each request's decisions are told. */
   tracing?: TracedRequests;
   /** Envoy's external authorization (`--ext-authz`), for its HTTP and gRPC doors. */
@@ -106,77 +106,41 @@ export interface Substitutes {
 export async function composeServices(config: Config, substitutes: Substitutes = {}): Promise<Services> {
   const metrics = new Metrics();
   const clock = substitutes.clock ?? systemClock;
-  // Read before the store opens: a schema document or a mapping that cannot be used stops the start.
-  const schemaFile = schemaFileOf(config);
-  const tokenSettings = config.tokens === '' ? undefined : readTokenSettings(config.tokens);
-  const extAuthzMapping = config.extAuthz === '' ? undefined : ExtAuthzMapping.read(config.extAuthz, tokenSettings?.keySets.map((set) => set.name));
-  // Policies come from the store, or from a directory of files when one is given (the registry stays in the store).
-  // Loaded only then: a start without --policies need not load the YAML parser.
-  const directory = config.policiesDir === '' ? undefined : (await import('../policy-files/policy-directory.js')).PolicyDirectory;
-  // With policies in the store, a schema file is read once, at start: one that cannot be used stops it.
-  const fileSchemas = directory === undefined && schemaFile !== undefined ? loadSchemaDocument(schemaFile) : undefined;
+  const settings = readSettingsFiles(config);
   const store = substitutes.store ?? (await openStore(config, { auditValues: config.auditValues, observer: metrics.auditObserver }));
-  // With policy files, the directory reads the schema file with them, at start and at every change.
-  const policyFiles = directory?.open(config.policiesDir, store, config, schemaFile && { file: schemaFile, enforcement: config.schemaEnforcement });
-  const policySource = policyFiles ?? store;
-  // The schemas travel with the policies: from the store, the policy directory, or their file.
-  const snapshots = await PolicySnapshots.load(fileSchemas === undefined ? policySource : withSchemasFromFile(policySource, fileSchemas));
-  metrics.observeSnapshots(snapshots);
+  const { policyFiles, snapshots } = await loadPolicies(config, store, settings, metrics);
   // Told once the observer is made, below: no check runs before.
-  const schemas = new SchemasInForce(config.schemaEnforcement, () => decisions.schemaViolated(), () => metrics.observeSchemaViolations());
+  const schemas = new SchemasInForce(config.schemaEnforcement, () => observers.decisions.schemaViolated(), () => metrics.observeSchemaViolations());
   schemas.apply(snapshots.schemas?.document);
   snapshots.on('published', () => schemas.apply(snapshots.schemas?.document));
-  if (policyFiles !== undefined) metrics.observePolicyFiles(policyFiles);
   const entities = new EntityAttributeCache(store, config.entityCacheSize);
   const registered: RegisteredAttributes = config.registryEnabled ? entities.lookup : () => undefined;
-  const live = new LiveCounters(new RuleTally(Date.now()), config.recentDenials === 0 ? undefined : new RecentDenials(config.recentDenials, config.recentDenialsValues));
-  metrics.observeRules(live.rules);
-  const decisionLog =
-    config.decisionLog === '' ? undefined : DecisionLog.open(config.decisionLog, (lines) => metrics.decisionLogDropped.inc(lines), DECISION_LOG_CAPACITY, config.decisionLogMask);
-  const recentChecks = new RecentChecks(config.recentChecks, config.recentChecksRate, clock);
-  const shadows = new ShadowDecisions(snapshots, metrics, config.shadowSamplePercent, config.decisionLogMask, clock);
+  const observers = decisionObservers(config, metrics, snapshots, clock);
+  const { live, decisionLog, recentChecks, shadows, decisions } = observers;
   const tracing = config.otlpEndpoint === '' ? undefined : await openTracedRequests(config, metrics);
-  const decisions = new DecisionObserver(metrics, live, decisionLog, recentChecks, shadows);
-  const parallelism = detectParallelism();
-  const workers = workerSizing(config.workers, parallelism);
-  const placement = bulkPlacement(config.evaluation, parallelism, workers.threads);
-  const bulk = config.evaluation === 'inline' ? undefined : bulkPool(config, workers, snapshots, decisions, substitutes.poolWorkerFile);
-  if (bulk !== undefined) metrics.observePool(bulk);
-  const measuredPlacement = bulk && placement.measured ? new MeasuredPlacement({ workers: workers.threads }) : undefined;
-  const liveWindow = new LiveWindow(live, bulk);
+  const pool = workerPool(config, snapshots, decisions, metrics, substitutes.poolWorkerFile);
+  const liveWindow = new LiveWindow(live, pool.bulk);
   const adminKeys = adminKeysOf(config);
   const adminKeysFile = config.adminKeysFile === '' ? undefined : adminKeys;
   if (adminKeysFile !== undefined) metrics.observeAdminKeysFile(adminKeysFile);
-  const { tokens, identities } = tokenSettings === undefined ? {} : await openTokens(tokenSettings, metrics, clock);
+  const { tokens, identities } = settings.tokens === undefined ? {} : await openTokens(settings.tokens, metrics, clock);
   const feed = new FeedHealth();
   metrics.observeFeed(feed);
-  const readiness = new Readiness(readinessConditions({ store, snapshots, feed, bulk, policyFiles, adminKeysFile, tokens }), () => ({
-    evaluation: placement.description,
-    worker_threads: workers.description,
-    ...(measuredPlacement && { placement: measuredPlacement.describe() }),
-  }));
+  const readiness = new Readiness(readinessConditions({ store, snapshots, feed, bulk: pool.bulk, policyFiles, adminKeysFile, tokens }), pool.describe);
   const audit = new AuditTrail(store);
   // Under reject, with schemas kept in the store, a write commits only against the schemas it was checked against.
   const checkedAgainst = (): CheckedAgainst | undefined =>
-    config.schemaEnforcement !== 'reject' || schemaFile !== undefined ? undefined : { schemasVersion: snapshots.schemas?.version };
+    config.schemaEnforcement !== 'reject' || settings.schemaFile !== undefined ? undefined : { schemasVersion: snapshots.schemas?.version };
 
   let stopBackgroundWork = async (): Promise<void> => snapshots.close();
   // With admin authentication on, no answer may say whether a supplied attribute matches the registry.
   const resolving = { identities, overruled: adminKeys === undefined ? undefined : () => metrics.attributeConflicts.inc() };
   const checks = new CheckService(snapshots, registered, config.maxAnswerSize, decisions, schemas, resolving, sideWordingOf(config));
-  const plans = new PlanService(snapshots, registered, config, bulk, schemas, resolving);
+  const plans = new PlanService(snapshots, registered, config, pool.bulk, schemas, resolving);
   const registry = new RegistryService(store, (uri) => entities.invalidate(uri), schemas, checkedAgainst);
   const changes = new ChangeFeed(snapshots, entities, clock);
-
-  const policies = new PolicyService(
-    store,
-    snapshots,
-    config,
-    audit,
-    policyFiles === undefined ? storePolicies(store) : filePolicies(policyFiles),
-    { inForce: schemas, enforcement: config.schemaEnforcement },
-    checkedAgainst,
-  );
+  const policyRoles = policyFiles === undefined ? storePolicies(store) : filePolicies(policyFiles);
+  const policies = new PolicyService(store, snapshots, config, audit, policyRoles, { inForce: schemas, enforcement: config.schemaEnforcement }, checkedAgainst);
 
   return {
     store,
@@ -191,16 +155,16 @@ export async function composeServices(config: Config, substitutes: Substitutes =
     registry,
     shadows,
     impact: new ImpactService(snapshots, new PolicySetReader(config), policies, recentChecks, config.maxAnswerSize, decisionLogFile(config.decisionLog), config.decisionLogMask),
-    schemas: new SchemaService(store, snapshots, audit, schemaFile),
+    schemas: new SchemaService(store, snapshots, audit, settings.schemaFile),
     audit,
     authzen: new AuthzenService(checks, config.bulkCheckMaxRequests),
     authzenSearch: new AuthzenSearch(checks, plans, registry, snapshots, config),
-    bulks: new BulkChecks(checks, snapshots, bulkLimitsOf(config), bulk && placement.poolMinimumBodyLength !== undefined ? { bulk, minimumBodyLength: placement.poolMinimumBodyLength, placement: measuredPlacement } : undefined),
-    evaluation: placement.description,
-    workers: workers.description,
+    bulks: new BulkChecks(checks, snapshots, bulkLimitsOf(config), pool.placement),
+    evaluation: pool.evaluation,
+    workers: pool.workers,
     adminKeys,
     changes,
-    ...(extAuthzMapping && { extAuthz: new ExtAuthzService(extAuthzMapping, tokens !== undefined, checks) }),
+    ...(settings.extAuthz && { extAuthz: new ExtAuthzService(settings.extAuthz, tokens !== undefined, checks) }),
     ...(tracing && { tracing }),
     start: (log) => {
       stopBackgroundWork = startBackgroundWork({ config, store, snapshots, entities, feed, metrics, live, liveWindow, policyFiles }, log);
@@ -211,11 +175,80 @@ export async function composeServices(config: Config, substitutes: Substitutes =
       changes.close();
       entities.close();
       await stopBackgroundWork();
-      await bulk?.close();
+      await pool.bulk?.close();
       await store.close();
       await decisionLog?.close();
       await tracing?.tracing.shutdown();
     },
+  };
+}
+
+/** The settings files a start reads before the store opens: one that cannot be used stops the start. */
+interface SettingsFiles {
+  /** The attribute schema file (`--schemas`), and its document when policies are in the store (with policy files, the directory reads it with them). */
+  schemaFile: SchemaFile | undefined;
+  fileSchemas: SchemaDocument | undefined;
+  tokens: TokenSettings | undefined;
+  extAuthz: ExtAuthzMapping | undefined;
+}
+
+function readSettingsFiles(config: Config): SettingsFiles {
+  const schemaFile = schemaFileOf(config);
+  const tokens = config.tokens === '' ? undefined : readTokenSettings(config.tokens);
+  return {
+    schemaFile,
+    // With policies in the store, a schema file is read once, at start.
+    fileSchemas: config.policiesDir === '' && schemaFile !== undefined ? loadSchemaDocument(schemaFile) : undefined,
+    tokens,
+    extAuthz: config.extAuthz === '' ? undefined : ExtAuthzMapping.read(config.extAuthz, tokens?.keySets.map((set) => set.name)),
+  };
+}
+
+/**
+ * The policy snapshots, from the store or from a directory of files when one is given (the registry
+ * stays in the store), with the schemas that travel with the policies: from the store, the policy
+ * directory, or their file. The directory's code is loaded only then: a start without `--policies`
+ * need not load the YAML parser.
+ */
+async function loadPolicies(config: Config, store: Store, { schemaFile, fileSchemas }: SettingsFiles, metrics: Metrics): Promise<{ policyFiles: PolicyDirectory | undefined; snapshots: PolicySnapshots }> {
+  const directory = config.policiesDir === '' ? undefined : (await import('../policy-files/policy-directory.js')).PolicyDirectory;
+  // With policy files, the directory reads the schema file with them, at start and at every change.
+  const policyFiles = directory?.open(config.policiesDir, store, config, schemaFile && { file: schemaFile, enforcement: config.schemaEnforcement });
+  const policySource = policyFiles ?? store;
+  const snapshots = await PolicySnapshots.load(fileSchemas === undefined ? policySource : withSchemasFromFile(policySource, fileSchemas));
+  metrics.observeSnapshots(snapshots);
+  if (policyFiles !== undefined) metrics.observePolicyFiles(policyFiles);
+  return { policyFiles, snapshots };
+}
+
+/** Where every decision is told (see DecisionObserver), and what it tells. */
+function decisionObservers(config: Config, metrics: Metrics, snapshots: PolicySnapshots, clock: Clock) {
+  const live = new LiveCounters(new RuleTally(Date.now()), config.recentDenials === 0 ? undefined : new RecentDenials(config.recentDenials, config.recentDenialsValues));
+  metrics.observeRules(live.rules);
+  const decisionLog =
+    config.decisionLog === '' ? undefined : DecisionLog.open(config.decisionLog, (lines) => metrics.decisionLogDropped.inc(lines), DECISION_LOG_CAPACITY, config.decisionLogMask);
+  const recentChecks = new RecentChecks(config.recentChecks, config.recentChecksRate, clock);
+  const shadows = new ShadowDecisions(snapshots, metrics, config.shadowSamplePercent, config.decisionLogMask, clock);
+  return { live, decisionLog, recentChecks, shadows, decisions: new DecisionObserver(metrics, live, decisionLog, recentChecks, shadows) };
+}
+
+/**
+ * The worker pool (none under `--evaluation inline`), sized to the pod, and where bulks may go: the
+ * placement BulkChecks follows, and what `/ready?verbose=true` and the start's log say of it.
+ */
+function workerPool(config: Config, snapshots: PolicySnapshots, decisions: DecisionObserver, metrics: Metrics, workerFile: URL | undefined) {
+  const parallelism = detectParallelism();
+  const workers = workerSizing(config.workers, parallelism);
+  const placement = bulkPlacement(config.evaluation, parallelism, workers.threads);
+  const bulk = config.evaluation === 'inline' ? undefined : bulkPool(config, workers, snapshots, decisions, workerFile);
+  if (bulk !== undefined) metrics.observePool(bulk);
+  const measured = bulk && placement.measured ? new MeasuredPlacement({ workers: workers.threads }) : undefined;
+  return {
+    bulk,
+    placement: bulk && placement.poolMinimumBodyLength !== undefined ? { bulk, minimumBodyLength: placement.poolMinimumBodyLength, placement: measured } : undefined,
+    evaluation: placement.description,
+    workers: workers.description,
+    describe: () => ({ evaluation: placement.description, worker_threads: workers.description, ...(measured && { placement: measured.describe() }) }),
   };
 }
 
