@@ -1,5 +1,6 @@
 import { VerdictError, VerdictRequestError, VerdictUnavailableError } from './errors.js';
 import { header, type Transport } from './transport.js';
+import type { CallTracing, SpanContextLike } from './tracing.js';
 import { MIN_REVISION_HEADER, REVISION_HEADER, type CheckRequest, type Decision, type ValidationIssue } from './wire.js';
 
 /** A decision with the policy revision it was made at (`verdict-revision`). */
@@ -12,6 +13,8 @@ interface Pending {
   check: CheckRequest;
   /** Decide only at this revision or later (`verdict-min-revision`). */
   minRevision: number | undefined;
+  /** The span active where the check was asked, if any: the bulk's span links it. */
+  caller: SpanContextLike | undefined;
   resolve: (decided: Decided) => void;
   reject: (error: unknown) => void;
 }
@@ -36,12 +39,14 @@ export class CheckBatcher {
   constructor(
     private readonly transport: Transport,
     private readonly options: BatchOptions,
+    private readonly tracing: CallTracing,
   ) {}
 
   decide(check: CheckRequest, explain: boolean, minRevision: number | undefined): Promise<Decided> {
     const kind = explain ? 'explained' : 'plain';
+    const caller = this.tracing.callerSpan();
     return new Promise((resolve, reject) => {
-      this.queues[kind].push({ check, minRevision, resolve, reject });
+      this.queues[kind].push({ check, minRevision, caller, resolve, reject });
       if (this.scheduled[kind]) return;
       this.scheduled[kind] = true;
       const flush = () => {
@@ -60,15 +65,17 @@ export class CheckBatcher {
     let answers: Decision[];
     let revision: number | undefined;
     try {
-      const answer = await this.transport.send({
-        method: 'POST',
-        // A check that cannot be decided as asked refuses the bulk, naming it, so that its caller is answered as /check answers it.
-        path: explain ? '/check/bulk?conflicts=refuse&explain=true' : '/check/bulk?conflicts=refuse',
-        body: batch.map((pending) => pending.check),
-        headers: minRevision > 0 ? { [MIN_REVISION_HEADER]: String(minRevision) } : {},
-        retryable: true,
-        admin: explain,
-      });
+      const answer = await this.tracing.bulk(batch.map((pending) => pending.caller), (traced) =>
+        this.transport.send({
+          method: 'POST',
+          // A check that cannot be decided as asked refuses the bulk, naming it, so that its caller is answered as /check answers it.
+          path: explain ? '/check/bulk?conflicts=refuse&explain=true' : '/check/bulk?conflicts=refuse',
+          body: batch.map((pending) => pending.check),
+          headers: { ...traced, ...(minRevision > 0 && { [MIN_REVISION_HEADER]: String(minRevision) }) },
+          retryable: true,
+          admin: explain,
+        }),
+      );
       answers = answer.body as Decision[];
       revision = revisionOf(answer.headers);
     } catch (error) {
@@ -84,14 +91,16 @@ export class CheckBatcher {
 
   private async sendAlone(pending: Pending, explain: boolean): Promise<void> {
     try {
-      const answer = await this.transport.send({
-        method: 'POST',
-        path: explain ? '/check?explain=true' : '/check',
-        body: pending.check,
-        headers: pending.minRevision === undefined ? {} : { [MIN_REVISION_HEADER]: String(pending.minRevision) },
-        retryable: true,
-        admin: explain,
-      });
+      const answer = await this.tracing.bulk([pending.caller], (traced) =>
+        this.transport.send({
+          method: 'POST',
+          path: explain ? '/check?explain=true' : '/check',
+          body: pending.check,
+          headers: { ...traced, ...(pending.minRevision !== undefined && { [MIN_REVISION_HEADER]: String(pending.minRevision) }) },
+          retryable: true,
+          admin: explain,
+        }),
+      );
       pending.resolve({ decision: answer.body as Decision, revision: revisionOf(answer.headers) });
     } catch (error) {
       pending.reject(error);

@@ -3,6 +3,7 @@ import { ChangeFollower } from './change-follower.js';
 import { DecisionCache, type CacheLimits } from './decision-cache.js';
 import { Transport, type Call, type TransportOptions } from './transport.js';
 import { within, type CallBounds } from './call-bounds.js';
+import { CallTracing, type OpenTelemetryApi } from './tracing.js';
 import {
   MIN_REVISION_HEADER,
   type AuthzenDecision,
@@ -30,6 +31,11 @@ export interface ClientOptions extends TransportOptions {
   readYourWrites?: boolean;
   /** Told of what goes wrong in the background (the change feed lost). */
   onBackgroundError?: (error: unknown) => void;
+  /**
+   * Your app's `@opentelemetry/api` module: calls carry the caller's trace context, and each bulk of
+   * batched checks is sent under a span linking its callers' spans (default: no tracing).
+   */
+  opentelemetry?: OpenTelemetryApi;
 }
 
 export interface CheckOptions extends CallBounds {
@@ -50,13 +56,16 @@ export class VerdictClient {
   private readonly cache: DecisionCache | undefined;
   private readonly follower: ChangeFollower | undefined;
   private readonly readYourWrites: boolean;
+  private readonly tracing: CallTracing;
   /** The highest revision a write through this client made: its checks are decided at it or later. */
   private writtenRevision: number | undefined;
 
   constructor(options: ClientOptions) {
     this.transport = new Transport(options);
+    this.tracing = new CallTracing(options.opentelemetry);
+    const { batching } = options;
     this.batcher =
-      options.batching === false ? undefined : new CheckBatcher(this.transport, { maxBatch: options.batching?.maxBatch ?? SERVER_BULK_LIMIT, windowMs: options.batching?.windowMs ?? 0 });
+      batching === false ? undefined : new CheckBatcher(this.transport, { maxBatch: batching?.maxBatch ?? SERVER_BULK_LIMIT, windowMs: batching?.windowMs ?? 0 }, this.tracing);
     if (options.cache !== undefined && options.cache !== false) {
       this.cache = new DecisionCache({ ...DEFAULT_LIMITS, ...(options.cache === true ? {} : options.cache) });
       this.follower = new ChangeFollower(this.transport, this.cache, options.onBackgroundError);
@@ -159,12 +168,12 @@ export class VerdictClient {
 
   /** A call that decides (safe to send again), at this client's own last write or later. */
   private decisionCall(call: Omit<Call, 'retryable' | 'headers'>) {
-    return this.transport.send({ ...call, retryable: true, headers: this.minRevisionHeader() });
+    return this.transport.send({ ...call, retryable: true, headers: { ...this.tracing.activeContextHeaders(), ...this.minRevisionHeader() } });
   }
 
   /** An admin write, never retried, whose revision this client's next checks wait for (an entity write also drops what the cache holds of it at once). */
   private async write(call: Omit<Call, 'retryable' | 'admin'>) {
-    const answer = await this.transport.send({ ...call, retryable: false, admin: true });
+    const answer = await this.transport.send({ ...call, retryable: false, admin: true, headers: { ...this.tracing.activeContextHeaders(), ...call.headers } });
     const revision = revisionOf(answer.headers);
     if (revision !== undefined && (this.writtenRevision === undefined || revision > this.writtenRevision)) this.writtenRevision = revision;
     return answer;
@@ -175,10 +184,10 @@ export class VerdictClient {
   }
 }
 
-/** The registered entities a check reads: those it names by uri, in either form. */
 /** Whether the check's principal is a bearer token: its decision is never kept, since the token expires (and its key set may rotate) with no change on the feed. */
 const namesToken = (check: CheckRequest) => typeof check.principal?.token === 'string' && check.principal.token !== '';
 
+/** The registered entities a check reads: those it names by uri, in either form. */
 function urisOf(check: CheckRequest): string[] {
   const uris = [check.principal?.uri, check.resource?.uri, check.principal_uri, check.resource_uri];
   return uris.filter((uri): uri is string => typeof uri === 'string');

@@ -1,4 +1,5 @@
 export { VerdictClient, type ClientOptions, type CheckOptions } from './client.js';
+export type { OpenTelemetryApi } from './tracing.js';
 export type { CallBounds } from './call-bounds.js';
 export {
   VerdictAdminKeyError,
