@@ -20,6 +20,7 @@ import {
   parseInteger,
   parseTrustProxy,
   trimmed,
+  httpUrl,
   type Given,
   type ParseContext,
 } from './parsers.js';
@@ -398,17 +399,18 @@ const OPTIONS = {
     default: '',
     defaultHelp: 'off',
     parse: ({ label, text }) => {
-      const endpoint = text.trim();
-      if (endpoint === '') return '';
-      let url: URL;
-      try {
-        url = new URL(endpoint);
-      } catch {
-        throw new ConfigError(`${label} is not a URL: '${endpoint}'`);
-      }
-      if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(`${label} must be an http(s) URL, got '${endpoint}'`);
+      const url = httpUrl(label, text);
+      if (url === undefined) return '';
       return url.pathname.endsWith('/v1/traces') ? url.href : `${url.href.replace(/\/$/, '')}/v1/traces`;
     },
+  }),
+  'otlp-traces-endpoint': option({
+    field: 'otlpTracesEndpoint',
+    env: 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
+    help: 'as --otlp-endpoint, but the whole URL spans are posted to, taken as it is; it wins over --otlp-endpoint',
+    default: '',
+    defaultHelp: 'off',
+    parse: ({ label, text }) => httpUrl(label, text)?.href ?? '',
   }),
   'trace-sample-ratio': option({
     field: 'traceSampleRatio',

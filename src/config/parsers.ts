@@ -121,3 +121,17 @@ export function parseBoolean(name: string, text: string): boolean {
   if (['false', '0', 'no', 'off', ''].includes(normalized)) return false;
   throw new ConfigError(`${name} must be true or false, got '${text}'`);
 }
+
+/** An http(s) URL from `text`, or undefined when it is empty. */
+export function httpUrl(label: string, text: string): URL | undefined {
+  const endpoint = text.trim();
+  if (endpoint === '') return undefined;
+  let url: URL;
+  try {
+    url = new URL(endpoint);
+  } catch {
+    throw new ConfigError(`${label} is not a URL: '${endpoint}'`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(`${label} must be an http(s) URL, got '${endpoint}'`);
+  return url;
+}

@@ -117,7 +117,7 @@ export async function composeServices(config: Config, substitutes: Substitutes =
   const registered: RegisteredAttributes = config.registryEnabled ? entities.lookup : () => undefined;
   const observers = decisionObservers(config, metrics, snapshots, clock);
   const { live, decisionLog, recentChecks, shadows, decisions } = observers;
-  const tracing = config.otlpEndpoint === '' ? undefined : await openTracedRequests(config, metrics);
+  const tracing = tracesEndpoint(config) === '' ? undefined : await openTracedRequests(config, metrics);
   const pool = workerPool(config, snapshots, decisions, metrics, substitutes.poolWorkerFile);
   const liveWindow = new LiveWindow(live, pool.bulk);
   const adminKeys = adminKeysOf(config);
@@ -287,10 +287,13 @@ export interface TracedRequests {
   tracing: Tracing;
 }
 
+/** Where spans are posted: `--otlp-traces-endpoint` as it is, else `--otlp-endpoint`'s `/v1/traces`; '' for nowhere. */
+const tracesEndpoint = (config: Config): string => config.otlpTracesEndpoint || config.otlpEndpoint;
+
 /** Tracing as `--otlp-endpoint` says, its losses on /metrics. Loaded only then: a start without it loads no OpenTelemetry code. */
 async function openTracedRequests(config: Config, metrics: Metrics): Promise<TracedRequests> {
   const { openTracing } = await import('../tracing/tracing.js');
-  const tracing = await openTracing({ endpoint: config.otlpEndpoint, sampleRatio: config.traceSampleRatio, serviceName: config.otelServiceName });
+  const tracing = await openTracing({ endpoint: tracesEndpoint(config), sampleRatio: config.traceSampleRatio, serviceName: config.otelServiceName });
   metrics.observeTracing(tracing.counts);
   return { tracing };
 }

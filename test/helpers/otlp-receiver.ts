@@ -11,16 +11,18 @@ export interface ReceivedSpan {
   attributes: Record<string, unknown>;
 }
 
-/** An OTLP/HTTP (JSON) traces receiver: every span it was sent, its attributes flattened; `answer` false never answers. */
-export async function receiver(t: Test, answer = true): Promise<{ url: string; spans: ReceivedSpan[]; raw: string[] }> {
+/** An OTLP/HTTP (JSON) traces receiver: every span it was sent (and the path of each export), its attributes flattened; `answer` false never answers. */
+export async function receiver(t: Test, answer = true): Promise<{ url: string; spans: ReceivedSpan[]; raw: string[]; paths: string[] }> {
   const spans: ReceivedSpan[] = [];
   const raw: string[] = [];
+  const paths: string[] = [];
   const server = createServer((request: IncomingMessage, response: ServerResponse) => {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
       const text = Buffer.concat(chunks).toString('utf8');
       raw.push(text);
+      paths.push(request.url ?? '');
       const body = JSON.parse(text) as { resourceSpans: { scopeSpans: { spans: (Omit<ReceivedSpan, 'attributes'> & { attributes: { key: string; value: Record<string, unknown> }[] })[] }[] }[] };
       for (const resource of body.resourceSpans) {
         for (const scope of resource.scopeSpans) {
@@ -35,5 +37,5 @@ export async function receiver(t: Test, answer = true): Promise<{ url: string; s
     server.closeAllConnections();
     return new Promise<void>((resolve) => server.close(() => resolve()));
   });
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, spans, raw };
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, spans, raw, paths };
 }

@@ -98,3 +98,14 @@ t.test("a gRPC external authorization call is a span too, the child of the trace
   t.same([span!.traceId, span!.parentSpanId], [TRACE_ID, PARENT], "in Envoy's trace");
   t.match(span!.attributes, { 'rpc.system': 'grpc', 'rpc.method': 'Check', 'rpc.grpc.status_code': 7, 'verdict.decisions': 1, 'verdict.allowed': false });
 });
+
+t.test('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (--otlp-traces-endpoint) is the whole URL, taken as it is, and wins over the base endpoint', async (t) => {
+  const chosen = await receiver(t);
+  const base = await receiver(t);
+  const server = await startServer({ otlpTracesEndpoint: `${chosen.url}/collector/traces`, otlpEndpoint: `${base.url}/v1/traces`, traceSampleRatio: 1 });
+  t.teardown(server.close);
+  t.equal((await server.call('POST', '/check', { principal: { attributes: { role: 'reader' } }, resource: { uri: 'doc:1' }, action: 'read' }, traceparent)).status, 200);
+  await until(() => chosen.spans.length > 0, 'the span exported');
+  t.same([...new Set(chosen.paths)], ['/collector/traces'], 'posted to the path given, nothing added');
+  t.same(base.spans, [], 'nothing to the base endpoint');
+});
