@@ -181,6 +181,11 @@ export interface ForwardedRequest {
    * read as `client_address` in place of `x-forwarded-for`'s hops. The HTTP flavour has none.
    */
   sourceAddress?: string;
+  /**
+   * The route's `context_extensions`, as Envoy's configuration sets them per route or virtual host
+   * (gRPC only): the check's context carries them as `extensions`, for policies to read per-route settings.
+   */
+  contextExtensions?: Readonly<Record<string, string>>;
 }
 
 /** The check an HTTP request maps to, but its principal: the route's resource, the action, the context. */
@@ -286,6 +291,11 @@ export class ExtAuthzMapping {
       context.set('method', request.method);
       // The path as the route matched it: decoded, without the query (which no policy reads).
       context.set('path', `/${segments.join('/')}`);
+      if (request.contextExtensions !== undefined) {
+        const refused = extensionsRefusal(request.contextExtensions);
+        if (refused !== undefined) return { kind: 'unmapped', why: refused };
+        context.set(CONTEXT_EXTENSIONS, { ...request.contextExtensions });
+      }
       if (this.clientAddress !== undefined) {
         const address = request.sourceAddress ?? vouchedAddress(headerValue(request.headers[FORWARDED_FOR]), this.clientAddress.trustedHops);
         if (address === undefined) return { kind: 'unmapped', why: `The request carries no client address that the proxies vouch for (${FORWARDED_FOR} has fewer than ${this.clientAddress.trustedHops + 1} hops)` };
@@ -295,6 +305,20 @@ export class ExtAuthzMapping {
     }
     return unmatched;
   }
+}
+
+/** The context attribute that carries a route's `context_extensions`. */
+const CONTEXT_EXTENSIONS = 'extensions';
+/** The most `context_extensions` a request may carry, and the longest key and value: set by the operator's Envoy configuration, never long. */
+const EXTENSION_LIMITS = { entries: 32, keyLength: 128, valueLength: 1024 };
+
+/** Why a request's `context_extensions` cannot be read (too many, or too long), or undefined when they can. */
+function extensionsRefusal(extensions: Readonly<Record<string, string>>): string | undefined {
+  const entries = Object.entries(extensions);
+  if (entries.length > EXTENSION_LIMITS.entries) return `The request carries ${entries.length} context_extensions; at most ${EXTENSION_LIMITS.entries} are read`;
+  const long = entries.find(([key, value]) => key.length > EXTENSION_LIMITS.keyLength || typeof value !== 'string' || value.length > EXTENSION_LIMITS.valueLength);
+  if (long !== undefined) return `The context_extension '${long[0].slice(0, 64)}' is longer than ${EXTENSION_LIMITS.keyLength} characters for a key, or ${EXTENSION_LIMITS.valueLength} for a value`;
+  return undefined;
 }
 
 /** A request that maps to no check, and why. */

@@ -27,6 +27,7 @@ const UNAUTHENTICATED = 16;
 interface CheckRequest {
   attributes?: {
     source?: { address?: { socket_address?: { address?: string } } };
+    context_extensions?: Record<string, string>;
     request?: {
       http?: {
         id?: string;
@@ -72,7 +73,14 @@ export function forwardedOf(request: CheckRequest): ForwardedRequest | undefined
   const http = request.attributes?.request?.http;
   if (http === undefined || typeof http.method !== 'string' || typeof http.path !== 'string' || http.method === '' || !http.path.startsWith('/')) return undefined;
   const sourceAddress = request.attributes?.source?.address?.socket_address?.address;
-  return { method: http.method, path: http.path, headers: headersOf(http), ...(sourceAddress !== undefined && sourceAddress !== '' && { sourceAddress }) };
+  const contextExtensions = request.attributes?.context_extensions;
+  return {
+    method: http.method,
+    path: http.path,
+    headers: headersOf(http),
+    ...(sourceAddress !== undefined && sourceAddress !== '' && { sourceAddress }),
+    ...(contextExtensions !== undefined && Object.keys(contextExtensions).length > 0 && { contextExtensions }),
+  };
 }
 
 /**

@@ -94,6 +94,28 @@ t.test("each answer names what decided in dynamic_metadata, for Envoy's access l
   t.same(strings(await envoy.checkRaw(request('/elsewhere'))), {}, 'no route: nothing decided, nothing named');
 });
 
+t.test("a route's context_extensions reach the check's context as `extensions`: a policy reads per-route settings; too many or too long is a denial", async (t) => {
+  const key = await signingKey('k1');
+  const issuer = await TokenIssuer.start([key]);
+  t.teardown(() => issuer.close());
+  const { server, envoy } = await meshServer(t, issuer);
+  const frozen = { name: 'frozen-routes', rules: [{ name: 'no-reads-when-frozen', effect: 'deny', context_conditions: [{ path: 'attributes.extensions.stage', operator: '==', value: 'frozen' }], actions: ['read'] }] };
+  t.equal((await server.call('POST', '/admin/policies', frozen)).status, 200);
+  const asked = (extensions?: Record<string, string>) =>
+    envoy.checkRaw({ attributes: { source: { address: { socket_address: { address: '198.51.100.7' } } }, request: { http: { method: 'GET', path: '/public/1', headers: {} } }, ...(extensions && { context_extensions: extensions }) } });
+  t.equal((await asked()).status.code, 0, 'no extensions: the public read is allowed');
+  t.equal((await asked({ stage: 'live' })).status.code, 0, 'another stage: allowed');
+  const denied = await asked({ stage: 'frozen' });
+  t.equal(denied.status.code, 7, 'a frozen route: denied');
+  t.equal(denied.dynamic_metadata?.fields?.verdict_rule?.stringValue, 'no-reads-when-frozen', 'by the rule reading the extension');
+  const many = await asked(Object.fromEntries(Array.from({ length: 33 }, (_, index) => [`k${index}`, 'v'])));
+  t.equal(many.status.code, 7, '33 extensions: denied');
+  t.match(many.status.message, /carries 33 context_extensions; at most 32/);
+  const long = await asked({ stage: 'x'.repeat(1025) });
+  t.equal(long.status.code, 7, 'a value over 1,024 characters: denied');
+  t.match(long.status.message, /context_extension 'stage' is longer/);
+});
+
 t.test("the decision log names a gRPC call by the x-request-id Envoy forwards, as the HTTP doors do: a hostile one is replaced by the server's own", async (t) => {
   const key = await signingKey('k1');
   const issuer = await TokenIssuer.start([key]);
