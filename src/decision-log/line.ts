@@ -4,9 +4,10 @@ import type { CheckRequest } from '../schemas/check.js';
 import type { ItemViolations } from '../attribute-schemas/enforcement.js';
 import { maskedValue, type DecisionLogMask } from './mask.js';
 import { jsonEqual } from '../engine/json-equal.js';
+import type { ResolutionTally } from '../registry/resolve.js';
 
-/** Where a traced request's decisions are told, for its span (see src/tracing/request-trace.ts). */
-export interface DecisionTally {
+/** Where a traced request's decisions (and how their checks were read) are told, for its span (see src/tracing/request-trace.ts). */
+export interface DecisionTally extends ResolutionTally {
   decided(decision: Decision): void;
   decidedInPool(allowed: number, denied: number): void;
 }

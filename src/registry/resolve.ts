@@ -34,6 +34,16 @@ export class AnyActionAsked extends Undecidable {
   }
 }
 
+/**
+ * Told how a check's principal and entities were read, for its request's trace (never what they hold):
+ * `fromMemory` when the answer was at hand (the token verifier's or the entity cache's), else it was
+ * waited for (a token verified, a uri read from the store).
+ */
+export interface ResolutionTally {
+  identified(fromMemory: boolean): void;
+  registryRead(fromMemory: boolean): void;
+}
+
 /** How checks are resolved beyond the registry: tokens, and what a conflict with the registry does. */
 export interface ResolveOptions {
   /** The identity of a principal's credential; undefined where none is verified (`--tokens`). */
@@ -75,15 +85,26 @@ const isPromise = <T>(value: T | Promise<T>): value is Promise<T> => value insta
  * credentials are verified, a principal whose caller wrote `claims` itself is refused (ReservedClaims),
  * so that a policy reading `claims` only ever reads what a key set verified.
  */
-export function resolveCheck(input: CheckInput, registered: RegisteredAttributes, { identities, overruled }: ResolveOptions = {}): DecisionRequest | Promise<DecisionRequest> {
+export function resolveCheck(input: CheckInput, registered: RegisteredAttributes, { identities, overruled }: ResolveOptions = {}, tally?: ResolutionTally): DecisionRequest | Promise<DecisionRequest> {
   if (input.action === ANY_ACTION) throw new AnyActionAsked();
   if (identities !== undefined && input.principal.attributes.has(CLAIMS_ATTRIBUTE)) throw new ReservedClaims();
   const { credential } = input.principal;
-  if (credential === undefined) return resolveEntities(input, input.principal, registered, undefined, overruled);
+  const read = tally === undefined ? registered : tallied(registered, tally);
+  if (credential === undefined) return resolveEntities(input, input.principal, read, undefined, overruled);
   if (identities === undefined) throw new CredentialRefused('This server verifies no tokens (it runs without --tokens): name the principal by its uri or attributes');
   const identity = identities(credential);
-  if (isPromise(identity)) return identity.then((settled) => resolveEntities(input, identifiedPrincipal(input.principal, settled), registered, settled, overruled));
-  return resolveEntities(input, identifiedPrincipal(input.principal, identity), registered, identity, overruled);
+  tally?.identified(!isPromise(identity));
+  if (isPromise(identity)) return identity.then((settled) => resolveEntities(input, identifiedPrincipal(input.principal, settled), read, settled, overruled));
+  return resolveEntities(input, identifiedPrincipal(input.principal, identity), read, identity, overruled);
+}
+
+/** `registered`, telling `tally` of each read whether it was answered from memory. */
+function tallied(registered: RegisteredAttributes, tally: ResolutionTally): RegisteredAttributes {
+  return (uri) => {
+    const attributes = registered(uri);
+    tally.registryRead(!isPromise(attributes));
+    return attributes;
+  };
 }
 
 /** The principal with the uri its identity gives it, where the door makes it so and it names none. */

@@ -168,7 +168,7 @@ export class CheckService {
    */
   async decideNamingPrincipal(input: CheckInput, origin?: RequestOrigin): Promise<{ decision: Decision; principalUri: string | undefined }> {
     const startedAt = this.observers.timed === true ? performance.now() : 0;
-    const request = await resolveCheck(input, this.registered, this.resolving);
+    const request = await resolveCheck(input, this.registered, this.resolving, origin?.trace);
     const decided = origin === undefined || (this.observers.timed !== true && origin.trace === undefined) ? undefined : decisionOrigin(origin, 0);
     return { decision: this.evaluateNow(input, request, startedAt, undefined, decided), principalUri: request.principal.uri };
   }
@@ -203,7 +203,7 @@ export class CheckService {
   /** Throws (or rejects with) Undecidable or ExplanationTooLarge. */
   private decide(input: CheckInput, explanations: AnswerBudget | undefined, origin: DecisionOrigin | undefined): Decision | Promise<Decision> {
     const startedAt = this.observers.timed === true ? performance.now() : 0;
-    const request = resolveCheck(input, this.registered, this.resolving);
+    const request = resolveCheck(input, this.registered, this.resolving, origin?.trace);
     if (request instanceof Promise) return request.then((resolved) => this.evaluateNow(input, resolved, startedAt, explanations, origin));
     return this.evaluateNow(input, request, startedAt, explanations, origin);
   }

@@ -13,6 +13,18 @@ export class RequestTrace implements DecisionTally {
   front = false;
   /** The last decision decided here: what a single check's span names as its decider. */
   last: Decision | undefined;
+  /** How its checks' tokens and registered entities were read: at hand, or waited for (see ResolutionTally). */
+  private readonly read = { tokensVerified: 0, tokensFromMemory: 0, entitiesRead: 0, entitiesFromCache: 0 };
+
+  identified(fromMemory: boolean): void {
+    if (fromMemory) this.read.tokensFromMemory++;
+    else this.read.tokensVerified++;
+  }
+
+  registryRead(fromMemory: boolean): void {
+    if (fromMemory) this.read.entitiesFromCache++;
+    else this.read.entitiesRead++;
+  }
 
   decided(decision: Decision): void {
     this.decisions++;
@@ -29,8 +41,9 @@ export class RequestTrace implements DecisionTally {
 
   /** The span's attributes for these decisions: never an attribute value, a token or a claim. */
   attributes(): Record<string, string | number | boolean> {
-    if (this.decisions === 0) return {};
+    if (this.decisions === 0) return this.readAttributes();
     const attributes: Record<string, string | number | boolean> = {
+      ...this.readAttributes(),
       'verdict.decisions': this.decisions,
       'verdict.allowed_decisions': this.allowed,
       'verdict.evaluation': this.pooled && this.front ? 'front and pool' : this.pooled ? 'pool' : 'front',
@@ -43,6 +56,17 @@ export class RequestTrace implements DecisionTally {
       ...(decider !== undefined && { 'verdict.decided_by': decider.kind }),
       ...(decider?.kind === 'rule' && { 'verdict.policy': decider.policy, 'verdict.rule': decider.rule }),
       ...(decider?.kind === 'default' && { 'verdict.default_effect': decider.effect }),
+    };
+  }
+
+  /** How many tokens were verified or found verified, and entities read from the store or the cache: only those that happened. */
+  private readAttributes(): Record<string, number> {
+    const { tokensVerified, tokensFromMemory, entitiesRead, entitiesFromCache } = this.read;
+    return {
+      ...(tokensVerified > 0 && { 'verdict.tokens_verified': tokensVerified }),
+      ...(tokensFromMemory > 0 && { 'verdict.tokens_from_memory': tokensFromMemory }),
+      ...(entitiesRead > 0 && { 'verdict.entities_read': entitiesRead }),
+      ...(entitiesFromCache > 0 && { 'verdict.entities_from_cache': entitiesFromCache }),
     };
   }
 }

@@ -109,3 +109,25 @@ t.test('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (--otlp-traces-endpoint) is the whole
   t.same([...new Set(chosen.paths)], ['/collector/traces'], 'posted to the path given, nothing added');
   t.same(base.spans, [], 'nothing to the base endpoint');
 });
+
+t.test('a span says how its checks were read: a token verified or found verified, entities read from the store or found in the cache', async (t) => {
+  const collector = await receiver(t);
+  const dir = scratchDir(t);
+  const key = await signingKey('k1');
+  writeFileSync(join(dir, 'jwks.json'), JSON.stringify({ keys: [key.publicJwk] }));
+  writeFileSync(join(dir, 'tokens.json'), JSON.stringify({ key_sets: [{ name: 'idp', issuer: ISSUER, audience: AUDIENCE, jwks_file: join(dir, 'jwks.json') }] }));
+  const server = await tracedServer(t, collector.url, { tokens: join(dir, 'tokens.json') });
+  t.equal((await server.call('POST', '/admin/fetchers/registry/entities', { uri: 'doc:7', attributes: { kind: 'report' } })).status, 200);
+  const token = await tokenFor(key, 'alice');
+  const asked = { principal: { token }, resource: { uri: 'doc:7' }, action: 'read' };
+  const first = `00-${TRACE_ID}-${'1'.repeat(16)}-01`;
+  const second = `00-${TRACE_ID}-${'2'.repeat(16)}-01`;
+  t.equal((await server.call('POST', '/check', asked, { traceparent: first })).status, 200);
+  t.equal((await server.call('POST', '/check', asked, { traceparent: second })).status, 200);
+  await until(() => collector.spans.filter((span) => span.attributes['http.route'] === '/check').length >= 2, 'both spans');
+  const spanOf = (parent: string) => collector.spans.find((span) => span.parentSpanId === parent)!.attributes;
+  t.match(spanOf('1'.repeat(16)), { 'verdict.tokens_verified': 1, 'verdict.entities_read': 1 }, 'the first: the token verified, the entity read from the store');
+  t.notOk('verdict.tokens_from_memory' in spanOf('1'.repeat(16)));
+  t.match(spanOf('2'.repeat(16)), { 'verdict.tokens_from_memory': 1, 'verdict.entities_from_cache': 1 }, 'the second: both at hand');
+  t.notOk('verdict.entities_read' in spanOf('2'.repeat(16)));
+});
