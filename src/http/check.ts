@@ -22,6 +22,7 @@ import { onceMayExplain } from './admin-auth.js';
 import { decisionJson, decisionsJson } from '../engine/index.js';
 import type { DecidedBulk } from '../services/bulk-checks.js';
 import { echoingRequestId, originOf } from './request-ids.js';
+import { traceItemsOf } from './tracing.js';
 
 /** The public check interface: `POST /check` and `POST /check/bulk`. No authentication. */
 export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { context }) => {
@@ -78,9 +79,10 @@ export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { 
         const bytes = request.body as Buffer | undefined;
         // No body at all (no content type either): as /check answers it.
         if (bytes === undefined) throw new RequestValidationError([{ loc: ['body'], msg: 'must be of type array', type: 'type_error' }]);
-        const { explain, conflicts } = request.query as FromSchema<typeof bulkCheckQuerySchema>;
+        const { explain, conflicts, trace_items: traceItems } = request.query as FromSchema<typeof bulkCheckQuerySchema>;
         if (explain) await explainGuard?.(request, reply);
-        const decided = bulks.decide(bytes, { explain, refuseConflicts: conflicts === 'refuse' }, originOf(request));
+        const onFront = traceItems && traceItemsOf(request);
+        const decided = bulks.decide(bytes, { explain, refuseConflicts: conflicts === 'refuse', onFront }, originOf(request));
         return decided instanceof Promise ? decided.then(answered(reply, explain)) : answered(reply, explain)(decided);
       },
     });

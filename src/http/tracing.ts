@@ -1,15 +1,28 @@
 import type { FastifyInstance, FastifyRequest, onRequestHookHandler, onSendHookHandler } from 'fastify';
 import type { Span } from '@opentelemetry/api';
-import { RequestTrace } from '../tracing/request-trace.js';
+import { decisionAttributes, RequestTrace } from '../tracing/request-trace.js';
+import type { Tracing } from '../tracing/tracing.js';
 import type { TracedRequests } from '../services/compose.js';
 import { REVISION_HEADER } from '../schemas/wire.js';
 
 /** The routes whose requests decide, and so are traced: checks, bulks, AuthZEN, plans, external authorization. */
 const DECIDING = /^\/(check|access\/v1|plan|ext-authz)\b/;
-const traced = new WeakMap<FastifyRequest, { span: Span; trace: RequestTrace }>();
+const traced = new WeakMap<FastifyRequest, { span: Span; trace: RequestTrace; childSpan: Tracing['childSpan'] }>();
 
 /** The trace of `request` when it is traced: its origin carries it to the decision observer. */
 export const traceOf = (request: FastifyRequest): RequestTrace | undefined => traced.get(request)?.trace;
+
+/**
+ * Has each decision `request` makes on this thread be a span of its own, the child of the request's,
+ * when the request is traced and sampled; false when it is not (nothing to do).
+ */
+export function traceItemsOf(request: FastifyRequest): boolean {
+  const entry = traced.get(request);
+  if (entry === undefined || !entry.span.isRecording()) return false;
+  const { span, trace, childSpan } = entry;
+  trace.itemTraced = (decision, index) => childSpan(span, 'verdict decision', { 'verdict.item': index, ...decisionAttributes(decision) });
+  return true;
+}
 
 /**
  * A span for each request that decides, the child of the caller's trace (`traceparent`): the route,
@@ -19,7 +32,7 @@ export const traceOf = (request: FastifyRequest): RequestTrace | undefined => tr
 export function traceDecidingRequests(app: FastifyInstance, { tracing }: TracedRequests): void {
   const start: onRequestHookHandler = (request, _reply, done) => {
     const route = request.routeOptions.url ?? request.url;
-    traced.set(request, { span: tracing.requestSpan(`${request.method} ${route}`, request.headers), trace: new RequestTrace() });
+    traced.set(request, { span: tracing.requestSpan(`${request.method} ${route}`, request.headers), trace: new RequestTrace(), childSpan: tracing.childSpan });
     done();
   };
   // At onSend, with the status and headers set: an onResponse hook would wait for 'finish'.

@@ -252,7 +252,7 @@ export const checkQuerySchema = {
 } as const;
 export type CheckResponse = FromSchema<typeof checkResponseSchema>;
 
-/** The query string of `POST /check/bulk`: `explain`, and what a check that cannot be decided as asked does to the call. */
+/** The query string of `POST /check/bulk`: `explain`, what a check that cannot be decided as asked does to the call, and spans for its items. */
 export const bulkCheckQuerySchema = {
   type: 'object',
   properties: {
@@ -265,6 +265,13 @@ export const bulkCheckQuerySchema = {
         "A check whose attributes conflict with its registered entity's (or break the attribute schemas under `reject`), which `/check` refuses with 400: " +
         '`deny` (the default) denies that check alone, saying why; `refuse` refuses the call with 422 naming each such check (`type` `attribute_conflict`, ' +
         "its `msg` the 400's detail), so that a client batching checks can answer each caller as `/check` would.",
+    },
+    trace_items: {
+      type: 'boolean',
+      default: false,
+      description:
+        'With tracing on (`--otlp-endpoint`) and this request sampled: each item decided is a span of its own, the child of the request\'s, saying what decided it; ' +
+        'the bulk is then decided on the front thread. Ignored otherwise.',
     },
   },
 } as const;

@@ -26,7 +26,11 @@ export class RequestTrace implements DecisionTally {
     else this.read.entitiesRead++;
   }
 
+  /** Told of each decision made here, in order, when its items are traced (a bulk's `?trace_items=true`). */
+  itemTraced: ((decision: Decision, index: number) => void) | undefined;
+
   decided(decision: Decision): void {
+    this.itemTraced?.(decision, this.decisions);
     this.decisions++;
     if (decision.allowed) this.allowed++;
     this.front = true;
@@ -49,14 +53,7 @@ export class RequestTrace implements DecisionTally {
       'verdict.evaluation': this.pooled && this.front ? 'front and pool' : this.pooled ? 'pool' : 'front',
     };
     if (this.decisions !== 1 || this.last === undefined) return attributes;
-    const decider = deciderOf(this.last);
-    return {
-      ...attributes,
-      'verdict.allowed': this.last.allowed,
-      ...(decider !== undefined && { 'verdict.decided_by': decider.kind }),
-      ...(decider?.kind === 'rule' && { 'verdict.policy': decider.policy, 'verdict.rule': decider.rule }),
-      ...(decider?.kind === 'default' && { 'verdict.default_effect': decider.effect }),
-    };
+    return { ...attributes, ...decisionAttributes(this.last) };
   }
 
   /** How many tokens were verified or found verified, and entities read from the store or the cache: only those that happened. */
@@ -69,4 +66,15 @@ export class RequestTrace implements DecisionTally {
       ...(entitiesFromCache > 0 && { 'verdict.entities_from_cache': entitiesFromCache }),
     };
   }
+}
+
+/** What decided one decision, as span attributes: names only. */
+export function decisionAttributes(decision: Decision): Record<string, string | boolean> {
+  const decider = deciderOf(decision);
+  return {
+    'verdict.allowed': decision.allowed,
+    ...(decider !== undefined && { 'verdict.decided_by': decider.kind }),
+    ...(decider?.kind === 'rule' && { 'verdict.policy': decider.policy, 'verdict.rule': decider.rule }),
+    ...(decider?.kind === 'default' && { 'verdict.default_effect': decider.effect }),
+  };
 }

@@ -32,6 +32,8 @@ export interface TracingCounts {
 export interface Tracing {
   /** A span for a request, the child of the trace its `traceparent` (and `tracestate`) header names, if any. */
   requestSpan(name: string, headers: IncomingHttpHeaders): Span;
+  /** An ended span, the child of `parent`, with `attributes`. */
+  childSpan(parent: Span, name: string, attributes: Record<string, string | number | boolean>): void;
   readonly counts: TracingCounts;
   shutdown(): Promise<void>;
 }
@@ -107,6 +109,7 @@ export async function openTracing(settings: TracingSettings): Promise<Tracing> {
   };
   return {
     requestSpan: (name, headers) => tracer.startSpan(name, { kind: api.SpanKind.SERVER }, propagator.extract(api.ROOT_CONTEXT, headers, getter)),
+    childSpan: (parent, name, attributes) => tracer.startSpan(name, { kind: api.SpanKind.INTERNAL, attributes }, api.trace.setSpan(api.ROOT_CONTEXT, parent)).end(),
     counts,
     shutdown: () => provider.shutdown(),
   };

@@ -131,3 +131,25 @@ t.test('a span says how its checks were read: a token verified or found verified
   t.match(spanOf('2'.repeat(16)), { 'verdict.tokens_from_memory': 1, 'verdict.entities_from_cache': 1 }, 'the second: both at hand');
   t.notOk('verdict.entities_read' in spanOf('2'.repeat(16)));
 });
+
+t.test('a bulk asked with ?trace_items=true: each item a span, the child of the request span, saying what decided it; decided on the front thread', async (t) => {
+  const collector = await receiver(t);
+  const server = await tracedServer(t, collector.url, { evaluation: 'pool', workers: 1 });
+  const bulk = ['reader', 'guest', 'reader'].map((role) => ({ principal: { attributes: { role } }, resource: { attributes: { kind: 'doc' } }, action: 'read' }));
+  const itemsParent = `00-${TRACE_ID}-${'3'.repeat(16)}-01`;
+  const plainParent = `00-${TRACE_ID}-${'4'.repeat(16)}-01`;
+  t.equal((await server.call('POST', '/check/bulk?trace_items=true', bulk, { traceparent: itemsParent })).status, 200);
+  t.equal((await server.call('POST', '/check/bulk', bulk, { traceparent: plainParent })).status, 200);
+  await until(() => collector.spans.filter((span) => span.name === 'verdict decision').length >= 3 && collector.spans.filter((span) => span.attributes['http.route'] === '/check/bulk').length >= 2, 'the spans');
+  const request = collector.spans.find((span) => span.parentSpanId === '3'.repeat(16))!;
+  t.match(request.attributes, { 'verdict.decisions': 3, 'verdict.evaluation': 'front' }, 'decided on the front thread');
+  const items = collector.spans.filter((span) => span.name === 'verdict decision').sort((one, other) => Number(one.attributes['verdict.item']) - Number(other.attributes['verdict.item']));
+  t.same(items.map((span) => span.parentSpanId), Array(3).fill(request.spanId), "each the request span's child");
+  t.match(items.map((span) => span.attributes), [
+    { 'verdict.item': 0, 'verdict.allowed': true, 'verdict.decided_by': 'rule', 'verdict.policy': 'documents', 'verdict.rule': 'readers-read' },
+    { 'verdict.item': 1, 'verdict.allowed': false, 'verdict.decided_by': 'default' },
+    { 'verdict.item': 2, 'verdict.allowed': true },
+  ]);
+  const plain = collector.spans.find((span) => span.parentSpanId === '4'.repeat(16))!;
+  t.equal(collector.spans.filter((span) => span.parentSpanId === plain.spanId).length, 0, 'without the flag, no span per item');
+});
