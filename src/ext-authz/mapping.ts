@@ -81,8 +81,22 @@ export const extAuthzMappingSchema = {
       additionalProperties: false,
     },
     deny_reason_to_client: { type: 'boolean', default: false, description: "Whether a denied client is told the decision's reason (policy and rule names); by default only that it is denied." },
+    network: {
+      type: 'object',
+      description:
+        "Envoy's network filter (L4, gRPC only): a CheckRequest with no HTTP part is the check of a connection, its principal and resource uris templates over " +
+        '`{source_principal}` (the peer certificate\'s URI SAN, as Envoy verified it), `{source_address}`, `{destination_principal}`, `{destination_address}` and `{destination_port}`. ' +
+        'A connection a template reads a missing value of is denied.',
+      properties: {
+        principal_uri: { type: 'string', minLength: 1, maxLength: 1024, description: 'The principal uri: `workload:{source_principal}`.' },
+        resource_uri: { type: 'string', minLength: 1, maxLength: 1024, description: 'The resource uri: `service:{destination_port}`.' },
+        action: { type: 'string', minLength: 1, maxLength: 256, default: 'connect', description: 'The action of every connection.' },
+      },
+      required: ['principal_uri', 'resource_uri'],
+      additionalProperties: false,
+    },
   },
-  required: ['routes'],
+  anyOf: [{ required: ['routes'] }, { required: ['network'] }],
   additionalProperties: false,
 } as const;
 
@@ -188,6 +202,33 @@ export interface ForwardedRequest {
   contextExtensions?: Readonly<Record<string, string>>;
 }
 
+/** A connection as Envoy's network filter reports it (a CheckRequest with no HTTP part): what it says, and nothing it did not. */
+export interface Connection {
+  source_principal?: string;
+  source_address?: string;
+  destination_principal?: string;
+  destination_address?: string;
+  destination_port?: number;
+}
+
+/** What a network section's templates may read. */
+const CONNECTION_NAMES: readonly (keyof Connection)[] = ['source_principal', 'source_address', 'destination_principal', 'destination_address', 'destination_port'];
+
+/** The check a connection maps to. */
+export interface MappedConnection {
+  kind: 'mapped';
+  principalUri: string;
+  resourceUri: string;
+  action: string;
+  context: Map<string, unknown>;
+}
+
+interface CompiledNetwork {
+  principal: Piece[];
+  resource: Piece[];
+  action: string;
+}
+
 /** The check an HTTP request maps to, but its principal: the route's resource, the action, the context. */
 export interface MappedRequest {
   kind: 'mapped';
@@ -216,6 +257,7 @@ export class ExtAuthzMapping {
     private readonly clientAddress: { trustedHops: number } | undefined,
     readonly upstreamPrincipalHeader: string | undefined,
     readonly denyReasonToClient: boolean,
+    private readonly network: CompiledNetwork | undefined,
   ) {}
 
   /** The mapping in the file at `path`, over the key sets `--tokens` has (undefined: no `--tokens`). */
@@ -241,7 +283,7 @@ export class ExtAuthzMapping {
         throw new Error(`${FORWARDED_FOR} is written by the client, in part: read the address Envoy vouches for with client_address ({"client_address": {"trusted_hops": 0}})`);
       }
       const defaults = { ...DEFAULT_ACTIONS, ...file.actions };
-      const routes = file.routes.map((route, index) => compileRoute(route, defaults, index));
+      const routes = (file.routes ?? []).map((route, index) => compileRoute(route, defaults, index));
       const unknown = [...new Set(routes.flatMap((route) => (route.keySet === undefined || keySets?.includes(route.keySet) ? [] : [route.keySet])))];
       if (unknown.length > 0) throw new Error(`routes name key sets that --tokens does not have: ${unknown.join(', ')}`);
       const principalUris = principalTemplates(file.principal ?? {}, keySets);
@@ -253,6 +295,7 @@ export class ExtAuthzMapping {
         file.client_address && { trustedHops: file.client_address.trusted_hops ?? 0 },
         file.upstream_headers?.principal_uri,
         file.deny_reason_to_client ?? false,
+        file.network && compileNetwork(file.network),
       );
     } catch (error) {
       throw new ConfigError(`${label}: ${(error as Error).message}`);
@@ -264,6 +307,28 @@ export class ExtAuthzMapping {
     const template = this.principalUris.get(keySet);
     return template === undefined ? undefined : fill(template, claims);
   };
+
+  /**
+   * The check of a connection Envoy's network filter asks about, or why it maps to nothing (the
+   * mapping has no network section, or a template reads what the connection does not carry).
+   */
+  mapConnection(connection: Connection): MappedConnection | Unmapped {
+    const { network } = this;
+    if (network === undefined) {
+      return { kind: 'unmapped', why: "The CheckRequest has no HTTP request (attributes.request.http), and the ext-authz mapping has no 'network' section for Envoy's network filter" };
+    }
+    const values = Object.fromEntries(Object.entries(connection).filter(([, value]) => value !== undefined && value !== ''));
+    const principalUri = fill(network.principal, values);
+    const resourceUri = fill(network.resource, values);
+    if (principalUri === undefined || resourceUri === undefined) {
+      const missing = [...network.principal, ...network.resource].find((piece) => 'name' in piece && !Object.hasOwn(values, piece.name)) as { name: string };
+      return { kind: 'unmapped', why: `The connection carries no ${missing.name}, which the mapping's network section reads` };
+    }
+    const context = new Map<string, unknown>();
+    if (values.source_address !== undefined) context.set(CLIENT_ADDRESS, values.source_address);
+    for (const name of ['destination_address', 'destination_port'] as const) if (values[name] !== undefined) context.set(name, values[name]);
+    return { kind: 'mapped', principalUri, resourceUri, action: network.action, context };
+  }
 
   /** The principal attributes the forwarded headers give. */
   principalAttributes(headers: ForwardedRequest['headers']): Map<string, unknown> {
@@ -307,6 +372,17 @@ export class ExtAuthzMapping {
   }
 }
 
+/** A network section's templates, each reading only what a connection carries. */
+function compileNetwork(network: NonNullable<MappingFile['network']>): CompiledNetwork {
+  const compiled = (field: 'principal_uri' | 'resource_uri') => {
+    const pieces = templateOf(network[field]);
+    const unknown = pieces.find((piece) => 'name' in piece && !(CONNECTION_NAMES as readonly string[]).includes(piece.name));
+    if (unknown !== undefined) throw new Error(`network.${field} reads '{${(unknown as { name: string }).name}}': a connection gives only ${CONNECTION_NAMES.map((name) => `{${name}}`).join(', ')}`);
+    return pieces;
+  };
+  return { principal: compiled('principal_uri'), resource: compiled('resource_uri'), action: network.action ?? 'connect' };
+}
+
 /** The context attribute that carries a route's `context_extensions`. */
 const CONTEXT_EXTENSIONS = 'extensions';
 /** The most `context_extensions` a request may carry, and the longest key and value: set by the operator's Envoy configuration, never long. */
@@ -348,7 +424,7 @@ function attributesFromHeaders(table: Readonly<Record<string, string>>, headers:
   return attributes;
 }
 
-function compileRoute(route: MappingFile['routes'][number], defaults: Readonly<Record<string, string>>, index: number): CompiledRoute {
+function compileRoute(route: NonNullable<MappingFile['routes']>[number], defaults: Readonly<Record<string, string>>, index: number): CompiledRoute {
   const where = `route ${index} (${route.path})`;
   const parts = route.path.split('/').slice(1);
   const segments: (string | null)[] = [];

@@ -4,7 +4,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { ServerUnaryCall, sendUnaryData, Server } from '@grpc/grpc-js';
 import type { ExtAuthzOutcome, ExtAuthzService } from '../services/ext-authz.js';
 import type { Readiness } from '../services/readiness.js';
-import type { ForwardedRequest } from '../ext-authz/mapping.js';
+import type { Connection, ForwardedRequest } from '../ext-authz/mapping.js';
 import { INVALID_TOKEN_CHALLENGE } from '../errors.js';
 import { deciderOf, type Decision } from '../engine/index.js';
 import { REQUEST_ID_HEADER } from '../schemas/wire.js';
@@ -23,10 +23,17 @@ const OK = 0;
 const PERMISSION_DENIED = 7;
 const UNAUTHENTICATED = 16;
 
+/** One end of the connection, as Envoy reports it: its address, and the principal of its certificate (a URI SAN) when it has one. */
+interface Peer {
+  address?: { socket_address?: { address?: string; port_value?: number } };
+  principal?: string;
+}
+
 /** The parts of Envoy's CheckRequest (envoy.service.auth.v3) read here, as proto-loader gives them (field names as in the proto). */
 interface CheckRequest {
   attributes?: {
-    source?: { address?: { socket_address?: { address?: string } } };
+    source?: Peer;
+    destination?: Peer;
     context_extensions?: Record<string, string>;
     request?: {
       http?: {
@@ -80,6 +87,18 @@ export function forwardedOf(request: CheckRequest): ForwardedRequest | undefined
     headers: headersOf(http),
     ...(sourceAddress !== undefined && sourceAddress !== '' && { sourceAddress }),
     ...(contextExtensions !== undefined && Object.keys(contextExtensions).length > 0 && { contextExtensions }),
+  };
+}
+
+/** The connection a CheckRequest with no HTTP part asks about (Envoy's network filter). */
+export function connectionOf(request: CheckRequest): Connection {
+  const { source, destination } = request.attributes ?? {};
+  return {
+    source_principal: source?.principal,
+    source_address: source?.address?.socket_address?.address,
+    destination_principal: destination?.principal,
+    destination_address: destination?.address?.socket_address?.address,
+    destination_port: destination?.address?.socket_address?.port_value,
   };
 }
 
@@ -160,12 +179,16 @@ export async function startGrpcExtAuthz(
       const denied = (reason: string): ExtAuthzOutcome => ({ allowed: false, status: 403, reason });
       const sent = forwarded?.headers[REQUEST_ID_HEADER];
       const id = newId();
-      const trace = tracing === undefined || forwarded === undefined ? undefined : new RequestTrace();
-      const span = trace && tracing!.requestSpan('Authorization/Check', forwarded!.headers as Record<string, string>);
+      const trace = tracing === undefined ? undefined : new RequestTrace();
+      const span = trace && tracing!.requestSpan('Authorization/Check', (forwarded?.headers ?? {}) as Record<string, string>);
+      const origin = { requestId: callerRequestIdOf(sent, id), id, ...(trace && { trace }) };
+      // No HTTP part at all: Envoy's network filter, asking about a connection. An HTTP part that cannot be read is denied.
       const decided =
-        forwarded === undefined
-          ? Promise.resolve(denied('The CheckRequest has no HTTP request (attributes.request.http): only the HTTP filter is answered, and what cannot be read is denied'))
-          : extAuthz.authorize(forwarded, { requestId: callerRequestIdOf(sent, id), id, ...(trace && { trace }) });
+        forwarded !== undefined
+          ? extAuthz.authorize(forwarded, origin)
+          : call.request.attributes?.request?.http === undefined
+            ? extAuthz.authorizeConnection(connectionOf(call.request), origin)
+            : Promise.resolve(denied('The CheckRequest has an HTTP request without a method or a path: what cannot be read is denied'));
       decided.then(
         (outcome) => {
           if (!outcome.allowed && outcome.status === 401) log.info({ reason: outcome.reason }, 'ext-authz (gRPC): bearer token refused');

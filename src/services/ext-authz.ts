@@ -1,4 +1,4 @@
-import type { ExtAuthzMapping, ForwardedRequest } from '../ext-authz/mapping.js';
+import type { Connection, ExtAuthzMapping, ForwardedRequest } from '../ext-authz/mapping.js';
 import { extAuthzStatus } from '../decide/undecidable-answers.js';
 import type { CheckInput } from '../requests/check-request.js';
 import type { RequestOrigin } from '../decision-log/line.js';
@@ -53,6 +53,23 @@ export class ExtAuthzService {
       action: mapped.action,
       context: mapped.context,
     };
+    return this.decided(input, origin);
+  }
+
+  /** A connection Envoy's network filter asks about: the mapping's network section makes its check (principal and resource by uri, their registered attributes read as any check's). */
+  authorizeConnection(connection: Connection, origin: RequestOrigin): Promise<ExtAuthzOutcome> {
+    const mapped = this.mapping.mapConnection(connection);
+    if (mapped.kind === 'unmapped') return Promise.resolve({ allowed: false, status: 403, reason: mapped.why });
+    const input: CheckInput = {
+      principal: { uri: mapped.principalUri, attributes: new Map() },
+      resource: { uri: mapped.resourceUri, attributes: new Map() },
+      action: mapped.action,
+      context: mapped.context,
+    };
+    return this.decided(input, origin);
+  }
+
+  private async decided(input: CheckInput, origin: RequestOrigin): Promise<ExtAuthzOutcome> {
     try {
       const { decision, principalUri } = await this.checks.decideNamingPrincipal(input, origin);
       return decision.allowed ? { allowed: true, principalUri, decision } : { allowed: false, status: 403, reason: decision.reason, decision };

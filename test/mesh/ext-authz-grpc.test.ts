@@ -8,6 +8,7 @@ import { until } from '../helpers/until.js';
 import { AUDIENCE, ISSUER, signingKey, TokenIssuer, tokenFor } from '../helpers/token-issuer.js';
 import { loadConfig } from '../../src/config/config.js';
 import { EnvoyGrpc } from '../helpers/envoy-grpc.js';
+import { ExtAuthzMapping } from '../../src/ext-authz/mapping.js';
 import { MESH_MAPPING as MAPPING, MESH_POLICIES as POLICIES } from '../helpers/mesh-example.js';
 
 // Envoy's gRPC external authorization (`--ext-authz-grpc`) against a real server, over a real socket:
@@ -114,6 +115,32 @@ t.test("a route's context_extensions reach the check's context as `extensions`: 
   const long = await asked({ stage: 'x'.repeat(1025) });
   t.equal(long.status.code, 7, 'a value over 1,024 characters: denied');
   t.match(long.status.message, /context_extension 'stage' is longer/);
+});
+
+t.test("Envoy's network filter: a connection's check from the mapping's network section, its principal the peer certificate's, registered attributes read; what it lacks is denied", async (t) => {
+  const key = await signingKey('k1');
+  const issuer = await TokenIssuer.start([key]);
+  t.teardown(() => issuer.close());
+  const network = { principal_uri: 'workload:{source_principal}', resource_uri: 'service:{destination_port}' };
+  const { server, envoy } = await meshServer(t, issuer, { ...MAPPING, network });
+  const frontend = 'spiffe://cluster.local/ns/shop/sa/frontend';
+  t.equal((await server.call('POST', '/admin/fetchers/registry/entities', { uri: `workload:${frontend}`, attributes: { team: 'shop' } })).status, 200);
+  const policy = {
+    name: 'connections',
+    rules: [{ name: 'shop-to-db', effect: 'allow', principal_conditions: [{ path: 'attributes.team', operator: '==', value: 'shop' }], resource_conditions: [{ path: 'uri', operator: '==', value: 'service:5432' }], actions: ['connect'] }],
+  };
+  t.equal((await server.call('POST', '/admin/policies', policy)).status, 200);
+  const peer = (address: string, port: number, principal?: string) => ({ address: { socket_address: { address, port_value: port } }, ...(principal !== undefined && { principal }) });
+  const connect = (principal: string | undefined, port: number) => envoy.checkRaw({ attributes: { source: peer('10.0.0.5', 41_000, principal), destination: peer('10.0.0.9', port) } });
+  const allowed = await connect(frontend, 5432);
+  t.equal(allowed.status.code, 0, 'the shop frontend reaches its database');
+  t.equal(allowed.dynamic_metadata?.fields?.verdict_rule?.stringValue, 'shop-to-db', 'by the rule reading its registered team');
+  t.equal((await connect(frontend, 6379)).status.code, 7, 'another port: denied');
+  t.equal((await connect('spiffe://cluster.local/ns/ads/sa/tracker', 5432)).status.code, 7, 'another workload: denied');
+  const anonymous = await connect(undefined, 5432);
+  t.equal(anonymous.status.code, 7, 'no peer certificate: denied');
+  t.match(anonymous.status.message, /carries no source_principal/);
+  t.throws(() => ExtAuthzMapping.of({ network: { principal_uri: 'workload:{sub}', resource_uri: 'service:{destination_port}' } }, 'mapping', undefined), /network.principal_uri reads '\{sub\}': a connection gives only/, 'a template reading what no connection carries stops the start');
 });
 
 t.test("the decision log names a gRPC call by the x-request-id Envoy forwards, as the HTTP doors do: a hostile one is replaced by the server's own", async (t) => {
