@@ -17,7 +17,7 @@ const liveHeap = () => {
 };
 
 const store = new EmbeddedStore(dataDir);
-const cache = new EntityAttributeCache(store, entities);
+const cache = new EntityAttributeCache(store, entities, 2 ** 40);
 const before = liveHeap();
 await cache.warm();
 const after = liveHeap();

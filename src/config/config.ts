@@ -310,6 +310,13 @@ const OPTIONS = {
     default: '100000',
     parse: integer(1, 100_000_000),
   }),
+  'entity-cache-bytes': option({
+    field: 'entityCacheBytes',
+    env: 'ENTITY_CACHE_BYTES',
+    help: 'the most the entity cache holds, in bytes of its entities as JSON (least recently used go first; a larger entity is read from the store each time)',
+    default: String(64 * 1024 * 1024),
+    parse: integer(1024, 2 ** 40),
+  }),
   processes: option({
     field: 'processes',
     env: 'PROCESSES',

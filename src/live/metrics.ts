@@ -7,6 +7,7 @@ import { PlainCounter, PlainHistogram } from './plain-metrics.js';
 import type { PolicyDirectory } from '../policy-files/policy-directory.js';
 import type { KeyRing } from '../admin-keys.js';
 import type { FeedHealth } from '../snapshot/follow-changes.js';
+import type { EntityAttributeCache } from '../registry/entity-cache.js';
 
 /** Request latencies are mostly tens of microseconds; the upper buckets catch stalls. */
 const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
@@ -150,6 +151,19 @@ export class Metrics {
   observeTracing(counts: { dropped: number; failedExports: number }): void {
     this.gauge('verdict_tracing_spans_dropped', 'Spans dropped since the start because the export queue was full (the collector down or slow)', () => counts.dropped);
     this.gauge('verdict_tracing_exports_failed', 'Span exports to the collector that failed since the start', () => counts.failedExports);
+  }
+
+  /** What the entity cache holds, and its bounds. */
+  observeEntityCache(cache: Pick<EntityAttributeCache, 'size' | 'heldBytes' | 'maxBytes'>): void {
+    this.gauge('verdict_entity_cache_entries', 'Registry entities held by the entity cache', () => cache.size);
+    this.gauge('verdict_entity_cache_bytes', "What the entity cache holds, in bytes of its entities as JSON (an estimate)", () => cache.heldBytes);
+    this.gauge('verdict_entity_cache_bytes_limit', 'The most the entity cache may hold, in the same bytes (--entity-cache-bytes)', () => cache.maxBytes);
+  }
+
+  /** What the recent checks kept for impact previews hold, and their bound. */
+  observeRecentChecks(recent: { readonly heldBytes: number; readonly boundBytes: number }): void {
+    this.gauge('verdict_recent_checks_bytes', 'What the recent checks kept for impact previews hold, in bytes of JSON (an estimate)', () => recent.heldBytes);
+    this.gauge('verdict_recent_checks_bytes_limit', 'The most they may hold: --recent-checks × 16 KB', () => recent.boundBytes);
   }
 
   /** Adds the gauges of the bulk worker pool. */

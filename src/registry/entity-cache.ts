@@ -4,6 +4,10 @@ import { LRUCache } from 'lru-cache';
 import type { Store } from '../store/store.js';
 import { attributeMapOf } from './entities.js';
 import type { RegisteredAttributes } from './resolve.js';
+import { attributesSizeWithin } from '../engine/json-size.js';
+
+/** What an entry costs beside its uri and attributes (the map, the cache's slot), counted in its size. */
+const ENTRY_OVERHEAD_BYTES = 64;
 
 /** What an unregistered uri contributes: nothing. Cached like any entry so misses stay off the store too. */
 const UNREGISTERED: ReadonlyMap<string, unknown> = new Map();
@@ -27,6 +31,8 @@ export class EntityAttributeCache extends EventEmitter<{ invalidated: [uri: stri
   constructor(
     private readonly store: Store,
     private readonly maxEntries: number,
+    /** The most its entries may hold together, in bytes by entrySize: an entity larger than that is read from the store each time. */
+    readonly maxBytes: number,
   ) {
     super();
     this.setMaxListeners(0);
@@ -91,6 +97,23 @@ export class EntityAttributeCache extends EventEmitter<{ invalidated: [uri: stri
   }
 
   private remember(uri: string, attributes: ReadonlyMap<string, unknown>): void {
-    (this.entries ??= new LRUCache({ max: this.maxEntries })).set(uri, attributes);
+    this.entries ??= new LRUCache({ max: this.maxEntries, maxSize: this.maxBytes, sizeCalculation: (value, key) => this.entrySize(key, value) });
+    this.entries.set(uri, attributes);
+  }
+
+  /** About what an entry holds, in bytes of JSON; past the whole bound, one more than it (never kept). The walk stops there. */
+  private entrySize(uri: string, attributes: ReadonlyMap<string, unknown>): number {
+    const size = ENTRY_OVERHEAD_BYTES + uri.length + attributesSizeWithin(attributes, { visits: Infinity, bytes: this.maxBytes });
+    return Number.isFinite(size) && size <= this.maxBytes ? size : this.maxBytes + 1;
+  }
+
+  /** Entries held. */
+  get size(): number {
+    return this.entries?.size ?? 0;
+  }
+
+  /** What the entries hold, in bytes by entrySize. */
+  get heldBytes(): number {
+    return this.entries?.calculatedSize ?? 0;
   }
 }

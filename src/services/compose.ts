@@ -113,7 +113,8 @@ export async function composeServices(config: Config, substitutes: Substitutes =
   const schemas = new SchemasInForce(config.schemaEnforcement, () => observers.decisions.schemaViolated(), () => metrics.observeSchemaViolations());
   schemas.apply(snapshots.schemas?.document);
   snapshots.on('published', () => schemas.apply(snapshots.schemas?.document));
-  const entities = new EntityAttributeCache(store, config.entityCacheSize);
+  const entities = new EntityAttributeCache(store, config.entityCacheSize, config.entityCacheBytes);
+  metrics.observeEntityCache(entities);
   const registered: RegisteredAttributes = config.registryEnabled ? entities.lookup : () => undefined;
   const observers = decisionObservers(config, metrics, snapshots, clock);
   const { live, decisionLog, recentChecks, shadows, decisions } = observers;
@@ -228,6 +229,7 @@ function decisionObservers(config: Config, metrics: Metrics, snapshots: PolicySn
   const decisionLog =
     config.decisionLog === '' ? undefined : DecisionLog.open(config.decisionLog, (lines) => metrics.decisionLogDropped.inc(lines), DECISION_LOG_CAPACITY, config.decisionLogMask);
   const recentChecks = new RecentChecks(config.recentChecks, config.recentChecksRate, clock);
+  metrics.observeRecentChecks(recentChecks);
   const shadows = new ShadowDecisions(snapshots, metrics, config.shadowSamplePercent, config.decisionLogMask, clock);
   return { live, decisionLog, recentChecks, shadows, decisions: new DecisionObserver(metrics, live, decisionLog, recentChecks, shadows) };
 }

@@ -1,7 +1,8 @@
 import { systemClock, type Clock } from '../clock.js';
 import type { DecisionRequest } from '../engine/index.js';
+import { attributesSizeWithin } from '../engine/json-size.js';
 
-/** The largest check kept, by the estimate of sizeWithin: larger ones are counted as skipped. */
+/** The largest check kept, by the estimate of checkSize: larger ones are counted as skipped. */
 export const MAX_KEPT_CHECK_BYTES = 16 * 1024;
 /** Values an estimate visits at most: a check with more is taken for too large. */
 const MAX_VISITED = 256;
@@ -12,6 +13,9 @@ export interface RecentCheck {
   at: number;
 }
 
+/** A check in the ring, with its size by checkSize. */
+type Kept = RecentCheck & { bytes: number };
+
 /**
  * The last checks this process decided, as it read them: what an impact preview replays, exactly as
  * they were decided and without reading the registry again. A ring of `capacity` checks, keeping at
@@ -19,7 +23,7 @@ export interface RecentCheck {
  * kept (so the ring holds at most capacity × 16 KB). Held in memory only, never written anywhere.
  */
 export class RecentChecks {
-  private readonly ring: (RecentCheck | undefined)[];
+  private readonly ring: (Kept | undefined)[];
   private next = 0;
   private second = 0;
   private keptThisSecond = 0;
@@ -27,13 +31,20 @@ export class RecentChecks {
   private shareKept = false;
   /** Checks not kept for their size, since the start. */
   skipped = 0;
+  /** What the checks kept hold, by checkSize: at most `boundBytes`. */
+  heldBytes = 0;
 
   constructor(
     readonly capacity: number,
     readonly perSecond = 0,
     private readonly clock: Clock = systemClock,
   ) {
-    this.ring = new Array<RecentCheck | undefined>(capacity);
+    this.ring = new Array<Kept | undefined>(capacity);
+  }
+
+  /** The most the ring may hold, in bytes by checkSize. */
+  get boundBytes(): number {
+    return this.capacity * MAX_KEPT_CHECK_BYTES;
   }
 
   /** Called for every decision of a busy process: past this second's share it returns before reading the clock. */
@@ -48,11 +59,13 @@ export class RecentChecks {
         this.clock.after(1000 - (now % 1000), () => (this.shareKept = false));
       }
     }
-    if (checkSize(request) > MAX_KEPT_CHECK_BYTES) {
+    const bytes = checkSize(request);
+    if (bytes > MAX_KEPT_CHECK_BYTES) {
       this.skipped++;
       return;
     }
-    this.ring[this.next] = { request, at: now };
+    this.heldBytes += bytes - (this.ring[this.next]?.bytes ?? 0);
+    this.ring[this.next] = { request, at: now, bytes };
     this.next = (this.next + 1) % this.capacity;
   }
 
@@ -71,33 +84,16 @@ export class RecentChecks {
   list(): RecentCheck[] {
     const older = this.ring.slice(this.next);
     const newer = this.ring.slice(0, this.next);
-    return [...older, ...newer].filter((check): check is RecentCheck => check !== undefined);
+    return [...older, ...newer].filter((check): check is Kept => check !== undefined);
   }
 }
 
 /** About how many bytes a check's uris and attributes hold; Infinity past MAX_VISITED values or MAX_KEPT_CHECK_BYTES. */
 export function checkSize(request: DecisionRequest): number {
-  const budget = { visits: MAX_VISITED };
+  const budget = { visits: MAX_VISITED, bytes: MAX_KEPT_CHECK_BYTES };
   let size = (request.principal.uri?.length ?? 0) + (request.resource.uri?.length ?? 0) + request.action.length;
   for (const attributes of [request.principal.attributes, request.resource.attributes, request.actionAttributes, request.context]) {
-    if (attributes === undefined) continue;
-    for (const [key, value] of attributes) {
-      size += key.length + sizeWithin(value, budget);
-      if (size > MAX_KEPT_CHECK_BYTES) return Infinity;
-    }
+    if (attributes !== undefined) size += attributesSizeWithin(attributes, budget);
   }
-  return size;
-}
-
-/** About how many bytes `value` holds as JSON, counting against `budget`'s visits; Infinity once it runs out. */
-function sizeWithin(value: unknown, budget: { visits: number }): number {
-  if (--budget.visits < 0) return Infinity;
-  if (typeof value === 'string') return value.length + 2;
-  if (typeof value !== 'object' || value === null) return 8;
-  let size = 2;
-  for (const item of Array.isArray(value) ? value : Object.entries(value)) {
-    size += sizeWithin(item, budget);
-    if (size === Infinity) return Infinity;
-  }
-  return size;
+  return size > MAX_KEPT_CHECK_BYTES ? Infinity : size;
 }

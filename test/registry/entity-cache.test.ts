@@ -27,7 +27,7 @@ t.test('a cache of two: the first two registered are loaded at start, then the l
     rmSync(dir, { recursive: true, force: true });
   });
   for (let level = 0; level < 5; level++) await store.createEntity(entity(level), TEST_WRITER);
-  const cache = new EntityAttributeCache(store, 2);
+  const cache = new EntityAttributeCache(store, 2, 1 << 20);
   await cache.warm();
 
   /** The level of `uri` and whether the cache held it; a miss loads it, and so changes what is held. */
@@ -105,7 +105,7 @@ t.test('a page read while its entity was written is not cached: the check sees t
       return page;
     },
   });
-  cache = new EntityAttributeCache(racing, 100);
+  cache = new EntityAttributeCache(racing, 100, 1 << 20);
   await cache.warm();
   t.same(await cache.lookup('user:1'), new Map([['role', 'staff']]), 'the attributes as written, not as the page held them');
 });
@@ -126,7 +126,7 @@ t.test('a look-up read while its entity was written is not cached: the next chec
       return entity;
     },
   });
-  cache = new EntityAttributeCache(raced, 100);
+  cache = new EntityAttributeCache(raced, 100, 1 << 20);
   t.same(await cache.lookup('user:0'), new Map([['role', 'guest']]), 'the racing look-up answers what it read');
   const next = cache.lookup('user:0');
   t.ok(next instanceof Promise, 'what it read was not kept');
@@ -145,7 +145,7 @@ t.test('closing stops a warm-up between pages', async (t) => {
       return proceed();
     },
   });
-  cache = new EntityAttributeCache(counting, 100);
+  cache = new EntityAttributeCache(counting, 100, 1 << 20);
   await cache.warm(10);
   t.equal(pages, 1, 'no page is read after close');
   t.ok(cache.lookup('user:0') instanceof Promise, 'and the page read during close is not kept');
@@ -160,7 +160,7 @@ t.test('the warm-up reads pages after the last uri of the one before, never a sk
       return proceed();
     },
   });
-  const cache = new EntityAttributeCache(recording, 100);
+  const cache = new EntityAttributeCache(recording, 100, 1 << 20);
   await cache.warm(10);
   const uris = Array.from({ length: 25 }, (_, index) => `user:${index}`).sort();
   t.same(asked, [['', 10], [uris[9]!, 10], [uris[19]!, 10]], 'each page after the last of the one before');

@@ -28,7 +28,7 @@ t.test('a process whose store feed lost track of another process tells its feed 
     await ours.close();
   });
   const snapshots = await PolicySnapshots.load(ours);
-  const entities = new EntityAttributeCache(ours, 100);
+  const entities = new EntityAttributeCache(ours, 100, 1 << 20);
   const feed = new ChangeFeed(snapshots, entities);
   const stopFollowing = followChanges(ours, snapshots, entities, pino({ level: 'silent' }));
   t.teardown(() => {

@@ -1,0 +1,39 @@
+/** What an estimate may still visit: values, and bytes before it gives up. */
+export interface SizeBudget {
+  visits: number;
+  bytes: number;
+}
+
+/**
+ * About how many bytes `value` holds as JSON text (strings by their length, other scalars 8), counting
+ * against `budget`; Infinity once it runs out of visits or bytes: the walk stops there, so that a value
+ * of any size costs at most the budget to measure.
+ */
+export function jsonSizeWithin(value: unknown, budget: SizeBudget): number {
+  if (--budget.visits < 0) return Infinity;
+  if (typeof value === 'object' && value !== null) {
+    budget.bytes -= 2;
+    let size = 2;
+    for (const item of Array.isArray(value) ? value : Object.entries(value)) {
+      const itemSize = jsonSizeWithin(item, budget);
+      if (itemSize === Infinity) return Infinity;
+      size += itemSize;
+    }
+    return budget.bytes < 0 ? Infinity : size;
+  }
+  const size = typeof value === 'string' ? value.length + 2 : 8;
+  budget.bytes -= size;
+  return budget.bytes < 0 ? Infinity : size;
+}
+
+/** About how many bytes a map of attributes holds as JSON (keys and values), within `budget`; Infinity past it. */
+export function attributesSizeWithin(attributes: ReadonlyMap<string, unknown>, budget: SizeBudget): number {
+  let size = 2;
+  for (const [key, value] of attributes) {
+    budget.bytes -= key.length + 3;
+    const valueSize = jsonSizeWithin(value, budget);
+    if (valueSize === Infinity) return Infinity;
+    size += key.length + 3 + valueSize;
+  }
+  return budget.bytes < 0 ? Infinity : size;
+}
