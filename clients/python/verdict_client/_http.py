@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Callable, Mapping
 
 import httpx
 
@@ -10,6 +10,18 @@ from .errors import VerdictError, VerdictTimeoutError, VerdictUnavailableError, 
 from .wire import API_KEY_HEADER, MIN_REVISION_HEADER, REQUEST_ID_HEADER, REVISION_HEADER
 
 RETRY_BASE_SECONDS = 0.025
+
+
+TraceHeaders = Callable[[], Mapping[str, str]]
+"""
+Gives the headers that carry the active trace context (W3C ``traceparent``, ``tracestate``), called
+in the context of the call it is for: with OpenTelemetry, ``opentelemetry.propagate.inject`` into a dict.
+"""
+
+
+def traced(headers: dict[str, str], trace_headers: TraceHeaders | None) -> dict[str, str]:
+    """``headers`` with the active trace context's, when the client was given a way to read it."""
+    return headers if trace_headers is None else {**trace_headers(), **headers}
 
 
 def headers_for(admin_key: str | None, admin: bool, min_revision: int | None) -> dict[str, str]:

@@ -9,7 +9,7 @@ from urllib.parse import quote
 
 import httpx
 
-from ._http import RETRY_BASE_SECONDS, headers_for, no_answer, read_answer, revision_of
+from ._http import RETRY_BASE_SECONDS, TraceHeaders, headers_for, no_answer, read_answer, revision_of, traced
 from .cache import ChangeFollower, DecisionCache
 from .errors import VerdictError, VerdictRequestError, VerdictTimeoutError, VerdictUnavailableError
 from .wire import CheckRequest, Decision, Entity, EntityCreate, PlanRequest, PlanResponse
@@ -44,10 +44,12 @@ class AsyncVerdictClient:
         read_your_writes: bool = True,
         uds: str | None = None,
         on_background_error: Callable[[Exception], None] = lambda error: None,
+        trace_headers: TraceHeaders | None = None,
     ) -> None:
         transport = httpx.AsyncHTTPTransport(uds=uds) if uds is not None else None
         self._http = httpx.AsyncClient(base_url=url, timeout=timeout, transport=transport)
         self._admin_key = admin_key
+        self._trace_headers = trace_headers
         self._timeout = timeout
         self._retries = retries
         self._batching = batching
@@ -220,7 +222,8 @@ class AsyncVerdictClient:
         return answer
 
     async def _send(self, method: str, path: str, body: Any, *, retryable: bool, admin: bool = False, min_revision: int | None = None) -> tuple[Any, httpx.Headers]:
-        headers = headers_for(self._admin_key, admin, min_revision)
+        # Read here, in the caller's context (a bulk's is its first caller's: the flush was scheduled from it).
+        headers = traced(headers_for(self._admin_key, admin, min_revision), self._trace_headers)
         for attempt in range(self._retries + 1):
             try:
                 try:

@@ -7,7 +7,7 @@ from urllib.parse import quote
 
 import httpx
 
-from ._http import RETRY_BASE_SECONDS, headers_for, no_answer, read_answer, revision_of
+from ._http import RETRY_BASE_SECONDS, TraceHeaders, headers_for, no_answer, read_answer, revision_of, traced
 from .errors import VerdictError
 from .wire import CheckRequest, Decision, Entity, EntityCreate, PlanRequest, PlanResponse
 
@@ -18,10 +18,21 @@ class VerdictClient:
     see AsyncVerdictClient); it reads its own writes. Use it as a context manager, or call ``close()``.
     """
 
-    def __init__(self, url: str, *, admin_key: str | None = None, timeout: float = 5.0, retries: int = 2, read_your_writes: bool = True, uds: str | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        admin_key: str | None = None,
+        timeout: float = 5.0,
+        retries: int = 2,
+        read_your_writes: bool = True,
+        uds: str | None = None,
+        trace_headers: TraceHeaders | None = None,
+    ) -> None:
         transport = httpx.HTTPTransport(uds=uds) if uds is not None else None
         self._http = httpx.Client(base_url=url, timeout=timeout, transport=transport)
         self._admin_key = admin_key
+        self._trace_headers = trace_headers
         self._timeout = timeout
         self._retries = retries
         self._read_your_writes = read_your_writes
@@ -67,7 +78,7 @@ class VerdictClient:
 
     def _send(self, method: str, path: str, body: Any, *, retryable: bool, admin: bool = False) -> Any:
         min_revision = self._written_revision if self._read_your_writes and not admin else None
-        headers = headers_for(self._admin_key, admin, min_revision)
+        headers = traced(headers_for(self._admin_key, admin, min_revision), self._trace_headers)
         for attempt in range(self._retries + 1):
             try:
                 try:
