@@ -10,6 +10,7 @@ import { deciderOf, type Decision } from '../engine/index.js';
 import { REQUEST_ID_HEADER } from '../schemas/wire.js';
 import { callerRequestIdOf } from '../http/request-ids.js';
 import type { Tracing } from '../tracing/tracing.js';
+import type { Metrics } from '../live/metrics.js';
 import { RequestTrace } from '../tracing/request-trace.js';
 
 /** The largest CheckRequest read: Envoy's headers, and a body only if `with_request_body` is on (it should be off). */
@@ -22,6 +23,8 @@ const DRAIN_MILLIS = 10_000;
 const OK = 0;
 const PERMISSION_DENIED = 7;
 const UNAUTHENTICATED = 16;
+/** The method the metrics name: the one this door serves. */
+const CHECK_METHOD = 'envoy.service.auth.v3.Authorization/Check';
 
 /** One end of the connection, as Envoy reports it: its address, and the principal of its certificate (a URI SAN) when it has one. */
 interface Peer {
@@ -157,6 +160,8 @@ export async function startGrpcExtAuthz(
   readiness: Readiness,
   log: FastifyBaseLogger,
   newId: () => string,
+  /** Where each call's duration is observed, by method and status code. */
+  durations: Metrics['grpcCallDuration'],
   /** Spans for the calls, as for the HTTP doors, when tracing is on: the CheckRequest's `traceparent` header names the parent. */
   tracing?: Tracing,
 ): Promise<GrpcExtAuthz> {
@@ -168,6 +173,10 @@ export async function startGrpcExtAuthz(
   const authorization = definitions['envoy.service.auth.v3.Authorization'] as import('@grpc/grpc-js').ServiceDefinition;
   const health = definitions['grpc.health.v1.Health'] as import('@grpc/grpc-js').ServiceDefinition;
 
+  // Each label set bound once: a binding is a series of its own.
+  const bound = new Map<number, ReturnType<typeof durations.bind>>();
+  const durationsOf = (code: number) => bound.get(code) ?? bound.set(code, durations.bind({ method: CHECK_METHOD, code: String(code) })).get(code)!;
+
   const server: Server = new grpc.Server({
     'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
     'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
@@ -175,6 +184,11 @@ export async function startGrpcExtAuthz(
   });
   server.addService(authorization, {
     Check: (call: ServerUnaryCall<CheckRequest, CheckResponse>, callback: sendUnaryData<CheckResponse>) => {
+      const startedAt = performance.now();
+      const answered = (response: CheckResponse) => {
+        durationsOf(response.status.code).observe((performance.now() - startedAt) / 1000);
+        callback(null, response);
+      };
       const forwarded = forwardedOf(call.request);
       const denied = (reason: string): ExtAuthzOutcome => ({ allowed: false, status: 403, reason });
       const sent = forwarded?.headers[REQUEST_ID_HEADER];
@@ -197,12 +211,12 @@ export async function startGrpcExtAuthz(
             span.setAttributes({ 'rpc.system': 'grpc', 'rpc.service': 'envoy.service.auth.v3.Authorization', 'rpc.method': 'Check', 'rpc.grpc.status_code': response.status.code, ...trace!.attributes() });
             span.end();
           }
-          callback(null, response);
+          answered(response);
         },
         (error: unknown) => {
           log.error({ err: error }, 'ext-authz (gRPC): a check failed; the request is denied');
           span?.end();
-          callback(null, checkResponseOf(denied('The request could not be decided'), extAuthz));
+          answered(checkResponseOf(denied('The request could not be decided'), extAuthz));
         },
       );
     },

@@ -147,7 +147,15 @@ function serveGrpcExtAuthz(app: FastifyInstance, config: Config, services: Servi
   if (extAuthz === undefined || config.extAuthzGrpc === '') return;
   app.addHook('onReady', async () => {
     const { startGrpcExtAuthz } = await import('../grpc/ext-authz.js');
-    app.extAuthzGrpc = await startGrpcExtAuthz({ target: config.extAuthzGrpc, host: config.host }, extAuthz, services.readiness, app.log, requestIds(), services.tracing?.tracing);
+    app.extAuthzGrpc = await startGrpcExtAuthz(
+      { target: config.extAuthzGrpc, host: config.host },
+      extAuthz,
+      services.readiness,
+      app.log,
+      requestIds(),
+      services.metrics.grpcCallDuration,
+      services.tracing?.tracing,
+    );
     app.log.info({ address: app.extAuthzGrpc.address }, "Envoy's gRPC external authorization listens");
   });
   app.addHook('preClose', async () => {

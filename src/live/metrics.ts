@@ -29,6 +29,13 @@ export class Metrics {
     LATENCY_BUCKETS,
     this.registry,
   );
+  /** Calls of the gRPC doors (`--ext-authz-grpc`), by method and gRPC status code. */
+  readonly grpcCallDuration = new PlainHistogram(
+    'verdict_grpc_call_duration_seconds',
+    "gRPC calls (Envoy's external authorization) by method and status code (0 OK, 7 PERMISSION_DENIED, 16 UNAUTHENTICATED), and how long they took",
+    LATENCY_BUCKETS,
+    this.registry,
+  );
   private readonly decisions = new PlainCounter('verdict_decisions_total', 'Decisions made, by outcome', this.registry);
   private readonly shadowDecisions = new PlainCounter(
     'verdict_shadow_decisions_total',

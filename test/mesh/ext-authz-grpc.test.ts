@@ -143,6 +143,20 @@ t.test("Envoy's network filter: a connection's check from the mapping's network 
   t.throws(() => ExtAuthzMapping.of({ network: { principal_uri: 'workload:{sub}', resource_uri: 'service:{destination_port}' } }, 'mapping', undefined), /network.principal_uri reads '\{sub\}': a connection gives only/, 'a template reading what no connection carries stops the start');
 });
 
+t.test('each gRPC call is timed in /metrics by method and status code, as HTTP requests are by route and status', async (t) => {
+  const key = await signingKey('k1');
+  const issuer = await TokenIssuer.start([key]);
+  t.teardown(() => issuer.close());
+  const { server, envoy } = await meshServer(t, issuer);
+  for (let index = 0; index < 3; index++) t.equal((await envoy.check({ method: 'GET', path: '/public/1', sourceAddress: '198.51.100.7' })).code, 0);
+  t.equal((await envoy.check({ method: 'GET', path: '/elsewhere', sourceAddress: '198.51.100.7' })).code, 7);
+  const metrics = (await server.call('GET', '/metrics')).body as string;
+  const count = (code: number) => Number(new RegExp(`^verdict_grpc_call_duration_seconds_count\\{[^}]*code="${code}"[^}]*\\} (\\d+)$`, 'm').exec(metrics)?.[1]);
+  t.equal(count(0), 3, 'three allowed (OK), in one series');
+  t.equal(count(7), 1, 'one denied (PERMISSION_DENIED)');
+  t.match(metrics, /verdict_grpc_call_duration_seconds_bucket\{[^}]*method="envoy\.service\.auth\.v3\.Authorization\/Check"/, 'named by its method');
+});
+
 t.test("the decision log names a gRPC call by the x-request-id Envoy forwards, as the HTTP doors do: a hostile one is replaced by the server's own", async (t) => {
   const key = await signingKey('k1');
   const issuer = await TokenIssuer.start([key]);
