@@ -36,11 +36,14 @@ export class HttpSink {
   private lingering: NodeJS.Timeout | undefined;
   private sending: Promise<void> | undefined;
   private closing = false;
+  /** Aborted once close's wait is over: the request in flight is abandoned then, not left to its own timeout. */
+  private readonly abandon = new AbortController();
 
   constructor(
     private readonly url: string,
     private readonly report: SinkReport,
-    private readonly sleep: (ms: number) => Promise<void> = (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+    /** How the sink waits (its back-off between attempts, and its wait on close); tests end the waits at once. */
+    private readonly sleep: (ms: number) => Promise<void> = (ms) => new Promise((resolve) => setTimeout(resolve, ms).unref()),
   ) {}
 
   /** Lines (each ending in a newline) to deliver. */
@@ -51,14 +54,14 @@ export class HttpSink {
     else this.lingering ??= setTimeout(() => this.cut(), LINGER_MS);
   }
 
-  /** Delivers what it holds, for at most CLOSE_WAIT_MS; drops (and reports) whatever is left then. */
+  /** Delivers what it holds, for at most CLOSE_WAIT_MS; drops (and reports) whatever is left then, and abandons the request in flight. */
   async close(): Promise<void> {
     this.closing = true;
     this.cut();
-    const deadline = new Promise<void>((resolve) => setTimeout(resolve, CLOSE_WAIT_MS).unref());
-    await Promise.race([this.sending ?? Promise.resolve(), deadline]);
+    await Promise.race([this.sending ?? Promise.resolve(), this.sleep(CLOSE_WAIT_MS)]);
     const left = this.batches.reduce((lines, batch) => lines + batch.lines, 0);
     this.batches.length = 0;
+    this.abandon.abort();
     if (left > 0) this.report.dropped(left);
   }
 
@@ -98,6 +101,7 @@ export class HttpSink {
         body: text,
         headersTimeout: REQUEST_TIMEOUT_MS,
         bodyTimeout: REQUEST_TIMEOUT_MS,
+        signal: this.abandon.signal,
       });
       await answer.body.dump();
       return answer.statusCode >= 200 && answer.statusCode < 300;

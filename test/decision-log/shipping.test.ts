@@ -142,9 +142,13 @@ t.test('a dead collector: every decision is answered, every line counted as drop
   t.equal(await dropped(server), 20, 'every line is counted as dropped');
 });
 
-t.test('a collector that never answers: checks are answered while it holds the log, and what it held is dropped on close', async (t) => {
+t.test('a collector that never answers: checks are answered while it holds the log, and on close what it held is dropped and its request abandoned', async (t) => {
   let held = 0;
-  const sink = await collector(t, () => held++);
+  let abandoned = 0;
+  const sink = await collector(t, (request) => {
+    held++;
+    request.socket.on('close', () => abandoned++);
+  });
   const server = await startServer({ decisionLog: sink.url });
   await succeeded(server, 'POST', '/admin/policies', ADMINS);
   // Checks on their own connection, each answered, while the collector holds the first batch.
@@ -153,6 +157,7 @@ t.test('a collector that never answers: checks are answered while it holds the l
   await server.close();
   t.ok(held >= 1, `the collector held ${held} request(s)`);
   t.equal(await dropped(server), 30, 'lines it never took are counted as dropped, none lost silently');
+  t.equal(abandoned, held, 'the request it held was abandoned when the log closed, not left to its own timeout');
 });
 
 t.test('the queue for a slow collector is bounded: past its capacity new lines are dropped at once', async (t) => {
