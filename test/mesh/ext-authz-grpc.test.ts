@@ -137,6 +137,11 @@ t.test("Envoy's network filter: a connection's check from the mapping's network 
   t.equal(allowed.dynamic_metadata?.fields?.verdict_rule?.stringValue, 'shop-to-db', 'by the rule reading its registered team');
   t.equal((await connect(frontend, 6379)).status.code, 7, 'another port: denied');
   t.equal((await connect('spiffe://cluster.local/ns/ads/sa/tracker', 5432)).status.code, 7, 'another workload: denied');
+  // The same checks through /check: the same answers.
+  for (const [principal, port, allowed] of [[frontend, 5432, true], [frontend, 6379, false], ['spiffe://cluster.local/ns/ads/sa/tracker', 5432, false]] as const) {
+    const asked = { principal: { uri: `workload:${principal}` }, resource: { uri: `service:${port}` }, action: 'connect', context: { client_address: '10.0.0.5', destination_address: '10.0.0.9', destination_port: port } };
+    t.equal((await server.call('POST', '/check', asked)).body.allowed, allowed, `/check answers ${principal} → ${port} alike`);
+  }
   const anonymous = await connect(undefined, 5432);
   t.equal(anonymous.status.code, 7, 'no peer certificate: denied');
   t.match(anonymous.status.message, /carries no source_principal/);
