@@ -43,38 +43,40 @@ export class RequestTrace implements DecisionTally {
     this.pooled = true;
   }
 
-  /** The span's attributes for these decisions: never an attribute value, a token or a claim. */
+  /**
+   * The span's attributes for these decisions: never an attribute value, a token or a claim. Built by
+   * assignment into one object: spreading partial objects cost several microseconds a request.
+   */
   attributes(): Record<string, string | number | boolean> {
-    if (this.decisions === 0) return this.readAttributes();
-    const attributes: Record<string, string | number | boolean> = {
-      ...this.readAttributes(),
-      'verdict.decisions': this.decisions,
-      'verdict.allowed_decisions': this.allowed,
-      'verdict.evaluation': this.pooled && this.front ? 'front and pool' : this.pooled ? 'pool' : 'front',
-    };
-    if (this.decisions !== 1 || this.last === undefined) return attributes;
-    return { ...attributes, ...decisionAttributes(this.last) };
-  }
-
-  /** How many tokens were verified or found verified, and entities read from the store or the cache: only those that happened. */
-  private readAttributes(): Record<string, number> {
+    const attributes: Record<string, string | number | boolean> = {};
     const { tokensVerified, tokensFromMemory, entitiesRead, entitiesFromCache } = this.read;
-    return {
-      ...(tokensVerified > 0 && { 'verdict.tokens_verified': tokensVerified }),
-      ...(tokensFromMemory > 0 && { 'verdict.tokens_from_memory': tokensFromMemory }),
-      ...(entitiesRead > 0 && { 'verdict.entities_read': entitiesRead }),
-      ...(entitiesFromCache > 0 && { 'verdict.entities_from_cache': entitiesFromCache }),
-    };
+    if (tokensVerified > 0) attributes['verdict.tokens_verified'] = tokensVerified;
+    if (tokensFromMemory > 0) attributes['verdict.tokens_from_memory'] = tokensFromMemory;
+    if (entitiesRead > 0) attributes['verdict.entities_read'] = entitiesRead;
+    if (entitiesFromCache > 0) attributes['verdict.entities_from_cache'] = entitiesFromCache;
+    if (this.decisions === 0) return attributes;
+    attributes['verdict.decisions'] = this.decisions;
+    attributes['verdict.allowed_decisions'] = this.allowed;
+    attributes['verdict.evaluation'] = this.pooled && this.front ? 'front and pool' : this.pooled ? 'pool' : 'front';
+    if (this.decisions === 1 && this.last !== undefined) addDecisionAttributes(attributes, this.last);
+    return attributes;
   }
 }
 
 /** What decided one decision, as span attributes: names only. */
 export function decisionAttributes(decision: Decision): Record<string, string | boolean> {
+  const attributes: Record<string, string | boolean> = {};
+  addDecisionAttributes(attributes, decision);
+  return attributes;
+}
+
+function addDecisionAttributes(attributes: Record<string, string | number | boolean>, decision: Decision): void {
+  attributes['verdict.allowed'] = decision.allowed;
   const decider = deciderOf(decision);
-  return {
-    'verdict.allowed': decision.allowed,
-    ...(decider !== undefined && { 'verdict.decided_by': decider.kind }),
-    ...(decider?.kind === 'rule' && { 'verdict.policy': decider.policy, 'verdict.rule': decider.rule }),
-    ...(decider?.kind === 'default' && { 'verdict.default_effect': decider.effect }),
-  };
+  if (decider === undefined) return;
+  attributes['verdict.decided_by'] = decider.kind;
+  if (decider.kind === 'rule') {
+    attributes['verdict.policy'] = decider.policy;
+    attributes['verdict.rule'] = decider.rule;
+  } else if (decider.kind === 'default') attributes['verdict.default_effect'] = decider.effect;
 }
