@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
 import { loadConfig } from '../../src/config/config.js';
-import { EXT_AUTHZ_PREFIX } from '../../src/ext-authz/mapping.js';
+import { EXT_AUTHZ_PREFIX, ExtAuthzMapping } from '../../src/ext-authz/mapping.js';
+import { readTokenSettings } from '../../src/identity/settings.js';
 import { ready, scratchDir, startServer } from '../helpers/server.js';
 import { signingKey, TokenIssuer, tokenFor } from '../helpers/token-issuer.js';
 import { throughEnvoy, type EnvoyFilter } from '../helpers/envoy-ext-authz.js';
@@ -77,6 +78,14 @@ t.test('plain Envoy: the ext_authz filter calls Verdict at /ext-authz, fails clo
   t.equal(config_.listeners[0].filter_chains[0].filters[0].typed_config.normalize_path, true, 'paths normalized before they are authorized');
   t.equal(filter.useRemoteAddress, true, 'Envoy appends the address it saw to x-forwarded-for, which the mapping reads as the client address');
   t.equal(config_.listeners[0].filter_chains[0].filters[0].typed_config.xff_num_trusted_hops, mapping.client_address.trusted_hops, 'Envoy and the mapping trust as many proxies before Envoy');
+});
+
+t.test("plain Envoy: its mapping and key-set files are real files, the mesh example's own, and Verdict reads them", async (t) => {
+  const withoutHeader = (file: string) => readFileSync(join(DEPLOY, 'envoy', file), 'utf8').split('\n').slice(2).join('\n');
+  for (const file of ['tokens.yaml', 'mapping.yaml']) t.equal(withoutHeader(file), configMap('verdict-mesh').data[file], `deploy/envoy/${file} is the ConfigMap's ${file}`);
+  const settings = readTokenSettings(join(DEPLOY, 'envoy', 'tokens.yaml'));
+  t.same(settings.keySets.map((set) => set.name), ['corporate-idp'], 'the key set read');
+  t.doesNotThrow(() => ExtAuthzMapping.read(join(DEPLOY, 'envoy', 'mapping.yaml'), ['corporate-idp']), 'the mapping read');
 });
 
 t.test('the gRPC flavour: the Istio provider and the plain Envoy call Verdict\'s --ext-authz-grpc port over HTTP/2, fail closed, and send no body', async (t) => {
