@@ -3,7 +3,8 @@ import * as opentelemetry from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { VerdictClient } from '../../clients/node/src/index.js';
+import Fastify from 'fastify';
+import { fastifyGuard, VerdictClient } from '../../clients/node/src/index.js';
 import { startServer } from '../helpers/server.js';
 import { receiver } from '../helpers/otlp-receiver.js';
 import { until } from '../helpers/until.js';
@@ -77,4 +78,38 @@ t.test("a call sent in its caller's turn carries the caller's context; without t
   t.equal(evaluation.traceId, span.traceId);
   const check = collector.spans.find((received) => received.attributes['http.route'] === '/check')!;
   t.notOk(check.parentSpanId, 'a client not given the API joins no trace');
+});
+
+t.test("a guard names its route on the client's span: a check alone is 'verdict check' with http.route, a bulk links each caller with its route", async (t) => {
+  const server = await startServer();
+  t.teardown(server.close);
+  t.equal((await server.call('POST', '/admin/policies', roleRule('readers', 'reader'))).status, 200);
+  const client = new VerdictClient({ url: server.url, opentelemetry });
+  t.teardown(() => client.close());
+  const app = Fastify();
+  t.teardown(() => app.close());
+  const guard = fastifyGuard(client, (request: { headers: Record<string, string | string[] | undefined> }) => ({ ...reader, principal: { attributes: { role: String(request.headers['x-role']) } } }));
+  app.get('/documents/:id', { preHandler: guard }, async () => 'the document');
+  app.get('/reports/:id', { preHandler: guard }, async () => 'the report');
+  exported.reset();
+
+  const alone = await inSpan('request', () => app.inject({ method: 'GET', url: '/documents/7', headers: { 'x-role': 'reader' } }));
+  t.equal(alone.result.statusCode, 200);
+  const single = exported.getFinishedSpans().find((span) => span.name === 'verdict check')!;
+  t.equal(single.attributes['http.route'], '/documents/:id', 'the lone check names the route that asked');
+  t.equal(single.parentSpanContext?.spanId, alone.span.spanId);
+
+  exported.reset();
+  const together = await Promise.all([
+    inSpan('first', () => app.inject({ method: 'GET', url: '/documents/1', headers: { 'x-role': 'reader' } })),
+    inSpan('second', () => app.inject({ method: 'GET', url: '/reports/2', headers: { 'x-role': 'guest' } })),
+  ]);
+  t.same(together.map(({ result }) => result.statusCode), [200, 403]);
+  const bulk = exported.getFinishedSpans().find((span) => span.name === 'verdict check bulk');
+  t.ok(bulk, 'the two guards checked in one bulk');
+  t.same(
+    bulk!.links.map((link) => [link.context.spanId, link.attributes?.['http.route']]).sort(),
+    [[together[0]!.span.spanId, '/documents/:id'], [together[1]!.span.spanId, '/reports/:id']].sort(),
+    "each caller's link names its route",
+  );
 });

@@ -1,6 +1,6 @@
 import { VerdictError, VerdictRequestError, VerdictUnavailableError } from './errors.js';
 import { header, type Transport } from './transport.js';
-import type { CallTracing, SpanContextLike } from './tracing.js';
+import type { CallTracing, Caller } from './tracing.js';
 import { MIN_REVISION_HEADER, REVISION_HEADER, type CheckRequest, type Decision, type ValidationIssue } from './wire.js';
 
 /** A decision with the policy revision it was made at (`verdict-revision`). */
@@ -13,8 +13,8 @@ interface Pending {
   check: CheckRequest;
   /** Decide only at this revision or later (`verdict-min-revision`). */
   minRevision: number | undefined;
-  /** The span active where the check was asked, if any: the bulk's span links it. */
-  caller: SpanContextLike | undefined;
+  /** Who asked for it: the bulk's span links the caller's span, naming the route that asked. */
+  caller: Caller;
   resolve: (decided: Decided) => void;
   reject: (error: unknown) => void;
 }
@@ -42,9 +42,9 @@ export class CheckBatcher {
     private readonly tracing: CallTracing,
   ) {}
 
-  decide(check: CheckRequest, explain: boolean, minRevision: number | undefined): Promise<Decided> {
+  decide(check: CheckRequest, explain: boolean, minRevision: number | undefined, route?: string): Promise<Decided> {
     const kind = explain ? 'explained' : 'plain';
-    const caller = this.tracing.callerSpan();
+    const caller = this.tracing.caller(route);
     return new Promise((resolve, reject) => {
       this.queues[kind].push({ check, minRevision, caller, resolve, reject });
       if (this.scheduled[kind]) return;

@@ -41,6 +41,8 @@ export interface ClientOptions extends TransportOptions {
 export interface CheckOptions extends CallBounds {
   /** Ask for the explanation (sent with the admin key; never cached). */
   explain?: boolean;
+  /** The app's route that asks (the guards give theirs): named on the client's span, with `opentelemetry`. */
+  route?: string;
 }
 
 const DEFAULT_LIMITS: CacheLimits = { maxEntries: 10_000, maxBytes: 8 << 20 };
@@ -75,12 +77,12 @@ export class VerdictClient {
 
   /** The decision for one check: from the cache when it holds it, else batched with the checks issued beside it. */
   check(check: CheckRequest, options: CheckOptions = {}): Promise<Decision> {
-    return within(() => this.checkNow(check, options.explain === true), options, 'check');
+    return within(() => this.checkNow(check, options.explain === true, options.route), options, 'check');
   }
 
   /** The decisions for several checks, in order: one or more bulks, or the cache. */
   checkMany(checks: readonly CheckRequest[], options: CheckOptions = {}): Promise<Decision[]> {
-    return within(() => Promise.all(checks.map((check) => this.checkNow(check, options.explain === true))), options, 'checkMany');
+    return within(() => Promise.all(checks.map((check) => this.checkNow(check, options.explain === true, options.route))), options, 'checkMany');
   }
 
   /** What a principal may do with which resources: `POST /plan`. */
@@ -140,7 +142,7 @@ export class VerdictClient {
   }
 
   /** The decision for one check, from the cache or the server, with no bound of the caller's. */
-  private async checkNow(check: CheckRequest, explain: boolean): Promise<Decision> {
+  private async checkNow(check: CheckRequest, explain: boolean, route: string | undefined): Promise<Decision> {
     const cacheable = !explain && this.cache !== undefined && !namesToken(check);
     const key = cacheable ? JSON.stringify(check) : '';
     if (cacheable && this.cacheServing) {
@@ -148,7 +150,7 @@ export class VerdictClient {
       if (cached !== undefined) return cached;
     }
     const epoch = this.cache?.epoch ?? 0;
-    const { decision, revision } = await this.decide(check, explain);
+    const { decision, revision } = await this.decide(check, explain, route);
     if (cacheable && this.follower!.keeps(revision)) this.cache!.set(key, decision, urisOf(check), epoch);
     return decision;
   }
@@ -158,9 +160,9 @@ export class VerdictClient {
     await this.transport.close();
   }
 
-  private decide(check: CheckRequest, explain: boolean): Promise<Decided> {
+  private decide(check: CheckRequest, explain: boolean, route: string | undefined): Promise<Decided> {
     const minRevision = this.readYourWrites ? this.writtenRevision : undefined;
-    if (this.batcher !== undefined) return this.batcher.decide(check, explain, minRevision);
+    if (this.batcher !== undefined) return this.batcher.decide(check, explain, minRevision, route);
     return this.decisionCall({ method: 'POST', path: explain ? '/check?explain=true' : '/check', body: check, admin: explain }).then(
       (answer) => ({ decision: answer.body as Decision, revision: revisionOf(answer.headers) }),
     );

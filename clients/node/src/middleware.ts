@@ -27,7 +27,7 @@ interface Refusal {
  */
 async function refusalOf<Request>(client: VerdictClient, mapping: CheckMapping<Request>, options: GuardOptions, request: Request): Promise<Refusal | undefined> {
   try {
-    const decision = await client.check(await mapping(request));
+    const decision = await client.check(await mapping(request), { route: routeOf(request) });
     if (decision.allowed) return undefined;
     const header = options.reasonHeader === true ? 'verdict-reason' : options.reasonHeader || undefined;
     return { status: 403, body: { detail: 'Forbidden' }, headers: header === undefined ? {} : { [header]: encodeURIComponent(decision.reason) } };
@@ -36,6 +36,14 @@ async function refusalOf<Request>(client: VerdictClient, mapping: CheckMapping<R
     const why = error instanceof VerdictError ? describeDetail(error.detail ?? error.message) : (error as Error).message;
     return { status: 503, body: { detail: `Authorization could not be decided: ${why}` }, headers: {} };
   }
+}
+
+/** The route a request matched, as Fastify (`routeOptions.url`) or Express (`baseUrl` and `route.path`) names it. */
+function routeOf(request: unknown): string | undefined {
+  const { routeOptions, route, baseUrl } = request as { routeOptions?: { url?: unknown }; route?: { path?: unknown }; baseUrl?: unknown };
+  if (typeof routeOptions?.url === 'string') return routeOptions.url;
+  if (typeof route?.path === 'string') return `${typeof baseUrl === 'string' ? baseUrl : ''}${route.path}`;
+  return undefined;
 }
 
 /** The part of a Fastify reply a guard uses. */

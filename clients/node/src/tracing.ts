@@ -15,7 +15,11 @@ export interface SpanLike {
 
 /** OpenTelemetry's Tracer, as much as the client uses. */
 export interface TracerLike {
-  startSpan(name: string, options?: { kind?: number; links?: { context: SpanContextLike }[]; attributes?: Record<string, string | number | boolean> }, context?: unknown): SpanLike;
+  startSpan(
+    name: string,
+    options?: { kind?: number; links?: { context: SpanContextLike; attributes?: Record<string, string> }[]; attributes?: Record<string, string | number | boolean> },
+    context?: unknown,
+  ): SpanLike;
 }
 
 /**
@@ -38,6 +42,12 @@ export interface OpenTelemetryApi {
 
 const TRACER_NAME = '@verdict-authz/client';
 
+/** Who asked for a check, for the span that sends it: the caller's span, and the app's route when a guard asked. */
+export interface Caller {
+  span: SpanContextLike | undefined;
+  route: string | undefined;
+}
+
 /**
  * How the client's calls join the caller's trace (nothing at all without an API): a call made in the
  * caller's turn carries the active context (`traceparent`); checks batched into one bulk are sent
@@ -50,9 +60,9 @@ export class CallTracing {
     this.tracer = api?.trace.getTracer(TRACER_NAME);
   }
 
-  /** The span active where a check is asked: the bulk it joins links it. */
-  callerSpan(): SpanContextLike | undefined {
-    return this.api?.trace.getSpanContext(this.api.context.active());
+  /** Who asks for a check, now: the span active here (the bulk it joins links it), and the app's route when a guard asks. */
+  caller(route: string | undefined): Caller {
+    return { span: this.api?.trace.getSpanContext(this.api.context.active()), route };
   }
 
   /** The headers that carry the active context, for a call sent in its caller's turn. */
@@ -64,15 +74,19 @@ export class CallTracing {
   }
 
   /**
-   * Sends a bulk of `callers`' checks (`send` given the headers to send) under a span: a child of the
-   * first caller's span, linking each caller's, marked failed when the bulk fails.
+   * Sends `callers`' checks (`send` given the headers to send) under a span: a child of the first
+   * caller's span, linking each caller's (with the route that asked, when a guard did), marked failed
+   * when the call fails. One check alone is `verdict check`, named by its route; several, `verdict check bulk`.
    */
-  async bulk<T>(callers: readonly (SpanContextLike | undefined)[], send: (headers: Record<string, string>) => Promise<T>): Promise<T> {
+  async bulk<T>(callers: readonly Caller[], send: (headers: Record<string, string>) => Promise<T>): Promise<T> {
     const { api, tracer } = this;
-    const joined = callers.filter((caller): caller is SpanContextLike => caller !== undefined);
+    const joined = callers.filter((caller): caller is Caller & { span: SpanContextLike } => caller.span !== undefined);
     if (api === undefined || tracer === undefined || joined.length === 0) return send({});
-    const parent = api.trace.setSpanContext(api.context.active(), joined[0]!);
-    const span = tracer.startSpan('verdict check bulk', { kind: api.SpanKind.CLIENT, links: joined.map((context) => ({ context })), attributes: { 'verdict.checks': callers.length } }, parent);
+    const parent = api.trace.setSpanContext(api.context.active(), joined[0]!.span);
+    const alone = callers.length === 1 ? callers[0] : undefined;
+    const links = joined.map(({ span, route }) => ({ context: span, ...(route !== undefined && { attributes: { 'http.route': route } }) }));
+    const attributes = { 'verdict.checks': callers.length, ...(alone?.route !== undefined && { 'http.route': alone.route }) };
+    const span = tracer.startSpan(alone === undefined ? 'verdict check bulk' : 'verdict check', { kind: api.SpanKind.CLIENT, links, attributes }, parent);
     const headers: Record<string, string> = {};
     api.propagation.inject(api.trace.setSpan(parent, span), headers);
     try {
