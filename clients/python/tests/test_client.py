@@ -102,3 +102,33 @@ async def test_a_call_given_its_own_timeout_stops_waiting() -> None:
         with pytest.raises(asyncio.TimeoutError):
             await asyncio.wait_for(client.plan({"action": "read"}), 0.05)
     silent.close()
+
+
+class _SwallowsCancellation(httpx.AsyncBaseTransport):
+    """A stand-in (no real transport does this on demand) for anyio 3's, which can swallow a cancellation delivered mid-request."""
+
+    def __init__(self) -> None:
+        self.release = asyncio.Event()
+        self.swallowed = 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        while True:
+            try:
+                await self.release.wait()
+                return httpx.Response(200, json={"allowed": True, "reason": "released"})
+            except asyncio.CancelledError:
+                self.swallowed += 1
+
+
+async def test_a_callers_cancellation_returns_at_once_even_when_the_transport_swallows_it() -> None:
+    transport = _SwallowsCancellation()
+    async with AsyncVerdictClient("http://verdict.invalid", retries=0, batching=False) as client:
+        client._http = httpx.AsyncClient(base_url="http://verdict.invalid", transport=transport)
+        # Without the client's own guard the wait below would last until this release, then answer instead of timing out.
+        asyncio.get_running_loop().call_later(10, transport.release.set)
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(client.plan({"action": "read"}), 0.05)
+        with pytest.raises(VerdictTimeoutError):
+            await client.check({"action": "read"}, timeout=0.05)
+        transport.release.set()
+    assert transport.swallowed >= 1, "the stand-in was cancelled, as the caller's timeout asks"

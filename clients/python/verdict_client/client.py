@@ -227,7 +227,7 @@ class AsyncVerdictClient:
         for attempt in range(self._retries + 1):
             try:
                 try:
-                    response = await self._http.request(method, path, json=body, headers=headers)
+                    response = await self._request(method, path, body, headers)
                 except httpx.HTTPError as error:
                     raise no_answer(method, path, error, self._timeout) from error
                 return read_answer(method, path, response), response.headers
@@ -236,6 +236,17 @@ class AsyncVerdictClient:
                     raise
                 await asyncio.sleep(RETRY_BASE_SECONDS * 2**attempt)
         raise AssertionError("unreachable: the last attempt returns or raises")
+
+    async def _request(self, method: str, path: str, body: Any, headers: dict[str, str]) -> httpx.Response:
+        # In a task of its own, so that a caller's cancellation (a timeout of the app's) returns at once even
+        # where the transport is slow to unwind or swallows it, as anyio 3 can mid-request.
+        request = asyncio.ensure_future(self._http.request(method, path, json=body, headers=headers))
+        try:
+            return await asyncio.shield(request)
+        except asyncio.CancelledError:
+            request.cancel()
+            request.add_done_callback(_retrieve_outcome)
+            raise
 
     def _drop(self, uris: set[str]) -> None:
         if self._cache is not None:
@@ -248,6 +259,12 @@ async def _within(work: Awaitable[Decision], timeout: float, what: str) -> Decis
         return await asyncio.wait_for(asyncio.shield(asyncio.ensure_future(work)), timeout)
     except asyncio.TimeoutError:
         raise VerdictTimeoutError(f"{what}: no answer within {timeout:g} s") from None
+
+
+def _retrieve_outcome(abandoned: asyncio.Future[Any]) -> None:
+    """Marks an abandoned request's outcome as read: nobody waits for it any more."""
+    if not abandoned.cancelled():
+        abandoned.exception()
 
 
 def _fail(pending: _Pending, error: BaseException) -> None:
