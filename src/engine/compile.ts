@@ -119,8 +119,9 @@ export class ConditionCompiler implements ConditionLists {
 
   private group(source: ConditionGroup, undecidableHolds: boolean): CompiledGroup {
     const { kind, alternatives: written } = groupParts(source);
-    // Alternatives hold conditions only: the schema lets no group into a group. A none_of holds where
-    // its alternatives do not: they are read the other way round.
+    // Alternatives hold conditions and references to sets: the schema lets no group into a group (a
+    // set's own groups refer to no set). A none_of holds where its alternatives do not: they are read
+    // the other way round.
     const alternatives = written.map((conditions) => this.list(conditions, kind === 'none_of' ? !undecidableHolds : undecidableHolds));
     const someHolds = (entity: ResolvedEntity, request: DecisionRequest) => {
       for (const conditions of alternatives) if (firstFailingCondition(conditions, entity, request) === -1) return true;
@@ -204,14 +205,14 @@ function readingKey(item: CompilableItem, undecidableHolds: boolean): string {
 
 /**
  * What identifies an item of a list: its condition's key, or, for a group, its kind and the keys of
- * its alternatives' conditions, for a set its name and the keys of its items (an object, where a
+ * its alternatives' items, for a set its name and the keys of its items (an object, where a
  * condition's key is a list: sets of the same name in two policies differ by their items).
  */
 export function itemKey(item: CompilableItem): string {
   if (isSetReference(item)) return `{"set":${JSON.stringify(item.set)},"items":${item.items === undefined ? 'null' : setItemsKey(item.items)}}`;
   if (!isGroup(item)) return conditionKey(item);
   const { kind, alternatives } = groupParts(item);
-  return `{"${kind}":[${alternatives.map((conditions) => `[${conditions.map(conditionKey).join(',')}]`).join(',')}]}`;
+  return `{"${kind}":[${alternatives.map((items) => `[${items.map(itemKey).join(',')}]`).join(',')}]}`;
 }
 
 /**

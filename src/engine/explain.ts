@@ -45,7 +45,7 @@ export interface UndecidableCondition {
 export interface FailedGroup {
   side: RequestPart;
   group: GroupKind;
-  alternatives?: Omit<FailedCondition, 'side'>[];
+  alternatives?: (Omit<FailedCondition, 'side'> | Omit<FailedSet, 'side'>)[];
   held?: number;
 }
 
@@ -248,8 +248,8 @@ function conditionFailure(condition: CompiledCondition, entity: ResolvedEntity, 
 
 /**
  * Why `group` did not hold for `entity`: each alternative's first failure (`any_of`, whose
- * alternatives hold conditions only), the alternative that held (`none_of`), or a set's first item
- * that did not hold.
+ * alternatives hold conditions and references to sets), the alternative that held (`none_of`), or a
+ * set's first item that did not hold.
  */
 function groupFailure({ group }: CompiledGroup, entity: ResolvedEntity, request: DecisionRequest, spending: Spending): ItemFailure {
   spending.spend(FRAME.group + (group.name?.length ?? 0));
@@ -263,7 +263,7 @@ function groupFailure({ group }: CompiledGroup, entity: ResolvedEntity, request:
     const held = group.alternatives.findIndex((conditions) => firstFailingCondition(conditions, entity, request) === -1);
     return { group: group.kind, held };
   }
-  const alternatives = group.alternatives.map((conditions) => conditionFailure(firstFailing(conditions) as CompiledCondition, entity, request, spending));
+  const alternatives = group.alternatives.map((items) => itemFailure(firstFailing(items), entity, request, spending) as Omit<FailedCondition, 'side'> | Omit<FailedSet, 'side'>);
   return { group: group.kind, alternatives };
 }
 

@@ -6,7 +6,7 @@ import { jsonEqual } from './json-equal.js';
 import { arrayIndex, parsePath } from './paths.js';
 import { NAMED_VALUE, parseReference } from './references.js';
 import { CONDITION_LISTS } from './validate.js';
-import { eachCondition, isSetReference, setItems } from './condition-items.js';
+import { eachCondition, setItems, setsReferred } from './condition-items.js';
 
 /**
  * The attribute schemas of each part of a check, as a schema document holds them (see
@@ -217,12 +217,12 @@ export function schemaIssues(policy: Policy, schemas: AttributeSchemaSets, at: L
           issues.push({ loc: [...at, 'rules', ruleIndex, list, ...where, problem.at], msg: `rule '${rule.name}': ${problem.msg}`, type: 'schema_error' });
         }
       }
-      for (const item of rule[list] ?? []) {
-        if (!isSetReference(item) || setsChecked.has(JSON.stringify([item.set, part]))) continue;
-        setsChecked.add(JSON.stringify([item.set, part]));
-        for (const [condition, where] of eachCondition(setItems(policy, item.set) ?? [])) {
+      for (const [name] of setsReferred(rule[list] ?? [])) {
+        if (setsChecked.has(JSON.stringify([name, part]))) continue;
+        setsChecked.add(JSON.stringify([name, part]));
+        for (const [condition, where] of eachCondition(setItems(policy, name) ?? [])) {
           for (const problem of conditionProblems(condition, part, schemas)) {
-            issues.push({ loc: [...at, 'condition_sets', item.set, ...where, problem.at], msg: `set '${item.set}', on the ${part}: ${problem.msg}`, type: 'schema_error' });
+            issues.push({ loc: [...at, 'condition_sets', name, ...where, problem.at], msg: `set '${name}', on the ${part}: ${problem.msg}`, type: 'schema_error' });
           }
         }
       }

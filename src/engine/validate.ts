@@ -2,7 +2,7 @@ import type { Condition, Policy } from '../schemas/policy.js';
 import type { Location, ValidationIssue } from '../schemas/errors.js';
 import type { RequestPart } from './entity.js';
 import { OPERATOR_DEFINITIONS } from './operators/index.js';
-import { conditionCount, eachCondition, isSetReference, setItems } from './condition-items.js';
+import { conditionCount, eachCondition, setItems, setsReferred } from './condition-items.js';
 import { parsePath } from './paths.js';
 import { NAMED_VALUE, parseReference } from './references.js';
 import { slugify } from './slug.js';
@@ -107,9 +107,9 @@ export function policyIssues(policy: Policy, at: Location, limits: PolicyLimits)
     }
     for (const [list, part] of CONDITION_LISTS) {
       for (const [condition, where] of eachCondition(rule[list] ?? [])) issues.push(...conditionIssues(condition, part, [...ruleAt, list, ...where]));
-      (rule[list] ?? []).forEach((item, index) => {
-        if (isSetReference(item) && setItems(policy, item.set) === undefined) issues.push(unknownSetIssue(policy, item.set, [...ruleAt, list, index, 'set']));
-      });
+      for (const [name, where] of setsReferred(rule[list] ?? [])) {
+        if (setItems(policy, name) === undefined) issues.push(unknownSetIssue(policy, name, [...ruleAt, list, ...where]));
+      }
     }
   });
   return issues;

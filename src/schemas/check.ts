@@ -142,12 +142,21 @@ const failedConditionProperties = {
   undecidable: { type: 'string', description: 'Why the condition could not be evaluated on the value it read (an evaluation error): it does not hold in an allow rule.' },
 } as const;
 
-/** What an explanation says of a condition or a group that did not hold. */
-const failedItemProperties = {
+/** What an explanation says of a condition or a group (whose alternatives hold conditions only: a set's own) that did not hold. */
+const failedSetItemProperties = {
   ...failedConditionProperties,
   group: { type: 'string', enum: GROUP_KINDS },
   alternatives: { type: 'array', items: { type: 'object', properties: failedConditionProperties, required: ['path', 'operator'] } },
   held: { type: 'integer' },
+} as const;
+
+/** What an explanation says of a condition or a group that did not hold: an alternative of a rule's group fails on a condition or a set. */
+const failedItemProperties = {
+  ...failedSetItemProperties,
+  alternatives: {
+    type: 'array',
+    items: { type: 'object', properties: { ...failedConditionProperties, set: { type: 'string' }, failed: { type: 'object', properties: failedSetItemProperties } } },
+  },
 } as const;
 
 export const explanationSchema = {
@@ -179,14 +188,14 @@ export const explanationSchema = {
                   description:
                     'The first condition that did not hold (`expected`: its value, absent for `exists` and `not_exists`; for a condition with ' +
                     '`value_from`, the value the reference resolved to, or `value_from_missing: true`): the value found at its path, or `missing: true`. ' +
-                    'When it is a group (`group`): for `any_of`, how each of its `alternatives` failed (its first failing condition, as above); ' +
+                    'When it is a group (`group`): for `any_of`, how each of its `alternatives` failed (its first failing condition, as above, or set, as below); ' +
                     'for `none_of`, the alternative that `held` (counted from 0). When it is a reference to a condition `set`: the first item of the ' +
                     'set that did not hold, as `failed`.',
                   properties: {
                     side: sideSchema,
                     ...failedItemProperties,
                     set: { type: 'string' },
-                    failed: { type: 'object', properties: failedItemProperties },
+                    failed: { type: 'object', properties: failedSetItemProperties },
                   },
                   required: ['side'],
                 },

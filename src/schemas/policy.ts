@@ -68,32 +68,10 @@ export const conditionSchema = {
   else: { if: { required: ['value_from'] }, else: { required: ['value'] } },
 } as const;
 
-/** Alternatives a condition group may hold; each is a list of conditions, and groups do not nest. */
+/** Alternatives a condition group may hold; each is a list of conditions (and, in a rule, references to condition sets), and groups do not nest. */
 export const MAX_ALTERNATIVES = 16;
 export const GROUP_KINDS = ['any_of', 'none_of'] as const;
 export type GroupKind = (typeof GROUP_KINDS)[number];
-
-/** A group where a condition of an alternative should be: its keyword is refused (see validation.ts), as groups do not nest. */
-const notAGroup = <Item>(item: Item) => ({ if: { type: 'object', anyOf: [{ required: ['any_of'] }, { required: ['none_of'] }] }, then: { type: 'object', properties: { any_of: false, none_of: false } }, else: item }) as const;
-
-const alternativesSchema = <Item>(item: Item) => ({ type: 'array', minItems: 1, maxItems: MAX_ALTERNATIVES, items: { type: 'array', minItems: 1, items: notAGroup(item) } }) as const;
-
-/**
- * A group in a list of conditions: `any_of` holds when the conditions of at least one alternative
- * all hold, `none_of` when those of none do. Its conditions read the same part of the check as the
- * list it stands in.
- */
-const groupSchema = <Kind extends GroupKind, Item>(kind: Kind, item: Item) =>
-  ({
-    type: 'object',
-    description:
-      kind === 'any_of'
-        ? 'Alternatives (lists of conditions): the group holds when every condition of at least one of them holds.'
-        : 'Alternatives (lists of conditions): the group holds when no alternative has every condition holding.',
-    properties: { [kind]: alternativesSchema(item) } as { [key in Kind]: ReturnType<typeof alternativesSchema<Item>> },
-    required: [kind],
-    additionalProperties: false,
-  }) as const;
 
 /** The most condition sets one policy may define, and how a set is named. */
 export const MAX_CONDITION_SETS = 64;
@@ -112,6 +90,33 @@ const setReferenceSchema = {
 /** A set's own items refer to no set: its keyword is refused there (see validation.ts). */
 const NO_SET_HERE = { type: 'object', properties: { set: false } } as const;
 
+/** `item`, or where `{"set": …}` is written, a reference to a set (in a rule's lists) or a refusal (in a set's own). */
+const orSetReference = <Item>(item: Item, setsReferred: boolean) =>
+  ({ if: { type: 'object', required: ['set'] }, then: setsReferred ? setReferenceSchema : NO_SET_HERE, else: item }) as const;
+
+/** A group where an item of an alternative should be: its keyword is refused (see validation.ts), as groups do not nest. */
+const notAGroup = <Item>(item: Item) => ({ if: { type: 'object', anyOf: [{ required: ['any_of'] }, { required: ['none_of'] }] }, then: { type: 'object', properties: { any_of: false, none_of: false } }, else: item }) as const;
+
+const alternativesSchema = <Item>(item: Item, setsReferred: boolean) =>
+  ({ type: 'array', minItems: 1, maxItems: MAX_ALTERNATIVES, items: { type: 'array', minItems: 1, items: notAGroup(orSetReference(item, setsReferred)) } }) as const;
+
+/**
+ * A group in a list of conditions: `any_of` holds when the items of at least one alternative all
+ * hold, `none_of` when those of none do. Its conditions read the same part of the check as the list
+ * it stands in; in a rule, an alternative may name condition sets (`[{"set": "manager"}]`).
+ */
+const groupSchema = <Kind extends GroupKind, Item>(kind: Kind, item: Item, setsReferred: boolean) =>
+  ({
+    type: 'object',
+    description:
+      kind === 'any_of'
+        ? 'Alternatives (lists of conditions, or in a rule also of references to condition sets): the group holds when every item of at least one of them holds.'
+        : 'Alternatives (lists of conditions, or in a rule also of references to condition sets): the group holds when no alternative has every item holding.',
+    properties: { [kind]: alternativesSchema(item, setsReferred) } as { [key in Kind]: ReturnType<typeof alternativesSchema<Item>> },
+    required: [kind],
+    additionalProperties: false,
+  }) as const;
+
 /**
  * An item of a list of conditions: a condition, a group of alternative lists (see groupSchema), or,
  * in a rule's lists, a reference to a condition set.
@@ -119,11 +124,11 @@ const NO_SET_HERE = { type: 'object', properties: { set: false } } as const;
 const conditionItemSchema = <Item>(item: Item, setsReferred: boolean) =>
   ({
     if: { type: 'object', required: ['any_of'] },
-    then: groupSchema('any_of', item),
+    then: groupSchema('any_of', item, setsReferred),
     else: {
       if: { type: 'object', required: ['none_of'] },
-      then: groupSchema('none_of', item),
-      else: { if: { type: 'object', required: ['set'] }, then: setsReferred ? setReferenceSchema : NO_SET_HERE, else: item },
+      then: groupSchema('none_of', item, setsReferred),
+      else: orSetReference(item, setsReferred),
     },
   }) as const;
 
@@ -135,7 +140,8 @@ const conditionSetsSchema = <Item>(item: Item) =>
     type: 'object',
     description:
       'Named lists of conditions and groups, each defined once and referred to by `{"set": "<name>"}` in any list of conditions of the ' +
-      "policy's rules: a reference holds when every item of the set holds, on the part of the check of the list it stands in.",
+      "policy's rules or an alternative of their groups (`any_of: [[{\"set\": \"manager\"}], [{\"set\": \"owner\"}]]`): a reference holds when " +
+      'every item of the set holds, on the part of the check of the list it stands in.',
     maxProperties: MAX_CONDITION_SETS,
     propertyNames: setNameSchema,
     additionalProperties: { type: 'array', minItems: 1, maxItems: MAX_SET_ITEMS, items: conditionItemSchema(item, false) },
@@ -233,11 +239,13 @@ export const storedPolicySchema = {
 export const policyListSchema = { type: 'array', items: storedPolicySchema } as const;
 
 export type Condition = FromSchema<typeof conditionSchema>;
-export type ConditionGroup = { any_of: Condition[][] } | { none_of: Condition[][] };
 /** A reference to a condition set of the policy, by name. */
 export interface ConditionSetReference {
   set: string;
 }
+/** An item of a group's alternative: a condition, or in a rule's lists a reference to a condition set (the schema refuses one in a set's own groups). */
+export type AlternativeItem = Condition | ConditionSetReference;
+export type ConditionGroup = { any_of: AlternativeItem[][] } | { none_of: AlternativeItem[][] };
 /** An item of a condition set: a condition or a group. */
 export type SetItem = Condition | ConditionGroup;
 /** An item of a rule's list of conditions: a condition, a group, or a reference to a condition set. */

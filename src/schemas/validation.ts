@@ -130,7 +130,7 @@ function describe(error: ErrorObject): { last?: string; msg: string; type: strin
     case 'false schema':
       return error.instancePath.endsWith('/set')
         ? { msg: 'is not allowed here: a condition set refers to no other set', type: 'value_error' }
-        : { msg: 'is not allowed here: groups do not nest, and an alternative holds conditions only', type: 'value_error' };
+        : { msg: 'is not allowed here: groups do not nest (an alternative holds conditions and, in a rule, references to condition sets)', type: 'value_error' };
     default:
       return { msg: error.message ?? 'is invalid', type: error.keyword };
   }

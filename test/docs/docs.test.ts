@@ -277,14 +277,24 @@ t.test("docs/evaluation.md's scoped policies: replayed exactly, explained by the
   t.same(validated.body, { valid: true, warnings: [] }, 'both validate without a warning');
 });
 
-t.test("docs/evaluation.md's derived role: replayed exactly, explained by the set's name, planned, validated, tested from a file", async (t) => {
+t.test("docs/evaluation.md's derived roles: replayed exactly, explained by the sets' names, planned, validated, tested from a file", async (t) => {
   const text = section(EVALUATION, 'Condition sets');
   t.match(text, /Eunomia's SDKs cannot parse a policy that has `condition_sets`/, 'says plainly what Eunomia clients cannot read');
-  const steps = curlSteps(text);
-  t.equal(steps.length, 3, 'a policy and two checks');
+  const allSteps = curlSteps(text);
+  t.equal(allSteps.length, 6, 'two examples, each a policy and two checks');
   const server = await startServer();
   t.teardown(server.close);
-  const answers = (await replay(t, server, steps)) as { allowed: boolean; reason: string }[];
+  const allAnswers = (await replay(t, server, allSteps)) as { allowed: boolean; reason: string }[];
+  const [steps, combined] = [allSteps.slice(0, 3), allSteps.slice(3)];
+  const answers = allAnswers.slice(0, 3);
+  const combining = JSON.parse(combined[0]!.curl.body!);
+  t.same((await server.call('POST', '/admin/policies/validate', combining)).body, { valid: true, warnings: [] }, 'roles that combine validate without a warning');
+  const outsider = await server.call('POST', '/check?explain=true', JSON.parse(combined[2]!.curl.body!));
+  t.same(
+    outsider.body.explain.policies.find((policy: { name: string }) => policy.name === 'expense-reads').rules[0].failed.alternatives.map((failed: { set: string }) => failed.set),
+    ['manager', 'requester'],
+    'the explanation names the set of each alternative that failed',
+  );
   const policy = JSON.parse(steps[0]!.curl.body!);
   const [active, inactive] = steps.slice(1).map((step) => JSON.parse(step.curl.body!));
   t.same((await server.call('POST', '/admin/policies/validate', policy)).body, { valid: true, warnings: [] }, 'it validates without a warning');

@@ -64,11 +64,18 @@ const group: fc.Arbitrary<SetItem> = fc
 /** Set names: the same in every policy (sets of one name differ between policies), one that is a property of every object. */
 const SET_NAMES = ['s1', 's2', 'constructor'];
 
-/** A condition, or now and then a group of alternatives made of them, or a reference to a set (all interned by their keys). */
+const setReference = fc.constantFrom(...SET_NAMES).map((set) => ({ set }));
+
+/** A rule's group: its alternatives of conditions and references to sets (a set's own groups refer to none). */
+const ruleGroup: fc.Arbitrary<ConditionItem> = fc
+  .tuple(fc.boolean(), fc.array(fc.array(fc.oneof({ arbitrary: condition, weight: 3 }, { arbitrary: setReference, weight: 1 }), { minLength: 1, maxLength: 2 }), { minLength: 1, maxLength: 2 }))
+  .map(([any, alternatives]) => (any ? { any_of: alternatives } : { none_of: alternatives }));
+
+/** A condition, or now and then a group of alternatives made of them and of references to sets, or a reference to a set (all interned by their keys). */
 const item: fc.Arbitrary<ConditionItem> = fc.oneof(
   { arbitrary: condition, weight: 5 },
-  { arbitrary: group, weight: 1 },
-  { arbitrary: fc.constantFrom(...SET_NAMES).map((set) => ({ set })), weight: 1 },
+  { arbitrary: ruleGroup, weight: 1 },
+  { arbitrary: setReference, weight: 1 },
 );
 
 /** A policy's condition sets, if any: each of conditions and groups. */

@@ -59,13 +59,14 @@ export function conditionHolds(condition: Pick<Condition, 'path' | 'operator' | 
 }
 
 /**
- * An item of a list: a condition; a group, which holds when the conditions of some alternative
- * (any_of), or of none (none_of), all hold; or a reference to a set of `policy`, which holds when
- * every item of the set does (and never when the policy has no such set).
+ * An item of a list: a condition; a group, which holds when the items of some alternative (any_of),
+ * or of none (none_of), all hold; or a reference to a set of `policy`, which holds when every item of
+ * the set does (and never when the policy has no such set).
  */
 function itemHolds(item: ConditionItem, entity: ResolvedEntity, request: DecisionRequest, policy: Pick<Policy, 'condition_sets'>, undecidableHolds: boolean): boolean {
-  if ('any_of' in item) return item.any_of.some((alternative) => alternative.every((c) => conditionHolds(c, entity, request, undecidableHolds)));
-  if ('none_of' in item) return !item.none_of.some((alternative) => alternative.every((c) => conditionHolds(c, entity, request, !undecidableHolds)));
+  const allHold = (alternative: readonly ConditionItem[], reading: boolean) => alternative.every((each) => itemHolds(each, entity, request, policy, reading));
+  if ('any_of' in item) return item.any_of.some((alternative) => allHold(alternative, undecidableHolds));
+  if ('none_of' in item) return !item.none_of.some((alternative) => allHold(alternative, !undecidableHolds));
   if ('set' in item) {
     const sets = policy.condition_sets ?? {};
     return Object.hasOwn(sets, item.set) && sets[item.set]!.every((each) => itemHolds(each, entity, request, {}, undecidableHolds));

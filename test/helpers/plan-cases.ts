@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { OPERATORS, type Condition, type ConditionItem, type Operator, type Policy, type SetItem } from '../../src/schemas/policy.js';
+import { OPERATORS, type AlternativeItem, type Condition, type ConditionItem, type Operator, type Policy, type SetItem } from '../../src/schemas/policy.js';
 import { flatConditions } from '../../src/engine/condition-items.js';
 import { OPERATOR_DEFINITIONS } from '../../src/engine/operators/index.js';
 import { conditionHolds } from '../engine/reference.js';
@@ -141,11 +141,14 @@ const contextCondition = fc.oneof(
 
 const principalValue = fc.oneof({ arbitrary: fc.constantFrom(...PRINCIPAL_VALUES), weight: 4 }, { arbitrary: anyValue, weight: 1 });
 
-/** A group of one or two alternatives, each of one or two of `conditions`. */
-const group = (conditions: fc.Arbitrary<Condition>): fc.Arbitrary<SetItem> =>
-  fc
-    .tuple(fc.constantFrom('any_of' as const, 'none_of' as const), fc.array(fc.array(conditions, { minLength: 1, maxLength: 2 }), { minLength: 1, maxLength: 2 }))
+/** A group of one or two alternatives, each of one or two of `conditions`, and now and then a reference to set `setName` (in a rule of a policy with sets). */
+const group = (conditions: fc.Arbitrary<Condition>, setName?: string): fc.Arbitrary<SetItem> => {
+  const items: fc.Arbitrary<AlternativeItem> =
+    setName === undefined ? conditions : fc.oneof({ arbitrary: conditions, weight: 4 }, { arbitrary: fc.constant({ set: setName }), weight: 1 });
+  return fc
+    .tuple(fc.constantFrom('any_of' as const, 'none_of' as const), fc.array(fc.array(items, { minLength: 1, maxLength: 2 }), { minLength: 1, maxLength: 2 }))
     .map(([kind, alternatives]) => (kind === 'any_of' ? { any_of: alternatives } : { none_of: alternatives }));
+};
 
 const principalCondition = fc.oneof({ arbitrary: condition(PRINCIPAL_PATHS, principalValue), weight: 6 }, { arbitrary: readsResource(PRINCIPAL_PATHS), weight: 1 });
 const resourceCondition = fc.oneof({ arbitrary: condition(RESOURCE_PATHS, anyValue), weight: 4 }, { arbitrary: relation, weight: 1 });
@@ -159,13 +162,13 @@ const rule = (name: string, withSets: boolean) =>
     name: fc.constant(name),
     effect: fc.constantFrom('allow' as const, 'deny' as const),
     principal_conditions: fc.array(
-      orSet(fc.oneof({ arbitrary: principalCondition, weight: 6 }, { arbitrary: group(principalCondition), weight: 1 }), 'staff', withSets),
+      orSet(fc.oneof({ arbitrary: principalCondition, weight: 6 }, { arbitrary: group(principalCondition, withSets ? 'staff' : undefined), weight: 1 }), 'staff', withSets),
       { maxLength: 1 },
     ),
     resource_conditions: fc.oneof(
       { arbitrary: fc.constant<ConditionItem[]>([]), weight: 1 },
       {
-        arbitrary: fc.array(orSet(fc.oneof({ arbitrary: resourceCondition, weight: 8 }, { arbitrary: group(resourceCondition), weight: 1 }), 'shared', withSets), {
+        arbitrary: fc.array(orSet(fc.oneof({ arbitrary: resourceCondition, weight: 8 }, { arbitrary: group(resourceCondition, withSets ? 'shared' : undefined), weight: 1 }), 'shared', withSets), {
           minLength: 1,
           maxLength: 3,
         }),

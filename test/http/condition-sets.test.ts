@@ -97,3 +97,71 @@ t.test('a set is versioned with its policy: a new version of the set changes the
   t.same(replaced.before.condition_sets, first.after.condition_sets, 'the set as it was');
   t.same(replaced.after.condition_sets.manager, [{ path: 'attributes.role', operator: 'in', value: ['manager', 'lead'] }], 'and as it is');
 });
+
+/** Derived roles that combine: managers (a set) or the requester's delegates (another) read; nobody on leave (a set in a none_of) approves. */
+const COMBINED = {
+  name: 'combined',
+  condition_sets: {
+    manager: MANAGER,
+    delegate: [{ path: 'attributes.delegate_of', operator: '==', value_from: 'resource.attributes.requester' }],
+    on_leave: [{ path: 'attributes.leave', operator: '==', value: true }],
+  },
+  rules: [
+    { name: 'managers or delegates read', effect: 'allow', principal_conditions: [{ any_of: [[{ set: 'manager' }], [{ set: 'delegate' }]] }], actions: ['read'] },
+    { name: 'present managers approve', effect: 'allow', principal_conditions: [{ set: 'manager' }, { none_of: [[{ set: 'on_leave' }]] }], actions: ['approve'] },
+  ],
+};
+
+const asking = (action: string, attributes: Record<string, unknown>) => ({ principal: { uri: 'user:mo', attributes }, resource: { attributes: { amount: 100, requester: 'user:al' } }, action });
+const allowedBy = (rule: string) => ({ allowed: true, reason: `Rule ${rule} allowed the action in policy combined` });
+
+t.test('sets combine inside groups: any_of of sets, a set in a none_of, decided alike on the front and in the pool', async (t) => {
+  for (const evaluation of ['inline', 'pool'] as const) {
+    const server = await emptyServer(t, { evaluation, workers: 1 });
+    const created = await server.call('POST', '/admin/policies', COMBINED);
+    t.equal(created.status, 200, JSON.stringify(created.body));
+    t.same(created.body.rules[0].principal_conditions, COMBINED.rules[0]!.principal_conditions, 'stored as written, the sets by name');
+    const cases: [ReturnType<typeof asking>, unknown, string][] = [
+      [asking('read', { role: 'manager', active: true }), allowedBy('managers-or-delegates-read'), 'a manager reads'],
+      [asking('read', { delegate_of: 'user:al' }), allowedBy('managers-or-delegates-read'), "the requester's delegate reads"],
+      [asking('read', { role: 'manager', active: false, delegate_of: 'user:zed' }), DENIED, 'neither an active manager nor the delegate'],
+      [asking('approve', { role: 'manager', active: true }), allowedBy('present-managers-approve'), 'a present manager approves'],
+      [asking('approve', { role: 'manager', active: true, leave: true }), DENIED, 'one on leave does not'],
+    ];
+    await decidesEachAndInBulk(t, server, cases, evaluation);
+  }
+});
+
+t.test("an explanation of a failed any_of names each alternative's set and its first failing item; a plan states the sets", async (t) => {
+  const server = await emptyServer(t);
+  t.equal((await server.call('POST', '/admin/policies', COMBINED)).status, 200);
+  const nobody = await server.call('POST', '/check?explain=true', asking('read', { role: 'manager', active: false, delegate_of: 'user:zed' }));
+  t.equal(nobody.status, 200);
+  t.same(nobody.body.explain.policies[0].rules[0].failed, {
+    side: 'principal',
+    group: 'any_of',
+    alternatives: [
+      { set: 'manager', failed: { path: 'attributes.active', operator: '==', expected: true, actual: false } },
+      { set: 'delegate', failed: { path: 'attributes.delegate_of', operator: '==', value_from: 'resource.attributes.requester', expected: 'user:al', actual: 'user:zed' } },
+    ],
+  });
+  const onLeave = await server.call('POST', '/check?explain=true', asking('approve', { role: 'manager', active: true, leave: true }));
+  t.same(onLeave.body.explain.policies[0].rules[0].failed, { side: 'principal', group: 'none_of', held: 0 });
+  const planned = await server.call('POST', '/plan', { principal: { uri: 'user:mo', attributes: { delegate_of: 'user:al' } }, action: 'read' });
+  t.equal(planned.status, 200, JSON.stringify(planned.body));
+  t.same(planned.body.condition, { path: 'attributes.requester', operator: '==', value: 'user:al' }, "the delegate set mirrored onto the resource");
+});
+
+t.test('in a group, a reference to an undefined set is refused naming where it stands; a set of its own groups refers to no set', async (t) => {
+  const server = await emptyServer(t);
+  const unknown = await server.call('POST', '/admin/policies', { ...COMBINED, rules: [{ name: 'r', effect: 'allow', principal_conditions: [{ any_of: [[{ set: 'manager' }], [{ set: 'delegat' }]] }], actions: ['read'] }] });
+  t.equal(unknown.status, 422);
+  t.same(unknown.body.detail.map((issue: { loc: unknown[] }) => issue.loc.join('.')), ['body.rules.0.principal_conditions.0.any_of.1.0.set'], 'one issue, where the name stands');
+  t.match(unknown.body.detail[0].msg, /no condition set named 'delegat' \(its sets: manager, delegate, on_leave\)/);
+  const nested = await server.call('POST', '/admin/policies', { name: 'p', condition_sets: { outer: [{ any_of: [[{ set: 'inner' }]] }], inner: MANAGER }, rules: [] });
+  t.equal(nested.status, 422);
+  t.same(nested.body.detail.map((issue: { loc: unknown[]; msg: string }) => [issue.loc.join('.'), issue.msg]), [['body.condition_sets.outer.0.any_of.0.0.set', 'is not allowed here: a condition set refers to no other set']], 'one line, naming the rule it broke');
+  const validated = await server.call('POST', '/admin/policies/validate', COMBINED);
+  t.equal(validated.status, 200);
+  t.notMatch(JSON.stringify(validated.body.warnings ?? []), /unused_condition_set/, 'a set referred to only inside a group is used');
+});

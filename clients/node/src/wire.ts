@@ -125,14 +125,39 @@ export type Decision = {
                     group?: "any_of" | "none_of" | undefined;
                     alternatives?: {
                         [x: string]: unknown;
+                        path?: string | undefined;
+                        operator?: string | undefined;
                         value_from?: string | undefined;
+                        set?: string | undefined;
                         actual?: unknown;
+                        failed?: {
+                            [x: string]: unknown;
+                            path?: string | undefined;
+                            operator?: string | undefined;
+                            value_from?: string | undefined;
+                            actual?: unknown;
+                            group?: "any_of" | "none_of" | undefined;
+                            alternatives?: {
+                                [x: string]: unknown;
+                                value_from?: string | undefined;
+                                actual?: unknown;
+                                expected?: unknown;
+                                missing?: boolean | undefined;
+                                value_from_missing?: boolean | undefined;
+                                undecidable?: string | undefined;
+                                path: string;
+                                operator: string;
+                            }[] | undefined;
+                            expected?: unknown;
+                            missing?: boolean | undefined;
+                            value_from_missing?: boolean | undefined;
+                            undecidable?: string | undefined;
+                            held?: number | undefined;
+                        } | undefined;
                         expected?: unknown;
                         missing?: boolean | undefined;
                         value_from_missing?: boolean | undefined;
                         undecidable?: string | undefined;
-                        path: string;
-                        operator: string;
                     }[] | undefined;
                     expected?: unknown;
                     missing?: boolean | undefined;
@@ -343,14 +368,39 @@ export type AuthzenDecision = {
                         group?: "any_of" | "none_of" | undefined;
                         alternatives?: {
                             [x: string]: unknown;
+                            path?: string | undefined;
+                            operator?: string | undefined;
                             value_from?: string | undefined;
+                            set?: string | undefined;
                             actual?: unknown;
+                            failed?: {
+                                [x: string]: unknown;
+                                path?: string | undefined;
+                                operator?: string | undefined;
+                                value_from?: string | undefined;
+                                actual?: unknown;
+                                group?: "any_of" | "none_of" | undefined;
+                                alternatives?: {
+                                    [x: string]: unknown;
+                                    value_from?: string | undefined;
+                                    actual?: unknown;
+                                    expected?: unknown;
+                                    missing?: boolean | undefined;
+                                    value_from_missing?: boolean | undefined;
+                                    undecidable?: string | undefined;
+                                    path: string;
+                                    operator: string;
+                                }[] | undefined;
+                                expected?: unknown;
+                                missing?: boolean | undefined;
+                                value_from_missing?: boolean | undefined;
+                                undecidable?: string | undefined;
+                                held?: number | undefined;
+                            } | undefined;
                             expected?: unknown;
                             missing?: boolean | undefined;
                             value_from_missing?: boolean | undefined;
                             undecidable?: string | undefined;
-                            path: string;
-                            operator: string;
                         }[] | undefined;
                         expected?: unknown;
                         missing?: boolean | undefined;
@@ -530,14 +580,39 @@ export type AuthzenEvaluationsResponse = {
                         group?: "any_of" | "none_of" | undefined;
                         alternatives?: {
                             [x: string]: unknown;
+                            path?: string | undefined;
+                            operator?: string | undefined;
                             value_from?: string | undefined;
+                            set?: string | undefined;
                             actual?: unknown;
+                            failed?: {
+                                [x: string]: unknown;
+                                path?: string | undefined;
+                                operator?: string | undefined;
+                                value_from?: string | undefined;
+                                actual?: unknown;
+                                group?: "any_of" | "none_of" | undefined;
+                                alternatives?: {
+                                    [x: string]: unknown;
+                                    value_from?: string | undefined;
+                                    actual?: unknown;
+                                    expected?: unknown;
+                                    missing?: boolean | undefined;
+                                    value_from_missing?: boolean | undefined;
+                                    undecidable?: string | undefined;
+                                    path: string;
+                                    operator: string;
+                                }[] | undefined;
+                                expected?: unknown;
+                                missing?: boolean | undefined;
+                                value_from_missing?: boolean | undefined;
+                                undecidable?: string | undefined;
+                                held?: number | undefined;
+                            } | undefined;
                             expected?: unknown;
                             missing?: boolean | undefined;
                             value_from_missing?: boolean | undefined;
                             undecidable?: string | undefined;
-                            path: string;
-                            operator: string;
                         }[] | undefined;
                         expected?: unknown;
                         missing?: boolean | undefined;
@@ -650,14 +725,39 @@ export type AuthzenEvaluationsResponse = {
                             group?: "any_of" | "none_of" | undefined;
                             alternatives?: {
                                 [x: string]: unknown;
+                                path?: string | undefined;
+                                operator?: string | undefined;
                                 value_from?: string | undefined;
+                                set?: string | undefined;
                                 actual?: unknown;
+                                failed?: {
+                                    [x: string]: unknown;
+                                    path?: string | undefined;
+                                    operator?: string | undefined;
+                                    value_from?: string | undefined;
+                                    actual?: unknown;
+                                    group?: "any_of" | "none_of" | undefined;
+                                    alternatives?: {
+                                        [x: string]: unknown;
+                                        value_from?: string | undefined;
+                                        actual?: unknown;
+                                        expected?: unknown;
+                                        missing?: boolean | undefined;
+                                        value_from_missing?: boolean | undefined;
+                                        undecidable?: string | undefined;
+                                        path: string;
+                                        operator: string;
+                                    }[] | undefined;
+                                    expected?: unknown;
+                                    missing?: boolean | undefined;
+                                    value_from_missing?: boolean | undefined;
+                                    undecidable?: string | undefined;
+                                    held?: number | undefined;
+                                } | undefined;
                                 expected?: unknown;
                                 missing?: boolean | undefined;
                                 value_from_missing?: boolean | undefined;
                                 undecidable?: string | undefined;
-                                path: string;
-                                operator: string;
                             }[] | undefined;
                             expected?: unknown;
                             missing?: boolean | undefined;

@@ -43,7 +43,7 @@ function whyItemFailed(failed: Omit<FailedCondition, 'side'> | Omit<FailedGroup,
   if ('set' in failed) return failed.failed === undefined ? `set ${failed.set} is not defined` : `set ${failed.set} does not hold: ${whyItemFailed(failed.failed)}`;
   if (!('group' in failed)) return conditionFailed(failed);
   if (failed.group === 'none_of') return `none_of does not hold: its alternative ${failed.held! + 1} held`;
-  return `any_of does not hold: ${failed.alternatives!.map((alternative, index) => `alternative ${index + 1}: ${conditionFailed(alternative)}`).join('; ')}`;
+  return `any_of does not hold: ${failed.alternatives!.map((alternative, index) => `alternative ${index + 1}: ${whyItemFailed(alternative)}`).join('; ')}`;
 }
 
 /** What the trace of a decision says, in lines a person reads: the deciding rule or default, then each rule of the action. */

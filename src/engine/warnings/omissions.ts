@@ -2,7 +2,7 @@ import { coversAction } from '../actions.js';
 import type { Policy, Rule } from '../../schemas/policy.js';
 import type { Location, ValidationIssue } from '../../schemas/errors.js';
 import type { CompiledCondition, CompiledItem } from '../compiled-rule.js';
-import { isSetReference } from '../condition-items.js';
+import { writtenItem } from '../condition-items.js';
 import type { RequestPart } from '../entity.js';
 import { slugify } from '../slug.js';
 import { type CompiledPolicies, type CompiledRuleConditions, type PlacedRule, SIDES, type SideKey, WHOSE, conditionsAmong, conditionsOf, implied, indexOf, isPresenceTest } from './shared.js';
@@ -75,8 +75,7 @@ function closingRule({ rule, sides }: CompiledRuleConditions, side: SideKey, pat
     const kept = sides[each]
       .filter((condition) => !needs(condition, each, side, path))
       .map(({ source }) => {
-        if (isSetReference(source)) return { set: source.set };
-        if (!('path' in source)) return source;
+        if (!('path' in source)) return writtenItem(source);
         const { path: conditionPath, operator, value, value_from } = source;
         return { path: conditionPath, operator, ...(value !== undefined && { value }), ...(value_from !== undefined && { value_from }) };
       });

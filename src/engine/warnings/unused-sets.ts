@@ -1,6 +1,6 @@
 import type { Policy } from '../../schemas/policy.js';
 import type { Location, ValidationIssue } from '../../schemas/errors.js';
-import { isSetReference } from '../condition-items.js';
+import { setsReferred } from '../condition-items.js';
 import { SIDES, conditionsOf, type Checking } from './shared.js';
 
 /** The condition sets of `policy` that none of its rules refers to: a name misspelled where it was meant, or a set left over. */
@@ -12,7 +12,7 @@ export function unusedSets(policy: Policy, at: Location, checking: Checking): Va
     for (const side of SIDES) {
       const items = conditionsOf(rule, side);
       checking.step(items.length);
-      for (const item of items) if (isSetReference(item)) used.add(item.set);
+      for (const [name] of setsReferred(items)) used.add(name);
     }
   }
   return defined
