@@ -1,5 +1,5 @@
 import t from 'tap';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
@@ -104,7 +104,7 @@ t.test('the gRPC flavour: the Istio provider and the plain Envoy call Verdict\'s
   t.equal(String(cluster.load_assignment.endpoints[0].lb_endpoints[0].endpoint.address.socket_address.port_value), config.extAuthzGrpc, 'the same port');
 });
 
-t.test("the example's policies, mapping and key set decide as documented: the owner reads, others do not, an editor creates", async (t) => {
+t.test("the example as applied, on two replicas and after a restart: the owner named by the path decides alike everywhere, with no registry write and no admin key", async (t) => {
   const key = await signingKey('idp-1', 'RS256');
   const issuer = await TokenIssuer.start([key]);
   t.teardown(() => issuer.close());
@@ -113,19 +113,42 @@ t.test("the example's policies, mapping and key set decide as documented: the ow
   const [keySet] = tokens.key_sets;
   writeFileSync(join(dir, 'tokens.json'), JSON.stringify({ ...tokens, key_sets: [{ ...keySet, jwks_url: issuer.jwksUrl }] }));
   writeFileSync(join(dir, 'mapping.yaml'), configMap('verdict-mesh').data['mapping.yaml']);
-  const server = await startServer({ tokens: join(dir, 'tokens.json'), extAuthz: join(dir, 'mapping.yaml') });
-  t.teardown(server.close);
-  await ready(server);
-  for (const file of Object.values(configMap('verdict-policies').data) as string[]) t.equal((await server.call('POST', '/admin/policies', parseYaml(file))).status, 200);
-  t.equal((await server.call('POST', '/admin/fetchers/registry/entities', { uri: 'document:42', type: 'resource', attributes: { owner: 'alice' } })).status, 200);
+  // The policies as the pod mounts them: the ConfigMap's keys as files of one directory.
+  const policies = join(dir, 'policies');
+  mkdirSync(policies);
+  for (const [name, text] of Object.entries(configMap('verdict-policies').data) as [string, string][]) writeFileSync(join(policies, name), text);
+  // Each replica with its own empty data directory, as the pod's emptyDir.
+  const replica = async () => {
+    const server = await startServer({ tokens: join(dir, 'tokens.json'), extAuthz: join(dir, 'mapping.yaml'), policiesDir: policies, evaluation: config.evaluation });
+    await ready(server);
+    return server;
+  };
 
-  const filter = envoyFilter(server.url);
-  const as = async (sub: string, method: string, path: string, extra = {}) =>
-    throughEnvoy(filter, { method, host: 'documents.example.com', path, headers: { authorization: `Bearer ${await tokenFor(key, sub, { issuer: keySet.issuer, audience: keySet.audience, extra })}` }, peerAddress: '198.51.100.7' });
-  t.same(await as('alice', 'GET', '/documents/42'), { passed: true, upstreamHeaders: { [principalHeader]: 'user:alice' } });
-  t.match(await as('bob', 'GET', '/documents/42'), { passed: false, status: 403 });
-  t.match(await as('bob', 'POST', '/documents', { groups: ['editors'] }), { passed: true });
-  t.match(await as('bob', 'POST', '/documents'), { passed: false, status: 403 });
-  t.match(await as('alice', 'GET', '/settings'), { passed: false, status: 403 }, 'unmapped');
-  t.match(await throughEnvoy(filter, { method: 'GET', host: 'h', path: '/documents/42', headers: { authorization: 'Bearer not-a-token' }, peerAddress: '198.51.100.7' }), { passed: false, status: 401, headers: { 'www-authenticate': /invalid_token/ } });
+  const decidesAsDocumented = async (server: Awaited<ReturnType<typeof startServer>>, which: string) => {
+    const filter = envoyFilter(server.url);
+    const as = async (sub: string, method: string, path: string, extra = {}) =>
+      throughEnvoy(filter, { method, host: 'documents.example.com', path, headers: { authorization: `Bearer ${await tokenFor(key, sub, { issuer: keySet.issuer, audience: keySet.audience, extra })}` }, peerAddress: '198.51.100.7' });
+    t.same(await as('alice', 'GET', '/users/alice/documents/42'), { passed: true, upstreamHeaders: { [principalHeader]: 'user:alice' } }, `${which}: the owner reads`);
+    t.match(await as('alice', 'PUT', '/users/alice/documents/42'), { passed: true }, `${which}: and updates`);
+    t.match(await as('bob', 'GET', '/users/alice/documents/42'), { passed: false, status: 403 }, `${which}: another user does not`);
+    t.match(await as('bob', 'PUT', '/users/alice/documents/42', { groups: ['editors'] }), { passed: true }, `${which}: an editor updates any`);
+    t.match(await as('alice', 'POST', '/users/alice/documents'), { passed: true }, `${which}: the owner creates in her own documents`);
+    t.match(await as('bob', 'POST', '/users/alice/documents'), { passed: false, status: 403 }, `${which}: not in another's`);
+    t.match(await as('alice', 'GET', '/documents/42'), { passed: false, status: 403 }, `${which}: an unmapped path is denied`);
+    t.match(
+      await throughEnvoy(filter, { method: 'GET', host: 'h', path: '/users/alice/documents/42', headers: { authorization: 'Bearer not-a-token' }, peerAddress: '198.51.100.7' }),
+      { passed: false, status: 401, headers: { 'www-authenticate': /invalid_token/ } },
+      `${which}: a token that does not verify is refused`,
+    );
+  };
+
+  const [first, second] = [await replica(), await replica()];
+  await decidesAsDocumented(first, 'replica 1');
+  await decidesAsDocumented(second, 'replica 2');
+  for (const server of [first, second]) t.same((await server.call('GET', '/admin/fetchers/registry/entities')).body, [], 'with nothing registered anywhere');
+  await first.close();
+  const restarted = await replica();
+  t.teardown(restarted.close);
+  t.teardown(second.close);
+  await decidesAsDocumented(restarted, 'replica 1 restarted');
 });
