@@ -28,6 +28,10 @@ const CONSTANTS = ['API_KEY_HEADER', 'REVISION_HEADER', 'MIN_REVISION_HEADER', '
 const TARGET = process.env.CLIENT_WIRE_TARGET ?? fileURLToPath(new URL('../clients/python/verdict_client/wire.py', import.meta.url));
 const SCALARS = { string: 'str', integer: 'int', number: 'float', boolean: 'bool', null: 'None' };
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** Python's keywords: a field so named (`from`) is no attribute name, so its class is written in TypedDict's functional form. */
+const KEYWORDS = new Set(
+  'False None True and as assert async await break class continue def del elif else except finally for from global if import in is lambda nonlocal not or pass raise return try while with yield'.split(' '),
+);
 
 const classes = [];
 const classBySchema = new Map();
@@ -67,11 +71,18 @@ function typedDict(schema, name) {
   const fields = Object.entries(schema.properties).map(([field, property]) => {
     if (!IDENTIFIER.test(field)) throw new Error(`${name}.${field} is no Python name`);
     const type = typeOf(property, `${name}${capitalized(field)}`);
-    const doc = property.description === undefined ? '' : `    """${property.description.replaceAll('"""', "'''")}"""\n`;
-    return `    ${field}: ${required.has(field) ? `Required[${type}]` : type}\n${doc}`;
+    return { field, type: required.has(field) ? `Required[${type}]` : type, description: property.description?.replaceAll('"""', "'''") };
   });
   const description = schema.description ?? ROOT_DOCS.get(name);
-  classes.push(`class ${name}(TypedDict, total=False):\n${description ? `    """${description}"""\n\n` : ''}${fields.join('')}`);
+  const docstring = description ? `    """${description}"""\n\n` : '';
+  if (fields.some(({ field }) => KEYWORDS.has(field))) {
+    // The functional form evaluates its types when the module loads: each is quoted, a forward reference.
+    const entries = fields.map(({ field, type }) => `        ${JSON.stringify(field)}: ${JSON.stringify(type)},\n`).join('');
+    classes.push(`${name} = TypedDict(\n    ${JSON.stringify(name)},\n    {\n${entries}    },\n    total=False,\n)${description ? `\n"""${description}"""` : ''}\n`);
+    return name;
+  }
+  const lines = fields.map(({ field, type, description: doc }) => `    ${field}: ${type}\n${doc === undefined ? '' : `    """${doc}"""\n`}`);
+  classes.push(`class ${name}(TypedDict, total=False):\n${docstring}${lines.join('')}`);
   return name;
 }
 

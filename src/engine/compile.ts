@@ -7,7 +7,8 @@ import { compileLookup, MISSING, type Lookup } from './paths.js';
 import { compileReference, parseReference, type Reference } from './references.js';
 import type { CompiledCondition, CompiledGroup, CompiledItem, CompiledRule, ConditionLists } from './compiled-rule.js';
 import { ActionRules, type IndexableRule } from './rule-index.js';
-import { groupParts, isGroup, isSetReference, resolveSets, type CompilableItem, type ResolvedSet } from './condition-items.js';
+import { groupParts, isGroup, isSetReference, ownSets, resolveSets, sharedSets, type CompilableItem, type ResolvedSet, type SetsInReach } from './condition-items.js';
+import { takesSharedSets } from './shared-sets.js';
 import { counted, defaultDecisionOf, NO_DEFAULTS, ScopedDefaults, scopeCondition, type Defaults } from './scope.js';
 import { ANY_ACTION } from './actions.js';
 
@@ -37,6 +38,8 @@ interface Lineage {
   conditions: ConditionCompiler;
   /** The positions given did not fit in rule orders (see RULE_SLOTS): they are indexes, and changes cannot be placed among them. */
   renumbered: boolean;
+  /** A policy refers to another's sets: a change of one policy may change another's rules, so changes are not derived. */
+  sharesSets: boolean;
   /** How many policies the last full compile held, and how many changes were derived since. */
   compiledPolicies: number;
   derivedChanges: number;
@@ -131,16 +134,21 @@ export class ConditionCompiler implements ConditionLists {
     return compiledGroup(holds, { kind, alternatives }, source);
   }
 
-  /** A set compiles as a group of one alternative, its items; one the policy does not define never holds. */
+  /**
+   * A set compiles as a group of one alternative, its items. One out of reach (a shared set its
+   * policy no longer defines) cannot be decided: it fails closed, as a condition that cannot be
+   * evaluated does, holding in a deny rule and not in an allow rule (read the other way in a none_of).
+   */
   private set(source: ResolvedSet, undecidableHolds: boolean): CompiledGroup {
-    if (source.items === undefined) return compiledGroup(() => false, { kind: 'set', name: source.set, alternatives: [] }, source);
+    const { set: name, from } = source;
+    if (source.items === undefined) return compiledGroup(() => undecidableHolds, { kind: 'set', name, from, alternatives: [] }, source, undecidableHolds);
     const items = this.list(source.items, undecidableHolds);
-    return compiledGroup((entity, request) => firstFailingCondition(items, entity, request!) === -1, { kind: 'set', name: source.set, alternatives: [items] }, source);
+    return compiledGroup((entity, request) => firstFailingCondition(items, entity, request!) === -1, { kind: 'set', name, from, alternatives: [items] }, source);
   }
 }
 
-/** A group or set whose lookup `holds` decides it (see CompiledGroup). */
-function compiledGroup(holds: Lookup, group: CompiledGroup['group'], source: CompiledGroup['source']): CompiledGroup {
+/** A group or set whose lookup `holds` decides it (see CompiledGroup); `undecidableHolds` for a set out of reach, which is undecidable. */
+function compiledGroup(holds: Lookup, group: CompiledGroup['group'], source: CompiledGroup['source'], undecidableHolds = false): CompiledGroup {
   return {
     lookup: holds,
     test: GROUP_HOLDS,
@@ -148,7 +156,7 @@ function compiledGroup(holds: Lookup, group: CompiledGroup['group'], source: Com
     referenced: undefined,
     relate: UNUSED_RELATION,
     holdsWhenMissing: false,
-    undecidableHolds: false,
+    undecidableHolds,
     group,
     comparison: undefined,
     source,
@@ -189,7 +197,8 @@ const UNUSED_RELATION = () => false;
 
 /** Whether an item holds a condition whose test may be undecidable (see OperatorDefinition.undecidable). */
 function mayBeUndecidable(item: CompilableItem): boolean {
-  if (isSetReference(item)) return item.items?.some(mayBeUndecidable) ?? false;
+  // A set out of reach is undecidable itself.
+  if (isSetReference(item)) return item.items?.some(mayBeUndecidable) ?? true;
   if (isGroup(item)) return groupParts(item).alternatives.some((conditions) => conditions.some(mayBeUndecidable));
   return OPERATOR_DEFINITIONS[item.operator].undecidable !== undefined;
 }
@@ -209,7 +218,7 @@ function readingKey(item: CompilableItem, undecidableHolds: boolean): string {
  * condition's key is a list: sets of the same name in two policies differ by their items).
  */
 export function itemKey(item: CompilableItem): string {
-  if (isSetReference(item)) return `{"set":${JSON.stringify(item.set)},"items":${item.items === undefined ? 'null' : setItemsKey(item.items)}}`;
+  if (isSetReference(item)) return `{"set":${JSON.stringify(item.set)},"from":${JSON.stringify(item.from ?? null)},"items":${item.items === undefined ? 'null' : setItemsKey(item.items)}}`;
   if (!isGroup(item)) return conditionKey(item);
   const { kind, alternatives } = groupParts(item);
   return `{"${kind}":[${alternatives.map((items) => `[${items.map(itemKey).join(',')}]`).join(',')}]}`;
@@ -263,18 +272,18 @@ export const fallbackFor = (snapshot: Snapshot, request: DecisionRequest): Decis
   snapshot.scopes === undefined ? snapshot.fallback : snapshot.scopes.fallbackFor(request.resource.uri);
 
 /** A rule's resource conditions as the engine tests them: after its policy's scope, when it has one. */
-function resourceItems(policy: Policy, rule: Policy['rules'][number]): readonly CompilableItem[] {
+function resourceItems(policy: Policy, rule: Policy['rules'][number], sets: SetsInReach): readonly CompilableItem[] {
   const scope = scopeCondition(policy);
-  const items = resolveSets(policy, rule.resource_conditions);
+  const items = resolveSets(sets, rule.resource_conditions);
   return scope === undefined ? items : [scope, ...items];
 }
 
 /** Each rule of `policy` compiled, with its sources as the index reads them. */
-const indexableRules = (policy: Policy, compiled: readonly CompiledRule[]): IndexableRule[] =>
-  policy.rules.map((rule, index) => ({ compiled: compiled[index]!, principal: resolveSets(policy, rule.principal_conditions), resource: resourceItems(policy, rule) }));
+const indexableRules = (policy: Policy, compiled: readonly CompiledRule[], sets: SetsInReach): IndexableRule[] =>
+  policy.rules.map((rule, index) => ({ compiled: compiled[index]!, principal: resolveSets(sets, rule.principal_conditions), resource: resourceItems(policy, rule, sets) }));
 
-/** A policy's rules compiled, and how each action indexes them. */
-function compilePolicy(policy: Policy, position: number, conditions: ConditionCompiler): { rules: CompiledRule[]; indexable: IndexableRule[] } {
+/** A policy's rules compiled, with the sets in its reach, and how each action indexes them. */
+function compilePolicy(policy: Policy, position: number, conditions: ConditionCompiler, sets: SetsInReach): { rules: CompiledRule[]; indexable: IndexableRule[] } {
   const rules: CompiledRule[] = [];
   policy.rules.forEach((rule, index) => {
     const denies = rule.effect === 'deny';
@@ -282,15 +291,15 @@ function compilePolicy(policy: Policy, position: number, conditions: ConditionCo
       order: position * RULE_SLOTS + index,
       policyPosition: position,
       denies,
-      principal: conditions.list(resolveSets(policy, rule.principal_conditions), denies),
-      resource: conditions.list(resourceItems(policy, rule), denies),
-      action: conditions.list(resolveSets(policy, rule.action_conditions ?? []), denies),
-      context: conditions.list(resolveSets(policy, rule.context_conditions ?? []), denies),
+      principal: conditions.list(resolveSets(sets, rule.principal_conditions), denies),
+      resource: conditions.list(resourceItems(policy, rule, sets), denies),
+      action: conditions.list(resolveSets(sets, rule.action_conditions ?? []), denies),
+      context: conditions.list(resolveSets(sets, rule.context_conditions ?? []), denies),
       decision: ruleDecision(rule.effect, rule.name, policy.name),
     };
     rules.push(compiled);
   });
-  return { rules, indexable: indexableRules(policy, rules) };
+  return { rules, indexable: indexableRules(policy, rules, sets) };
 }
 
 /** Adds each of `rules` to the list of every action it names (ANY_ACTION among them). */
@@ -331,14 +340,16 @@ export function compile(policies: readonly Policy[], revision: number, positions
   if (renumbered) positions = policies.map((_, index) => index);
   const rulesOfAction = new Map<string, IndexableRule[]>();
   const conditions = new ConditionCompiler();
+  const reach = sharedSets(policies);
   const rules = policies.map((policy, index) => {
-    const compiled = compilePolicy(policy, positions[index]!, conditions);
+    const compiled = compilePolicy(policy, positions[index]!, conditions, reach(policy));
     fileByAction(rulesOfAction, policy, compiled.indexable);
     return compiled.rules;
   });
   const rulesByAction = new Map([...rulesOfAction.keys()].map((action) => [action, ActionRules.build(coveringAction(rulesOfAction, action), conditions)]));
   const defaults = policies.reduce((counting, policy) => counted(counting, policy, 1), NO_DEFAULTS);
-  const lineage = { conditions, renumbered, compiledPolicies: policies.length, derivedChanges: 0, defaults, names: { of: undefined, positions: new Map() } };
+  const sharesSets = policies.some(takesSharedSets);
+  const lineage = { conditions, renumbered, sharesSets, compiledPolicies: policies.length, derivedChanges: 0, defaults, names: { of: undefined, positions: new Map() } };
   return snapshotOf(revision, { policies, positions, rules }, rulesByAction, lineage, ScopedDefaults.of(policies));
 }
 
@@ -389,7 +400,7 @@ function sortedIndex(positions: readonly number[], position: number): number {
  * selectivity of those choices drifts as the set changes.
  */
 export function derive(previous: Snapshot, changes: readonly ChangedPolicy[], revision: number): Snapshot | undefined {
-  if (previous.lineage.renumbered) return undefined;
+  if (previous.lineage.renumbered || previous.lineage.sharesSets || changes.some(({ now }) => now !== null && takesSharedSets(now.policy))) return undefined;
   const policies = previous.policies.slice();
   const positions = previous.positions.slice();
   const rules = previous.rules.slice();
@@ -410,7 +421,7 @@ export function derive(previous: Snapshot, changes: readonly ChangedPolicy[], re
       if (policies[at]?.name !== name) return undefined;
       const old = policies[at]!;
       const oldRules = rules[at]!;
-      fileByAction(removedOf, old, indexableRules(old, oldRules));
+      fileByAction(removedOf, old, indexableRules(old, oldRules, ownSets(old)));
       removedPolicies.push(old);
       defaults = counted(defaults, old, -1);
       policies.splice(at, 1);
@@ -422,7 +433,7 @@ export function derive(previous: Snapshot, changes: readonly ChangedPolicy[], re
     const { policy, position } = now;
     const insertAt = sortedIndex(positions, position);
     if (!ordersFit(policy, position) || positions[insertAt] === position) return undefined;
-    const compiled = compilePolicy(policy, position, conditions);
+    const compiled = compilePolicy(policy, position, conditions, ownSets(policy));
     fileByAction(addedOf, policy, compiled.indexable);
     defaults = counted(defaults, policy, 1);
     addedPolicies.push(policy);

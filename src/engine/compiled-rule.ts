@@ -44,8 +44,8 @@ export interface CompiledCondition extends CompiledTest {
  * alternatives.
  */
 export interface CompiledGroup extends CompiledTest {
-  /** A set is a group of one alternative, the set's items (none for a set the policy does not define: it never holds). */
-  group: { kind: GroupKind | 'set'; name?: string; alternatives: readonly (readonly CompiledItem[])[] };
+  /** A set is a group of one alternative, the set's items (none for a set out of reach: undecidable, it fails closed); `from` names another policy's. */
+  group: { kind: GroupKind | 'set'; name?: string; from?: string; alternatives: readonly (readonly CompiledItem[])[] };
   comparison: undefined;
   source: ConditionGroup | ResolvedSet;
 }

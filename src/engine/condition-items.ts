@@ -15,9 +15,14 @@ export function groupParts(group: ConditionGroup): { kind: GroupKind; alternativ
   return 'any_of' in group ? { kind: 'any_of', alternatives: group.any_of } : { kind: 'none_of', alternatives: group.none_of };
 }
 
-/** A reference to a condition set with the set's items; none where the policy defines no such set (validation refuses that, and it never holds). */
+/**
+ * A reference to a condition set with the set's items; none where no such set is in reach (a write
+ * refuses that, but a policy a shared set was taken from may change since): it is then undecidable,
+ * and fails closed (see ConditionCompiler.set).
+ */
 export interface ResolvedSet {
   set: string;
+  from?: string;
   items?: readonly SetItem[];
 }
 
@@ -30,10 +35,32 @@ export function setItems(policy: Pick<Policy, 'condition_sets'>, name: string): 
   return sets !== undefined && Object.hasOwn(sets, name) ? sets[name] : undefined;
 }
 
-/** `items` with each reference to a set of `policy`, in a group's alternatives too, given the set's items (`items` itself when it holds none). */
-export function resolveSets(policy: Pick<Policy, 'condition_sets'>, items: readonly ConditionItem[]): readonly CompilableItem[] {
+/** The items of the set a reference names, if it is in reach: a policy's own sets, and with `from` another policy's. */
+export type SetsInReach = (reference: ConditionSetReference) => readonly SetItem[] | undefined;
+
+/** The sets in reach of `policy` alone: its own (a reference `from` its own name included). */
+export const ownSets =
+  (policy: Pick<Policy, 'name' | 'condition_sets'>): SetsInReach =>
+  (reference) =>
+    reference.from === undefined || reference.from === policy.name ? setItems(policy, reference.set) : undefined;
+
+/**
+ * The sets in reach of each of `policies`: its own, and those of the others by `from`. A shadow
+ * standing in for a live policy not among them (a shadow set's) lends its sets under that name.
+ */
+export function sharedSets(policies: readonly Pick<Policy, 'name' | 'condition_sets' | 'shadow'>[]): (policy: Pick<Policy, 'name' | 'condition_sets'>) => SetsInReach {
+  const byName = new Map(policies.map((policy) => [policy.name, policy]));
+  for (const policy of policies) if (typeof policy.shadow === 'string' && !byName.has(policy.shadow)) byName.set(policy.shadow, policy);
+  return (policy) => (reference) => {
+    const owner = reference.from === undefined ? policy : byName.get(reference.from);
+    return owner === undefined ? undefined : setItems(owner, reference.set);
+  };
+}
+
+/** `items` with each reference to a set, in a group's alternatives too, given the set's items as `sets` finds them (`items` itself when it holds none). */
+export function resolveSets(sets: SetsInReach, items: readonly ConditionItem[]): readonly CompilableItem[] {
   if (!items.some(refersToSets)) return items as readonly SetItem[];
-  const resolved = (reference: ConditionSetReference): ResolvedSet => ({ set: reference.set, items: setItems(policy, reference.set) });
+  const resolved = (reference: ConditionSetReference): ResolvedSet => ({ ...reference, items: sets(reference) });
   return items.map((item) => {
     if (isSetReference(item)) return resolved(item);
     if (!isGroup(item)) return item;
@@ -42,25 +69,26 @@ export function resolveSets(policy: Pick<Policy, 'condition_sets'>, items: reado
   });
 }
 
-/** `item` as written: each reference to a set, in a group too, by its name alone (resolution adds the set's items). */
+/** `item` as written: each reference to a set, in a group too, by its names alone (resolution adds the set's items). */
 export function writtenItem(item: CompilableItem): ConditionItem {
-  if (isSetReference(item)) return { set: item.set };
+  const written = ({ set, from }: ConditionSetReference): ConditionSetReference => (from === undefined ? { set } : { set, from });
+  if (isSetReference(item)) return written(item);
   if (!isGroup(item)) return item;
   const { kind, alternatives } = groupParts(item);
-  return { [kind]: alternatives.map((alternative) => alternative.map((each) => (isSetReference(each) ? { set: each.set } : each))) } as ConditionGroup;
+  return { [kind]: alternatives.map((alternative) => alternative.map((each) => (isSetReference(each) ? written(each) : each))) } as ConditionGroup;
 }
 
 const refersToSets = (item: ConditionItem): boolean =>
   isSetReference(item) || (isGroup(item) && groupParts(item).alternatives.some((alternative) => alternative.some(isSetReference)));
 
-/** The names of the sets `items` refer to, in groups too. */
-export function* setsReferred(items: readonly ConditionItem[]): Generator<[string, (string | number)[]]> {
+/** The sets `items` refer to (in groups too): each's name, where the reference stands below the list, and the policy it names with `from`. */
+export function* setsReferred(items: readonly ConditionItem[]): Generator<[string, (string | number)[], string | undefined]> {
   for (const [index, item] of items.entries()) {
-    if (isSetReference(item)) yield [item.set, [index, 'set']];
+    if (isSetReference(item)) yield [item.set, [index], item.from];
     else if (isGroup(item)) {
       const { kind, alternatives } = groupParts(item);
       for (const [alternative, each] of alternatives.entries()) {
-        for (const [position, part] of each.entries()) if (isSetReference(part)) yield [part.set, [index, kind, alternative, position, 'set']];
+        for (const [position, part] of each.entries()) if (isSetReference(part)) yield [part.set, [index, kind, alternative, position], part.from];
       }
     }
   }
@@ -106,11 +134,11 @@ export function mapConditions<Replaced>(
   return { [kind]: alternatives.map((alternative) => alternative.map((each) => (isSetReference(each) ? each : replace(each)))) };
 }
 
-/** The conditions of `items` in order, those in groups included, and those of the sets of `policy` they refer to (in groups too). */
-export function flatConditions(items: readonly ConditionItem[], policy: Pick<Policy, 'condition_sets'> = {}): Condition[] {
+/** The conditions of `items` in order, those in groups included, and those of the sets they refer to (in groups too) that `sets` finds. */
+export function flatConditions(items: readonly ConditionItem[], sets: SetsInReach = () => undefined): Condition[] {
   return items.flatMap((item): Condition[] => {
-    if (isSetReference(item)) return flatConditions(setItems(policy, item.set) ?? []);
+    if (isSetReference(item)) return flatConditions(sets(item) ?? []);
     if (!isGroup(item)) return [item];
-    return groupParts(item).alternatives.flatMap((alternative) => flatConditions(alternative, policy));
+    return groupParts(item).alternatives.flatMap((alternative) => flatConditions(alternative, sets));
   });
 }

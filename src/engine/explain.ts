@@ -49,10 +49,11 @@ export interface FailedGroup {
   held?: number;
 }
 
-/** The first item of a rule that the request did not satisfy being a reference to a condition set: the set's first item that did not hold (none for a set the policy does not define). */
+/** The first item of a rule that the request did not satisfy being a reference to a condition set (`from` another policy): the set's first item that did not hold (none for a set out of reach). */
 export interface FailedSet {
   side: RequestPart;
   set: string;
+  from?: string;
   failed?: Omit<FailedCondition, 'side'> | Omit<FailedGroup, 'side'>;
 }
 
@@ -252,12 +253,13 @@ function conditionFailure(condition: CompiledCondition, entity: ResolvedEntity, 
  * set's first item that did not hold.
  */
 function groupFailure({ group }: CompiledGroup, entity: ResolvedEntity, request: DecisionRequest, spending: Spending): ItemFailure {
-  spending.spend(FRAME.group + (group.name?.length ?? 0));
+  spending.spend(FRAME.group + (group.name?.length ?? 0) + (group.from?.length ?? 0));
   const firstFailing = (items: readonly CompiledItem[]) => items[firstFailingCondition(items, entity, request)]!;
   if (group.kind === 'set') {
+    const named = group.from === undefined ? { set: group.name! } : { set: group.name!, from: group.from };
     const [items] = group.alternatives;
-    if (items === undefined) return { set: group.name! };
-    return { set: group.name!, failed: itemFailure(firstFailing(items), entity, request, spending) as Omit<FailedCondition, 'side'> | Omit<FailedGroup, 'side'> };
+    if (items === undefined) return named;
+    return { ...named, failed: itemFailure(firstFailing(items), entity, request, spending) as Omit<FailedCondition, 'side'> | Omit<FailedGroup, 'side'> };
   }
   if (group.kind === 'none_of') {
     const held = group.alternatives.findIndex((conditions) => firstFailingCondition(conditions, entity, request) === -1);

@@ -127,7 +127,9 @@ function knownPartHolds(part: RequestPart, conditions: readonly CompiledItem[], 
 }
 
 /** What a group (or a set, a group of one alternative) demands of the resource, from what each of its alternatives demands (`demandOf`). */
-function groupDemand({ group }: CompiledGroup, demandOf: (alternative: readonly CompiledItem[]) => ConditionTree): ConditionTree {
+function groupDemand({ group, undecidableHolds }: CompiledGroup, demandOf: (alternative: readonly CompiledItem[]) => ConditionTree): ConditionTree {
+  // A set out of reach is undecidable: it holds as the rule reads it (see ConditionCompiler.set).
+  if (group.kind === 'set' && group.alternatives.length === 0) return undecidableHolds;
   const some = or(group.alternatives.map(demandOf));
   return group.kind === 'none_of' ? not(some) : some;
 }

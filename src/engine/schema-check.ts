@@ -217,8 +217,9 @@ export function schemaIssues(policy: Policy, schemas: AttributeSchemaSets, at: L
           issues.push({ loc: [...at, 'rules', ruleIndex, list, ...where, problem.at], msg: `rule '${rule.name}': ${problem.msg}`, type: 'schema_error' });
         }
       }
-      for (const [name] of setsReferred(rule[list] ?? [])) {
-        if (setsChecked.has(JSON.stringify([name, part]))) continue;
+      for (const [name, , from] of setsReferred(rule[list] ?? [])) {
+        // Another policy's sets are checked with that policy.
+        if ((from !== undefined && from !== policy.name) || setsChecked.has(JSON.stringify([name, part]))) continue;
         setsChecked.add(JSON.stringify([name, part]));
         for (const [condition, where] of eachCondition(setItems(policy, name) ?? [])) {
           for (const problem of conditionProblems(condition, part, schemas)) {

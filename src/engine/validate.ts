@@ -107,8 +107,9 @@ export function policyIssues(policy: Policy, at: Location, limits: PolicyLimits)
     }
     for (const [list, part] of CONDITION_LISTS) {
       for (const [condition, where] of eachCondition(rule[list] ?? [])) issues.push(...conditionIssues(condition, part, [...ruleAt, list, ...where]));
-      for (const [name, where] of setsReferred(rule[list] ?? [])) {
-        if (setItems(policy, name) === undefined) issues.push(unknownSetIssue(policy, name, [...ruleAt, list, ...where]));
+      // Another policy's sets are looked for where the set of policies is known (see sharedSetIssues).
+      for (const [name, where, from] of setsReferred(rule[list] ?? [])) {
+        if ((from === undefined || from === policy.name) && setItems(policy, name) === undefined) issues.push(unknownSetIssue(policy, name, [...ruleAt, list, ...where, 'set']));
       }
     }
   });

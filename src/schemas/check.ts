@@ -155,7 +155,7 @@ const failedItemProperties = {
   ...failedSetItemProperties,
   alternatives: {
     type: 'array',
-    items: { type: 'object', properties: { ...failedConditionProperties, set: { type: 'string' }, failed: { type: 'object', properties: failedSetItemProperties } } },
+    items: { type: 'object', properties: { ...failedConditionProperties, set: { type: 'string' }, from: { type: 'string' }, failed: { type: 'object', properties: failedSetItemProperties } } },
   },
 } as const;
 
@@ -189,12 +189,13 @@ export const explanationSchema = {
                     'The first condition that did not hold (`expected`: its value, absent for `exists` and `not_exists`; for a condition with ' +
                     '`value_from`, the value the reference resolved to, or `value_from_missing: true`): the value found at its path, or `missing: true`. ' +
                     'When it is a group (`group`): for `any_of`, how each of its `alternatives` failed (its first failing condition, as above, or set, as below); ' +
-                    'for `none_of`, the alternative that `held` (counted from 0). When it is a reference to a condition `set`: the first item of the ' +
-                    'set that did not hold, as `failed`.',
+                    'for `none_of`, the alternative that `held` (counted from 0). When it is a reference to a condition `set` (`from` another policy): the ' +
+                    'first item of the set that did not hold, as `failed`, none when the set is out of reach.',
                   properties: {
                     side: sideSchema,
                     ...failedItemProperties,
                     set: { type: 'string' },
+                    from: { type: 'string' },
                     failed: { type: 'object', properties: failedSetItemProperties },
                   },
                   required: ['side'],

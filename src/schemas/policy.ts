@@ -78,11 +78,16 @@ export const MAX_CONDITION_SETS = 64;
 export const MAX_SET_ITEMS = 256;
 const setNameSchema = { type: 'string', minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_.-]+$' } as const;
 
-/** A reference to one of the policy's condition sets: it holds when every item of the set holds. */
+/** A reference to one of the policy's condition sets, or with `from` another policy's: it holds when every item of the set holds. */
 const setReferenceSchema = {
   type: 'object',
-  description: "One of the policy's `condition_sets`, by name: holds when every item of the set holds, on the part of the check of the list it stands in.",
-  properties: { set: setNameSchema },
+  description:
+    "One of the policy's `condition_sets` by name, or with `from` one of another policy's (sets shared by policies): holds when every item of the set holds, " +
+    'on the part of the check of the list it stands in.',
+  properties: {
+    set: setNameSchema,
+    from: { type: 'string', minLength: 1, maxLength: 256, description: 'The policy whose set this is (its stored name), when not this one.', examples: ['company-roles'] },
+  },
   required: ['set'],
   additionalProperties: false,
 } as const;
@@ -239,9 +244,10 @@ export const storedPolicySchema = {
 export const policyListSchema = { type: 'array', items: storedPolicySchema } as const;
 
 export type Condition = FromSchema<typeof conditionSchema>;
-/** A reference to a condition set of the policy, by name. */
+/** A reference to a condition set of the policy, or (`from`) of another policy, by name. */
 export interface ConditionSetReference {
   set: string;
+  from?: string;
 }
 /** An item of a group's alternative: a condition, or in a rule's lists a reference to a condition set (the schema refuses one in a set's own groups). */
 export type AlternativeItem = Condition | ConditionSetReference;

@@ -1,5 +1,6 @@
 import type { AnsweredPolicy, Condition, ConditionItem, Policy } from '../schemas/policy.js';
 import { mapConditions } from '../engine/condition-items.js';
+import { setsStillTaken, setsStillTakenMessage, sharedSetIssues } from '../engine/shared-sets.js';
 import type { ValidationIssue } from '../schemas/errors.js';
 import type { WriteWarnings } from './write-warnings.js';
 import {
@@ -111,6 +112,7 @@ export class PolicyService {
   async create(sent: Policy, by: Writer, warn?: WriteWarnings): Promise<AnsweredPolicy> {
     const writer = this.writer();
     const { policy, contradicted } = this.accept(sent);
+    this.holdSharedSets(policy.name, policy);
     try {
       await writer.createPolicy(policy, by, this.checkedAgainst());
     } catch (error) {
@@ -155,6 +157,7 @@ export class PolicyService {
         `Policy '${name}' is live: written with 'shadow' it would stop deciding. To try a change of it, write a shadow of it under another name ("shadow": "${name}"); to take it out of force, delete it`,
       );
     }
+    this.holdSharedSets(name, policy);
     if (!(await writer.replacePolicy(policy, by, this.checkedAgainst()))) throw notFound('Policy');
     await this.applied(`Policy '${policy.name}' was saved`);
     if (contradicted.length > 0) warn?.(contradicted);
@@ -175,6 +178,7 @@ export class PolicyService {
     // Beside the live policies (or in place of one deleted since), the shadow is rewritten live under its own name.
     const target = shadow !== true && (await this.roles.reader.named(shadow)) !== undefined ? shadow : name;
     const { policy, contradicted } = this.accept({ ...promoted, name: target });
+    this.holdSharedSets(target, policy);
     const outcome = await writer.promotePolicy(policy, name, stored, by, this.checkedAgainst());
     if (outcome === 'gone') throw new ClientError(409, `Policy '${target}' or its shadow '${name}' was deleted meanwhile: nothing was promoted`);
     if (outcome === 'changed') throw new ClientError(409, `The shadow '${name}' was changed while it was being promoted: nothing was promoted; promote it again to make its latest version live`);
@@ -184,7 +188,9 @@ export class PolicyService {
   }
 
   async delete(name: string, by: Writer): Promise<true> {
-    if (!(await this.writer().deletePolicy(name, by))) throw notFound('Policy');
+    const writer = this.writer();
+    this.holdSharedSets(name, undefined);
+    if (!(await writer.deletePolicy(name, by))) throw notFound('Policy');
     await this.applied(`Policy '${name}' was deleted`);
     return true;
   }
@@ -215,6 +221,7 @@ export class PolicyService {
       throw new ClientError(400, `Version ${version} of policy '${name}' is its deletion; restore an earlier version`);
     }
     const { policy, contradicted } = this.accept(record.after);
+    this.holdSharedSets(name, policy);
     try {
       await writer.restorePolicy(policy, version, by, this.checkedAgainst());
     } catch (error) {
@@ -250,12 +257,33 @@ export class PolicyService {
       set[stored] = policy;
       return stored;
     });
+    // What a policy takes from another is looked for in the set it would join, as a write does.
+    const shared = policies.flatMap((policy, index) => (policy.shadow === undefined ? sharedSetIssues(policy, set, locate(index)) : []));
+    if (shared.length > 0) throw new RequestValidationError(shared);
     const sentAt = new Map(positions.map((position, index) => [position, index]));
     const warnings = await runInSlices(reportWarnings(set, positions, (position) => locate(sentAt.get(position)!), { maxLength: this.settings.maxAnswerSize }));
     const schemas = this.attributeSchemas?.inForce.document;
     if (schemas === undefined) return { valid: true, warnings };
     const schemaWarnings = policies.flatMap((policy, index) => schemaIssues(policy, schemas, locate(index)));
     return { valid: true, warnings: [...warnings, ...schemaWarnings.slice(0, MAX_SCHEMA_WARNINGS)] };
+  }
+
+  /**
+   * Holds a write of policy `name` (`next`; undefined: its deletion) to the sets policies share, as
+   * the live policies stand: what it takes `from` another policy is defined there (422), and no other
+   * policy loses a set it takes from this one (409). Writes racing in another process may still
+   * cross; a reference left without its set then fails closed (see ConditionCompiler.set). A shadow
+   * is not held: it lends no live policy a set, and one it takes out of reach fails closed.
+   */
+  private holdSharedSets(name: string, next: Policy | undefined): void {
+    if (next?.shadow !== undefined) return;
+    const live = this.snapshots.policies;
+    if (next !== undefined) {
+      const issues = sharedSetIssues(next, live, ['body']);
+      if (issues.length > 0) throw new RequestValidationError(issues);
+    }
+    const taken = setsStillTaken(name, next, live);
+    if (taken.length > 0) throw new ClientError(409, setsStillTakenMessage(name, taken, next === undefined ? 'deleted' : 'written so'));
   }
 
   /** Where policy writes go; 409 when there is no writer (policies from files). */

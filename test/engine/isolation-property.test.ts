@@ -3,7 +3,8 @@ import fc from 'fast-check';
 import { compile, derive, evaluate, explain, plan, type DecisionRequest, type Snapshot } from '../../src/engine/index.js';
 import { deciderOf } from '../../src/engine/decisions.js';
 import type { Condition, ConditionItem, Operator, Policy, SetItem } from '../../src/schemas/policy.js';
-import { flatConditions } from '../../src/engine/condition-items.js';
+import { flatConditions, ownSets } from '../../src/engine/condition-items.js';
+import { takesSharedSets } from '../../src/engine/shared-sets.js';
 import { reference } from './reference.js';
 import { treeHolds } from '../helpers/plan-cases.js';
 
@@ -64,7 +65,11 @@ const group: fc.Arbitrary<SetItem> = fc
 /** Set names: the same in every policy (sets of one name differ between policies), one that is a property of every object. */
 const SET_NAMES = ['s1', 's2', 'constructor'];
 
-const setReference = fc.constantFrom(...SET_NAMES).map((set) => ({ set }));
+/** A reference to a set of the rule's policy, or of another (`from`, which may not define it, or not be there). */
+const setReference = fc.oneof(
+  { arbitrary: fc.constantFrom(...SET_NAMES).map((set) => ({ set })), weight: 3 },
+  { arbitrary: fc.tuple(fc.constantFrom(...SET_NAMES), fc.constantFrom('p0', 'p1', 'p2', 'p3')).map(([set, from]) => ({ set, from })), weight: 1 },
+);
 
 /** A rule's group: its alternatives of conditions and references to sets (a set's own groups refer to none). */
 const ruleGroup: fc.Arbitrary<ConditionItem> = fc
@@ -128,7 +133,7 @@ const policySet: fc.Arbitrary<Policy[]> = fc
 
 /** An entity holding values at some of the paths the policies test, and at random keys. */
 function entityFor(policies: readonly Policy[], side: 'principal_conditions' | 'resource_conditions'): fc.Arbitrary<Map<string, unknown>> {
-  const paths = policies.flatMap((policy) => policy.rules.flatMap((each) => flatConditions(each[side], policy).map((tested) => tested.path)));
+  const paths = policies.flatMap((policy) => policy.rules.flatMap((each) => flatConditions(each[side], ownSets(policy)).map((tested) => tested.path)));
   const aimed = paths.length === 0 ? fc.constant([]) : fc.array(fc.tuple(fc.constantFrom(...paths), value), { maxLength: 3 });
   return fc.tuple(fc.dictionary(fc.constantFrom(...KEYS), value, { maxKeys: 3 }), aimed).map(([random, atPaths]) => {
     const attributes = new Map<string, unknown>(Object.entries(random));
@@ -150,13 +155,23 @@ const requestsFor = (policies: readonly Policy[]): fc.Arbitrary<DecisionRequest[
 
 const cases = policySet.chain((policies) => fc.record({ policies: fc.constant(policies), requests: requestsFor(policies) }));
 
+/**
+ * A snapshot derived from the one before, or where policies share sets (which are never derived:
+ * one policy's change changes another's rules) the set so far compiled afresh, as the process does.
+ */
+function derivedOrCompiled(derived: Snapshot | undefined, policies: readonly Policy[], revision: number, positions: number[]): Snapshot {
+  if (derived !== undefined) return derived;
+  if (!policies.some(takesSharedSets)) throw new Error('the change could not be derived');
+  return compile(policies, revision, positions);
+}
+
 /** The policies added one at a time to an empty snapshot, each change derived from the snapshot before. */
 function derivedOneByOne(policies: readonly Policy[]): Snapshot {
   let snapshot = compile([], 0);
   policies.forEach((policy, index) => {
     const derived = derive(snapshot, [{ name: policy.name, now: { policy, position: index } }], index + 1);
-    if (derived === undefined) throw new Error('the change could not be derived');
-    snapshot = derived;
+    const sofar = policies.slice(0, index + 1);
+    snapshot = derivedOrCompiled(derived, sofar, index + 1, sofar.map((_, at) => at));
   });
   return snapshot;
 }
@@ -167,8 +182,8 @@ function derivedBackwards(policies: readonly Policy[]): Snapshot {
   let snapshot = compile(policies.slice(half), 1, policies.slice(half).map((_, index) => half + index));
   for (let index = half - 1; index >= 0; index--) {
     const derived = derive(snapshot, [{ name: policies[index]!.name, now: { policy: policies[index]!, position: index } }], snapshot.revision + 1);
-    if (derived === undefined) throw new Error('the change could not be derived');
-    snapshot = derived;
+    const sofar = policies.slice(index);
+    snapshot = derivedOrCompiled(derived, sofar, snapshot.revision + 1, sofar.map((_, at) => index + at));
   }
   return snapshot;
 }
@@ -180,6 +195,9 @@ const refersToSet = (policies: readonly Policy[], { policy, rule }: { policy: st
   return [...decided.principal_conditions, ...decided.resource_conditions].some((item) => 'set' in item && Object.hasOwn(source.condition_sets ?? {}, item.set));
 };
 
+/** Whether a rule of `borrower` refers to a set of `lender`. */
+const lendsTo = (lender: Policy, borrower: Policy) => JSON.stringify(borrower.rules).includes(`"from":${JSON.stringify(lender.name)}`);
+
 const show = (asked: DecisionRequest) => JSON.stringify({ principal: [...asked.principal.attributes], resource: [asked.resource.uri, ...asked.resource.attributes], action: asked.action });
 
 t.test(`policies compiled together decide as each one's own text says (${RUNS} sets)`, async (t) => {
@@ -190,7 +208,8 @@ t.test(`policies compiled together decide as each one's own text says (${RUNS} s
   fc.assert(
     fc.property(cases, ({ policies, requests }) => {
       if (policies.some((policy) => policy.rules.some((each) => flatConditions([...each.principal_conditions, ...each.resource_conditions]).some((tested) => tested.path.includes('\u0001') || tested.path.includes('],["'))))) spliceSeen++;
-      const alone = policies.map((policy) => compile([policy], 1));
+      // Alone: with only the policies whose sets it takes, if any.
+      const alone = policies.map((policy) => compile([policy, ...policies.filter((other) => other !== policy && lendsTo(other, policy))], 1));
       const snapshots = { together: compile(policies, 1), 'derived one by one': derivedOneByOne(policies), 'derived backwards': derivedBackwards(policies) };
       for (const asked of requests) {
         const expected = reference(policies, asked);
@@ -202,10 +221,10 @@ t.test(`policies compiled together decide as each one's own text says (${RUNS} s
           if (decision.reason !== expected.decision.reason || JSON.stringify(deciderOf(decision)) !== JSON.stringify(expected.decider)) {
             throw new Error(`${how}: '${decision.reason}', not '${expected.decision.reason}', for ${show(asked)}\npolicies: ${JSON.stringify(policies)}`);
           }
-          // Each policy's rules are traced (matched, or the condition that failed) as when it is compiled alone.
+          // Each policy's rules are traced (matched, or the condition that failed) as when it is compiled alone (with the policies it takes sets from).
           const traced = explain(snapshot, asked, decision).policies;
           policies.forEach((policy, index) => {
-            const own = explain(alone[index]!, asked, evaluate(alone[index]!, asked)).policies;
+            const own = explain(alone[index]!, asked, evaluate(alone[index]!, asked)).policies.filter((trace) => trace.name === policy.name);
             const together = traced.filter((trace) => trace.name === policy.name);
             if (JSON.stringify(together) !== JSON.stringify(own)) throw new Error(`${how}: policy ${policy.name} is traced as ${JSON.stringify(together)}, alone as ${JSON.stringify(own)}`);
           });

@@ -60,25 +60,36 @@ export function conditionHolds(condition: Pick<Condition, 'path' | 'operator' | 
 
 /**
  * An item of a list: a condition; a group, which holds when the items of some alternative (any_of),
- * or of none (none_of), all hold; or a reference to a set of `policy`, which holds when every item of
- * the set does (and never when the policy has no such set).
+ * or of none (none_of), all hold; or a reference to a set (of its policy, or of the policy `from`
+ * names, among `policies`), which holds when every item of the set does. A set not there cannot be
+ * decided: it holds in a deny rule's reading and not in an allow rule's.
  */
-function itemHolds(item: ConditionItem, entity: ResolvedEntity, request: DecisionRequest, policy: Pick<Policy, 'condition_sets'>, undecidableHolds: boolean): boolean {
-  const allHold = (alternative: readonly ConditionItem[], reading: boolean) => alternative.every((each) => itemHolds(each, entity, request, policy, reading));
+function itemHolds(item: ConditionItem, entity: ResolvedEntity, request: DecisionRequest, within: PoliciesOf, undecidableHolds: boolean): boolean {
+  const allHold = (alternative: readonly ConditionItem[], reading: boolean) => alternative.every((each) => itemHolds(each, entity, request, within, reading));
   if ('any_of' in item) return item.any_of.some((alternative) => allHold(alternative, undecidableHolds));
   if ('none_of' in item) return !item.none_of.some((alternative) => allHold(alternative, !undecidableHolds));
   if ('set' in item) {
-    const sets = policy.condition_sets ?? {};
-    return Object.hasOwn(sets, item.set) && sets[item.set]!.every((each) => itemHolds(each, entity, request, {}, undecidableHolds));
+    // A shadow standing in for the live policy `from` names (in a shadow set) lends its sets under that name.
+    const owner = item.from === undefined ? within.policy : (within.policies.find((policy) => policy.name === item.from) ?? within.policies.find((policy) => policy.shadow === item.from));
+    const sets = owner?.condition_sets ?? {};
+    if (!Object.hasOwn(sets, item.set)) return undecidableHolds;
+    return sets[item.set]!.every((each) => itemHolds(each, entity, request, within, undecidableHolds));
   }
   return conditionHolds(item, entity, request, undecidableHolds);
 }
 
-/** Whether the rule (of `policy`) covers the action and all its conditions hold, on the principal, the resource, the action and the context. */
-export function ruleApplies(rule: Rule, request: DecisionRequest, policy: Pick<Policy, 'condition_sets'> = {}): boolean {
+/** A rule's policy, and the policies whose sets it may take (`from`). */
+interface PoliciesOf {
+  policy: Pick<Policy, 'condition_sets'>;
+  policies: readonly Pick<Policy, 'name' | 'condition_sets' | 'shadow'>[];
+}
+
+/** Whether the rule (of `policy`, among `policies`) covers the action and all its conditions hold, on the principal, the resource, the action and the context. */
+export function ruleApplies(rule: Rule, request: DecisionRequest, policy: Pick<Policy, 'condition_sets'> = {}, policies: readonly Policy[] = []): boolean {
   const action = { uri: request.action, attributes: request.actionAttributes ?? new Map<string, unknown>() };
   const context = { uri: undefined, attributes: request.context ?? new Map<string, unknown>() };
-  const all = (items: readonly ConditionItem[], entity: ResolvedEntity) => items.every((item) => itemHolds(item, entity, request, policy, rule.effect === 'deny'));
+  const within = { policy, policies };
+  const all = (items: readonly ConditionItem[], entity: ResolvedEntity) => items.every((item) => itemHolds(item, entity, request, within, rule.effect === 'deny'));
   return (
     rule.actions.includes(request.action) &&
     all(rule.principal_conditions, request.principal) &&
@@ -100,7 +111,7 @@ function speaksFor(policy: Policy, request: DecisionRequest): boolean {
 export function reference(allPolicies: readonly Policy[], request: DecisionRequest): { decision: Decision; decider: Decider } {
   if (allPolicies.length === 0) return { decision: { allowed: false, reason: 'Action denied by default because there are no policies' }, decider: { kind: 'no_policies' } };
   const policies = allPolicies.filter((policy) => speaksFor(policy, request));
-  const firstMatches = policies.map((policy) => ({ policy, rule: policy.rules.find((rule) => ruleApplies(rule, request, policy)) }));
+  const firstMatches = policies.map((policy) => ({ policy, rule: policy.rules.find((rule) => ruleApplies(rule, request, policy, allPolicies)) }));
   const byRule = (effect: 'allow' | 'deny') => {
     const match = firstMatches.find(({ rule }) => rule?.effect === effect);
     if (match === undefined) return undefined;

@@ -148,11 +148,18 @@ t.test('groups: their conditions are warned about where they stand, and a group 
   t.same(warningsOf([policy('p', [negated, narrower])]), [], 'nor is a rule with another group');
 });
 
-t.test('a condition set no rule of its policy refers to is warned about, naming it', async (t) => {
+t.test('a condition set no rule of its policy or another refers to is warned about, naming it', async (t) => {
   const manager = [cond('==', 'manager', 'attributes.role')];
   const withSets = { ...policy('p', [rule('r', { principal: [{ set: 'manager' }] })]), condition_sets: { manager, mnager: manager } };
-  t.same(warningsOf([withSets]), [{ loc: 'body.0.condition_sets.mnager', type: 'unused_condition_set', msg: "no rule of this policy refers to condition set 'mnager'" }]);
+  t.same(warningsOf([withSets]), [{ loc: 'body.0.condition_sets.mnager', type: 'unused_condition_set', msg: "no rule of this policy or another refers to condition set 'mnager'" }]);
   t.same(warningsOf([{ ...withSets, condition_sets: { manager } }]), [], 'every set used: nothing to say');
+  const library = { ...policy('roles', []), condition_sets: { manager, auditor: manager } };
+  const borrower = policy('p', [rule('r', { principal: [{ any_of: [[{ set: 'manager', from: 'roles' }], [cond('==', 1)]] }] })]);
+  t.same(
+    warningsOf([library, borrower]).map((warning) => [warning.loc, warning.type]),
+    [['body.0.condition_sets.auditor', 'unused_condition_set']],
+    "a set another policy takes (in a group too) is used; the one nobody takes is not",
+  );
 });
 
 t.test('presence: not_exists beside any other condition on the path never matches; exists is implied by them', async (t) => {

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { OPERATORS, type AlternativeItem, type Condition, type ConditionItem, type Operator, type Policy, type SetItem } from '../../src/schemas/policy.js';
-import { flatConditions } from '../../src/engine/condition-items.js';
+import { flatConditions, ownSets } from '../../src/engine/condition-items.js';
 import { OPERATOR_DEFINITIONS } from '../../src/engine/operators/index.js';
 import { conditionHolds } from '../engine/reference.js';
 import type { ConditionTree } from '../../src/engine/condition-tree.js';
@@ -304,14 +304,14 @@ function aimedAttributes(policies: readonly Policy[]): Record<string, unknown>[]
     for (const near of values.flatMap(nearValues)) aimed.push(...holding(path, near));
   };
   const rules = policies.flatMap((policy) => policy.rules.map((rule) => ({ rule, policy })));
-  for (const { path, operator, value, value_from } of rules.flatMap(({ rule, policy }) => flatConditions(rule.resource_conditions, policy))) {
+  for (const { path, operator, value, value_from } of rules.flatMap(({ rule, policy }) => flatConditions(rule.resource_conditions, ownSets(policy)))) {
     if (path === 'uri') continue;
     if (operator === 'within') aim(path, DATE_TIMES);
     if (value_from !== undefined || operator === 'within') continue;
     // A presence condition has no value: any value there makes it present.
     aim(path, value === undefined ? ['a', null] : Array.isArray(value) ? [value, ...value] : [value]);
   }
-  for (const { value_from } of rules.flatMap(({ rule, policy }) => flatConditions([...rule.principal_conditions, ...(rule.action_conditions ?? []), ...(rule.context_conditions ?? [])], policy))) {
+  for (const { value_from } of rules.flatMap(({ rule, policy }) => flatConditions([...rule.principal_conditions, ...(rule.action_conditions ?? []), ...(rule.context_conditions ?? [])], ownSets(policy)))) {
     if (value_from?.startsWith('resource.attributes.')) aim(value_from.slice('resource.'.length), KNOWN_PART_VALUES);
   }
   return aimed;
@@ -323,7 +323,7 @@ function aimedAttributes(policies: readonly Policy[]): Record<string, unknown>[]
  */
 function relatedAttributes(policies: readonly Policy[], partners: (value: unknown) => unknown[]): Record<string, unknown>[] {
   const related: Record<string, unknown>[] = [];
-  for (const { path, value_from } of policies.flatMap((policy) => policy.rules.flatMap((rule) => flatConditions(rule.resource_conditions, policy)))) {
+  for (const { path, value_from } of policies.flatMap((policy) => policy.rules.flatMap((rule) => flatConditions(rule.resource_conditions, ownSets(policy))))) {
     const other = value_from?.slice('resource.'.length);
     if (other === undefined || !value_from!.startsWith('resource.attributes.') || path === 'uri' || path.startsWith(`${other}.`) || other.startsWith(`${path}.`)) continue;
     for (const [one, partner] of RELATED_VALUES.flatMap((value) => partners(value).map((each) => [value, each]))) {

@@ -1,4 +1,7 @@
 import t from 'tap';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { decides, decidesEachAndInBulk, emptyServer } from '../helpers/it-desk.js';
 import { MAX_CONDITION_SETS } from '../../src/schemas/policy.js';
 
@@ -164,4 +167,116 @@ t.test('in a group, a reference to an undefined set is refused naming where it s
   const validated = await server.call('POST', '/admin/policies/validate', COMBINED);
   t.equal(validated.status, 200);
   t.notMatch(JSON.stringify(validated.body.warnings ?? []), /unused_condition_set/, 'a set referred to only inside a group is used');
+});
+
+// Sets shared by policies: one policy defines the company's roles, others take them with `from`.
+
+const COMPANY_ROLES = { name: 'company-roles', description: 'Roles every policy may take', condition_sets: { manager: MANAGER, auditor: [{ path: 'attributes.role', operator: '==', value: 'auditor' }] }, rules: [], default_effect: 'none' };
+
+const SHARED_EXPENSES = {
+  name: 'shared-expenses',
+  rules: [
+    { name: 'managers approve', effect: 'allow', principal_conditions: [{ set: 'manager', from: 'company-roles' }], actions: ['approve'] },
+    { name: 'managers or auditors read', effect: 'allow', principal_conditions: [{ any_of: [[{ set: 'manager', from: 'company-roles' }], [{ set: 'auditor', from: 'company-roles' }]] }], actions: ['read'] },
+  ],
+};
+
+const sharedAllowed = (rule: string) => ({ allowed: true, reason: `Rule ${rule} allowed the action in policy shared-expenses` });
+
+t.test("a policy takes another's sets with from: decided alike on the front and in the pool, changed with the lending policy, audited there", async (t) => {
+  for (const evaluation of ['inline', 'pool'] as const) {
+    const server = await emptyServer(t, { evaluation, workers: 1 });
+    t.equal((await server.call('POST', '/admin/policies', COMPANY_ROLES)).status, 200);
+    const created = await server.call('POST', '/admin/policies', SHARED_EXPENSES);
+    t.equal(created.status, 200, JSON.stringify(created.body));
+    t.same(created.body.rules[0].principal_conditions, [{ set: 'manager', from: 'company-roles' }], 'stored as written');
+    await decidesEachAndInBulk(
+      t,
+      server,
+      [
+        [asking('approve', { role: 'manager', active: true }), sharedAllowed('managers-approve'), 'a manager as the company defines one approves'],
+        [asking('approve', { role: 'manager', active: false }), DENIED, 'an inactive one does not'],
+        [asking('read', { role: 'auditor' }), sharedAllowed('managers-or-auditors-read'), 'an auditor reads'],
+        [asking('read', { role: 'lead', active: true }), DENIED, 'a lead is nobody yet'],
+      ],
+      evaluation,
+    );
+    // The company's definition changes once, in its policy: every policy that takes it follows.
+    const leads = { ...COMPANY_ROLES, condition_sets: { ...COMPANY_ROLES.condition_sets, manager: [{ path: 'attributes.role', operator: 'in', value: ['manager', 'lead'] }] } };
+    t.equal((await server.call('PUT', '/admin/policies/company-roles', leads)).status, 200);
+    await decidesEachAndInBulk(t, server, [[asking('read', { role: 'lead' }), sharedAllowed('managers-or-auditors-read'), 'a lead is now a manager']], `${evaluation}, after the change`);
+    const history = await server.call('GET', '/admin/policies/company-roles/history');
+    t.same(history.body.records.map((record: { version: number }) => record.version), [2, 1], 'the change is audited with the lending policy');
+  }
+});
+
+t.test('an explanation names the set and the policy it is taken from', async (t) => {
+  const server = await emptyServer(t);
+  t.equal((await server.call('POST', '/admin/policies', COMPANY_ROLES)).status, 200);
+  t.equal((await server.call('POST', '/admin/policies', SHARED_EXPENSES)).status, 200);
+  const inactive = await server.call('POST', '/check?explain=true', asking('approve', { role: 'manager', active: false }));
+  const traced = inactive.body.explain.policies.find((policy: { name: string }) => policy.name === 'shared-expenses');
+  t.same(traced.rules[0].failed, { side: 'principal', set: 'manager', from: 'company-roles', failed: { path: 'attributes.active', operator: '==', expected: true, actual: false } });
+});
+
+t.test('writes keep shared sets whole: a set taken from a policy that is not there, or lacks it, is refused where it stands; a policy that lends one is not deleted nor rewritten without it', async (t) => {
+  const server = await emptyServer(t);
+  t.equal((await server.call('POST', '/admin/policies', COMPANY_ROLES)).status, 200);
+  const takes = (from: string, set: string) => ({ name: 'p', rules: [{ name: 'r', effect: 'allow', principal_conditions: [{ any_of: [[{ set, from }]] }], actions: ['read'] }] });
+  for (const [policy, message] of [
+    [takes('company-role', 'manager'), /there is no policy named 'company-role' to take condition set 'manager' from/],
+    [takes('company-roles', 'manger'), /policy 'company-roles' has no condition set named 'manger' \(its sets: manager, auditor\)/],
+  ] as const) {
+    for (const path of ['/admin/policies', '/admin/policies/validate']) {
+      const refused = await server.call('POST', path, policy);
+      t.equal(refused.status, 422, path);
+      t.same(refused.body.detail.map((issue: { loc: unknown[] }) => issue.loc.join('.')), ['body.rules.0.principal_conditions.0.any_of.0.0.from'], `${path}: one issue, where the reference stands`);
+      t.match(refused.body.detail[0].msg, message);
+    }
+  }
+  t.equal((await server.call('POST', '/admin/policies', SHARED_EXPENSES)).status, 200);
+  const deleted = await server.call('DELETE', '/admin/policies/company-roles');
+  t.equal(deleted.status, 409);
+  t.match(deleted.body.detail, /Policy 'company-roles' cannot be deleted: policy 'shared-expenses' refers to its set 'manager', policy 'shared-expenses' refers to its set 'auditor'/);
+  const withoutAuditor = await server.call('PUT', '/admin/policies/company-roles', { ...COMPANY_ROLES, condition_sets: { manager: MANAGER } });
+  t.equal(withoutAuditor.status, 409);
+  t.match(withoutAuditor.body.detail, /policy 'shared-expenses' refers to its set 'auditor'/);
+  t.equal((await server.call('PUT', '/admin/policies/company-roles', { ...COMPANY_ROLES, description: 'kept whole' })).status, 200, 'a change that keeps the sets is written');
+  t.equal((await server.call('DELETE', '/admin/policies/shared-expenses')).status, 200);
+  t.equal((await server.call('DELETE', '/admin/policies/company-roles')).status, 200, 'once nobody takes its sets, it goes');
+});
+
+t.test('a set out of reach fails closed: a deny rule that takes it denies, an allow rule never allows through it, a none_of included', async (t) => {
+  // Policy files are read as they are: nothing holds them to one another, so the lender may be missing.
+  const dir = mkdtempSync(join(tmpdir(), 'verdict-shared-sets-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const taking = {
+    name: 'taking',
+    rules: [
+      { name: 'suspended do nothing', effect: 'deny', principal_conditions: [{ set: 'suspended', from: 'company-roles' }], actions: ['delete'] },
+      { name: 'all but suspended read', effect: 'allow', principal_conditions: [{ none_of: [[{ set: 'suspended', from: 'company-roles' }]] }], actions: ['read'] },
+      { name: 'managers write', effect: 'allow', principal_conditions: [{ set: 'manager', from: 'company-roles' }], actions: ['write'] },
+    ],
+    default_effect: 'allow',
+  };
+  writeFileSync(join(dir, 'taking.json'), JSON.stringify(taking));
+  const server = await emptyServer(t, { policiesDir: dir });
+  const anyone = (action: string) => ({ principal: { attributes: { role: 'manager', active: true } }, resource: { uri: 'doc:1' }, action });
+  await decides(t, server, anyone('delete'), { allowed: false, reason: 'Rule suspended-do-nothing denied the action in policy taking' }, '/check', 'the deny rule holds');
+  for (const action of ['read', 'write']) await decides(t, server, anyone(action), { allowed: true, reason: 'Action allowed by default effect' }, '/check', `${action}: no allow rule matched through the missing set (the default decided)`);
+  const explained = await server.call('POST', '/check?explain=true', anyone('write'));
+  t.same(explained.body.explain.policies[0].rules[0].failed, { side: 'principal', set: 'manager', from: 'company-roles' }, 'explained as a set out of reach');
+});
+
+t.test('a shadow of the lending policy shows what its change would do to the policies that take its sets, changing no answer', async (t) => {
+  const server = await emptyServer(t, { evaluation: 'inline' });
+  t.equal((await server.call('POST', '/admin/policies', COMPANY_ROLES)).status, 200);
+  t.equal((await server.call('POST', '/admin/policies', SHARED_EXPENSES)).status, 200);
+  const leadsToo = { ...COMPANY_ROLES, name: 'company-roles-next', shadow: 'company-roles', condition_sets: { ...COMPANY_ROLES.condition_sets, manager: [{ path: 'attributes.role', operator: 'in', value: ['manager', 'lead'] }] } };
+  t.equal((await server.call('POST', '/admin/policies', leadsToo)).status, 200);
+  await decides(t, server, asking('read', { role: 'lead' }), DENIED, '/check', 'the live answer is unchanged');
+  await decides(t, server, asking('read', { role: 'auditor' }), sharedAllowed('managers-or-auditors-read'), '/check', 'and one both agree on');
+  const report = (await server.call('GET', '/admin/shadow')).body;
+  t.same(report.decided, { agree: 1, allow_to_deny: 0, deny_to_allow: 1 }, "the shadow's manager set lets the lead read: counted");
+  t.match(report.disagreements[0], { live: { allowed: false }, shadow: { allowed: true, explain: { decided_by: { rule: 'managers-or-auditors-read' } } } });
 });

@@ -97,6 +97,7 @@ export type Decision = {
                     operator?: string | undefined;
                     value_from?: string | undefined;
                     set?: string | undefined;
+                    from?: string | undefined;
                     actual?: unknown;
                     failed?: {
                         [x: string]: unknown;
@@ -129,6 +130,7 @@ export type Decision = {
                         operator?: string | undefined;
                         value_from?: string | undefined;
                         set?: string | undefined;
+                        from?: string | undefined;
                         actual?: unknown;
                         failed?: {
                             [x: string]: unknown;
@@ -340,6 +342,7 @@ export type AuthzenDecision = {
                         operator?: string | undefined;
                         value_from?: string | undefined;
                         set?: string | undefined;
+                        from?: string | undefined;
                         actual?: unknown;
                         failed?: {
                             [x: string]: unknown;
@@ -372,6 +375,7 @@ export type AuthzenDecision = {
                             operator?: string | undefined;
                             value_from?: string | undefined;
                             set?: string | undefined;
+                            from?: string | undefined;
                             actual?: unknown;
                             failed?: {
                                 [x: string]: unknown;
@@ -552,6 +556,7 @@ export type AuthzenEvaluationsResponse = {
                         operator?: string | undefined;
                         value_from?: string | undefined;
                         set?: string | undefined;
+                        from?: string | undefined;
                         actual?: unknown;
                         failed?: {
                             [x: string]: unknown;
@@ -584,6 +589,7 @@ export type AuthzenEvaluationsResponse = {
                             operator?: string | undefined;
                             value_from?: string | undefined;
                             set?: string | undefined;
+                            from?: string | undefined;
                             actual?: unknown;
                             failed?: {
                                 [x: string]: unknown;
@@ -697,6 +703,7 @@ export type AuthzenEvaluationsResponse = {
                             operator?: string | undefined;
                             value_from?: string | undefined;
                             set?: string | undefined;
+                            from?: string | undefined;
                             actual?: unknown;
                             failed?: {
                                 [x: string]: unknown;
@@ -729,6 +736,7 @@ export type AuthzenEvaluationsResponse = {
                                 operator?: string | undefined;
                                 value_from?: string | undefined;
                                 set?: string | undefined;
+                                from?: string | undefined;
                                 actual?: unknown;
                                 failed?: {
                                     [x: string]: unknown;

@@ -99,42 +99,47 @@ class DecisionExplainPoliciesItemRulesItemFailedAlternativesItemFailed(TypedDict
     held: int
 
 
-class DecisionExplainPoliciesItemRulesItemFailedAlternativesItem(TypedDict, total=False):
-    path: str
-    operator: str
-    value_from: str
-    expected: Any
-    """Any JSON value; its JSON type is kept."""
-    actual: Any
-    """Any JSON value; its JSON type is kept."""
-    missing: bool
-    value_from_missing: bool
-    undecidable: str
-    """Why the condition could not be evaluated on the value it read (an evaluation error): it does not hold in an allow rule."""
-    set: str
-    failed: DecisionExplainPoliciesItemRulesItemFailedAlternativesItemFailed
+DecisionExplainPoliciesItemRulesItemFailedAlternativesItem = TypedDict(
+    "DecisionExplainPoliciesItemRulesItemFailedAlternativesItem",
+    {
+        "path": "str",
+        "operator": "str",
+        "value_from": "str",
+        "expected": "Any",
+        "actual": "Any",
+        "missing": "bool",
+        "value_from_missing": "bool",
+        "undecidable": "str",
+        "set": "str",
+        "from": "str",
+        "failed": "DecisionExplainPoliciesItemRulesItemFailedAlternativesItemFailed",
+    },
+    total=False,
+)
 
 
-class DecisionExplainPoliciesItemRulesItemFailed(TypedDict, total=False):
-    """The first condition that did not hold (`expected`: its value, absent for `exists` and `not_exists`; for a condition with `value_from`, the value the reference resolved to, or `value_from_missing: true`): the value found at its path, or `missing: true`. When it is a group (`group`): for `any_of`, how each of its `alternatives` failed (its first failing condition, as above, or set, as below); for `none_of`, the alternative that `held` (counted from 0). When it is a reference to a condition `set`: the first item of the set that did not hold, as `failed`."""
-
-    side: Required[Literal["principal", "resource", "action", "context"]]
-    path: str
-    operator: str
-    value_from: str
-    expected: Any
-    """Any JSON value; its JSON type is kept."""
-    actual: Any
-    """Any JSON value; its JSON type is kept."""
-    missing: bool
-    value_from_missing: bool
-    undecidable: str
-    """Why the condition could not be evaluated on the value it read (an evaluation error): it does not hold in an allow rule."""
-    group: Literal["any_of", "none_of"]
-    alternatives: list[DecisionExplainPoliciesItemRulesItemFailedAlternativesItem]
-    held: int
-    set: str
-    failed: DecisionExplainPoliciesItemRulesItemFailedAlternativesItemFailed
+DecisionExplainPoliciesItemRulesItemFailed = TypedDict(
+    "DecisionExplainPoliciesItemRulesItemFailed",
+    {
+        "side": "Required[Literal[\"principal\", \"resource\", \"action\", \"context\"]]",
+        "path": "str",
+        "operator": "str",
+        "value_from": "str",
+        "expected": "Any",
+        "actual": "Any",
+        "missing": "bool",
+        "value_from_missing": "bool",
+        "undecidable": "str",
+        "group": "Literal[\"any_of\", \"none_of\"]",
+        "alternatives": "list[DecisionExplainPoliciesItemRulesItemFailedAlternativesItem]",
+        "held": "int",
+        "set": "str",
+        "from": "str",
+        "failed": "DecisionExplainPoliciesItemRulesItemFailedAlternativesItemFailed",
+    },
+    total=False,
+)
+"""The first condition that did not hold (`expected`: its value, absent for `exists` and `not_exists`; for a condition with `value_from`, the value the reference resolved to, or `value_from_missing: true`): the value found at its path, or `missing: true`. When it is a group (`group`): for `any_of`, how each of its `alternatives` failed (its first failing condition, as above, or set, as below); for `none_of`, the alternative that `held` (counted from 0). When it is a reference to a condition `set` (`from` another policy): the first item of the set that did not hold, as `failed`, none when the set is out of reach."""
 
 
 class DecisionExplainPoliciesItemRulesItemAlternativesHeldItem(TypedDict, total=False):
@@ -156,7 +161,7 @@ class DecisionExplainPoliciesItemRulesItem(TypedDict, total=False):
     effect: Required[Literal["allow", "deny"]]
     matched: Required[bool]
     failed: DecisionExplainPoliciesItemRulesItemFailed
-    """The first condition that did not hold (`expected`: its value, absent for `exists` and `not_exists`; for a condition with `value_from`, the value the reference resolved to, or `value_from_missing: true`): the value found at its path, or `missing: true`. When it is a group (`group`): for `any_of`, how each of its `alternatives` failed (its first failing condition, as above, or set, as below); for `none_of`, the alternative that `held` (counted from 0). When it is a reference to a condition `set`: the first item of the set that did not hold, as `failed`."""
+    """The first condition that did not hold (`expected`: its value, absent for `exists` and `not_exists`; for a condition with `value_from`, the value the reference resolved to, or `value_from_missing: true`): the value found at its path, or `missing: true`. When it is a group (`group`): for `any_of`, how each of its `alternatives` failed (its first failing condition, as above, or set, as below); for `none_of`, the alternative that `held` (counted from 0). When it is a reference to a condition `set` (`from` another policy): the first item of the set that did not hold, as `failed`, none when the set is out of reach."""
     alternatives_held: list[DecisionExplainPoliciesItemRulesItemAlternativesHeldItem]
     """For a matched rule with `any_of` groups: the first alternative (counted from 0) of each that held."""
     undecidable: list[DecisionExplainPoliciesItemRulesItemUndecidableItem]

@@ -40,7 +40,10 @@ function whyFailed(failed: FailedCondition | FailedGroup | FailedSet): string {
 }
 
 function whyItemFailed(failed: Omit<FailedCondition, 'side'> | Omit<FailedGroup, 'side'> | Omit<FailedSet, 'side'>): string {
-  if ('set' in failed) return failed.failed === undefined ? `set ${failed.set} is not defined` : `set ${failed.set} does not hold: ${whyItemFailed(failed.failed)}`;
+  if ('set' in failed) {
+    const set = failed.from === undefined ? `set ${failed.set}` : `set ${failed.set} of policy ${failed.from}`;
+    return failed.failed === undefined ? `${set} is not defined` : `${set} does not hold: ${whyItemFailed(failed.failed)}`;
+  }
   if (!('group' in failed)) return conditionFailed(failed);
   if (failed.group === 'none_of') return `none_of does not hold: its alternative ${failed.held! + 1} held`;
   return `any_of does not hold: ${failed.alternatives!.map((alternative, index) => `alternative ${index + 1}: ${whyItemFailed(alternative)}`).join('; ')}`;

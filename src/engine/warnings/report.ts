@@ -8,7 +8,8 @@ import { RulesByAction, duplicates, shadowing } from './overlap.js';
 import { ActionIndex, lonelyActions } from './typos.js';
 import { omissionWarnings } from './omissions.js';
 import { substringMembership } from './substring-membership.js';
-import { unusedSets } from './unused-sets.js';
+import { setsSharedWithOthers, unusedSets } from './unused-sets.js';
+import { sharedSets } from '../condition-items.js';
 
 // The report of what is valid but probably not meant: every analysis, rule by rule, held to its
 // budget of work and length, in slices.
@@ -33,17 +34,20 @@ export function* reportWarnings(
   const checking = new Checking(new AnswerBudget(maxLength), workLimit);
   const compiler = new ConditionCompiler();
   const compiled = new Map<number, readonly CompiledRuleConditions[]>();
+  const reach = sharedSets(policies);
   const compiledOf = (policyIndex: number) => {
     let rules = compiled.get(policyIndex);
-    if (rules === undefined) compiled.set(policyIndex, (rules = policies[policyIndex]!.rules.map((rule) => compileRule(policies[policyIndex]!, rule, compiler))));
+    const sets = reach(policies[policyIndex]!);
+    if (rules === undefined) compiled.set(policyIndex, (rules = policies[policyIndex]!.rules.map((rule) => compileRule(sets, rule, compiler))));
     return rules;
   };
+  const sharedUse = setsSharedWithOthers(policies);
   const actions = new ActionIndex(policies);
   const escapesByOmission = omissionWarnings(policies, compiledOf);
   const warnings: ValidationIssue[] = [];
   try {
     for (const policyIndex of checked) {
-      checking.report(warnings, unusedSets(policies[policyIndex]!, locate(policyIndex), checking));
+      checking.report(warnings, unusedSets(policies[policyIndex]!, locate(policyIndex), checking, sharedUse.get(policies[policyIndex]!.name)));
       const rules = compiledOf(policyIndex);
       const earlierRules = new RulesByAction();
       for (const [ruleIndex, rule] of rules.entries()) {

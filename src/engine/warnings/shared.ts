@@ -1,5 +1,5 @@
-import type { Condition, ConditionGroup, Operator, Policy, Rule } from '../../schemas/policy.js';
-import { mapConditions, resolveSets } from '../condition-items.js';
+import type { Condition, ConditionGroup, Operator, Rule } from '../../schemas/policy.js';
+import { mapConditions, resolveSets, type SetsInReach } from '../condition-items.js';
 import type { ValidationIssue } from '../../schemas/errors.js';
 import { ConditionCompiler, itemKey } from '../compile.js';
 import type { CompiledCondition, CompiledItem } from '../compiled-rule.js';
@@ -155,9 +155,9 @@ export interface CompiledRuleConditions {
   indexed: Sides<ConditionIndex>;
 }
 
-/** `rule` of `policy` compiled, its references to the policy's condition sets resolved (a reference is compared whole, as a group). */
-export function compileRule(policy: Pick<Policy, 'condition_sets'>, rule: Rule, compiler: ConditionCompiler): CompiledRuleConditions {
-  const sides = Object.fromEntries(SIDES.map((side) => [side, compiler.list(resolveSets(policy, conditionsOf(rule, side)), rule.effect === 'deny')])) as Sides<readonly CompiledItem[]>;
+/** `rule` compiled, its references to condition sets resolved as `sets` finds them (a reference is compared whole, as a group). */
+export function compileRule(sets: SetsInReach, rule: Rule, compiler: ConditionCompiler): CompiledRuleConditions {
+  const sides = Object.fromEntries(SIDES.map((side) => [side, compiler.list(resolveSets(sets, conditionsOf(rule, side)), rule.effect === 'deny')])) as Sides<readonly CompiledItem[]>;
   const indexed = Object.fromEntries(SIDES.map((side) => [side, indexOf(sides[side])])) as Sides<ConditionIndex>;
   return { rule, actions: new Set(rule.actions), sides, indexed };
 }
