@@ -8,7 +8,7 @@ import { compileReference, parseReference, type Reference } from './references.j
 import type { CompiledCondition, CompiledGroup, CompiledItem, CompiledRule, ConditionLists } from './compiled-rule.js';
 import { ActionRules, type IndexableRule } from './rule-index.js';
 import { groupParts, isGroup, isSetReference, ownSets, resolveSets, sharedSets, type CompilableItem, type ResolvedSet, type SetsInReach } from './condition-items.js';
-import { takesSharedSets } from './shared-sets.js';
+import { lendersTo } from './shared-sets.js';
 import { counted, defaultDecisionOf, NO_DEFAULTS, ScopedDefaults, scopeCondition, type Defaults } from './scope.js';
 import { ANY_ACTION } from './actions.js';
 
@@ -38,8 +38,11 @@ interface Lineage {
   conditions: ConditionCompiler;
   /** The positions given did not fit in rule orders (see RULE_SLOTS): they are indexes, and changes cannot be placed among them. */
   renumbered: boolean;
-  /** A policy refers to another's sets: a change of one policy may change another's rules, so changes are not derived. */
-  sharesSets: boolean;
+  /**
+   * The policies whose sets others take (by `from`; it may name more than are taken now): a change
+   * of one changes the rules of those that take them, so it is compiled afresh, never derived.
+   */
+  lenders: ReadonlySet<string>;
   /** How many policies the last full compile held, and how many changes were derived since. */
   compiledPolicies: number;
   derivedChanges: number;
@@ -348,8 +351,8 @@ export function compile(policies: readonly Policy[], revision: number, positions
   });
   const rulesByAction = new Map([...rulesOfAction.keys()].map((action) => [action, ActionRules.build(coveringAction(rulesOfAction, action), conditions)]));
   const defaults = policies.reduce((counting, policy) => counted(counting, policy, 1), NO_DEFAULTS);
-  const sharesSets = policies.some(takesSharedSets);
-  const lineage = { conditions, renumbered, sharesSets, compiledPolicies: policies.length, derivedChanges: 0, defaults, names: { of: undefined, positions: new Map() } };
+  const lenders = new Set(policies.flatMap(lendersTo));
+  const lineage = { conditions, renumbered, lenders, compiledPolicies: policies.length, derivedChanges: 0, defaults, names: { of: undefined, positions: new Map() } };
   return snapshotOf(revision, { policies, positions, rules }, rulesByAction, lineage, ScopedDefaults.of(policies));
 }
 
@@ -400,7 +403,12 @@ function sortedIndex(positions: readonly number[], position: number): number {
  * selectivity of those choices drifts as the set changes.
  */
 export function derive(previous: Snapshot, changes: readonly ChangedPolicy[], revision: number): Snapshot | undefined {
-  if (previous.lineage.renumbered || previous.lineage.sharesSets || changes.some(({ now }) => now !== null && takesSharedSets(now.policy))) return undefined;
+  if (previous.lineage.renumbered) return undefined;
+  const lenders = new Set(previous.lineage.lenders);
+  for (const { now } of changes) if (now !== null) for (const lender of lendersTo(now.policy)) lenders.add(lender);
+  if (changes.some(({ name }) => lenders.has(name))) return undefined;
+  // No lender changes here: what each policy takes, it takes from a policy as `previous` holds it.
+  const reach = lenders.size === 0 ? ownSets : sharedSets(previous.policies);
   const policies = previous.policies.slice();
   const positions = previous.positions.slice();
   const rules = previous.rules.slice();
@@ -421,7 +429,7 @@ export function derive(previous: Snapshot, changes: readonly ChangedPolicy[], re
       if (policies[at]?.name !== name) return undefined;
       const old = policies[at]!;
       const oldRules = rules[at]!;
-      fileByAction(removedOf, old, indexableRules(old, oldRules, ownSets(old)));
+      fileByAction(removedOf, old, indexableRules(old, oldRules, reach(old)));
       removedPolicies.push(old);
       defaults = counted(defaults, old, -1);
       policies.splice(at, 1);
@@ -433,7 +441,7 @@ export function derive(previous: Snapshot, changes: readonly ChangedPolicy[], re
     const { policy, position } = now;
     const insertAt = sortedIndex(positions, position);
     if (!ordersFit(policy, position) || positions[insertAt] === position) return undefined;
-    const compiled = compilePolicy(policy, position, conditions, ownSets(policy));
+    const compiled = compilePolicy(policy, position, conditions, reach(policy));
     fileByAction(addedOf, policy, compiled.indexable);
     defaults = counted(defaults, policy, 1);
     addedPolicies.push(policy);
@@ -458,7 +466,7 @@ export function derive(previous: Snapshot, changes: readonly ChangedPolicy[], re
   }
   // Without scoped policies before, nothing was counted: the first scoped one counts them all.
   const scopes = previous.scopes?.with(addedPolicies, removedPolicies) ?? (addedPolicies.some((policy) => policy.resource_types !== undefined) ? ScopedDefaults.of(policies) : undefined);
-  const derived = snapshotOf(revision, { policies, positions, rules }, rulesByAction, { ...previous.lineage, derivedChanges, defaults }, scopes);
+  const derived = snapshotOf(revision, { policies, positions, rules }, rulesByAction, { ...previous.lineage, derivedChanges, defaults, lenders }, scopes);
   for (const [name, position] of moved) {
     if (position === undefined) positionOf.delete(name);
     else positionOf.set(name, position);

@@ -52,7 +52,7 @@ export function sharedSets(policies: readonly Pick<Policy, 'name' | 'condition_s
   const byName = new Map(policies.map((policy) => [policy.name, policy]));
   for (const policy of policies) if (typeof policy.shadow === 'string' && !byName.has(policy.shadow)) byName.set(policy.shadow, policy);
   return (policy) => (reference) => {
-    const owner = reference.from === undefined ? policy : byName.get(reference.from);
+    const owner = reference.from === undefined || reference.from === policy.name ? policy : byName.get(reference.from);
     return owner === undefined ? undefined : setItems(owner, reference.set);
   };
 }

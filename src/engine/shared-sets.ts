@@ -25,6 +25,9 @@ function* sharedReferences(policy: Policy, at: Location): Generator<{ set: strin
 /** Whether a rule of `policy` refers to another policy's set. */
 export const takesSharedSets = (policy: Policy): boolean => !sharedReferences(policy, []).next().done;
 
+/** The policies whose sets `policy`'s rules take. */
+export const lendersTo = (policy: Policy): string[] => [...new Set(Array.from(sharedReferences(policy, []), ({ from }) => from))];
+
 /** Where `policy` refers to a set of another policy that `policies` (the set it joins, itself aside) does not define. */
 export function sharedSetIssues(policy: Policy, policies: readonly Policy[], at: Location): ValidationIssue[] {
   const byName = new Map(policies.filter((other) => other.name !== policy.name).map((other) => [other.name, other]));
