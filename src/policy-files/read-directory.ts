@@ -3,6 +3,7 @@ import { basename, join } from 'node:path';
 import type { Policy } from '../schemas/policy.js';
 import { DocumentError, parseDocument, readText } from '../document-files.js';
 import { issuesInOneLine } from '../schemas/errors.js';
+import { sharedSetIssues } from '../engine/shared-sets.js';
 import type { PolicySetReader } from './policy-set.js';
 import { readSchemaFileText, SCHEMAS_FILE_NAME, type SchemaFile } from '../attribute-schemas/schema-file.js';
 import type { SchemaEnforcement } from '../config/config.js';
@@ -87,6 +88,9 @@ export function readPolicyDirectory(dir: string, reader: PolicySetReader, schema
   if ('issues' in read) {
     return { fingerprint, problems: read.issues.map((issue) => issuesInOneLine([issue], 1)) };
   }
+  // The directory is the whole set: what a policy takes from another must be defined there.
+  const shared = read.policies.flatMap((policy, index) => (policy.shadow === undefined ? sharedSetIssues(policy, read.policies, [labels[index]!]) : []));
+  if (shared.length > 0) return { fingerprint, problems: shared.map((issue) => issuesInOneLine([issue], 1)) };
   const schemaProblems = document === undefined || schemas!.enforcement === 'off' ? [] : policySchemaProblems(read.policies, labels, document);
   if (schemas?.enforcement === 'reject' && schemaProblems.length > 0) return { fingerprint, problems: schemaProblems };
   return { fingerprint, policies: read.policies, files: fileNames, schemas: document, schemaWarnings: schemaProblems };

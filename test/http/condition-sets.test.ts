@@ -246,26 +246,14 @@ t.test('writes keep shared sets whole: a set taken from a policy that is not the
   t.equal((await server.call('DELETE', '/admin/policies/company-roles')).status, 200, 'once nobody takes its sets, it goes');
 });
 
-t.test('a set out of reach fails closed: a deny rule that takes it denies, an allow rule never allows through it, a none_of included', async (t) => {
-  // Policy files are read as they are: nothing holds them to one another, so the lender may be missing.
+t.test('policy files are held to one another as writes are: a set taken from a policy the directory does not hold stops the start, naming the file and the reference', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'verdict-shared-sets-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const taking = {
-    name: 'taking',
-    rules: [
-      { name: 'suspended do nothing', effect: 'deny', principal_conditions: [{ set: 'suspended', from: 'company-roles' }], actions: ['delete'] },
-      { name: 'all but suspended read', effect: 'allow', principal_conditions: [{ none_of: [[{ set: 'suspended', from: 'company-roles' }]] }], actions: ['read'] },
-      { name: 'managers write', effect: 'allow', principal_conditions: [{ set: 'manager', from: 'company-roles' }], actions: ['write'] },
-    ],
-    default_effect: 'allow',
-  };
-  writeFileSync(join(dir, 'taking.json'), JSON.stringify(taking));
+  writeFileSync(join(dir, 'expenses.json'), JSON.stringify(SHARED_EXPENSES));
+  await t.rejects(emptyServer(t, { policiesDir: dir }), { message: /expenses\.json: rules\.0\.principal_conditions\.0\.from: there is no policy named 'company-roles'/ });
+  writeFileSync(join(dir, 'company-roles.json'), JSON.stringify(COMPANY_ROLES));
   const server = await emptyServer(t, { policiesDir: dir });
-  const anyone = (action: string) => ({ principal: { attributes: { role: 'manager', active: true } }, resource: { uri: 'doc:1' }, action });
-  await decides(t, server, anyone('delete'), { allowed: false, reason: 'Rule suspended-do-nothing denied the action in policy taking' }, '/check', 'the deny rule holds');
-  for (const action of ['read', 'write']) await decides(t, server, anyone(action), { allowed: true, reason: 'Action allowed by default effect' }, '/check', `${action}: no allow rule matched through the missing set (the default decided)`);
-  const explained = await server.call('POST', '/check?explain=true', anyone('write'));
-  t.same(explained.body.explain.policies[0].rules[0].failed, { side: 'principal', set: 'manager', from: 'company-roles' }, 'explained as a set out of reach');
+  await decides(t, server, asking('approve', { role: 'manager', active: true }), sharedAllowed('managers-approve'), '/check', 'with the lender beside it, decided');
 });
 
 t.test('a shadow of the lending policy shows what its change would do to the policies that take its sets, changing no answer', async (t) => {
