@@ -113,10 +113,10 @@ export function* eachCondition(items: readonly ConditionItem[]): Generator<[Cond
 }
 
 /** How many conditions `items` hold, those in groups included, and for a reference to a set (in a group too), `setSize` of it. */
-export function conditionCount(items: readonly ConditionItem[], setSize: (name: string) => number = () => 0): number {
+export function conditionCount(items: readonly ConditionItem[], setSize: (reference: ConditionSetReference) => number = () => 0): number {
   let count = 0;
   for (const item of items) {
-    if (isSetReference(item)) count += setSize(item.set);
+    if (isSetReference(item)) count += setSize(item);
     else if (isGroup(item)) count += groupParts(item).alternatives.reduce((sum, alternative) => sum + conditionCount(alternative, setSize), 0);
     else count += 1;
   }

@@ -1,7 +1,7 @@
-import type { Policy } from '../schemas/policy.js';
+import type { ConditionSetReference, Policy } from '../schemas/policy.js';
 import type { Location, ValidationIssue } from '../schemas/errors.js';
-import { setItems, setsReferred } from './condition-items.js';
-import { CONDITION_LISTS } from './validate.js';
+import { conditionCount, setItems, setsReferred } from './condition-items.js';
+import { CONDITION_LISTS, tooManyConditions } from './validate.js';
 
 // Sets shared by policies: a rule refers to another policy's set with `{"set": …, "from": <policy>}`.
 // A write is held to the set of policies it joins here; evaluation fails closed on a reference that
@@ -28,10 +28,19 @@ export const takesSharedSets = (policy: Policy): boolean => !sharedReferences(po
 /** The policies whose sets `policy`'s rules take. */
 export const lendersTo = (policy: Policy): string[] => [...new Set(Array.from(sharedReferences(policy, []), ({ from }) => from))];
 
-/** Where `policy` refers to a set of another policy that `policies` (the set it joins, itself aside) does not define. */
-export function sharedSetIssues(policy: Policy, policies: readonly Policy[], at: Location): ValidationIssue[] {
+/**
+ * Where `policy` refers to a set of another policy that `policies` (the set it joins, itself aside)
+ * does not define, and its rules that the sets they take make longer than `maxConditionsPerRule`.
+ */
+export function sharedSetIssues(policy: Policy, policies: readonly Policy[], at: Location, maxConditionsPerRule: number): ValidationIssue[] {
   const byName = new Map(policies.filter((other) => other.name !== policy.name).map((other) => [other.name, other]));
   const issues: ValidationIssue[] = [];
+  // A set out of reach counts one: it is refused below.
+  const setSize = ({ set, from }: ConditionSetReference) => conditionCount(setItems(from === undefined || from === policy.name ? policy : (byName.get(from) ?? {}), set) ?? [], () => 1) || 1;
+  for (const [ruleIndex, rule] of policy.rules.entries()) {
+    const tooMany = tooManyConditions(rule, setSize, maxConditionsPerRule, [...at, 'rules', ruleIndex]);
+    if (tooMany !== undefined) issues.push({ ...tooMany, msg: `${tooMany.msg}, the sets it takes from other policies counted` });
+  }
   for (const { set, from, loc } of sharedReferences(policy, at)) {
     const owner = byName.get(from);
     if (owner === undefined) issues.push({ loc, msg: `there is no policy named '${from}' to take condition set '${set}' from: name a policy by its stored name`, type: 'value_error' });

@@ -1,4 +1,4 @@
-import type { Condition, Policy } from '../schemas/policy.js';
+import type { Condition, ConditionSetReference, Policy, Rule } from '../schemas/policy.js';
 import type { Location, ValidationIssue } from '../schemas/errors.js';
 import type { RequestPart } from './entity.js';
 import { OPERATOR_DEFINITIONS } from './operators/index.js';
@@ -94,15 +94,15 @@ export function policyIssues(policy: Policy, at: Location, limits: PolicyLimits)
     setSizes.set(name, conditionCount(items));
     for (const [condition, where] of eachCondition(items)) issues.push(...conditionIssues(condition, 'principal', [...at, 'condition_sets', name, ...where]));
   }
-  const setSize = (name: string) => setSizes.get(name) ?? 0;
+  // Another policy's set counts at least one here, and its size where the set of policies is known (see sharedSetIssues).
+  const setSize = ({ set, from }: ConditionSetReference) => (from === undefined || from === policy.name ? (setSizes.get(set) ?? 0) : 1);
   policy.rules.forEach((rule, ruleIndex) => {
     const ruleAt = [...at, 'rules', ruleIndex];
     issues.push(...slugIssue(rule.name, [...ruleAt, 'name']));
     rule.actions.forEach((action, index) => issues.push(...controlCharacterIssues(action, 'an action', [...ruleAt, 'actions', index])));
-    const otherConditions = conditionCount(rule.action_conditions ?? [], setSize) + conditionCount(rule.context_conditions ?? [], setSize);
-    if (conditionCount(rule.principal_conditions, setSize) + conditionCount(rule.resource_conditions, setSize) + otherConditions > limits.maxConditionsPerRule) {
-      const together = otherConditions === 0 ? 'principal and resource together' : 'principal, resource, action and context together';
-      issues.push({ loc: ruleAt, msg: `a rule may have at most ${limits.maxConditionsPerRule} conditions, ${together}`, type: 'too_long' });
+    const tooMany = tooManyConditions(rule, setSize, limits.maxConditionsPerRule, ruleAt);
+    if (tooMany !== undefined) {
+      issues.push(tooMany);
       return;
     }
     for (const [list, part] of CONDITION_LISTS) {
@@ -114,6 +114,14 @@ export function policyIssues(policy: Policy, at: Location, limits: PolicyLimits)
     }
   });
   return issues;
+}
+
+/** The refusal of `rule` when its conditions, each set's counted as `setSize` says, are more than `max`. */
+export function tooManyConditions(rule: Rule, setSize: (reference: ConditionSetReference) => number, max: number, at: Location): ValidationIssue | undefined {
+  const otherConditions = conditionCount(rule.action_conditions ?? [], setSize) + conditionCount(rule.context_conditions ?? [], setSize);
+  if (conditionCount(rule.principal_conditions, setSize) + conditionCount(rule.resource_conditions, setSize) + otherConditions <= max) return undefined;
+  const together = otherConditions === 0 ? 'principal and resource together' : 'principal, resource, action and context together';
+  return { loc: at, msg: `a rule may have at most ${max} conditions, ${together}`, type: 'too_long' };
 }
 
 /** The most set names an unknown set's message lists. */

@@ -16,7 +16,7 @@ export class PolicySetReader {
   /** Compiled by the first read, so that a start compiles no schema it may never use. */
   private compiledSchema: ValidateFunction<Policy> | undefined;
 
-  constructor(private readonly limits: PolicyLimits) {}
+  constructor(readonly limits: PolicyLimits) {}
 
   private get matchesSchema(): ValidateFunction<Policy> {
     return (this.compiledSchema ??= compileListingErrors<Policy>(policySchema));

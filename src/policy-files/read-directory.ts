@@ -89,7 +89,7 @@ export function readPolicyDirectory(dir: string, reader: PolicySetReader, schema
     return { fingerprint, problems: read.issues.map((issue) => issuesInOneLine([issue], 1)) };
   }
   // The directory is the whole set: what a policy takes from another must be defined there.
-  const shared = read.policies.flatMap((policy, index) => (policy.shadow === undefined ? sharedSetIssues(policy, read.policies, [labels[index]!]) : []));
+  const shared = read.policies.flatMap((policy, index) => (policy.shadow === undefined ? sharedSetIssues(policy, read.policies, [labels[index]!], reader.limits.maxConditionsPerRule) : []));
   if (shared.length > 0) return { fingerprint, problems: shared.map((issue) => issuesInOneLine([issue], 1)) };
   const schemaProblems = document === undefined || schemas!.enforcement === 'off' ? [] : policySchemaProblems(read.policies, labels, document);
   if (schemas?.enforcement === 'reject' && schemaProblems.length > 0) return { fingerprint, problems: schemaProblems };

@@ -1,6 +1,6 @@
 import type { AnsweredPolicy, Condition, ConditionItem, Policy } from '../schemas/policy.js';
 import { mapConditions } from '../engine/condition-items.js';
-import { setsStillTaken, setsStillTakenMessage, sharedSetIssues } from '../engine/shared-sets.js';
+import { lendersTo, setsStillTaken, setsStillTakenMessage, sharedSetIssues } from '../engine/shared-sets.js';
 import type { ValidationIssue } from '../schemas/errors.js';
 import type { WriteWarnings } from './write-warnings.js';
 import {
@@ -258,7 +258,7 @@ export class PolicyService {
       return stored;
     });
     // What a policy takes from another is looked for in the set it would join, as a write does.
-    const shared = policies.flatMap((policy, index) => (policy.shadow === undefined ? sharedSetIssues(policy, set, locate(index)) : []));
+    const shared = policies.flatMap((policy, index) => (policy.shadow === undefined ? sharedSetIssues(policy, set, locate(index), this.settings.maxConditionsPerRule) : []));
     if (shared.length > 0) throw new RequestValidationError(shared);
     const sentAt = new Map(positions.map((position, index) => [position, index]));
     const warnings = await runInSlices(reportWarnings(set, positions, (position) => locate(sentAt.get(position)!), { maxLength: this.settings.maxAnswerSize }));
@@ -278,12 +278,20 @@ export class PolicyService {
   private holdSharedSets(name: string, next: Policy | undefined): void {
     if (next?.shadow !== undefined) return;
     const live = this.snapshots.policies;
+    const { maxConditionsPerRule } = this.settings;
+    const after = [...live.filter((policy) => policy.name !== name), ...(next === undefined ? [] : [next])];
     if (next !== undefined) {
-      const issues = sharedSetIssues(next, live, ['body']);
+      const issues = sharedSetIssues(next, after, ['body'], maxConditionsPerRule);
       if (issues.length > 0) throw new RequestValidationError(issues);
     }
+    const write = next === undefined ? 'deleted' : 'written so';
     const taken = setsStillTaken(name, next, live);
-    if (taken.length > 0) throw new ClientError(409, setsStillTakenMessage(name, taken, next === undefined ? 'deleted' : 'written so'));
+    if (taken.length > 0) throw new ClientError(409, setsStillTakenMessage(name, taken, write));
+    // A set that grows grows every rule that takes it.
+    const outgrown = live
+      .filter((policy) => policy.name !== name && lendersTo(policy).includes(name))
+      .flatMap((taker) => sharedSetIssues(taker, after, [], maxConditionsPerRule).map((issue) => `policy '${taker.name}' ${issue.loc.join('.')}: ${issue.msg}`));
+    if (outgrown.length > 0) throw new ClientError(409, setsStillTakenMessage(name, outgrown, write));
   }
 
   /** Where policy writes go; 409 when there is no writer (policies from files). */

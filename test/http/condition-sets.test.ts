@@ -268,3 +268,21 @@ t.test('a shadow of the lending policy shows what its change would do to the pol
   t.same(report.decided, { agree: 1, allow_to_deny: 0, deny_to_allow: 1 }, "the shadow's manager set lets the lead read: counted");
   t.match(report.disagreements[0], { live: { allowed: false }, shadow: { allowed: true, explain: { decided_by: { rule: 'managers-or-auditors-read' } } } });
 });
+
+t.test("a rule counts the conditions of the sets it takes from other policies toward its limit, and a lender's set grows only as far as its takers' rules allow", async (t) => {
+  const server = await emptyServer(t, { maxConditionsPerRule: 4 });
+  const threeConditions = [
+    { path: 'attributes.role', operator: '==', value: 'manager' },
+    { path: 'attributes.active', operator: '==', value: true },
+    { path: 'attributes.level', operator: 'gte', value: 2 },
+  ];
+  t.equal((await server.call('POST', '/admin/policies', { ...COMPANY_ROLES, condition_sets: { manager: threeConditions, auditor: threeConditions } })).status, 200);
+  const taking = (references: unknown[]) => ({ name: 'taking', rules: [{ name: 'r', effect: 'allow', principal_conditions: references, actions: ['read'] }] });
+  const twice = await server.call('POST', '/admin/policies', taking([{ set: 'manager', from: 'company-roles' }, { any_of: [[{ set: 'auditor', from: 'company-roles' }]] }]));
+  t.equal(twice.status, 422, 'six conditions through two shared sets, past the limit of four');
+  t.same(twice.body.detail, [{ loc: ['body', 'rules', 0], msg: 'a rule may have at most 4 conditions, principal and resource together, the sets it takes from other policies counted', type: 'too_long' }]);
+  t.equal((await server.call('POST', '/admin/policies', taking([{ set: 'manager', from: 'company-roles' }]))).status, 200, 'three are within it');
+  const grown = await server.call('PUT', '/admin/policies/company-roles', { ...COMPANY_ROLES, condition_sets: { manager: [...threeConditions, { path: 'attributes.x', operator: 'exists' }, { path: 'attributes.y', operator: 'exists' }], auditor: threeConditions } });
+  t.equal(grown.status, 409);
+  t.match(grown.body.detail, /Policy 'company-roles' cannot be written so: policy 'taking' rules\.0: a rule may have at most 4 conditions/);
+});
