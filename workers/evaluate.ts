@@ -8,6 +8,7 @@
 import { threadId, workerData } from 'node:worker_threads';
 import { AnswerBudget, compile, decisionsJson, derive, ExplanationTooLarge, type Decision, type Snapshot } from '../src/engine/index.js';
 import { decideResolved } from '../src/decide/kernel.js';
+import { shadowedBulk } from '../src/decide/shadowed.js';
 import { explanationsTooLarge } from '../src/decide/answer-limits.js';
 import { compileBulkValidator, onlyTheFrontDecides, readBulkBody } from '../src/requests/bulk-request.js';
 import { ClientError, RequestValidationError } from '../src/errors.js';
@@ -27,13 +28,18 @@ const runningTasks = new RunningTasks(start.runningTasks);
 const slot = runningTasks.claim(threadId);
 /** The schemas that came with the policies of `snapshot`. */
 const schemas = new SchemasInForce(start.schemaEnforcement);
+/** The snapshot the shadow policies are decided by, and its version (see TaskAtRevision.shadow). */
+let shadow: { version: number; snapshot: Snapshot } | undefined;
 
 export default function runTask(task: PoolTask): PoolOutcome {
   runningTasks.mark(slot, task.id);
   try {
     const current = snapshotAt(task);
-    if (current === undefined) return { kind: 'stale', holds: snapshot && { revision: snapshot.revision, generation } };
-    return task.kind === 'plans' ? plan(task, current) : decide(task, current);
+    const stale: PoolOutcome = { kind: 'stale', holds: snapshot && { revision: snapshot.revision, generation } };
+    if (current === undefined) return stale;
+    if (task.kind === 'plans') return plan(task, current);
+    const shadows = shadowsAt(task);
+    return shadows === 'stale' ? stale : decide(task, current, shadows);
   } finally {
     runningTasks.mark(slot, 0);
   }
@@ -52,6 +58,15 @@ function snapshotAt(task: TaskAtRevision): Snapshot | undefined {
   return isTasks(snapshot) ? snapshot : undefined;
 }
 
+/** The shadows' snapshot the task names (none while there are no shadows), made from what it brings when this worker holds another; 'stale' when it cannot be. */
+function shadowsAt({ shadow: named, revision }: TaskAtRevision): Snapshot | undefined | 'stale' {
+  if (named === undefined) return undefined;
+  if (shadow?.version === named.version) return shadow.snapshot;
+  if (named.policies === undefined) return 'stale';
+  shadow = { version: named.version, snapshot: compile(named.policies, revision) };
+  return shadow.snapshot;
+}
+
 function plan(task: PlanTask, current: Snapshot): PoolOutcome {
   try {
     const answers = planAnswers(current, task.work, task.settings, !task.single);
@@ -62,7 +77,7 @@ function plan(task: PlanTask, current: Snapshot): PoolOutcome {
   }
 }
 
-function decide(task: BulkTask, current: Snapshot): PoolOutcome {
+function decide(task: BulkTask, current: Snapshot, shadows: Snapshot | undefined): PoolOutcome {
   const startedAt = performance.now();
   const text = Buffer.from(task.body).toString('utf8');
   let inputs;
@@ -92,5 +107,6 @@ function decide(task: BulkTask, current: Snapshot): PoolOutcome {
   const tally = tallyBulk(inputs, decisions, start.recentDenials, broken);
   const elapsedMs = performance.now() - startedAt;
   const json = explanations === undefined ? decisionsJson(decisions) : JSON.stringify(decisions);
-  return { kind: 'decided', json, tally, violations, revision: current.revision, elapsedMs, kept: inputs.slice(0, task.keepChecks) };
+  const shadowed = shadows && shadowedBulk(shadows, inputs, decisions, start.shadowSamplePercent);
+  return { kind: 'decided', json, tally, violations, revision: current.revision, elapsedMs, kept: inputs.slice(0, task.keepChecks), ...(shadowed && { shadowed }) };
 }

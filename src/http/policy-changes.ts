@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { JsonSchemaToTsProvider } from '@fastify/type-provider-json-schema-to-ts';
-import { MAX_DISAGREEMENTS } from '../services/shadow-decisions.js';
+import { MAX_DISAGREEMENTS } from '../decide/shadowed.js';
 import { impactReportSchema, impactRequestSchema, shadowReportSchema } from '../schemas/impact.js';
 import { policyNameParamsSchema, storedPolicySchema } from '../schemas/policy.js';
 import { API_KEY_SECURITY } from './admin-auth.js';
@@ -37,7 +37,7 @@ export const policyChangeRoutes: FastifyPluginAsync<RoutesOptions> = async (fast
       summary: 'How the shadow policies decide beside the live ones, on this process',
       description:
         'The shadow policies in force, how many checks this process decided both ways since it started (all, or `--shadow-sample-percent` of them), ' +
-        `and the latest checks they disagreed on (at most ${MAX_DISAGREEMENTS}, newest first), each explained both ways. Bulks decided in worker threads are not decided by the shadows.`,
+        `and the latest checks they disagreed on (at most ${MAX_DISAGREEMENTS}, newest first), each explained both ways.`,
       response: { 200: shadowReportSchema, ...ERROR_RESPONSES },
     },
     handler: async () => ({

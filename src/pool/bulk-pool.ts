@@ -11,6 +11,7 @@ import { POOL_WORKER_FILE } from '../../workers/entry-points.js';
 import type { BulkTally } from '../live/live-counters.js';
 import type { ItemViolations } from '../attribute-schemas/enforcement.js';
 import type { SchemaEnforcement } from '../config/config.js';
+import type { ShadowedBulk } from '../decide/shadowed.js';
 import type { RequestOrigin } from '../decision-log/line.js';
 
 /** What a pool is made with. */
@@ -32,6 +33,8 @@ export interface BulkPoolOptions {
   workerFile?: URL;
   /** How attribute schemas are enforced: workers compile those of the policies they are sent, and hand a bulk that breaks them under `reject` to the front. */
   schemaEnforcement?: SchemaEnforcement;
+  /** The share of a bulk's checks the shadow policies decide, while there are some (default: all). */
+  shadowSamplePercent?: number;
 }
 
 /** A worker did not finish a bulk in time: answered 503, the client may retry. */
@@ -52,6 +55,8 @@ export type BulkObserver = (bulk: {
   origin: RequestOrigin | undefined;
   /** Its first checks as decided, as many as `checksWanted` asked for. */
   kept: DecisionRequest[];
+  /** What the shadow policies said of its sampled checks, while there are some. */
+  shadowed?: ShadowedBulk;
 }) => void;
 
 /**
@@ -89,6 +94,7 @@ export class BulkPool {
   private readonly checksWanted: () => number;
   private readonly workerFile: URL;
   private readonly schemaEnforcement: SchemaEnforcement;
+  private readonly shadowSamplePercent: number;
 
   constructor(
     private readonly snapshots: PolicySnapshots,
@@ -103,13 +109,19 @@ export class BulkPool {
     this.checksWanted = options.checksWanted ?? (() => 0);
     this.workerFile = options.workerFile ?? POOL_WORKER_FILE;
     this.schemaEnforcement = options.schemaEnforcement ?? 'off';
+    this.shadowSamplePercent = options.shadowSamplePercent ?? 100;
     this.runningTasks = RunningTasks.create(this.workers);
   }
 
   /** The pool, started on first use. */
   private started(): Promise<Piscina<PoolTask, PoolOutcome>> {
     this.starting ??= import('piscina').then(({ Piscina }) => {
-      const workerData: WorkerStart = { runningTasks: this.runningTasks.buffer, recentDenials: this.recentDenials, schemaEnforcement: this.schemaEnforcement };
+      const workerData: WorkerStart = {
+        runningTasks: this.runningTasks.buffer,
+        recentDenials: this.recentDenials,
+        schemaEnforcement: this.schemaEnforcement,
+        shadowSamplePercent: this.shadowSamplePercent,
+      };
       const pool = new Piscina<PoolTask, PoolOutcome>({
         filename: this.workerFile.href,
         minThreads: this.idleThreads,
@@ -179,17 +191,19 @@ export class BulkPool {
    * watchdog terminated it: doing inline what a worker could not finish in time would stall the front.
    */
   private async atRevision(what: string, send: (pool: Piscina<PoolTask, PoolOutcome>, at: TaskAtRevision) => Promise<PoolOutcome>): Promise<PoolOutcome | undefined> {
-    const { current, generation } = this.snapshots;
+    const { current, generation, shadow, shadowVersion } = this.snapshots;
     const wholeSet = this.wholeSet(current);
     this.lastTaskId = (this.lastTaskId % 0x7fffffff) + 1;
-    const task = { id: this.lastTaskId, revision: current.revision, generation };
+    const task: TaskAtRevision = { id: this.lastTaskId, revision: current.revision, generation, ...(shadow && { shadow: { version: shadowVersion } }) };
+    // A worker that answers stale may lack the shadows' set too: it comes along with what it lacks of the live one.
+    const shadowSet = shadow && { shadow: { version: shadowVersion, policies: shadow.policies } };
     try {
       if (this.closed) return undefined;
       const pool = await this.started();
       let outcome = await send(pool, task);
-      if (outcome.kind === 'stale') outcome = await send(pool, { ...task, ...this.catchUpFrom(outcome.holds, task, wholeSet) });
+      if (outcome.kind === 'stale') outcome = await send(pool, { ...task, ...this.catchUpFrom(outcome.holds, task, wholeSet), ...shadowSet });
       // The changes reached another worker, which holds yet another revision.
-      if (outcome.kind === 'stale') outcome = await send(pool, { ...task, ...wholeSet });
+      if (outcome.kind === 'stale') outcome = await send(pool, { ...task, ...wholeSet, ...shadowSet });
       return outcome;
     } catch {
       if (this.timedOut.has(task.id)) throw new WorkerTimeoutError(`${what} took longer than ${this.timeoutMillis} ms`);

@@ -7,6 +7,7 @@ import type { PlanSettings, PlanWork } from '../decide/plan-answers.js';
 import type { ItemViolations } from '../attribute-schemas/enforcement.js';
 import type { SchemaDocument } from '../attribute-schemas/schema-document.js';
 import type { SchemaEnforcement } from '../config/config.js';
+import type { ShadowedBulk } from '../decide/shadowed.js';
 
 /** Work for a worker, with the snapshot revision it must be done at. */
 export interface TaskAtRevision {
@@ -25,6 +26,11 @@ export interface TaskAtRevision {
   positions?: readonly number[];
   /** With `policies`, when schemas are enforced: the attribute schema document of `revision` (none: undefined). */
   schemas?: SchemaDocument;
+  /**
+   * While shadow policies are written: the version of the set they are decided by (see
+   * PolicySnapshots.shadowVersion), and that set's policies when a worker that answered `stale` may not hold it.
+   */
+  shadow?: { version: number; policies?: readonly Policy[] };
 }
 
 /** A bulk check body to decide. */
@@ -53,9 +59,9 @@ export type PoolOutcome =
   /**
    * The decisions, serialized, in request order, what decided them and what the items that broke the
    * attribute schemas broke (warn: decided all the same), at the worker's snapshot revision, in elapsedMs;
-   * and the first `keepChecks` checks, as decided.
+   * the first `keepChecks` checks, as decided; and, with shadow policies, what they said of its sampled checks.
    */
-  | { kind: 'decided'; json: string; tally: BulkTally; violations: ItemViolations; revision: number; elapsedMs: number; kept: DecisionRequest[] }
+  | { kind: 'decided'; json: string; tally: BulkTally; violations: ItemViolations; revision: number; elapsedMs: number; kept: DecisionRequest[]; shadowed?: ShadowedBulk }
   /** The worker holds another snapshot than the task's (`holds`; none yet: undefined): send the changes or the policies along. */
   | { kind: 'stale'; holds: { revision: number; generation: number } | undefined }
   /** An item names a registered entity or a credential: the front, which holds the entity cache and verifies credentials, decides (see onlyTheFrontDecides). */
@@ -74,4 +80,6 @@ export interface WorkerStart {
   recentDenials: number;
   /** How the attribute schemas that come with the policies are enforced. */
   schemaEnforcement: SchemaEnforcement;
+  /** The share of checks the shadow policies decide (`--shadow-sample-percent`). */
+  shadowSamplePercent: number;
 }

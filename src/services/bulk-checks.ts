@@ -3,7 +3,6 @@ import type { BulkPool } from '../pool/bulk-pool.js';
 import type { MeasuredPlacement } from '../pool/measured-placement.js';
 import { compileBulkValidator, plainlyNamesToken, plainlyNamesUri, readBulkBody, type BulkLimits, type BulkValidator } from '../requests/bulk-request.js';
 import type { RequestOrigin } from '../decision-log/line.js';
-import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
 import type { CheckService } from './checks.js';
 
 /** Where bulks may go besides the front thread (see bulkPlacement): bodies of at least `minimumBodyLength` bytes, or, with `placement`, those that come while it chooses the pool. */
@@ -33,7 +32,6 @@ export class BulkChecks {
 
   constructor(
     private readonly checks: CheckService,
-    private readonly snapshots: PolicySnapshots,
     private readonly limits: BulkLimits,
     private readonly pool: PoolPlacement | undefined,
   ) {}
@@ -63,13 +61,13 @@ export class BulkChecks {
   /**
    * A bulk's path: the front's unless there is a pool and the bulk is explained (worth a worker at
    * any size: explanations may be as long as the answer budget) or big, and names no `uri` (the front
-   * holds the entity cache) and no token (the front verifies them), while no shadow policy is written
-   * (the front decides checks by the shadows too). Big bulks take the path measured faster, when it is
-   * measured; `measured` is the placement to tell what the path cost.
+   * holds the entity cache) and no token (the front verifies them); a worker decides by the shadow
+   * policies too. Big bulks take the path measured faster, when it is measured; `measured` is the
+   * placement to tell what the path cost.
    */
   private placed(bytes: Buffer, explain: boolean): { pool?: BulkPool; measured?: MeasuredPlacement } {
     const { pool } = this;
-    if (pool === undefined || this.snapshots.shadow !== undefined || (!explain && bytes.length < pool.minimumBodyLength) || plainlyNamesUri(bytes) || plainlyNamesToken(bytes)) return {};
+    if (pool === undefined || (!explain && bytes.length < pool.minimumBodyLength) || plainlyNamesUri(bytes) || plainlyNamesToken(bytes)) return {};
     const measured = explain ? undefined : pool.placement;
     if (measured === undefined) return { pool: pool.bulk };
     return measured.path() === 'pool' ? { pool: pool.bulk, measured } : { measured };

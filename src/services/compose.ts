@@ -160,7 +160,7 @@ export async function composeServices(config: Config, substitutes: Substitutes =
     audit,
     authzen: new AuthzenService(checks, config.bulkCheckMaxRequests),
     authzenSearch: new AuthzenSearch(checks, plans, registry, snapshots, config),
-    bulks: new BulkChecks(checks, snapshots, bulkLimitsOf(config), pool.placement),
+    bulks: new BulkChecks(checks, bulkLimitsOf(config), pool.placement),
     evaluation: pool.evaluation,
     workers: pool.workers,
     adminKeys,
@@ -281,6 +281,7 @@ function bulkPool(config: Config, sizing: WorkerSizing, snapshots: PolicySnapsho
     recentDenials: config.recentDenials,
     workerFile,
     schemaEnforcement: config.schemaEnforcement,
+    shadowSamplePercent: config.shadowSamplePercent,
   });
 }
 

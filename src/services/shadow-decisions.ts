@@ -1,5 +1,6 @@
 import type { Clock } from '../clock.js';
 import { decisionOf } from '../decide/kernel.js';
+import { MAX_DISAGREEMENTS, sampled, shadowOutcome, type ShadowedBulk, type ShadowOutcome } from '../decide/shadowed.js';
 import { maskedCheck, maskedExplanation } from '../decision-log/masked-view.js';
 import type { DecisionLogMask } from '../decision-log/mask.js';
 import { AnswerBudget, explain, ExplanationTooLarge, type Decision, type DecisionRequest, type Snapshot } from '../engine/index.js';
@@ -10,14 +11,10 @@ import { checkSize, MAX_KEPT_CHECK_BYTES } from './recent-checks.js';
 import type { FromSchema } from 'json-schema-to-ts';
 import type { shadowReportSchema } from '../schemas/impact.js';
 
-/** Disagreements kept, newest first: like the live view's recent denials. */
-export const MAX_DISAGREEMENTS = 100;
 /** Minutes of agreement kept for the chart of it over time. */
 export const HISTORY_MINUTES = 60;
 /** The longest explanation a disagreement keeps, in characters of JSON; a longer one is left out, saying so. */
 const MAX_EXPLANATION = 8192;
-
-export type ShadowOutcome = 'agree' | 'allow_to_deny' | 'deny_to_allow';
 
 /** A check the shadow policies decided otherwise than the live ones, with both decisions explained. */
 export type Disagreement = FromSchema<typeof shadowReportSchema>['disagreements'][number];
@@ -25,8 +22,9 @@ type MinuteCounts = FromSchema<typeof shadowReportSchema>['history'][number];
 
 /**
  * Decides the checks of this thread by the shadow policies too (a share of them, `samplePercent`),
- * never changing an answer: counts how often they agree (the metric and `counts`) and keeps the
- * latest disagreements with both explanations. Costs nothing while there are no shadows.
+ * and takes what a worker's shadows said of a pooled bulk, never changing an answer: counts how often
+ * they agree (the metric and `counts`) and keeps the latest disagreements with both explanations.
+ * Costs nothing while there are no shadows.
  */
 export class ShadowDecisions {
   readonly counts: Record<ShadowOutcome, number> = { agree: 0, allow_to_deny: 0, deny_to_allow: 0 };
@@ -46,13 +44,32 @@ export class ShadowDecisions {
   /** `live` is what the live policies decided for `request`. */
   observe(request: DecisionRequest, live: Decision): void {
     const shadow = this.snapshots.shadow;
-    if (shadow === undefined || (this.samplePercent < 100 && Math.random() * 100 >= this.samplePercent)) return;
+    if (shadow === undefined || !sampled(this.samplePercent)) return;
     const decided = decisionOf(shadow, request);
-    const outcome: ShadowOutcome = decided.allowed === live.allowed ? 'agree' : live.allowed ? 'allow_to_deny' : 'deny_to_allow';
-    this.counts[outcome]++;
-    this.metrics.shadowOutcomes[outcome].inc();
-    this.countInMinute(outcome);
-    if (outcome === 'agree') return;
+    const outcome = shadowOutcome(live, decided);
+    this.count(outcome, 1);
+    if (outcome !== 'agree') this.keep(request, live, shadow, decided);
+  }
+
+  /**
+   * What the shadows said of the sampled checks of a bulk a worker decided (it holds the shadows'
+   * snapshot too); the checks they disagreed on are decided again here, to be explained.
+   */
+  observeBulk({ counts, disagreements }: ShadowedBulk): void {
+    for (const outcome of Object.keys(counts) as ShadowOutcome[]) if (counts[outcome] > 0) this.count(outcome, counts[outcome]);
+    const shadow = this.snapshots.shadow;
+    if (shadow === undefined) return;
+    for (const request of disagreements) this.keep(request, decisionOf(this.snapshots.current, request), shadow, decisionOf(shadow, request));
+  }
+
+  private count(outcome: ShadowOutcome, checks: number): void {
+    this.counts[outcome] += checks;
+    this.metrics.shadowOutcomes[outcome].inc(checks);
+    this.countInMinute(outcome, checks);
+  }
+
+  /** Keeps a disagreement, `live` and `decided` (by `shadow`) explained. */
+  private keep(request: DecisionRequest, live: Decision, shadow: Snapshot, decided: Decision): void {
     this.disagreements.unshift({
       at: new Date(this.clock.now()).toISOString(),
       // A large check is not kept: a hundred of them would hold a hundred request bodies.
@@ -63,14 +80,14 @@ export class ShadowDecisions {
     if (this.disagreements.length > MAX_DISAGREEMENTS) this.disagreements.pop();
   }
 
-  private countInMinute(outcome: ShadowOutcome): void {
+  private countInMinute(outcome: ShadowOutcome, checks: number): void {
     const minute = Math.floor(this.clock.now() / 60_000);
     let counts = this.minutes.at(-1);
     if (counts === undefined || counts.minute !== minute) {
       this.minutes.push((counts = { minute, agree: 0, allow_to_deny: 0, deny_to_allow: 0 }));
       while (this.minutes.length > 0 && this.minutes[0]!.minute <= minute - HISTORY_MINUTES) this.minutes.shift();
     }
-    counts[outcome]++;
+    counts[outcome] += checks;
   }
 
   /** The counts of each of the last HISTORY_MINUTES minutes in which the shadows decided, oldest first. */

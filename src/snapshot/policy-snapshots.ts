@@ -120,6 +120,8 @@ export class PolicySnapshots extends EventEmitter<SnapshotEvents> {
   private readonly shadowPolicies = new Map<string, Policy>();
   /** The snapshot the shadows are decided by, the revision's live policies with the shadows in; undefined while there are none. */
   shadow: Snapshot | undefined;
+  /** Counts the shadow snapshots made: a worker holding this version of it holds `shadow`. */
+  shadowVersion = 0;
 
   private constructor(
     private readonly source: PolicySource,
@@ -274,6 +276,7 @@ export class PolicySnapshots extends EventEmitter<SnapshotEvents> {
       else this.shadowPolicies.set(name, now.policy);
     }
     this.shadow = this.shadowPolicies.size === 0 ? undefined : compile(shadowSet(snapshot.policies, [...this.shadowPolicies.values()]), snapshot.revision);
+    this.shadowVersion++;
   }
 
   private succeeded(): void {

@@ -138,7 +138,7 @@ t.test('an impact preview of writing a shadow changes no live decision; a shadow
 });
 
 
-t.test('bulks that the worker pool would decide are decided on the front while a shadow policy exists: every check is shadowed and kept for previews', async (t) => {
+t.test('bulks the worker pool decides are decided by the shadow policies there too: every check counted, the disagreements kept with both explanations, every check kept for previews', async (t) => {
   const server = await startServer({ evaluation: 'pool', workers: 1, recentChecksRate: 0 });
   t.teardown(server.close);
   for (const policy of [LIVE, NEXT]) t.equal((await server.call('POST', '/admin/policies', policy)).status, 200);
@@ -146,12 +146,26 @@ t.test('bulks that the worker pool would decide are decided on the front while a
   const bulk = Array.from({ length: 300 }, (_, index) => ({ principal: { attributes: { role: index % 2 === 0 ? 'guest' : 'reader' } }, resource: { attributes: { kind: 'doc' } }, action: 'read' }));
   const answered = await server.call('POST', '/check/bulk', bulk);
   t.equal(answered.status, 200);
-  t.same((await server.call('GET', '/admin/shadow')).body.decided, { agree: 150, allow_to_deny: 0, deny_to_allow: 150 }, 'every item decided by the shadows too');
+  t.match((await server.call('GET', '/metrics')).body, /verdict_worker_pool_threads 1\b/, 'decided in the pool, a shadow written or not');
+  const report = (await server.call('GET', '/admin/shadow')).body;
+  t.same(report.decided, { agree: 150, allow_to_deny: 0, deny_to_allow: 150 }, 'every item decided by the shadows too');
+  t.equal(report.disagreements.length, 100, 'the latest hundred disagreements kept');
+  t.match(report.disagreements[0], {
+    check: { principal: { attributes: { role: 'guest' } } },
+    live: { allowed: false, explain: { decided_by: { kind: 'default' } } },
+    shadow: { allowed: true, explain: { decided_by: { rule: 'guests' } } },
+  });
+  t.match((await server.call('GET', '/metrics')).body, 'verdict_shadow_decisions_total{outcome="deny_to_allow"} 150');
   t.equal((await server.call('POST', '/admin/policies/impact', { delete: ['access'] })).body.replayed, 300, 'and kept for previews');
 
+  // The shadow changes: the worker is sent the new shadow set before it decides again.
+  t.equal((await server.call('PUT', '/admin/policies/access-next', { ...NEXT, rules: NEXT.rules.filter((rule) => rule.name !== 'guests') })).status, 200);
+  t.equal((await server.call('POST', '/check/bulk', bulk)).status, 200);
+  t.same((await server.call('GET', '/admin/shadow')).body.decided, { agree: 450, allow_to_deny: 0, deny_to_allow: 150 }, 'decided by the changed shadow: all agree now');
   t.equal((await server.call('DELETE', '/admin/policies/access-next')).status, 200);
   t.equal((await server.call('POST', '/check/bulk', bulk)).status, 200);
-  t.equal((await server.call('POST', '/admin/policies/impact', { delete: ['access'] })).body.replayed, 600, 'with no shadow, bulks go to the pool again, and the worker sends their checks back to be kept');
+  t.same((await server.call('GET', '/admin/shadow')).body.decided, { agree: 450, allow_to_deny: 0, deny_to_allow: 150 }, 'with no shadow, nothing more is counted');
+  t.equal((await server.call('POST', '/admin/policies/impact', { delete: ['access'] })).body.replayed, 900, 'every bulk kept for previews');
 });
 
 t.test('a PUT never turns a live policy into a shadow: 409 saying how to try a change of it; the policy keeps deciding', async (t) => {
