@@ -8,6 +8,8 @@
 // round each round (whichever goes second tends to measure faster); the figures are the medians of
 // each round's ratio to this build. BUILDS_BENCH_ARGS sets the flags every build starts with
 // (default `--evaluation auto`), BUILDS_BENCH_ONLY the scenarios (by a part of their name). The load comes from this process (undici, CONNECTIONS callers).
+// BUILDS_BENCH_SHADOW=1 writes a shadow policy too (in place of `owners`, the same rule under another name), so that every check is
+// also decided by the shadows, which agree (a disagreement costs two explanations on the front, wherever the check was decided).
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { rmSync, writeFileSync } from 'node:fs';
@@ -27,6 +29,7 @@ const BASES = (process.env.BUILDS_BENCH_BASES ?? '').split(',').map((path) => pa
 const ARGS = (process.env.BUILDS_BENCH_ARGS ?? '--evaluation auto').split(' ').filter(Boolean);
 /** Only the scenarios whose name holds this text. */
 const ONLY = process.env.BUILDS_BENCH_ONLY;
+const SHADOW = process.env.BUILDS_BENCH_SHADOW === '1';
 const CONNECTIONS = 64;
 const POLICIES = 100;
 const ISSUER = 'https://idp.bench';
@@ -88,6 +91,13 @@ async function started(name: string, cli: string | undefined, extAuthzArgs: stri
     name: 'owners',
     rules: [{ name: 'owner-reads', effect: 'allow', principal_conditions: [{ path: 'attributes.claims.sub', operator: '==', value: 'alice' }], actions: ['read'] }],
   });
+  if (SHADOW) {
+    await admin(build.server.url, '/admin/policies', {
+      name: 'owners-next',
+      shadow: 'owners',
+      rules: [{ name: 'alice-reads', effect: 'allow', principal_conditions: [{ path: 'attributes.claims.sub', operator: '==', value: 'alice' }], actions: ['read'] }],
+    });
+  }
   return build;
 }
 
@@ -117,7 +127,7 @@ async function main(): Promise<void> {
   try {
     builds.push(await started('this build', undefined, extAuthzArgs));
     for (const base of BASES) builds.push(await started(base, resolve(base), extAuthzArgs));
-    console.log(`Builds benchmark: ${ROUNDS} rounds × ${SECONDS} s, ${CONNECTIONS} connections, ${POLICIES} policies; load average ${loadavg()[0]!.toFixed(1)} on entry`);
+    console.log(`Builds benchmark: ${ROUNDS} rounds × ${SECONDS} s, ${CONNECTIONS} connections, ${POLICIES} policies${SHADOW ? ' and a shadow' : ''}; load average ${loadavg()[0]!.toFixed(1)} on entry`);
     for (const scenario of scenarios) {
       const compared = builds.filter((build) => build.extAuthz || scenario.needsExtAuthz !== true);
       if (compared[0] !== builds[0] || (ONLY !== undefined && !scenario.name.includes(ONLY))) continue;
