@@ -10,6 +10,23 @@ export interface ReachableMongo {
 }
 
 /**
+ * Why mongodb-memory-server had no mongod to start, once it failed: both kinds run the same binary,
+ * a download that failed does not succeed a moment later, and each try costs seconds (seven here,
+ * where DNS fails), so the other tests of the process skip at once.
+ */
+let noMemoryMongo: string | undefined;
+
+async function memoryMongo(kind: 'replica set' | 'standalone'): Promise<{ uri: string; stop(): Promise<unknown> } | { failed: string }> {
+  if (noMemoryMongo !== undefined) return { failed: noMemoryMongo };
+  try {
+    return await startMemoryMongo(kind);
+  } catch (error) {
+    noMemoryMongo = (error as Error).message;
+    return { failed: noMemoryMongo };
+  }
+}
+
+/**
  * A MongoDB replica set to test against: MONGODB_URI when set, else a throw-away one from
  * mongodb-memory-server (which runs MONGOMS_SYSTEM_BINARY when set, else downloads mongod where
  * the internet is reachable); otherwise the reason there is none, for the test to print as it skips.
@@ -18,11 +35,9 @@ export async function reachableMongo(): Promise<ReachableMongo | { skipped: stri
   let uri = process.env.MONGODB_URI;
   let stop: () => Promise<unknown> = async () => undefined;
   if (!uri) {
-    try {
-      ({ uri, stop } = await startMemoryMongo('replica set'));
-    } catch (error) {
-      return { skipped: `no MongoDB: MONGODB_URI is not set, and mongodb-memory-server ${(error as Error).message}` };
-    }
+    const started = await memoryMongo('replica set');
+    if ('failed' in started) return { skipped: `no MongoDB: MONGODB_URI is not set, and mongodb-memory-server ${started.failed}` };
+    ({ uri, stop } = started);
   }
   const connection = uri;
   return {
@@ -45,11 +60,8 @@ export async function reachableMongo(): Promise<ReachableMongo | { skipped: stri
 export async function reachableStandalone(): Promise<{ uri: string; stop(): Promise<unknown> } | { skipped: string }> {
   const uri = process.env.MONGODB_STANDALONE_URI;
   if (uri) return { uri, stop: async () => undefined };
-  try {
-    return await startMemoryMongo('standalone');
-  } catch (error) {
-    return { skipped: `no standalone mongod: MONGODB_STANDALONE_URI is not set, and mongodb-memory-server ${(error as Error).message}` };
-  }
+  const started = await memoryMongo('standalone');
+  return 'failed' in started ? { skipped: `no standalone mongod: MONGODB_STANDALONE_URI is not set, and mongodb-memory-server ${started.failed}` } : started;
 }
 
 /** The first host of a connection string, and the string pointed at `port` on loopback instead, connecting to that one server only. */
