@@ -124,6 +124,22 @@ t.test('explanations of groups and condition sets whose every alternative fails 
   await stillDeciding(t, server);
 });
 
+t.test("sets in a group's alternatives, each set failing on a value of 28 KB: explained checks stay bounded or are refused, the server decides on", async (t) => {
+  const server = await smallHeapVerdict(t);
+  const big = (index: number) => `${'y'.repeat(28_000)}${index}`;
+  const sets = Object.fromEntries(Array.from({ length: 16 }, (_, index) => [`s${index}`, [{ path: `attributes.a${index}`, operator: '==', value: big(index) }]]));
+  const policy = {
+    name: 'sets-in-groups',
+    condition_sets: sets,
+    rules: [{ name: 'r', effect: 'allow', principal_conditions: [{ any_of: Object.keys(sets).map((set) => [{ set }]) }], actions: ['read'] }],
+  };
+  t.equal((await answerOf(server, 'POST', '/admin/policies', policy)).status, 200, 'a policy of sixteen large sets in one group');
+  const check = { principal: { attributes: Object.fromEntries(Object.keys(sets).map((_, index) => [`a${index}`, big(index + 100)])) }, resource: { uri: 'doc:1' }, action: 'read' };
+  const answers = await Promise.all(Array.from({ length: 4 }, () => answerOf(server, 'POST', '/check?explain=true', check)));
+  for (const answer of answers) boundedOrRefused(t, answer, 'one explained check, every alternative failing on its set');
+  await stillDeciding(t, server);
+});
+
 t.test('checks of nearly a megabyte that the shadow policies disagree on: neither the disagreements nor the recent checks keep them', async (t) => {
   const server = await smallHeapVerdict(t);
   const rule = (effect: string) => ({ name: 'r', effect, actions: ['read'] });
