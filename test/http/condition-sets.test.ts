@@ -132,6 +132,11 @@ t.test('sets combine inside groups: any_of of sets, a set in a none_of, decided 
       [asking('approve', { role: 'manager', active: true, leave: true }), DENIED, 'one on leave does not'],
     ];
     await decidesEachAndInBulk(t, server, cases, evaluation);
+    // Explained, a bulk (in a worker, under pool) says what /check says, byte for byte.
+    const checks = cases.map(([check]) => check);
+    const alone = await Promise.all(checks.map((check) => server.call('POST', '/check?explain=true', check)));
+    const inBulk = await server.call('POST', '/check/bulk?explain=true', checks);
+    t.equal(JSON.stringify(inBulk.body), JSON.stringify(alone.map((answer) => answer.body)), `${evaluation}: explained alike in a bulk`);
   }
 });
 
@@ -201,6 +206,9 @@ t.test("a policy takes another's sets with from: decided alike on the front and 
       ],
       evaluation,
     );
+    const inactive = asking('approve', { role: 'manager', active: false });
+    const [alone, inBulk] = await Promise.all([server.call('POST', '/check?explain=true', inactive), server.call('POST', '/check/bulk?explain=true', [inactive])]);
+    t.equal(JSON.stringify(inBulk.body), JSON.stringify([alone.body]), `${evaluation}: a shared set explained alike in a bulk`);
     // The company's definition changes once, in its policy: every policy that takes it follows.
     const leads = { ...COMPANY_ROLES, condition_sets: { ...COMPANY_ROLES.condition_sets, manager: [{ path: 'attributes.role', operator: 'in', value: ['manager', 'lead'] }] } };
     t.equal((await server.call('PUT', '/admin/policies/company-roles', leads)).status, 200);
