@@ -60,22 +60,19 @@ export function sharedSets(policies: readonly Pick<Policy, 'name' | 'condition_s
 /** `items` with each reference to a set, in a group's alternatives too, given the set's items as `sets` finds them (`items` itself when it holds none). */
 export function resolveSets(sets: SetsInReach, items: readonly ConditionItem[]): readonly CompilableItem[] {
   if (!items.some(refersToSets)) return items as readonly SetItem[];
-  const resolved = (reference: ConditionSetReference): ResolvedSet => ({ ...reference, items: sets(reference) });
-  return items.map((item) => {
-    if (isSetReference(item)) return resolved(item);
-    if (!isGroup(item)) return item;
-    const { kind, alternatives } = groupParts(item);
-    return { [kind]: alternatives.map((alternative) => alternative.map((each) => (isSetReference(each) ? resolved(each) : each))) } as ConditionGroup;
-  });
+  return items.map((item) => withSetReferences(item, (reference): ResolvedSet => ({ ...reference, items: sets(reference) })));
 }
 
 /** `item` as written: each reference to a set, in a group too, by its names alone (resolution adds the set's items). */
-export function writtenItem(item: CompilableItem): ConditionItem {
-  const written = ({ set, from }: ConditionSetReference): ConditionSetReference => (from === undefined ? { set } : { set, from });
-  if (isSetReference(item)) return written(item);
+export const writtenItem = (item: CompilableItem): ConditionItem =>
+  withSetReferences(item, ({ set, from }) => (from === undefined ? { set } : { set, from })) as ConditionItem;
+
+/** `item` with each reference to a set, in a group's alternatives too, as `replace` makes it. */
+function withSetReferences(item: ConditionItem | CompilableItem, replace: (reference: ConditionSetReference) => ConditionSetReference): CompilableItem {
+  if (isSetReference(item)) return replace(item);
   if (!isGroup(item)) return item;
   const { kind, alternatives } = groupParts(item);
-  return { [kind]: alternatives.map((alternative) => alternative.map((each) => (isSetReference(each) ? written(each) : each))) } as ConditionGroup;
+  return { [kind]: alternatives.map((alternative) => alternative.map((each) => (isSetReference(each) ? replace(each) : each))) } as ConditionGroup;
 }
 
 const refersToSets = (item: ConditionItem): boolean =>
