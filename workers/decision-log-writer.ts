@@ -28,10 +28,11 @@ const unwrittenLines = new Int32Array(unwritten);
 const sleeper = new Int32Array(new SharedArrayBuffer(4));
 const port = parentPort!;
 
-/** Lines done with: written, delivered, or dropped (then told to the front, which counts them). */
-const done = (lines: number, dropped: boolean) => {
+/** Lines done with, which the front counted as `held` bytes: written, delivered, or dropped (then told to the front, which counts them). */
+const done = (lines: number, held: number, dropped: boolean) => {
   if (dropped) port.postMessage({ dropped: lines } satisfies WriterReport);
   Atomics.sub(unwrittenLines, 0, lines);
+  Atomics.sub(unwrittenLines, 1, held);
 };
 
 /** Blocks this thread only: stdout may be a non-blocking pipe, so a full one is waited out. */
@@ -48,17 +49,17 @@ function writeAll(fd: number, text: string): void {
 }
 
 /** Where a batch of lines goes: a file (written now) or a collector (posted in the background). */
-const deliver: { add(text: string, lines: number): void; close(): Promise<void> } =
+const deliver: { add(text: string, lines: number, held: number): void; close(): Promise<void> } =
   'url' in sink
-    ? new HttpSink(sink.url, { delivered: (lines) => done(lines, false), dropped: (lines) => done(lines, true) })
+    ? new HttpSink(sink.url, { delivered: (lines, held) => done(lines, held, false), dropped: (lines, held) => done(lines, held, true) })
     : {
-        add(text, lines) {
+        add(text, lines, held) {
           try {
             writeAll(sink.fd, text);
-            done(lines, false);
+            done(lines, held, false);
           } catch {
             // The sink failed (a full disk, a closed pipe): these lines are lost, and counted as dropped.
-            done(lines, true);
+            done(lines, held, true);
           }
         },
         close: async () => {},
@@ -74,9 +75,11 @@ port.on('message', (message: WriterMessage) => {
   }
   let text = '';
   let lines = 0;
+  let held = 0;
   for (const entry of message) {
     text += serialize(entry);
     lines += linesOf(entry);
+    held += entry.held;
   }
-  deliver.add(text, lines);
+  deliver.add(text, lines, held);
 });

@@ -15,12 +15,17 @@ const CLOSE_WAIT_MS = 5000;
 interface Batch {
   text: string;
   lines: number;
+  /** What the front counted its lines as holding (see DecisionLog), told back with them. */
+  held: number;
 }
 
-/** What the sink tells of each batch it is done with: its lines delivered, or dropped (the collector refused them or could not be reached). */
+/**
+ * What the sink tells of each batch it is done with: its lines delivered, or dropped (the collector
+ * refused them or could not be reached), and the bytes the front counted them as (`held`).
+ */
 export interface SinkReport {
-  delivered(lines: number): void;
-  dropped(lines: number): void;
+  delivered(lines: number, held: number): void;
+  dropped(lines: number, held: number): void;
 }
 
 /**
@@ -32,7 +37,7 @@ export interface SinkReport {
  */
 export class HttpSink {
   private readonly batches: Batch[] = [];
-  private open: Batch = { text: '', lines: 0 };
+  private open: Batch = { text: '', lines: 0, held: 0 };
   private lingering: NodeJS.Timeout | undefined;
   private sending: Promise<void> | undefined;
   private closing = false;
@@ -46,10 +51,11 @@ export class HttpSink {
     private readonly sleep: (ms: number) => Promise<void> = (ms) => new Promise((resolve) => setTimeout(resolve, ms).unref()),
   ) {}
 
-  /** Lines (each ending in a newline) to deliver. */
-  add(text: string, lines: number): void {
+  /** Lines (each ending in a newline) to deliver, which the front counted as `held` bytes. */
+  add(text: string, lines: number, held = 0): void {
     this.open.text += text;
     this.open.lines += lines;
+    this.open.held += held;
     if (this.open.lines >= BATCH_LINES || this.open.text.length >= BATCH_BYTES) this.cut();
     else this.lingering ??= setTimeout(() => this.cut(), LINGER_MS);
   }
@@ -60,16 +66,17 @@ export class HttpSink {
     this.cut();
     await Promise.race([this.sending ?? Promise.resolve(), this.sleep(CLOSE_WAIT_MS)]);
     const left = this.batches.reduce((lines, batch) => lines + batch.lines, 0);
+    const held = this.batches.reduce((bytes, batch) => bytes + batch.held, 0);
     this.batches.length = 0;
     this.abandon.abort();
-    if (left > 0) this.report.dropped(left);
+    if (left > 0) this.report.dropped(left, held);
   }
 
   private cut(): void {
     clearTimeout(this.lingering);
     this.lingering = undefined;
     if (this.open.lines > 0) this.batches.push(this.open);
-    this.open = { text: '', lines: 0 };
+    this.open = { text: '', lines: 0, held: 0 };
     this.sending ??= this.sendAll().finally(() => (this.sending = undefined));
   }
 
@@ -79,8 +86,8 @@ export class HttpSink {
       // close() may have dropped it meanwhile.
       if (this.batches[0] !== batch) return;
       this.batches.shift();
-      if (delivered) this.report.delivered(batch.lines);
-      else this.report.dropped(batch.lines);
+      if (delivered) this.report.delivered(batch.lines, batch.held);
+      else this.report.dropped(batch.lines, batch.held);
     }
   }
 

@@ -1,3 +1,5 @@
+import type { DecisionRequest } from './entity.js';
+
 /** What an estimate may still visit: values, and bytes before it gives up. */
 export interface SizeBudget {
   visits: number;
@@ -34,6 +36,16 @@ export function attributesSizeWithin(attributes: ReadonlyMap<string, unknown>, b
     const valueSize = jsonSizeWithin(value, budget);
     if (valueSize === Infinity) return Infinity;
     size += key.length + 3 + valueSize;
+  }
+  return budget.bytes < 0 ? Infinity : size;
+}
+
+/** About how many bytes a check's uris, action and attributes hold as JSON, within `budget`; Infinity past it. */
+export function requestSizeWithin(request: DecisionRequest, budget: SizeBudget): number {
+  let size = (request.principal.uri?.length ?? 0) + (request.resource.uri?.length ?? 0) + request.action.length;
+  budget.bytes -= size;
+  for (const attributes of [request.principal.attributes, request.resource.attributes, request.actionAttributes, request.context]) {
+    if (attributes !== undefined) size += attributesSizeWithin(attributes, budget);
   }
   return budget.bytes < 0 ? Infinity : size;
 }

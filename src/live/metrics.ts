@@ -173,6 +173,14 @@ export class Metrics {
     this.gauge('verdict_recent_checks_bytes_limit', 'The most they may hold: --recent-checks × 16 KB', () => recent.boundBytes);
   }
 
+  /** Adds the gauges of the decision log's queue: the lines waiting to be written and what they hold, against their bounds. */
+  observeDecisionLog(log: { readonly queued: { lines: number; bytes: number }; readonly capacity: number; readonly capacityBytes: number }): void {
+    this.gauge('verdict_decision_log_queue_lines', 'Decision log lines waiting to be written or delivered', () => log.queued.lines);
+    this.gauge('verdict_decision_log_queue_lines_limit', 'The most that may wait; past it, lines are dropped and counted', () => log.capacity);
+    this.gauge('verdict_decision_log_queue_bytes', 'What the waiting lines hold, in bytes (an estimate)', () => log.queued.bytes);
+    this.gauge('verdict_decision_log_queue_bytes_limit', 'The most they may hold; past it, lines are dropped and counted', () => log.capacityBytes);
+  }
+
   /** Adds the gauges of the bulk worker pool. */
   observePool(pool: BulkPool): void {
     this.gauge('verdict_worker_pool_threads', 'Worker threads of the bulk pool', () => pool.threads);

@@ -228,6 +228,7 @@ function decisionObservers(config: Config, metrics: Metrics, snapshots: PolicySn
   metrics.observeRules(live.rules);
   const decisionLog =
     config.decisionLog === '' ? undefined : DecisionLog.open(config.decisionLog, (lines) => metrics.decisionLogDropped.inc(lines), DECISION_LOG_CAPACITY, config.decisionLogMask);
+  if (decisionLog !== undefined) metrics.observeDecisionLog(decisionLog);
   const recentChecks = new RecentChecks(config.recentChecks, config.recentChecksRate, clock);
   metrics.observeRecentChecks(recentChecks);
   const shadows = new ShadowDecisions(snapshots, metrics, config.shadowSamplePercent, config.decisionLogMask, clock);

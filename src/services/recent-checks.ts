@@ -1,6 +1,6 @@
 import { systemClock, type Clock } from '../clock.js';
 import type { DecisionRequest } from '../engine/index.js';
-import { attributesSizeWithin } from '../engine/json-size.js';
+import { requestSizeWithin } from '../engine/json-size.js';
 
 /** The largest check kept, by the estimate of checkSize: larger ones are counted as skipped. */
 export const MAX_KEPT_CHECK_BYTES = 16 * 1024;
@@ -89,11 +89,4 @@ export class RecentChecks {
 }
 
 /** About how many bytes a check's uris and attributes hold; Infinity past MAX_VISITED values or MAX_KEPT_CHECK_BYTES. */
-export function checkSize(request: DecisionRequest): number {
-  const budget = { visits: MAX_VISITED, bytes: MAX_KEPT_CHECK_BYTES };
-  let size = (request.principal.uri?.length ?? 0) + (request.resource.uri?.length ?? 0) + request.action.length;
-  for (const attributes of [request.principal.attributes, request.resource.attributes, request.actionAttributes, request.context]) {
-    if (attributes !== undefined) size += attributesSizeWithin(attributes, budget);
-  }
-  return size > MAX_KEPT_CHECK_BYTES ? Infinity : size;
-}
+export const checkSize = (request: DecisionRequest): number => requestSizeWithin(request, { visits: MAX_VISITED, bytes: MAX_KEPT_CHECK_BYTES });

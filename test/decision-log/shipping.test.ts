@@ -175,3 +175,19 @@ t.test('the queue for a slow collector is bounded: past its capacity new lines a
   await log.close();
   t.equal(droppedLines, 50, 'and the 10 it held are dropped on close');
 });
+
+t.test('the queue for a slow collector is bounded in bytes too: lines of large checks past the bytes bound are dropped at once', async (t) => {
+  const sink = await collector(t, () => {});
+  let droppedLines = 0;
+  // Room for 10,000 lines, but for about 100 KB of them: each line below holds a check of about 20 KB.
+  const log = DecisionLog.open(sink.url, (lines) => (droppedLines += lines), 10_000, {}, 100_000);
+  const side = { uri: undefined, attributes: new Map([['notes', 'x'.repeat(20_000)]]) };
+  const record: DecisionRecord = { time: Date.now(), input: { principal: side, resource: side, action: 'read' }, request: { principal: side, resource: side, action: 'read' }, decision: { allowed: true, reason: 'r' }, revision: 1, latencyMs: 0 };
+  for (let index = 0; index < 50; index++) {
+    log.record(record);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  t.ok(droppedLines >= 45, `${droppedLines} of 50 dropped at the front: the queue held about 100 KB, not 50 lines of 80 KB`);
+  await log.close();
+  t.equal(droppedLines, 50, 'and those it held are dropped on close');
+});

@@ -1,8 +1,12 @@
 import t from 'tap';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { startServer } from '../helpers/server.js';
 
 // What a process holds for its checks is bounded in bytes, and /metrics says how much it holds of each
-// bound: the entity cache (--entity-cache-bytes) and the recent checks kept for impact previews.
+// bound: the entity cache (--entity-cache-bytes), the recent checks kept for impact previews, and the
+// decision log's queue.
 
 const gauge = (metrics: string, name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(metrics)?.[1]);
 
@@ -37,4 +41,24 @@ t.test('the recent checks say what they hold and their bound in bytes', async (t
   t.equal(gauge(metrics, 'verdict_recent_checks_bytes_limit'), 10 * 16 * 1024, '--recent-checks × 16 KB');
   const held = gauge(metrics, 'verdict_recent_checks_bytes');
   t.ok(held >= 3000 && held < 4000, `three checks of about 1 KB: ${held} bytes`);
+});
+
+t.test("the decision log's queue says what waits and its bounds, in lines and bytes; once written, nothing waits", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'verdict-log-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const server = await startServer({ decisionLog: join(dir, 'decisions.ndjson') });
+  t.teardown(server.close);
+  for (let index = 0; index < 5; index++) t.equal((await server.call('POST', '/check', { principal: { attributes: { notes: 'x'.repeat(1000) } }, resource: { uri: 'doc:1' }, action: 'read' })).status, 200);
+  // The writer thread writes the five lines in its own time.
+  let metrics = '';
+  for (let tries = 0; tries < 200; tries++) {
+    metrics = (await server.call('GET', '/metrics')).body as string;
+    if (gauge(metrics, 'verdict_decision_log_queue_lines') === 0) break;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  t.equal(gauge(metrics, 'verdict_decision_log_queue_lines_limit'), 10_000);
+  t.equal(gauge(metrics, 'verdict_decision_log_queue_bytes_limit'), 64 * 1024 * 1024);
+  t.equal(gauge(metrics, 'verdict_decision_log_queue_lines'), 0, 'the lines written, none waits');
+  t.equal(gauge(metrics, 'verdict_decision_log_queue_bytes'), 0, 'and what they were counted as is given back');
+  t.equal(readFileSync(join(dir, 'decisions.ndjson'), 'utf8').trim().split('\n').length, 5);
 });
