@@ -294,3 +294,19 @@ t.test("a rule counts the conditions of the sets it takes from other policies to
   t.equal(grown.status, 409);
   t.match(grown.body.detail, /Policy 'company-roles' cannot be written so: policy 'taking' rules\.0: a rule may have at most 4 conditions/);
 });
+
+t.test('a restore or a promote that would take a set away from the policies that take it is refused as a rewrite is', async (t) => {
+  const server = await emptyServer(t);
+  const managersOnly = { ...COMPANY_ROLES, condition_sets: { manager: MANAGER } };
+  t.equal((await server.call('POST', '/admin/policies', managersOnly)).status, 200, 'version 1: managers only');
+  t.equal((await server.call('PUT', '/admin/policies/company-roles', COMPANY_ROLES)).status, 200, 'version 2: auditors too');
+  t.equal((await server.call('POST', '/admin/policies', SHARED_EXPENSES)).status, 200, 'a policy takes both');
+  const restored = await server.call('POST', '/admin/policies/company-roles/restore?version=1');
+  t.equal(restored.status, 409);
+  t.match(restored.body.detail, /policy 'shared-expenses' refers to its set 'auditor'/);
+  t.equal((await server.call('POST', '/admin/policies', { ...managersOnly, name: 'company-roles-next', shadow: 'company-roles' })).status, 200, 'a shadow without auditors may be written');
+  const promoted = await server.call('POST', '/admin/policies/company-roles-next/promote');
+  t.equal(promoted.status, 409, 'but not promoted over the lender');
+  t.match(promoted.body.detail, /policy 'shared-expenses' refers to its set 'auditor'/);
+  await decides(t, server, asking('read', { role: 'auditor' }), sharedAllowed('managers-or-auditors-read'), '/check', 'the auditors still read');
+});
