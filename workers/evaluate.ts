@@ -105,8 +105,9 @@ function decide(task: BulkTask, current: Snapshot, shadows: Snapshot | undefined
     return { kind: 'refused', statusCode: refused.statusCode, detail: refused.detail };
   }
   const tally = tallyBulk(inputs, decisions, start.recentDenials, broken);
+  // Decided by the shadows too before the time is taken: on the front, the shadows' decisions are part of a bulk's time as well.
+  const shadowed = shadows && shadowedBulk(shadows, inputs, decisions, start.shadowSamplePercent);
   const elapsedMs = performance.now() - startedAt;
   const json = explanations === undefined ? decisionsJson(decisions) : JSON.stringify(decisions);
-  const shadowed = shadows && shadowedBulk(shadows, inputs, decisions, start.shadowSamplePercent);
   return { kind: 'decided', json, tally, violations, revision: current.revision, elapsedMs, kept: inputs.slice(0, task.keepChecks), ...(shadowed && { shadowed }) };
 }
