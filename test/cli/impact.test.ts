@@ -61,17 +61,22 @@ t.test('verdict impact --decision-log <lines> replays the newest lines of the se
   t.match([wrong.code, wrong.stderr], [2, /--decision-log takes how many of the newest lines/]);
 });
 
-t.test('verdict impact --replay: the decision logs of two processes, offline against two policy directories, as each process would preview it', async (t) => {
+/** The offline command docs/impact.md shows, as its words: the paths in it are where the test lays its files out. */
+const OFFLINE_COMMAND = /^verdict (impact --before .*)$/m.exec(readFileSync(new URL('../../../docs/impact.md', import.meta.url), 'utf8'))![1]!.split(' ');
+
+t.test('verdict impact --replay: the decision logs of two processes, offline against two policy directories, as each process would preview it; the command docs/impact.md shows, run as written', async (t) => {
   const dir = scratchDir(t);
-  const [before, after] = [join(dir, 'main'), join(dir, 'change')];
-  mkdirSync(before);
+  // The layout docs/impact.md's command names: main/policies (before), policies (after), logs/pod-a.ndjson and logs/pod-b.ndjson.
+  const [before, after] = [join(dir, 'main', 'policies'), join(dir, 'policies')];
+  mkdirSync(before, { recursive: true });
   mkdirSync(after);
+  mkdirSync(join(dir, 'logs'));
   const readers = { name: 'access', rules: [{ name: 'readers', effect: 'allow', principal_conditions: [{ path: 'attributes.role', operator: '==', value: 'reader' }], actions: ['read'] }] };
   const guests = { ...readers, rules: [{ name: 'guests', effect: 'allow', principal_conditions: [{ path: 'attributes.role', operator: '==', value: 'guest' }], actions: ['read'] }] };
   writeFileSync(join(before, 'access.yaml'), YAML.stringify(readers));
   writeFileSync(join(after, 'access.yaml'), YAML.stringify(guests));
   // Two sidecars, each with its own traffic and its own log, serving the policies of main.
-  const logs = [join(dir, 'a.ndjson'), join(dir, 'b.ndjson')];
+  const logs = [join(dir, 'logs', 'pod-a.ndjson'), join(dir, 'logs', 'pod-b.ndjson')];
   const traffic = [['reader', 'reader', 'guest'], ['guest', 'other', 'reader', 'guest']];
   const previews = [];
   for (const [index, log] of logs.entries()) {
@@ -93,7 +98,8 @@ t.test('verdict impact --replay: the decision logs of two processes, offline aga
   t.same(report.by_rule.map((group: { before: string; after: string }) => `${group.before} → ${group.after}`).sort(), ['access/readers → default deny', 'default deny → access/guests']);
   t.same(report.decision_logs.map((log: { lines: number }) => log.lines), [3, 4]);
 
-  const text = await runVerdict(t, ['impact', '--before', before, '--after', after, '--replay', logs[0]!, '--replay', logs[1]!, '--fail-on', 'deny-to-allow'], {}).exited;
+  t.same(OFFLINE_COMMAND, ['impact', '--before', 'main/policies', '--after', 'policies', '--replay', 'logs/pod-a.ndjson', '--replay', 'logs/pod-b.ndjson', '--fail-on', 'deny-to-allow'], "the document's command, as the layout above follows it");
+  const text = await runVerdict(t, OFFLINE_COMMAND, {}, dir).exited;
   t.equal(text.code, 1, 'a change that allows what was denied fails the job');
   t.match(text.stdout, /^replayed 7 checks of 2 decision log files \(decided from .* to .*; 0 lines not replayable\)/);
 
