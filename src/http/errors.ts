@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
 import FindMyWay from 'find-my-way';
 import { ClientError, INVALID_TOKEN_CHALLENGE, InvalidToken, listedIssues, RequestValidationError, UnavailableError } from '../errors.js';
-import { StoreUnavailableError, StoreWriteUnconfirmedError } from '../store/store.js';
+import { StoreUnavailableError, StoreWriteUnconfirmedError } from '../store/errors.js';
 import { WorkerTimeoutError } from '../pool/bulk-pool.js';
 import { validationIssues } from '../schemas/validation.js';
 import { issuesInOneLine } from '../schemas/errors.js';

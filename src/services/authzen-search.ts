@@ -15,7 +15,7 @@ import { ClientError } from '../errors.js';
 import { allowsNothing } from '../decide/undecidable-answers.js';
 import type { RegisteredAttributes } from '../registry/resolve.js';
 import { attributeMapOf } from '../registry/entities.js';
-import { NarrowingTimedOut } from '../store/store.js';
+import { NarrowingTimedOut } from '../store/errors.js';
 import type { Entity } from '../schemas/entity.js';
 import { betweenSlices } from './work-in-slices.js';
 

@@ -1,6 +1,7 @@
 import type { Entity, EntityType } from '../schemas/entity.js';
 import type { SuppliedAttributes } from '../schemas/check.js';
-import { DuplicateKeyError, type CheckedAgainst, type Store } from '../store/store.js';
+import { type Store } from '../store/store.js';
+import { DuplicateKeyError, type CheckedAgainst } from '../store/errors.js';
 import { ClientError, notFound, RequestValidationError } from '../errors.js';
 import { DuplicateAttribute, toAttributeMap } from '../requests/attributes.js';
 import { inKeyOrder, newEntity, updatedEntity } from '../registry/entities.js';

@@ -5,22 +5,8 @@ import { PRIVATE_DIRECTORY, PRIVATE_FILE } from '../private-files.js';
 import type { Policy } from '../schemas/policy.js';
 import { jsonEqual } from '../engine/json-equal.js';
 import type { Entity } from '../schemas/entity.js';
-import {
-  DuplicateKeyError,
-  isRefusal,
-  SchemasMovedOn,
-  type CheckedAgainst,
-  type FeedPosition,
-  type LoadedPolicies,
-  type LoadedPolicyChanges,
-  SCHEMAS_CHANGE,
-  type Store,
-  type StoredSchemas,
-  type StoreChangeListener,
-  type StoreOptions,
-  uriRange,
-  type PromoteOutcome,
-} from './store.js';
+import { type FeedPosition, type LoadedPolicies, type LoadedPolicyChanges, SCHEMAS_CHANGE, type Store, type StoredSchemas, type StoreChangeListener, type StoreOptions, uriRange, type PromoteOutcome } from './store.js';
+import { DuplicateKeyError, isRefusal, SchemasMovedOn, type CheckedAgainst } from './errors.js';
 import {
   entityRecord,
   policyRecord,

@@ -1,6 +1,7 @@
 import type { Config } from '../config/config.js';
 import { EmbeddedStore } from './embedded.js';
-import { StoreUnavailableError, type Store, type StoreOptions } from './store.js';
+import { type Store, type StoreOptions } from './store.js';
+import { StoreUnavailableError } from './errors.js';
 import type { MemoryMongo } from './mongodb/memory.js';
 
 /** A started throw-away replica set for development, or one line saying why there is none. */

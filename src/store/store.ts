@@ -4,47 +4,7 @@ import type { MongoFilter, MongoFilterOptions } from '../engine/mongodb-filter.j
 import type { Entity } from '../schemas/entity.js';
 import type { AuditOperation, AuditQuery, AuditRecord, AuditRetention, Writer } from '../audit/record.js';
 import type { SchemaDocument } from '../attribute-schemas/schema-document.js';
-import { ClientError, RequestValidationError } from '../errors.js';
-
-/** A policy or entity that already exists under the same name or uri (`key`, when the store can tell). */
-export class DuplicateKeyError extends Error {
-  constructor(
-    message: string,
-    readonly key?: string,
-  ) {
-    super(message);
-  }
-}
-
-/** The store cannot be reached: the request is answered 503, decisions go on from the last snapshot. */
-export class StoreUnavailableError extends Error {}
-
-/**
- * The attribute schema document a write was checked against under `--schema-enforcement reject`:
- * its version in this process (undefined: none). The write commits only if the store holds that one
- * when it does; else it is refused with SchemasMovedOn, not applied: a process whose change feed is
- * interrupted would otherwise store what the schemas in the store forbid.
- */
-export interface CheckedAgainst {
-  schemasVersion: number | undefined;
-}
-
-/** A write refused because the store holds other attribute schemas than the ones it was checked against (503: this process is behind). */
-export class SchemasMovedOn extends StoreUnavailableError {
-  constructor(checked: number | undefined, stored: number | undefined) {
-    const version = (value: number | undefined) => (value === undefined ? 'none' : `version ${value}`);
-    super(
-      `The attribute schemas changed in the store (${version(stored)}) since this process applied the ones it checked the write against (${version(checked)}): ` +
-        'it was not applied; send it again once this process has caught up (a moment, unless its change feed is interrupted: see /ready)',
-    );
-  }
-}
-
-/**
- * A write the store could not confirm in time: it may have been applied, or not. Answered 503 with
- * the message as the detail (which says to read it back before sending it again, never to retry blindly).
- */
-export class StoreWriteUnconfirmedError extends StoreUnavailableError {}
+import type { CheckedAgainst } from './errors.js';
 
 /**
  * The uris that start with `prefix`, one ending with `:`, as a range: at least `from` and below `to`
@@ -66,10 +26,10 @@ declare const feedPositionBrand: unique symbol;
 /** A point in a store's change feed; only the store that made it can read it. */
 export type FeedPosition = { readonly [feedPositionBrand]: true };
 
-/** The attribute schema document in force and the version of it the write that made it made. */
-/** What a promote did: see Store.promotePolicy. */
+/** What a promote did: see PolicyWrites.promotePolicy. */
 export type PromoteOutcome = 'promoted' | 'gone' | 'changed';
 
+/** The attribute schema document in force and the version of it the write that made it made. */
 export interface StoredSchemas {
   document: SchemaDocument;
   version: number;
@@ -144,28 +104,6 @@ export interface StoreOptions {
   clock?: () => number;
 }
 
-/**
- * Where policies and entities live. Every write resolves only once it is durable. Implementations:
- * `embedded.ts` (SQLite, the default) and `mongodb.ts` (shared by many processes).
- *
- * Every write that changes something commits, in the same transaction, one audit record naming
- * `by`; a write that changes nothing or fails leaves none.
- */
-/**
- * Whether a write failed because it was refused rather than because the store failed: a key taken,
- * schemas moved on since it was checked, or what the write's own work (an entity update's change,
- * say) refused the client. No audit write
- * failed then: nothing is counted as one.
- */
-export const isRefusal = (error: unknown): boolean =>
-  error instanceof DuplicateKeyError || error instanceof SchemasMovedOn || error instanceof ClientError || error instanceof RequestValidationError;
-
-/**
- * A listing narrowed by a filter in the database ran out of its time there (see Store.listEntitiesUnder):
- * the caller lists the same range without the filter, which an index serves at once.
- */
-export class NarrowingTimedOut extends Error {}
-
 /** Work a store does in the background, whose cost grows with what it holds (see mongodb/maintenance.ts). */
 export interface BackgroundMaintenance {
   /** What is not done yet, or failing, for `/ready`; undefined once done. */
@@ -174,9 +112,8 @@ export interface BackgroundMaintenance {
   on(event: 'failed', listener: (failure: { step: string; error: Error }) => void): unknown;
 }
 
-export interface Store {
-  /** Present on a store that maintains its database in the background (MongoDB, unless --store-maintenance off). */
-  readonly maintenance?: BackgroundMaintenance;
+/** Reading the policies, and the schema document that travels with them. */
+export interface PolicyReads {
   loadPolicies(): Promise<LoadedPolicies>;
   /**
    * The policies written after revision `since`, as they stand now, when the store still knows
@@ -187,6 +124,10 @@ export interface Store {
   /** The revision loadPolicies would return now, without loading anything. */
   policyRevision(): Promise<number>;
   getPolicy(name: string): Promise<Policy | undefined>;
+}
+
+/** Writing policies: each write moves the policy revision and is audited. */
+export interface PolicyWrites {
   /** Rejects with DuplicateKeyError when the name is taken. `checked`: see CheckedAgainst (on every write that takes it). */
   createPolicy(policy: Policy, by: Writer, checked?: CheckedAgainst): Promise<void>;
   /** Replaces in place, keeping the creation order; false when there is no such policy. */
@@ -201,6 +142,16 @@ export interface Store {
    */
   promotePolicy(promoted: Policy, shadowName: string, shadowAsRead: Policy, by: Writer, checked?: CheckedAgainst): Promise<PromoteOutcome>;
   /**
+   * Makes `policy` (version `version` of it, from its history) current again: in place when the
+   * policy exists, else created anew (last in creation order). Rejects with DuplicateKeyError when
+   * another process creates the policy while it finds none.
+   */
+  restorePolicy(policy: Policy, version: number, by: Writer, checked?: CheckedAgainst): Promise<void>;
+}
+
+/** The attribute schema document (read with the policies: see LoadedPolicies.schemas). */
+export interface SchemaWrites {
+  /**
    * Replaces the attribute schema document (or deletes it: `document` null, false when there is
    * none), as one policy revision (see SCHEMAS_CHANGE), with its audit record (target `schemas`);
    * `restoredFrom`: the write restores that version. Resolves with the version it made.
@@ -209,13 +160,10 @@ export interface Store {
   deleteSchemas(by: Writer): Promise<number | false>;
   /** The record of the write that made version `version` of the schema document, if it is still kept. */
   schemasVersion(version: number): Promise<AuditRecord | undefined>;
-  /**
-   * Makes `policy` (version `version` of it, from its history) current again: in place when the
-   * policy exists, else created anew (last in creation order). Rejects with DuplicateKeyError when
-   * another process creates the policy while it finds none.
-   */
-  restorePolicy(policy: Policy, version: number, by: Writer, checked?: CheckedAgainst): Promise<void>;
+}
 
+/** Reading the entity registry. */
+export interface EntityReads {
   getEntity(uri: string): Promise<Entity | undefined>;
   /** In registration order. */
   listEntities(offset: number, limit: number): Promise<Entity[]>;
@@ -225,17 +173,25 @@ export interface Store {
   /**
    * Up to `limit` entities whose uri starts with `prefix` (which ends with `:`, as `<type>:` does) and
    * sorts after `after` ('' for the first), in uri order: the order of the uris' UTF-8 bytes, the
-   * same in every store. Reads an index range, never the whole registry. `narrowedBy`, a MongoDB
-   * filter written for `entityFilter`: entities whose stored attributes it does not select may be
-   * left out (the others are listed as without it); a store without `entityFilter` leaves none out. A
-   * narrowed listing that runs out of its time in the database rejects with NarrowingTimedOut.
+   * same in every store. Reads an index range, never the whole registry. `narrowedBy`: see
+   * QueryableEntities; a store without that capability leaves none out.
    */
   listEntitiesUnder(prefix: string, after: string, limit: number, narrowedBy?: MongoFilter): Promise<Entity[]>;
-  /**
-   * Set when listEntitiesUnder narrows by a filter in the database: where a filter finds an entity's
-   * uri and attributes, and how many levels of the query it is placed in (see mongoFilter).
-   */
-  readonly entityFilter?: { layout: MongoFilterOptions; nestedIn: number };
+}
+
+/**
+ * The optional capability of narrowing a listing by a filter in the database (MongoDB's): entities
+ * whose stored attributes `narrowedBy` (a MongoDB filter written for `entityFilter`) does not select
+ * may be left out of listEntitiesUnder (the others are listed as without it). A narrowed listing that
+ * runs out of its time in the database rejects with NarrowingTimedOut.
+ */
+export interface QueryableEntities {
+  /** Where a filter finds an entity's uri and attributes, and how many levels of the query it is placed in (see mongoFilter). */
+  readonly entityFilter: { layout: MongoFilterOptions; nestedIn: number };
+}
+
+/** Writing the entity registry: each write is audited. */
+export interface EntityWrites {
   /** Rejects with DuplicateKeyError when the uri is taken. */
   createEntity(entity: Entity, by: Writer, checked?: CheckedAgainst): Promise<void>;
   /**
@@ -246,7 +202,10 @@ export interface Store {
   /** Applies `change` to the stored entity atomically; undefined when there is no such entity. */
   updateEntity(uri: string, change: (entity: Entity) => Entity, by: Writer, checked?: CheckedAgainst): Promise<Entity | undefined>;
   deleteEntity(uri: string, by: Writer): Promise<boolean>;
+}
 
+/** The audit trail the writes leave. */
+export interface AuditTrail {
   /**
    * Audit records matching `query`, newest first: by id, which grows in the order their writes
    * committed. A record's time is the clock of the process that made the write, when it made it:
@@ -263,7 +222,10 @@ export interface Store {
    * than `batch`: nothing is left to prune, or another process pruned some of them meanwhile).
    */
   pruneAudit(retention: AuditRetention, batch: number): Promise<number>;
+}
 
+/** The change source every process follows. */
+export interface Subscribable {
   /**
    * Calls `listener` for every change committed by other processes (and other connections),
    * in commit order, until the returned function is called: every change after `from` (a position
@@ -271,6 +233,20 @@ export interface Store {
    * by the code that makes them, before they are acknowledged.
    */
   watch(listener: StoreChangeListener, from?: FeedPosition): () => void;
+}
 
+export interface Lifecycle {
+  /** Present on a store that maintains its database in the background (MongoDB, unless --store-maintenance off). */
+  readonly maintenance?: BackgroundMaintenance;
   close(): Promise<void>;
 }
+
+/**
+ * Where policies and entities live: every capability a driver offers. Implementations:
+ * `embedded/` (SQLite, the default) and `mongodb/` (shared by many processes), each a module per
+ * capability behind one facade. Every write resolves only once it is durable, and every write that
+ * changes something commits, in the same transaction, one audit record naming `by`; a write that
+ * changes nothing or fails leaves none.
+ */
+export interface Store
+  extends PolicyReads, PolicyWrites, SchemaWrites, EntityReads, EntityWrites, AuditTrail, Subscribable, Lifecycle, Partial<QueryableEntities> {}

@@ -14,7 +14,7 @@ import {
 } from 'mongodb';
 import { rethrowStoreError, rethrowWriteError, unavailability, unconfirmedWrite } from '../../src/store/mongodb/errors.js';
 import { CommitOutcomeUnknownError } from '../../src/store/mongodb/transaction.js';
-import { StoreUnavailableError, StoreWriteUnconfirmedError } from '../../src/store/store.js';
+import { StoreUnavailableError, StoreWriteUnconfirmedError } from '../../src/store/errors.js';
 
 // How MongoDB failures reach clients, checked on the driver's own error classes (mongodb 7.9),
 // built as the driver builds them from a server's reply: no MongoDB server runs here.

@@ -6,7 +6,7 @@ import { LEASE_MS, MAINTENANCE_LEASE } from '../../src/store/mongodb/maintenance
 import { found, NO_ANSWER, scriptedMongo, type Answer, type Received } from '../helpers/scripted-mongo.js';
 import { until } from '../helpers/until.js';
 import { TEST_WRITER } from '../helpers/writer.js';
-import { SchemasMovedOn, StoreUnavailableError } from '../../src/store/store.js';
+import { SchemasMovedOn, StoreUnavailableError } from '../../src/store/errors.js';
 
 // A fleet's start on a large registry: the store opens without waiting on anything whose cost grows
 // with the registry (index builds, the backfill, the recount), which then run in the background, the

@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap';
 import { Timestamp, type Document } from 'mongodb';
 import { MongoStore } from '../../src/store/mongodb/store.js';
-import { StoreUnavailableError } from '../../src/store/store.js';
+import { StoreUnavailableError } from '../../src/store/errors.js';
 import type { Policy } from '../../src/schemas/policy.js';
 import { found, primaryHello, scriptedMongo, type Answer, type Received } from '../helpers/scripted-mongo.js';
 import { TEST_WRITER } from '../helpers/writer.js';

@@ -1,7 +1,8 @@
 import { MongoServerError, ReadPreference, type ClientSession, type Collection } from 'mongodb';
 import type { Entity } from '../../schemas/entity.js';
 import type { MongoFilter } from '../../engine/mongodb-filter.js';
-import { NarrowingTimedOut, StoreUnavailableError, uriRange } from '../store.js';
+import { uriRange } from '../store.js';
+import { NarrowingTimedOut, StoreUnavailableError } from '../errors.js';
 import type { StoredEntity } from './collections.js';
 import { MAX_TIME_EXPIRED, rethrowStoreError } from './errors.js';
 import { narrowedRange, queryableFields } from './queryable.js';

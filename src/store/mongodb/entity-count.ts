@@ -1,5 +1,5 @@
 import { MongoServerError, type ClientSession } from 'mongodb';
-import { StoreUnavailableError } from '../store.js';
+import { StoreUnavailableError } from '../errors.js';
 import { ENTITY_COUNT, type Counter, type StoreCollections } from './collections.js';
 import { MAX_TIME_EXPIRED, rethrowStoreError } from './errors.js';
 import { runTransaction } from './transaction.js';

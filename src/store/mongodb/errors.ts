@@ -8,7 +8,7 @@ import {
   MongoTopologyClosedError,
   MongoWriteConcernError,
 } from 'mongodb';
-import { StoreUnavailableError, StoreWriteUnconfirmedError } from '../store.js';
+import { StoreUnavailableError, StoreWriteUnconfirmedError } from '../errors.js';
 import { CommitOutcomeUnknownError } from './transaction.js';
 
 /** The server's code for an operation that ran past its `maxTimeMS`. */

@@ -1,5 +1,10 @@
-import type { Document } from 'mongodb';
+import type { Document, Timestamp } from 'mongodb';
+import type { FeedPosition } from '../store.js';
 import { COLLECTION_NAMES } from './collections.js';
+
+/** A position in a MongoDB change feed: an operation time, where a change stream can start. */
+export const feedPosition = (operationTime: Timestamp) => ({ operationTime }) as unknown as FeedPosition;
+export const operationTimeAt = (position: FeedPosition) => (position as unknown as { operationTime: Timestamp }).operationTime;
 
 /** The followed collections; every other collection's events are filtered out on the server, but for their drops and renames. */
 const FOLLOWED = ['policies', 'entities', 'schemas'];
