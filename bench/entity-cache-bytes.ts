@@ -3,7 +3,7 @@
  * front's entity cache from the embedded store in `dataDir` as a start does, and prints the V8 heap
  * it holds per cached entity, in bytes (live heap after a full collection, before and after).
  */
-import { EmbeddedStore } from '../src/store/embedded.js';
+import { EmbeddedStore } from '../src/store/embedded/store.js';
 import { EntityAttributeCache } from '../src/registry/entity-cache.js';
 
 const [dataDir, entities] = [process.argv[2]!, Number(process.argv[3])];

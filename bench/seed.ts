@@ -1,7 +1,7 @@
 import { cpSync, existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EmbeddedStore } from '../src/store/embedded.js';
+import { EmbeddedStore } from '../src/store/embedded/store.js';
 import type { Entity } from '../src/schemas/entity.js';
 import { keyedPolicies } from './engine.js';
 

@@ -1,5 +1,5 @@
 import type { Config } from '../config/config.js';
-import { EmbeddedStore } from './embedded.js';
+import { EmbeddedStore } from './embedded/store.js';
 import { type Store, type StoreOptions } from './store.js';
 import { StoreUnavailableError } from './errors.js';
 import type { MemoryMongo } from './mongodb/memory.js';

@@ -124,7 +124,7 @@ t.test('a version that breaks the limits in force now is not restored', async (t
 
 t.test('policies stored before the audit trail get a baseline version 1', async (t) => {
   const { default: Database } = await import('better-sqlite3');
-  const { DATABASE_FILE } = await import('../../src/store/embedded.js');
+  const { DATABASE_FILE } = await import('../../src/store/embedded/database.js');
   const { join } = await import('node:path');
   const dataDir = temporaryDataDir();
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));

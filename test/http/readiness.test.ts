@@ -1,6 +1,6 @@
 import t from 'tap';
 import { rmSync } from 'node:fs';
-import { EmbeddedStore } from '../../src/store/embedded.js';
+import { EmbeddedStore } from '../../src/store/embedded/store.js';
 import { STORE_PROBE_TIMEOUT_MS } from '../../src/services/readiness-conditions.js';
 import { Readiness } from '../../src/services/readiness.js';
 import { startServer, temporaryDataDir } from '../helpers/server.js';

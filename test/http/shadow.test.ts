@@ -7,7 +7,7 @@ import { startServer, temporaryDataDir } from '../helpers/server.js';
 import { interceptedStore } from '../helpers/intercepted-store.js';
 import { ManualClock } from '../helpers/manual-clock.js';
 import { TEST_WRITER } from '../helpers/writer.js';
-import { EmbeddedStore } from '../../src/store/embedded.js';
+import { EmbeddedStore } from '../../src/store/embedded/store.js';
 import { reference } from '../engine/reference.js';
 import { shadowSet } from '../../src/snapshot/policy-snapshots.js';
 import type { Policy } from '../../src/schemas/policy.js';

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { rmSync } from 'node:fs';
-import { EmbeddedStore } from '../../src/store/embedded.js';
+import { EmbeddedStore } from '../../src/store/embedded/store.js';
 import { startServer, temporaryDataDir, type TestServer } from '../helpers/server.js';
 import { InjectedFaults, interceptedStore } from '../helpers/intercepted-store.js';
 

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { rmSync } from 'node:fs';
-import { EmbeddedStore } from '../../src/store/embedded.js';
+import { EmbeddedStore } from '../../src/store/embedded/store.js';
 import { MongoStore } from '../../src/store/mongodb/store.js';
 import type { Store } from '../../src/store/store.js';
 import type { Config } from '../../src/config/config.js';

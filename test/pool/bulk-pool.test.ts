@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap';
 import { rmSync } from 'node:fs';
-import { EmbeddedStore } from '../../src/store/embedded.js';
+import { EmbeddedStore } from '../../src/store/embedded/store.js';
 import { PolicySnapshots } from '../../src/snapshot/policy-snapshots.js';
 import { BulkPool, type BulkObserver } from '../../src/pool/bulk-pool.js';
 import { ClientError } from '../../src/errors.js';

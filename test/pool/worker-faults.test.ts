@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap';
 import { rmSync } from 'node:fs';
 import { DEFAULT_CONFIG } from '../../src/config/config.js';
-import { EmbeddedStore } from '../../src/store/embedded.js';
+import { EmbeddedStore } from '../../src/store/embedded/store.js';
 import { PolicySnapshots } from '../../src/snapshot/policy-snapshots.js';
 import { BulkPool } from '../../src/pool/bulk-pool.js';
 import { bulkLimitsOf } from '../../src/requests/bulk-request.js';

@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap';
 import { rmSync } from 'node:fs';
-import { EmbeddedStore } from '../../src/store/embedded.js';
+import { EmbeddedStore } from '../../src/store/embedded/store.js';
 import { EntityAttributeCache } from '../../src/registry/entity-cache.js';
 import type { Entity } from '../../src/schemas/entity.js';
 import { startServer, temporaryDataDir } from '../helpers/server.js';

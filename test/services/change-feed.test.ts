@@ -1,7 +1,7 @@
 import t from 'tap';
 import { rmSync } from 'node:fs';
 import pino from 'pino';
-import { EmbeddedStore } from '../../src/store/embedded.js';
+import { EmbeddedStore } from '../../src/store/embedded/store.js';
 import { PolicySnapshots } from '../../src/snapshot/policy-snapshots.js';
 import { EntityAttributeCache } from '../../src/registry/entity-cache.js';
 import { ChangeFeed } from '../../src/services/change-feed.js';

@@ -2,7 +2,7 @@ import t, { type Test } from 'tap';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEFAULT_CONFIG } from '../../src/config/config.js';
-import { EmbeddedStore } from '../../src/store/embedded.js';
+import { EmbeddedStore } from '../../src/store/embedded/store.js';
 import { PolicySnapshots } from '../../src/snapshot/policy-snapshots.js';
 import { PolicyDirectory } from '../../src/policy-files/policy-directory.js';
 import { AuditTrail } from '../../src/audit/audit-trail.js';

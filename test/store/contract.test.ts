@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap';
 import { rmSync } from 'node:fs';
-import { EmbeddedStore } from '../../src/store/embedded.js';
+import { EmbeddedStore } from '../../src/store/embedded/store.js';
 import { MongoStore } from '../../src/store/mongodb/store.js';
 import { type AuditObserver, type LoadedPolicyChanges, type Store, type StoreChange, type StoreOptions } from '../../src/store/store.js';
 import { DuplicateKeyError, SchemasMovedOn } from '../../src/store/errors.js';

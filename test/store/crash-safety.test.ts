@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
-import { DATABASE_FILE } from '../../src/store/embedded.js';
+import { DATABASE_FILE } from '../../src/store/embedded/database.js';
 import { startVerdict } from '../helpers/child.js';
 
 // The real CLI in a child process takes a stream of policy and entity writes and is killed with

@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap';
 import { rmSync } from 'node:fs';
-import { EmbeddedStore } from '../../src/store/embedded.js';
+import { EmbeddedStore } from '../../src/store/embedded/store.js';
 import { MongoStore } from '../../src/store/mongodb/store.js';
 import type { Store, StoreChange } from '../../src/store/store.js';
 import type { Policy } from '../../src/schemas/policy.js';
