@@ -1,4 +1,4 @@
-import type { Store } from '../store/store.js';
+import type { AuditTrail as StoredAuditTrail } from '../store/store.js';
 import type { AuditQuery, AuditRecord } from './record.js';
 
 export interface AuditPage {
@@ -9,7 +9,7 @@ export interface AuditPage {
 
 /** Reads the audit trail that the store writes with every admin write. */
 export class AuditTrail {
-  constructor(private readonly store: Store) {}
+  constructor(private readonly store: StoredAuditTrail) {}
 
   /** One page of the records matching `query`, newest first, from `cursor` (a previous page's `next_cursor`) on. */
   async page(query: Omit<AuditQuery, 'limit' | 'before'>, page: { limit: number; cursor?: string }): Promise<AuditPage> {

@@ -1,4 +1,4 @@
-import type { Store } from '../store/store.js';
+import type { AuditTrail } from '../store/store.js';
 import type { AuditRetention } from './record.js';
 
 const UNIT_MILLIS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
@@ -43,7 +43,7 @@ export class AuditPruner {
   private stopped = false;
 
   constructor(
-    private readonly store: Store,
+    private readonly store: AuditTrail,
     private readonly retention: AuditRetention,
     private readonly observer: PruneObserver,
   ) {}

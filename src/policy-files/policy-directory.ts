@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { watch } from 'node:fs';
 import type { Policy } from '../schemas/policy.js';
-import type { LoadedPolicies, Store } from '../store/store.js';
+import type { LoadedPolicies, PolicyReads } from '../store/store.js';
 import type { PolicySource } from '../snapshot/policy-source.js';
 import { PolicySetReader } from './policy-set.js';
 import type { PolicyLimits } from '../engine/index.js';
@@ -40,7 +40,7 @@ export class PolicyDirectory extends EventEmitter<DirectoryEvents> implements Po
 
   private constructor(
     readonly dir: string,
-    private readonly store: Store,
+    private readonly store: PolicyReads,
     private readonly reader: PolicySetReader,
     private readonly schemas: DirectorySchemas | undefined,
     private inForce: { policies: Policy[]; files: string[]; revision: number; schemas: SchemaDocument | undefined; schemaWarnings: string[] },
@@ -54,7 +54,7 @@ export class PolicyDirectory extends EventEmitter<DirectoryEvents> implements Po
    * Throws ConfigError when the files cannot all be read as policies (or the schema file as a schema
    * document, or, under `reject`, the policies contradict it): there is no last good set to serve yet.
    */
-  static open(dir: string, store: Store, limits: PolicyLimits, schemas?: DirectorySchemas): PolicyDirectory {
+  static open(dir: string, store: PolicyReads, limits: PolicyLimits, schemas?: DirectorySchemas): PolicyDirectory {
     const reader = new PolicySetReader(limits);
     const contents = readPolicyDirectory(dir, reader, schemas);
     if ('problems' in contents) throw new ConfigError(`--policies (POLICIES_DIR) ${dir}: ${contents.problems.join('; ')}`);

@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { LRUCache } from 'lru-cache';
-import type { Store } from '../store/store.js';
+import type { EntityReads } from '../store/store.js';
 import { attributeMapOf } from './entities.js';
 import type { RegisteredAttributes } from './resolve.js';
 import { attributesSizeWithin } from '../engine/json-size.js';
@@ -29,7 +29,7 @@ export class EntityAttributeCache extends EventEmitter<{ invalidated: [uri: stri
   private closed = false;
 
   constructor(
-    private readonly store: Store,
+    private readonly store: EntityReads,
     private readonly maxEntries: number,
     /** The most its entries may hold together, in bytes by entrySize: an entity larger than that is read from the store each time. */
     readonly maxBytes: number,

@@ -1,7 +1,7 @@
 import type { Policy } from '../schemas/policy.js';
 import type { ValidationIssue } from '../schemas/errors.js';
 import { schemaIssues } from '../engine/index.js';
-import type { Store } from '../store/store.js';
+import type { SchemaWrites } from '../store/store.js';
 import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
 import type { AuditPage, AuditTrail } from '../audit/audit-trail.js';
 import { isSchemasRecord, SCHEMAS_TARGET, type AuditRecord, type Writer } from '../audit/record.js';
@@ -78,7 +78,7 @@ function acceptedDocument(sent: unknown, at: (string | number)[]): SchemaDocumen
  */
 export class SchemaService {
   constructor(
-    private readonly store: Store,
+    private readonly store: SchemaWrites,
     private readonly snapshots: PolicySnapshots,
     private readonly audit: AuditTrail,
     /** Where schemas are managed when not through the admin API: their writes are then refused. */

@@ -1,5 +1,5 @@
 import type { Policy } from '../schemas/policy.js';
-import type { Store } from '../store/store.js';
+import type { PolicyReads, PolicyWrites } from '../store/store.js';
 import type { PolicyDirectory } from '../policy-files/policy-directory.js';
 
 /** Where policy reads (`GET /admin/policies`, `GET /admin/policies/{name}`) are answered from. */
@@ -12,7 +12,7 @@ export interface PolicyReader {
 }
 
 /** The writes a policy source takes: the store's. Policies from files have none: only their files change them. */
-export type PolicyWriter = Pick<Store, 'createPolicy' | 'replacePolicy' | 'deletePolicy' | 'promotePolicy' | 'restorePolicy'>;
+export type PolicyWriter = PolicyWrites;
 
 /**
  * The policies' two roles: reading them, and, unless they come from files, writing them. Policies from
@@ -21,7 +21,7 @@ export type PolicyWriter = Pick<Store, 'createPolicy' | 'replacePolicy' | 'delet
 export type PolicyRoles = { reader: PolicyReader; writer: PolicyWriter } | { reader: PolicyReader; writer: undefined; filesDir: string };
 
 /** Policies kept in the store: read from it, which every write reaches first, and written to it. */
-export function storePolicies(store: Store): PolicyRoles {
+export function storePolicies(store: PolicyReads & PolicyWrites): PolicyRoles {
   return { reader: { all: async () => (await store.loadPolicies()).policies, named: (name) => store.getPolicy(name), sourceOf: () => 'admin API' }, writer: store };
 }
 

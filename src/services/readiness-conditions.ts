@@ -1,4 +1,4 @@
-import type { Store } from '../store/store.js';
+import type { Lifecycle, PolicyReads } from '../store/store.js';
 import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
 import type { FeedHealth } from '../snapshot/follow-changes.js';
 import type { BulkPool } from '../pool/bulk-pool.js';
@@ -13,7 +13,7 @@ export const STORE_PROBE_TIMEOUT_MS = 2000;
 
 /** What /ready asks about. */
 export interface ReadinessSubjects {
-  store: Store;
+  store: PolicyReads & Lifecycle;
   snapshots: PolicySnapshots;
   feed: FeedHealth;
   bulk?: BulkPool;

@@ -1,6 +1,6 @@
 import type { Entity, EntityType } from '../schemas/entity.js';
 import type { SuppliedAttributes } from '../schemas/check.js';
-import { type Store } from '../store/store.js';
+import type { EntityReads, EntityWrites, QueryableEntities } from '../store/store.js';
 import { DuplicateKeyError, type CheckedAgainst } from '../store/errors.js';
 import { ClientError, notFound, RequestValidationError } from '../errors.js';
 import { DuplicateAttribute, toAttributeMap } from '../requests/attributes.js';
@@ -51,7 +51,7 @@ const NO_SCHEMA_ISSUES: EntitySchemaIssues = { refusing: [], warnings: [] };
 export class RegistryService {
   /** `changed` hears of every uri written, once the write is durable (the entity cache listens). */
   constructor(
-    private readonly store: Store,
+    private readonly store: EntityReads & EntityWrites & Partial<QueryableEntities>,
     private readonly changed: (uri: string) => void,
     /** The attribute schemas registrations are held to (refused under `reject`, warned of under `warn`). */
     private readonly schemas?: EnforcedSchemas,

@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
-import type { Store } from '../store/store.js';
+import type { Subscribable } from '../store/store.js';
 import type { EntityAttributeCache } from '../registry/entity-cache.js';
 import type { PolicySnapshots } from './policy-snapshots.js';
 
@@ -34,7 +34,7 @@ export interface FollowObservers {
  * snapshot while the snapshot builder retries (see PolicySnapshots).
  */
 export function followChanges(
-  store: Store,
+  store: Subscribable,
   snapshots: PolicySnapshots,
   entities: EntityAttributeCache,
   log: FastifyBaseLogger,
