@@ -83,7 +83,7 @@ const MUTANTS = [
   {
     name: "restoring a version brings back the policy it replaced, not the one it wrote",
     changes: [{ file: 'src/services/policies.ts', search: 'const { policy, contradicted } = this.accept(record.after);', replace: 'const { policy, contradicted } = this.accept(record.before ?? record.after);' }],
-    tests: ['test/http/history.test.ts', 'test/store/contract.test.ts'],
+    tests: ['test/http/history.test.ts', 'test/store/contract/policies.test.ts', 'test/store/contract/audit.test.ts'],
   },
   {
     name: 'a keys file line that is not three fields is skipped instead of refusing the file',
