@@ -23,7 +23,7 @@ export const NO_ANSWER = Symbol('no answer');
 export type Answer = (command: Received) => Document | typeof NO_ANSWER | undefined | Promise<Document | typeof NO_ANSWER | undefined>;
 
 export interface ScriptedMongo {
-  /** A connection string naming the stand-in as the only member of replica set `rs0`. */
+  /** A connection string naming the stand-in as the only member of replica set `rs0` (a test of several members names them all). */
   uri: string;
   host: string;
   /** Every command received, in order (the handshake and monitoring `hello`s included). */
@@ -73,14 +73,25 @@ export function found(command: Received, documents: Document[]): Document {
   return { cursor: { firstBatch: documents, id: Long.ZERO, ns: `${command.db}.${String(command.body[command.name])}` }, ok: 1 };
 }
 
+/**
+ * Which member of its replica set a stand-in is, and how far it has applied the set's writes: by
+ * default the only member, its primary, at the present time.
+ */
+export interface Membership {
+  /** Its hello answer, from its own host (see primaryHello; a secondary sets `secondary` and names the primary). */
+  hello?: (host: string) => Document;
+  /** The operation and cluster time its answers carry. */
+  operationTime?: () => Timestamp;
+}
+
 /** The answer a command gets when the test gives none. */
-function defaultAnswer(command: Received, host: string, events: Document[]): Document {
+function defaultAnswer(command: Received, host: string, events: Document[], membership: Membership): Document {
   const { name, db, body } = command;
   switch (name) {
     case 'hello':
     case 'ismaster':
     case 'isMaster':
-      return primaryHello(host);
+      return membership.hello?.(host) ?? primaryHello(host);
     case 'find':
     case 'listIndexes':
       return found(command, []);
@@ -146,8 +157,8 @@ function commandOf(opCode: number, message: Buffer): Received | undefined {
   return { name: Object.keys(body)[0]!, db, body };
 }
 
-function replyTo(opCode: number, requestId: number, document: Document): Buffer {
-  const reply = { ...document, operationTime: clusterTime(), $clusterTime: { clusterTime: clusterTime(), signature: { hash: new Binary(Buffer.alloc(20)), keyId: Long.ZERO } } };
+function replyTo(opCode: number, requestId: number, document: Document, time: Timestamp): Buffer {
+  const reply = { ...document, operationTime: time, $clusterTime: { clusterTime: time, signature: { hash: new Binary(Buffer.alloc(20)), keyId: Long.ZERO } } };
   const payload = Buffer.from(BSON.serialize(reply));
   const header = Buffer.alloc(16);
   let body: Buffer;
@@ -165,7 +176,7 @@ function replyTo(opCode: number, requestId: number, document: Document): Buffer 
 }
 
 /** Starts the stand-in on a free loopback port. */
-export async function scriptedMongo(answer: Answer = () => undefined): Promise<ScriptedMongo> {
+export async function scriptedMongo(answer: Answer = () => undefined, membership: Membership = {}): Promise<ScriptedMongo> {
   const received: Received[] = [];
   const events: Document[] = [];
   const kept: Array<(reply: Document) => void> = [];
@@ -180,7 +191,8 @@ export async function scriptedMongo(answer: Answer = () => undefined): Promise<S
     if (reply === NO_ANSWER) reply = await new Promise<Document>((resolve) => kept.push(resolve));
     // An idle change stream is answered after a pause, as a server's awaitData getMore is.
     if (reply === undefined && command.name === 'getMore' && events.length === 0) await new Promise((resolve) => setTimeout(resolve, 50));
-    if (!socket.destroyed) socket.write(replyTo(opCode, message.readInt32LE(4), reply ?? defaultAnswer(command, host, events)));
+    const time = membership.operationTime?.() ?? clusterTime();
+    if (!socket.destroyed) socket.write(replyTo(opCode, message.readInt32LE(4), reply ?? defaultAnswer(command, host, events, membership), time));
   };
 
   const server = createServer((socket) => {
