@@ -1,5 +1,6 @@
 import type { Collection, Filter } from 'mongodb';
-import type { AuditDraft, AuditQuery, AuditRecord, AuditRetention } from '../../audit/record.js';
+import { policyTarget, type AuditDraft, type AuditQuery, type AuditRecord, type AuditRetention } from '../../audit/record.js';
+import type { AuditTrail } from '../store.js';
 import type { StoredAuditRecord } from './collections.js';
 import { rethrowStoreError } from './errors.js';
 
@@ -20,7 +21,7 @@ export const storedAudit = (id: number, draft: AuditDraft): StoredAuditRecord =>
 });
 
 /** Records matching `query`, newest first (see Store.listAudit). */
-export async function listAudit(audit: Collection<StoredAuditRecord>, query: AuditQuery): Promise<AuditRecord[]> {
+async function listAudit(audit: Collection<StoredAuditRecord>, query: AuditQuery): Promise<AuditRecord[]> {
   const filter: Filter<StoredAuditRecord> = {};
   if (query.before !== undefined) filter._id = { $lt: query.before };
   if (query.since !== undefined || query.until !== undefined) {
@@ -42,7 +43,7 @@ export async function recordOfVersion(audit: Collection<StoredAuditRecord>, targ
 }
 
 /** Deletes by id, oldest first, at most `batch`; deleting what another process already pruned is harmless. */
-export async function pruneAudit(audit: Collection<StoredAuditRecord>, retention: AuditRetention, batch: number, now: number): Promise<number> {
+async function pruneAudit(audit: Collection<StoredAuditRecord>, retention: AuditRetention, batch: number, now: number): Promise<number> {
   const oldest = (filter: Filter<StoredAuditRecord>, limit: number) => audit.find(filter, { projection: { _id: 1 } }).sort({ _id: 1 }).limit(limit).toArray();
   const prune = async (filter: Filter<StoredAuditRecord>, limit: number) => {
     const ids = (await oldest(filter, limit)).map((row) => row._id);
@@ -60,5 +61,25 @@ export async function pruneAudit(audit: Collection<StoredAuditRecord>, retention
     return pruned;
   } catch (error) {
     return rethrowStoreError(error);
+  }
+}
+
+/** The audit trail on MongoDB, as a Store capability. */
+export class MongoAuditTrail implements AuditTrail {
+  constructor(
+    private readonly audit: Collection<StoredAuditRecord>,
+    private readonly clock: () => number,
+  ) {}
+
+  listAudit(query: AuditQuery): Promise<AuditRecord[]> {
+    return listAudit(this.audit, query);
+  }
+
+  policyVersion(name: string, version: number): Promise<AuditRecord | undefined> {
+    return recordOfVersion(this.audit, policyTarget(name), version);
+  }
+
+  pruneAudit(retention: AuditRetention, batch: number): Promise<number> {
+    return pruneAudit(this.audit, retention, batch, this.clock());
   }
 }

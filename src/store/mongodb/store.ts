@@ -1,24 +1,20 @@
 import { MongoClient, MongoServerSelectionError } from 'mongodb';
 import type { Policy } from '../../schemas/policy.js';
-import type { Entity } from '../../schemas/entity.js';
-import type { SchemaDocument } from '../../attribute-schemas/schema-document.js';
-import type { MongoFilter } from '../../engine/mongodb-filter.js';
-import type { FeedPosition, LoadedPolicies, LoadedPolicyChanges, PromoteOutcome, Store, StoreChangeListener, StoreOptions } from '../store.js';
-import { StoreUnavailableError, type CheckedAgainst } from '../errors.js';
-import { policyTarget, type AuditQuery, type AuditRecord, type AuditRetention, type Writer } from '../../audit/record.js';
+import type { QueryableEntities, StoreOptions } from '../store.js';
+import { StoreUnavailableError } from '../errors.js';
+import { ComposedStore, type StoreParts } from '../composed-store.js';
+import type { Writer } from '../../audit/record.js';
 import { unavailability } from './errors.js';
-import { countEntities } from './entity-count.js';
 import { collectionsOf, type StoreCollections } from './collections.js';
 import { ensureEpoch } from './set-up.js';
 import { StoreMaintenance, type BuildConnection } from './maintenance.js';
-import { listAudit, pruneAudit, recordOfVersion } from './audit.js';
-import { listEntities, listEntitiesAfter, listEntitiesUnder, readEntityOnCheckPath } from './entities.js';
+import { MongoAuditTrail } from './audit.js';
 import { clientOptions, MONGODB_TIMEOUTS, topologyRefusal, type MongoTimeouts } from './connection.js';
 import { ENTITY_ROW_LAYOUT, NARROWED_NESTING } from './queryable.js';
 import { MongoWrites } from './writes.js';
 import { MongoPolicies } from './policies.js';
 import { MongoSchemas } from './schemas.js';
-import { MongoEntityWrites } from './entity-writes.js';
+import { MongoEntityRegistry } from './entity-registry.js';
 import { MongoChangeSource } from './change-source.js';
 
 /** The actor of the baseline records that give policies stored before the audit trail a version 1. */
@@ -44,19 +40,16 @@ export interface MongoStoreOptions extends Partial<StoreOptions> {
  * for transactions and change streams), written with majority write concern. Every process
  * follows the others' writes through a change stream that resumes where it stopped.
  *
- * This is the facade: each capability is a module of its own (policies.ts, schemas.ts, entities.ts
- * and entity-writes.ts, audit.ts, change-source.ts), sharing the write machinery of writes.ts; the
- * facade connects, makes the set-up, and hands each call to its capability.
+ * Each capability is a part of its own (policies.ts, schemas.ts, entity-registry.ts, audit.ts,
+ * change-source.ts), the writes sharing writes.ts; this facade connects, makes the set-up, and offers
+ * the queryable entities besides (queryable.ts).
  */
-export class MongoStore implements Store {
+export class MongoStore extends ComposedStore implements QueryableEntities {
   readonly entityFilter = { layout: ENTITY_ROW_LAYOUT, nestedIn: NARROWED_NESTING };
   readonly maintenance: StoreMaintenance | undefined;
+  protected readonly parts: StoreParts & { changes: MongoChangeSource };
   private readonly collections: StoreCollections;
   private readonly writes: MongoWrites;
-  private readonly policies: MongoPolicies;
-  private readonly schemas: MongoSchemas;
-  private readonly entityWrites: MongoEntityWrites;
-  private readonly changes: MongoChangeSource;
   /** Times the change feed lost track (a drop, say), and how many of them the set-up has been made again for. */
   private resets = { seen: 0, setUp: 0 };
   private settingUp: Promise<void> | undefined;
@@ -69,16 +62,22 @@ export class MongoStore implements Store {
     maintain: boolean,
     buildConnection: () => Promise<BuildConnection>,
   ) {
+    super();
     const db = client.db(database);
     this.collections = collectionsOf(db);
     this.writes = new MongoWrites(client, this.collections, options, timeouts, () => this.setUpAfterResets());
-    this.policies = new MongoPolicies(this.writes);
-    this.schemas = new MongoSchemas(this.writes);
-    this.entityWrites = new MongoEntityWrites(this.writes);
-    this.changes = new MongoChangeSource(client, db, () => {
+    // Whenever the feed loses track, the set-up is made again (in the background: writes wait for it), since a drop takes indexes, counters and the epoch with it.
+    const changes = new MongoChangeSource(client, db, () => {
       this.resets.seen++;
       this.setUpAfterResets().catch(() => undefined);
     });
+    this.parts = {
+      policies: new MongoPolicies(this.writes),
+      schemas: new MongoSchemas(this.writes),
+      entities: new MongoEntityRegistry(this.writes, changes.afterFeed),
+      audit: new MongoAuditTrail(this.collections.audit, this.writes.clock),
+      changes,
+    };
     const withSession = this.writes.withSession.bind(this.writes);
     this.maintenance = maintain ? new StoreMaintenance(this.collections, withSession, timeouts.retry, buildConnection, this.writes.clock) : undefined;
   }
@@ -172,93 +171,9 @@ export class MongoStore implements Store {
     });
   }
 
-  // Policies (policies.ts) and the schema document (schemas.ts).
-
-  loadPolicies(): Promise<LoadedPolicies>;
-  loadPolicies(since: number): Promise<LoadedPolicyChanges>;
-  loadPolicies(since?: number): Promise<LoadedPolicyChanges> {
-    return since === undefined ? this.policies.loadPolicies() : this.policies.loadPolicies(since);
-  }
-  policyRevision(): Promise<number> {
-    return this.policies.policyRevision();
-  }
-  getPolicy(name: string): Promise<Policy | undefined> {
-    return this.policies.getPolicy(name);
-  }
-  createPolicy(policy: Policy, by: Writer, checked?: CheckedAgainst): Promise<void> {
-    return this.policies.createPolicy(policy, by, checked);
-  }
-  replacePolicy(policy: Policy, by: Writer, checked?: CheckedAgainst): Promise<boolean> {
-    return this.policies.replacePolicy(policy, by, checked);
-  }
-  deletePolicy(name: string, by: Writer): Promise<boolean> {
-    return this.policies.deletePolicy(name, by);
-  }
-  promotePolicy(promoted: Policy, shadowName: string, shadowAsRead: Policy, by: Writer, checked?: CheckedAgainst): Promise<PromoteOutcome> {
-    return this.policies.promotePolicy(promoted, shadowName, shadowAsRead, by, checked);
-  }
-  restorePolicy(policy: Policy, version: number, by: Writer, checked?: CheckedAgainst): Promise<void> {
-    return this.policies.restorePolicy(policy, version, by, checked);
-  }
-  writeSchemas(document: SchemaDocument, by: Writer, restoredFrom?: number): Promise<number> {
-    return this.schemas.writeSchemas(document, by, restoredFrom);
-  }
-  deleteSchemas(by: Writer): Promise<number | false> {
-    return this.schemas.deleteSchemas(by);
-  }
-  schemasVersion(version: number): Promise<AuditRecord | undefined> {
-    return this.schemas.schemasVersion(version);
-  }
-
-  // The entity registry: reads (entities.ts, entity-count.ts), those that fill a cache held after the feed's position; writes (entity-writes.ts).
-
-  getEntity(uri: string): Promise<Entity | undefined> {
-    return readEntityOnCheckPath(this.collections.entities, uri, this.changes.afterFeed);
-  }
-  listEntitiesAfter(after: string, limit: number): Promise<Entity[]> {
-    return listEntitiesAfter(this.collections.entities, after, limit, this.changes.afterFeed);
-  }
-  listEntities(offset: number, limit: number): Promise<Entity[]> {
-    return listEntities(this.collections.entities, offset, limit);
-  }
-  listEntitiesUnder(prefix: string, after: string, limit: number, narrowedBy?: MongoFilter): Promise<Entity[]> {
-    return listEntitiesUnder(this.collections.entities, prefix, after, limit, narrowedBy);
-  }
-  countEntities(): Promise<number> {
-    return countEntities(this.collections);
-  }
-  createEntity(entity: Entity, by: Writer, checked?: CheckedAgainst): Promise<void> {
-    return this.entityWrites.createEntity(entity, by, checked);
-  }
-  createEntities(entities: readonly Entity[], by: Writer, checked?: CheckedAgainst): Promise<void> {
-    return this.entityWrites.createEntities(entities, by, checked);
-  }
-  updateEntity(uri: string, change: (entity: Entity) => Entity, by: Writer, checked?: CheckedAgainst): Promise<Entity | undefined> {
-    return this.entityWrites.updateEntity(uri, change, by, checked);
-  }
-  deleteEntity(uri: string, by: Writer): Promise<boolean> {
-    return this.entityWrites.deleteEntity(uri, by);
-  }
-
-  // The audit trail (audit.ts) and the change source (change-source.ts).
-
-  listAudit(query: AuditQuery): Promise<AuditRecord[]> {
-    return listAudit(this.collections.audit, query);
-  }
-  policyVersion(name: string, version: number): Promise<AuditRecord | undefined> {
-    return recordOfVersion(this.collections.audit, policyTarget(name), version);
-  }
-  pruneAudit(retention: AuditRetention, batch: number): Promise<number> {
-    return pruneAudit(this.collections.audit, retention, batch, this.writes.clock());
-  }
-  /** Whenever the feed loses track, the set-up is made again (in the background: writes wait for it), since a drop takes indexes, counters and the epoch with it. */
-  watch(listener: StoreChangeListener, from?: FeedPosition): () => void {
-    return this.changes.watch(listener, from);
-  }
-
   async close(): Promise<void> {
     await this.maintenance?.stop();
-    await this.changes.close();
+    await this.parts.changes.close();
     await this.client.close();
   }
 }

@@ -1,19 +1,47 @@
 import type { Entity } from '../../schemas/entity.js';
-import type { EntityWrites } from '../store.js';
+import type { MongoFilter } from '../../engine/mongodb-filter.js';
+import type { EntityReads, EntityWrites } from '../store.js';
 import { DuplicateKeyError, type CheckedAgainst } from '../errors.js';
 import { entityRecord, type Writer } from '../../audit/record.js';
 import { moveEntityCount } from './entity-count.js';
 import { storedAudit } from './audit.js';
-import { ENTITY_TEXT, entityRow } from './entities.js';
+import { countEntities } from './entity-count.js';
+import { ENTITY_TEXT, entityRow, listEntities, listEntitiesAfter, listEntitiesUnder, readEntityOnCheckPath, type ReadsAfterFeed } from './entities.js';
 import { queryableFields } from './queryable.js';
 import { firstWriteError, takenKey, type MongoWrites, type Transaction } from './writes.js';
 
-/** Registering, updating and deleting entities on MongoDB: each write moves the kept count and is audited. */
-export class MongoEntityWrites implements EntityWrites {
-  constructor(private readonly writes: MongoWrites) {}
+/**
+ * The entity registry on MongoDB: its reads (entities.ts), those that fill a cache held after the
+ * change feed's position (`afterFeed`); its writes, each moving the kept count and audited.
+ */
+export class MongoEntityRegistry implements EntityReads, EntityWrites {
+  constructor(
+    private readonly writes: MongoWrites,
+    private readonly afterFeed: ReadsAfterFeed,
+  ) {}
 
   private get collections() {
     return this.writes.collections;
+  }
+
+  getEntity(uri: string): Promise<Entity | undefined> {
+    return readEntityOnCheckPath(this.collections.entities, uri, this.afterFeed);
+  }
+
+  listEntitiesAfter(after: string, limit: number): Promise<Entity[]> {
+    return listEntitiesAfter(this.collections.entities, after, limit, this.afterFeed);
+  }
+
+  listEntities(offset: number, limit: number): Promise<Entity[]> {
+    return listEntities(this.collections.entities, offset, limit);
+  }
+
+  listEntitiesUnder(prefix: string, after: string, limit: number, narrowedBy?: MongoFilter): Promise<Entity[]> {
+    return listEntitiesUnder(this.collections.entities, prefix, after, limit, narrowedBy);
+  }
+
+  countEntities(): Promise<number> {
+    return countEntities(this.collections);
   }
 
   async createEntity(entity: Entity, by: Writer, checked?: CheckedAgainst): Promise<void> {
