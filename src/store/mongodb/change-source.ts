@@ -1,6 +1,6 @@
 import type { Db, MongoClient, Timestamp } from 'mongodb';
 import type { FeedPosition, StoreChangeListener, Subscribable } from '../store.js';
-import { ChangeStreamFollower } from '../change-stream-follower.js';
+import { ChangeStreamFollower } from './change-stream-follower.js';
 import { feedPipeline, operationTimeAt } from './feed.js';
 import { SECONDARY_READ, type ReadsAfterFeed } from './entities.js';
 

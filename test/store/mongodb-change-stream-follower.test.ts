@@ -2,7 +2,7 @@ import t from 'tap';
 import { EventEmitter } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { MongoNetworkError, MongoServerError, Timestamp, type ChangeStreamDocument, type ResumeToken } from 'mongodb';
-import { ChangeStreamFollower, type FollowedStream, type StreamStart } from '../../src/store/change-stream-follower.js';
+import { ChangeStreamFollower, type FollowedStream, type StreamStart } from '../../src/store/mongodb/change-stream-follower.js';
 import type { StoreChange } from '../../src/store/store.js';
 
 // The MongoDB store's follower driven by scripted change streams (no MongoDB server runs here):

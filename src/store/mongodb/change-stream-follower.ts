@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { MongoServerError, type ChangeStreamDocument, type ResumeToken, type Timestamp } from 'mongodb';
-import type { StoreChange, StoreChangeListener } from './store.js';
-import { unavailability } from './mongodb/errors.js';
+import type { StoreChange, StoreChangeListener } from '../store.js';
+import { unavailability } from './errors.js';
 
 /** Where a change stream opens: after a change, at an operation time, or (empty) wherever the server is now. */
 export type StreamStart =
