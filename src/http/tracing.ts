@@ -32,7 +32,9 @@ export function traceItemsOf(request: FastifyRequest): boolean {
 export function traceDecidingRequests(app: FastifyInstance, { tracing }: TracedRequests): void {
   const start: onRequestHookHandler = (request, _reply, done) => {
     const route = request.routeOptions.url ?? request.url;
-    traced.set(request, { span: tracing.requestSpan(`${request.method} ${route}`, request.headers), trace: new RequestTrace(), childSpan: tracing.childSpan });
+    const span = tracing.requestSpan(`${request.method} ${route}`, request.headers);
+    // A request its trace does not sample is followed no further: nothing is tallied, nothing ends.
+    if (span.isRecording()) traced.set(request, { span, trace: new RequestTrace(), childSpan: tracing.childSpan });
     done();
   };
   // At onSend, with the status and headers set: an onResponse hook would wait for 'finish'.
