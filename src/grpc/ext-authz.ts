@@ -181,6 +181,8 @@ export async function startGrpcExtAuthz(
     'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
     'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
     'grpc.max_concurrent_streams': MAX_CONCURRENT_STREAMS,
+    // grpc-js keeps channelz's counts and traces of every call unless told not to: nothing here reads them.
+    'grpc.enable_channelz': 0,
   });
   server.addService(authorization, {
     Check: (call: ServerUnaryCall<CheckRequest, CheckResponse>, callback: sendUnaryData<CheckResponse>) => {
@@ -193,8 +195,10 @@ export async function startGrpcExtAuthz(
       const denied = (reason: string): ExtAuthzOutcome => ({ allowed: false, status: 403, reason });
       const sent = forwarded?.headers[REQUEST_ID_HEADER];
       const id = newId();
-      const trace = tracing === undefined ? undefined : new RequestTrace();
-      const span = trace && tracing!.requestSpan('Authorization/Check', (forwarded?.headers ?? {}) as Record<string, string>);
+      // A call its trace does not sample is followed no further, as an HTTP request is not.
+      const started = tracing?.requestSpan('Authorization/Check', (forwarded?.headers ?? {}) as Record<string, string>);
+      const span = started?.isRecording() === true ? started : undefined;
+      const trace = span === undefined ? undefined : new RequestTrace();
       const origin = { requestId: callerRequestIdOf(sent, id), id, ...(trace && { trace }) };
       // No HTTP part at all: Envoy's network filter, asking about a connection. An HTTP part that cannot be read is denied.
       const decided =
