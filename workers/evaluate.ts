@@ -16,6 +16,7 @@ import type { BulkTask, PlanTask, PoolOutcome, PoolTask, TaskAtRevision, WorkerS
 import { planAnswers } from '../src/decide/plan-answers.js';
 import { RunningTasks } from '../src/pool/running-tasks.js';
 import { tallyBulk } from '../src/live/bulk-tally.js';
+import { decisionAttributes } from '../src/tracing/request-trace.js';
 import type { ItemViolations } from '../src/attribute-schemas/enforcement.js';
 import { SchemasInForce } from '../src/attribute-schemas/schemas-in-force.js';
 
@@ -109,5 +110,6 @@ function decide(task: BulkTask, current: Snapshot, shadows: Snapshot | undefined
   const shadowed = shadows && shadowedBulk(shadows, inputs, decisions, start.shadowSamplePercent);
   const elapsedMs = performance.now() - startedAt;
   const json = explanations === undefined ? decisionsJson(decisions) : JSON.stringify(decisions);
-  return { kind: 'decided', json, tally, violations, revision: current.revision, elapsedMs, kept: inputs.slice(0, task.keepChecks), ...(shadowed && { shadowed }) };
+  const traced = task.traceItems ? decisions.map(decisionAttributes) : undefined;
+  return { kind: 'decided', json, tally, violations, revision: current.revision, elapsedMs, kept: inputs.slice(0, task.keepChecks), ...(shadowed && { shadowed }), ...(traced && { traced }) };
 }

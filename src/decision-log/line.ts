@@ -6,10 +6,16 @@ import { maskedValue, type DecisionLogMask } from './mask.js';
 import { jsonEqual } from '../engine/json-equal.js';
 import type { ResolutionTally } from '../registry/resolve.js';
 
+/** What decided one decision, as a span's attributes: names only (see decisionAttributes in src/tracing/request-trace.ts). */
+export type DeciderAttributes = Record<string, string | boolean>;
+
 /** Where a traced request's decisions (and how their checks were read) are told, for its span (see src/tracing/request-trace.ts). */
 export interface DecisionTally extends ResolutionTally {
+  /** Whether each decision is a span of its own (a bulk's `?trace_items=true`): a worker deciding the bulk then says what decided each. */
+  readonly tracesItems: boolean;
   decided(decision: Decision): void;
-  decidedInPool(allowed: number, denied: number): void;
+  /** A bulk a worker decided: its counts and, when items are traced, what decided each, in order. */
+  decidedInPool(allowed: number, denied: number, items?: readonly DeciderAttributes[]): void;
 }
 
 /** The HTTP request that asked for decisions: the id echoed to its caller (`X-Request-ID`), its own, unique id, and its trace when it is traced. */

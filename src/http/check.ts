@@ -81,8 +81,8 @@ export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { 
         if (bytes === undefined) throw new RequestValidationError([{ loc: ['body'], msg: 'must be of type array', type: 'type_error' }]);
         const { explain, conflicts, trace_items: traceItems } = request.query as FromSchema<typeof bulkCheckQuerySchema>;
         if (explain) await explainGuard?.(request, reply);
-        const onFront = traceItems && traceItemsOf(request);
-        const decided = bulks.decide(bytes, { explain, refuseConflicts: conflicts === 'refuse', onFront }, originOf(request));
+        if (traceItems) traceItemsOf(request);
+        const decided = bulks.decide(bytes, { explain, refuseConflicts: conflicts === 'refuse' }, originOf(request));
         return decided instanceof Promise ? decided.then(answered(reply, explain)) : answered(reply, explain)(decided);
       },
     });

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest, onRequestHookHandler, onSendHookHandler } from 'fastify';
 import type { Span } from '@opentelemetry/api';
-import { decisionAttributes, RequestTrace } from '../tracing/request-trace.js';
+import { RequestTrace } from '../tracing/request-trace.js';
 import type { Tracing } from '../tracing/tracing.js';
 import type { TracedRequests } from '../services/compose.js';
 import { REVISION_HEADER } from '../schemas/wire.js';
@@ -13,15 +13,14 @@ const traced = new WeakMap<FastifyRequest, { span: Span; trace: RequestTrace; ch
 export const traceOf = (request: FastifyRequest): RequestTrace | undefined => traced.get(request)?.trace;
 
 /**
- * Has each decision `request` makes on this thread be a span of its own, the child of the request's,
- * when the request is traced and sampled; false when it is not (nothing to do).
+ * Has each decision `request` makes be a span of its own, the child of the request's, when the
+ * request is traced (and so sampled): decided on the front or in a worker, which says what decided each.
  */
-export function traceItemsOf(request: FastifyRequest): boolean {
+export function traceItemsOf(request: FastifyRequest): void {
   const entry = traced.get(request);
-  if (entry === undefined || !entry.span.isRecording()) return false;
+  if (entry === undefined) return;
   const { span, trace, childSpan } = entry;
-  trace.itemTraced = (decision, index) => childSpan(span, 'verdict decision', { 'verdict.item': index, ...decisionAttributes(decision) });
-  return true;
+  trace.itemTraced = (decider, index) => childSpan(span, 'verdict decision', { 'verdict.item': index, ...decider });
 }
 
 /**

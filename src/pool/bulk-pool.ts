@@ -12,7 +12,7 @@ import type { BulkTally } from '../live/live-counters.js';
 import type { ItemViolations } from '../attribute-schemas/enforcement.js';
 import type { SchemaEnforcement } from '../config/config.js';
 import type { ShadowedBulk } from '../decide/shadowed.js';
-import type { RequestOrigin } from '../decision-log/line.js';
+import type { DeciderAttributes, RequestOrigin } from '../decision-log/line.js';
 
 /** What a pool is made with. */
 export interface BulkPoolOptions {
@@ -57,6 +57,8 @@ export type BulkObserver = (bulk: {
   kept: DecisionRequest[];
   /** What the shadow policies said of its sampled checks, while there are some. */
   shadowed?: ShadowedBulk;
+  /** What decided each check, when its items are traced. */
+  traced?: DeciderAttributes[];
 }) => void;
 
 /**
@@ -152,7 +154,8 @@ export class BulkPool {
     // and the front keeps the body, to decide it itself when the worker cannot.
     const outcome = await this.atRevision('A bulk check', (pool, at) => {
       const moved = new Uint8Array(bytes).buffer;
-      return pool.run({ kind: 'checks', ...at, limits: this.limits, explain, body: moved, keepChecks: this.checksWanted() }, { transferList: [moved] });
+      const traceItems = origin?.trace?.tracesItems === true;
+      return pool.run({ kind: 'checks', ...at, limits: this.limits, explain, body: moved, keepChecks: this.checksWanted(), traceItems }, { transferList: [moved] });
     });
     if (outcome?.kind === 'decided') {
       this.observe({ ...outcome, body: bytes, origin });

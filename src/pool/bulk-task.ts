@@ -8,6 +8,7 @@ import type { ItemViolations } from '../attribute-schemas/enforcement.js';
 import type { SchemaDocument } from '../attribute-schemas/schema-document.js';
 import type { SchemaEnforcement } from '../config/config.js';
 import type { ShadowedBulk } from '../decide/shadowed.js';
+import type { DeciderAttributes } from '../decision-log/line.js';
 
 /** Work for a worker, with the snapshot revision it must be done at. */
 export interface TaskAtRevision {
@@ -43,6 +44,8 @@ export interface BulkTask extends TaskAtRevision {
   explain: boolean;
   /** How many of the bulk's checks, the first ones, to send back as they were decided (for the recent checks; see RecentChecks.wanted). */
   keepChecks: number;
+  /** Say what decided each check (its items are traced: see DecisionTally.tracesItems). */
+  traceItems: boolean;
 }
 
 /** Plans to make, their principals resolved on the front; answered as one plan's JSON (`single`) or a list's. */
@@ -61,7 +64,18 @@ export type PoolOutcome =
    * attribute schemas broke (warn: decided all the same), at the worker's snapshot revision, in elapsedMs;
    * the first `keepChecks` checks, as decided; and, with shadow policies, what they said of its sampled checks.
    */
-  | { kind: 'decided'; json: string; tally: BulkTally; violations: ItemViolations; revision: number; elapsedMs: number; kept: DecisionRequest[]; shadowed?: ShadowedBulk }
+  | {
+      kind: 'decided';
+      json: string;
+      tally: BulkTally;
+      violations: ItemViolations;
+      revision: number;
+      elapsedMs: number;
+      kept: DecisionRequest[];
+      shadowed?: ShadowedBulk;
+      /** When its items are traced: what decided each, in order. */
+      traced?: DeciderAttributes[];
+    }
   /** The worker holds another snapshot than the task's (`holds`; none yet: undefined): send the changes or the policies along. */
   | { kind: 'stale'; holds: { revision: number; generation: number } | undefined }
   /** An item names a registered entity or a credential: the front, which holds the entity cache and verifies credentials, decides (see onlyTheFrontDecides). */

@@ -281,7 +281,7 @@ export const bulkCheckQuerySchema = {
       default: false,
       description:
         'With tracing on (`--otlp-endpoint`) and this request sampled: each item decided is a span of its own, the child of the request\'s, saying what decided it; ' +
-        'the bulk is then decided on the front thread. Ignored otherwise.',
+        'decided on the front thread or in the worker pool, as any bulk. Ignored otherwise.',
     },
   },
 } as const;

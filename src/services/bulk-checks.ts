@@ -15,11 +15,10 @@ export interface PoolPlacement {
 /** A bulk's decisions: the JSON text a worker wrote, or the front's own (as CheckService.checkMany gives them). */
 export type DecidedBulk = { json: string } | { decisions: Decision[] | Promise<Decision[]> };
 
-/** How a bulk was asked: with explanations; refused whole (422) when an item cannot be decided as asked; on the front thread (its items traced, which a worker cannot). */
+/** How a bulk was asked: with explanations; refused whole (422) when an item cannot be decided as asked. */
 export interface BulkAsked {
   explain: boolean;
   refuseConflicts: boolean;
-  onFront?: boolean;
 }
 
 /**
@@ -38,7 +37,7 @@ export class BulkChecks {
 
   /** Throws (or rejects with) the client errors the body deserves, as CheckService.checkMany and BulkPool.decide do. */
   decide(bytes: Buffer, asked: BulkAsked, origin: RequestOrigin): DecidedBulk | Promise<DecidedBulk> {
-    const placed = asked.onFront === true ? {} : this.placed(bytes, asked.explain);
+    const placed = this.placed(bytes, asked.explain);
     if (placed.pool === undefined) {
       const decided = this.onFront(bytes, asked, origin);
       placed.measured?.decidedInline(bytes.length);

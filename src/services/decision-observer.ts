@@ -57,13 +57,13 @@ export class DecisionObserver implements Required<CheckObservers> {
   readonly checksWanted = (): number => this.recent?.wanted() ?? 0;
 
   /** A bulk a worker thread decided, with its counts by what decided them, and the checks of it the recent checks asked for. */
-  readonly decidedInWorker: BulkObserver = ({ body, json, tally, violations, revision, elapsedMs, origin, kept, shadowed }) => {
+  readonly decidedInWorker: BulkObserver = ({ body, json, tally, violations, revision, elapsedMs, origin, kept, shadowed, traced }) => {
     this.metrics.allowed.inc(tally.allowed);
     this.metrics.denied.inc(tally.denied);
     this.live.decidedInWorker(tally, revision);
     for (const request of kept) this.recent?.record(request);
     if (shadowed !== undefined) this.shadows?.observeBulk(shadowed);
-    origin?.trace?.decidedInPool(tally.allowed, tally.denied);
+    origin?.trace?.decidedInPool(tally.allowed, tally.denied, traced);
     if (violations.length > 0) this.schemaViolated(violations.length);
     const count = tally.allowed + tally.denied;
     this.bulk(count);

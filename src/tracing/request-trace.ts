@@ -1,5 +1,5 @@
 import { deciderOf, type Decision } from '../engine/index.js';
-import type { DecisionTally } from '../decision-log/line.js';
+import type { DeciderAttributes, DecisionTally } from '../decision-log/line.js';
 
 /**
  * What the decisions of one traced request came to: told each decision through the request's origin
@@ -26,18 +26,23 @@ export class RequestTrace implements DecisionTally {
     else this.read.entitiesRead++;
   }
 
-  /** Told of each decision made here, in order, when its items are traced (a bulk's `?trace_items=true`). */
-  itemTraced: ((decision: Decision, index: number) => void) | undefined;
+  /** Told what decided each decision, in order, on the front or in a worker, when its items are traced (a bulk's `?trace_items=true`). */
+  itemTraced: ((decider: DeciderAttributes, index: number) => void) | undefined;
+
+  get tracesItems(): boolean {
+    return this.itemTraced !== undefined;
+  }
 
   decided(decision: Decision): void {
-    this.itemTraced?.(decision, this.decisions);
+    this.itemTraced?.(decisionAttributes(decision), this.decisions);
     this.decisions++;
     if (decision.allowed) this.allowed++;
     this.front = true;
     this.last = decision;
   }
 
-  decidedInPool(allowed: number, denied: number): void {
+  decidedInPool(allowed: number, denied: number, items?: readonly DeciderAttributes[]): void {
+    items?.forEach((decider, index) => this.itemTraced?.(decider, this.decisions + index));
     this.decisions += allowed + denied;
     this.allowed += allowed;
     this.pooled = true;
@@ -64,8 +69,8 @@ export class RequestTrace implements DecisionTally {
 }
 
 /** What decided one decision, as span attributes: names only. */
-export function decisionAttributes(decision: Decision): Record<string, string | boolean> {
-  const attributes: Record<string, string | boolean> = {};
+export function decisionAttributes(decision: Decision): DeciderAttributes {
+  const attributes: DeciderAttributes = {};
   addDecisionAttributes(attributes, decision);
   return attributes;
 }

@@ -132,7 +132,7 @@ t.test('a span says how its checks were read: a token verified or found verified
   t.notOk('verdict.entities_read' in spanOf('2'.repeat(16)));
 });
 
-t.test('a bulk asked with ?trace_items=true: each item a span, the child of the request span, saying what decided it; decided on the front thread', async (t) => {
+t.test('a bulk asked with ?trace_items=true: each item a span, the child of the request span, saying what decided it; decided where any bulk is, here the worker pool', async (t) => {
   const collector = await receiver(t);
   const server = await tracedServer(t, collector.url, { evaluation: 'pool', workers: 1 });
   const bulk = ['reader', 'guest', 'reader'].map((role) => ({ principal: { attributes: { role } }, resource: { attributes: { kind: 'doc' } }, action: 'read' }));
@@ -142,7 +142,7 @@ t.test('a bulk asked with ?trace_items=true: each item a span, the child of the 
   t.equal((await server.call('POST', '/check/bulk', bulk, { traceparent: plainParent })).status, 200);
   await until(() => collector.spans.filter((span) => span.name === 'verdict decision').length >= 3 && collector.spans.filter((span) => span.attributes['http.route'] === '/check/bulk').length >= 2, 'the spans');
   const request = collector.spans.find((span) => span.parentSpanId === '3'.repeat(16))!;
-  t.match(request.attributes, { 'verdict.decisions': 3, 'verdict.evaluation': 'front' }, 'decided on the front thread');
+  t.match(request.attributes, { 'verdict.decisions': 3, 'verdict.evaluation': 'pool' }, 'decided in the worker pool, as the bulk without the flag');
   const items = collector.spans.filter((span) => span.name === 'verdict decision').sort((one, other) => Number(one.attributes['verdict.item']) - Number(other.attributes['verdict.item']));
   t.same(items.map((span) => span.parentSpanId), Array(3).fill(request.spanId), "each the request span's child");
   t.match(items.map((span) => span.attributes), [
