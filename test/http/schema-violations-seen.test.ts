@@ -58,11 +58,18 @@ async function violationsCounted(server: TestServer): Promise<number> {
 }
 
 /** Reads the live view until its seconds have counted `expected` violations (the server closes one every second); bounded. */
-async function liveCounting(server: TestServer, expected: number) {
+/**
+ * The live view once it counts `expected` checks that broke the schemas and `decisions` decisions (a
+ * second is shown once it is over: two requests may land in two seconds, shown one after the other),
+ * or after 20 s; and how many checks it counts that broke them.
+ */
+async function liveCounting(server: TestServer, expected: number, decisions = 0) {
   for (let attempt = 0; ; attempt++) {
     const live = (await server.call('GET', '/admin/live')).body;
-    const counted = (live.seconds as { schema_violations: number }[]).reduce((total, second) => total + second.schema_violations, 0);
-    if (counted >= expected || attempt === 100) return { live, counted };
+    const seconds = live.seconds as { schema_violations: number; allowed: number; denied: number }[];
+    const counted = seconds.reduce((total, second) => total + second.schema_violations, 0);
+    const decided = seconds.reduce((total, second) => total + second.allowed + second.denied, 0);
+    if ((counted >= expected && decided >= decisions) || attempt === 400) return { live, counted };
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
@@ -94,7 +101,7 @@ t.test('reject: a refused check is no decision, but the live view counts it and 
   const refused = await server.call('POST', '/check', MISSING_LEVEL);
   t.equal(refused.status, 400);
   t.equal((await server.call('POST', '/check', KEEPING)).status, 200);
-  const { live, counted } = await liveCounting(server, 1);
+  const { live, counted } = await liveCounting(server, 1, 1);
   t.equal(counted, 1);
   t.same(live.seconds.reduce((total: number, second: { allowed: number; denied: number }) => total + second.allowed + second.denied, 0), 1, 'no decision counted for it');
   await server.close();
