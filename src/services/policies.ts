@@ -18,7 +18,7 @@ import {
 import { runInSlices } from './work-in-slices.js';
 import { PolicySetReader } from '../policy-files/policy-set.js';
 import type { CheckInput } from '../requests/check-request.js';
-import { type Store } from '../store/store.js';
+import type { Store } from '../store/store.js';
 import { DuplicateKeyError, type CheckedAgainst } from '../store/errors.js';
 import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
 import type { PolicyRoles, PolicyWriter } from './policy-roles.js';

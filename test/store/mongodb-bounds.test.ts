@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Document } from 'mongodb';
 import { MongoStore } from '../../src/store/mongodb/store.js';
 import type { MongoTimeouts } from '../../src/store/mongodb/connection.js';
-import { type AuditObserver } from '../../src/store/store.js';
+import type { AuditObserver } from '../../src/store/store.js';
 import { StoreUnavailableError, StoreWriteUnconfirmedError } from '../../src/store/errors.js';
 import type { Policy } from '../../src/schemas/policy.js';
 import { found, NO_ANSWER, scriptedMongo, type Answer, type Received } from '../helpers/scripted-mongo.js';

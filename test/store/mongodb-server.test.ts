@@ -1,7 +1,7 @@
 import t from 'tap';
 import { MongoClient } from 'mongodb';
 import { MongoStore } from '../../src/store/mongodb/store.js';
-import { type StoreChange } from '../../src/store/store.js';
+import type { StoreChange } from '../../src/store/store.js';
 import { StoreUnavailableError } from '../../src/store/errors.js';
 import type { Policy } from '../../src/schemas/policy.js';
 import { reachableMongo, reachableStandalone, throughLoopbackPort } from '../helpers/mongo.js';

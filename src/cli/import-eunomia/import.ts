@@ -8,7 +8,7 @@ import { entityCreateSchema, type Entity } from '../../schemas/entity.js';
 import type { Policy } from '../../schemas/policy.js';
 import { issuesInOneLine } from '../../schemas/errors.js';
 import { compileListingErrors, validationIssues } from '../../schemas/validation.js';
-import { type Store } from '../../store/store.js';
+import type { Store } from '../../store/store.js';
 import { DuplicateKeyError } from '../../store/errors.js';
 import type { Writer } from '../../audit/record.js';
 import type { EunomiaDatabase, EunomiaEntity, EunomiaPolicy } from './database.js';
