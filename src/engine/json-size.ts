@@ -40,6 +40,14 @@ export function attributesSizeWithin(attributes: ReadonlyMap<string, unknown>, b
   return budget.bytes < 0 ? Infinity : size;
 }
 
+/** The largest check a ring of checks keeps (the recent checks, the live view's recent denials), by the estimate of checkSize. */
+export const MAX_KEPT_CHECK_BYTES = 16 * 1024;
+/** Values an estimate of a kept check visits at most: a check with more is taken for too large. */
+const MAX_VISITED = 256;
+
+/** About how many bytes a check's uris and attributes hold; Infinity past MAX_VISITED values or MAX_KEPT_CHECK_BYTES. */
+export const checkSize = (request: DecisionRequest): number => requestSizeWithin(request, { visits: MAX_VISITED, bytes: MAX_KEPT_CHECK_BYTES });
+
 /** About how many bytes a check's uris, action and attributes hold as JSON, within `budget`; Infinity past it. */
 export function requestSizeWithin(request: DecisionRequest, budget: SizeBudget): number {
   let size = (request.principal.uri?.length ?? 0) + (request.resource.uri?.length ?? 0) + request.action.length;

@@ -173,6 +173,13 @@ export class Metrics {
     this.gauge('verdict_recent_checks_bytes_limit', 'The most they may hold: --recent-checks × 16 KB', () => recent.boundBytes);
   }
 
+  /** What the live view's recent denials hold, their bound, and the denials not kept for their size. */
+  observeRecentDenials(denials: { readonly heldBytes: number; readonly boundBytes: number; readonly skipped: number }): void {
+    this.gauge('verdict_recent_denials_bytes', "What the live view's recent denials hold, in bytes of their checks' JSON (an estimate)", () => denials.heldBytes);
+    this.gauge('verdict_recent_denials_bytes_limit', 'The most they may hold: --recent-denials × 16 KB', () => denials.boundBytes);
+    this.gauge('verdict_recent_denials_skipped', 'Denials not kept since the start, their checks larger than 16 KB', () => denials.skipped);
+  }
+
   /** Adds the gauges of the decision log's queue: the lines waiting to be written and what they hold, against their bounds. */
   observeDecisionLog(log: { readonly queued: { lines: number; bytes: number }; readonly capacity: number; readonly capacityBytes: number }): void {
     this.gauge('verdict_decision_log_queue_lines', 'Decision log lines waiting to be written or delivered', () => log.queued.lines);

@@ -1,5 +1,6 @@
 import type { CheckInput, EntityInput } from '../requests/check-request.js';
 import type { RecentDenial, SentSide } from '../schemas/live.js';
+import { checkSize, MAX_KEPT_CHECK_BYTES } from '../engine/json-size.js';
 
 interface Entry {
   time: number;
@@ -8,7 +9,12 @@ interface Entry {
   revision: number;
   /** What the check broke of the attribute schemas (warn); none: undefined or empty. */
   violations: readonly string[] | undefined;
+  /** What the check holds, by deniedCheckSize (0: no check). */
+  bytes: number;
 }
+
+/** What a denied check the ring would hold holds: its uris and attributes (checkSize), and its principal's token. */
+const deniedCheckSize = (input: CheckInput): number => checkSize(input) + (input.principal.credential?.token.length ?? 0);
 
 const sentSide = (side: EntityInput, withValues: boolean): SentSide =>
   withValues
@@ -33,21 +39,39 @@ function sentActionAndContext({ actionAttributes, context }: CheckInput, withVal
  * The last `capacity` denied checks, in a ring of entries made once: recording one stores three
  * references and a time (no allocation). Values are masked when the list is read, unless
  * `withValues` (`--recent-denials-values`); until then the ring holds the checks as they were read.
+ * A check larger than MAX_KEPT_CHECK_BYTES is not kept (it is counted), so that the ring holds at
+ * most capacity × 16 KB: /check is open to anyone, and its denials must not hold a process's memory.
  */
 export class RecentDenials {
   private readonly entries: Entry[];
   private next = 0;
   private size = 0;
+  /** Denials not kept for the size of their checks, since the start. */
+  skipped = 0;
+  /** What the checks kept hold, by deniedCheckSize: at most `boundBytes`. */
+  heldBytes = 0;
 
   constructor(
     readonly capacity: number,
     readonly withValues: boolean,
   ) {
-    this.entries = Array.from({ length: capacity }, () => ({ time: 0, input: undefined, reason: '', revision: 0, violations: undefined }));
+    this.entries = Array.from({ length: capacity }, () => ({ time: 0, input: undefined, reason: '', revision: 0, violations: undefined, bytes: 0 }));
+  }
+
+  /** The most the ring may hold, in bytes by deniedCheckSize. */
+  get boundBytes(): number {
+    return this.capacity * MAX_KEPT_CHECK_BYTES;
   }
 
   record(input: CheckInput, reason: string, revision: number, time: number, violations?: readonly string[]): void {
+    const bytes = deniedCheckSize(input);
+    if (bytes > MAX_KEPT_CHECK_BYTES) {
+      this.skipped++;
+      return;
+    }
     const entry = this.entries[this.next]!;
+    this.heldBytes += bytes - entry.bytes;
+    entry.bytes = bytes;
     entry.time = time;
     entry.input = input;
     entry.reason = reason;

@@ -1,11 +1,6 @@
 import { systemClock, type Clock } from '../clock.js';
 import type { DecisionRequest } from '../engine/index.js';
-import { requestSizeWithin } from '../engine/json-size.js';
-
-/** The largest check kept, by the estimate of checkSize: larger ones are counted as skipped. */
-export const MAX_KEPT_CHECK_BYTES = 16 * 1024;
-/** Values an estimate visits at most: a check with more is taken for too large. */
-const MAX_VISITED = 256;
+import { checkSize, MAX_KEPT_CHECK_BYTES } from '../engine/json-size.js';
 
 /** A check as this process read it (after the registry merge), and when it was decided. */
 export interface RecentCheck {
@@ -87,6 +82,3 @@ export class RecentChecks {
     return [...older, ...newer].filter((check): check is Kept => check !== undefined);
   }
 }
-
-/** About how many bytes a check's uris and attributes hold; Infinity past MAX_VISITED values or MAX_KEPT_CHECK_BYTES. */
-export const checkSize = (request: DecisionRequest): number => requestSizeWithin(request, { visits: MAX_VISITED, bytes: MAX_KEPT_CHECK_BYTES });

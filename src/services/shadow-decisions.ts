@@ -7,7 +7,7 @@ import { AnswerBudget, explain, ExplanationTooLarge, type Decision, type Decisio
 import type { Metrics } from '../live/metrics.js';
 import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
 import { checkAsRead } from './impact.js';
-import { checkSize, MAX_KEPT_CHECK_BYTES } from './recent-checks.js';
+import { checkSize, MAX_KEPT_CHECK_BYTES } from '../engine/json-size.js';
 import type { FromSchema } from 'json-schema-to-ts';
 import type { shadowReportSchema } from '../schemas/impact.js';
 

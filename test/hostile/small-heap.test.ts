@@ -214,3 +214,21 @@ t.test('a 1 MB bulk of 65,536-character values against the largest pattern allow
   t.equal(check.status, 200, 'a check sent beside it is answered');
   await stillDeciding(t, server);
 });
+
+t.test('two hundred denied checks of 900 KB each (the live view keeps the last 200 denials): none is held whole, and the server goes on deciding', async (t) => {
+  const server = await smallHeapVerdict(t);
+  // Fifteen values of 60,000 characters (a value may have 65,536): 900 KB, within the 1 MiB body limit.
+  const notes = Object.fromEntries(Array.from({ length: 15 }, (_, index) => [`note${index}`, String.fromCharCode(97 + index).repeat(60_000)]));
+  const large = { principal: { attributes: notes }, resource: { attributes: { kind: 'doc' } }, action: 'read' };
+  for (let sent = 0; sent < 200; sent++) {
+    const answer = await answerOf(server, 'POST', '/check', large);
+    if (answer.status !== 200) {
+      t.fail(`check ${sent + 1}: ${answer.status} ${JSON.stringify(answer.body).slice(0, 200)}`);
+      break;
+    }
+  }
+  const denials = await answerOf(server, 'GET', '/admin/live');
+  t.equal(denials.status, 200);
+  t.same(denials.body.recent_denials.denials, [], 'none of them kept: each larger than a denial may hold');
+  await stillDeciding(t, server);
+});

@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { startServer } from '../helpers/server.js';
 
 // What a process holds for its checks is bounded in bytes, and /metrics says how much it holds of each
-// bound: the entity cache (--entity-cache-bytes), the recent checks kept for impact previews, and the
-// decision log's queue.
+// bound: the entity cache (--entity-cache-bytes), the recent checks kept for impact previews, the live
+// view's recent denials, and the decision log's queue.
 
 const gauge = (metrics: string, name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(metrics)?.[1]);
 
@@ -41,6 +41,23 @@ t.test('the recent checks say what they hold and their bound in bytes', async (t
   t.equal(gauge(metrics, 'verdict_recent_checks_bytes_limit'), 10 * 16 * 1024, '--recent-checks × 16 KB');
   const held = gauge(metrics, 'verdict_recent_checks_bytes');
   t.ok(held >= 3000 && held < 4000, `three checks of about 1 KB: ${held} bytes`);
+});
+
+t.test("the live view's recent denials hold at most --recent-denials × 16 KB, however large the denied checks; /metrics says what they hold", async (t) => {
+  const server = await startServer({ recentDenials: 5 });
+  t.teardown(server.close);
+  const denied = (attributes: Record<string, string>) => ({ principal: { attributes }, resource: { attributes: { kind: 'doc' } }, action: 'read' });
+  // About 120 KB each: two values of 60,000 characters (a value may have 65,536).
+  const large = denied({ note: 'x'.repeat(60_000), more: 'y'.repeat(60_000) });
+  for (let index = 0; index < 10; index++) t.equal((await server.call('POST', '/check', large)).body.allowed, false);
+  for (const note of ['small', 'smaller']) t.equal((await server.call('POST', '/check', denied({ note }))).body.allowed, false);
+  const listed = (await server.call('GET', '/admin/live')).body.recent_denials.denials;
+  t.same(listed.map((denial: { principal: { attribute_keys: string[] } }) => denial.principal.attribute_keys), [['note'], ['note']], 'the two small denials, listed');
+  const metrics = (await server.call('GET', '/metrics')).body as string;
+  t.equal(gauge(metrics, 'verdict_recent_denials_bytes_limit'), 5 * 16 * 1024, '--recent-denials × 16 KB');
+  const held = gauge(metrics, 'verdict_recent_denials_bytes');
+  t.ok(held > 0 && held < 200, `two small checks: ${held} bytes`);
+  t.equal(gauge(metrics, 'verdict_recent_denials_skipped'), 10, 'the ten large ones counted, not kept');
 });
 
 t.test("the decision log's queue says what waits and its bounds, in lines and bytes; once written, nothing waits", async (t) => {
