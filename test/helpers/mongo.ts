@@ -1,4 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import { lookup } from 'node:dns/promises';
+import { existsSync, readdirSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
 import { startMemoryMongo } from '../../src/store/mongodb/memory.js';
 
 export interface ReachableMongo {
@@ -16,7 +20,27 @@ export interface ReachableMongo {
  */
 let noMemoryMongo: string | undefined;
 
+/** Where mongodb-memory-server downloads mongod to (its default), and the host it downloads from. */
+const DOWNLOADED = join(homedir(), '.cache', 'mongodb-binaries');
+const DOWNLOAD_HOST = 'fastdl.mongodb.org';
+
+/**
+ * Why no mongod could come from a download, known at once: none is named, none was downloaded before, and
+ * the download's host does not resolve (a machine offline). mongodb-memory-server would otherwise try
+ * the download three times, with pauses, some 7 s in each test process that asks.
+ */
+async function offline(): Promise<string | undefined> {
+  if (process.env.MONGOMS_SYSTEM_BINARY || process.env.MONGOMS_DOWNLOAD_MIRROR || process.env.MONGOMS_DOWNLOAD_DIR) return undefined;
+  if (existsSync(DOWNLOADED) && readdirSync(DOWNLOADED).some((name) => name.startsWith('mongod'))) return undefined;
+  return lookup(DOWNLOAD_HOST).then(
+    () => undefined,
+    (error: NodeJS.ErrnoException) =>
+      `has no mongod to start: none is installed (MONGOMS_SYSTEM_BINARY) or downloaded, and ${DOWNLOAD_HOST} does not resolve (${error.code}): this machine is offline`,
+  );
+}
+
 async function memoryMongo(kind: 'replica set' | 'standalone'): Promise<{ uri: string; stop(): Promise<unknown> } | { failed: string }> {
+  noMemoryMongo ??= await offline();
   if (noMemoryMongo !== undefined) return { failed: noMemoryMongo };
   try {
     return await startMemoryMongo(kind);
