@@ -19,11 +19,6 @@ in the context of the call it is for: with OpenTelemetry, ``opentelemetry.propag
 """
 
 
-def traced(headers: dict[str, str], trace_headers: TraceHeaders | None) -> dict[str, str]:
-    """``headers`` with the active trace context's, when the client was given a way to read it."""
-    return headers if trace_headers is None else {**trace_headers(), **headers}
-
-
 def headers_for(admin_key: str | None, admin: bool, min_revision: int | None) -> dict[str, str]:
     """The headers of a call: the admin key on admin calls (and explained checks), the revision to be decided at."""
     headers: dict[str, str] = {}

@@ -4,14 +4,15 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Mapping
 from urllib.parse import quote
 
 import httpx
 
-from ._http import RETRY_BASE_SECONDS, TraceHeaders, headers_for, no_answer, read_answer, revision_of, traced
+from ._http import RETRY_BASE_SECONDS, TraceHeaders, headers_for, no_answer, read_answer, revision_of
 from .cache import ChangeFollower, DecisionCache
 from .errors import VerdictError, VerdictRequestError, VerdictTimeoutError, VerdictUnavailableError
+from .tracing import Caller, CallTracing, OpenTelemetry
 from .wire import CheckRequest, Decision, Entity, EntityCreate, PlanRequest, PlanResponse
 
 SERVER_BULK_LIMIT = 1000
@@ -22,6 +23,7 @@ class _Pending:
     check: CheckRequest
     min_revision: int | None
     future: asyncio.Future[tuple[Decision, int | None]]
+    caller: Caller
 
 
 class AsyncVerdictClient:
@@ -45,11 +47,12 @@ class AsyncVerdictClient:
         uds: str | None = None,
         on_background_error: Callable[[Exception], None] = lambda error: None,
         trace_headers: TraceHeaders | None = None,
+        opentelemetry: OpenTelemetry | None = None,
     ) -> None:
         transport = httpx.AsyncHTTPTransport(uds=uds) if uds is not None else None
         self._http = httpx.AsyncClient(base_url=url, timeout=timeout, transport=transport)
         self._admin_key = admin_key
-        self._trace_headers = trace_headers
+        self._tracing = CallTracing(trace_headers, opentelemetry)
         self._timeout = timeout
         self._retries = retries
         self._batching = batching
@@ -92,14 +95,17 @@ class AsyncVerdictClient:
         """How many decisions the cache holds now."""
         return 0 if self._cache is None else len(self._cache)
 
-    async def check(self, check: CheckRequest, *, explain: bool = False, timeout: float | None = None) -> Decision:
-        """The decision for one check: from the cache when it holds it, else batched with the checks issued beside it."""
-        work = self._check(check, explain)
+    async def check(self, check: CheckRequest, *, explain: bool = False, timeout: float | None = None, route: str | None = None) -> Decision:
+        """
+        The decision for one check: from the cache when it holds it, else batched with the checks issued
+        beside it. ``route``, the app's route that asks, is named on the client's span (with ``opentelemetry``).
+        """
+        work = self._check(check, explain, route)
         return await (work if timeout is None else _within(work, timeout, "check"))
 
     async def check_many(self, checks: list[CheckRequest], *, explain: bool = False) -> list[Decision]:
         """The decisions for several checks, in order."""
-        return list(await asyncio.gather(*(self._check(check, explain) for check in checks)))
+        return list(await asyncio.gather(*(self._check(check, explain, None) for check in checks)))
 
     async def plan(self, request: PlanRequest) -> PlanResponse:
         """What a principal may do with which resources: ``POST /plan``."""
@@ -123,7 +129,7 @@ class AsyncVerdictClient:
         await self._write("DELETE", f"/admin/fetchers/registry/entities/{_escaped(uri)}", None)
         self._drop({uri})
 
-    async def _check(self, check: CheckRequest, explain: bool) -> Decision:
+    async def _check(self, check: CheckRequest, explain: bool, route: str | None) -> Decision:
         cacheable = not explain and self._cache is not None and not _names_token(check)
         key = json.dumps(check, sort_keys=True) if cacheable else ""
         if cacheable:
@@ -132,17 +138,17 @@ class AsyncVerdictClient:
             if self.cache_serving and (cached := self._cache.get(key)) is not None:
                 return cached
         epoch = self._cache.epoch if self._cache is not None else 0
-        decision, revision = await self._decide(check, explain)
+        decision, revision = await self._decide(check, explain, self._tracing.caller(route))
         if cacheable and self._follower is not None and self._cache is not None and self._follower.keeps(revision):
             self._cache.put(key, decision, _uris_of(check), epoch)
         return decision
 
-    async def _decide(self, check: CheckRequest, explain: bool) -> tuple[Decision, int | None]:
+    async def _decide(self, check: CheckRequest, explain: bool, caller: Caller) -> tuple[Decision, int | None]:
         min_revision = self._written_revision if self._read_your_writes else None
         if not self._batching or explain:
-            return await self._alone(check, explain, min_revision)
+            return await self._alone(check, explain, min_revision, caller)
         future: asyncio.Future[tuple[Decision, int | None]] = asyncio.get_running_loop().create_future()
-        self._queue.append(_Pending(check, min_revision, future))
+        self._queue.append(_Pending(check, min_revision, future, caller))
         if not self._flush_scheduled:
             self._flush_scheduled = True
             asyncio.get_running_loop().call_soon(self._flush)
@@ -160,7 +166,10 @@ class AsyncVerdictClient:
         revisions = [pending.min_revision for pending in batch if pending.min_revision is not None]
         try:
             # A check that cannot be decided as asked refuses the bulk, naming it, so that its caller is answered as /check answers it.
-            answers, headers = await self._send("POST", "/check/bulk?conflicts=refuse", [pending.check for pending in batch], retryable=True, min_revision=max(revisions, default=None))
+            answers, headers = await self._tracing.sent(
+                [pending.caller for pending in batch],
+                lambda trace: self._send("POST", "/check/bulk?conflicts=refuse", [pending.check for pending in batch], retryable=True, min_revision=max(revisions, default=None), trace=trace),
+            )
         except VerdictError as error:
             return await self._recover(batch, error)
         except Exception as error:  # noqa: BLE001 - every caller is answered, whatever went wrong
@@ -203,15 +212,16 @@ class AsyncVerdictClient:
 
     async def _settle_alone(self, pending: _Pending) -> None:
         try:
-            result = await self._alone(pending.check, False, pending.min_revision)
+            result = await self._alone(pending.check, False, pending.min_revision, pending.caller)
         except Exception as error:  # noqa: BLE001 - the caller is given whatever went wrong
             _fail(pending, error)
             return
         if not pending.future.done():
             pending.future.set_result(result)
 
-    async def _alone(self, check: CheckRequest, explain: bool, min_revision: int | None) -> tuple[Decision, int | None]:
-        body, headers = await self._send("POST", "/check?explain=true" if explain else "/check", check, retryable=True, admin=explain, min_revision=min_revision)
+    async def _alone(self, check: CheckRequest, explain: bool, min_revision: int | None, caller: Caller) -> tuple[Decision, int | None]:
+        path = "/check?explain=true" if explain else "/check"
+        body, headers = await self._tracing.sent([caller], lambda trace: self._send("POST", path, check, retryable=True, admin=explain, min_revision=min_revision, trace=trace))
         return body, revision_of(headers)
 
     async def _write(self, method: str, path: str, body: Any) -> Any:
@@ -221,9 +231,11 @@ class AsyncVerdictClient:
             self._written_revision = revision
         return answer
 
-    async def _send(self, method: str, path: str, body: Any, *, retryable: bool, admin: bool = False, min_revision: int | None = None) -> tuple[Any, httpx.Headers]:
-        # Read here, in the caller's context (a bulk's is its first caller's: the flush was scheduled from it).
-        headers = traced(headers_for(self._admin_key, admin, min_revision), self._trace_headers)
+    async def _send(
+        self, method: str, path: str, body: Any, *, retryable: bool, admin: bool = False, min_revision: int | None = None, trace: Mapping[str, str] | None = None
+    ) -> tuple[Any, httpx.Headers]:
+        # The active context is read here, in the caller's (a bulk's is its first caller's: the flush was scheduled from it).
+        headers = {**(self._tracing.active_headers() if trace is None else trace), **headers_for(self._admin_key, admin, min_revision)}
         for attempt in range(self._retries + 1):
             try:
                 try:

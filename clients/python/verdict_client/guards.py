@@ -23,7 +23,7 @@ async def refusal_of(client: AsyncVerdictClient, mapping: Mapping, request: Requ
             check = await check
         if check is None:
             return None
-        decision = await client.check(check)
+        decision = await client.check(check, route=_route_template(request))
     except VerdictCredentialError:
         return JSONResponse({"detail": "Unauthorized"}, status_code=401, headers={"www-authenticate": 'Bearer error="invalid_token"'})
     except VerdictError as error:
@@ -32,6 +32,12 @@ async def refusal_of(client: AsyncVerdictClient, mapping: Mapping, request: Requ
         return None
     headers = {} if reason_header is None else {reason_header: quote(decision["reason"], safe="")}
     return JSONResponse({"detail": "Forbidden"}, status_code=403, headers=headers)
+
+
+def _route_template(request: Request) -> str | None:
+    """The app's route that matched (``/documents/{id}``), known once routing ran (in a dependency, not in middleware)."""
+    path = getattr(request.scope.get("route"), "path", None)
+    return path if isinstance(path, str) else None
 
 
 class VerdictMiddleware:

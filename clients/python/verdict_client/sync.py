@@ -7,8 +7,9 @@ from urllib.parse import quote
 
 import httpx
 
-from ._http import RETRY_BASE_SECONDS, TraceHeaders, headers_for, no_answer, read_answer, revision_of, traced
+from ._http import RETRY_BASE_SECONDS, TraceHeaders, headers_for, no_answer, read_answer, revision_of
 from .errors import VerdictError
+from .tracing import CallTracing, OpenTelemetry
 from .wire import CheckRequest, Decision, Entity, EntityCreate, PlanRequest, PlanResponse
 
 
@@ -28,11 +29,12 @@ class VerdictClient:
         read_your_writes: bool = True,
         uds: str | None = None,
         trace_headers: TraceHeaders | None = None,
+        opentelemetry: OpenTelemetry | None = None,
     ) -> None:
         transport = httpx.HTTPTransport(uds=uds) if uds is not None else None
         self._http = httpx.Client(base_url=url, timeout=timeout, transport=transport)
         self._admin_key = admin_key
-        self._trace_headers = trace_headers
+        self._tracing = CallTracing(trace_headers, opentelemetry)
         self._timeout = timeout
         self._retries = retries
         self._read_your_writes = read_your_writes
@@ -78,7 +80,7 @@ class VerdictClient:
 
     def _send(self, method: str, path: str, body: Any, *, retryable: bool, admin: bool = False) -> Any:
         min_revision = self._written_revision if self._read_your_writes and not admin else None
-        headers = traced(headers_for(self._admin_key, admin, min_revision), self._trace_headers)
+        headers = {**self._tracing.active_headers(), **headers_for(self._admin_key, admin, min_revision)}
         for attempt in range(self._retries + 1):
             try:
                 try:
