@@ -341,8 +341,7 @@ export class ExtAuthzMapping {
    */
   map(request: ForwardedRequest): MappedRequest | Unmapped {
     const segments = pathSegments(request.path);
-    const unmatched: Unmapped = { kind: 'unmapped', why: `No route of the ext-authz mapping matches ${request.method} ${request.path.split('?')[0]}` };
-    if (segments === undefined) return unmatched;
+    if (segments === undefined) return unmatchedBy(request);
     for (const route of this.routes) {
       if (route.methods !== undefined && !route.methods.has(request.method)) continue;
       const parameters = matchSegments(route, segments);
@@ -368,8 +367,12 @@ export class ExtAuthzMapping {
       }
       return { kind: 'mapped', resource: { uri, attributes }, action, context, keySet: route.keySet };
     }
-    return unmatched;
+    return unmatchedBy(request);
   }
+}
+
+function unmatchedBy(request: ForwardedRequest): Unmapped {
+  return { kind: 'unmapped', why: `No route of the ext-authz mapping matches ${request.method} ${request.path.split('?')[0]}` };
 }
 
 /** A network section's templates, each reading only what a connection carries. */
@@ -463,11 +466,13 @@ function pathSegments(path: string): string[] | undefined {
   const parts = (query === -1 ? path : path.slice(0, query)).split('/').slice(1);
   const segments: string[] = [];
   for (const part of parts) {
-    let segment: string;
-    try {
-      segment = decodeURIComponent(part);
-    } catch {
-      return undefined;
+    let segment = part;
+    if (part.includes('%')) {
+      try {
+        segment = decodeURIComponent(part);
+      } catch {
+        return undefined;
+      }
     }
     if (segment === '.' || segment === '..' || segment.includes('/')) return undefined;
     segments.push(segment);

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { decodeJwt, errors, jwtVerify, type JWTPayload } from 'jose';
 import { KeySet, type KeySetStatus, type RefreshOutcome } from './key-set.js';
 import type { TokenSettings } from './settings.js';
@@ -82,7 +82,7 @@ export class TokenVerifier {
   claimsOf(token: string, keySetName?: string): Identity | Promise<Identity> {
     if (token.length > MAX_TOKEN_LENGTH) return Promise.reject(new TokenRejected(`the token is longer than ${MAX_TOKEN_LENGTH} characters`));
     // A token verified by a named key set is remembered apart from the same token verified by its issuer's.
-    const digest = `${keySetName ?? ''}:${createHash('sha256').update(token).digest('base64')}`;
+    const digest = `${keySetName ?? ''}:${hash('sha256', token, 'base64')}`;
     const remembered = this.verified.get(digest);
     if (remembered !== undefined && remembered.until > this.clock.now()) {
       this.observers.verification('cached');
