@@ -51,7 +51,7 @@ function writeAll(fd: number, text: string): void {
 /** Where a batch of lines goes: a file (written now) or a collector (posted in the background). */
 const deliver: { add(text: string, lines: number, held: number): void; close(): Promise<void> } =
   'url' in sink
-    ? new HttpSink(sink.url, { delivered: (lines, held) => done(lines, held, false), dropped: (lines, held) => done(lines, held, true) })
+    ? new HttpSink(sink.url, { delivered: (lines, held) => done(lines, held, false), dropped: (lines, held) => done(lines, held, true) }, sink.closeWaitMillis)
     : {
         add(text, lines, held) {
           try {

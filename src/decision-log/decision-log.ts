@@ -8,6 +8,7 @@ import type { BulkDecisionRecord, DecisionRecord } from './line.js';
 import type { DecisionLogMask } from './mask.js';
 import type { DecisionLogEntry, WriterMessage, WriterReport, WriterStart } from './entries.js';
 import { requestSizeWithin } from '../engine/json-size.js';
+import { CLOSE_WAIT_MILLIS } from './http-sink.js';
 
 const isUrl = (target: string) => /^https?:/i.test(target);
 
@@ -20,6 +21,18 @@ export const DECISION_LOG_CAPACITY = 10_000;
 export const DECISION_LOG_CAPACITY_BYTES = 64 * 1024 * 1024;
 /** What a line holds beside its check's attributes (ids, times, the decision and its reason), about. */
 const LINE_BYTES = 512;
+
+/** How a decision log holds and lets go of its lines. */
+export interface DecisionLogOptions {
+  /** Lines waiting to be written, at most (DECISION_LOG_CAPACITY by default). */
+  capacity?: number;
+  /** About how many bytes those lines may hold (DECISION_LOG_CAPACITY_BYTES by default). */
+  capacityBytes?: number;
+  /** The attributes whose values are never written as they are. */
+  mask?: DecisionLogMask;
+  /** For a collector: how long closing tries to deliver what is left before dropping it (5 s by default). */
+  closeWaitMillis?: number;
+}
 
 /**
  * The opt-in decision log: one JSON line per decision. Recording a decision only appends it to a
@@ -57,14 +70,14 @@ export class DecisionLog {
 
   /**
    * `target` is a file path (appended to, opened now so that a bad path fails at start), `stdout`, or
-   * an http(s) URL, where the lines are posted in batches (see HttpSink). `mask` names the attributes
-   * whose values are never written as they are.
+   * an http(s) URL, where the lines are posted in batches (see HttpSink).
    */
-  static open(target: string, onDrop: (lines: number) => void, capacity = DECISION_LOG_CAPACITY, mask: DecisionLogMask = {}, capacityBytes = DECISION_LOG_CAPACITY_BYTES): DecisionLog {
+  static open(target: string, onDrop: (lines: number) => void, options: DecisionLogOptions = {}): DecisionLog {
+    const { capacity = DECISION_LOG_CAPACITY, capacityBytes = DECISION_LOG_CAPACITY_BYTES, mask = {}, closeWaitMillis = CLOSE_WAIT_MILLIS } = options;
     const file = decisionLogFile(target);
     // A file made here is its user's alone; one that exists keeps the mode its owner gave it.
     const ownedFd = file === undefined ? undefined : openSync(file, 'a', PRIVATE_FILE);
-    const sink = isUrl(target) ? { url: target } : { fd: ownedFd ?? 1 };
+    const sink = isUrl(target) ? { url: target, closeWaitMillis } : { fd: ownedFd ?? 1 };
     const start: WriterStart = { sink, unwritten: new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT), mask };
     const writer = new Worker(DECISION_LOG_WRITER_FILE, { workerData: start });
     return new DecisionLog(writer, new Int32Array(start.unwritten), ownedFd, onDrop, capacity, capacityBytes);

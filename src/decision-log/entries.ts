@@ -15,7 +15,7 @@ export type WriterMessage = DecisionLogEntry[] | 'close';
 /** What the writer thread is given when it starts. */
 export interface WriterStart {
   /** Where the lines go: appended to an open file descriptor (1 for stdout), or posted to a collector's URL. */
-  sink: { fd: number } | { url: string };
+  sink: { fd: number } | { url: string; closeWaitMillis: number };
   /** An Int32Array's buffer: [0] counts lines sent to the writer and not yet written (or dropped), [1] the bytes the front counted them as. */
   unwritten: SharedArrayBuffer;
   /** The attributes whose values are never written as they are. */

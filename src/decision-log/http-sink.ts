@@ -9,8 +9,8 @@ const REQUEST_TIMEOUT_MS = 10_000;
 /** Attempts at one batch before its lines are dropped: 5 retries, 0.25 s doubling to 4 s apart (about 8 s in all). */
 const ATTEMPTS = 6;
 const FIRST_RETRY_MS = 250;
-/** On close, what is still to deliver is tried for at most this long, then dropped. */
-const CLOSE_WAIT_MS = 5000;
+/** On close, what is still to deliver is tried for at most this long by default, then dropped. */
+export const CLOSE_WAIT_MILLIS = 5000;
 
 interface Batch {
   text: string;
@@ -47,6 +47,8 @@ export class HttpSink {
   constructor(
     private readonly url: string,
     private readonly report: SinkReport,
+    /** How long close() tries to deliver what is left. */
+    private readonly closeWaitMillis = CLOSE_WAIT_MILLIS,
     /** How the sink waits (its back-off between attempts, and its wait on close); tests end the waits at once. */
     private readonly sleep: (ms: number) => Promise<void> = (ms) => new Promise((resolve) => setTimeout(resolve, ms).unref()),
   ) {}
@@ -60,11 +62,11 @@ export class HttpSink {
     else this.lingering ??= setTimeout(() => this.cut(), LINGER_MS);
   }
 
-  /** Delivers what it holds, for at most CLOSE_WAIT_MS; drops (and reports) whatever is left then, and abandons the request in flight. */
+  /** Delivers what it holds, for at most its close wait; drops (and reports) whatever is left then, and abandons the request in flight. */
   async close(): Promise<void> {
     this.closing = true;
     this.cut();
-    await Promise.race([this.sending ?? Promise.resolve(), this.sleep(CLOSE_WAIT_MS)]);
+    await Promise.race([this.sending ?? Promise.resolve(), this.sleep(this.closeWaitMillis)]);
     const left = this.batches.reduce((lines, batch) => lines + batch.lines, 0);
     const held = this.batches.reduce((bytes, batch) => bytes + batch.held, 0);
     this.batches.length = 0;

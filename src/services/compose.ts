@@ -31,7 +31,7 @@ import type { TokenVerifier } from '../identity/verifier.js';
 import type { IdentitySource } from '../identity/identity.js';
 import { ExtAuthzMapping } from '../ext-authz/mapping.js';
 import { readTokenSettings, type TokenSettings } from '../identity/settings.js';
-import { decisionLogFile, DECISION_LOG_CAPACITY, DecisionLog } from '../decision-log/decision-log.js';
+import { decisionLogFile, DecisionLog } from '../decision-log/decision-log.js';
 import { AuditTrail } from '../audit/audit-trail.js';
 import { adminKeysOf, type KeyRing } from '../admin-keys.js';
 import { CheckService } from './checks.js';
@@ -230,7 +230,7 @@ function decisionObservers(config: Config, metrics: Metrics, snapshots: PolicySn
   const live = new LiveCounters(new RuleTally(Date.now()), recentDenials);
   metrics.observeRules(live.rules);
   const decisionLog =
-    config.decisionLog === '' ? undefined : DecisionLog.open(config.decisionLog, (lines) => metrics.decisionLogDropped.inc(lines), DECISION_LOG_CAPACITY, config.decisionLogMask);
+    config.decisionLog === '' ? undefined : DecisionLog.open(config.decisionLog, (lines) => metrics.decisionLogDropped.inc(lines), { mask: config.decisionLogMask });
   if (decisionLog !== undefined) metrics.observeDecisionLog(decisionLog);
   const recentChecks = new RecentChecks(config.recentChecks, config.recentChecksRate, clock);
   metrics.observeRecentChecks(recentChecks);

@@ -66,7 +66,7 @@ t.test('lines from this thread and from worker bulks are written in order, and c
 t.test('past its capacity the log drops new lines and counts them, instead of growing', async (t) => {
   const file = logFile(t);
   let dropped = 0;
-  const log = DecisionLog.open(file, (lines) => (dropped += lines), 3);
+  const log = DecisionLog.open(file, (lines) => (dropped += lines), { capacity: 3 });
   for (const role of ['a', 'b', 'c', 'd', 'e']) log.record(decided(role));
   log.recordBulk({ time: 0, body: bulkBody, decisions: bulkDecisions, count: 2, revision: 1, latencyMs: 0, violations: [] });
   t.equal(dropped, 4, 'two single lines and the two of the bulk');

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { createServer, type IncomingMessage } from 'node:http';
-import { HttpSink } from '../../src/decision-log/http-sink.js';
+import { CLOSE_WAIT_MILLIS, HttpSink } from '../../src/decision-log/http-sink.js';
 import { until } from '../helpers/until.js';
 
 // The decision log's HTTP sink against a real collector that never answers: closing drops what it
@@ -21,7 +21,7 @@ t.test('on close, past its wait, the sink drops what it holds and abandons the r
   });
   const report = { delivered: 0, dropped: 0 };
   // Every wait of the sink (its back-off, and its wait on close) is over at once.
-  const sink = new HttpSink(`http://127.0.0.1:${(collector.address() as { port: number }).port}/ingest`, { delivered: (lines) => (report.delivered += lines), dropped: (lines) => (report.dropped += lines) }, () => Promise.resolve());
+  const sink = new HttpSink(`http://127.0.0.1:${(collector.address() as { port: number }).port}/ingest`, { delivered: (lines) => (report.delivered += lines), dropped: (lines) => (report.dropped += lines) }, CLOSE_WAIT_MILLIS, () => Promise.resolve());
   sink.add('{"a":1}\n{"a":2}\n', 2);
   await until(() => held.length === 1, 'the collector to hold the batch');
   await sink.close();

@@ -24,6 +24,9 @@ const readLines = (file: string) =>
     .filter(Boolean)
     .map((line) => JSON.parse(line));
 
+/** How long the bounded-queue tests let closing try a collector that never answers (the product's 5 s is held by the server-level test above them). */
+const CLOSE_WAIT_TRIED = 300;
+
 const ADMIN_CHECK = { principal: { attributes: { role: 'admin', ssn: '123-45-6789', email: 'ann@example.com' } }, resource: { attributes: { kind: 'doc' } }, action: 'read' };
 const ADMINS = { name: 'admins', rules: [{ name: 'admins', effect: 'allow', actions: ['read'], principal_conditions: [{ path: 'attributes.role', operator: '==', value: 'admin' }], resource_conditions: [] }] };
 
@@ -163,7 +166,7 @@ t.test('a collector that never answers: checks are answered while it holds the l
 t.test('the queue for a slow collector is bounded: past its capacity new lines are dropped at once', async (t) => {
   const sink = await collector(t, () => {});
   let droppedLines = 0;
-  const log = DecisionLog.open(sink.url, (lines) => (droppedLines += lines), 10);
+  const log = DecisionLog.open(sink.url, (lines) => (droppedLines += lines), { capacity: 10, closeWaitMillis: CLOSE_WAIT_TRIED });
   const side = { uri: undefined, attributes: new Map([['role', 'admin']]) };
   const record: DecisionRecord = { time: Date.now(), input: { principal: side, resource: side, action: 'read' }, request: { principal: side, resource: side, action: 'read' }, decision: { allowed: true, reason: 'r' }, revision: 1, latencyMs: 0 };
   for (let index = 0; index < 50; index++) {
@@ -180,7 +183,7 @@ t.test('the queue for a slow collector is bounded in bytes too: lines of large c
   const sink = await collector(t, () => {});
   let droppedLines = 0;
   // Room for 10,000 lines, but for about 100 KB of them: each line below holds a check of about 20 KB.
-  const log = DecisionLog.open(sink.url, (lines) => (droppedLines += lines), 10_000, {}, 100_000);
+  const log = DecisionLog.open(sink.url, (lines) => (droppedLines += lines), { capacityBytes: 100_000, closeWaitMillis: CLOSE_WAIT_TRIED });
   const side = { uri: undefined, attributes: new Map([['notes', 'x'.repeat(20_000)]]) };
   const record: DecisionRecord = { time: Date.now(), input: { principal: side, resource: side, action: 'read' }, request: { principal: side, resource: side, action: 'read' }, decision: { allowed: true, reason: 'r' }, revision: 1, latencyMs: 0 };
   for (let index = 0; index < 50; index++) {
