@@ -6,9 +6,8 @@ import { PRIVATE_FILE } from '../private-files.js';
 import { DECISION_LOG_WRITER_FILE } from '../../workers/entry-points.js';
 import type { BulkDecisionRecord, DecisionRecord } from './line.js';
 import type { DecisionLogMask } from './mask.js';
-import type { DecisionLogEntry, WriterMessage, WriterReport, WriterStart } from './entries.js';
+import { CLOSE_WAIT_MILLIS, type DecisionLogEntry, type WriterMessage, type WriterReport, type WriterStart } from './entries.js';
 import { requestSizeWithin } from '../engine/json-size.js';
-import { CLOSE_WAIT_MILLIS } from './http-sink.js';
 
 const isUrl = (target: string) => /^https?:/i.test(target);
 

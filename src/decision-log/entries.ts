@@ -12,6 +12,9 @@ export const linesOf = (entry: DecisionLogEntry) => (entry.kind === 'bulk' ? ent
 
 export type WriterMessage = DecisionLogEntry[] | 'close';
 
+/** On close, what is still to deliver to a collector is tried for at most this long by default, then dropped. */
+export const CLOSE_WAIT_MILLIS = 5000;
+
 /** What the writer thread is given when it starts. */
 export interface WriterStart {
   /** Where the lines go: appended to an open file descriptor (1 for stdout), or posted to a collector's URL. */

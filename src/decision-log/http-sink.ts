@@ -1,4 +1,5 @@
 import { request } from 'undici';
+import { CLOSE_WAIT_MILLIS } from './entries.js';
 
 /** A batch is posted once it holds this many lines, or this many bytes, or has waited LINGER_MS. */
 const BATCH_LINES = 1000;
@@ -9,8 +10,6 @@ const REQUEST_TIMEOUT_MS = 10_000;
 /** Attempts at one batch before its lines are dropped: 5 retries, 0.25 s doubling to 4 s apart (about 8 s in all). */
 const ATTEMPTS = 6;
 const FIRST_RETRY_MS = 250;
-/** On close, what is still to deliver is tried for at most this long by default, then dropped. */
-export const CLOSE_WAIT_MILLIS = 5000;
 
 interface Batch {
   text: string;

@@ -1,6 +1,7 @@
 import t from 'tap';
 import { createServer, type IncomingMessage } from 'node:http';
-import { CLOSE_WAIT_MILLIS, HttpSink } from '../../src/decision-log/http-sink.js';
+import { HttpSink } from '../../src/decision-log/http-sink.js';
+import { CLOSE_WAIT_MILLIS } from '../../src/decision-log/entries.js';
 import { until } from '../helpers/until.js';
 
 // The decision log's HTTP sink against a real collector that never answers: closing drops what it
