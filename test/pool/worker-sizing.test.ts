@@ -25,6 +25,12 @@ t.test('auto: a thread for each whole core beside the front thread, bounded by t
   t.same(sized(64, undefined, 128 * MIB), [Math.floor(64 / WORKER_THREAD_MIB), Math.floor(64 / WORKER_THREAD_MIB)], 'a 128 MiB limit: half of it, at a thread each');
   t.same(sized(64, undefined, 16 * MIB), [1, 1], 'at least one');
   t.same(workerSizing(16, { cores: 64, cpuLimit: 0.5 }), { threads: 16, idleThreads: 16, description: '16 worker threads (--workers 16)' }, 'as configured, when configured');
+  t.same(
+    workerSizing(16, { cores: 64, cpuLimit: 1, memoryLimit: 128 * MIB }),
+    { threads: 3, idleThreads: 3, description: '3 worker threads (--workers 16, fewer: a memory limit of 128 MiB, of which half holds 3 at 20 MiB each)' },
+    'as configured, but never more than half the memory limit holds: 16 threads would take some 320 MiB of a 128 MiB pod',
+  );
+  t.same(workerSizing(2, { cores: 64, memoryLimit: 128 * MIB }).threads, 2, 'a configured count the memory limit holds is kept');
   t.match(workerSizing('auto', { cores: 16, cpuLimit: 0.5, memoryLimit: 256 * MIB }).description, /^1 worker thread, started when work needs one and stopped when idle \(--workers auto\): 16 cores available, a cgroup CPU quota of 0\.5 cores, none spare beside the front thread; a memory limit of 256 MiB/);
 });
 
