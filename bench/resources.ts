@@ -12,7 +12,7 @@
  * measures without. Linux only: it reads /proc.
  */
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,6 +20,7 @@ import { Pool } from 'undici';
 import { parseAllDocuments } from 'yaml';
 import { keyedPolicies } from './engine.js';
 import { freePort, waitForHealth } from './server.js';
+import { podGroup } from './cgroups.js';
 
 const EXAMPLE = process.argv[2] ?? 'sidecar';
 const RATE = Number(process.env.RESOURCES_RATE ?? 500);
@@ -47,45 +48,6 @@ function cores(quantity: string): number {
   const value = quantity.endsWith('m') ? Number(quantity.slice(0, -1)) / 1000 : Number(quantity);
   if (!(value > 0)) throw new Error(`not a CPU quantity: ${quantity}`);
   return value;
-}
-
-const CFS_PERIOD_MICROS = 100_000;
-
-/**
- * A new cgroup with a CPU quota of `limit` cores (v2 at /sys/fs/cgroup, else v1's cpu controller), the
- * command line that starts a process in it, and how to remove it; or why none could be made.
- */
-function cpuLimitedGroup(limit: number): { wrap: (command: string[]) => string[]; remove: () => void } | string {
-  const quota = Math.round(limit * CFS_PERIOD_MICROS);
-  const name = `verdict-resources-${process.pid}`;
-  // Each mount is told by a file only a cgroup file system holds (a hybrid host mounts a tmpfs at /sys/fs/cgroup).
-  const layouts = [
-    { mount: '/sys/fs/cgroup', marker: 'cgroup.controllers', files: { 'cpu.max': `${quota} ${CFS_PERIOD_MICROS}` } },
-    { mount: '/sys/fs/cgroup/cpu', marker: 'cpu.cfs_period_us', files: { 'cpu.cfs_period_us': String(CFS_PERIOD_MICROS), 'cpu.cfs_quota_us': String(quota) } },
-  ];
-  const failures: string[] = [];
-  for (const { mount, marker, files } of layouts) {
-    const dir = `${mount}/${name}`;
-    if (!existsSync(`${mount}/${marker}`)) {
-      failures.push(`no cgroup file system at ${mount}`);
-      continue;
-    }
-    try {
-      mkdirSync(dir);
-    } catch (error) {
-      failures.push(`${dir}: ${(error as Error).message}`);
-      continue;
-    }
-    try {
-      for (const [file, text] of Object.entries(files)) writeFileSync(join(dir, file), text);
-      // The shell enters the group and then becomes the server, which starts inside it.
-      return { wrap: (command) => ['/bin/sh', '-c', `echo $$ > ${dir}/cgroup.procs && exec "$@"`, 'sh', ...command], remove: () => rmdirSync(dir) };
-    } catch (error) {
-      failures.push(`${dir}: ${(error as Error).message}`);
-      rmdirSync(dir);
-    }
-  }
-  return failures.join('; ');
 }
 
 /** CPU seconds a process has used so far (user and system, all its threads). */
@@ -142,7 +104,7 @@ function check(index: number, entities: number): string {
 async function main(): Promise<void> {
   const { args, env: manifestEnv, cpuLimit: manifestCpuLimit } = verdictContainer();
   const cpuLimit = process.env.RESOURCES_CPU_LIMIT ?? manifestCpuLimit;
-  const group = cpuLimit === undefined ? undefined : cpuLimitedGroup(cores(cpuLimit));
+  const group = cpuLimit === undefined ? undefined : podGroup({ cpu: cores(cpuLimit) }, `verdict-resources-${process.pid}`);
   const limited = typeof group === 'object' ? group : undefined;
   const cpuLimitLine =
     cpuLimit === undefined
