@@ -13,6 +13,7 @@ import { closeOnSignals } from './process/shutdown.js';
 import { probe } from './cli/healthcheck.js';
 import { newKey, ROLES, type Role } from './admin-keys.js';
 import { parseArgs } from 'node:util';
+import { writeCompileCache } from './process/compile-cache.js';
 
 /** --help wraps its descriptions to fit this many columns, or a wider terminal. */
 const HELP_WIDTH = 120;
@@ -52,6 +53,8 @@ Commands:
          [--format text|json] [--fail-on ...]
                the same offline: the decision logs of any number of processes, replayed against two
                policy directories
+  warm-up      build the server once, serving nothing, and write Node's compile cache (the directory
+               NODE_COMPILE_CACHE names, Node 22.8 or later) so that later starts are sooner: for image builds
   version      print the version
   help         print this help
 
@@ -90,6 +93,7 @@ async function start(args: string[]): Promise<void> {
   if (!config.adminAuthRequired && !isLoopbackHost(config.host)) {
     app.log.warn(`the admin interface is open to every client that reaches ${config.host} (--allow-open-admin): whoever does may change every policy`);
   }
+  writeCompileCache();
 }
 
 async function healthcheck(args: string[]): Promise<void> {
@@ -179,6 +183,11 @@ async function main(argv: string[]): Promise<void> {
     case 'test': {
       const { policyTest } = await import('./cli/policy-tests/command.js');
       process.exitCode = policyTest(args);
+      return;
+    }
+    case 'warm-up': {
+      const { warmUp } = await import('./cli/warm-up.js');
+      console.log(await warmUp(args, process.env));
       return;
     }
     case 'version':

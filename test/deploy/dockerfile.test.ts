@@ -1,11 +1,12 @@
 import t from 'tap';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { followDockerfile, mapPaths, parseDockerfile, workdirOf } from '../helpers/dockerfile.js';
 import { ask, freePort, waitFor } from '../helpers/child.js';
+import { COMPILE_CACHE_WRITABLE } from '../../src/process/compile-cache.js';
 
 /**
  * The image that deploy/Dockerfile builds, without Docker (none runs here): its stages are carried out
@@ -64,6 +65,13 @@ t.test('the image follows deploy/Dockerfile: it builds, holds production depende
     t.notOk(existsSync(join(app, 'node_modules', development)), `the image holds no development dependency (${development})`);
   }
   t.notOk(existsSync(join(app, 'dist', 'test')), 'nor the tests');
+  const compileCache = mapPaths(image, image.env).NODE_COMPILE_CACHE!;
+  if (COMPILE_CACHE_WRITABLE) {
+    t.ok(readdirSync(compileCache, { recursive: true }).length > 100, 'the compile cache of a start is in the image');
+  } else {
+    t.comment(`SKIPPED: the image's compile cache: Node ${process.versions.node} writes none (Node 22.8 and later do; the image's Node does)`);
+  }
+  t.equal(statSync(compileCache).mode & 0o222, 0, 'the compile cache is read-only');
 
   const [init, separator, program, ...programArgs] = image.entrypoint;
   t.same([init, separator, program], ['/usr/bin/tini', '--', 'node'], 'tini starts node');
