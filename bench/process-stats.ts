@@ -45,12 +45,22 @@ export function cpuSeconds(pid: number): number {
   return ticks / CLOCK_TICKS_PER_SECOND;
 }
 
-/** Resident memory of the process and its descendants, in MB. */
-export function rssMegabytes(pid: number): number {
+/** A field of /proc/<pid>/status, in kB, summed over the process and its descendants, in MiB. */
+function statusMegabytes(pid: number, field: string): number {
   let kilobytes = 0;
   for (const status of familyFiles(pid, 'status')) {
-    const line = status.split('\n').find((text) => text.startsWith('VmRSS:'))!;
+    const line = status.split('\n').find((text) => text.startsWith(`${field}:`))!;
     kilobytes += Number(line.replace(/\D+/g, ''));
   }
   return kilobytes / 1024;
 }
+
+/** Resident memory of the process and its descendants, in MiB. */
+export const rssMegabytes = (pid: number): number => statusMegabytes(pid, 'VmRSS');
+
+/**
+ * The part of it that is the process's own (anonymous: heaps, stacks, buffers), in MiB. The rest is
+ * mapped files, above all the program itself, which every process of the same binary on a node shares
+ * in the page cache and which the kernel may reclaim under pressure instead of killing.
+ */
+export const privateMegabytes = (pid: number): number => statusMegabytes(pid, 'RssAnon');

@@ -75,7 +75,9 @@ function lineContaining(child: ChildProcess, text: string): Promise<void> {
  * Starts `verdict start` on `dataDir` with `args` and resolves once GET /ready has answered 200
  * `readyAnswers` times in a row, each on a new connection (with `--processes N`, ask for 2N so
  * that every process is seen ready), with the milliseconds from spawn to the first 200. `cli` runs
- * another build's `dist/src/cli.js` instead of this one's. With `pollOnceLoggedReady`, Verdict logs
+ * another build's `dist/src/cli.js` instead of this one's, `node` another Node (whose ABI that
+ * build's native modules must match); `wrap` turns the command line into another that runs it (in a
+ * cgroup, say). With `pollOnceLoggedReady`, Verdict logs
  * at level info and polling begins when it logs that it is ready: polls answered while it starts
  * (every 10 ms) would cost it CPU inside the very time being measured, which bare Fastify, not
  * listening until it is built, does not pay.
@@ -83,16 +85,22 @@ function lineContaining(child: ChildProcess, text: string): Promise<void> {
 export async function startVerdict(
   dataDir: string,
   args: string[],
-  options: { readyAnswers?: number; nodeOptions?: string[]; cli?: string; pollOnceLoggedReady?: boolean } = {},
+  options: {
+    readyAnswers?: number;
+    nodeOptions?: string[];
+    cli?: string;
+    node?: string;
+    env?: NodeJS.ProcessEnv;
+    pollOnceLoggedReady?: boolean;
+    wrap?: (command: string[]) => string[];
+  } = {},
 ): Promise<RunningServer & StartCost> {
   const port = await freePort();
   const logLevel = options.pollOnceLoggedReady === true ? 'info' : 'silent';
   const started = performance.now();
-  const child = spawn(
-    process.execPath,
-    [...(options.nodeOptions ?? []), options.cli ?? CLI, 'start', '--port', String(port), '--data-dir', dataDir, '--log-level', logLevel, ...args],
-    { stdio: ['ignore', options.pollOnceLoggedReady === true ? 'pipe' : 'ignore', 'inherit'] },
-  );
+  const command = [options.node ?? process.execPath, ...(options.nodeOptions ?? []), options.cli ?? CLI, 'start', '--port', String(port), '--data-dir', dataDir, '--log-level', logLevel, ...args];
+  const [program, ...programArgs] = options.wrap?.(command) ?? command;
+  const child = spawn(program!, programArgs, { stdio: ['ignore', options.pollOnceLoggedReady === true ? 'pipe' : 'ignore', 'inherit'], env: options.env ?? process.env });
   const url = `http://127.0.0.1:${port}`;
   if (options.pollOnceLoggedReady === true) await lineContaining(child, READY_LOG_MESSAGE);
   let startMillis: number | undefined;
@@ -128,9 +136,9 @@ export async function startVerdict(
  * The bare Fastify baseline (see baseline-server.ts), with the milliseconds from spawn to its first
  * answer (asked for once it prints that it listens: one request, as Verdict's first /ready 200 is).
  */
-export async function startBaseline(): Promise<RunningServer & StartCost> {
+export async function startBaseline(node = process.execPath): Promise<RunningServer & StartCost> {
   const started = performance.now();
-  const child = spawn(process.execPath, [BASELINE], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(node, [BASELINE], { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<string>((resolve) => child.stdout!.once('data', (chunk: Buffer) => resolve(chunk.toString().trim())));
   const url = `http://127.0.0.1:${port}`;
   const fresh = new Agent({ pipelining: 0 });

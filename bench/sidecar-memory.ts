@@ -1,39 +1,64 @@
 // What a sidecar costs a pod (npm run bench:memory): for each set of V8 flags, one Verdict on the
 // embedded store holding POLICIES policies, started, left idle, then loaded with /check and with
 // bulk-100 by a client in this process (64 connections, undici; wrk is not needed). Printed: start to
-// ready, idle RSS, peak RSS under each load, and server CPU per decision, as medians over ROUNDS
-// rounds in alternating order, each figure also as a ratio to the default flags' in the same round
-// (the machine is shared and noisy).
+// ready, idle RSS and the private part of it, peak RSS and private memory under each load, and server
+// CPU per decision, as medians over ROUNDS rounds in alternating order, each figure also as a ratio to
+// the default flags' in the same round (the machine is shared and noisy). Bare Fastify answering the
+// same requests with a fixed answer (bench/baseline-server.ts) is measured beside them: the floor of a
+// Node.js server on this stack.
 //
 // MEMORY_BENCH_CERBOS=<path to its binary, or `fetch`> adds Cerbos beside them, on policies that decide
 // the same checks (bench/cerbos.ts), measured the same way.
-import { rmSync } from 'node:fs';
-import { loadavg } from 'node:os';
+// MEMORY_BENCH_NODE=<node binary> runs Verdict and the floor on another Node (the image's, say), with
+// MEMORY_BENCH_CLI=<a build's dist/src/cli.js> whose node_modules were installed for that Node.
+// MEMORY_BENCH_MEMORY_LIMIT=<MiB> runs each Verdict in a cgroup with that memory limit (as root), as a
+// pod's limit would: Node then sizes its heap to it. With NODE_OPTIONS=--max-old-space-size=160 too,
+// Verdict runs as the sidecar manifests run it.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 import { benchDirectory, copyOf, seed } from './seed.js';
-import { startVerdict, stop, type RunningServer } from './server.js';
-import { cpuSeconds, rssMegabytes } from './process-stats.js';
+import { startBaseline, startVerdict, stop, type RunningServer } from './server.js';
+import { cpuSeconds, privateMegabytes, rssMegabytes } from './process-stats.js';
 import { cerbosBinary, cerbosCheck, cerbosPolicies, startCerbos } from './cerbos.js';
+import { podGroup, type BenchGroup } from './cgroups.js';
 
 const ROUNDS = Number(process.env.MEMORY_BENCH_ROUNDS ?? 5);
 const LOAD_SECONDS = Number(process.env.MEMORY_BENCH_SECONDS ?? 8);
 const POLICIES = Number(process.env.MEMORY_BENCH_POLICIES ?? 100);
+const NODE = process.env.MEMORY_BENCH_NODE ?? process.execPath;
+const CLI = process.env.MEMORY_BENCH_CLI ?? fileURLToPath(new URL('../src/cli.js', import.meta.url));
+const MEMORY_LIMIT_MIB = process.env.MEMORY_BENCH_MEMORY_LIMIT === undefined ? undefined : Number(process.env.MEMORY_BENCH_MEMORY_LIMIT);
 const IDLE_MILLIS = 3000;
 const CONNECTIONS = 64;
 const BULK = 100;
 
-/** The V8 flags compared; the first is the baseline. MEMORY_BENCH_VARIANTS=1 measures the default flags alone (to size a pod for a policy count). */
-const ALL_VARIANTS: { name: string; nodeOptions: string[] }[] = [
+/** A way to run Verdict: V8 flags, or Node's compile cache warmed by `verdict warm-up` as the image does. */
+interface Variant {
+  name: string;
+  nodeOptions: string[];
+  compileCache?: boolean;
+}
+
+/** The variants compared; the first is the baseline. MEMORY_BENCH_VARIANTS=1 measures the default alone (to size a pod for a policy count). */
+const ALL_VARIANTS: Variant[] = [
   { name: 'default', nodeOptions: [] },
-  { name: '--max-semi-space-size=1', nodeOptions: ['--max-semi-space-size=1'] },
+  { name: 'compile cache', nodeOptions: [], compileCache: true },
+  { name: '--max-semi-space-size=8 --heap-growing-percent=20', nodeOptions: ['--max-semi-space-size=8', '--heap-growing-percent=20'] },
+  { name: '--max-semi-space-size=2', nodeOptions: ['--max-semi-space-size=2'] },
   { name: '--optimize-for-size', nodeOptions: ['--optimize-for-size'] },
 ];
-const FLAG_VARIANTS = ALL_VARIANTS.slice(0, Number(process.env.MEMORY_BENCH_VARIANTS ?? ALL_VARIANTS.length));
+const VARIANTS = ALL_VARIANTS.slice(0, Number(process.env.MEMORY_BENCH_VARIANTS ?? ALL_VARIANTS.length));
 
 interface Figures {
   readyMillis: number;
   idleMiB: number;
+  idlePrivateMiB: number;
   checkPeakMiB: number;
+  peakPrivateMiB: number;
   checkCpuMicros: number;
   bulkPeakMiB: number;
   bulkCpuMicrosPerItem: number;
@@ -54,12 +79,17 @@ interface Requests {
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 const check = (index: number) => ({ principal: { attributes: { role: 'reader' } }, resource: { attributes: { id: `doc-${(index * 7919) % POLICIES}` } }, action: 'read' });
 
-/** Sends `body` on `connections` connections for `seconds`; the answers counted, the highest RSS seen every 50 ms. */
-async function load(server: RunningServer, path: string, body: string, seconds: number): Promise<{ answers: number; peakMiB: number; cpuSeconds: number }> {
+/** Sends `body` on `connections` connections for `seconds`; the answers counted, the highest RSS and private memory seen every 50 ms. */
+async function load(server: RunningServer, path: string, body: string, seconds: number): Promise<{ answers: number; peakMiB: number; peakPrivateMiB: number; cpuSeconds: number }> {
   const pool = new Pool(server.url, { connections: CONNECTIONS, pipelining: 1 });
   const pid = server.child.pid!;
   let peakMiB = rssMegabytes(pid);
-  const sampler = setInterval(() => (peakMiB = Math.max(peakMiB, rssMegabytes(pid))), 50);
+  let peakPrivateMiB = privateMegabytes(pid);
+  const sample = () => {
+    peakMiB = Math.max(peakMiB, rssMegabytes(pid));
+    peakPrivateMiB = Math.max(peakPrivateMiB, privateMegabytes(pid));
+  };
+  const sampler = setInterval(sample, 50);
   const cpuBefore = cpuSeconds(pid);
   const until = performance.now() + seconds * 1000;
   let answers = 0;
@@ -73,21 +103,25 @@ async function load(server: RunningServer, path: string, body: string, seconds: 
   };
   await Promise.all(Array.from({ length: CONNECTIONS }, caller));
   clearInterval(sampler);
+  sample();
   const cpu = cpuSeconds(pid) - cpuBefore;
   await pool.close();
-  return { answers, peakMiB: Math.max(peakMiB, rssMegabytes(pid)), cpuSeconds: cpu };
+  return { answers, peakMiB, peakPrivateMiB, cpuSeconds: cpu };
 }
 
 /** A started server's figures: idle after IDLE_MILLIS, then under each load. */
 async function measure(server: RunningServer, startMillis: number, requests: Requests): Promise<Figures> {
   await new Promise((resolve) => setTimeout(resolve, IDLE_MILLIS));
   const idleMiB = rssMegabytes(server.child.pid!);
+  const idlePrivateMiB = privateMegabytes(server.child.pid!);
   const checks = await load(server, ...requests.check, LOAD_SECONDS);
   const bulks = await load(server, ...requests.bulk, LOAD_SECONDS);
   return {
     readyMillis: startMillis,
     idleMiB,
+    idlePrivateMiB,
     checkPeakMiB: checks.peakMiB,
+    peakPrivateMiB: Math.max(checks.peakPrivateMiB, bulks.peakPrivateMiB),
     checkCpuMicros: (checks.cpuSeconds * 1e6) / checks.answers,
     bulkPeakMiB: bulks.peakMiB,
     bulkCpuMicrosPerItem: (bulks.cpuSeconds * 1e6) / (bulks.answers * BULK),
@@ -99,12 +133,29 @@ const VERDICT_REQUESTS: Requests = {
   bulk: ['/check/bulk', JSON.stringify(Array.from({ length: BULK }, (_, index) => check(index)))],
 };
 
-function verdictWith(variant: { name: string; nodeOptions: string[] }): Contender {
+/** A directory holding Node's compile cache of a start, written by `verdict warm-up` (nothing is written on a Node without one). */
+function warmedCompileCache(): string {
+  const directory = mkdtempSync(join(tmpdir(), 'verdict-bench-compile-cache-'));
+  const said = execFileSync(NODE, [CLI, 'warm-up'], { env: { ...process.env, NODE_COMPILE_CACHE: directory }, encoding: 'utf8' }).trim();
+  console.log(`# verdict warm-up: ${said}`);
+  return directory;
+}
+
+/** The cgroup every Verdict runs in, when MEMORY_BENCH_MEMORY_LIMIT asks for one; the bench stops when none can be made. */
+function limitedGroup(): BenchGroup | undefined {
+  if (MEMORY_LIMIT_MIB === undefined) return undefined;
+  const group = podGroup({ memoryBytes: MEMORY_LIMIT_MIB * 2 ** 20 }, `verdict-bench-memory-${process.pid}`);
+  if (typeof group === 'string') throw new Error(`MEMORY_BENCH_MEMORY_LIMIT: no cgroup could be made here (${group})`);
+  return group;
+}
+
+function verdictWith(variant: Variant, compileCache: string | undefined, group: BenchGroup | undefined): Contender {
+  const env = variant.compileCache === true ? { ...process.env, NODE_COMPILE_CACHE: compileCache } : process.env;
   return {
     name: `Verdict ${variant.name}`,
     measure: async (seeded) => {
       const dataDir = copyOf(seeded);
-      const server = await startVerdict(dataDir, [], { nodeOptions: variant.nodeOptions, pollOnceLoggedReady: true });
+      const server = await startVerdict(dataDir, [], { node: NODE, cli: CLI, env, nodeOptions: variant.nodeOptions, pollOnceLoggedReady: true, wrap: group?.wrap });
       try {
         return await measure(server, server.startMillis, VERDICT_REQUESTS);
       } finally {
@@ -114,6 +165,19 @@ function verdictWith(variant: { name: string; nodeOptions: string[] }): Contende
     },
   };
 }
+
+/** Bare Fastify on the same Node: what any server of this stack costs before it decides anything. */
+const bareFastify: Contender = {
+  name: 'bare Fastify (floor)',
+  measure: async () => {
+    const server = await startBaseline(NODE);
+    try {
+      return await measure(server, server.startMillis, VERDICT_REQUESTS);
+    } finally {
+      await stop(server);
+    }
+  },
+};
 
 function cerbos(binary: string, policies: string): Contender {
   const documents = (index: number) => (index * 7919) % POLICIES;
@@ -139,9 +203,18 @@ async function main(): Promise<void> {
   await seed(seeded, { to: POLICIES });
   const cerbosNamed = process.env.MEMORY_BENCH_CERBOS;
   const cerbosDirectory = cerbosNamed === undefined ? undefined : cerbosPolicies(POLICIES);
-  const contenders: Contender[] = [...FLAG_VARIANTS.map(verdictWith), ...(cerbosDirectory === undefined ? [] : [cerbos(cerbosBinary(cerbosNamed!), cerbosDirectory)])];
+  const group = limitedGroup();
+  const compileCache = VARIANTS.some((variant) => variant.compileCache === true) ? warmedCompileCache() : undefined;
+  const contenders: Contender[] = [
+    ...VARIANTS.map((variant) => verdictWith(variant, compileCache, group)),
+    ...(VARIANTS.length > 1 ? [bareFastify] : []),
+    ...(cerbosDirectory === undefined ? [] : [cerbos(cerbosBinary(cerbosNamed!), cerbosDirectory)]),
+  ];
   const rounds: Figures[][] = [];
-  console.log(`# ${ROUNDS} rounds, ${POLICIES} policies, ${LOAD_SECONDS} s of load each at ${CONNECTIONS} connections; load average before: ${loadavg()[0]!.toFixed(2)}`);
+  const nodeVersion = execFileSync(NODE, ['--version'], { encoding: 'utf8' }).trim();
+  const limit = MEMORY_LIMIT_MIB === undefined ? 'no memory limit' : `a ${MEMORY_LIMIT_MIB} MiB memory limit`;
+  const nodeOptions = process.env.NODE_OPTIONS === undefined ? '' : `, NODE_OPTIONS=${process.env.NODE_OPTIONS}`;
+  console.log(`# ${ROUNDS} rounds, ${POLICIES} policies, ${LOAD_SECONDS} s of load each at ${CONNECTIONS} connections, Verdict on Node ${nodeVersion} with ${limit}${nodeOptions}; load average before: ${loadavg()[0]!.toFixed(2)}`);
   for (let round = 0; round < ROUNDS; round++) {
     // Alternating order: no variant always runs first, on a colder or a warmer machine.
     const order = contenders.map((_, index) => index);
@@ -153,12 +226,16 @@ async function main(): Promise<void> {
   }
   rmSync(seeded, { recursive: true, force: true });
   if (cerbosDirectory !== undefined) rmSync(cerbosDirectory, { recursive: true, force: true });
+  if (compileCache !== undefined) rmSync(compileCache, { recursive: true, force: true });
+  group?.remove();
   const fields: [keyof Figures, string][] = [
     ['readyMillis', 'start to ready, ms'],
     ['idleMiB', 'idle RSS, MiB'],
+    ['idlePrivateMiB', 'idle private memory, MiB'],
     ['checkPeakMiB', 'peak RSS under /check, MiB'],
     ['checkCpuMicros', 'server CPU per /check, µs'],
     ['bulkPeakMiB', 'peak RSS under bulk-100, MiB'],
+    ['peakPrivateMiB', 'peak private memory under load, MiB'],
     ['bulkCpuMicrosPerItem', 'server CPU per bulk item, µs'],
   ];
   console.log(`| | ${contenders.map((variant) => variant.name).join(' | ')} |`);
