@@ -12,7 +12,7 @@
  * measures without. Linux only: it reads /proc.
  */
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -101,6 +101,13 @@ function check(index: number, entities: number): string {
   return JSON.stringify({ principal: { uri: `user:${(index * 7919) % entities}` }, resource: { attributes: { id: `doc-${index % POLICIES}` } }, action: 'read' });
 }
 
+/** The bench's policies written into `directory`, a file each, as a policy folder holds them; returns the directory. */
+function policyFiles(directory: string): string {
+  mkdirSync(directory);
+  keyedPolicies(POLICIES).forEach((policy, index) => writeFileSync(join(directory, `policy-${String(index).padStart(4, '0')}.json`), JSON.stringify(policy)));
+  return directory;
+}
+
 async function main(): Promise<void> {
   const { args, env: manifestEnv, cpuLimit: manifestCpuLimit } = verdictContainer();
   const cpuLimit = process.env.RESOURCES_CPU_LIMIT ?? manifestCpuLimit;
@@ -126,6 +133,8 @@ async function main(): Promise<void> {
     METRICS_PORT: manifestEnv.METRICS_PORT === undefined ? '' : String(metricsPort),
     SOCKET: manifestEnv.SOCKET === undefined ? '' : join(dir, 'verdict.sock'),
     DATA_DIR: join(dir, 'data'),
+    // A manifest that mounts its policies as files (the sidecar's ConfigMap) gets the bench's as files here.
+    ...(manifestEnv.POLICIES_DIR !== undefined && { POLICIES_DIR: policyFiles(join(dir, 'policies')) }),
     ADMIN_API_KEY: 'resources-bench-key',
     LOG_LEVEL: 'warn',
   };
@@ -152,7 +161,7 @@ async function main(): Promise<void> {
 
   try {
     let { child } = await start();
-    for (const policy of keyedPolicies(POLICIES)) await post('/admin/policies', JSON.stringify(policy));
+    if (manifestEnv.POLICIES_DIR === undefined) for (const policy of keyedPolicies(POLICIES)) await post('/admin/policies', JSON.stringify(policy));
     let next = 0;
     await Promise.all(
       Array.from({ length: 16 }, async () => {
@@ -167,7 +176,7 @@ async function main(): Promise<void> {
     child = restarted.child;
     progress('restarted with the entity cache full');
     const pid = child.pid!;
-    const ready = await pool.request({ path: '/ready', method: 'GET' });
+    const ready = await pool.request({ path: '/ready?verbose=true', method: 'GET' });
     const evaluation = ((await ready.body.json()) as { checks: Record<string, string> }).checks.evaluation;
 
     const idle = await measure(pid, async (until) => {
