@@ -54,7 +54,7 @@ Commands:
                the same offline: the decision logs of any number of processes, replayed against two
                policy directories
   warm-up      build the server once, serving nothing, and write Node's compile cache (the directory
-               NODE_COMPILE_CACHE names, Node 22.8 or later) so that later starts are sooner: for image builds
+               NODE_COMPILE_CACHE names, Node 22.10 or later) so that later starts are sooner: for image builds
   version      print the version
   help         print this help
 

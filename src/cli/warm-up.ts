@@ -15,7 +15,7 @@ export async function warmUp(args: string[], env: NodeJS.ProcessEnv): Promise<st
   if (env.NODE_COMPILE_CACHE === undefined || env.NODE_COMPILE_CACHE === '') {
     throw new ConfigError('verdict warm-up writes the compile cache of NODE_COMPILE_CACHE: set it to the directory later starts will read');
   }
-  if (!COMPILE_CACHE_WRITABLE) return `Node ${process.versions.node} keeps no compile cache (Node 22.8 and later do): nothing written`;
+  if (!COMPILE_CACHE_WRITABLE) return `Node ${process.versions.node} keeps no compile cache (Node 22.10 and later do): nothing written`;
   const scratch = mkdtempSync(join(tmpdir(), 'verdict-warm-up-'));
   try {
     const config = loadConfig(['--store', 'embedded', '--data-dir', scratch, '--host', '127.0.0.1', '--port', '0', '--log-level', 'silent'], {});

@@ -27,7 +27,7 @@ t.test(`verdict warm-up on Node ${process.versions.node}`, async (t) => {
   if (!COMPILE_CACHE_WRITABLE) {
     t.match(warmed.stdout, /keeps no compile cache/, 'says that this Node keeps none');
     t.same(filesUnder(cache), [], 'and writes nothing');
-    t.comment(`SKIPPED: Node ${process.versions.node} has no compile cache to write or read (Node 22.8 and later have); the cache itself is tested on those`);
+    t.comment(`SKIPPED: Node ${process.versions.node} has no compile cache to write or read (Node 22.10 and later have); the cache itself is tested on those`);
     return;
   }
   t.match(warmed.stdout, /the compile cache of a start is in /);

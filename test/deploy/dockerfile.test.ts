@@ -69,7 +69,7 @@ t.test('the image follows deploy/Dockerfile: it builds, holds production depende
   if (COMPILE_CACHE_WRITABLE) {
     t.ok(readdirSync(compileCache, { recursive: true }).length > 100, 'the compile cache of a start is in the image');
   } else {
-    t.comment(`SKIPPED: the image's compile cache: Node ${process.versions.node} writes none (Node 22.8 and later do; the image's Node does)`);
+    t.comment(`SKIPPED: the image's compile cache: Node ${process.versions.node} writes none (Node 22.10 and later do; the image's Node does)`);
   }
   t.equal(statSync(compileCache).mode & 0o222, 0, 'the compile cache is read-only');
 
