@@ -136,9 +136,10 @@ export async function startVerdict(
  * The bare Fastify baseline (see baseline-server.ts), with the milliseconds from spawn to its first
  * answer (asked for once it prints that it listens: one request, as Verdict's first /ready 200 is).
  */
-export async function startBaseline(node = process.execPath): Promise<RunningServer & StartCost> {
+export async function startBaseline(node = process.execPath, wrap?: (command: string[]) => string[]): Promise<RunningServer & StartCost> {
   const started = performance.now();
-  const child = spawn(node, [BASELINE], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const [program, ...programArgs] = wrap?.([node, BASELINE]) ?? [node, BASELINE];
+  const child = spawn(program!, programArgs, { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<string>((resolve) => child.stdout!.once('data', (chunk: Buffer) => resolve(chunk.toString().trim())));
   const url = `http://127.0.0.1:${port}`;
   const fresh = new Agent({ pipelining: 0 });

@@ -11,7 +11,7 @@
 // the same checks (bench/cerbos.ts), measured the same way.
 // MEMORY_BENCH_NODE=<node binary> runs Verdict and the floor on another Node (the image's, say), with
 // MEMORY_BENCH_CLI=<a build's dist/src/cli.js> whose node_modules were installed for that Node.
-// MEMORY_BENCH_MEMORY_LIMIT=<MiB> runs each Verdict in a cgroup with that memory limit (as root), as a
+// MEMORY_BENCH_MEMORY_LIMIT=<MiB> runs each Verdict and the floor in a cgroup with that memory limit (as root), as a
 // pod's limit would: Node then sizes its heap to it. With NODE_OPTIONS=--max-old-space-size=160 too,
 // Verdict runs as the sidecar manifests run it.
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -166,18 +166,18 @@ function verdictWith(variant: Variant, compileCache: string | undefined, group: 
   };
 }
 
-/** Bare Fastify on the same Node: what any server of this stack costs before it decides anything. */
-const bareFastify: Contender = {
+/** Bare Fastify on the same Node, in the same cgroup: what any server of this stack costs before it decides anything. */
+const bareFastify = (group: BenchGroup | undefined): Contender => ({
   name: 'bare Fastify (floor)',
   measure: async () => {
-    const server = await startBaseline(NODE);
+    const server = await startBaseline(NODE, group?.wrap);
     try {
       return await measure(server, server.startMillis, VERDICT_REQUESTS);
     } finally {
       await stop(server);
     }
   },
-};
+});
 
 function cerbos(binary: string, policies: string): Contender {
   const documents = (index: number) => (index * 7919) % POLICIES;
@@ -207,7 +207,7 @@ async function main(): Promise<void> {
   const compileCache = VARIANTS.some((variant) => variant.compileCache === true) ? warmedCompileCache() : undefined;
   const contenders: Contender[] = [
     ...VARIANTS.map((variant) => verdictWith(variant, compileCache, group)),
-    ...(VARIANTS.length > 1 ? [bareFastify] : []),
+    ...(VARIANTS.length > 1 ? [bareFastify(group)] : []),
     ...(cerbosDirectory === undefined ? [] : [cerbos(cerbosBinary(cerbosNamed!), cerbosDirectory)]),
   ];
   const rounds: Figures[][] = [];
