@@ -21,6 +21,7 @@ import { parseAllDocuments } from 'yaml';
 import { keyedPolicies } from './engine.js';
 import { freePort, waitForHealth } from './server.js';
 import { podGroup } from './cgroups.js';
+import { cpuSeconds } from './process-stats.js';
 
 const EXAMPLE = process.argv[2] ?? 'sidecar';
 const RATE = Number(process.env.RESOURCES_RATE ?? 500);
@@ -48,12 +49,6 @@ function cores(quantity: string): number {
   const value = quantity.endsWith('m') ? Number(quantity.slice(0, -1)) / 1000 : Number(quantity);
   if (!(value > 0)) throw new Error(`not a CPU quantity: ${quantity}`);
   return value;
-}
-
-/** CPU seconds a process has used so far (user and system, all its threads). */
-function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
 }
 
 /** CPU seconds this process's finished children have used. */
