@@ -1,10 +1,7 @@
-import { fileURLToPath } from 'node:url';
 import type { FastifyPluginAsync } from 'fastify';
 import fastifyStatic from '@fastify/static';
 import { servePagesSafely } from './page-headers.js';
-
-/** Where `npm run build` puts the dashboard (dashboard/build.mjs's output), beside the compiled server in dist/. */
-export const DASHBOARD_ROOT = fileURLToPath(new URL('../../public/dashboard/', import.meta.url));
+import { DASHBOARD_ROOT } from '../build-output.js';
 
 /** The ops dashboard: a single page at /dashboard/ that works through the public and admin API. */
 export const dashboardRoutes: FastifyPluginAsync = async (app) => {
