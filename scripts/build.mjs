@@ -135,6 +135,10 @@ async function serverBundle() {
     target: 'node20',
     external: NOT_BUNDLED,
     plugins: [ownDirectories],
+    // Node keeps the source of every module it loads: 3 MiB less held at idle. Names stay, for stack traces and the
+    // packages that read them.
+    minifyWhitespace: true,
+    minifySyntax: true,
     // The CommonJS packages bundled call require() for Node's own modules.
     banner: { js: "import { createRequire as createRequireOfBundle } from 'node:module'; const require = createRequireOfBundle(import.meta.url);" },
     sourcemap: true,
