@@ -17,7 +17,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { loadavg, tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 import { benchDirectory, copyOf, seed } from './seed.js';
@@ -36,21 +36,16 @@ const IDLE_MILLIS = 3000;
 const CONNECTIONS = 64;
 const BULK = 100;
 
-/**
- * A way to run Verdict: V8 flags, Node's compile cache warmed by `verdict warm-up` as the image does, or the
- * server's files as built one by one (dist/src/cli/main.js) instead of its bundle (what `verdict` runs).
- */
+/** A way to run Verdict: V8 flags, or Node's compile cache warmed by `verdict warm-up` as the image does. */
 interface Variant {
   name: string;
   nodeOptions: string[];
   compileCache?: boolean;
-  unbundled?: boolean;
 }
 
 /** The variants compared; the first is the baseline. MEMORY_BENCH_VARIANTS=1 measures the default alone (to size a pod for a policy count). */
 const ALL_VARIANTS: Variant[] = [
   { name: 'default', nodeOptions: [] },
-  { name: 'unbundled', nodeOptions: [], unbundled: true },
   { name: 'compile cache', nodeOptions: [], compileCache: true },
   { name: '--max-semi-space-size=8 --heap-growing-percent=20', nodeOptions: ['--max-semi-space-size=8', '--heap-growing-percent=20'] },
   { name: '--max-semi-space-size=2', nodeOptions: ['--max-semi-space-size=2'] },
@@ -160,8 +155,7 @@ function verdictWith(variant: Variant, compileCache: string | undefined, group: 
     name: `Verdict ${variant.name}`,
     measure: async (seeded) => {
       const dataDir = copyOf(seeded);
-      const cli = variant.unbundled === true ? join(dirname(CLI), 'cli', 'main.js') : CLI;
-      const server = await startVerdict(dataDir, [], { node: NODE, cli, env, nodeOptions: variant.nodeOptions, pollOnceLoggedReady: true, wrap: group?.wrap });
+      const server = await startVerdict(dataDir, [], { node: NODE, cli: CLI, env, nodeOptions: variant.nodeOptions, pollOnceLoggedReady: true, wrap: group?.wrap });
       try {
         return await measure(server, server.startMillis, VERDICT_REQUESTS);
       } finally {

@@ -1,6 +1,5 @@
 import t, { type Test } from 'tap';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ask, freePort, runVerdict, waitFor, type Child } from '../helpers/child.js';
@@ -9,9 +8,7 @@ import { ask, freePort, runVerdict, waitFor, type Child } from '../helpers/child
 // the MongoDB driver, the rate limiter of admin authentication, the worker pool and Ajv (which
 // the validators and fast-json-stringify's compiler need) are loaded when a start or a request needs them. (cli-footprint.test.ts: a
 // refused start or a health probe loads no server at all.) A preload script reports which packages
-// the CLI process has loaded when it gets SIGWINCH (a signal the server leaves alone) and at exit; the
-// packages bundled into the server (dist/bundle/) are read from the source maps of the bundle's files that
-// Node's `esm` debug output says it loaded.
+// the CLI process has loaded when it gets SIGWINCH (a signal the server leaves alone) and at exit.
 
 const PRELOAD = `
 const { writeSync } = require('node:fs');
@@ -26,21 +23,12 @@ function reporting(t: Test): Record<string, string> {
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const preload = join(dir, 'report-loaded.cjs');
   writeFileSync(preload, PRELOAD);
-  return { NODE_OPTIONS: `--require ${preload}`, NODE_DEBUG: 'esm', DATA_DIR: join(dir, 'data'), LOG_LEVEL: 'silent', ADMIN_AUTHN_REQUIRED: 'false' };
+  return { NODE_OPTIONS: `--require ${preload}`, DATA_DIR: join(dir, 'data'), LOG_LEVEL: 'silent', ADMIN_AUTHN_REQUIRED: 'false' };
 }
 
-const packageOf = (path: string) => /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(path)?.[1];
-
-/** The packages in the files of the server's bundle that the process has loaded so far. */
-function bundledPackages(child: Child): string[] {
-  const files = new Set(child.output().stderr.match(/file:\/\/[^\s'"]+\/dist\/bundle\/[\w-]+\.js/g) ?? []);
-  const sources = [...files].flatMap((url) => (JSON.parse(readFileSync(fileURLToPath(`${url}.map`), 'utf8')) as { sources: string[] }).sources);
-  return sources.map(packageOf).filter((name) => name !== undefined);
-}
-
-/** The packages the process reports next (after SIGWINCH, or at exit), loaded from node_modules or from the bundle. */
-async function nextReport(child: Child): Promise<string[]> {
-  const required = await new Promise<string[]>((resolve) => {
+/** The packages the process reports next (after SIGWINCH, or at exit). */
+function nextReport(child: Child): Promise<string[]> {
+  return new Promise((resolve) => {
     let text = '';
     const onData = (chunk: Buffer) => {
       text += chunk.toString();
@@ -51,7 +39,6 @@ async function nextReport(child: Child): Promise<string[]> {
     };
     child.process.stdout!.on('data', onData);
   });
-  return [...new Set([...required, ...bundledPackages(child)])];
 }
 
 const workerThreads = async (url: string) => {

@@ -72,7 +72,7 @@ t.test('the npm tarball holds the built server, its dashboard and docs, and no t
   const packed = spawnSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: ROOT, encoding: 'utf8' });
   t.equal(packed.status, 0, packed.stderr);
   const files = (JSON.parse(packed.stdout) as { files: { path: string }[] }[])[0]!.files.map((file) => file.path);
-  for (const needed of ['package.json', 'README.md', 'CHANGELOG.md', 'LICENSE', 'NOTICE', 'dist/src/cli.js', 'dist/bundle/main.js', 'dist/bundle/evaluate.js', 'dist/workers/evaluate.js', 'dist/public/dashboard/index.html', 'docs/configuration.md']) {
+  for (const needed of ['package.json', 'README.md', 'CHANGELOG.md', 'LICENSE', 'NOTICE', 'dist/src/cli.js', 'dist/workers/evaluate.js', 'dist/public/dashboard/index.html', 'docs/configuration.md']) {
     t.ok(files.includes(needed), needed);
   }
   t.notOk(files.some((file) => file.startsWith('dist/test/') || file.startsWith('test/') || file.startsWith('src/')), 'no tests, no TypeScript sources');

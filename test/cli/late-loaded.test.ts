@@ -9,10 +9,9 @@ import { EnvoyGrpc } from '../helpers/envoy-grpc.js';
 import { receiver } from '../helpers/otlp-receiver.js';
 import { MESH_MAPPING, MESH_POLICIES } from '../helpers/mesh-example.js';
 
-// `verdict` runs the server from its bundle (dist/bundle/, scripts/build.mjs), in which what a start does
-// not need is a separate file loaded when first used, and some packages are left in node_modules. The
-// tests of each feature build the server from its files one by one, in process: here, the parts the
-// bundle loads late or from elsewhere are used once through `verdict` itself, each against a real peer.
+// A start loads some parts only when its configuration or a request first needs them (test/cli/start-up.test.ts),
+// and the tests of each part build the server in process. Here each part loaded late is used once through
+// `verdict` itself, each against a real peer: what loads it at run time is what a deployment runs.
 
 const READERS = { name: 'readers', rules: [{ name: 'readers-read', effect: 'allow', principal_conditions: [{ path: 'attributes.role', operator: '==', value: 'reader' }], actions: ['read'] }] };
 
@@ -51,7 +50,7 @@ t.test('verdict, as built, serves gRPC external authorization, tracing, the work
 
   const bulk = await ask(url, 'POST', '/check/bulk', [check, check]);
   t.same(bulk.body.map((decision: { allowed: boolean }) => decision.allowed), [true, true], 'a bulk is decided');
-  t.match((await ask(url, 'GET', '/metrics')).body, /^verdict_worker_pool_threads 1$/m, 'by the worker thread the bundle started');
+  t.match((await ask(url, 'GET', '/metrics')).body, /^verdict_worker_pool_threads 1$/m, 'by the worker thread started for it');
 
   t.equal((await ask(url, 'GET', '/dashboard/')).status, 200, 'the dashboard');
   t.equal((await ask(url, 'GET', '/docs/static/logo.svg')).status, 200, "the docs' pages, from swagger-ui's own directory");
