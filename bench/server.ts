@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
@@ -71,6 +71,12 @@ function lineContaining(child: ChildProcess, text: string): Promise<void> {
   });
 }
 
+/** Spawns `command`, or the command line `wrap` makes of it (one that runs it in a cgroup, say). */
+function spawnWrapped(command: string[], wrap: ((command: string[]) => string[]) | undefined, options: SpawnOptions): ChildProcess {
+  const [program, ...programArgs] = wrap?.(command) ?? command;
+  return spawn(program!, programArgs, options);
+}
+
 /**
  * Starts `verdict start` on `dataDir` with `args` and resolves once GET /ready has answered 200
  * `readyAnswers` times in a row, each on a new connection (with `--processes N`, ask for 2N so
@@ -99,8 +105,7 @@ export async function startVerdict(
   const logLevel = options.pollOnceLoggedReady === true ? 'info' : 'silent';
   const started = performance.now();
   const command = [options.node ?? process.execPath, ...(options.nodeOptions ?? []), options.cli ?? CLI, 'start', '--port', String(port), '--data-dir', dataDir, '--log-level', logLevel, ...args];
-  const [program, ...programArgs] = options.wrap?.(command) ?? command;
-  const child = spawn(program!, programArgs, { stdio: ['ignore', options.pollOnceLoggedReady === true ? 'pipe' : 'ignore', 'inherit'], env: options.env ?? process.env });
+  const child = spawnWrapped(command, options.wrap, { stdio: ['ignore', options.pollOnceLoggedReady === true ? 'pipe' : 'ignore', 'inherit'], env: options.env ?? process.env });
   const url = `http://127.0.0.1:${port}`;
   if (options.pollOnceLoggedReady === true) await lineContaining(child, READY_LOG_MESSAGE);
   let startMillis: number | undefined;
@@ -138,8 +143,7 @@ export async function startVerdict(
  */
 export async function startBaseline(node = process.execPath, wrap?: (command: string[]) => string[]): Promise<RunningServer & StartCost> {
   const started = performance.now();
-  const [program, ...programArgs] = wrap?.([node, BASELINE]) ?? [node, BASELINE];
-  const child = spawn(program!, programArgs, { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawnWrapped([node, BASELINE], wrap, { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<string>((resolve) => child.stdout!.once('data', (chunk: Buffer) => resolve(chunk.toString().trim())));
   const url = `http://127.0.0.1:${port}`;
   const fresh = new Agent({ pipelining: 0 });
