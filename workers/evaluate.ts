@@ -15,6 +15,7 @@ import { ClientError, RequestValidationError } from '../src/errors.js';
 import type { BulkTask, PlanTask, PoolOutcome, PoolTask, TaskAtRevision, WorkerStart } from '../src/pool/bulk-task.js';
 import { planAnswers } from '../src/decide/plan-answers.js';
 import { RunningTasks } from '../src/pool/running-tasks.js';
+import { readSharedCopy } from '../src/pool/shared-copy.js';
 import { tallyBulk } from '../src/live/bulk-tally.js';
 import { decisionAttributes } from '../src/tracing/request-trace.js';
 import type { ItemViolations } from '../src/attribute-schemas/enforcement.js';
@@ -51,10 +52,11 @@ function snapshotAt(task: TaskAtRevision): Snapshot | undefined {
   const isTasks = (held: Snapshot | undefined) => held !== undefined && held.revision === task.revision && generation === task.generation;
   if (task.changes !== undefined && snapshot?.revision === task.changes.from && generation === task.generation) {
     snapshot = derive(snapshot, task.changes.policies, task.revision) ?? snapshot;
-  } else if (task.policies !== undefined && !isTasks(snapshot)) {
-    snapshot = compile(task.policies, task.revision, task.positions);
+  } else if (task.whole !== undefined && !isTasks(snapshot)) {
+    const whole = readSharedCopy(task.whole);
+    snapshot = compile(whole.policies, task.revision, whole.positions);
     generation = task.generation;
-    schemas.apply(task.schemas);
+    schemas.apply(whole.schemas);
   }
   return isTasks(snapshot) ? snapshot : undefined;
 }
@@ -64,7 +66,7 @@ function shadowsAt({ shadow: named, revision }: TaskAtRevision): Snapshot | unde
   if (named === undefined) return undefined;
   if (shadow?.version === named.version) return shadow.snapshot;
   if (named.policies === undefined) return 'stale';
-  shadow = { version: named.version, snapshot: compile(named.policies, revision) };
+  shadow = { version: named.version, snapshot: compile(readSharedCopy(named.policies), revision) };
   return shadow.snapshot;
 }
 

@@ -193,6 +193,16 @@ export class Metrics {
     this.gauge('verdict_worker_pool_threads', 'Worker threads of the bulk pool', () => pool.threads);
     this.gauge('verdict_worker_pool_queue_size', 'Bulk tasks waiting for a worker thread', () => pool.queueSize);
     this.gauge('verdict_worker_pool_utilization', 'Share of the pool capacity in use since start (0 to 1)', () => pool.utilization);
+    new Counter({
+      name: 'verdict_worker_pool_policy_set_copies_total',
+      help: 'Copies of a policy set made for worker threads (a worker that holds none, or one too far behind, needs one); one copy serves every task in flight',
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        this.inc(pool.policySetsCopied);
+      },
+    });
+    this.gauge('verdict_worker_pool_policy_set_bytes', 'What the copies of the live and shadow policy sets kept for worker threads hold, in bytes', () => pool.policySetBytes);
   }
 
   /**

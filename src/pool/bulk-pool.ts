@@ -3,7 +3,10 @@ import type { Piscina } from 'piscina';
 import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
 import type { DecisionRequest, Snapshot } from '../engine/index.js';
 import { ClientError, RequestValidationError } from '../errors.js';
-import type { PoolOutcome, PoolTask, TaskAtRevision, WorkerStart } from './bulk-task.js';
+import type { PolicySet, PoolOutcome, PoolTask, TaskAtRevision, WorkerStart } from './bulk-task.js';
+import { sharedCopy, type SharedCopy } from './shared-copy.js';
+import type { Policy } from '../schemas/policy.js';
+import type { SchemaDocument } from '../attribute-schemas/schema-document.js';
 import type { PlanSettings, PlanWork } from '../decide/plan-answers.js';
 import type { BulkLimits } from '../requests/bulk-request.js';
 import { RunningTasks } from './running-tasks.js';
@@ -86,6 +89,12 @@ export class BulkPool {
   private watchdog: NodeJS.Timeout | undefined;
   private lastTaskId = 0;
   private closed = false;
+  /** Copies of a policy set made for workers since the start. */
+  private policySetCopies = 0;
+  /** The last copy of the live policy set made for workers, and what it was made from: kept while current, for workers started later. */
+  private wholeCopy: { of: Snapshot; schemas: SchemaDocument | undefined; copy: SharedCopy<PolicySet> } | undefined;
+  /** The last copy of the shadow policies made for workers, and their version. */
+  private shadowCopy: { version: number; copy: SharedCopy<readonly Policy[]> } | undefined;
 
   private readonly workers: number;
   private readonly idleThreads: number;
@@ -195,18 +204,18 @@ export class BulkPool {
    */
   private async atRevision(what: string, send: (pool: Piscina<PoolTask, PoolOutcome>, at: TaskAtRevision) => Promise<PoolOutcome>): Promise<PoolOutcome | undefined> {
     const { current, generation, shadow, shadowVersion } = this.snapshots;
-    const wholeSet = this.wholeSet(current);
+    const wholeSet = () => this.wholeSet(current);
     this.lastTaskId = (this.lastTaskId % 0x7fffffff) + 1;
     const task: TaskAtRevision = { id: this.lastTaskId, revision: current.revision, generation, ...(shadow && { shadow: { version: shadowVersion } }) };
     // A worker that answers stale may lack the shadows' set too: it comes along with what it lacks of the live one.
-    const shadowSet = shadow && { shadow: { version: shadowVersion, policies: shadow.policies } };
+    const shadowSet = () => shadow && this.shadowSet(shadow, shadowVersion);
     try {
       if (this.closed) return undefined;
       const pool = await this.started();
       let outcome = await send(pool, task);
-      if (outcome.kind === 'stale') outcome = await send(pool, { ...task, ...this.catchUpFrom(outcome.holds, task, wholeSet), ...shadowSet });
+      if (outcome.kind === 'stale') outcome = await send(pool, { ...task, ...this.catchUpFrom(outcome.holds, task, wholeSet), ...shadowSet() });
       // The changes reached another worker, which holds yet another revision.
-      if (outcome.kind === 'stale') outcome = await send(pool, { ...task, ...wholeSet, ...shadowSet });
+      if (outcome.kind === 'stale') outcome = await send(pool, { ...task, ...wholeSet(), ...shadowSet() });
       return outcome;
     } catch {
       if (this.timedOut.has(task.id)) throw new WorkerTimeoutError(`${what} took longer than ${this.timeoutMillis} ms`);
@@ -220,15 +229,30 @@ export class BulkPool {
    * What a worker needs to hold `snapshot` whatever it holds: its policies, and (when they are enforced) the
    * schemas that came with them; read with the snapshot, since the next snapshot may bring others.
    */
-  private wholeSet(snapshot: Snapshot): Pick<TaskAtRevision, 'policies' | 'positions' | 'schemas'> {
+  private wholeSet(snapshot: Snapshot): Pick<TaskAtRevision, 'whole'> {
     const schemas = this.schemaEnforcement === 'off' ? undefined : this.snapshots.schemas?.document;
-    return { policies: snapshot.policies, positions: snapshot.positions, ...(schemas && { schemas }) };
+    if (this.wholeCopy?.of !== snapshot || this.wholeCopy.schemas !== schemas) {
+      this.wholeCopy = { of: snapshot, schemas, copy: this.copied({ policies: snapshot.policies, positions: snapshot.positions, ...(schemas && { schemas }) }) };
+    }
+    return { whole: this.wholeCopy.copy };
+  }
+
+  /** The shadow policies of `version`, for a worker that may not hold them. */
+  private shadowSet(shadow: Snapshot, version: number): Pick<TaskAtRevision, 'shadow'> {
+    if (this.shadowCopy?.version !== version) this.shadowCopy = { version, copy: this.copied(shadow.policies) };
+    return { shadow: { version, policies: this.shadowCopy.copy } };
+  }
+
+  /** One copy of a policy set that every task in flight shares, however many carry it (see SharedCopy). */
+  private copied<T>(policySet: T): SharedCopy<T> {
+    this.policySetCopies++;
+    return sharedCopy(policySet);
   }
 
   /** What a worker holding `holds` needs to decide `task`: the policies written since, when they are kept, else the whole set. */
-  private catchUpFrom(holds: Extract<PoolOutcome, { kind: 'stale' }>['holds'], task: Pick<TaskAtRevision, 'revision' | 'generation'>, wholeSet: Pick<TaskAtRevision, 'policies' | 'positions' | 'schemas'>): Pick<TaskAtRevision, 'changes' | 'policies' | 'positions' | 'schemas'> {
+  private catchUpFrom(holds: Extract<PoolOutcome, { kind: 'stale' }>['holds'], task: Pick<TaskAtRevision, 'revision' | 'generation'>, wholeSet: () => Pick<TaskAtRevision, 'whole'>): Pick<TaskAtRevision, 'changes' | 'whole'> {
     const changes = holds?.generation === task.generation ? this.snapshots.changesBetween(holds.revision, task.revision, task.generation) : undefined;
-    if (holds === undefined || changes === undefined) return wholeSet;
+    if (holds === undefined || changes === undefined) return wholeSet();
     return { changes: { from: holds.revision, policies: changes } };
   }
 
@@ -263,6 +287,16 @@ export class BulkPool {
 
   get queueSize(): number {
     return this.pool?.queueSize ?? 0;
+  }
+
+  /** Copies of a policy set made for workers since the start. */
+  get policySetsCopied(): number {
+    return this.policySetCopies;
+  }
+
+  /** What the copies of policy sets kept for workers hold, in bytes. */
+  get policySetBytes(): number {
+    return (this.wholeCopy?.copy.byteLength ?? 0) + (this.shadowCopy?.copy.byteLength ?? 0);
   }
 
   get utilization(): number {

@@ -9,6 +9,7 @@ import type { SchemaDocument } from '../attribute-schemas/schema-document.js';
 import type { SchemaEnforcement } from '../config/config.js';
 import type { ShadowedBulk } from '../decide/shadowed.js';
 import type { DeciderAttributes } from '../decision-log/line.js';
+import type { SharedCopy } from './shared-copy.js';
 
 /** Work for a worker, with the snapshot revision it must be done at. */
 export interface TaskAtRevision {
@@ -22,16 +23,22 @@ export interface TaskAtRevision {
    * task's generation), up to `revision`: it derives its snapshot from them (see PolicySnapshots.changesBetween).
    */
   changes?: { from: number; policies: readonly ChangedPolicy[] };
-  /** The policies of `revision` and their positions: sent to a worker that answered `stale` when changes cannot be. */
-  policies?: readonly Policy[];
-  positions?: readonly number[];
-  /** With `policies`, when schemas are enforced: the attribute schema document of `revision` (none: undefined). */
-  schemas?: SchemaDocument;
+  /** The whole policy set of `revision`: sent to a worker that answered `stale` when changes cannot be. */
+  whole?: SharedCopy<PolicySet>;
   /**
    * While shadow policies are written: the version of the set they are decided by (see
    * PolicySnapshots.shadowVersion), and that set's policies when a worker that answered `stale` may not hold it.
    */
-  shadow?: { version: number; policies?: readonly Policy[] };
+  shadow?: { version: number; policies?: SharedCopy<readonly Policy[]> };
+}
+
+/** What a worker needs to hold a snapshot whatever it holds. */
+export interface PolicySet {
+  policies: readonly Policy[];
+  /** Each policy's position (see compile). */
+  positions: readonly number[];
+  /** When schemas are enforced: the attribute schema document that came with the policies (none: undefined). */
+  schemas?: SchemaDocument;
 }
 
 /** A bulk check body to decide. */

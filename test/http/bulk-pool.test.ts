@@ -127,3 +127,17 @@ t.test('a bulk that plainly names a uri is decided on the front without a trip t
   const escaped = await pooled.send('POST', '/check/bulk', `[{"principal":{"\\u0075ri":"user:ann"},${resource}}]`, { 'content-type': 'application/json' });
   t.same([escaped.status, escaped.body], [200, [allowedAnn]], 'decided on the registered attributes');
 });
+
+t.test('bulks that reach workers holding no policies all at once share one copy of the policy set', async (t) => {
+  const { pooled } = await servers(t);
+  const copies = async () => Number(/^verdict_worker_pool_policy_set_copies_total (\d+)$/m.exec((await pooled.call('GET', '/metrics')).body as string)?.[1]);
+  const body = Array.from({ length: 20 }, (_, index) => item(index));
+  const answers = await Promise.all(Array.from({ length: 32 }, () => pooled.call('POST', '/check/bulk', body)));
+  t.same(new Set(answers.map((answer) => answer.status)), new Set([200]));
+  t.equal(await copies(), 1, 'one copy for every task and worker, however many were in flight');
+
+  // Workers one write behind derive their snapshot from the policy written: no new copy.
+  t.equal((await pooled.call('POST', '/admin/policies', policy('ops-reads', 'allow', 'ops'))).status, 200);
+  await Promise.all(Array.from({ length: 8 }, () => pooled.call('POST', '/check/bulk', body)));
+  t.equal(await copies(), 1);
+});
