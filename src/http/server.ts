@@ -47,6 +47,8 @@ declare module 'fastify' {
     workers: string;
     /** Envoy's gRPC external authorization, once the app is ready (`--ext-authz-grpc`). */
     extAuthzGrpc: GrpcExtAuthz | undefined;
+    /** The checks decided or refused since a time (epoch ms), by every door. */
+    checksSince: (epochMs: number) => number;
   }
 }
 
@@ -94,6 +96,7 @@ export async function buildServer(config: Config, services: Services): Promise<F
   app.decorate('metrics', metrics);
   app.decorate('evaluation', services.evaluation);
   app.decorate('workers', services.workers);
+  app.decorate('checksSince', (epochMs: number) => services.liveWindow.checksSince(epochMs));
   services.start(app.log);
   if (services.tracing !== undefined) traceDecidingRequests(app, services.tracing);
   app.addHook('onClose', () => services.close());

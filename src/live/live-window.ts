@@ -81,6 +81,13 @@ export class LiveWindow {
     return seconds;
   }
 
+  /** The checks decided or refused since `epochMs`: in the seconds closed after it, and in the second under way. */
+  checksSince(epochMs: number): number {
+    const counted = ({ allowed, denied, errors_4xx, errors_5xx }: Pick<LiveSecond, 'allowed' | 'denied' | 'errors_4xx' | 'errors_5xx'>) => allowed + denied + errors_4xx + errors_5xx;
+    const { allowed, denied, clientErrors, serverErrors } = this.counters;
+    return this.seconds(epochMs).reduce((sum, second) => sum + counted(second), counted({ allowed, denied, errors_4xx: clientErrors, errors_5xx: serverErrors }));
+  }
+
   private poolSecond(elapsedMs: number): LiveSecond['pool'] {
     if (this.pool === undefined) return null;
     const busy = this.pool.busyMilliseconds;

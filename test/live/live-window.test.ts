@@ -259,3 +259,19 @@ t.test('latency percentiles are within one bucket (9%) of the exact ones', async
   t.equal(histogram.count, 0);
   t.equal(histogram.quantile(0.5), undefined);
 });
+
+t.test('the checks since a time count the seconds closed after it and the second under way', async (t) => {
+  const { counters, window, decide } = live();
+  decide(ALLOWED_BY_ADMINS, 2);
+  window.close(START + 1000);
+  decide(DENIED_BY_GUARD);
+  counters.responded(422, 0.05, 'check');
+  window.close(START + 2000);
+  t.equal(window.checksSince(START + 1000), 2, 'the second closed after it: a denial and a refusal');
+  t.equal(window.checksSince(START), 4);
+  decide(DENIED_BY_DEFAULT);
+  t.equal(window.checksSince(START + 2000), 1, 'the second under way');
+  window.close(START + 3000);
+  window.close(START + 4000);
+  t.equal(window.checksSince(START + 3000), 0, 'quiet since');
+});
