@@ -65,22 +65,21 @@ const REGROWTH_BYTES = 8 * 1024 * 1024;
 export interface QuietSettlingOptions {
   /** Told of each settling. */
   settled: (settled: Settled) => void;
-  /** The checks decided or refused since a time (epoch ms). */
-  checksSince: (epochMs: number) => number;
+  /** Whether work came since a time (epoch ms): a check, for the front; a task, for a worker thread. */
+  workedSince: (epochMs: number) => boolean;
   settle?: () => Settled;
   heapBytes?: () => number;
   now?: () => number;
 }
 
 /**
- * Settles the memory (see settleMemory) once the process has started, and again each time it goes
- * quiet after its heap grew: when no check was decided or refused since the last look and its heap
- * is 8 MiB larger than when last settled (any size the first time). Never while checks come: the
- * pause would fall on them.
+ * Settles the memory of a thread (see settleMemory) once it has started, and again each time it goes
+ * quiet after its heap grew: when no work came since the last look and its heap is 8 MiB larger than
+ * when last settled (any size the first time). Never while work comes: the pause would fall on it.
  */
 export class QuietSettling {
   private readonly settled: (settled: Settled) => void;
-  private readonly checksSince: (epochMs: number) => number;
+  private readonly workedSince: (epochMs: number) => boolean;
   private readonly settle: () => Settled;
   private readonly heapBytes: () => number;
   private readonly now: () => number;
@@ -89,7 +88,7 @@ export class QuietSettling {
 
   constructor(options: QuietSettlingOptions) {
     this.settled = options.settled;
-    this.checksSince = options.checksSince;
+    this.workedSince = options.workedSince;
     this.settle = options.settle ?? settleMemory;
     this.heapBytes = options.heapBytes ?? (() => getHeapStatistics().total_heap_size);
     this.now = options.now ?? Date.now;
@@ -102,9 +101,9 @@ export class QuietSettling {
     setInterval(() => this.look(), LOOK_EVERY_MS).unref();
   }
 
-  /** Settles when no check came since the last look and the heap grew enough since the last settling. */
+  /** Settles when no work came since the last look and the heap grew enough since the last settling. */
   look(): void {
-    const quiet = this.checksSince(this.lastLookAt) === 0;
+    const quiet = !this.workedSince(this.lastLookAt);
     this.lastLookAt = this.now();
     if (quiet && this.heapBytes() - this.heapWhenSettled >= REGROWTH_BYTES) this.settleNow();
   }

@@ -37,7 +37,7 @@ t.test('the process settles once it has started, and again when it goes quiet af
   const settlings: Settled[] = [];
   const settling = new QuietSettling({
     settled: (settled) => settlings.push(settled),
-    checksSince: (epochMs) => checks.filter((at) => at > epochMs).length,
+    workedSince: (epochMs) => checks.some((at) => at > epochMs),
     settle: () => ({ heapBeforeBytes: heap, heapAfterBytes: (heap = 20 * MIB), millis: 30 }),
     heapBytes: () => heap,
     now: () => now,
