@@ -11,6 +11,8 @@
 // the same checks (bench/cerbos.ts), measured the same way.
 // MEMORY_BENCH_NODE=<node binary> runs Verdict and the floor on another Node (the image's, say), with
 // MEMORY_BENCH_CLI=<a build's dist/src/cli.js> whose node_modules were installed for that Node.
+// MEMORY_BENCH_QUIET_SECONDS=<s> reads the RSS again that long after the loads (Verdict settles its
+// memory once no check came for 10 s: 25 s sees it).
 // MEMORY_BENCH_MEMORY_LIMIT=<MiB> runs each Verdict and the floor in a cgroup with that memory limit (as root), as a
 // pod's limit would: Node then sizes its heap to it. With NODE_OPTIONS=--max-old-space-size=160 too,
 // Verdict runs as the sidecar manifests run it.
@@ -33,20 +35,24 @@ const NODE = process.env.MEMORY_BENCH_NODE ?? process.execPath;
 const CLI = process.env.MEMORY_BENCH_CLI ?? fileURLToPath(new URL('../src/cli.js', import.meta.url));
 const MEMORY_LIMIT_MIB = process.env.MEMORY_BENCH_MEMORY_LIMIT === undefined ? undefined : Number(process.env.MEMORY_BENCH_MEMORY_LIMIT);
 const IDLE_MILLIS = 3000;
+/** How long after the loads the RSS is read again, once quiet (0: not measured). */
+const QUIET_SECONDS = Number(process.env.MEMORY_BENCH_QUIET_SECONDS ?? 0);
 const CONNECTIONS = 64;
 const BULK = 100;
 
-/** A way to run Verdict: V8 flags, or Node's compile cache warmed by `verdict warm-up` as the image does. */
+/** A way to run Verdict: V8 flags, Node's compile cache warmed by `verdict warm-up` as the image does, or flags of Verdict's. */
 interface Variant {
   name: string;
   nodeOptions: string[];
   compileCache?: boolean;
+  args?: string[];
 }
 
 /** The variants compared; the first is the baseline. MEMORY_BENCH_VARIANTS=1 measures the default alone (to size a pod for a policy count). */
 const ALL_VARIANTS: Variant[] = [
   { name: 'default', nodeOptions: [] },
   { name: 'compile cache', nodeOptions: [], compileCache: true },
+  { name: '--no-settle-memory', nodeOptions: [], args: ['--no-settle-memory'] },
   { name: '--max-semi-space-size=8 --heap-growing-percent=20', nodeOptions: ['--max-semi-space-size=8', '--heap-growing-percent=20'] },
   { name: '--max-semi-space-size=2', nodeOptions: ['--max-semi-space-size=2'] },
   { name: '--optimize-for-size', nodeOptions: ['--optimize-for-size'] },
@@ -62,6 +68,8 @@ interface Figures {
   checkCpuMicros: number;
   bulkPeakMiB: number;
   bulkCpuMicrosPerItem: number;
+  /** RSS QUIET_SECONDS after the loads ended (NaN when not measured). */
+  quietMiB: number;
 }
 
 /** One server measured: a set of V8 flags for Verdict, or Cerbos. */
@@ -116,6 +124,8 @@ async function measure(server: RunningServer, startMillis: number, requests: Req
   const idlePrivateMiB = privateMegabytes(server.child.pid!);
   const checks = await load(server, ...requests.check, LOAD_SECONDS);
   const bulks = await load(server, ...requests.bulk, LOAD_SECONDS);
+  await new Promise((resolve) => setTimeout(resolve, QUIET_SECONDS * 1000));
+  const quietMiB = QUIET_SECONDS > 0 ? rssMegabytes(server.child.pid!) : NaN;
   return {
     readyMillis: startMillis,
     idleMiB,
@@ -125,6 +135,7 @@ async function measure(server: RunningServer, startMillis: number, requests: Req
     checkCpuMicros: (checks.cpuSeconds * 1e6) / checks.answers,
     bulkPeakMiB: bulks.peakMiB,
     bulkCpuMicrosPerItem: (bulks.cpuSeconds * 1e6) / (bulks.answers * BULK),
+    quietMiB,
   };
 }
 
@@ -155,7 +166,7 @@ function verdictWith(variant: Variant, compileCache: string | undefined, group: 
     name: `Verdict ${variant.name}`,
     measure: async (seeded) => {
       const dataDir = copyOf(seeded);
-      const server = await startVerdict(dataDir, [], { node: NODE, cli: CLI, env, nodeOptions: variant.nodeOptions, pollOnceLoggedReady: true, wrap: group?.wrap });
+      const server = await startVerdict(dataDir, variant.args ?? [], { node: NODE, cli: CLI, env, nodeOptions: variant.nodeOptions, pollOnceLoggedReady: true, wrap: group?.wrap });
       try {
         return await measure(server, server.startMillis, VERDICT_REQUESTS);
       } finally {
@@ -237,6 +248,7 @@ async function main(): Promise<void> {
     ['bulkPeakMiB', 'peak RSS under bulk-100, MiB'],
     ['peakPrivateMiB', 'peak private memory under load, MiB'],
     ['bulkCpuMicrosPerItem', 'server CPU per bulk item, µs'],
+    ...(QUIET_SECONDS > 0 ? [['quietMiB', `RSS ${QUIET_SECONDS} s after the loads, MiB`] as [keyof Figures, string]] : []),
   ];
   console.log(`| | ${contenders.map((variant) => variant.name).join(' | ')} |`);
   console.log(`|---|${contenders.map(() => '---').join('|')}|`);

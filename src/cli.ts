@@ -95,7 +95,7 @@ async function start(args: string[]): Promise<void> {
     app.log.warn(`the admin interface is open to every client that reaches ${config.host} (--allow-open-admin): whoever does may change every policy`);
   }
   writeCompileCache();
-  new QuietSettling({ workedSince: (epochMs) => app!.checksSince(epochMs) > 0, settled: (settled) => app!.log.info(settledLogFields(settled), 'settled memory') }).start();
+  if (config.settleMemory) new QuietSettling({ workedSince: (epochMs) => app!.checksSince(epochMs) > 0, settled: (settled) => app!.log.info(settledLogFields(settled), 'settled memory') }).start();
 }
 
 async function healthcheck(args: string[]): Promise<void> {

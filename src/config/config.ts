@@ -530,6 +530,14 @@ const OPTIONS = {
     default: 'false',
     parse: boolean,
   }),
+  'settle-memory': option({
+    field: 'settleMemory',
+    switch: true,
+    env: 'SETTLE_MEMORY',
+    help: 'give back the memory the heap grew to, once started and whenever no check came for 10 s after it grew: a pause of some tens of ms while quiet (false: never)',
+    default: 'true',
+    parse: boolean,
+  }),
 };
 type Options = typeof OPTIONS;
 type OptionName = keyof Options;
