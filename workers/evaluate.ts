@@ -51,7 +51,7 @@ export default function runTask(task: PoolTask): PoolOutcome {
 function snapshotAt(task: TaskAtRevision): Snapshot | undefined {
   const isTasks = (held: Snapshot | undefined) => held !== undefined && held.revision === task.revision && generation === task.generation;
   if (task.changes !== undefined && snapshot?.revision === task.changes.from && generation === task.generation) {
-    snapshot = derive(snapshot, task.changes.policies, task.revision) ?? snapshot;
+    snapshot = derive(snapshot, readSharedCopy(task.changes.policies), task.revision) ?? snapshot;
   } else if (task.whole !== undefined && !isTasks(snapshot)) {
     const whole = readSharedCopy(task.whole);
     snapshot = compile(whole.policies, task.revision, whole.positions);

@@ -194,15 +194,16 @@ export class Metrics {
     this.gauge('verdict_worker_pool_queue_size', 'Bulk tasks waiting for a worker thread', () => pool.queueSize);
     this.gauge('verdict_worker_pool_utilization', 'Share of the pool capacity in use since start (0 to 1)', () => pool.utilization);
     new Counter({
-      name: 'verdict_worker_pool_policy_set_copies_total',
-      help: 'Copies of a policy set made for worker threads (a worker that holds none, or one too far behind, needs one); one copy serves every task in flight',
+      name: 'verdict_worker_pool_copies_total',
+      help: 'Copies made for worker threads that hold other policies than a task: of the policy set, the shadow policies, or the policies changed since what a worker holds; one copy serves every task in flight',
+      labelNames: ['of'] as const,
       registers: [this.registry],
       collect() {
         this.reset();
-        this.inc(pool.policySetsCopied);
+        for (const kind of pool.copies.kinds) this.inc({ of: kind }, pool.copies.madeOf(kind));
       },
     });
-    this.gauge('verdict_worker_pool_policy_set_bytes', 'What the copies of the live and shadow policy sets kept for worker threads hold, in bytes', () => pool.policySetBytes);
+    this.gauge('verdict_worker_pool_copies_bytes', 'What the latest copy of each kind kept for worker threads holds, in bytes', () => pool.copies.bytes);
   }
 
   /**

@@ -3,10 +3,8 @@ import type { Piscina } from 'piscina';
 import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
 import type { DecisionRequest, Snapshot } from '../engine/index.js';
 import { ClientError, RequestValidationError } from '../errors.js';
-import type { PolicySet, PoolOutcome, PoolTask, TaskAtRevision, WorkerStart } from './bulk-task.js';
-import { sharedCopy, type SharedCopy } from './shared-copy.js';
-import type { Policy } from '../schemas/policy.js';
-import type { SchemaDocument } from '../attribute-schemas/schema-document.js';
+import type { PoolOutcome, PoolTask, TaskAtRevision, WorkerStart } from './bulk-task.js';
+import { LatestCopies } from './shared-copy.js';
 import type { PlanSettings, PlanWork } from '../decide/plan-answers.js';
 import type { BulkLimits } from '../requests/bulk-request.js';
 import { RunningTasks } from './running-tasks.js';
@@ -89,12 +87,8 @@ export class BulkPool {
   private watchdog: NodeJS.Timeout | undefined;
   private lastTaskId = 0;
   private closed = false;
-  /** Copies of a policy set made for workers since the start. */
-  private policySetCopies = 0;
-  /** The last copy of the live policy set made for workers, and what it was made from: kept while current, for workers started later. */
-  private wholeCopy: { of: Snapshot; schemas: SchemaDocument | undefined; copy: SharedCopy<PolicySet> } | undefined;
-  /** The last copy of the shadow policies made for workers, and their version. */
-  private shadowCopy: { version: number; copy: SharedCopy<readonly Policy[]> } | undefined;
+  /** What tasks carry to workers that hold other policies than theirs: one copy of each, however many tasks carry it. */
+  readonly copies = new LatestCopies(['policies', 'shadows', 'changes'] as const);
 
   private readonly workers: number;
   private readonly idleThreads: number;
@@ -231,29 +225,19 @@ export class BulkPool {
    */
   private wholeSet(snapshot: Snapshot): Pick<TaskAtRevision, 'whole'> {
     const schemas = this.schemaEnforcement === 'off' ? undefined : this.snapshots.schemas?.document;
-    if (this.wholeCopy?.of !== snapshot || this.wholeCopy.schemas !== schemas) {
-      this.wholeCopy = { of: snapshot, schemas, copy: this.copied({ policies: snapshot.policies, positions: snapshot.positions, ...(schemas && { schemas }) }) };
-    }
-    return { whole: this.wholeCopy.copy };
+    return { whole: this.copies.of('policies', [snapshot, schemas], () => ({ policies: snapshot.policies, positions: snapshot.positions, ...(schemas && { schemas }) }))! };
   }
 
   /** The shadow policies of `version`, for a worker that may not hold them. */
   private shadowSet(shadow: Snapshot, version: number): Pick<TaskAtRevision, 'shadow'> {
-    if (this.shadowCopy?.version !== version) this.shadowCopy = { version, copy: this.copied(shadow.policies) };
-    return { shadow: { version, policies: this.shadowCopy.copy } };
-  }
-
-  /** One copy of a policy set that every task in flight shares, however many carry it (see SharedCopy). */
-  private copied<T>(policySet: T): SharedCopy<T> {
-    this.policySetCopies++;
-    return sharedCopy(policySet);
+    return { shadow: { version, policies: this.copies.of('shadows', [version], () => shadow.policies)! } };
   }
 
   /** What a worker holding `holds` needs to decide `task`: the policies written since, when they are kept, else the whole set. */
   private catchUpFrom(holds: Extract<PoolOutcome, { kind: 'stale' }>['holds'], task: Pick<TaskAtRevision, 'revision' | 'generation'>, wholeSet: () => Pick<TaskAtRevision, 'whole'>): Pick<TaskAtRevision, 'changes' | 'whole'> {
-    const changes = holds?.generation === task.generation ? this.snapshots.changesBetween(holds.revision, task.revision, task.generation) : undefined;
-    if (holds === undefined || changes === undefined) return wholeSet();
-    return { changes: { from: holds.revision, policies: changes } };
+    if (holds === undefined || holds.generation !== task.generation) return wholeSet();
+    const changes = this.copies.of('changes', [holds.revision, task.revision, task.generation], () => this.snapshots.changesBetween(holds.revision, task.revision, task.generation));
+    return changes === undefined ? wholeSet() : { changes: { from: holds.revision, policies: changes } };
   }
 
   /**
@@ -287,16 +271,6 @@ export class BulkPool {
 
   get queueSize(): number {
     return this.pool?.queueSize ?? 0;
-  }
-
-  /** Copies of a policy set made for workers since the start. */
-  get policySetsCopied(): number {
-    return this.policySetCopies;
-  }
-
-  /** What the copies of policy sets kept for workers hold, in bytes. */
-  get policySetBytes(): number {
-    return (this.wholeCopy?.copy.byteLength ?? 0) + (this.shadowCopy?.copy.byteLength ?? 0);
   }
 
   get utilization(): number {

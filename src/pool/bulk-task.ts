@@ -22,7 +22,7 @@ export interface TaskAtRevision {
    * The policies written since the revision a worker that answered `stale` holds (`from`, of the
    * task's generation), up to `revision`: it derives its snapshot from them (see PolicySnapshots.changesBetween).
    */
-  changes?: { from: number; policies: readonly ChangedPolicy[] };
+  changes?: { from: number; policies: SharedCopy<readonly ChangedPolicy[]> };
   /** The whole policy set of `revision`: sent to a worker that answered `stale` when changes cannot be. */
   whole?: SharedCopy<PolicySet>;
   /**

@@ -128,16 +128,27 @@ t.test('a bulk that plainly names a uri is decided on the front without a trip t
   t.same([escaped.status, escaped.body], [200, [allowedAnn]], 'decided on the registered attributes');
 });
 
-t.test('bulks that reach workers holding no policies all at once share one copy of the policy set', async (t) => {
+t.test('bulks that reach workers holding other policies all at once share one copy of what the workers lack', async (t) => {
   const { pooled } = await servers(t);
-  const copies = async () => Number(/^verdict_worker_pool_policy_set_copies_total (\d+)$/m.exec((await pooled.call('GET', '/metrics')).body as string)?.[1]);
+  const copies = async () => {
+    const text = (await pooled.call('GET', '/metrics')).body as string;
+    const made = (of: string) => Number(new RegExp(`^verdict_worker_pool_copies_total\\{of="${of}"\\} (\\d+)$`, 'm').exec(text)?.[1]);
+    return { policies: made('policies'), changes: made('changes'), bytes: Number(/^verdict_worker_pool_copies_bytes (\d+)$/m.exec(text)?.[1]) };
+  };
   const body = Array.from({ length: 20 }, (_, index) => item(index));
-  const answers = await Promise.all(Array.from({ length: 32 }, () => pooled.call('POST', '/check/bulk', body)));
-  t.same(new Set(answers.map((answer) => answer.status)), new Set([200]));
-  t.equal(await copies(), 1, 'one copy for every task and worker, however many were in flight');
+  const bulks = async (count: number) => {
+    const answers = await Promise.all(Array.from({ length: count }, () => pooled.call('POST', '/check/bulk', body)));
+    t.same(new Set(answers.map((answer) => answer.status)), new Set([200]));
+  };
+  await bulks(32);
+  const first = await copies();
+  t.same([first.policies, first.changes], [1, 0], 'one copy of the policy set for every task and worker, however many were in flight');
+  t.ok(first.bytes > 0);
 
-  // Workers one write behind derive their snapshot from the policy written: no new copy.
+  // Workers one write behind derive their snapshot from the policy written: one copy of it, no new copy of the set.
   t.equal((await pooled.call('POST', '/admin/policies', policy('ops-reads', 'allow', 'ops'))).status, 200);
-  await Promise.all(Array.from({ length: 8 }, () => pooled.call('POST', '/check/bulk', body)));
-  t.equal(await copies(), 1);
+  await bulks(32);
+  const after = await copies();
+  t.same([after.policies, after.changes], [1, 1]);
+  t.ok(after.bytes > first.bytes, 'the copy of the changes kept beside the set');
 });
