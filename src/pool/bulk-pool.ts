@@ -198,7 +198,7 @@ export class BulkPool {
    */
   private async atRevision(what: string, send: (pool: Piscina<PoolTask, PoolOutcome>, at: TaskAtRevision) => Promise<PoolOutcome>): Promise<PoolOutcome | undefined> {
     const { current, generation, shadow, shadowVersion } = this.snapshots;
-    const wholeSet = () => this.wholeSet(current);
+    const wholeSet = () => this.wholeSet(current, generation);
     this.lastTaskId = (this.lastTaskId % 0x7fffffff) + 1;
     const task: TaskAtRevision = { id: this.lastTaskId, revision: current.revision, generation, ...(shadow && { shadow: { version: shadowVersion } }) };
     // A worker that answers stale may lack the shadows' set too: it comes along with what it lacks of the live one.
@@ -220,12 +220,13 @@ export class BulkPool {
   }
 
   /**
-   * What a worker needs to hold `snapshot` whatever it holds: its policies, and (when they are enforced) the
+   * What a worker needs to hold `snapshot` (of `generation`) whatever it holds: its policies, and (when they are enforced) the
    * schemas that came with them; read with the snapshot, since the next snapshot may bring others.
    */
-  private wholeSet(snapshot: Snapshot): Pick<TaskAtRevision, 'whole'> {
+  private wholeSet(snapshot: Snapshot, generation: number): Pick<TaskAtRevision, 'whole'> {
     const schemas = this.schemaEnforcement === 'off' ? undefined : this.snapshots.schemas?.document;
-    return { whole: this.copies.of('policies', [snapshot, schemas], () => ({ policies: snapshot.policies, positions: snapshot.positions, ...(schemas && { schemas }) }))! };
+    // Known by its revision, not held: a snapshot the front has moved on from is not kept alive by its copy.
+    return { whole: this.copies.of('policies', [snapshot.revision, generation, schemas], () => ({ policies: snapshot.policies, positions: snapshot.positions, ...(schemas && { schemas }) }))! };
   }
 
   /** The shadow policies of `version`, for a worker that may not hold them. */
