@@ -10,17 +10,19 @@ type Collect = (options?: { type: 'major'; execution: 'sync'; flavor: 'last-reso
  */
 const LAST_RESORT_COLLECTION = Number(process.versions.v8.split('.')[0]) >= 12;
 
-let collector: Collect | undefined;
+let collector: Collect | null | undefined;
 
 /**
  * V8's collector, got without exposing it to the process's code: the flag is on for the one context
- * made here, which hands its `gc` back, and off again (as test runners get it).
+ * made here, which hands its `gc` back, and off again (as test runners get it). Null on a Node that
+ * gives none that way.
  */
-function v8Collector(): Collect {
+function v8Collector(): Collect | null {
   if (collector !== undefined) return collector;
   setFlagsFromString('--expose-gc');
   try {
-    collector = runInNewContext('gc') as Collect;
+    const exposed: unknown = runInNewContext('typeof gc === "function" ? gc : null');
+    collector = exposed as Collect | null;
   } finally {
     setFlagsFromString('--no-expose-gc');
   }
@@ -45,14 +47,17 @@ export const settledLogFields = ({ heapBeforeBytes, heapAfterBytes, millis }: Se
 
 /**
  * Collects all the garbage V8 can and gives back the memory its heap holds spare: the young
- * generation shrunk to its least, empty pages released (on Node 20, a full collection only). V8 does this by itself only after old-space
- * collections, which a server that starts and then waits, or goes quiet after a burst, may never
- * have; its heap then stays as large as its busiest moment. A pause of some tens of ms.
+ * generation shrunk to its least, empty pages released (on Node 20, a full collection only). V8 does
+ * this by itself only after old-space collections, which a server that starts and then waits, or goes
+ * quiet after a burst, may never have; its heap then stays as large as its busiest moment. A pause of
+ * some tens of ms. Undefined, and nothing done, on a Node that gives no collector.
  */
-export function settleMemory(): Settled {
+export function settleMemory(): Settled | undefined {
+  const collect = v8Collector();
+  if (collect === null) return undefined;
   const heapBeforeBytes = getHeapStatistics().total_heap_size;
   const startedAt = performance.now();
-  v8Collector()(LAST_RESORT_COLLECTION ? { type: 'major', execution: 'sync', flavor: 'last-resort' } : undefined);
+  collect(LAST_RESORT_COLLECTION ? { type: 'major', execution: 'sync', flavor: 'last-resort' } : undefined);
   return { heapBeforeBytes, heapAfterBytes: getHeapStatistics().total_heap_size, millis: performance.now() - startedAt };
 }
 
@@ -65,22 +70,22 @@ const REGROWTH_BYTES = 8 * 1024 * 1024;
 export interface QuietSettlingOptions {
   /** Told of each settling. */
   settled: (settled: Settled) => void;
-  /** Whether work came since a time (epoch ms): a check, for the front; a task, for a worker thread. */
+  /** Whether work came since a time (epoch ms): for a server, whether a check came. */
   workedSince: (epochMs: number) => boolean;
-  settle?: () => Settled;
+  settle?: () => Settled | undefined;
   heapBytes?: () => number;
   now?: () => number;
 }
 
 /**
- * Settles the memory of a thread (see settleMemory) once it has started, and again each time it goes
+ * Settles the memory of the process (see settleMemory) once it has started, and again each time it goes
  * quiet after its heap grew: when no work came since the last look and its heap is 8 MiB larger than
  * when last settled (any size the first time). Never while work comes: the pause would fall on it.
  */
 export class QuietSettling {
   private readonly settled: (settled: Settled) => void;
   private readonly workedSince: (epochMs: number) => boolean;
-  private readonly settle: () => Settled;
+  private readonly settle: () => Settled | undefined;
   private readonly heapBytes: () => number;
   private readonly now: () => number;
   private lastLookAt: number;
@@ -110,6 +115,7 @@ export class QuietSettling {
 
   private settleNow(): void {
     const settled = this.settle();
+    if (settled === undefined) return;
     this.heapWhenSettled = settled.heapAfterBytes;
     this.settled(settled);
   }

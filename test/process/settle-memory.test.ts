@@ -13,7 +13,7 @@ t.test('settling collects what nothing holds any more, without exposing gc to th
   let garbage: string[] | undefined = Array.from({ length: 200_000 }, (_, index) => `garbage ${index} `.repeat(4));
   const holding = getHeapStatistics().used_heap_size;
   garbage = undefined;
-  const settled = settleMemory();
+  const settled = settleMemory()!;
   t.equal(garbage, undefined);
   const after = getHeapStatistics().used_heap_size;
   t.ok(after < holding - 10 * MIB, `the dropped strings were collected: ${holding} bytes used, then ${after}`);
@@ -61,6 +61,14 @@ t.test('the process settles once it has started, and again when it goes quiet af
   settling.look();
   t.same(settlings.length, 2, 'quiet again after it grew');
   t.same(settlings[1], { heapBeforeBytes: 60 * MIB, heapAfterBytes: 20 * MIB, millis: 30 });
+});
+
+t.test('on a Node that gives no collector, settling does nothing and says nothing', async (t) => {
+  const settlings: Settled[] = [];
+  const settling = new QuietSettling({ settled: (settled) => settlings.push(settled), workedSince: () => false, settle: () => undefined, heapBytes: () => 100 * MIB });
+  settling.look();
+  settling.look();
+  t.same(settlings, []);
 });
 
 t.test('verdict start settles its memory once it is ready, and says so', async (t) => {
