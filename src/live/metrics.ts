@@ -193,16 +193,12 @@ export class Metrics {
     this.gauge('verdict_worker_pool_threads', 'Worker threads of the bulk pool', () => pool.threads);
     this.gauge('verdict_worker_pool_queue_size', 'Bulk tasks waiting for a worker thread', () => pool.queueSize);
     this.gauge('verdict_worker_pool_utilization', 'Share of the pool capacity in use since start (0 to 1)', () => pool.utilization);
-    new Counter({
-      name: 'verdict_worker_pool_copies_total',
-      help: 'Copies made for worker threads that hold other policies than a task: of the policy set, the shadow policies, or the policies changed since what a worker holds; one copy serves every task in flight',
-      labelNames: ['of'] as const,
-      registers: [this.registry],
-      collect() {
-        this.reset();
-        for (const kind of pool.copies.kinds) this.inc({ of: kind }, pool.copies.madeOf(kind));
-      },
-    });
+    this.countedWhenScraped(
+      'verdict_worker_pool_copies_total',
+      'Copies made for worker threads that hold other policies than a task: of the policy set, the shadow policies, or the policies changed since what a worker holds; one copy serves every task in flight',
+      ['of'],
+      () => pool.copies.kinds.map((kind) => [{ of: kind }, pool.copies.madeOf(kind)]),
+    );
     this.gauge('verdict_worker_pool_copies_bytes', 'What the latest copy of each kind kept for worker threads holds, in bytes', () => pool.copies.bytes);
   }
 
@@ -211,28 +207,18 @@ export class Metrics {
    * (so the hot path pays nothing more for them). Bounded: see MAX_COUNTED_RULES.
    */
   observeRules(tally: RuleTally): void {
-    new Counter({
-      name: 'verdict_rule_decisions_total',
-      help: 'Decisions by the rule that gave them (policy and rule "(other)": rules past the first 1000 counted)',
-      labelNames: ['policy', 'rule', 'effect'] as const,
-      registers: [this.registry],
-      collect() {
-        this.reset();
-        for (const { decider, total } of tally.totals()) {
-          if (decider.kind === 'rule') this.inc({ policy: decider.policy, rule: decider.rule, effect: decider.effect }, total);
-        }
-      },
-    });
-    new Counter({
-      name: 'verdict_default_effect_decisions_total',
-      help: 'Decisions given by the default effect: no rule matched (or there are no policies)',
-      labelNames: ['effect'] as const,
-      registers: [this.registry],
-      collect() {
-        this.reset();
-        for (const { decider, total } of tally.totals()) if (decider.kind === 'default') this.inc({ effect: decider.effect }, total);
-      },
-    });
+    this.countedWhenScraped(
+      'verdict_rule_decisions_total',
+      'Decisions by the rule that gave them (policy and rule "(other)": rules past the first 1000 counted)',
+      ['policy', 'rule', 'effect'],
+      () => tally.totals().flatMap(({ decider, total }) => (decider.kind === 'rule' ? [[{ policy: decider.policy, rule: decider.rule, effect: decider.effect }, total]] : [])),
+    );
+    this.countedWhenScraped(
+      'verdict_default_effect_decisions_total',
+      'Decisions given by the default effect: no rule matched (or there are no policies)',
+      ['effect'],
+      () => tally.totals().flatMap(({ decider, total }) => (decider.kind === 'default' ? [[{ effect: decider.effect }, total]] : [])),
+    );
   }
 
   /** Attribute schemas are enforced on checks: their violations are served. */
@@ -281,6 +267,20 @@ export class Metrics {
   }
 
   /** A gauge read when /metrics is scraped. */
+  /** A counter whose totals are read from where they are kept when scraped: `read` gives each label set's. */
+  private countedWhenScraped<Label extends string>(name: string, help: string, labelNames: readonly Label[], read: () => [Record<Label, string>, number][]): void {
+    new Counter({
+      name,
+      help,
+      labelNames,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const [labels, total] of read()) this.inc(labels, total);
+      },
+    });
+  }
+
   private gauge(name: string, help: string, read: () => number): void {
     new Gauge({
       name,
