@@ -11,6 +11,8 @@
 // the same checks (bench/cerbos.ts), measured the same way.
 // MEMORY_BENCH_NODE=<node binary> runs Verdict and the floor on another Node (the image's, say), with
 // MEMORY_BENCH_CLI=<a build's dist/src/cli.js> whose node_modules were installed for that Node.
+// MEMORY_BENCH_BASES=<dist/src/cli.js of other builds, comma-separated> adds each, with default flags,
+// as a variant: a change measured against its base in the same rounds.
 // MEMORY_BENCH_QUIET_SECONDS=<s> reads the RSS again that long after the loads (Verdict settles its
 // memory once no check came for 10 s: 25 s sees it).
 // MEMORY_BENCH_MEMORY_LIMIT=<MiB> runs each Verdict and the floor in a cgroup with that memory limit (as root), as a
@@ -46,6 +48,8 @@ interface Variant {
   nodeOptions: string[];
   compileCache?: boolean;
   args?: string[];
+  /** Another build's CLI (default: this build's). */
+  cli?: string;
 }
 
 /** The variants compared; the first is the baseline. MEMORY_BENCH_VARIANTS=1 measures the default alone (to size a pod for a policy count). */
@@ -57,7 +61,12 @@ const ALL_VARIANTS: Variant[] = [
   { name: '--max-semi-space-size=2', nodeOptions: ['--max-semi-space-size=2'] },
   { name: '--optimize-for-size', nodeOptions: ['--optimize-for-size'] },
 ];
-const VARIANTS = ALL_VARIANTS.slice(0, Number(process.env.MEMORY_BENCH_VARIANTS ?? ALL_VARIANTS.length));
+const BASES: Variant[] = (process.env.MEMORY_BENCH_BASES ?? '')
+  .split(',')
+  .map((cli) => cli.trim())
+  .filter(Boolean)
+  .map((cli) => ({ name: cli, nodeOptions: [], cli }));
+const VARIANTS = [...ALL_VARIANTS.slice(0, Number(process.env.MEMORY_BENCH_VARIANTS ?? ALL_VARIANTS.length)), ...BASES];
 
 interface Figures {
   readyMillis: number;
@@ -166,7 +175,7 @@ function verdictWith(variant: Variant, compileCache: string | undefined, group: 
     name: `Verdict ${variant.name}`,
     measure: async (seeded) => {
       const dataDir = copyOf(seeded);
-      const server = await startVerdict(dataDir, variant.args ?? [], { node: NODE, cli: CLI, env, nodeOptions: variant.nodeOptions, pollOnceLoggedReady: true, wrap: group?.wrap });
+      const server = await startVerdict(dataDir, variant.args ?? [], { node: NODE, cli: variant.cli ?? CLI, env, nodeOptions: variant.nodeOptions, pollOnceLoggedReady: true, wrap: group?.wrap });
       try {
         return await measure(server, server.startMillis, VERDICT_REQUESTS);
       } finally {

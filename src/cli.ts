@@ -14,7 +14,7 @@ import { probe } from './cli/healthcheck.js';
 import { newKey, ROLES, type Role } from './admin-keys.js';
 import { parseArgs } from 'node:util';
 import { writeCompileCache } from './process/compile-cache.js';
-import { QuietSettling, settledLogFields } from './process/settle-memory.js';
+import { QuietSettling, settledLogFields } from './settle-memory.js';
 
 /** --help wraps its descriptions to fit this many columns, or a wider terminal. */
 const HELP_WIDTH = 120;
@@ -95,7 +95,7 @@ async function start(args: string[]): Promise<void> {
     app.log.warn(`the admin interface is open to every client that reaches ${config.host} (--allow-open-admin): whoever does may change every policy`);
   }
   writeCompileCache();
-  if (config.settleMemory) new QuietSettling({ workedSince: (epochMs) => app!.checksSince(epochMs) > 0, settled: (settled) => app!.log.info(settledLogFields(settled), 'settled memory') }).start();
+  if (config.settleMemory) new QuietSettling({ workedSince: (epochMs) => app!.checksSince(epochMs) > 0, settled: (settled) => app!.log.info({ ...settledLogFields(settled), thread: 'front' }, 'settled memory') }).start();
 }
 
 async function healthcheck(args: string[]): Promise<void> {

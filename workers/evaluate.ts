@@ -5,14 +5,14 @@
  * it answers `stale` and the task comes back with the policies written since the revision it holds,
  * to derive the snapshot from, or with the whole set (see src/pool/bulk-pool.ts).
  */
-import { threadId, workerData } from 'node:worker_threads';
+import { parentPort, threadId, workerData } from 'node:worker_threads';
 import { AnswerBudget, compile, decisionsJson, derive, ExplanationTooLarge, type Decision, type Snapshot } from '../src/engine/index.js';
 import { decideResolved } from '../src/decide/kernel.js';
 import { shadowedBulk } from '../src/decide/shadowed.js';
 import { explanationsTooLarge } from '../src/decide/answer-limits.js';
 import { compileBulkValidator, onlyTheFrontDecides, readBulkBody } from '../src/requests/bulk-request.js';
 import { ClientError, RequestValidationError } from '../src/errors.js';
-import type { BulkTask, PlanTask, PoolOutcome, PoolTask, TaskAtRevision, WorkerStart } from '../src/pool/bulk-task.js';
+import type { BulkTask, PlanTask, PoolOutcome, PoolTask, TaskAtRevision, WorkerSettled, WorkerStart } from '../src/pool/bulk-task.js';
 import { planAnswers } from '../src/decide/plan-answers.js';
 import { RunningTasks } from '../src/pool/running-tasks.js';
 import { readSharedCopy } from '../src/pool/shared-copy.js';
@@ -20,6 +20,7 @@ import { tallyBulk } from '../src/live/bulk-tally.js';
 import { decisionAttributes } from '../src/tracing/request-trace.js';
 import type { ItemViolations } from '../src/attribute-schemas/enforcement.js';
 import { SchemasInForce } from '../src/attribute-schemas/schemas-in-force.js';
+import { QuietSettling } from '../src/settle-memory.js';
 
 let snapshot: Snapshot | undefined;
 /** The generation of the front's snapshots that `snapshot` belongs to (see PolicySnapshots.generation). */
@@ -32,8 +33,14 @@ const slot = runningTasks.claim(threadId);
 const schemas = new SchemasInForce(start.schemaEnforcement);
 /** The snapshot the shadow policies are decided by, and its version (see TaskAtRevision.shadow). */
 let shadow: { version: number; snapshot: Snapshot } | undefined;
+/** When this thread last took a task (epoch ms). */
+let lastTaskAt = 0;
+if (start.settleMemory) {
+  new QuietSettling({ workedSince: (epochMs) => lastTaskAt >= epochMs, settled: (settled) => parentPort?.postMessage({ settled } satisfies WorkerSettled) }).start();
+}
 
 export default function runTask(task: PoolTask): PoolOutcome {
+  lastTaskAt = Date.now();
   runningTasks.mark(slot, task.id);
   try {
     const current = snapshotAt(task);

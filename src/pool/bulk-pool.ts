@@ -3,7 +3,8 @@ import type { Piscina } from 'piscina';
 import type { PolicySnapshots } from '../snapshot/policy-snapshots.js';
 import type { DecisionRequest, Snapshot } from '../engine/index.js';
 import { ClientError, RequestValidationError } from '../errors.js';
-import type { PoolOutcome, PoolTask, TaskAtRevision, WorkerStart } from './bulk-task.js';
+import { isWorkerSettled, type PoolOutcome, type PoolTask, type TaskAtRevision, type WorkerStart } from './bulk-task.js';
+import type { Settled } from '../settle-memory.js';
 import { LatestCopies } from './shared-copy.js';
 import type { PlanSettings, PlanWork } from '../decide/plan-answers.js';
 import type { BulkLimits } from '../requests/bulk-request.js';
@@ -36,6 +37,8 @@ export interface BulkPoolOptions {
   schemaEnforcement?: SchemaEnforcement;
   /** The share of a bulk's checks the shadow policies decide, while there are some (default: all). */
   shadowSamplePercent?: number;
+  /** Whether the threads settle their memory when they go quiet, as the front does (default: no). */
+  settleMemory?: boolean;
 }
 
 /** A worker did not finish a bulk in time: answered 503, the client may retry. */
@@ -100,6 +103,8 @@ export class BulkPool {
   private readonly workerFile: URL;
   private readonly schemaEnforcement: SchemaEnforcement;
   private readonly shadowSamplePercent: number;
+  private readonly settleMemory: boolean;
+  private settledListener: (settled: Settled) => void = () => {};
 
   constructor(
     private readonly snapshots: PolicySnapshots,
@@ -115,7 +120,13 @@ export class BulkPool {
     this.workerFile = options.workerFile ?? POOL_WORKER_FILE;
     this.schemaEnforcement = options.schemaEnforcement ?? 'off';
     this.shadowSamplePercent = options.shadowSamplePercent ?? 100;
+    this.settleMemory = options.settleMemory ?? false;
     this.runningTasks = RunningTasks.create(this.workers);
+  }
+
+  /** Told each time a thread settled its memory. */
+  onSettled(listener: (settled: Settled) => void): void {
+    this.settledListener = listener;
   }
 
   /** The pool, started on first use. */
@@ -126,6 +137,7 @@ export class BulkPool {
         recentDenials: this.recentDenials,
         schemaEnforcement: this.schemaEnforcement,
         shadowSamplePercent: this.shadowSamplePercent,
+        settleMemory: this.settleMemory,
       };
       const pool = new Piscina<PoolTask, PoolOutcome>({
         filename: this.workerFile.href,
@@ -133,9 +145,14 @@ export class BulkPool {
         maxThreads: this.workers,
         idleTimeout: this.idleThreads < this.workers ? IDLE_THREAD_TIMEOUT_MS : Infinity,
         concurrentTasksPerWorker: TASKS_QUEUED_PER_WORKER,
+        // A thread waiting for work runs its event loop ('sync' would block it), so that it can settle its memory when quiet.
+        atomics: this.settleMemory ? 'async' : 'sync',
         workerData,
       });
       pool.on('workerDestroy', (worker: { id: number }) => this.runningTasks.release(worker.id));
+      pool.on('message', (message: unknown) => {
+        if (isWorkerSettled(message)) this.settledListener(message.settled);
+      });
       this.watchdog = setInterval(this.stopOverdueWorkers, Math.min(1000, Math.max(10, this.timeoutMillis / 10))).unref();
       this.pool = pool;
       return pool;

@@ -1,3 +1,4 @@
+import type { Settled } from '../settle-memory.js';
 import type { Policy } from '../schemas/policy.js';
 import type { ChangedPolicy, DecisionRequest } from '../engine/index.js';
 import type { ValidationIssue } from '../schemas/errors.js';
@@ -103,4 +104,14 @@ export interface WorkerStart {
   schemaEnforcement: SchemaEnforcement;
   /** The share of checks the shadow policies decide (`--shadow-sample-percent`). */
   shadowSamplePercent: number;
+  /** Whether the worker settles its memory when it goes quiet (`--settle-memory`), telling the front each time with a WorkerSettled. */
+  settleMemory: boolean;
 }
+
+/** What a worker posts to the front when it settled its memory. */
+export interface WorkerSettled {
+  settled: Settled;
+}
+
+export const isWorkerSettled = (message: unknown): message is WorkerSettled =>
+  typeof message === 'object' && message !== null && 'settled' in message;

@@ -9,6 +9,8 @@ import type { Metrics } from '../live/metrics.js';
 import type { LiveCounters } from '../live/live-counters.js';
 import type { LiveWindow } from '../live/live-window.js';
 import { AuditPruner } from '../audit/retention.js';
+import type { BulkPool } from '../pool/bulk-pool.js';
+import { settledLogFields } from '../settle-memory.js';
 
 /** What runs beside requests, and what it reports to. */
 export interface BackgroundParts {
@@ -21,16 +23,18 @@ export interface BackgroundParts {
   live: LiveCounters;
   liveWindow: LiveWindow;
   policyFiles?: PolicyDirectory;
+  bulk?: BulkPool;
 }
 
 /**
  * Starts the work that runs beside requests: the live window, following the store's changes, audit
- * retention, watching the policy files, filling the entity cache, and the log lines of each. Returns
+ * retention, watching the policy files, filling the entity cache, and the log lines of each (and of the worker threads' settling). Returns
  * what stops it all (the store stays open).
  */
 export function startBackgroundWork(parts: BackgroundParts, log: FastifyBaseLogger): () => Promise<void> {
   const { config, store, snapshots, entities, metrics, live, liveWindow, policyFiles } = parts;
   liveWindow.start();
+  parts.bulk?.onSettled((settled) => log.info({ ...settledLogFields(settled), thread: 'worker' }, 'settled memory'));
   snapshots.on('rebuildFailed', (error, { failures }) => log.error({ err: error, failures }, 'could not rebuild the policy snapshot; serving the last one and retrying'));
   snapshots.on('recovered', ({ since }) => log.info({ failingSince: new Date(since).toISOString() }, 'the policy snapshot is rebuilt again'));
   store.maintenance?.on('failed', ({ step, error }) => log.warn({ err: error, step }, 'store maintenance: a step failed; retrying in the background'));

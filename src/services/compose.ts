@@ -169,7 +169,7 @@ export async function composeServices(config: Config, substitutes: Substitutes =
     ...(settings.extAuthz && { extAuthz: new ExtAuthzService(settings.extAuthz, tokens !== undefined, checks) }),
     ...(tracing && { tracing }),
     start: (log) => {
-      stopBackgroundWork = startBackgroundWork({ config, store, snapshots, entities, feed, metrics, live, liveWindow, policyFiles }, log);
+      stopBackgroundWork = startBackgroundWork({ config, store, snapshots, entities, feed, metrics, live, liveWindow, policyFiles, bulk: pool.bulk }, log);
     },
     close: async () => {
       readiness.beginShutdown();
@@ -286,6 +286,7 @@ function bulkPool(config: Config, sizing: WorkerSizing, snapshots: PolicySnapsho
     workerFile,
     schemaEnforcement: config.schemaEnforcement,
     shadowSamplePercent: config.shadowSamplePercent,
+    settleMemory: config.settleMemory,
   });
 }
 

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { getHeapSpaceStatistics, getHeapStatistics } from 'node:v8';
-import { QuietSettling, settleMemory, type Settled } from '../../src/process/settle-memory.js';
-import { outputMatches, startVerdict } from '../helpers/child.js';
+import { QuietSettling, settleMemory, type Settled } from '../../src/settle-memory.js';
+import { ask, outputMatches, startVerdict } from '../helpers/child.js';
 import { scratchDir } from '../helpers/server.js';
 import { join } from 'node:path';
 
@@ -74,7 +74,32 @@ t.test('on a Node that gives no collector, settling does nothing and says nothin
 t.test('verdict start settles its memory once it is ready, and says so', async (t) => {
   const cwd = scratchDir(t);
   const server = await startVerdict(t, ['--store', 'embedded', '--data-dir', join(cwd, 'data'), '--log-level', 'info'], { cwd });
-  await outputMatches(server, /"heapBeforeMiB":\d+,"heapAfterMiB":\d+,"pauseMs":\d+,"msg":"settled memory"/);
+  await outputMatches(server, /"heapBeforeMiB":\d+,"heapAfterMiB":\d+,"pauseMs":\d+,"thread":"front","msg":"settled memory"/);
   server.process.kill('SIGTERM');
   t.equal((await server.exited).code, 0);
+});
+
+t.test('a worker thread settles its memory too when no bulk came for a while after some did, and says so', async (t) => {
+  const cwd = scratchDir(t);
+  const server = await startVerdict(t, ['--store', 'embedded', '--data-dir', join(cwd, 'data'), '--log-level', 'info', '--evaluation', 'pool', '--workers', '1'], { cwd });
+  const check = { principal: { attributes: { role: 'reader' } }, resource: { attributes: { id: '1' } }, action: 'read' };
+  for (let bulk = 0; bulk < 20; bulk++) t.equal((await ask(server.url, 'POST', '/check/bulk', Array.from({ length: 100 }, () => check))).status, 200);
+  t.match((await ask(server.url, 'GET', '/metrics')).body, /^verdict_worker_pool_threads 1$/m, 'decided by the worker thread');
+  // The thread looks every 10 s: it settles at its first look that follows a quiet one.
+  await outputMatches(server, /"heapBeforeMiB":\d+,"heapAfterMiB":\d+,"pauseMs":\d+,"thread":"worker","msg":"settled memory"/);
+  t.equal((await ask(server.url, 'POST', '/check/bulk', [check])).status, 200, 'and decides bulks after');
+  server.process.kill('SIGTERM');
+  t.equal((await server.exited).code, 0);
+});
+
+t.test('with --no-settle-memory the process never settles', async (t) => {
+  const never = scratchDir(t);
+  const withoutSettling = await startVerdict(t, ['--store', 'embedded', '--data-dir', join(never, 'data'), '--log-level', 'info', '--no-settle-memory'], { cwd: never });
+  // Started after it, a default process settles a second after it is ready: by then the first would have too.
+  const usual = scratchDir(t);
+  const settling = await startVerdict(t, ['--store', 'embedded', '--data-dir', join(usual, 'data'), '--log-level', 'info'], { cwd: usual });
+  await outputMatches(settling, /"msg":"settled memory"/);
+  for (const server of [withoutSettling, settling]) server.process.kill('SIGTERM');
+  t.notMatch((await withoutSettling.exited).stdout, /settled memory/);
+  await settling.exited;
 });
