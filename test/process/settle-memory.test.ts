@@ -85,7 +85,7 @@ t.test('a worker thread settles its memory too when no bulk came for a while aft
   const check = { principal: { attributes: { role: 'reader' } }, resource: { attributes: { id: '1' } }, action: 'read' };
   for (let bulk = 0; bulk < 20; bulk++) t.equal((await ask(server.url, 'POST', '/check/bulk', Array.from({ length: 100 }, () => check))).status, 200);
   t.match((await ask(server.url, 'GET', '/metrics')).body, /^verdict_worker_pool_threads 1$/m, 'decided by the worker thread');
-  // The thread looks every 10 s: it settles at its first look that follows a quiet one.
+  // The thread looks every 10 s, and settles at the first look that finds no bulk came since the one before.
   await outputMatches(server, /"heapBeforeMiB":\d+,"heapAfterMiB":\d+,"pauseMs":\d+,"thread":"worker","msg":"settled memory"/);
   t.equal((await ask(server.url, 'POST', '/check/bulk', [check])).status, 200, 'and decides bulks after');
   server.process.kill('SIGTERM');
