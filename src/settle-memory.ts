@@ -10,23 +10,24 @@ type Collect = (options?: { type: 'major'; execution: 'sync'; flavor: 'last-reso
  */
 const LAST_RESORT_COLLECTION = Number(process.versions.v8.split('.')[0]) >= 12;
 
-let collector: Collect | null | undefined;
+let collector: Collect | undefined;
 
 /**
  * V8's collector, got without exposing it to the process's code: the flag is on for the one context
  * made here, which hands its `gc` back, and off again (as test runners get it). Null on a Node that
- * gives none that way.
+ * gives none that way, or when another thread turned the flag off in between (V8's flags are the
+ * process's): not kept, so the next settling asks again.
  */
 function v8Collector(): Collect | null {
   if (collector !== undefined) return collector;
   setFlagsFromString('--expose-gc');
   try {
-    const exposed: unknown = runInNewContext('typeof gc === "function" ? gc : null');
-    collector = exposed as Collect | null;
+    const exposed: unknown = runInNewContext('typeof gc === "function" ? gc : undefined');
+    collector = exposed as Collect | undefined;
   } finally {
     setFlagsFromString('--no-expose-gc');
   }
-  return collector;
+  return collector ?? null;
 }
 
 /** What a settling did: V8's heap before and after, in bytes, and how long it paused the thread. */
