@@ -145,10 +145,13 @@ t.test('bulks that reach workers holding other policies all at once share one co
   t.same([first.policies, first.changes], [1, 0], 'one copy of the policy set for every task and worker, however many were in flight');
   t.ok(first.bytes > 0);
 
-  // Workers one write behind derive their snapshot from the policy written: one copy of it, no new copy of the set.
+  // A worker one write behind derives its snapshot from the policy written: one copy of it. A worker that took none
+  // of the first bulks (Piscina gave them all to the other, which was ready first) holds nothing: one copy of the new set.
   t.equal((await pooled.call('POST', '/admin/policies', policy('ops-reads', 'allow', 'ops'))).status, 200);
   await bulks(32);
   const after = await copies();
-  t.same([after.policies, after.changes], [1, 1]);
-  t.ok(after.bytes > first.bytes, 'the copy of the changes kept beside the set');
+  const newSets = after.policies - first.policies;
+  t.ok(after.changes <= 1 && newSets <= 1, `at most one copy of the changes and one of the set for 32 bulks: ${after.changes} and ${newSets}`);
+  t.ok(after.changes + newSets >= 1, 'the workers got what they lacked');
+  if (after.changes === 1) t.ok(after.bytes > first.bytes, 'the copy of the changes kept beside the set');
 });
