@@ -79,7 +79,7 @@ export interface QuietSettlingOptions {
 }
 
 /**
- * Settles the memory of the process (see settleMemory) once it has started, and again each time it goes
+ * Settles the memory of the thread it runs on, the front's or a worker's (see settleMemory), once it has started, and again each time it goes
  * quiet after its heap grew: when no work came since the last look and its heap is 8 MiB larger than
  * when last settled (any size the first time). Never while work comes: the pause would fall on it.
  */
@@ -101,7 +101,7 @@ export class QuietSettling {
     this.lastLookAt = this.now();
   }
 
-  /** Looks a second after start-up, then every LOOK_EVERY_MS for as long as the process runs. */
+  /** Looks a second after start-up, then every LOOK_EVERY_MS for as long as the thread runs. */
   start(): void {
     setTimeout(() => this.look(), FIRST_LOOK_AFTER_MS).unref();
     setInterval(() => this.look(), LOOK_EVERY_MS).unref();

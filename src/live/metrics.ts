@@ -266,7 +266,6 @@ export class Metrics {
     });
   }
 
-  /** A gauge read when /metrics is scraped. */
   /** A counter whose totals are read from where they are kept when scraped: `read` gives each label set's. */
   private countedWhenScraped<Label extends string>(name: string, help: string, labelNames: readonly Label[], read: () => [Record<Label, string>, number][]): void {
     new Counter({
@@ -281,6 +280,7 @@ export class Metrics {
     });
   }
 
+  /** A gauge read when /metrics is scraped. */
   private gauge(name: string, help: string, read: () => number): void {
     new Gauge({
       name,
