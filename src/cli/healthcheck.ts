@@ -1,5 +1,5 @@
-import { request } from 'node:http';
 import type { Config } from '../config/config.js';
+import { http } from '../node-http.js';
 
 const PROBE_TIMEOUT_MS = 3000;
 
@@ -27,7 +27,7 @@ export function probe(config: Config, path: string): Promise<{ healthy: boolean;
   const target = serverTarget(config);
   const where = `${describeTarget(target)}${path}`;
   return new Promise((resolve) => {
-    const outgoing = request({ ...target, path, method: 'GET', timeout: PROBE_TIMEOUT_MS }, (response) => {
+    const outgoing = http.request({ ...target, path, method: 'GET', timeout: PROBE_TIMEOUT_MS }, (response) => {
       let body = '';
       response.setEncoding('utf8').on('data', (chunk: string) => (body += chunk));
       response.on('end', () => resolve({ healthy: response.statusCode === 200, message: `${where}: ${response.statusCode} ${body}` }));

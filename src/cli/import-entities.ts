@@ -1,6 +1,7 @@
 import { API_KEY_HEADER } from '../schemas/wire.js';
 import { createReadStream } from 'node:fs';
-import { Agent, request } from 'node:http';
+import type { Agent } from 'node:http';
+import { http } from '../node-http.js';
 import { createInterface } from 'node:readline';
 import type { Config } from '../config/config.js';
 import { describeTarget, serverTarget } from './healthcheck.js';
@@ -30,7 +31,7 @@ function post(config: Config, agent: Agent, body: string): Promise<Answer> {
   if (config.adminApiKey !== '') headers[API_KEY_HEADER] = config.adminApiKey;
   const target = serverTarget(config);
   return new Promise((resolve, reject) => {
-    const outgoing = request({ ...target, agent, method: 'POST', path: BULK_REGISTRATION_PATH, headers }, (response) => {
+    const outgoing = http.request({ ...target, agent, method: 'POST', path: BULK_REGISTRATION_PATH, headers }, (response) => {
       let text = '';
       response.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
       response.on('end', () => {
@@ -93,7 +94,7 @@ export async function importEntities(
   progress: (imported: number, lastLine: number) => void,
 ): Promise<ImportReport> {
   const startedAt = performance.now();
-  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   let imported = 0;
   let batch = emptyBatch();
   const sofar = () => (imported === 0 ? 'nothing was imported' : `${imported} entities before it were imported`);

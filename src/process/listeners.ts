@@ -1,8 +1,9 @@
 import { chmodSync, lstatSync, rmSync } from 'node:fs';
 import cluster from 'node:cluster';
-import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, RequestListener, Server, ServerResponse } from 'node:http';
 import { Server as NetServer } from 'node:net';
 import type { Config } from '../config/config.js';
+import { http } from '../node-http.js';
 
 /** Group members (an app container in the same pod) may connect to the socket; others may not. */
 const SOCKET_MODE = 0o660;
@@ -55,7 +56,7 @@ export class Listeners {
   static async open(config: Config, starting: RequestListener): Promise<Listeners> {
     const listeners = new Listeners(starting, starting, config.testProcessHeader);
     const apiServer = () => {
-      const server = createServer((request, response) => listeners.dispatch(listeners.handler, request, response));
+      const server = http.createServer((request, response) => listeners.dispatch(listeners.handler, request, response));
       listeners.api.push(server);
       return server;
     };
@@ -67,7 +68,7 @@ export class Listeners {
       chmodSync(config.socket, SOCKET_MODE);
     }
     if (config.metricsPort !== undefined) {
-      listeners.metrics = createServer((request, response) => listeners.dispatch(listeners.metricsHandler, request, response));
+      listeners.metrics = http.createServer((request, response) => listeners.dispatch(listeners.metricsHandler, request, response));
       await listen(listeners.metrics, { host: config.metricsHost ?? config.host, port: config.metricsPort });
     }
     return listeners;

@@ -82,7 +82,7 @@ t.test('no module imports itself through others', async (t) => {
 const LAYERS: readonly (readonly string[])[] = [
   ['src/schemas/'],
   ['src/engine/'],
-  ['src/clock.ts', 'src/errors.ts', 'src/loopback.ts', 'src/version.ts', 'src/private-files.ts', 'src/document-files.ts', 'src/settle-memory.ts'],
+  ['src/clock.ts', 'src/errors.ts', 'src/loopback.ts', 'src/version.ts', 'src/private-files.ts', 'src/document-files.ts', 'src/settle-memory.ts', 'src/node-http.ts'],
   ['src/config/'],
   ['src/admin-keys.ts', 'src/requests/'],
   ['src/registry/', 'src/identity/', 'src/ext-authz/'],
@@ -136,4 +136,10 @@ t.test('no module imports from a layer above its own, but the crossings explaine
 t.test("the engine's evaluate is called in src/decide/ alone: every door reaches it through the kernel", async (t) => {
   const callers = [...graph.keys()].filter((module) => !module.startsWith('src/engine/') && !module.startsWith('src/decide/') && /\bevaluate\(/.test(readFileSync(join(CHECKOUT, module), 'utf8')));
   t.same(callers, []);
+});
+
+t.test("no module imports node:http but for its types: they take it from src/node-http.ts, as the import's cost says there", async (t) => {
+  const importers = [...graph.keys()].filter((module) => /^import\s+(?!type\b)[^;]*?\bfrom '(?:node:)?http'/m.test(readFileSync(join(CHECKOUT, module), 'utf8')));
+  t.same(importers, []);
+  t.ok(/^import type [^;]*from 'node:http'/m.test(readFileSync(join(CHECKOUT, 'src/process/listeners.ts'), 'utf8')), 'an import of types only is allowed');
 });
