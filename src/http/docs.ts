@@ -14,7 +14,8 @@ const SWAGGER_LOGO_STYLE = 'sha256-RL3ie0nH+Lzz2YNqQN83mnU0J1ot4QL7b99vMdIX99w='
 
 /**
  * The OpenAPI document, generated from the route schemas that also validate and serialize, and
- * the interactive documentation at /docs; the document also at /docs/json and /openapi.json. Registered before the routes so that it sees them all.
+ * the interactive documentation at /docs; the document also at /docs/json and /openapi.json. Registered before
+ * the routes it describes, so that it sees them all (see pages.ts).
  */
 export async function registerDocs(app: FastifyInstance): Promise<void> {
   await app.register(swagger, {

@@ -10,7 +10,7 @@ import { installJsonBodyParser } from './json-body.js';
 import { adminKeyCheck, EXPLAIN_NEEDS_KEY, trustedProxies } from './admin-auth.js';
 import { API_KEY_HEADER } from '../schemas/wire.js';
 import { openAdminGuard } from './open-admin.js';
-import { registerDocs } from './docs.js';
+import { servePagesOnFirstUse } from './pages.js';
 import { healthRoutes } from './health.js';
 import { checkRoutes } from './check.js';
 import { authzenRoutes } from './authzen.js';
@@ -24,7 +24,6 @@ import { attributeSchemaRoutes } from './attribute-schemas.js';
 import { registryRoutes } from './registry.js';
 import { eunomiaEarlierRoutes } from './eunomia-earlier-family.js';
 import { instrumentRoutes, metricsRoutes } from './metrics.js';
-import { dashboardRoutes } from './dashboard.js';
 import { auditRoutes } from './audit.js';
 import { whoamiRoutes } from './whoami.js';
 import { minRevisionCheck } from './min-revision.js';
@@ -107,7 +106,7 @@ export async function buildServer(config: Config, services: Services): Promise<F
   revisionOnEveryAnswer(app, revision);
   installErrorHandling(app, revision);
   installJsonBodyParser(app, config);
-  await registerDocs(app);
+  servePagesOnFirstUse(app, revision);
   const keyCheck = services.adminKeys === undefined ? undefined : await adminKeyCheck(app, config, services.adminKeys);
   const context: AppContext = {
     ...services,
@@ -125,7 +124,6 @@ export async function buildServer(config: Config, services: Services): Promise<F
   if (services.extAuthz !== undefined) await app.register(extAuthzRoutes, { context, extAuthz: services.extAuthz });
   serveGrpcExtAuthz(app, config, services);
   await app.register(eunomiaEarlierRoutes, { context });
-  await app.register(dashboardRoutes);
   await app.register(async (admin) => {
     admin.addHook('onRequest', context.adminGuard);
     await admin.register(policyRoutes, { context });

@@ -12,7 +12,10 @@ import { ask, freePort, runVerdict, waitFor, type Child } from '../helpers/child
 
 const PRELOAD = `
 const { writeSync } = require('node:fs');
-const loaded = () => [...new Set(Object.keys(require.cache).map((path) => /node_modules\\/((?:@[^/]+\\/)?[^/]+)/.exec(path)?.[1]).filter(Boolean))];
+const packages = () => Object.keys(require.cache).map((path) => /node_modules\\/((?:@[^/]+\\/)?[^/]+)/.exec(path)?.[1]).filter(Boolean);
+// Node's own fetch, which some of its modules load when they are imported rather than required.
+const nodeFetch = () => (process.moduleLoadList.some((name) => name.includes('internal/deps/undici')) ? ['node:fetch'] : []);
+const loaded = () => [...new Set([...packages(), ...nodeFetch()])];
 const report = () => writeSync(1, 'LOADED ' + JSON.stringify(loaded()) + '\\n');
 process.on('SIGWINCH', report);
 process.on('exit', report);
@@ -46,7 +49,7 @@ const workerThreads = async (url: string) => {
   return Number(/^verdict_worker_pool_threads (\d+)$/m.exec(metrics)?.[1]);
 };
 
-t.test('a start on the embedded store loads no MongoDB driver, rate limiter, pool or schema compiler before a request needs it', async (t) => {
+t.test('a start on the embedded store loads no MongoDB driver, rate limiter, pool, schema compiler, pages or YAML parser before a request needs it', async (t) => {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   // Every bulk to the pool: under auto, where it goes depends on this machine's cores and the costs measured.
@@ -59,7 +62,7 @@ t.test('a start on the embedded store loads no MongoDB driver, rate limiter, poo
   const atStart = await report;
   t.ok(atStart.includes('fastify'), 'the report sees the packages the server loaded');
   // (prom-client loads @opentelemetry/api, a small package of interfaces, whenever it is installed: not listed.)
-  for (const unused of ['mongodb', '@fastify/rate-limit', 'piscina', 'ajv', 'jose', 'undici', '@grpc/grpc-js', '@opentelemetry/sdk-trace-base', '@opentelemetry/exporter-trace-otlp-http']) t.notOk(atStart.includes(unused), `${unused} is not loaded`);
+  for (const unused of ['mongodb', '@fastify/rate-limit', 'piscina', 'ajv', 'jose', 'undici', '@grpc/grpc-js', '@opentelemetry/sdk-trace-base', '@opentelemetry/exporter-trace-otlp-http', 'yaml', 'node:fetch', '@fastify/swagger', '@fastify/swagger-ui', '@fastify/static']) t.notOk(atStart.includes(unused), `${unused} is not loaded`);
 
   const item = { principal: { attributes: { role: 'admin' } }, resource: { attributes: { kind: 'doc' } }, action: 'read' };
   const bulk = await ask(url, 'POST', '/check/bulk', Array.from({ length: 200 }, () => item));
@@ -73,6 +76,16 @@ t.test('a start on the embedded store loads no MongoDB driver, rate limiter, poo
   const afterBulk = await report;
   t.ok(afterBulk.includes('piscina'), 'the pool is loaded once a bulk needed it');
   t.ok(afterBulk.includes('ajv'), 'and Ajv once a request needed a schema compiled');
+  t.notOk(afterBulk.includes('@fastify/swagger'), 'no page is made for a check');
+
+  const document = await ask(url, 'GET', '/openapi.json');
+  t.equal(document.status, 200);
+  t.ok(Object.keys(document.body.paths).includes('/check'), "the OpenAPI document describes the server's routes");
+  t.equal((await ask(url, 'GET', '/dashboard/')).status, 200, 'the dashboard is served');
+  report = nextReport(server);
+  server.process.kill('SIGWINCH');
+  const afterPages = await report;
+  for (const used of ['@fastify/swagger', '@fastify/swagger-ui', '@fastify/static']) t.ok(afterPages.includes(used), `${used} is loaded once a page needed it`);
 });
 
 t.test('admin authentication loads its rate limiter', async (t) => {
