@@ -5,9 +5,10 @@ import { join } from 'node:path';
 import { ask, freePort, runVerdict, waitFor, type Child } from '../helpers/child.js';
 
 // A start loads only what its configuration uses, and compiles nothing before a request needs it:
-// the MongoDB driver, the rate limiter of admin authentication, the worker pool and Ajv (which
-// the validators and fast-json-stringify's compiler need) are loaded when a start or a request needs them. (cli-footprint.test.ts: a
-// refused start or a health probe loads no server at all.) A preload script reports which packages
+// the MongoDB driver, the rate limiter of admin authentication, the worker pool, Ajv (which the
+// validators and fast-json-stringify's compiler need), the packages of the documentation and the
+// dashboard, and the YAML parser are loaded when a start or a request needs them. (cli-footprint.test.ts:
+// a refused start or a health probe loads no server at all.) A preload script reports which packages
 // the CLI process has loaded when it gets SIGWINCH (a signal the server leaves alone) and at exit.
 
 const PRELOAD = `
