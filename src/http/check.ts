@@ -9,14 +9,13 @@ import {
   checkResponseListSchema,
   checkResponseSchema,
 } from '../schemas/check.js';
-import { createAjv } from '../schemas/validation.js';
 import { isValidCheck } from '../requests/check-shape.js';
 import type { RoutesOptions } from './context.js';
 import { ERROR_RESPONSES } from './responses.js';
 import { RequestValidationError } from '../errors.js';
 import { MIN_REVISION_DOC } from './min-revision.js';
 import { acceptJsonBytes } from './json-body.js';
-import { bodyHandCheckedFirst, compiledOnFirstUse } from './schema-compilers.js';
+import { bodyHandCheckedFirst, lazyValidator } from './schema-compilers.js';
 import { answerDecided, NAMES_ITS_REVISION } from './revision.js';
 import { onceMayExplain } from './admin-auth.js';
 import { decisionJson, decisionsJson } from '../engine/index.js';
@@ -55,7 +54,6 @@ export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { 
   await app.register(async (bulkScope) => {
     // The bulk body stays bytes here: a worker decodes and reads it, or the front does (see BulkChecks).
     acceptJsonBytes(bulkScope, (bytes) => bytes);
-    const validateQuery = compiledOnFirstUse(() => createAjv(true).compile(bulkCheckQuerySchema));
     const { bulks } = context;
     const answered = (reply: FastifyReply, explain: boolean) => (decided: DecidedBulk) => {
       if ('json' in decided) return answerDecided(reply, revision, decided.json, (json) => json);
@@ -74,7 +72,7 @@ export const checkRoutes: FastifyPluginAsync<RoutesOptions> = async (fastify, { 
         response: { 200: checkResponseListSchema, ...ERROR_RESPONSES },
       },
       // The schema documents the body; BulkChecks validates it, wherever it is read.
-      validatorCompiler: ({ httpPart }) => (httpPart === 'querystring' ? validateQuery : () => true),
+      validatorCompiler: (route) => (route.httpPart === 'querystring' ? lazyValidator(route) : () => true),
       handler: async (request, reply) => {
         const bytes = request.body as Buffer | undefined;
         // No body at all (no content type either): as /check answers it.

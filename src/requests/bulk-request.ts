@@ -1,7 +1,7 @@
 import type { ValidateFunction } from 'ajv';
 import type { FastifySchemaValidationError } from 'fastify';
 import { checkRequestListSchema, type CheckRequest } from '../schemas/check.js';
-import { compileListingErrors, validationIssues } from '../schemas/validation.js';
+import { compiledOnFirstUse, compileListingErrors, validationIssues } from '../schemas/validation.js';
 import { CLAIMS_ATTRIBUTE, FormsDisagree, readCheckRequest, sideWordingOf, type CheckInput, type SideWording } from './check-request.js';
 import { ClientError, RequestValidationError } from '../errors.js';
 import type { ValidationIssue } from '../schemas/errors.js';
@@ -24,8 +24,9 @@ export const bulkLimitsOf = (config: Config): BulkLimits => ({
 
 export type BulkValidator = ValidateFunction<CheckRequest[]>;
 
+/** The validator of bulk bodies that the hand check refuses (see readBulkBody): compiled by the first such body. */
 export function compileBulkValidator(): BulkValidator {
-  return compileListingErrors<CheckRequest[]>(checkRequestListSchema);
+  return compiledOnFirstUse(() => compileListingErrors<CheckRequest[]>(checkRequestListSchema));
 }
 
 /**

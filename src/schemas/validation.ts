@@ -98,6 +98,22 @@ export function compileListingErrors<T>(schema: object, coerceTypes = false): Va
   return validate;
 }
 
+/**
+ * A validator compiled on its first call, so that a start compiles no schema of a route that is
+ * never asked, and a worker thread none that the bodies it reads never need. It is the compiled one
+ * in every respect Fastify uses: `errors` after a call, and `schemaEnv` (which tells Fastify to pass
+ * the parent, so that Ajv may coerce a root value).
+ */
+export function compiledOnFirstUse<T>(compile: () => ValidateFunction<T>): ValidateFunction<T> {
+  let compiled: ValidateFunction<T> | undefined;
+  const validator = ((data: unknown, context?: Parameters<ValidateFunction<T>>[1]) => (compiled ??= compile())(data, context)) as ValidateFunction<T>;
+  Object.defineProperties(validator, {
+    errors: { get: () => compiled?.errors },
+    schemaEnv: { get: () => (compiled ??= compile()).schemaEnv },
+  });
+  return validator;
+}
+
 const LOCATION_OF_PART: Record<string, string> = { body: 'body', querystring: 'query', params: 'path', headers: 'header' };
 
 function pointerSegments(pointer: string): (string | number)[] {

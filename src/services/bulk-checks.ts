@@ -27,7 +27,7 @@ export interface BulkAsked {
  * decides from its caches is decided without a promise.
  */
 export class BulkChecks {
-  private validator: BulkValidator | undefined;
+  private readonly validator: BulkValidator = compileBulkValidator();
 
   constructor(
     private readonly checks: CheckService,
@@ -47,7 +47,6 @@ export class BulkChecks {
   }
 
   private onFront(bytes: Buffer, asked: BulkAsked, origin: RequestOrigin): DecidedBulk {
-    this.validator ??= compileBulkValidator();
     return { decisions: this.checks.checkMany(readBulkBody(bytes.toString('utf8'), this.validator, this.limits), asked.explain, origin, asked.refuseConflicts) };
   }
 

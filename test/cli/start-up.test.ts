@@ -7,9 +7,11 @@ import { ask, freePort, runVerdict, waitFor, type Child } from '../helpers/child
 // A start loads only what its configuration uses, and compiles nothing before a request needs it:
 // the MongoDB driver, the rate limiter of admin authentication, the worker pool, Ajv (which the
 // validators and fast-json-stringify's compiler need), the packages of the documentation and the
-// dashboard, and the YAML parser are loaded when a start or a request needs them. (cli-footprint.test.ts:
-// a refused start or a health probe loads no server at all.) A preload script reports which packages
-// the CLI process has loaded when it gets SIGWINCH (a signal the server leaves alone) and at exit.
+// dashboard, and the YAML parser are loaded when a start or a request needs them; Ajv only by a request
+// that the hand-written checks of the hot routes do not accept. (cli-footprint.test.ts: a refused start
+// or a health probe loads no server at all.) A preload script reports which packages the CLI process
+// has loaded when it gets SIGWINCH (a signal the server leaves alone) and at exit; in a worker thread,
+// which gets no signal, every 50 ms.
 
 const PRELOAD = `
 const { writeSync } = require('node:fs');
@@ -17,9 +19,14 @@ const packages = () => Object.keys(require.cache).map((path) => /node_modules\\/
 // Node's own fetch, which some of its modules load when they are imported rather than required.
 const nodeFetch = () => (process.moduleLoadList.some((name) => name.includes('internal/deps/undici')) ? ['node:fetch'] : []);
 const loaded = () => [...new Set([...packages(), ...nodeFetch()])];
-const report = () => writeSync(1, 'LOADED ' + JSON.stringify(loaded()) + '\\n');
-process.on('SIGWINCH', report);
-process.on('exit', report);
+const { isMainThread } = require('node:worker_threads');
+if (isMainThread) {
+  const report = () => writeSync(1, 'LOADED ' + JSON.stringify(loaded()) + '\\n');
+  process.on('SIGWINCH', report);
+  process.on('exit', report);
+} else {
+  setInterval(() => writeSync(1, 'WORKER LOADED ' + JSON.stringify(loaded()) + '\\n'), 50).unref();
+}
 `;
 
 function reporting(t: Test): Record<string, string> {
@@ -36,13 +43,24 @@ function nextReport(child: Child): Promise<string[]> {
     let text = '';
     const onData = (chunk: Buffer) => {
       text += chunk.toString();
-      const line = text.split('\n').find((candidate) => candidate.startsWith('LOADED '));
+      const line = text.split('\n').slice(0, -1).find((candidate) => candidate.startsWith('LOADED '));
       if (line === undefined) return;
       child.process.stdout!.off('data', onData);
       resolve(JSON.parse(line.slice('LOADED '.length)) as string[]);
     };
     child.process.stdout!.on('data', onData);
   });
+}
+
+const WORKER_REPORT = 'WORKER LOADED ';
+
+/** The packages a worker thread reports in its second report from now: written after anything it did before now. */
+async function nextWorkerReport(child: Child): Promise<string[]> {
+  const from = child.output().stdout.length;
+  // Whole lines only: the last piece may still be arriving.
+  const reports = () => child.output().stdout.slice(from).split('\n').slice(0, -1).filter((line) => line.startsWith(WORKER_REPORT));
+  while (reports().length < 2) await new Promise((resolve) => child.process.stdout!.once('data', resolve));
+  return JSON.parse(reports()[1]!.slice(WORKER_REPORT.length)) as string[];
 }
 
 const workerThreads = async (url: string) => {
@@ -71,13 +89,27 @@ t.test('a start on the embedded store loads no MongoDB driver, rate limiter, poo
   t.equal(bulk.body.length, 200, 'a bulk is decided');
   t.equal(await workerThreads(url), 1, 'the worker thread started with it');
   t.same((await ask(url, 'GET', '/ready')).body.checks.workers, 'ok');
+  const inWorker = await nextWorkerReport(server);
+  t.ok(inWorker.includes('piscina'), "the worker thread's report sees the packages it loaded");
+  t.notOk(inWorker.includes('ajv'), 'the worker thread decided a valid bulk without loading Ajv');
   t.equal((await ask(url, 'POST', '/check', item)).status, 200, 'a check validates its body and serializes its answer');
+  t.equal((await ask(url, 'POST', '/access/v1/evaluation', { subject: { type: 'user', id: 'ann' }, resource: { type: 'doc', id: 'd1' }, action: { name: 'read' } })).status, 200);
   report = nextReport(server);
   server.process.kill('SIGWINCH');
   const afterBulk = await report;
   t.ok(afterBulk.includes('piscina'), 'the pool is loaded once a bulk needed it');
-  t.ok(afterBulk.includes('ajv'), 'and Ajv once a request needed a schema compiled');
+  t.notOk(afterBulk.includes('ajv'), 'valid checks, bulks and evaluations load no Ajv on the front');
   t.notOk(afterBulk.includes('@fastify/swagger'), 'no page is made for a check');
+
+  const refused = await ask(url, 'POST', '/check?explain=perhaps', item);
+  t.equal(refused.status, 422, 'a query string the schema refuses is judged by Ajv');
+  t.match(refused.body.detail[0], { loc: ['query', 'explain'], type: 'type_error' });
+  const refusedBulk = await ask(url, 'POST', '/check/bulk', Array.from({ length: 200 }, () => ({ ...item, action: 7 })));
+  t.equal(refusedBulk.status, 422, 'a bulk body the hand check refuses is judged by Ajv, in the worker thread');
+  report = nextReport(server);
+  server.process.kill('SIGWINCH');
+  t.ok((await report).includes('ajv'), 'Ajv is loaded once a request needed it');
+  t.ok((await nextWorkerReport(server)).includes('ajv'), 'in the worker thread too');
 
   const document = await ask(url, 'GET', '/openapi.json');
   t.equal(document.status, 200);
