@@ -1,9 +1,10 @@
 // Emits the JavaScript Node runs into dist/, redoing only what changed since the last run, so that
 // `npm start` on an unchanged tree starts at once:
 // - each TypeScript file transpiled on its own by esbuild (`tsc -b`, in `npm run build`, checks types),
-//   which the tests and the worker threads import;
-// - the command line, dist/src/cli.js, bundled with the server's modules: Node loads the bundle's few
-//   files sooner than the server's hundreds of modules (the packages stay outside it);
+//   which the tests import;
+// - the command line, dist/src/cli.js, and the files the worker threads run, dist/workers/*.js, each
+//   bundled with the server's modules it imports: Node loads a bundle's few files sooner than the
+//   server's hundreds of modules (the packages stay outside them);
 // - the dashboard bundled by dashboard/build.mjs.
 //
 //   node scripts/build.mjs         what `verdict start` needs: src, workers and the dashboard
@@ -23,9 +24,10 @@ const SERVER = ['src', 'workers'];
 // dashboard/src: the tests import its modules directly.
 const DEVELOPMENT = ['test', 'bench', 'dashboard/src', 'clients/node/src', 'examples'];
 const DASHBOARD_INPUTS = join(DIST, '.dashboard-inputs.json');
-const COMMAND_LINE = 'src/cli.ts';
-const COMMAND_LINE_INPUTS = join(DIST, '.cli-inputs.json');
-// The modules the command line's entry (dist/src/cli.js) shares with the code it imports later.
+// Bundled, not transpiled alone: the command line and the entries of the worker threads (see workers/entry-points.ts).
+const BUNDLED = ['src/cli.ts', 'workers/evaluate.ts', 'workers/decision-log-writer.ts'];
+const BUNDLE_INPUTS = join(DIST, '.bundle-inputs.json');
+// The modules the bundles share, and those the command line imports only when it needs them.
 const CHUNKS = join(DIST, 'chunks');
 
 const at = (path) => join(ROOT, path);
@@ -62,12 +64,12 @@ const isTypeScript = (path) => /\.tsx?$/.test(path) && !path.endsWith('.d.ts');
 const outputOf = (source) => join(DIST, relative(ROOT, source)).replace(/\.tsx?$/, '.js');
 
 /**
- * Transpiles the TypeScript files under `dirs` whose output is out of date, but for the command line,
- * which is bundled; removes outputs whose source is gone.
+ * Transpiles the TypeScript files under `dirs` whose output is out of date, but for those BUNDLED;
+ * removes outputs whose source is gone.
  */
 async function transpile(dirs) {
   const sources = dirs.flatMap((dir) => filesUnder(at(dir))).filter(isTypeScript);
-  const stale = sources.filter((source) => source !== at(COMMAND_LINE) && !upToDate(outputOf(source), [source]));
+  const stale = sources.filter((source) => !BUNDLED.map(at).includes(source) && !upToDate(outputOf(source), [source]));
   if (stale.length > 0) {
     await build({
       absWorkingDir: ROOT,
@@ -94,8 +96,8 @@ async function transpile(dirs) {
  * In a bundle every module's `import.meta.url` would be its bundle file's. Each module keeps the URL of
  * its own transpiled file instead, so that the files it names beside it (the package.json, the
  * dashboard, the worker threads' files) are found as they are without the bundle. The URL is written
- * relative to the bundle file, which works from the entry and its chunks alike because both lie one
- * folder below dist/.
+ * relative to the bundle file, which works from the entries and their chunks alike because all lie
+ * one folder below dist/.
  */
 const ownModuleUrls = {
   name: 'own-module-urls',
@@ -109,14 +111,15 @@ const ownModuleUrls = {
   },
 };
 
-/** Bundles the command line unless the last bundle is newer than everything it was made from. */
-async function commandLine() {
-  const lastInputs = existsSync(COMMAND_LINE_INPUTS) ? JSON.parse(readFileSync(COMMAND_LINE_INPUTS, 'utf8')) : undefined;
-  if (lastInputs !== undefined && existsSync(outputOf(at(COMMAND_LINE))) && upToDate(COMMAND_LINE_INPUTS, lastInputs)) return;
+/** Bundles the BUNDLED entries unless the last bundles are newer than everything they were made from. */
+async function bundles() {
+  const lastInputs = existsSync(BUNDLE_INPUTS) ? JSON.parse(readFileSync(BUNDLE_INPUTS, 'utf8')) : undefined;
+  if (lastInputs !== undefined && BUNDLED.every((entry) => existsSync(outputOf(at(entry)))) && upToDate(BUNDLE_INPUTS, lastInputs)) return;
   rmSync(CHUNKS, { recursive: true, force: true });
   const { metafile } = await build({
     absWorkingDir: ROOT,
-    entryPoints: { 'src/cli': at(COMMAND_LINE) },
+    entryPoints: BUNDLED.map(at),
+    outbase: ROOT,
     outdir: DIST,
     chunkNames: 'chunks/[name]-[hash]',
     bundle: true,
@@ -130,7 +133,7 @@ async function commandLine() {
     metafile: true,
     plugins: [ownModuleUrls],
   });
-  writeFileSync(COMMAND_LINE_INPUTS, JSON.stringify(Object.keys(metafile.inputs).map((input) => join(ROOT, input))));
+  writeFileSync(BUNDLE_INPUTS, JSON.stringify(Object.keys(metafile.inputs).map((input) => join(ROOT, input))));
 }
 
 /** Bundles the dashboard unless the last bundle is newer than everything it was made from. */
@@ -142,5 +145,5 @@ async function dashboard() {
 
 const all = process.argv.includes('--all');
 await transpile(all ? [...SERVER, ...DEVELOPMENT] : SERVER);
-await commandLine();
+await bundles();
 await dashboard();

@@ -17,8 +17,8 @@ const MET_BY_NO_PARAMETERS = new Set(['type', 'properties', 'additionalPropertie
 function emptyQueryFirst(schema: object, validate: ValidateFunction<unknown>): ValidateFunction<unknown> {
   const properties = (schema as { properties?: Record<string, { default?: unknown }> }).properties ?? {};
   const defaults = Object.entries(properties).filter(([, property]) => 'default' in property);
-  const validator = ((query: Record<string, unknown>) => {
-    if (Object.keys(query).length > 0) return validate(query);
+  const validator = ((query: Record<string, unknown> | null) => {
+    if (typeof query !== 'object' || query === null || Object.keys(query).length > 0) return validate(query);
     for (const [name, property] of defaults) query[name] = structuredClone(property.default);
     return true;
   }) as ValidateFunction<unknown>;

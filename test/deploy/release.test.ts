@@ -83,9 +83,14 @@ t.test('the npm tarball holds the built server, its dashboard and docs, and no t
     const code = readFileSync(join(ROOT, file), 'utf8');
     for (const [, imported] of code.matchAll(/(?:from |import\()"(\.\.?\/[^"]+)"/g)) follow(posix.join(posix.dirname(file), imported!));
   };
-  follow('dist/src/cli.js');
-  t.ok(bundled.size > 1, 'the command line imports the files of its bundle');
-  t.same([...bundled].filter((file) => !files.includes(file)), [], 'every file the command line imports ships');
+  const entries = ['dist/src/cli.js', 'dist/workers/evaluate.js', 'dist/workers/decision-log-writer.js'];
+  for (const entry of entries) {
+    follow(entry);
+    const imported = [...bundled].filter((file) => file !== entry && !entries.includes(file));
+    t.ok(imported.length > 0, `${entry} imports the files of its bundle`);
+    t.same(imported.filter((file) => !file.startsWith('dist/chunks/')), [], `${entry} is a bundle: it imports chunks, not the modules it was made from`);
+  }
+  t.same([...bundled].filter((file) => !files.includes(file)), [], 'every file the command line and the worker threads import ships');
 });
 
 t.test('the version is one fact: both packages, the newest section of CHANGELOG.md, --version and every image tag of deploy/ agree', async (t) => {
