@@ -522,6 +522,13 @@ const OPTIONS = {
     default: '200',
     parse: integer(0, 100_000),
   }),
+  'recent-denials-rate': option({
+    field: 'recentDenialsRate',
+    env: 'RECENT_DENIALS_RATE',
+    help: 'most denied checks the live view keeps per second (0: every one); a kept check lives on past the young heap, so keeping every denial of a flood grows the heap',
+    default: '200',
+    parse: integer(0, 1_000_000),
+  }),
   'recent-denials-values': option({
     field: 'recentDenialsValues',
     switch: true,

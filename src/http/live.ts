@@ -27,7 +27,7 @@ export const liveRoutes: FastifyPluginAsync<{ window: LiveWindow; counters: Live
         window_seconds: WINDOW_SECONDS,
         seconds: window.seconds(request.query.since),
         rules: counters.rules.inWindow(request.query.top),
-        recent_denials: { capacity: denials?.capacity ?? 0, values: denials?.withValues ?? false, denials: denials?.list() ?? [] },
+        recent_denials: { capacity: denials?.capacity ?? 0, per_second: denials?.perSecond ?? 0, values: denials?.withValues ?? false, denials: denials?.list() ?? [] },
       };
     },
   });

@@ -45,7 +45,7 @@ export class LiveCounters {
       this.allowed++;
     } else {
       this.denied++;
-      this.denials?.record(input, decision.reason, revision, Date.now(), violations);
+      this.denials?.record(input, decision.reason, revision, violations);
     }
   }
 
@@ -54,8 +54,7 @@ export class LiveCounters {
     this.allowed += tally.allowed;
     this.denied += tally.denied;
     for (const { decider, decisions } of tally.deciders) this.rules.countDecided(decider, decisions);
-    const time = Date.now();
-    for (const { input, reason, violations } of tally.denials) this.denials?.record(input, reason, revision, time, violations);
+    for (const { input, reason, violations } of tally.denials) this.denials?.record(input, reason, revision, violations);
   }
 
   /** Checks or plans that broke the attribute schemas, here or in a worker. */

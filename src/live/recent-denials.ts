@@ -1,6 +1,8 @@
 import type { CheckInput, EntityInput } from '../requests/check-request.js';
 import type { RecentDenial, SentSide } from '../schemas/live.js';
 import { checkSize, MAX_KEPT_CHECK_BYTES } from '../engine/json-size.js';
+import { PerSecondShare } from '../per-second-share.js';
+import { systemClock, type Clock } from '../clock.js';
 
 interface Entry {
   time: number;
@@ -36,11 +38,13 @@ function sentActionAndContext({ actionAttributes, context }: CheckInput, withVal
 }
 
 /**
- * The last `capacity` denied checks, in a ring of entries made once: recording one stores three
- * references and a time (no allocation). Values are masked when the list is read, unless
- * `withValues` (`--recent-denials-values`); until then the ring holds the checks as they were read.
- * A check larger than MAX_KEPT_CHECK_BYTES is not kept (it is counted), so that the ring holds at
- * most capacity × 16 KB: /check is open to anyone, and its denials must not hold a process's memory.
+ * The last `capacity` denied checks, at most `perSecond` of them each second (0: every one), in a
+ * ring of entries made once: recording one stores three references and a time (no allocation).
+ * Values are masked when the list is read, unless `withValues` (`--recent-denials-values`); until
+ * then the ring holds the checks as they were read. A check larger than MAX_KEPT_CHECK_BYTES is not
+ * kept (it is counted), so that the ring holds at most capacity × 16 KB: /check is open to anyone,
+ * and its denials must not hold a process's memory. Keeping every denial of a flood of them would
+ * also grow V8's young generation by the checks that outlive it (16 MiB more RSS under /check).
  */
 export class RecentDenials {
   private readonly entries: Entry[];
@@ -51,10 +55,15 @@ export class RecentDenials {
   /** What the checks kept hold, by deniedCheckSize: at most `boundBytes`. */
   heldBytes = 0;
 
+  private readonly share: PerSecondShare;
+
   constructor(
     readonly capacity: number,
     readonly withValues: boolean,
+    readonly perSecond = 0,
+    private readonly clock: Clock = systemClock,
   ) {
+    this.share = new PerSecondShare(perSecond, clock);
     this.entries = Array.from({ length: capacity }, () => ({ time: 0, input: undefined, reason: '', revision: 0, violations: undefined, bytes: 0 }));
   }
 
@@ -63,7 +72,9 @@ export class RecentDenials {
     return this.capacity * MAX_KEPT_CHECK_BYTES;
   }
 
-  record(input: CheckInput, reason: string, revision: number, time: number, violations?: readonly string[]): void {
+  /** Called for every denial of a busy process: past this second's share it returns before reading the clock. */
+  record(input: CheckInput, reason: string, revision: number, violations?: readonly string[]): void {
+    if (!this.share.take()) return;
     const bytes = deniedCheckSize(input);
     if (bytes > MAX_KEPT_CHECK_BYTES) {
       this.skipped++;
@@ -72,7 +83,7 @@ export class RecentDenials {
     const entry = this.entries[this.next]!;
     this.heldBytes += bytes - entry.bytes;
     entry.bytes = bytes;
-    entry.time = time;
+    entry.time = this.clock.now();
     entry.input = input;
     entry.reason = reason;
     entry.revision = revision;

@@ -139,6 +139,7 @@ export const liveSchema = {
       type: 'object',
       properties: {
         capacity: { type: 'integer', description: 'How many are kept (`--recent-denials`); 0: none.' },
+        per_second: { type: 'integer', description: 'The most kept in any one second (`--recent-denials-rate`); 0: every denial.' },
         values: { type: 'boolean', description: 'Whether attribute values are shown (`--recent-denials-values`).' },
         denials: {
           type: 'array',
@@ -146,7 +147,7 @@ export const liveSchema = {
           items: recentDenialSchema,
         },
       },
-      required: ['capacity', 'values', 'denials'],
+      required: ['capacity', 'per_second', 'values', 'denials'],
       additionalProperties: false,
     },
   },

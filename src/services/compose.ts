@@ -225,7 +225,7 @@ async function loadPolicies(config: Config, store: Store, { schemaFile, fileSche
 
 /** Where every decision is told (see DecisionObserver), and what it tells. */
 function decisionObservers(config: Config, metrics: Metrics, snapshots: PolicySnapshots, clock: Clock) {
-  const recentDenials = config.recentDenials === 0 ? undefined : new RecentDenials(config.recentDenials, config.recentDenialsValues);
+  const recentDenials = config.recentDenials === 0 ? undefined : new RecentDenials(config.recentDenials, config.recentDenialsValues, config.recentDenialsRate, clock);
   if (recentDenials !== undefined) metrics.observeRecentDenials(recentDenials);
   const live = new LiveCounters(new RuleTally(Date.now()), recentDenials);
   metrics.observeRules(live.rules);

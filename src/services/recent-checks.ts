@@ -1,6 +1,7 @@
 import { systemClock, type Clock } from '../clock.js';
 import type { DecisionRequest } from '../engine/index.js';
 import { checkSize, MAX_KEPT_CHECK_BYTES } from '../engine/json-size.js';
+import { PerSecondShare } from '../per-second-share.js';
 
 /** A check as this process read it (after the registry merge), and when it was decided. */
 export interface RecentCheck {
@@ -20,10 +21,7 @@ type Kept = RecentCheck & { bytes: number };
 export class RecentChecks {
   private readonly ring: (Kept | undefined)[];
   private next = 0;
-  private second = 0;
-  private keptThisSecond = 0;
-  /** This second's share is kept: nothing more until the next second (when a timer clears it), and no clock read meanwhile. */
-  private shareKept = false;
+  private readonly share: PerSecondShare;
   /** Checks not kept for their size, since the start. */
   skipped = 0;
   /** What the checks kept hold, by checkSize: at most `boundBytes`. */
@@ -35,6 +33,7 @@ export class RecentChecks {
     private readonly clock: Clock = systemClock,
   ) {
     this.ring = new Array<Kept | undefined>(capacity);
+    this.share = new PerSecondShare(perSecond, clock);
   }
 
   /** The most the ring may hold, in bytes by checkSize. */
@@ -44,23 +43,14 @@ export class RecentChecks {
 
   /** Called for every decision of a busy process: past this second's share it returns before reading the clock. */
   record(request: DecisionRequest): void {
-    if (this.capacity === 0 || this.shareKept) return;
-    const now = this.clock.now();
-    if (this.perSecond > 0) {
-      const second = Math.floor(now / 1000);
-      if (second !== this.second) [this.second, this.keptThisSecond] = [second, 0];
-      if (++this.keptThisSecond >= this.perSecond) {
-        this.shareKept = true;
-        this.clock.after(1000 - (now % 1000), () => (this.shareKept = false));
-      }
-    }
+    if (this.capacity === 0 || !this.share.take()) return;
     const bytes = checkSize(request);
     if (bytes > MAX_KEPT_CHECK_BYTES) {
       this.skipped++;
       return;
     }
     this.heldBytes += bytes - (this.ring[this.next]?.bytes ?? 0);
-    this.ring[this.next] = { request, at: now, bytes };
+    this.ring[this.next] = { request, at: this.clock.now(), bytes };
     this.next = (this.next + 1) % this.capacity;
   }
 
@@ -69,10 +59,7 @@ export class RecentChecks {
    * back of it (the first ones), so that checks decided off this thread are kept as these are.
    */
   wanted(): number {
-    if (this.capacity === 0 || this.shareKept) return 0;
-    if (this.perSecond === 0) return this.capacity;
-    const second = Math.floor(this.clock.now() / 1000);
-    return second === this.second ? this.perSecond - this.keptThisSecond : this.perSecond;
+    return this.capacity === 0 ? 0 : this.share.left(this.capacity);
   }
 
   /** The checks kept, oldest first. */

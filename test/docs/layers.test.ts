@@ -82,7 +82,7 @@ t.test('no module imports itself through others', async (t) => {
 const LAYERS: readonly (readonly string[])[] = [
   ['src/schemas/'],
   ['src/engine/'],
-  ['src/clock.ts', 'src/errors.ts', 'src/loopback.ts', 'src/version.ts', 'src/private-files.ts', 'src/document-files.ts', 'src/settle-memory.ts', 'src/node-http.ts'],
+  ['src/clock.ts', 'src/errors.ts', 'src/loopback.ts', 'src/version.ts', 'src/private-files.ts', 'src/document-files.ts', 'src/settle-memory.ts', 'src/node-http.ts', 'src/per-second-share.ts'],
   ['src/config/'],
   ['src/admin-keys.ts', 'src/requests/'],
   ['src/registry/', 'src/identity/', 'src/ext-authz/'],

@@ -5,6 +5,7 @@ import { ALLOWED, BY_DEFAULT, BY_GUARD, createLivePolicies, LIVE_POLICIES } from
 import { startServer, temporaryDataDir, type TestServer } from '../helpers/server.js';
 import { keyDigest } from '../../src/admin-keys.js';
 import type { Config } from '../../src/config/config.js';
+import { ManualClock } from '../helpers/manual-clock.js';
 
 /**
  * GET /admin/live on a real server, with traffic the test sends over HTTP: exact counts of
@@ -146,7 +147,30 @@ t.test('recent denials: values with --recent-denials-values, none with --recent-
   const off = await serverWithPolicies(t, { recentDenials: 0 });
   await off.call('POST', '/check', BY_GUARD);
   await off.call('POST', '/check/bulk', [BY_GUARD, BY_DEFAULT]);
-  t.same((await off.call('GET', '/admin/live')).body.recent_denials, { capacity: 0, values: false, denials: [] });
+  t.same((await off.call('GET', '/admin/live')).body.recent_denials, { capacity: 0, per_second: 0, values: false, denials: [] });
+});
+
+t.test('--recent-denials-rate keeps at most so many denials a second, from the front and from the worker pool', async (t) => {
+  const clock = new ManualClock();
+  clock.advance(1000 - (clock.now() % 1000));
+  const front = await startServer({ recentDenials: 10, recentDenialsRate: 3 }, { clock });
+  t.teardown(front.close);
+  await createLivePolicies(front);
+  const shown = async (server: TestServer) => (await server.call('GET', '/admin/live')).body.recent_denials;
+  for (let index = 0; index < 5; index++) t.equal((await front.call('POST', '/check', BY_DEFAULT)).status, 200);
+  t.match(await shown(front), { capacity: 10, per_second: 3, denials: { length: 3 } }, 'three of the five denials of one second');
+  clock.advance(999);
+  await front.call('POST', '/check', BY_DEFAULT);
+  t.equal((await shown(front)).denials.length, 3, 'none more before that second is up');
+  clock.advance(1);
+  t.equal((await front.call('POST', '/check/bulk', [BY_DEFAULT, BY_GUARD, BY_DEFAULT, BY_GUARD])).status, 200);
+  t.equal((await shown(front)).denials.length, 6, 'three more of a bulk in the next');
+
+  const pooled = await startServer({ recentDenials: 10, recentDenialsRate: 2, evaluation: 'pool', workers: 1 }, { clock });
+  t.teardown(pooled.close);
+  await createLivePolicies(pooled);
+  t.equal((await pooled.call('POST', '/check/bulk', [BY_DEFAULT, BY_GUARD, BY_DEFAULT, BY_GUARD])).status, 200);
+  t.match(await shown(pooled), { per_second: 2, denials: { length: 2 } }, "two of the worker's four");
 });
 
 t.test("recent denials keep the action's attributes and the context, masked as the sides are, from the front and from the worker pool", async (t) => {

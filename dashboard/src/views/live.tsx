@@ -240,7 +240,8 @@ function RecentDenials({ recent }: { recent: LiveAnswer['recent_denials'] }) {
       ) : (
         <>
           <p class="hint">
-            The last {recent.capacity} denied checks are kept, newest first.
+            The last {recent.capacity} denied checks are kept, newest first
+            {recent.per_second > 0 ? `, at most ${recent.per_second} of each second (--recent-denials-rate)` : ''}.
             {recent.values ? ' Attribute values are shown (--recent-denials-values).' : ' Attribute values are hidden (•••); start Verdict with --recent-denials-values to see them.'}
           </p>
           <table class="denials">
