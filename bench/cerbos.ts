@@ -36,11 +36,11 @@ export function cerbosPolicies(count: number): string {
   return directory;
 }
 
-/** The body of a Cerbos check of `documents` (by index), each read by a reader. */
-export function cerbosCheck(documents: number[]): string {
+/** The body of a Cerbos check of `documents` (by index), each read by a principal of `role`. */
+export function cerbosCheck(documents: number[], role = 'reader'): string {
   return JSON.stringify({
     requestId: 'bench',
-    principal: { id: 'bench', roles: ['reader'] },
+    principal: { id: 'bench', roles: [role] },
     resources: documents.map((index) => ({ actions: ['read'], resource: { kind: `doc-${index}`, id: `doc-${index}` } })),
   });
 }

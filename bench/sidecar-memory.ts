@@ -18,6 +18,8 @@
 // MEMORY_BENCH_MEMORY_LIMIT=<MiB> runs each Verdict and the floor in a cgroup with that memory limit (as root), as a
 // pod's limit would: Node then sizes its heap to it. With NODE_OPTIONS=--max-old-space-size=160 too,
 // Verdict runs as the sidecar manifests run it.
+// MEMORY_BENCH_DENIED=1 sends checks that every policy denies (the role `guest`), to Cerbos too: a
+// flood of denials, which the live view keeps some of.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { loadavg, tmpdir } from 'node:os';
@@ -39,6 +41,7 @@ const MEMORY_LIMIT_MIB = process.env.MEMORY_BENCH_MEMORY_LIMIT === undefined ? u
 const IDLE_MILLIS = 3000;
 /** How long after the loads the RSS is read again, once quiet (0: not measured). */
 const QUIET_SECONDS = Number(process.env.MEMORY_BENCH_QUIET_SECONDS ?? 0);
+const ROLE = process.env.MEMORY_BENCH_DENIED === '1' ? 'guest' : 'reader';
 const CONNECTIONS = 64;
 const BULK = 100;
 
@@ -94,7 +97,7 @@ interface Requests {
 }
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-const check = (index: number) => ({ principal: { attributes: { role: 'reader' } }, resource: { attributes: { id: `doc-${(index * 7919) % POLICIES}` } }, action: 'read' });
+const check = (index: number) => ({ principal: { attributes: { role: ROLE } }, resource: { attributes: { id: `doc-${(index * 7919) % POLICIES}` } }, action: 'read' });
 
 /** Sends `body` on `connections` connections for `seconds`; the answers counted, the highest RSS and private memory seen every 50 ms. */
 async function load(server: RunningServer, path: string, body: string, seconds: number): Promise<{ answers: number; peakMiB: number; peakPrivateMiB: number; cpuSeconds: number }> {
@@ -202,8 +205,8 @@ const bareFastify = (group: BenchGroup | undefined): Contender => ({
 function cerbos(binary: string, policies: string): Contender {
   const documents = (index: number) => (index * 7919) % POLICIES;
   const requests: Requests = {
-    check: ['/api/check/resources', cerbosCheck([documents(1)])],
-    bulk: ['/api/check/resources', cerbosCheck(Array.from({ length: BULK }, (_, index) => documents(index)))],
+    check: ['/api/check/resources', cerbosCheck([documents(1)], ROLE)],
+    bulk: ['/api/check/resources', cerbosCheck(Array.from({ length: BULK }, (_, index) => documents(index)), ROLE)],
   };
   return {
     name: 'Cerbos',
@@ -234,7 +237,7 @@ async function main(): Promise<void> {
   const nodeVersion = execFileSync(NODE, ['--version'], { encoding: 'utf8' }).trim();
   const limit = MEMORY_LIMIT_MIB === undefined ? 'no memory limit' : `a ${MEMORY_LIMIT_MIB} MiB memory limit`;
   const nodeOptions = process.env.NODE_OPTIONS === undefined ? '' : `, NODE_OPTIONS=${process.env.NODE_OPTIONS}`;
-  console.log(`# ${ROUNDS} rounds, ${POLICIES} policies, ${LOAD_SECONDS} s of load each at ${CONNECTIONS} connections, Verdict on Node ${nodeVersion} with ${limit}${nodeOptions}; load average before: ${loadavg()[0]!.toFixed(2)}`);
+  console.log(`# ${ROUNDS} rounds, ${POLICIES} policies, ${LOAD_SECONDS} s of load each at ${CONNECTIONS} connections, checks by the role ${ROLE}, Verdict on Node ${nodeVersion} with ${limit}${nodeOptions}; load average before: ${loadavg()[0]!.toFixed(2)}`);
   for (let round = 0; round < ROUNDS; round++) {
     // Alternating order: no variant always runs first, on a colder or a warmer machine.
     const order = contenders.map((_, index) => index);
