@@ -114,7 +114,7 @@ function decide(task: BulkTask, current: Snapshot, shadows: Snapshot | undefined
     const refused = explanationsTooLarge(error.maxLength, inputs.length);
     return { kind: 'refused', statusCode: refused.statusCode, detail: refused.detail };
   }
-  const tally = tallyBulk(inputs, decisions, start.recentDenials, broken);
+  const tally = tallyBulk(inputs, decisions, task.keepDenials, broken);
   // Decided by the shadows too before the time is taken: on the front, the shadows' decisions are part of a bulk's time as well.
   const shadowed = shadows && shadowedBulk(shadows, inputs, decisions, start.shadowSamplePercent);
   const elapsedMs = performance.now() - startedAt;

@@ -92,6 +92,14 @@ export class RecentDenials {
     if (this.size < this.capacity) this.size++;
   }
 
+  /**
+   * How many denials `record` would keep now, at most: what a worker deciding a bulk is asked to send
+   * back of it (its last ones), so that it sends none the front would drop.
+   */
+  wanted(): number {
+    return this.share.left(this.capacity);
+  }
+
   /** Newest first. */
   list(): RecentDenial[] {
     const denials: RecentDenial[] = [];

@@ -27,8 +27,8 @@ export interface BulkPoolOptions {
   timeoutMillis: number;
   /** Told of every bulk a thread decided. */
   observe?: BulkObserver;
-  /** How many of a bulk's denials a thread keeps for the live view (0: none). */
-  recentDenials?: number;
+  /** How many of a bulk's last denials to have sent back for the live view, asked at each bulk (default: none). */
+  denialsWanted?: () => number;
   /** How many of a bulk's checks to have sent back, as decided, for the observer's `kept` (default: none). */
   checksWanted?: () => number;
   /** The file the threads run: the pool's worker (tests give one that wraps it, to crash or hang it). */
@@ -98,7 +98,7 @@ export class BulkPool {
   private readonly limits: BulkLimits;
   private readonly timeoutMillis: number;
   private readonly observe: BulkObserver;
-  private readonly recentDenials: number;
+  private readonly denialsWanted: () => number;
   private readonly checksWanted: () => number;
   private readonly workerFile: URL;
   private readonly schemaEnforcement: SchemaEnforcement;
@@ -115,7 +115,7 @@ export class BulkPool {
     this.limits = options.limits;
     this.timeoutMillis = options.timeoutMillis;
     this.observe = options.observe ?? (() => {});
-    this.recentDenials = options.recentDenials ?? 0;
+    this.denialsWanted = options.denialsWanted ?? (() => 0);
     this.checksWanted = options.checksWanted ?? (() => 0);
     this.workerFile = options.workerFile ?? POOL_WORKER_FILE;
     this.schemaEnforcement = options.schemaEnforcement ?? 'off';
@@ -134,7 +134,6 @@ export class BulkPool {
     this.starting ??= import('piscina').then(({ Piscina }) => {
       const workerData: WorkerStart = {
         runningTasks: this.runningTasks.buffer,
-        recentDenials: this.recentDenials,
         schemaEnforcement: this.schemaEnforcement,
         shadowSamplePercent: this.shadowSamplePercent,
         settleMemory: this.settleMemory,
@@ -175,7 +174,7 @@ export class BulkPool {
     const outcome = await this.atRevision('A bulk check', (pool, at) => {
       const moved = new Uint8Array(bytes).buffer;
       const traceItems = origin?.trace?.tracesItems === true;
-      return pool.run({ kind: 'checks', ...at, limits: this.limits, explain, body: moved, keepChecks: this.checksWanted(), traceItems }, { transferList: [moved] });
+      return pool.run({ kind: 'checks', ...at, limits: this.limits, explain, body: moved, keepChecks: this.checksWanted(), keepDenials: this.denialsWanted(), traceItems }, { transferList: [moved] });
     });
     if (outcome?.kind === 'decided') {
       this.observe({ ...outcome, body: bytes, origin });

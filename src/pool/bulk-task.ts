@@ -52,6 +52,8 @@ export interface BulkTask extends TaskAtRevision {
   explain: boolean;
   /** How many of the bulk's checks, the first ones, to send back as they were decided (for the recent checks; see RecentChecks.wanted). */
   keepChecks: number;
+  /** How many of the bulk's denials, the last ones, to send back as they were sent (for the recent denials; see RecentDenials.wanted). */
+  keepDenials: number;
   /** Say what decided each check (its items are traced: see DecisionTally.tracesItems). */
   traceItems: boolean;
 }
@@ -98,8 +100,6 @@ export type PoolOutcome =
 export interface WorkerStart {
   /** The buffer of a RunningTasks: where the worker says which task it runs. */
   runningTasks: SharedArrayBuffer;
-  /** How many of a bulk's last denials to send back for the recent denials (0: none). */
-  recentDenials: number;
   /** How the attribute schemas that come with the policies are enforced. */
   schemaEnforcement: SchemaEnforcement;
   /** The share of checks the shadow policies decide (`--shadow-sample-percent`). */

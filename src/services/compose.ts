@@ -282,7 +282,7 @@ function bulkPool(config: Config, sizing: WorkerSizing, snapshots: PolicySnapsho
     timeoutMillis: config.workerTimeoutMs,
     observe: decisions.decidedInWorker,
     checksWanted: decisions.checksWanted,
-    recentDenials: config.recentDenials,
+    denialsWanted: decisions.denialsWanted,
     workerFile,
     schemaEnforcement: config.schemaEnforcement,
     shadowSamplePercent: config.shadowSamplePercent,

@@ -56,6 +56,9 @@ export class DecisionObserver implements Required<CheckObservers> {
   /** How many of a bulk's checks a worker should send back for the recent checks (see RecentChecks.wanted). */
   readonly checksWanted = (): number => this.recent?.wanted() ?? 0;
 
+  /** How many of a bulk's denials a worker should send back for the live view's recent denials (see RecentDenials.wanted). */
+  readonly denialsWanted = (): number => this.live.denials?.wanted() ?? 0;
+
   /** A bulk a worker thread decided, with its counts by what decided them, and the checks of it the recent checks asked for. */
   readonly decidedInWorker: BulkObserver = ({ body, json, tally, violations, revision, elapsedMs, origin, kept, shadowed, traced }) => {
     this.metrics.allowed.inc(tally.allowed);

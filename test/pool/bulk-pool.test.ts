@@ -106,7 +106,9 @@ t.test("a worker tells the front what decided each bulk and its last denials, fo
   await store.createPolicy(ALLOW_A_1_TO_GO, TEST_WRITER);
   const snapshots = await PolicySnapshots.load(store);
   const seen: Parameters<BulkObserver>[0][] = [];
-  const pool = new BulkPool(snapshots, { workers: 1, limits: bulkLimitsOf(DEFAULT_CONFIG), timeoutMillis: 10_000, observe: (bulk) => seen.push(bulk), recentDenials: 2 });
+  // What the front's recent denials still want this second: two, then none.
+  let wanted = 2;
+  const pool = new BulkPool(snapshots, { workers: 1, limits: bulkLimitsOf(DEFAULT_CONFIG), timeoutMillis: 10_000, observe: (bulk) => seen.push(bulk), denialsWanted: () => wanted });
   t.teardown(async () => {
     await pool.close();
     await store.close();
@@ -131,6 +133,9 @@ t.test("a worker tells the front what decided each bulk and its last denials, fo
     'the last two denials, in order, as sent',
   );
   t.ok(pool.busyMilliseconds > 0, 'the worker time it took is counted');
+  wanted = 0;
+  t.ok(await pool.decide(JSON.stringify(items)));
+  t.same([seen[1]!.tally.denied, seen[1]!.tally.denials.length], [3, 0], 'counted, but none sent back once the front wants none');
 });
 
 t.test('a worker a few writes behind is sent the policies they changed and derives its snapshot; further behind, the whole set', async (t) => {
@@ -260,7 +265,7 @@ t.test('under warn a worker decides a bulk whose items break the attribute schem
   await store.writeSchemas({ principal: { attributes: { type: 'object', properties: { a: { type: 'integer' } }, required: ['a'] } } }, TEST_WRITER);
   const snapshots = await PolicySnapshots.load(store);
   const seen: Parameters<BulkObserver>[0][] = [];
-  const pool = (enforcement: 'warn' | 'reject') => new BulkPool(snapshots, { workers: 1, limits: bulkLimitsOf(DEFAULT_CONFIG), timeoutMillis: 10_000, observe: (bulk) => seen.push(bulk), recentDenials: 2, schemaEnforcement: enforcement });
+  const pool = (enforcement: 'warn' | 'reject') => new BulkPool(snapshots, { workers: 1, limits: bulkLimitsOf(DEFAULT_CONFIG), timeoutMillis: 10_000, observe: (bulk) => seen.push(bulk), denialsWanted: () => 2, schemaEnforcement: enforcement });
   const [warned, rejecting] = [pool('warn'), pool('reject')];
   t.teardown(async () => {
     await warned.close();
