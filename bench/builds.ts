@@ -3,7 +3,8 @@
 // comma-separated (e.g. `../base/dist/src/cli.js` for a commit built in another worktree).
 //
 // Each build serves the same 100 policies; the scenarios are a /check by attributes, a bulk of 100
-// such checks, and, for the builds that have it, Envoy's external authorization with a bearer token.
+// such checks, a bulk of 100 checks that every policy denies (what the live view keeps some of), and,
+// for the builds that have it, Envoy's external authorization with a bearer token.
 // In each of BUILDS_BENCH_ROUNDS rounds every build is measured once per scenario, the order turned
 // round each round (whichever goes second tends to measure faster); the figures are the medians of
 // each round's ratio to this build. BUILDS_BENCH_ARGS sets the flags every build starts with
@@ -36,7 +37,7 @@ const ISSUER = 'https://idp.bench';
 const AUDIENCE = 'documents-app';
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-const check = (index: number) => ({ principal: { attributes: { role: 'reader' } }, resource: { attributes: { id: `doc-${(index * 7919) % POLICIES}` } }, action: 'read' });
+const check = (index: number, role = 'reader') => ({ principal: { attributes: { role } }, resource: { attributes: { id: `doc-${(index * 7919) % POLICIES}` } }, action: 'read' });
 const json = { 'content-type': 'application/json' };
 
 interface Build {
@@ -114,9 +115,11 @@ async function main(): Promise<void> {
   const now = Math.floor(Date.now() / 1000);
   const token = await new SignJWT({}).setProtectedHeader({ alg: 'ES256', kid: 'bench' }).setSubject('alice').setIssuer(ISSUER).setAudience(AUDIENCE).setIssuedAt(now).setExpirationTime(now + 3600).sign(privateKey);
   const bulk = JSON.stringify(Array.from({ length: 100 }, (_, index) => check(index)));
+  const deniedBulk = JSON.stringify(Array.from({ length: 100 }, (_, index) => check(index, 'guest')));
   const scenarios: { name: string; send: Send; needsExtAuthz?: boolean }[] = [
     { name: '/check', send: (pool, index) => pool.request({ method: 'POST', path: '/check', headers: json, body: JSON.stringify(check(index)) }).then(answered('/check')) },
     { name: 'bulk-100 (per bulk)', send: (pool) => pool.request({ method: 'POST', path: '/check/bulk', headers: json, body: bulk }).then(answered('/check/bulk')) },
+    { name: 'denied bulk-100 (per bulk)', send: (pool) => pool.request({ method: 'POST', path: '/check/bulk', headers: json, body: deniedBulk }).then(answered('/check/bulk')) },
     {
       name: 'ext-authz (token)',
       needsExtAuthz: true,
