@@ -90,7 +90,8 @@ export class QuietSettling {
   private readonly heapBytes: () => number;
   private readonly now: () => number;
   private lastLookAt: number;
-  private heapWhenSettled = 0;
+  /** The heap after the last settling; none yet: any size is settled the first time. */
+  private heapWhenSettled: number | undefined;
 
   constructor(options: QuietSettlingOptions) {
     this.settled = options.settled;
@@ -111,7 +112,7 @@ export class QuietSettling {
   look(): void {
     const quiet = !this.workedSince(this.lastLookAt);
     this.lastLookAt = this.now();
-    if (quiet && this.heapBytes() - this.heapWhenSettled >= REGROWTH_BYTES) this.settleNow();
+    if (quiet && (this.heapWhenSettled === undefined || this.heapBytes() - this.heapWhenSettled >= REGROWTH_BYTES)) this.settleNow();
   }
 
   private settleNow(): void {

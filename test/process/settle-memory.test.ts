@@ -63,6 +63,15 @@ t.test('the process settles once it has started, and again when it goes quiet af
   t.same(settlings[1], { heapBeforeBytes: 60 * MIB, heapAfterBytes: 20 * MIB, millis: 30 });
 });
 
+t.test('the first settling waits for no growth: a heap smaller than the 8 MiB a regrowth needs is settled once quiet', async (t) => {
+  const settlings: Settled[] = [];
+  const settling = new QuietSettling({ settled: (settled) => settlings.push(settled), workedSince: () => false, settle: () => ({ heapBeforeBytes: 6 * MIB, heapAfterBytes: 4 * MIB, millis: 5 }), heapBytes: () => 6 * MIB });
+  settling.look();
+  t.equal(settlings.length, 1, 'settled at the first quiet look');
+  settling.look();
+  t.equal(settlings.length, 1, 'not again before it grew');
+});
+
 t.test('on a Node that gives no collector, settling does nothing and says nothing', async (t) => {
   const settlings: Settled[] = [];
   const settling = new QuietSettling({ settled: (settled) => settlings.push(settled), workedSince: () => false, settle: () => undefined, heapBytes: () => 100 * MIB });
