@@ -16,10 +16,13 @@ const MET_BY_NO_PARAMETERS = new Set(['type', 'properties', 'additionalPropertie
  */
 function emptyQueryFirst(schema: object, validate: ValidateFunction<unknown>): ValidateFunction<unknown> {
   const properties = (schema as { properties?: Record<string, { default?: unknown }> }).properties ?? {};
-  const defaults = Object.entries(properties).filter(([, property]) => 'default' in property);
+  // A default that is an object or a list is copied for each query, as Ajv does; a scalar needs no copy (it is on the path of every /check).
+  const copies = Object.entries(properties)
+    .filter(([, property]) => 'default' in property)
+    .map(([name, { default: value }]) => [name, typeof value === 'object' && value !== null ? () => structuredClone(value) : () => value] as const);
   const validator = ((query: Record<string, unknown> | null) => {
     if (typeof query !== 'object' || query === null || Object.keys(query).length > 0) return validate(query);
-    for (const [name, property] of defaults) query[name] = structuredClone(property.default);
+    for (const [name, copy] of copies) query[name] = copy();
     return true;
   }) as ValidateFunction<unknown>;
   Object.defineProperty(validator, 'errors', { get: () => validate.errors });
